@@ -1,0 +1,39 @@
+# dlock: the two commands README.md starts with, and a few more.
+#   make demo     install build deps if missing, build, show two `dlock run`
+#                 excluding each other on the embedded store
+#   make test     install deps and servers, build with ASan+UBSan, run every
+#                 suite against every store
+#   make install  PREFIX=/usr/local DESTDIR=
+
+BUILD      ?= build
+TEST_BUILD ?= build-test
+PREFIX     ?= /usr/local
+JOBS       ?= 2
+
+.PHONY: all build demo test install clean deps
+
+all: build
+
+deps:
+	@scripts/deps.sh build
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	    -DCMAKE_INSTALL_PREFIX=$(PREFIX) -DBUILD_TESTING=OFF >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS)
+
+demo: build
+	@scripts/demo.sh $(BUILD)/dlock
+
+test:
+	@scripts/deps.sh test
+	@cmake -S . -B $(TEST_BUILD) -DCMAKE_BUILD_TYPE=Debug \
+	    -DDLOCK_SANITIZE=ON >/dev/null
+	@cmake --build $(TEST_BUILD) -j$(JOBS)
+	@scripts/test.sh $(TEST_BUILD)
+
+install: build
+	@cmake --install $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(TEST_BUILD)

@@ -1,0 +1,306 @@
+/*
+ * dlock.h - named, distributed locks kept in databases you already run.
+ *
+ * This is the only public header of libdlock.  One API and one set of
+ * semantics over every store: SQLite (embedded default), Redis, PostgreSQL
+ * and MySQL/MariaDB.
+ *
+ * Conventions (libgit2 style):
+ *  - Handles are opaque.  Out parameters come first; the caller owns what
+ *    an out parameter returns and frees it with the matching function.
+ *  - Every free/close function accepts NULL.
+ *  - Functions return DLOCK_OK (0) on success and a negative DLOCK_E* / state
+ *    code otherwise.  "Someone else holds it" is DLOCK_BUSY, never an error.
+ *  - After a failure, dlock_errmsg() returns a description of it for the
+ *    calling thread.  The library never prints anything.
+ *
+ * Thread safety: a dlock_store may be shared by any number of threads.  A
+ * dlock_lock belongs to one holder; calls on the same lock from several
+ * threads are serialised internally but make little sense.
+ *
+ * Fork: a child made by fork() never releases or renews its parent's locks.
+ * Calls on an inherited dlock_lock or dlock_store in the child return
+ * DLOCK_EINVAL; the child opens its own store if it needs one.
+ */
+#ifndef DLOCK_H
+#define DLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define DLOCK_EXTERN __attribute__((visibility("default")))
+#else
+#define DLOCK_EXTERN
+#endif
+
+/** Library version. */
+#define DLOCK_VERSION_MAJOR 0
+#define DLOCK_VERSION_MINOR 1
+#define DLOCK_VERSION_PATCH 0
+#define DLOCK_VERSION_STRING "0.1.0"
+
+/** Return codes.  0 is success; everything else is negative. */
+enum {
+    /** Success. */
+    DLOCK_OK = 0,
+    /** The lock is held by someone else and was not acquired in time. */
+    DLOCK_BUSY = -1,
+    /** The lock was lost: its lease ran out, it was taken over or broken. */
+    DLOCK_LOST = -2,
+    /** The lock is held, but with less lease left than asked for. */
+    DLOCK_EXPIRING = -3,
+    /** Invalid argument: a bad name, URL, option or handle. */
+    DLOCK_EINVAL = -4,
+    /** The store cannot be reached (connection refused, timed out, gone). */
+    DLOCK_EUNAVAIL = -5,
+    /** The store answered with an error. */
+    DLOCK_ESTORE = -6,
+    /** The store does not support this (or was not compiled in). */
+    DLOCK_ENOTSUP = -7,
+    /** Out of memory. */
+    DLOCK_ENOMEM = -8
+};
+
+/** Wait forever for a lock (the value of dlock_options.wait_ms). */
+#define DLOCK_WAIT_FOREVER (-1)
+
+/** Longest lock name, in bytes.  Names are 1..DLOCK_NAME_MAX bytes of UTF-8
+ * without NUL. */
+#define DLOCK_NAME_MAX 1024
+
+/** Default lease, in milliseconds. */
+#define DLOCK_DEFAULT_TTL_MS 30000
+
+/** The store used when no URL is given (see dlock_store_open()). */
+#define DLOCK_DEFAULT_URL "sqlite:///var/tmp/dlock/dlock.db"
+
+/** A store: a connection (or pool) to one database.  Thread-safe. */
+typedef struct dlock_store dlock_store;
+
+/** A held lock.  Owned by the caller until dlock_release(). */
+typedef struct dlock_lock dlock_lock;
+
+/**
+ * Called once when a held lock is found lost (by the renew thread, or by
+ * dlock_extend()/dlock_assert_ttl()).  It runs on the thread that found the
+ * loss, without any library lock held; it may call dlock_release() on the
+ * lock (which then returns DLOCK_LOST and frees it) but must not block for
+ * long, since it delays renewal of other locks.
+ */
+typedef void (*dlock_lost_cb)(dlock_lock *lock, void *payload);
+
+/** Version of dlock_options this header describes. */
+#define DLOCK_OPTIONS_VERSION 1
+
+/** Options for dlock_acquire().  Initialise with DLOCK_OPTIONS_INIT or
+ * dlock_options_init(); fields added later go at the end. */
+typedef struct {
+    /** Must be DLOCK_OPTIONS_VERSION. */
+    unsigned version;
+    /** 0: try once; > 0: wait up to this many milliseconds;
+     * DLOCK_WAIT_FOREVER: wait until acquired.  Measured on a monotonic
+     * clock. */
+    int64_t wait_ms;
+    /** Lease in milliseconds (> 0).  A holder that dies or hangs blocks
+     * others for at most this long.  Stores may round it up to their
+     * granularity.  Default DLOCK_DEFAULT_TTL_MS. */
+    int64_t ttl_ms;
+    /** Nonzero (default): a background thread renews the lease every
+     * ttl_ms / 3 while the lock is held. */
+    int auto_renew;
+    /** Nonzero: a shared (read) lock, compatible with other shared holders
+     * and exclusive of writers.  DLOCK_ENOTSUP on stores without them. */
+    int shared;
+    /** Called once if the lock is lost while held; may be NULL. */
+    dlock_lost_cb on_lost;
+    /** Passed to on_lost. */
+    void *payload;
+} dlock_options;
+
+/** Static initialiser for dlock_options with the defaults. */
+#define DLOCK_OPTIONS_INIT                                                   \
+    { DLOCK_OPTIONS_VERSION, 0, DLOCK_DEFAULT_TTL_MS, 1, 0, NULL, NULL }
+
+/** What dlock_status() and dlock_list() report about one name. */
+typedef struct {
+    /** The lock name, NUL-terminated (names never contain NUL). */
+    char name[DLOCK_NAME_MAX + 1];
+    /** Nonzero if someone holds the lock now. */
+    int held;
+    /** Nonzero if the current holders hold it shared. */
+    int shared;
+    /** Number of current holders (more than 1 only for shared locks). */
+    unsigned holders;
+    /** Highest fence handed out for this name so far (0 if unknown). */
+    uint64_t fence;
+    /** Lease left of the holder that expires last, in milliseconds;
+     * -1 if unknown or not held. */
+    int64_t ttl_ms;
+    /** Holder's host name, "" if unknown. */
+    char host[256];
+    /** Holder's process id, 0 if unknown. */
+    int64_t pid;
+    /** When the holder acquired it, milliseconds since the Unix epoch;
+     * 0 if unknown. */
+    int64_t since_ms;
+} dlock_info;
+
+/**
+ * Fill opts with the defaults (the same as DLOCK_OPTIONS_INIT).
+ * @return DLOCK_OK, or DLOCK_EINVAL if opts is NULL or version is unknown.
+ */
+DLOCK_EXTERN int dlock_options_init(dlock_options *opts, unsigned version);
+
+/**
+ * Open a store.
+ *
+ * @param out  receives the store; set to NULL on failure.
+ * @param url  "sqlite:///path/file.db", "redis://...", "unix:///sock",
+ *             "postgres://...", "postgresql://...", "mysql://...",
+ *             "mariadb://..."; NULL or "" means DLOCK_DEFAULT_URL.
+ * @return DLOCK_OK; DLOCK_EINVAL for a malformed URL; DLOCK_ENOTSUP for a
+ *         scheme whose support was not compiled in; DLOCK_EUNAVAIL or
+ *         DLOCK_ESTORE if the store cannot be opened.
+ */
+DLOCK_EXTERN int dlock_store_open(dlock_store **out, const char *url);
+
+/**
+ * Close a store.  Locks still held through it are released first (as by
+ * dlock_release(), ignoring the result) and their handles freed.
+ * Accepts NULL.
+ */
+DLOCK_EXTERN void dlock_store_close(dlock_store *store);
+
+/**
+ * Create the store's tables if they do not exist (stores do this on first
+ * use anyway).
+ */
+DLOCK_EXTERN int dlock_store_init(dlock_store *store);
+
+/**
+ * The DDL a store would run, for a DBA to run instead.  Does not connect.
+ * @param out  receives a malloc'd string; free it with free().
+ * @return DLOCK_OK, DLOCK_EINVAL, DLOCK_ENOTSUP or DLOCK_ENOMEM.
+ */
+DLOCK_EXTERN int dlock_ddl(char **out, const char *url);
+
+/**
+ * The store's URL with any password replaced by "***".  Owned by the store.
+ */
+DLOCK_EXTERN const char *dlock_store_url(const dlock_store *store);
+
+/**
+ * Copy a URL with any password replaced by "***".  Works on malformed URLs
+ * too (best effort: anything between "//" and "@" loses its password).
+ * @param out  receives a malloc'd string; free it with free().
+ */
+DLOCK_EXTERN int dlock_url_redact(char **out, const char *url);
+
+/**
+ * Acquire a lock.
+ *
+ * @param out    receives the lock on DLOCK_OK, NULL otherwise.
+ * @param store  an open store.
+ * @param name   1..DLOCK_NAME_MAX bytes, no NUL.
+ * @param opts   options; NULL means the defaults.
+ * @return DLOCK_OK; DLOCK_BUSY if not acquired in time (including wait 0);
+ *         DLOCK_EINVAL for a bad name or options (nothing is sent);
+ *         DLOCK_ENOTSUP (e.g. shared on a store without shared locks);
+ *         DLOCK_EUNAVAIL, DLOCK_ESTORE, DLOCK_ENOMEM.
+ */
+DLOCK_EXTERN int dlock_acquire(dlock_lock **out, dlock_store *store,
+                               const char *name, const dlock_options *opts);
+
+/**
+ * dlock_acquire() with a name of name_len bytes that need not be
+ * NUL-terminated (for bindings whose strings carry a length).  A NUL byte
+ * inside the name is DLOCK_EINVAL.
+ */
+DLOCK_EXTERN int dlock_acquire_len(dlock_lock **out, dlock_store *store,
+                                   const char *name, size_t name_len,
+                                   const dlock_options *opts);
+
+/**
+ * Release a lock and free its handle (always, whatever the result).
+ * Accepts NULL (returns DLOCK_OK).
+ * @return DLOCK_OK; DLOCK_LOST if the lock had been lost or taken over
+ *         (someone else's lock is never deleted); DLOCK_EUNAVAIL or
+ *         DLOCK_ESTORE if the store could not be told (the lease then
+ *         frees the lock).
+ */
+DLOCK_EXTERN int dlock_release(dlock_lock *lock);
+
+/**
+ * Renew the lease to ttl_ms from now (ttl_ms <= 0: the lock's own ttl).
+ * Later automatic renewals use the new length.
+ * @return DLOCK_OK or DLOCK_LOST (also on every call after a loss).
+ */
+DLOCK_EXTERN int dlock_extend(dlock_lock *lock, int64_t ttl_ms);
+
+/**
+ * Check against the store that the lock is still held with at least
+ * min_remaining_ms of lease left.
+ * @return DLOCK_OK, DLOCK_EXPIRING (held, less left), DLOCK_LOST.
+ */
+DLOCK_EXTERN int dlock_assert_ttl(dlock_lock *lock, int64_t min_remaining_ms);
+
+/** The fence of this acquisition: strictly greater than every fence handed
+ * out before for the same name in the same store.  0 for NULL. */
+DLOCK_EXTERN uint64_t dlock_fence(const dlock_lock *lock);
+
+/** The name the lock was acquired with. */
+DLOCK_EXTERN const char *dlock_lock_name(const dlock_lock *lock);
+
+/** Nonzero once the lock is known to be lost. */
+DLOCK_EXTERN int dlock_is_lost(const dlock_lock *lock);
+
+/**
+ * What the store knows about one name (held or not).
+ * @return DLOCK_OK (see info->held), DLOCK_EINVAL, DLOCK_EUNAVAIL,
+ *         DLOCK_ESTORE.
+ */
+DLOCK_EXTERN int dlock_status(dlock_store *store, const char *name,
+                              dlock_info *out);
+
+/**
+ * Call cb for every held lock whose name starts with prefix (NULL or "": all
+ * names), in an unspecified order.  A nonzero return from cb stops the walk
+ * and is returned.
+ */
+DLOCK_EXTERN int dlock_list(dlock_store *store, const char *prefix,
+                            int (*cb)(const dlock_info *info, void *payload),
+                            void *payload);
+
+/**
+ * Break a lock whoever holds it (administration).  Its holder finds it lost
+ * on its next renewal.  Fences are kept.
+ * @param out_removed  receives how many holders were removed (0 if the
+ *                     name was free); may be NULL.
+ * @return DLOCK_OK, DLOCK_EINVAL, DLOCK_EUNAVAIL, DLOCK_ESTORE.
+ */
+DLOCK_EXTERN int dlock_force_release(dlock_store *store, const char *name,
+                                     unsigned *out_removed);
+
+/** A static description of a return code ("lock is busy", ...). */
+DLOCK_EXTERN const char *dlock_strerror(int rc);
+
+/** Detail of the last failure in the calling thread ("" if none). */
+DLOCK_EXTERN const char *dlock_errmsg(void);
+
+/** Comma-separated URL schemes compiled into this library. */
+DLOCK_EXTERN const char *dlock_schemes(void);
+
+/** The library version string (may differ from DLOCK_VERSION_STRING of the
+ * header a program was built with). */
+DLOCK_EXTERN const char *dlock_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DLOCK_H */

@@ -1,0 +1,21 @@
+#!/bin/sh
+# Two `dlock run` on one name exclude each other on the embedded store:
+# A holds "demo" for 2 s; B waits for it; C tries once (-n) and gives up.
+set -eu
+dlock=${1:-build/dlock}
+store=${DLOCK_STORE:-}
+[ -n "$store" ] && set -- -s "$store" || set --
+echo "store: ${store:-sqlite:///var/tmp/dlock/dlock.db (the default; set DLOCK_STORE or -s URL for another)}"
+ready=$(mktemp -u /tmp/dlock-demo.XXXXXX)
+mkfifo "$ready"
+trap 'rm -f "$ready"' EXIT
+
+"$dlock" "$@" run demo -- sh -c 'echo "A: got the lock (fence $DLOCK_FENCE), working 2 s" ; echo go >'"$ready"'; sleep 2; echo "A: done"' &
+a=$!
+read -r _ <"$ready"   # A holds the lock now
+echo "C: trying once (-n) while A holds it..."
+if "$dlock" "$@" run demo -n -- true; then echo "C: got it?!"; exit 1; else echo "C: busy, exit code $? (as documented)"; fi
+echo "B: waiting up to 10 s..."
+"$dlock" "$@" -v run demo -w 10 -- sh -c 'echo "B: got the lock (fence $DLOCK_FENCE) after A released it"'
+wait $a
+"$dlock" "$@" status demo

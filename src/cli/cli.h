@@ -1,0 +1,50 @@
+/*
+ * cli.h - shared pieces of the dlock command.
+ */
+#ifndef DLOCK_CLI_H
+#define DLOCK_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "dlock.h"
+
+/* Exit codes (sysexits.h values, as DESIGN.md section 4 lists them). */
+#define EXIT_BUSY 1
+#define EXIT_USAGE 64
+#define EXIT_UNAVAILABLE 69
+#define EXIT_INTERNAL 70
+#define EXIT_LOST 75
+
+struct cli {
+    const char *url; /* as given: may hold a password, never printed */
+    int verbose;
+};
+
+/* Print "dlock: <msg>" to stderr. */
+void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Report a library failure and return the exit code it maps to. */
+int cli_fail(int rc, const char *what);
+int cli_exit_code(int rc);
+/* Open the store (reporting failures); 0 or an exit code. */
+int cli_open(const struct cli *c, dlock_store **out);
+/* Parse seconds ("10", "0.25", "1.5s", "250ms") into ms; -1 on error. */
+int64_t cli_parse_seconds(const char *s);
+/* Write s as a JSON string (with quotes). */
+void cli_json_string(FILE *f, const char *s);
+/* Print info as one JSON object. */
+void cli_json_info(FILE *f, const dlock_info *info);
+/* Print info as one human-readable line. */
+void cli_print_info(const dlock_info *info);
+/* Format a Unix ms timestamp as local ISO 8601 into buf. */
+const char *cli_time(int64_t unix_ms, char *buf, size_t len);
+/* Is arg one of the names (e.g. "-h", "--help")? */
+int cli_is(const char *arg, const char *a, const char *b);
+
+int cmd_run(const struct cli *c, int argc, char **argv);
+int cmd_status(const struct cli *c, int argc, char **argv);
+int cmd_list(const struct cli *c, int argc, char **argv);
+int cmd_release(const struct cli *c, int argc, char **argv);
+int cmd_init(const struct cli *c, int argc, char **argv);
+
+#endif

@@ -1,0 +1,52 @@
+/*
+ * cmd_init.c - `dlock init [--print]`.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char help[] =
+    "usage: dlock [-s URL] init [--print]\n"
+    "\n"
+    "Create the store's lock tables if they are missing (stores also do it\n"
+    "on first use).\n"
+    "  --print  print the DDL instead, for a DBA to run; connects nowhere\n";
+
+int cmd_init(const struct cli *c, int argc, char **argv)
+{
+    dlock_store *store;
+    int print = 0, rc;
+
+    for (int i = 1; i < argc; i++) {
+        if (cli_is(argv[i], "-h", "--help")) {
+            fputs(help, stdout);
+            return 0;
+        } else if (strcmp(argv[i], "--print") == 0) {
+            print = 1;
+        } else {
+            cli_err("init: unexpected argument '%s'", argv[i]);
+            return EXIT_USAGE;
+        }
+    }
+    if (print) {
+        char *ddl = NULL;
+
+        rc = dlock_ddl(&ddl, c->url);
+        if (rc != DLOCK_OK)
+            return cli_fail(rc, "init");
+        fputs(ddl, stdout);
+        free(ddl);
+        return 0;
+    }
+    rc = cli_open(c, &store);
+    if (rc != 0)
+        return rc;
+    rc = dlock_store_init(store);
+    if (rc != DLOCK_OK)
+        rc = cli_fail(rc, "init");
+    else
+        printf("tables ready in %s\n", dlock_store_url(store));
+    dlock_store_close(store);
+    return rc;
+}

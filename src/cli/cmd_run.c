@@ -1,0 +1,476 @@
+/*
+ * cmd_run.c - `dlock run NAME [options] [--] CMD [ARG...]`.
+ *
+ * Acquire, start CMD, keep the lock renewed while CMD runs, release when it
+ * exits, and pass its exit status on.  Everything asynchronous (signals to
+ * forward, the child's exit, the lock being lost on the renew thread) is
+ * turned into bytes on one self-pipe, so the main loop is a plain poll()
+ * with no work done in signal handlers.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+extern char **environ;
+
+#define DEFAULT_GRACE_MS 10000
+#define MAX_TRACKED_FD 4096
+
+static const char help[] =
+    "usage: dlock [-s URL] run NAME [options] [--] CMD [ARG...]\n"
+    "\n"
+    "Run CMD while holding the lock NAME.  The lease is renewed while CMD\n"
+    "runs and the lock is released when it exits.  CMD gets DLOCK_NAME,\n"
+    "DLOCK_FENCE and DLOCK_STORE (password hidden) in its environment.\n"
+    "SIGINT, SIGTERM and SIGHUP sent to dlock are passed on to CMD.\n"
+    "If the lock is lost while CMD runs, CMD gets SIGTERM, then SIGKILL after\n"
+    "the grace period, and dlock exits 75.\n"
+    "\n"
+    "options:\n"
+    "  -w, --wait SEC        wait up to SEC seconds for the lock (default:\n"
+    "                        forever; fractions allowed, \"250ms\" too)\n"
+    "  -n, --nonblock        do not wait (same as -w 0)\n"
+    "      --ttl SEC         lease (default 30): the longest a dead or hung\n"
+    "                        dlock can keep others out\n"
+    "  -E, --conflict-exit-code CODE\n"
+    "                        exit CODE (default 1) if not acquired in time\n"
+    "  -S, --shared          a shared (read) lock\n"
+    "      --grace SEC       between SIGTERM and SIGKILL on loss (default 10)\n"
+    "\n"
+    "exit: CMD's status (128+N if killed by signal N), 1 or CODE if not\n"
+    "acquired, 64 usage, 69 store failing, 75 lock lost, 126/127 CMD not\n"
+    "executable/not found.\n";
+
+static int sigpipe_w = -1;
+
+/* Byte codes on the self-pipe.  Signals: the number, with 0x80 set when a
+ * process sent it (kill(2)); without, the kernel did (a terminal's ^C,
+ * which the child, in the same process group, already got). */
+#define EV_CHILD 'C'
+#define EV_LOST 'L'
+
+static void on_signal(int sig, siginfo_t *si, void *ctx)
+{
+    int saved = errno;
+    unsigned char b;
+
+    (void)ctx;
+    if (sig == SIGCHLD)
+        b = EV_CHILD;
+    else
+        b = (unsigned char)(sig | (si != NULL && si->si_code <= 0 ? 0x80 : 0));
+    (void)!write(sigpipe_w, &b, 1);
+    errno = saved;
+}
+
+static void on_lost(dlock_lock *lock, void *payload)
+{
+    unsigned char b = EV_LOST;
+
+    (void)lock;
+    (void)payload;
+    (void)!write(sigpipe_w, &b, 1);
+}
+
+struct run_opts {
+    const char *name;
+    char **cmd;
+    int64_t wait_ms;
+    int64_t ttl_ms;
+    int64_t grace_ms;
+    int conflict_code;
+    int shared;
+};
+
+static int parse(struct run_opts *o, int argc, char **argv)
+{
+    o->wait_ms = DLOCK_WAIT_FOREVER;
+    o->ttl_ms = DLOCK_DEFAULT_TTL_MS;
+    o->grace_ms = DEFAULT_GRACE_MS;
+    o->conflict_code = EXIT_BUSY;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *val = NULL;
+        int64_t *ms = NULL;
+
+        if (strcmp(a, "--") == 0) {
+            if (o->name == NULL && i + 1 < argc)
+                o->name = argv[++i];
+            if (i + 1 < argc)
+                o->cmd = argv + i + 1;
+            break;
+        }
+        if (a[0] != '-' || a[1] == '\0') {
+            if (o->name == NULL) {
+                o->name = a;
+                continue;
+            }
+            o->cmd = argv + i; /* flock style: the rest is the command */
+            break;
+        }
+        if (cli_is(a, "-h", "--help"))
+            return -1;
+        if (cli_is(a, "-n", "--nonblock")) {
+            o->wait_ms = 0;
+            continue;
+        }
+        if (cli_is(a, "-S", "--shared")) {
+            o->shared = 1;
+            continue;
+        }
+        /* Options with a value: "-w 5", "-w5", "--wait 5", "--wait=5". */
+        if (cli_is(a, "-w", "--wait") || !strncmp(a, "--wait=", 7) ||
+            (!strncmp(a, "-w", 2) && a[2]))
+            ms = &o->wait_ms;
+        else if (cli_is(a, "--ttl", NULL) || !strncmp(a, "--ttl=", 6))
+            ms = &o->ttl_ms;
+        else if (cli_is(a, "--grace", NULL) || !strncmp(a, "--grace=", 8))
+            ms = &o->grace_ms;
+        else if (!(cli_is(a, "-E", "--conflict-exit-code") ||
+                   !strncmp(a, "--conflict-exit-code=", 21) ||
+                   (!strncmp(a, "-E", 2) && a[2]))) {
+            cli_err("run: unknown option '%s' (see dlock run --help)", a);
+            return EXIT_USAGE;
+        }
+        if (a[1] != '-' && a[2] != '\0')
+            val = a + 2;
+        else if (strchr(a, '=') != NULL && a[1] == '-')
+            val = strchr(a, '=') + 1;
+        else if (i + 1 < argc)
+            val = argv[++i];
+        if (val == NULL) {
+            cli_err("run: %s needs a value", a);
+            return EXIT_USAGE;
+        }
+        if (ms != NULL) {
+            *ms = cli_parse_seconds(val);
+            if (*ms < 0 || (ms == &o->ttl_ms && *ms == 0)) {
+                cli_err("run: bad number of seconds for %s: '%s'", a, val);
+                return EXIT_USAGE;
+            }
+        } else {
+            char *end;
+            long v = strtol(val, &end, 10);
+
+            if (*val == '\0' || *end != '\0' || v < 0 || v > 255) {
+                cli_err("run: the conflict exit code must be 0..255, not "
+                        "'%s'", val);
+                return EXIT_USAGE;
+            }
+            o->conflict_code = (int)v;
+        }
+    }
+    if (o->name == NULL || o->cmd == NULL) {
+        cli_err("run: %s", o->name == NULL ? "missing NAME" : "missing CMD");
+        fputs(help, stderr);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* fds open before the store was: the user's, passed on to CMD.  Anything
+ * opened since (store connections) gets close-on-exec. */
+static unsigned char user_fds[MAX_TRACKED_FD];
+
+static void scan_fds(int mark_cloexec)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+
+    if (d == NULL)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        int fd = atoi(e->d_name);
+
+        if (fd < 3 || fd >= MAX_TRACKED_FD || fd == dirfd(d))
+            continue;
+        if (!mark_cloexec) {
+            user_fds[fd] = 1;
+        } else if (!user_fds[fd]) {
+            int fl = fcntl(fd, F_GETFD);
+
+            if (fl >= 0)
+                (void)fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+        }
+    }
+    closedir(d);
+}
+
+/* environ without DLOCK_NAME/FENCE/STORE, plus ours. */
+static char **child_env(const char *name, uint64_t fence, const char *url)
+{
+    static const char *const ours[] = {"DLOCK_NAME=", "DLOCK_FENCE=",
+                                       "DLOCK_STORE="};
+    size_t n = 0, k = 0;
+    char **env;
+    char *vals[3];
+
+    while (environ[n] != NULL)
+        n++;
+    env = calloc(n + 4, sizeof(*env));
+    if (env == NULL)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        int skip = 0;
+
+        for (size_t j = 0; j < 3; j++)
+            skip |= strncmp(environ[i], ours[j], strlen(ours[j])) == 0;
+        if (!skip)
+            env[k++] = environ[i];
+    }
+    vals[0] = malloc(strlen(name) + 12);
+    vals[1] = malloc(48);
+    vals[2] = malloc(strlen(url) + 13);
+    if (vals[0] == NULL || vals[1] == NULL || vals[2] == NULL) {
+        free(vals[0]);
+        free(vals[1]);
+        free(vals[2]);
+        free(env);
+        return NULL;
+    }
+    sprintf(vals[0], "DLOCK_NAME=%s", name);
+    sprintf(vals[1], "DLOCK_FENCE=%llu", (unsigned long long)fence);
+    sprintf(vals[2], "DLOCK_STORE=%s", url);
+    env[k++] = vals[0];
+    env[k++] = vals[1];
+    env[k++] = vals[2];
+    env[k] = NULL;
+    return env;
+}
+
+static void free_env(char **env)
+{
+    size_t n = 0;
+
+    if (env == NULL)
+        return;
+    while (env[n] != NULL)
+        n++;
+    /* Our three strings are the last three. */
+    for (size_t i = n >= 3 ? n - 3 : 0; i < n; i++)
+        free(env[i]);
+    free(env);
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void say_holder(dlock_store *store, const char *name)
+{
+    dlock_info info;
+    char when[64];
+
+    if (dlock_status(store, name, &info) != DLOCK_OK || !info.held)
+        return;
+    cli_err("waiting for '%s': held by %s pid %lld since %s (lease %lld ms "
+            "left)", name, info.host[0] ? info.host : "?",
+            (long long)info.pid, cli_time(info.since_ms, when, sizeof(when)),
+            (long long)info.ttl_ms);
+}
+
+static int acquire(const struct cli *c, const struct run_opts *o,
+                   dlock_store *store, dlock_lock **lock)
+{
+    dlock_options opts = DLOCK_OPTIONS_INIT;
+    int rc;
+
+    opts.ttl_ms = o->ttl_ms;
+    opts.shared = o->shared;
+    opts.on_lost = on_lost;
+    opts.wait_ms = o->wait_ms;
+    if (c->verbose && o->wait_ms != 0) {
+        opts.wait_ms = 0;
+        rc = dlock_acquire(lock, store, o->name, &opts);
+        if (rc != DLOCK_BUSY)
+            return rc;
+        say_holder(store, o->name);
+        opts.wait_ms = o->wait_ms;
+    }
+    return dlock_acquire(lock, store, o->name, &opts);
+}
+
+/* Start CMD; returns its pid, or -(exit code) on failure. */
+static pid_t spawn(char **cmd, char **env)
+{
+    posix_spawnattr_t attr;
+    sigset_t none, dfl;
+    pid_t pid;
+    int err;
+
+    sigemptyset(&none);
+    sigemptyset(&dfl);
+    sigaddset(&dfl, SIGINT);
+    sigaddset(&dfl, SIGTERM);
+    sigaddset(&dfl, SIGHUP);
+    sigaddset(&dfl, SIGCHLD);
+    sigaddset(&dfl, SIGPIPE);
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &dfl);
+    posix_spawnattr_setflags(&attr,
+                             POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    err = posix_spawnp(&pid, cmd[0], NULL, &attr, cmd, env);
+    posix_spawnattr_destroy(&attr);
+    if (err != 0) {
+        cli_err("run: cannot run '%s': %s", cmd[0], strerror(err));
+        return err == ENOENT ? -127 : -126;
+    }
+    return pid;
+}
+
+/* Wait for the child, forwarding signals and acting on loss.  Returns the
+ * child's exit status as a shell would report it; *lost is set if the lock
+ * was lost meanwhile. */
+static int supervise(pid_t child, int rfd, const struct run_opts *o,
+                     int *lost)
+{
+    int64_t kill_at = -1;
+
+    for (;;) {
+        struct pollfd p = {rfd, POLLIN, 0};
+        int timeout = -1, status;
+        unsigned char buf[64];
+        ssize_t n;
+        pid_t w;
+
+        if (kill_at >= 0) {
+            int64_t left = kill_at - now_ms();
+
+            if (left <= 0) {
+                kill(child, SIGKILL);
+                kill_at = -1;
+            } else {
+                timeout = (int)(left > 60000 ? 60000 : left);
+            }
+        }
+        w = waitpid(child, &status, WNOHANG);
+        if (w == child)
+            return WIFEXITED(status) ? WEXITSTATUS(status)
+                                     : 128 + WTERMSIG(status);
+        if (poll(&p, 1, timeout) < 0 && errno != EINTR)
+            return EXIT_INTERNAL;
+        n = read(rfd, buf, sizeof(buf));
+        for (ssize_t i = 0; i < n; i++) {
+            if (buf[i] == EV_CHILD)
+                continue; /* waitpid() above */
+            if (buf[i] == EV_LOST) {
+                if (*lost)
+                    continue;
+                *lost = 1;
+                cli_err("run: lock '%s' was lost; stopping the command "
+                        "(SIGTERM, SIGKILL in %lld ms)", o->name,
+                        (long long)o->grace_ms);
+                kill(child, SIGTERM);
+                kill_at = now_ms() + o->grace_ms;
+            } else if (buf[i] & 0x80) {
+                kill(child, buf[i] & 0x7f);
+            }
+        }
+    }
+}
+
+int cmd_run(const struct cli *c, int argc, char **argv)
+{
+    struct run_opts o = {0};
+    struct sigaction sa;
+    dlock_store *store = NULL;
+    dlock_lock *lock = NULL;
+    char **env = NULL;
+    int pfd[2] = {-1, -1}, rc, lost = 0;
+    pid_t child;
+
+    rc = parse(&o, argc, argv);
+    if (rc != 0) {
+        if (rc < 0) {
+            fputs(help, stdout);
+            return 0;
+        }
+        return rc;
+    }
+    /* The pipe first: the on_lost callback may fire as soon as the lock is
+     * held. */
+    if (pipe2(pfd, O_CLOEXEC | O_NONBLOCK) != 0) {
+        cli_err("run: pipe: %s", strerror(errno));
+        return EXIT_INTERNAL;
+    }
+    sigpipe_w = pfd[1];
+    scan_fds(0);
+    rc = cli_open(c, &store);
+    if (rc != 0)
+        goto out;
+    rc = acquire(c, &o, store, &lock);
+    if (rc == DLOCK_BUSY) {
+        if (c->verbose)
+            cli_err("run: lock '%s' not acquired in time", o.name);
+        rc = o.conflict_code;
+        goto out;
+    }
+    if (rc != DLOCK_OK) {
+        rc = cli_fail(rc, "run");
+        goto out;
+    }
+    if (c->verbose)
+        cli_err("run: acquired '%s' (fence %llu)", o.name,
+                (unsigned long long)dlock_fence(lock));
+    env = child_env(o.name, dlock_fence(lock), dlock_store_url(store));
+    if (env == NULL) {
+        cli_err("run: out of memory");
+        rc = EXIT_INTERNAL;
+        goto out;
+    }
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NOCLDSTOP;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGCHLD, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    scan_fds(1);
+    child = spawn(o.cmd, env);
+    if (child < 0) {
+        rc = -child;
+        goto out;
+    }
+    rc = supervise(child, pfd[0], &o, &lost);
+    if (lost) {
+        rc = EXIT_LOST;
+    } else {
+        int r = dlock_release(lock);
+
+        if (r == DLOCK_LOST) {
+            cli_err("run: lock '%s' was lost before the command ended",
+                    o.name);
+            rc = EXIT_LOST;
+        } else if (r != DLOCK_OK) {
+            /* The command ran under the lock; only the goodbye failed, and
+             * the lease frees the lock. */
+            cli_err("run: warning: release failed: %s", dlock_errmsg());
+        }
+        lock = NULL;
+    }
+out:
+    if (lock != NULL)
+        (void)dlock_release(lock);
+    dlock_store_close(store);
+    free_env(env);
+    if (pfd[0] >= 0) {
+        close(pfd[0]);
+        close(pfd[1]);
+    }
+    return rc;
+}

@@ -1,0 +1,75 @@
+/*
+ * cmd_status.c - `dlock status NAME [--json]`.
+ */
+#include <string.h>
+
+#include "cli.h"
+
+static const char help[] =
+    "usage: dlock [-s URL] status NAME [--json]\n"
+    "\n"
+    "Show whether NAME is held, by whom (host, pid, since when), how much\n"
+    "lease is left and the highest fence handed out.  Exit 0 either way.\n"
+    "  --json   one JSON object\n";
+
+void cli_print_info(const dlock_info *in)
+{
+    char when[64];
+
+    printf("%s: %s", in->name, in->held ? "held" : "free");
+    if (in->held) {
+        if (in->shared)
+            printf(" (shared, %u holder%s)", in->holders,
+                   in->holders == 1 ? "" : "s");
+        printf(" by %s pid %lld since %s, lease %lld ms left",
+               in->host[0] ? in->host : "?", (long long)in->pid,
+               cli_time(in->since_ms, when, sizeof(when)),
+               (long long)in->ttl_ms);
+    }
+    printf(", fence %llu\n", (unsigned long long)in->fence);
+}
+
+int cmd_status(const struct cli *c, int argc, char **argv)
+{
+    const char *name = NULL;
+    dlock_store *store;
+    dlock_info info;
+    int json = 0, rc;
+
+    for (int i = 1; i < argc; i++) {
+        if (cli_is(argv[i], "-h", "--help")) {
+            fputs(help, stdout);
+            return 0;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (strcmp(argv[i], "--") == 0 && i + 1 < argc && !name) {
+            name = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            cli_err("status: unknown option '%s'", argv[i]);
+            return EXIT_USAGE;
+        } else if (name == NULL) {
+            name = argv[i];
+        } else {
+            cli_err("status: one NAME only");
+            return EXIT_USAGE;
+        }
+    }
+    if (name == NULL) {
+        fputs(help, stderr);
+        return EXIT_USAGE;
+    }
+    rc = cli_open(c, &store);
+    if (rc != 0)
+        return rc;
+    rc = dlock_status(store, name, &info);
+    if (rc != DLOCK_OK) {
+        rc = cli_fail(rc, "status");
+    } else if (json) {
+        cli_json_info(stdout, &info);
+        putchar('\n');
+    } else {
+        cli_print_info(&info);
+    }
+    dlock_store_close(store);
+    return rc;
+}

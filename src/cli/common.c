@@ -1,0 +1,134 @@
+/*
+ * common.c - error reporting, store opening, parsing and JSON output.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+void cli_err(const char *fmt, ...)
+{
+    va_list ap;
+
+    fputs("dlock: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+int cli_exit_code(int rc)
+{
+    switch (rc) {
+    case DLOCK_OK:
+        return 0;
+    case DLOCK_BUSY:
+        return EXIT_BUSY;
+    case DLOCK_LOST:
+        return EXIT_LOST;
+    case DLOCK_EINVAL:
+        return EXIT_USAGE;
+    case DLOCK_EUNAVAIL:
+    case DLOCK_ESTORE:
+    case DLOCK_ENOTSUP:
+        return EXIT_UNAVAILABLE;
+    default:
+        return EXIT_INTERNAL;
+    }
+}
+
+int cli_fail(int rc, const char *what)
+{
+    const char *msg = dlock_errmsg();
+
+    cli_err("%s: %s", what, msg[0] != '\0' ? msg : dlock_strerror(rc));
+    return cli_exit_code(rc);
+}
+
+int cli_open(const struct cli *c, dlock_store **out)
+{
+    int rc = dlock_store_open(out, c->url);
+
+    if (rc != DLOCK_OK) {
+        /* The message carries the redacted URL, never the password. */
+        cli_fail(rc, "cannot open the store");
+        return rc == DLOCK_ENOMEM ? EXIT_INTERNAL : EXIT_UNAVAILABLE;
+    }
+    return 0;
+}
+
+int64_t cli_parse_seconds(const char *s)
+{
+    char *end;
+    double v;
+
+    if (s == NULL || *s == '\0')
+        return -1;
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno != 0 || end == s || !isfinite(v) || v < 0)
+        return -1;
+    if (strcmp(end, "ms") == 0)
+        v /= 1000.0;
+    else if (strcmp(end, "s") != 0 && *end != '\0')
+        return -1;
+    if (v > 365.0 * 24 * 3600)
+        return -1;
+    return (int64_t)(v * 1000.0 + 0.5);
+}
+
+void cli_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p == '\n')
+            fputs("\\n", f);
+        else if (*p == '\t')
+            fputs("\\t", f);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+void cli_json_info(FILE *f, const dlock_info *in)
+{
+    fputs("{\"name\":", f);
+    cli_json_string(f, in->name);
+    fprintf(f, ",\"held\":%s,\"shared\":%s,\"holders\":%u,\"fence\":%llu",
+            in->held ? "true" : "false", in->shared ? "true" : "false",
+            in->holders, (unsigned long long)in->fence);
+    if (in->ttl_ms >= 0)
+        fprintf(f, ",\"ttl_ms\":%lld", (long long)in->ttl_ms);
+    else
+        fputs(",\"ttl_ms\":null", f);
+    fputs(",\"host\":", f);
+    cli_json_string(f, in->host);
+    fprintf(f, ",\"pid\":%lld,\"since_ms\":%lld}", (long long)in->pid,
+            (long long)in->since_ms);
+}
+
+const char *cli_time(int64_t unix_ms, char *buf, size_t len)
+{
+    time_t t = (time_t)(unix_ms / 1000);
+    struct tm tm;
+
+    if (unix_ms <= 0 || localtime_r(&t, &tm) == NULL ||
+        strftime(buf, len, "%Y-%m-%dT%H:%M:%S%z", &tm) == 0)
+        snprintf(buf, len, "unknown");
+    return buf;
+}
+
+int cli_is(const char *arg, const char *a, const char *b)
+{
+    return (a != NULL && strcmp(arg, a) == 0) ||
+           (b != NULL && strcmp(arg, b) == 0);
+}

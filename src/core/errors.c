@@ -1,0 +1,67 @@
+/*
+ * errors.c - return code descriptions and the per-thread error message.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "store.h"
+
+/* The last failure's text, one per thread (libgit2's git_error_last). */
+static _Thread_local char errbuf[512];
+
+const char *dlock_strerror(int rc)
+{
+    switch (rc) {
+    case DLOCK_OK:
+        return "success";
+    case DLOCK_BUSY:
+        return "lock is held by someone else";
+    case DLOCK_LOST:
+        return "lock was lost";
+    case DLOCK_EXPIRING:
+        return "lock lease is running out";
+    case DLOCK_EINVAL:
+        return "invalid argument";
+    case DLOCK_EUNAVAIL:
+        return "store unavailable";
+    case DLOCK_ESTORE:
+        return "store error";
+    case DLOCK_ENOTSUP:
+        return "not supported";
+    case DLOCK_ENOMEM:
+        return "out of memory";
+    default:
+        return "unknown error";
+    }
+}
+
+const char *dlock_errmsg(void)
+{
+    return errbuf;
+}
+
+int dlock__vseterr(int rc, const char *fmt, va_list ap)
+{
+    vsnprintf(errbuf, sizeof(errbuf), fmt, ap);
+    return rc;
+}
+
+int dlock__seterr(int rc, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    dlock__vseterr(rc, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+void dlock__clearerr(void)
+{
+    errbuf[0] = '\0';
+}
+
+int dlock__enomem(void)
+{
+    return dlock__seterr(DLOCK_ENOMEM, "out of memory");
+}

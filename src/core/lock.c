@@ -1,0 +1,650 @@
+/*
+ * lock.c - acquire, the wait loop, renewal, loss, release, atexit and fork.
+ *
+ * Every held lock of this process is in one registry (a list behind
+ * reg_mu).  The registry exists for three reasons: the renew thread walks
+ * it to find leases due for renewal, the atexit handler walks it to release
+ * what the program forgot, and closing a store detaches the locks taken
+ * through it.
+ *
+ * Locking order: reg_mu may be taken while holding a lock's mu, never the
+ * other way round.  A lock's
+ * mu serialises store calls on that lock (user thread against renew
+ * thread); reg_mu protects the list, the scheduling fields (next_renew,
+ * renewable, refs) and the renew thread's state.  Store calls never run
+ * under reg_mu, so a slow store cannot stall the registry.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store.h"
+
+/* A lease may not be longer than a year: longer ones are surely a unit
+ * mistake, and keeping all arithmetic far from overflow is simpler. */
+#define TTL_MAX_MS (365LL * 24 * 3600 * 1000)
+
+/* How long one attempt may wait for the store's own short-lived internal
+ * contention (SQLite's write lock, say) when the caller asked not to wait
+ * or is waiting forever.  Not the lock being busy: that is answered at
+ * once. */
+#define ATTEMPT_BUDGET_MS 2000
+
+/* After a renewal fails for a transient reason, retry this soon (bounded
+ * by what is left of the lease). */
+#define RENEW_RETRY_MS 250
+
+static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t reg_cv;   /* wakes the renew thread */
+static pthread_cond_t unref_cv; /* a lock's refs dropped */
+static struct dlock_lock *reg_head;
+static pthread_t renew_thr;
+static int renew_running;
+static int renew_stop;
+static int at_exit; /* atexit ran: no new renew thread */
+static _Thread_local int on_renew_thread;
+
+static void release_all_at_exit(void);
+
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&reg_mu);
+}
+
+static void fork_parent(void)
+{
+    pthread_mutex_unlock(&reg_mu);
+}
+
+/* The child has no renew thread, and the locks in the registry are its
+ * parent's: it never renews or releases them (lock->pid tells). */
+static void fork_child(void)
+{
+    pthread_mutex_init(&reg_mu, NULL);
+    renew_running = 0;
+    renew_stop = 0;
+}
+
+static void reg_init(void)
+{
+    pthread_condattr_t ca;
+
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&reg_cv, &ca);
+    pthread_cond_init(&unref_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    atexit(release_all_at_exit);
+}
+
+static void cond_wait_until(pthread_cond_t *cv, int64_t when_ms)
+{
+    struct timespec ts;
+
+    ts.tv_sec = (time_t)(when_ms / 1000);
+    ts.tv_nsec = (long)(when_ms % 1000) * 1000000L;
+    pthread_cond_timedwait(cv, &reg_mu, &ts);
+}
+
+/* --- loss ------------------------------------------------------------ */
+
+/* Mark lk lost (caller holds lk->mu).  Returns the callback to run once
+ * the caller has dropped its locks, or NULL. */
+static dlock_lost_cb mark_lost(struct dlock_lock *lk)
+{
+    lk->state = DLOCK_STATE_LOST;
+    pthread_mutex_lock(&reg_mu);
+    lk->renewable = 0;
+    pthread_mutex_unlock(&reg_mu);
+    if (lk->lost_notified)
+        return NULL;
+    lk->lost_notified = 1;
+    return lk->on_lost;
+}
+
+static void schedule(struct dlock_lock *lk, int64_t when)
+{
+    pthread_mutex_lock(&reg_mu);
+    lk->next_renew = when;
+    pthread_cond_broadcast(&reg_cv);
+    pthread_mutex_unlock(&reg_mu);
+}
+
+/* --- the renew thread ------------------------------------------------ */
+
+/* Renew one lock (the renew thread holds a ref on it). */
+static void renew_one(struct dlock_lock *lk)
+{
+    struct dlock_store *s = lk->store;
+    dlock_lost_cb cb = NULL;
+    int64_t t0, now, next = 0;
+    int rc;
+
+    pthread_mutex_lock(&lk->mu);
+    if (lk->state != DLOCK_STATE_HELD) {
+        pthread_mutex_unlock(&lk->mu);
+        return;
+    }
+    t0 = dlock__now_ms();
+    rc = s->ops->extend(s, lk, lk->ttl_ms);
+    now = dlock__now_ms();
+    if (rc == DLOCK_OK) {
+        /* The lease counts from when the request left, not when the
+         * answer came: the store may have started it any time between. */
+        lk->lease_end = t0 + lk->ttl_ms;
+        next = t0 + lk->ttl_ms / 3;
+    } else if (rc == DLOCK_LOST || now >= lk->lease_end) {
+        cb = mark_lost(lk);
+    } else {
+        /* Transient (store unreachable): try again soon, while the lease
+         * we know of still runs.  When it has run out the lock is lost. */
+        int64_t left = lk->lease_end - now;
+
+        next = now + (left / 4 < RENEW_RETRY_MS ? left / 4 : RENEW_RETRY_MS);
+        if (next <= now)
+            next = now + 1;
+    }
+    pthread_mutex_unlock(&lk->mu);
+    if (next != 0)
+        schedule(lk, next);
+    if (cb != NULL)
+        cb(lk, lk->payload);
+}
+
+static void free_lock(struct dlock_lock *lk)
+{
+    pthread_mutex_destroy(&lk->mu);
+    free(lk->name);
+    free(lk);
+}
+
+static void *renew_main(void *arg)
+{
+    (void)arg;
+    on_renew_thread = 1;
+    pthread_mutex_lock(&reg_mu);
+    while (!renew_stop) {
+        struct dlock_lock *lk, *due = NULL;
+        int64_t now = dlock__now_ms(), earliest = INT64_MAX;
+        pid_t me = getpid();
+
+        for (lk = reg_head; lk != NULL; lk = lk->next) {
+            if (lk->renewable <= 0 || !lk->auto_renew || lk->pid != me)
+                continue;
+            if (lk->next_renew <= now) {
+                due = lk;
+                break;
+            }
+            if (lk->next_renew < earliest)
+                earliest = lk->next_renew;
+        }
+        if (due == NULL) {
+            if (earliest == INT64_MAX)
+                pthread_cond_wait(&reg_cv, &reg_mu);
+            else
+                cond_wait_until(&reg_cv, earliest);
+            continue;
+        }
+        /* Not picked again until renew_one() has rescheduled it. */
+        due->next_renew = INT64_MAX;
+        due->refs++;
+        pthread_mutex_unlock(&reg_mu);
+        renew_one(due);
+        pthread_mutex_lock(&reg_mu);
+        due->refs--;
+        pthread_cond_broadcast(&unref_cv);
+        if (due->refs == 0 && due->free_on_unref)
+            free_lock(due);
+    }
+    pthread_mutex_unlock(&reg_mu);
+    return NULL;
+}
+
+/* Start the renew thread if it is not running (caller holds reg_mu). */
+static int renew_start_locked(void)
+{
+    int err;
+
+    if (renew_running)
+        return DLOCK_OK;
+    if (at_exit)
+        return dlock__seterr(DLOCK_EINVAL, "the process is exiting");
+    renew_stop = 0;
+    err = pthread_create(&renew_thr, NULL, renew_main, NULL);
+    if (err != 0)
+        return dlock__seterr(err == ENOMEM ? DLOCK_ENOMEM : DLOCK_EINVAL,
+                             "cannot start the renew thread: %s",
+                             strerror(err));
+    renew_running = 1;
+    return DLOCK_OK;
+}
+
+static void reg_add(struct dlock_lock *lk)
+{
+    pthread_mutex_lock(&reg_mu);
+    lk->prev = NULL;
+    lk->next = reg_head;
+    if (reg_head != NULL)
+        reg_head->prev = lk;
+    reg_head = lk;
+    lk->renewable = 1;
+    pthread_cond_broadcast(&reg_cv);
+    pthread_mutex_unlock(&reg_mu);
+}
+
+/* Unlink lk (caller holds reg_mu). */
+static void reg_unlink_locked(struct dlock_lock *lk)
+{
+    if (lk->prev != NULL)
+        lk->prev->next = lk->next;
+    else if (reg_head == lk)
+        reg_head = lk->next;
+    if (lk->next != NULL)
+        lk->next->prev = lk->prev;
+    lk->prev = lk->next = NULL;
+    lk->renewable = 0;
+}
+
+/* --- acquire --------------------------------------------------------- */
+
+static int check_options(const dlock_options *o, const dlock_store *s)
+{
+    if (o->version != DLOCK_OPTIONS_VERSION)
+        return dlock__seterr(DLOCK_EINVAL,
+                             "dlock_options version %u is not %u; "
+                             "initialise with DLOCK_OPTIONS_INIT",
+                             o->version, (unsigned)DLOCK_OPTIONS_VERSION);
+    if (o->wait_ms < DLOCK_WAIT_FOREVER)
+        return dlock__seterr(DLOCK_EINVAL,
+                             "wait_ms %lld is negative (use "
+                             "DLOCK_WAIT_FOREVER to wait forever)",
+                             (long long)o->wait_ms);
+    if (o->ttl_ms <= 0 || o->ttl_ms > TTL_MAX_MS)
+        return dlock__seterr(DLOCK_EINVAL,
+                             "ttl_ms %lld is out of range (1..%lld)",
+                             (long long)o->ttl_ms, (long long)TTL_MAX_MS);
+    if (o->shared && !s->ops->has_shared)
+        return dlock__seterr(DLOCK_ENOTSUP,
+                             "the %s store has no shared (read) locks",
+                             s->ops->name);
+    return DLOCK_OK;
+}
+
+/* The core's wait loop, for stores without a native wait: one attempt,
+ * then jittered exponential backoff (capped by DLOCK_POLL_MAX_MS and by
+ * when the holder's lease ends, when the store knows), until deadline. */
+static int poll_acquire(struct dlock_store *s, struct dlock_lock *lk,
+                        int64_t deadline)
+{
+    unsigned attempt;
+
+    for (attempt = 0;; attempt++) {
+        int64_t now = dlock__now_ms(), budget, retry = -1, rem, delay;
+        int rc;
+
+        if (deadline == DLOCK_WAIT_FOREVER || deadline - now < 1000)
+            budget = now + ATTEMPT_BUDGET_MS;
+        else
+            budget = deadline;
+        rc = s->ops->try_acquire(s, lk, budget, &retry);
+        if (rc != DLOCK_BUSY)
+            return rc;
+        rem = dlock__remaining_ms(deadline);
+        if (rem == 0)
+            return DLOCK_BUSY;
+        delay = dlock__backoff_ms(attempt, dlock__rand32());
+        if (retry >= 0 && retry + 1 < delay)
+            delay = retry + 1;
+        if (delay > rem)
+            delay = rem;
+        dlock__sleep_ms(delay);
+    }
+}
+
+int dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
+                      size_t name_len, const dlock_options *opts)
+{
+    static const dlock_options defaults = DLOCK_OPTIONS_INIT;
+    struct dlock_lock *lk;
+    int64_t t0, deadline;
+    int rc;
+
+    if (out == NULL)
+        return dlock__seterr(DLOCK_EINVAL, "out is NULL");
+    *out = NULL;
+    rc = dlock__store_usable(s);
+    if (rc != DLOCK_OK)
+        return rc;
+    if (opts == NULL)
+        opts = &defaults;
+    rc = check_options(opts, s);
+    if (rc != DLOCK_OK)
+        return rc;
+    if (name != NULL && memchr(name, '\0', name_len) != NULL)
+        return dlock__seterr(DLOCK_EINVAL, "lock name contains a NUL byte");
+    rc = dlock__check_name(name, name_len);
+    if (rc != DLOCK_OK)
+        return rc;
+
+    pthread_once(&reg_once, reg_init);
+    if (opts->auto_renew) {
+        /* Before acquiring: failing to start the thread afterwards would
+         * leave a lock held that nobody renews. */
+        pthread_mutex_lock(&reg_mu);
+        rc = renew_start_locked();
+        pthread_mutex_unlock(&reg_mu);
+        if (rc != DLOCK_OK)
+            return rc;
+    }
+
+    lk = calloc(1, sizeof(*lk));
+    if (lk == NULL)
+        return dlock__enomem();
+    lk->name = dlock__strndup(name, name_len);
+    if (lk->name == NULL) {
+        free(lk);
+        return dlock__enomem();
+    }
+    rc = dlock__token(lk->token);
+    if (rc != DLOCK_OK) {
+        free(lk->name);
+        free(lk);
+        return rc;
+    }
+    pthread_mutex_init(&lk->mu, NULL);
+    lk->store = s;
+    lk->name_len = name_len;
+    lk->ttl_ms = opts->ttl_ms;
+    lk->shared = opts->shared != 0;
+    lk->pid = getpid();
+    lk->auto_renew = opts->auto_renew != 0;
+    lk->on_lost = opts->on_lost;
+    lk->payload = opts->payload;
+
+    t0 = dlock__now_ms();
+    deadline = opts->wait_ms == DLOCK_WAIT_FOREVER ? DLOCK_WAIT_FOREVER
+                                                   : t0 + opts->wait_ms;
+    if (opts->wait_ms != 0 && s->ops->wait_acquire != NULL)
+        rc = s->ops->wait_acquire(s, lk, deadline);
+    else
+        rc = poll_acquire(s, lk, deadline);
+    if (rc != DLOCK_OK) {
+        if (rc == DLOCK_BUSY && dlock_errmsg()[0] == '\0')
+            dlock__seterr(DLOCK_BUSY, "lock '%s' is held by someone else",
+                          lk->name);
+        free_lock(lk);
+        return rc;
+    }
+    /* Conservative: the lease may have started as early as the last
+     * attempt; t0 is earlier still, which only makes us renew sooner. */
+    t0 = dlock__now_ms();
+    lk->lease_end = t0 + lk->ttl_ms;
+    lk->next_renew = t0 + lk->ttl_ms / 3;
+    lk->state = DLOCK_STATE_HELD;
+    reg_add(lk);
+    dlock__clearerr();
+    *out = lk;
+    return DLOCK_OK;
+}
+
+int dlock_acquire(dlock_lock **out, dlock_store *s, const char *name,
+                  const dlock_options *opts)
+{
+    if (name == NULL) {
+        if (out != NULL)
+            *out = NULL;
+        return dlock__seterr(DLOCK_EINVAL, "lock name is NULL");
+    }
+    return dlock_acquire_len(out, s, name, strlen(name), opts);
+}
+
+/* --- calls on a held lock -------------------------------------------- */
+
+static int lock_usable(const struct dlock_lock *lk)
+{
+    if (lk == NULL)
+        return dlock__seterr(DLOCK_EINVAL, "lock is NULL");
+    if (lk->pid != getpid())
+        return dlock__seterr(DLOCK_EINVAL,
+                             "lock '%s' belongs to process %ld; a forked "
+                             "child cannot use it",
+                             lk->name, (long)lk->pid);
+    return DLOCK_OK;
+}
+
+static int not_held(const struct dlock_lock *lk)
+{
+    if (lk->state == DLOCK_STATE_DETACHED)
+        return dlock__seterr(DLOCK_LOST,
+                             "lock '%s' is gone: its store was closed",
+                             lk->name);
+    return dlock__seterr(DLOCK_LOST, "lock '%s' was lost", lk->name);
+}
+
+int dlock_extend(dlock_lock *lk, int64_t ttl_ms)
+{
+    struct dlock_store *s;
+    dlock_lost_cb cb = NULL;
+    int64_t t0, next = 0;
+    int rc = lock_usable(lk);
+
+    if (rc != DLOCK_OK)
+        return rc;
+    if (ttl_ms <= 0)
+        ttl_ms = lk->ttl_ms;
+    if (ttl_ms > TTL_MAX_MS)
+        return dlock__seterr(DLOCK_EINVAL, "ttl_ms %lld is out of range",
+                             (long long)ttl_ms);
+    s = lk->store;
+    pthread_mutex_lock(&lk->mu);
+    if (lk->state != DLOCK_STATE_HELD) {
+        rc = not_held(lk);
+        pthread_mutex_unlock(&lk->mu);
+        return rc;
+    }
+    t0 = dlock__now_ms();
+    rc = s->ops->extend(s, lk, ttl_ms);
+    if (rc == DLOCK_OK) {
+        lk->ttl_ms = ttl_ms;
+        lk->lease_end = t0 + ttl_ms;
+        next = t0 + ttl_ms / 3;
+    } else if (rc == DLOCK_LOST) {
+        cb = mark_lost(lk);
+    }
+    pthread_mutex_unlock(&lk->mu);
+    if (next != 0)
+        schedule(lk, next);
+    if (cb != NULL)
+        cb(lk, lk->payload);
+    if (rc == DLOCK_OK)
+        dlock__clearerr();
+    return rc;
+}
+
+int dlock_assert_ttl(dlock_lock *lk, int64_t min_remaining_ms)
+{
+    struct dlock_store *s;
+    dlock_lost_cb cb = NULL;
+    int64_t left = 0;
+    int rc = lock_usable(lk);
+
+    if (rc != DLOCK_OK)
+        return rc;
+    s = lk->store;
+    pthread_mutex_lock(&lk->mu);
+    if (lk->state != DLOCK_STATE_HELD) {
+        rc = not_held(lk);
+        pthread_mutex_unlock(&lk->mu);
+        return rc;
+    }
+    rc = s->ops->ttl_left(s, lk, &left);
+    if (rc == DLOCK_LOST)
+        cb = mark_lost(lk);
+    pthread_mutex_unlock(&lk->mu);
+    if (cb != NULL)
+        cb(lk, lk->payload);
+    if (rc != DLOCK_OK)
+        return rc;
+    if (left < min_remaining_ms)
+        return dlock__seterr(DLOCK_EXPIRING,
+                             "lock '%s' has %lld ms of lease left, less "
+                             "than %lld",
+                             lk->name, (long long)left,
+                             (long long)min_remaining_ms);
+    dlock__clearerr();
+    return DLOCK_OK;
+}
+
+/* Tell the store, whatever the state, so the store frees lk->priv. */
+static int store_release(struct dlock_lock *lk)
+{
+    struct dlock_store *s = lk->store;
+    int rc;
+
+    if (lk->state == DLOCK_STATE_HELD)
+        return s->ops->release(s, lk);
+    if (lk->state == DLOCK_STATE_LOST) {
+        if (lk->priv != NULL) {
+            if (s->ops->forget != NULL)
+                s->ops->forget(s, lk);
+            else
+                (void)s->ops->release(s, lk);
+        }
+        return not_held(lk);
+    }
+    rc = not_held(lk);
+    return rc;
+}
+
+int dlock_release(dlock_lock *lk)
+{
+    int rc;
+
+    if (lk == NULL)
+        return DLOCK_OK;
+    if (lk->pid != getpid()) {
+        /* A fork child's copy of its parent's lock: free our memory, never
+         * touch the store (its connection is the parent's). */
+        rc = lock_usable(lk);
+        pthread_mutex_lock(&reg_mu);
+        reg_unlink_locked(lk);
+        pthread_mutex_unlock(&reg_mu);
+        free(lk->name);
+        free(lk);
+        return rc;
+    }
+
+    pthread_mutex_lock(&reg_mu);
+    reg_unlink_locked(lk);
+    /* Called from this lock's own on_lost callback on the renew thread,
+     * which holds one ref: the renew thread frees it afterwards. */
+    if (on_renew_thread && lk->refs > 0) {
+        pthread_mutex_unlock(&reg_mu);
+        pthread_mutex_lock(&lk->mu);
+        rc = store_release(lk);
+        lk->state = DLOCK_STATE_DETACHED;
+        pthread_mutex_unlock(&lk->mu);
+        pthread_mutex_lock(&reg_mu);
+        lk->free_on_unref = 1;
+        pthread_mutex_unlock(&reg_mu);
+        return rc;
+    }
+    while (lk->refs > 0)
+        pthread_cond_wait(&unref_cv, &reg_mu);
+    pthread_mutex_unlock(&reg_mu);
+
+    pthread_mutex_lock(&lk->mu);
+    rc = store_release(lk);
+    pthread_mutex_unlock(&lk->mu);
+    free_lock(lk);
+    if (rc == DLOCK_OK)
+        dlock__clearerr();
+    return rc;
+}
+
+uint64_t dlock_fence(const dlock_lock *lk)
+{
+    return lk != NULL ? lk->fence : 0;
+}
+
+const char *dlock_lock_name(const dlock_lock *lk)
+{
+    return lk != NULL ? lk->name : "";
+}
+
+int dlock_is_lost(const dlock_lock *lk)
+{
+    int lost;
+
+    if (lk == NULL)
+        return 1;
+    /* state is written under lk->mu; reading it under the same mutex keeps
+     * the answer coherent with the last store call. */
+    pthread_mutex_lock((pthread_mutex_t *)&lk->mu);
+    lost = lk->state != DLOCK_STATE_HELD;
+    pthread_mutex_unlock((pthread_mutex_t *)&lk->mu);
+    return lost;
+}
+
+/* --- store close, process exit --------------------------------------- */
+
+/* Release (best effort) and detach every lock of this process for which
+ * match(lk) holds; they stay allocated for their owners to free. */
+static void detach_where(struct dlock_store *only)
+{
+    pid_t me = getpid();
+
+    pthread_mutex_lock(&reg_mu);
+    for (;;) {
+        struct dlock_lock *lk;
+
+        for (lk = reg_head; lk != NULL; lk = lk->next)
+            if (lk->pid == me && lk->state != DLOCK_STATE_DETACHED &&
+                lk->renewable >= 0 && (only == NULL || lk->store == only))
+                break;
+        if (lk == NULL)
+            break;
+        /* renewable = -1 marks "being detached" so the loop moves on. */
+        lk->renewable = -1;
+        while (lk->refs > 0 && !on_renew_thread)
+            pthread_cond_wait(&unref_cv, &reg_mu);
+        pthread_mutex_unlock(&reg_mu);
+        pthread_mutex_lock(&lk->mu);
+        (void)store_release(lk);
+        lk->priv = NULL;
+        lk->state = DLOCK_STATE_DETACHED;
+        pthread_mutex_unlock(&lk->mu);
+        pthread_mutex_lock(&reg_mu);
+    }
+    pthread_mutex_unlock(&reg_mu);
+}
+
+void dlock__registry_detach_store(struct dlock_store *s)
+{
+    pthread_once(&reg_once, reg_init);
+    detach_where(s);
+}
+
+static void release_all_at_exit(void)
+{
+    int join = 0;
+
+    pthread_mutex_lock(&reg_mu);
+    at_exit = 1;
+    if (renew_running) {
+        renew_stop = 1;
+        pthread_cond_broadcast(&reg_cv);
+        /* exit() from an on_lost callback runs on the renew thread itself. */
+        join = !on_renew_thread;
+        renew_running = 0;
+    }
+    pthread_mutex_unlock(&reg_mu);
+    if (join)
+        pthread_join(renew_thr, NULL);
+    detach_where(NULL);
+}

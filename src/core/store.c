@@ -1,0 +1,269 @@
+/*
+ * store.c - the scheme table and the store-level API.
+ *
+ * Like curl's scheme table, this knows every scheme dlock has a store for,
+ * whether or not that store was built, so a URL for a store left out of the
+ * build gets "X support was not compiled in" rather than "unknown scheme".
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store.h"
+
+#ifdef DLOCK_HAVE_SQLITE
+#define SQLITE_OPS (&dlock__sqlite_ops)
+#else
+#define SQLITE_OPS NULL
+#endif
+#ifdef DLOCK_HAVE_REDIS
+#define REDIS_OPS (&dlock__redis_ops)
+#else
+#define REDIS_OPS NULL
+#endif
+#ifdef DLOCK_HAVE_POSTGRES
+#define POSTGRES_OPS (&dlock__postgres_ops)
+#else
+#define POSTGRES_OPS NULL
+#endif
+#ifdef DLOCK_HAVE_MYSQL
+#define MYSQL_OPS (&dlock__mysql_ops)
+#else
+#define MYSQL_OPS NULL
+#endif
+
+static const struct scheme {
+    const char *scheme;
+    const char *label; /* for "X support was not compiled in" */
+    const struct dlock_store_ops *ops;
+} schemes[] = {
+    {.scheme = "sqlite", .label = "sqlite://", .ops = SQLITE_OPS},
+    {.scheme = "redis", .label = "redis://", .ops = REDIS_OPS},
+    {.scheme = "unix", .label = "unix:// (Redis)", .ops = REDIS_OPS},
+    {.scheme = "postgres", .label = "postgres://", .ops = POSTGRES_OPS},
+    {.scheme = "postgresql", .label = "postgresql://", .ops = POSTGRES_OPS},
+    {.scheme = "mysql", .label = "mysql://", .ops = MYSQL_OPS},
+    {.scheme = "mariadb", .label = "mariadb://", .ops = MYSQL_OPS},
+};
+
+static const char *const compiled =
+#ifdef DLOCK_HAVE_SQLITE
+    "sqlite,"
+#endif
+#ifdef DLOCK_HAVE_REDIS
+    "redis,unix,"
+#endif
+#ifdef DLOCK_HAVE_POSTGRES
+    "postgres,postgresql,"
+#endif
+#ifdef DLOCK_HAVE_MYSQL
+    "mysql,mariadb,"
+#endif
+    "";
+
+const char *dlock_schemes(void)
+{
+    static char buf[128];
+    size_t n = strlen(compiled);
+
+    /* Drop the trailing comma once; the string never changes after. */
+    if (buf[0] == '\0' && n > 0) {
+        memcpy(buf, compiled, n - 1);
+        buf[n - 1] = '\0';
+    }
+    return buf;
+}
+
+const char *dlock_version(void)
+{
+    return DLOCK_VERSION_STRING;
+}
+
+int dlock_options_init(dlock_options *opts, unsigned version)
+{
+    static const dlock_options defaults = DLOCK_OPTIONS_INIT;
+
+    if (opts == NULL)
+        return dlock__seterr(DLOCK_EINVAL, "options are NULL");
+    if (version != DLOCK_OPTIONS_VERSION)
+        return dlock__seterr(DLOCK_EINVAL,
+                             "unknown dlock_options version %u (this "
+                             "library knows %u)",
+                             version, DLOCK_OPTIONS_VERSION);
+    *opts = defaults;
+    return DLOCK_OK;
+}
+
+/* Parse url and find its store's ops. */
+static int lookup(struct dlock_url **out, const struct dlock_store_ops **ops,
+                  const char *url)
+{
+    int rc;
+
+    if (url == NULL || url[0] == '\0')
+        url = DLOCK_DEFAULT_URL;
+    rc = dlock__url_parse(out, url);
+    if (rc != DLOCK_OK)
+        return rc;
+    for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
+        if (strcmp(schemes[i].scheme, (*out)->scheme) != 0)
+            continue;
+        if (schemes[i].ops == NULL)
+            rc = dlock__seterr(DLOCK_ENOTSUP,
+                               "%s support was not compiled in (this dlock "
+                               "has: %s)",
+                               schemes[i].label, dlock_schemes());
+        *ops = schemes[i].ops;
+        goto done;
+    }
+    rc = dlock__seterr(DLOCK_EINVAL,
+                       "unknown store scheme \"%s\" in %s (known: sqlite, "
+                       "redis, unix, postgres, postgresql, mysql, mariadb)",
+                       (*out)->scheme, (*out)->redacted);
+done:
+    if (rc != DLOCK_OK) {
+        dlock__url_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+int dlock_store_open(dlock_store **out, const char *url)
+{
+    const struct dlock_store_ops *ops = NULL;
+    struct dlock_url *u;
+    dlock_store *s = NULL;
+    int rc;
+
+    if (out == NULL)
+        return dlock__seterr(DLOCK_EINVAL, "out is NULL");
+    *out = NULL;
+    rc = lookup(&u, &ops, url);
+    if (rc != DLOCK_OK)
+        return rc;
+    rc = ops->open(&s, u);
+    if (rc == DLOCK_OK) {
+        s->ops = ops;
+        s->pid = getpid();
+        s->url = u->redacted;
+        u->redacted = NULL;
+        *out = s;
+    }
+    dlock__url_free(u);
+    return rc;
+}
+
+/* A fork child must not talk to its parent's connections (they are shared
+ * sockets and file locks); it opens its own store. */
+int dlock__store_usable(const dlock_store *s)
+{
+    if (s == NULL)
+        return dlock__seterr(DLOCK_EINVAL, "store is NULL");
+    if (s->pid != getpid())
+        return dlock__seterr(DLOCK_EINVAL,
+                             "store was opened by process %ld; a forked "
+                             "child must open its own",
+                             (long)s->pid);
+    return DLOCK_OK;
+}
+
+void dlock_store_close(dlock_store *s)
+{
+    char *url;
+
+    /* In a fork child the parent's connections are left alone (and
+     * leaked): closing them could disturb the parent. */
+    if (s == NULL || s->pid != getpid())
+        return;
+    dlock__registry_detach_store(s);
+    url = s->url;
+    s->ops->close(s);
+    free(url);
+}
+
+const char *dlock_store_url(const dlock_store *s)
+{
+    return s != NULL && s->url != NULL ? s->url : "";
+}
+
+int dlock_store_init(dlock_store *s)
+{
+    int rc = dlock__store_usable(s);
+
+    return rc != DLOCK_OK ? rc : s->ops->init(s);
+}
+
+int dlock_ddl(char **out, const char *url)
+{
+    const struct dlock_store_ops *ops = NULL;
+    struct dlock_url *u;
+    int rc;
+
+    if (out == NULL)
+        return dlock__seterr(DLOCK_EINVAL, "out is NULL");
+    *out = NULL;
+    rc = lookup(&u, &ops, url);
+    if (rc != DLOCK_OK)
+        return rc;
+    rc = ops->ddl(out, u);
+    dlock__url_free(u);
+    return rc;
+}
+
+int dlock_status(dlock_store *s, const char *name, dlock_info *out)
+{
+    int rc = dlock__store_usable(s);
+
+    if (rc != DLOCK_OK)
+        return rc;
+    if (out == NULL)
+        return dlock__seterr(DLOCK_EINVAL, "out is NULL");
+    if (name == NULL)
+        return dlock__seterr(DLOCK_EINVAL, "lock name is NULL");
+    rc = dlock__check_name(name, strlen(name));
+    if (rc != DLOCK_OK)
+        return rc;
+    memset(out, 0, sizeof(*out));
+    out->ttl_ms = -1;
+    memcpy(out->name, name, strlen(name) + 1);
+    return s->ops->status(s, name, out);
+}
+
+int dlock_list(dlock_store *s, const char *prefix,
+               int (*cb)(const dlock_info *info, void *payload),
+               void *payload)
+{
+    int rc = dlock__store_usable(s);
+
+    if (rc != DLOCK_OK)
+        return rc;
+    if (cb == NULL)
+        return dlock__seterr(DLOCK_EINVAL, "callback is NULL");
+    if (prefix == NULL)
+        prefix = "";
+    if (strlen(prefix) > DLOCK_NAME_MAX)
+        return dlock__seterr(DLOCK_EINVAL, "prefix is longer than %d bytes",
+                             DLOCK_NAME_MAX);
+    return s->ops->list(s, prefix, cb, payload);
+}
+
+int dlock_force_release(dlock_store *s, const char *name,
+                        unsigned *out_removed)
+{
+    unsigned removed = 0;
+    int rc = dlock__store_usable(s);
+
+    if (out_removed != NULL)
+        *out_removed = 0;
+    if (rc != DLOCK_OK)
+        return rc;
+    if (name == NULL)
+        return dlock__seterr(DLOCK_EINVAL, "lock name is NULL");
+    rc = dlock__check_name(name, strlen(name));
+    if (rc != DLOCK_OK)
+        return rc;
+    rc = s->ops->force_release(s, name, &removed);
+    if (out_removed != NULL)
+        *out_removed = removed;
+    return rc;
+}

@@ -1,0 +1,208 @@
+/*
+ * store.h - the private contract between the dlock core and its stores.
+ *
+ * Each store is one `static const struct dlock_store_ops` (SQLite's
+ * sqlite3_io_methods is the model).  A store's open() allocates its own
+ * struct whose first member is `struct dlock_store`; the core fills in the
+ * base fields after open() returns.
+ *
+ * The core owns everything that is the same for every store: name and
+ * option checks, the owner token, the wait loop and its deadline, the renew
+ * thread, LOST bookkeeping, the registry of held locks, atexit and fork.
+ * A store only talks to its database.
+ *
+ * Store functions return DLOCK_* codes and, on failure, set the thread's
+ * message with dlock__seterr().  They must never print and never put a
+ * password in a message (use store->url, which is redacted).
+ */
+#ifndef DLOCK_CORE_STORE_H
+#define DLOCK_CORE_STORE_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "dlock.h"
+
+#if defined(__GNUC__)
+#define DLOCK_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define DLOCK_PRINTF(f, a)
+#endif
+
+/* Owner tokens: 128 random bits as 32 lowercase hex digits. */
+#define DLOCK_TOKEN_HEX 32
+
+/* A parsed store URL: scheme://[user[:password]@]host[:port][/path][?k=v&..]
+ * Every component is percent-decoded; absent ones are NULL (port: 0). */
+struct dlock_url_param {
+    char *key;
+    char *value;
+};
+
+struct dlock_url {
+    char *scheme;   /* lower case */
+    char *user;
+    char *password;
+    char *host;     /* "[v6]" brackets removed */
+    int port;
+    char *path;     /* from the first '/' after the authority, decoded */
+    char *query;    /* raw text after '?', not decoded (libpq wants it) */
+    char *redacted; /* the whole URL with the password as "***" */
+    char *raw;      /* the whole URL as given: may hold a password */
+    size_t nparams;
+    struct dlock_url_param *params;
+};
+
+int dlock__url_parse(struct dlock_url **out, const char *url);
+void dlock__url_free(struct dlock_url *url);
+/* The value of ?key=, or NULL if absent ("" if present without value). */
+const char *dlock__url_param(const struct dlock_url *url, const char *key);
+/* DLOCK_EINVAL (with a message) if the URL has a parameter not in the
+ * NULL-terminated list `known`. */
+int dlock__url_check_params(const struct dlock_url *url,
+                            const char *const *known);
+/* Parse a non-negative integer parameter with an optional unit suffix
+ * "ms" or "s" (no suffix: `unit_ms` per unit).  Absent: *out untouched. */
+int dlock__url_param_ms(const struct dlock_url *url, const char *key,
+                        int64_t unit_ms, int64_t *out);
+
+/* The base of every store handle. */
+struct dlock_store {
+    const struct dlock_store_ops *ops;
+    char *url; /* redacted, for messages and dlock_store_url() */
+    pid_t pid; /* the process that opened it; a fork child may not use it */
+};
+
+/* Lock states, owned by the core. */
+enum dlock_state {
+    DLOCK_STATE_HELD = 0,
+    DLOCK_STATE_LOST,
+    DLOCK_STATE_DETACHED /* its store was closed under it */
+};
+
+/* A held lock.  Stores read name..shared and set fence and priv; the rest
+ * belongs to the core (src/core/lock.c). */
+struct dlock_lock {
+    struct dlock_store *store;
+    char *name;
+    size_t name_len;
+    char token[DLOCK_TOKEN_HEX + 1];
+    int64_t ttl_ms;
+    int shared;
+    uint64_t fence; /* set by the store on acquire */
+    void *priv;     /* the store's per-lock state (a pinned connection...) */
+
+    /* core-private */
+    pthread_mutex_t mu; /* serialises store calls on this lock */
+    pid_t pid;
+    enum dlock_state state;
+    int auto_renew;
+    int lost_notified;
+    dlock_lost_cb on_lost;
+    void *payload;
+    int64_t lease_end;  /* monotonic ms: lease end as this process knows */
+    int64_t next_renew; /* monotonic ms */
+    /* under the registry mutex */
+    unsigned refs;      /* renew thread (and store close) using it now */
+    int renewable;      /* the renew thread may pick it */
+    int free_on_unref;  /* released from its own on_lost callback */
+    struct dlock_lock *prev, *next; /* registry list */
+};
+
+#define DLOCK_STORE_OPS_VERSION 1
+
+struct dlock_store_ops {
+    int version;      /* DLOCK_STORE_OPS_VERSION */
+    const char *name; /* "sqlite", "redis", ... */
+    int has_shared;   /* supports shared (read) locks */
+
+    /* Connect/open.  *out is the store's own struct, base first. */
+    int (*open)(struct dlock_store **out, const struct dlock_url *url);
+    /* Free everything.  Never called with locks still held. */
+    void (*close)(struct dlock_store *store);
+
+    /* One attempt to acquire lk.  On DLOCK_OK set lk->fence (and lk->priv).
+     * On DLOCK_BUSY set *retry_ms to the holder's lease left when known
+     * (else leave -1).  `deadline` (monotonic ms) bounds any blocking on
+     * the store's internal contention; it is never DLOCK_WAIT_FOREVER. */
+    int (*try_acquire)(struct dlock_store *store, struct dlock_lock *lk,
+                       int64_t deadline, int64_t *retry_ms);
+    /* Optional native blocking wait until acquired (DLOCK_OK) or
+     * `deadline` passes (DLOCK_BUSY).  deadline is monotonic ms or
+     * DLOCK_WAIT_FOREVER.  NULL: the core polls try_acquire with jittered
+     * backoff. */
+    int (*wait_acquire)(struct dlock_store *store, struct dlock_lock *lk,
+                        int64_t deadline);
+    /* Renew the lease to ttl_ms from now, only if lk still owns it:
+     * DLOCK_OK or DLOCK_LOST. */
+    int (*extend)(struct dlock_store *store, struct dlock_lock *lk,
+                  int64_t ttl_ms);
+    /* Lease left per the store: DLOCK_OK with *left_ms > 0, or
+     * DLOCK_LOST. */
+    int (*ttl_left)(struct dlock_store *store, struct dlock_lock *lk,
+                    int64_t *left_ms);
+    /* Release if lk still owns it (DLOCK_OK), else DLOCK_LOST.  Frees
+     * lk->priv whatever happens. */
+    int (*release)(struct dlock_store *store, struct dlock_lock *lk);
+    /* Optional: free lk->priv without telling the store. */
+    void (*forget)(struct dlock_store *store, struct dlock_lock *lk);
+
+    int (*status)(struct dlock_store *store, const char *name,
+                  dlock_info *out);
+    int (*list)(struct dlock_store *store, const char *prefix,
+                int (*cb)(const dlock_info *info, void *payload),
+                void *payload);
+    int (*force_release)(struct dlock_store *store, const char *name,
+                         unsigned *removed);
+    /* Create tables if missing. */
+    int (*init)(struct dlock_store *store);
+    /* The DDL init() runs, as text for a DBA (malloc'd); no connection. */
+    int (*ddl)(char **out, const struct dlock_url *url);
+};
+
+/* errors.c */
+int dlock__seterr(int rc, const char *fmt, ...) DLOCK_PRINTF(2, 3);
+int dlock__vseterr(int rc, const char *fmt, va_list ap);
+void dlock__clearerr(void);
+int dlock__enomem(void);
+
+/* util.c */
+int64_t dlock__now_ms(void);      /* CLOCK_MONOTONIC */
+int64_t dlock__wall_ms(void);     /* CLOCK_REALTIME, for display only */
+void dlock__sleep_ms(int64_t ms); /* restarts after EINTR */
+/* Remaining ms until deadline (>= 0); INT64_MAX for DLOCK_WAIT_FOREVER. */
+int64_t dlock__remaining_ms(int64_t deadline);
+int dlock__random(void *buf, size_t len);
+int dlock__token(char out[DLOCK_TOKEN_HEX + 1]);
+/* DLOCK_OK or DLOCK_EINVAL with a message: 1..DLOCK_NAME_MAX bytes, valid
+ * UTF-8.  len is the byte length. */
+int dlock__check_name(const char *name, size_t len);
+/* Poll delay for attempt n (0-based): exponential from 1 ms to
+ * DLOCK_POLL_MAX_MS, scaled by a jitter factor in [0.5, 1) from rnd. */
+#define DLOCK_POLL_MAX_MS 50
+int64_t dlock__backoff_ms(unsigned attempt, uint32_t rnd);
+uint32_t dlock__rand32(void);
+char *dlock__strdup(const char *s);
+char *dlock__strndup(const char *s, size_t n);
+/* Bounded copy that always terminates dst (dstlen > 0). */
+void dlock__strlcpy(char *dst, const char *src, size_t dstlen);
+const char *dlock__hostname(void);
+
+/* Store ops compiled in (store.c has the scheme table). */
+extern const struct dlock_store_ops dlock__sqlite_ops;
+extern const struct dlock_store_ops dlock__redis_ops;
+extern const struct dlock_store_ops dlock__postgres_ops;
+extern const struct dlock_store_ops dlock__mysql_ops;
+
+/* store.c: DLOCK_OK, or DLOCK_EINVAL for NULL or a fork child's use of its
+ * parent's store. */
+int dlock__store_usable(const struct dlock_store *store);
+
+/* lock.c: the store is closing; release (best effort) and detach the locks
+ * this process holds through it. */
+void dlock__registry_detach_store(struct dlock_store *store);
+
+#endif /* DLOCK_CORE_STORE_H */

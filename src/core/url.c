@@ -1,0 +1,444 @@
+/*
+ * url.c - store URL parsing and password redaction.
+ *
+ * scheme://[user[:password]@]host[:port][/path][?key=value&...]
+ *
+ * Redaction works on the text itself, so it also covers URLs that do not
+ * parse: whatever sits between "user:" and "@" in the authority, and the
+ * value of any "password=" query parameter, becomes "***".
+ */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store.h"
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decode s[0..n) into a new string; NULL on a bad escape, an
+ * encoded NUL or no memory (*bad tells which). */
+static char *decode(const char *s, size_t n, int *bad)
+{
+    char *out = malloc(n + 1);
+    size_t o = 0;
+
+    if (out == NULL)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '%') {
+            int hi = i + 1 < n ? hexval(s[i + 1]) : -1;
+            int lo = i + 2 < n ? hexval(s[i + 2]) : -1;
+
+            if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+                *bad = 1;
+                free(out);
+                return NULL;
+            }
+            out[o++] = (char)(hi * 16 + lo);
+            i += 2;
+        } else {
+            out[o++] = s[i];
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* Length of the scheme at the start of url, 0 if there is none. */
+static size_t scheme_len(const char *url)
+{
+    size_t i = 0;
+
+    if (!isalpha((unsigned char)url[0]))
+        return 0;
+    while (isalnum((unsigned char)url[i]) || url[i] == '+' ||
+           url[i] == '-' || url[i] == '.')
+        i++;
+    return url[i] == ':' ? i : 0;
+}
+
+/* Append s[0..n) to buf at *o (buf has room: the caller sized it). */
+static void put(char *buf, size_t *o, const char *s, size_t n)
+{
+    memcpy(buf + *o, s, n);
+    *o += n;
+}
+
+int dlock_url_redact(char **out, const char *url)
+{
+    size_t len, o = 0, sl, auth, auth_end, at = 0, colon = 0;
+    const char *q;
+    char *buf;
+
+    if (out == NULL)
+        return dlock__seterr(DLOCK_EINVAL, "out is NULL");
+    *out = NULL;
+    if (url == NULL)
+        url = "";
+    len = strlen(url);
+    /* Every "***" replaces at least one character or is an insertion after
+     * "password=" / "user:"; 3 extra per '=' or ':' bounds the growth. */
+    buf = malloc(len * 4 + 4);
+    if (buf == NULL)
+        return dlock__enomem();
+
+    sl = scheme_len(url);
+    auth = (sl > 0 && strncmp(url + sl, "://", 3) == 0) ? sl + 3 : 0;
+    auth_end = auth;
+    if (auth > 0) {
+        while (url[auth_end] != '\0' && url[auth_end] != '/' &&
+               url[auth_end] != '?' && url[auth_end] != '#')
+            auth_end++;
+        for (size_t i = auth; i < auth_end; i++)
+            if (url[i] == '@')
+                at = i;
+        if (at > 0) {
+            const char *c = memchr(url + auth, ':', at - auth);
+
+            colon = c != NULL ? (size_t)(c - url) : 0;
+        }
+    }
+    if (colon > 0) {
+        put(buf, &o, url, colon + 1);
+        put(buf, &o, "***", 3);
+        put(buf, &o, url + at, auth_end - at);
+    } else {
+        put(buf, &o, url, auth_end);
+    }
+
+    /* Query parameters named password (libpq accepts ?password=). */
+    q = url + auth_end;
+    while (*q != '\0') {
+        size_t seg = strcspn(q, "&");
+        const char *eq = memchr(q, '=', seg);
+        const char *key = q;
+
+        if (*key == '?' || *key == '&')
+            key++;
+        if (eq != NULL && (size_t)(eq - key) == 8 &&
+            strncasecmp(key, "password", 8) == 0) {
+            put(buf, &o, q, (size_t)(eq - q) + 1);
+            put(buf, &o, "***", 3);
+        } else {
+            put(buf, &o, q, seg);
+        }
+        q += seg;
+        if (*q == '&') {
+            put(buf, &o, "&", 1);
+            q++;
+        }
+    }
+    buf[o] = '\0';
+    *out = buf;
+    return DLOCK_OK;
+}
+
+void dlock__url_free(struct dlock_url *u)
+{
+    if (u == NULL)
+        return;
+    free(u->scheme);
+    free(u->user);
+    if (u->password != NULL) {
+        memset(u->password, 0, strlen(u->password));
+        free(u->password);
+    }
+    free(u->host);
+    free(u->path);
+    free(u->query);
+    free(u->redacted);
+    if (u->raw != NULL) {
+        memset(u->raw, 0, strlen(u->raw));
+        free(u->raw);
+    }
+    for (size_t i = 0; i < u->nparams; i++) {
+        free(u->params[i].key);
+        free(u->params[i].value);
+    }
+    free(u->params);
+    free(u);
+}
+
+static int parse_query(struct dlock_url *u, const char *q)
+{
+    const char *p = q;
+    size_t n = 1;
+
+    for (const char *c = q; *c != '\0'; c++)
+        n += *c == '&';
+    u->params = calloc(n, sizeof(*u->params));
+    if (u->params == NULL)
+        return dlock__enomem();
+    while (*p != '\0') {
+        size_t seg = strcspn(p, "&");
+        const char *eq = memchr(p, '=', seg);
+        size_t klen = eq != NULL ? (size_t)(eq - p) : seg;
+        struct dlock_url_param *prm = &u->params[u->nparams];
+        int bad = 0;
+
+        if (seg > 0) {
+            prm->key = decode(p, klen, &bad);
+            if (prm->key != NULL)
+                prm->value = eq != NULL
+                                 ? decode(eq + 1, seg - klen - 1, &bad)
+                                 : dlock__strdup("");
+            if (prm->key == NULL || prm->value == NULL) {
+                free(prm->key);
+                free(prm->value);
+                prm->key = prm->value = NULL;
+                return bad ? dlock__seterr(DLOCK_EINVAL,
+                                           "bad %%-escape in the query of "
+                                           "%s",
+                                           u->redacted)
+                           : dlock__enomem();
+            }
+            u->nparams++;
+        }
+        p += seg;
+        if (*p == '&')
+            p++;
+    }
+    return DLOCK_OK;
+}
+
+/* Fill host and port from the authority's host part [start, end). */
+static int parse_hostport(struct dlock_url *u, const char *s, size_t n)
+{
+    const char *port = NULL;
+    size_t hlen = n;
+    int bad = 0;
+
+    if (memchr(s, ',', n) != NULL) {
+        /* A libpq host list: hand it over as it is. */
+        u->host = dlock__strndup(s, n);
+        return u->host != NULL ? DLOCK_OK : dlock__enomem();
+    }
+    if (n > 0 && s[0] == '[') {
+        const char *close = memchr(s, ']', n);
+
+        if (close == NULL)
+            return dlock__seterr(DLOCK_EINVAL, "unclosed '[' in %s",
+                                 u->redacted);
+        u->host = dlock__strndup(s + 1, (size_t)(close - s - 1));
+        if (close + 1 < s + n) {
+            if (close[1] != ':')
+                return dlock__seterr(DLOCK_EINVAL,
+                                     "junk after ']' in %s", u->redacted);
+            port = close + 2;
+        }
+    } else {
+        const char *c = memchr(s, ':', n);
+
+        if (c != NULL) {
+            hlen = (size_t)(c - s);
+            port = c + 1;
+        }
+        u->host = hlen > 0 ? decode(s, hlen, &bad) : NULL;
+        if (hlen > 0 && u->host == NULL)
+            return bad ? dlock__seterr(DLOCK_EINVAL,
+                                       "bad %%-escape in the host of %s",
+                                       u->redacted)
+                       : dlock__enomem();
+    }
+    if (port != NULL) {
+        long v = 0;
+        const char *e = s + n;
+
+        if (port == e)
+            return dlock__seterr(DLOCK_EINVAL, "empty port in %s",
+                                 u->redacted);
+        for (const char *c = port; c < e; c++) {
+            if (!isdigit((unsigned char)*c) || v > 65535)
+                return dlock__seterr(DLOCK_EINVAL, "bad port in %s",
+                                     u->redacted);
+            v = v * 10 + (*c - '0');
+        }
+        if (v < 1 || v > 65535)
+            return dlock__seterr(DLOCK_EINVAL,
+                                 "port out of range (1..65535) in %s",
+                                 u->redacted);
+        u->port = (int)v;
+    }
+    return DLOCK_OK;
+}
+
+static int parse(struct dlock_url *u, const char *url)
+{
+    size_t sl = scheme_len(url), auth, auth_end;
+    const char *at = NULL, *rest;
+    int bad = 0, rc;
+
+    if (sl == 0)
+        return dlock__seterr(DLOCK_EINVAL,
+                             "not a store URL (expected scheme://...; the "
+                             "text is not shown, it may hold a password)");
+    u->scheme = dlock__strndup(url, sl);
+    if (u->scheme == NULL)
+        return dlock__enomem();
+    for (char *c = u->scheme; *c != '\0'; c++)
+        *c = (char)tolower((unsigned char)*c);
+    if (strncmp(url + sl, "://", 3) != 0)
+        return dlock__seterr(DLOCK_EINVAL,
+                             "expected \"%s://\" at the start of %s",
+                             u->scheme, u->redacted);
+    auth = sl + 3;
+    auth_end = auth + strcspn(url + auth, "/?#");
+    if (url[auth_end] == '#')
+        return dlock__seterr(DLOCK_EINVAL, "fragments (#) are not allowed "
+                             "in a store URL: %s", u->redacted);
+    for (const char *c = url + auth; c < url + auth_end; c++)
+        if (*c == '@')
+            at = c;
+    if (at != NULL) {
+        const char *ui = url + auth;
+        const char *colon = memchr(ui, ':', (size_t)(at - ui));
+        size_t ulen = colon != NULL ? (size_t)(colon - ui)
+                                    : (size_t)(at - ui);
+
+        u->user = decode(ui, ulen, &bad);
+        if (u->user != NULL && colon != NULL)
+            u->password = decode(colon + 1, (size_t)(at - colon - 1), &bad);
+        if (u->user == NULL || (colon != NULL && u->password == NULL))
+            return bad ? dlock__seterr(DLOCK_EINVAL,
+                                       "bad %%-escape in the user name or "
+                                       "password of %s",
+                                       u->redacted)
+                       : dlock__enomem();
+        rc = parse_hostport(u, at + 1, (size_t)(url + auth_end - at - 1));
+    } else {
+        rc = parse_hostport(u, url + auth, auth_end - auth);
+    }
+    if (rc != DLOCK_OK)
+        return rc;
+
+    rest = url + auth_end;
+    if (*rest == '/') {
+        size_t plen = strcspn(rest, "?#");
+
+        u->path = decode(rest, plen, &bad);
+        if (u->path == NULL)
+            return bad ? dlock__seterr(DLOCK_EINVAL,
+                                       "bad %%-escape in the path of %s",
+                                       u->redacted)
+                       : dlock__enomem();
+        rest += plen;
+    }
+    if (*rest == '#')
+        return dlock__seterr(DLOCK_EINVAL, "fragments (#) are not allowed "
+                             "in a store URL: %s", u->redacted);
+    if (*rest == '?') {
+        u->query = dlock__strdup(rest + 1);
+        if (u->query == NULL)
+            return dlock__enomem();
+        if (strchr(u->query, '#') != NULL)
+            return dlock__seterr(DLOCK_EINVAL, "fragments (#) are not "
+                                 "allowed in a store URL: %s", u->redacted);
+        return parse_query(u, u->query);
+    }
+    return DLOCK_OK;
+}
+
+int dlock__url_parse(struct dlock_url **out, const char *url)
+{
+    struct dlock_url *u;
+    int rc;
+
+    *out = NULL;
+    u = calloc(1, sizeof(*u));
+    if (u == NULL)
+        return dlock__enomem();
+    u->raw = dlock__strdup(url);
+    if (u->raw == NULL) {
+        free(u);
+        return dlock__enomem();
+    }
+    rc = dlock_url_redact(&u->redacted, url);
+    if (rc == DLOCK_OK) {
+        for (const char *c = url; *c != '\0'; c++) {
+            if ((unsigned char)*c <= ' ' || *c == 0x7f) {
+                /* Not echoed: text that is not a URL may hide a
+                 * password where redaction cannot find it. */
+                rc = dlock__seterr(DLOCK_EINVAL,
+                                   "store URL contains a space or a control "
+                                   "character (not shown)");
+                break;
+            }
+        }
+    }
+    if (rc == DLOCK_OK)
+        rc = parse(u, url);
+    if (rc != DLOCK_OK) {
+        dlock__url_free(u);
+        return rc;
+    }
+    *out = u;
+    return DLOCK_OK;
+}
+
+const char *dlock__url_param(const struct dlock_url *u, const char *key)
+{
+    const char *found = NULL;
+
+    /* The last occurrence wins, as in libpq. */
+    for (size_t i = 0; i < u->nparams; i++)
+        if (strcmp(u->params[i].key, key) == 0)
+            found = u->params[i].value;
+    return found;
+}
+
+int dlock__url_check_params(const struct dlock_url *u,
+                            const char *const *known)
+{
+    for (size_t i = 0; i < u->nparams; i++) {
+        size_t k = 0;
+
+        while (known[k] != NULL && strcmp(known[k], u->params[i].key) != 0)
+            k++;
+        if (known[k] == NULL)
+            return dlock__seterr(DLOCK_EINVAL,
+                                 "unknown option \"%s\" in %s",
+                                 u->params[i].key, u->redacted);
+    }
+    return DLOCK_OK;
+}
+
+int dlock__url_param_ms(const struct dlock_url *u, const char *key,
+                        int64_t unit_ms, int64_t *out)
+{
+    const char *v = dlock__url_param(u, key);
+    int64_t n = 0;
+    const char *c;
+
+    if (v == NULL)
+        return DLOCK_OK;
+    for (c = v; isdigit((unsigned char)*c); c++) {
+        if (n > INT64_MAX / 10000)
+            return dlock__seterr(DLOCK_EINVAL, "%s=%s is too large in %s",
+                                 key, v, u->redacted);
+        n = n * 10 + (*c - '0');
+    }
+    if (c == v)
+        goto bad;
+    if (strcmp(c, "ms") == 0)
+        unit_ms = 1;
+    else if (strcmp(c, "s") == 0)
+        unit_ms = 1000;
+    else if (*c != '\0')
+        goto bad;
+    *out = n * unit_ms;
+    return DLOCK_OK;
+bad:
+    return dlock__seterr(DLOCK_EINVAL,
+                         "%s=%s in %s: expected a number, optionally "
+                         "followed by ms or s",
+                         key, v, u->redacted);
+}

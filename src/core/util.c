@@ -1,0 +1,214 @@
+/*
+ * util.c - clocks, randomness, name checks and small string helpers.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store.h"
+
+static int64_t clock_ms(clockid_t id)
+{
+    struct timespec ts;
+
+    clock_gettime(id, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t dlock__now_ms(void)
+{
+    return clock_ms(CLOCK_MONOTONIC);
+}
+
+int64_t dlock__wall_ms(void)
+{
+    return clock_ms(CLOCK_REALTIME);
+}
+
+void dlock__sleep_ms(int64_t ms)
+{
+    struct timespec ts;
+
+    if (ms <= 0)
+        return;
+    ts.tv_sec = ms / 1000;
+    ts.tv_nsec = (ms % 1000) * 1000000;
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+int64_t dlock__remaining_ms(int64_t deadline)
+{
+    int64_t left;
+
+    if (deadline == DLOCK_WAIT_FOREVER)
+        return INT64_MAX;
+    left = deadline - dlock__now_ms();
+    return left > 0 ? left : 0;
+}
+
+int dlock__random(void *buf, size_t len)
+{
+    unsigned char *p = buf;
+
+    while (len > 0) {
+        ssize_t n = getrandom(p, len, 0);
+
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return dlock__seterr(DLOCK_ESTORE, "getrandom: %s",
+                                 strerror(errno));
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return DLOCK_OK;
+}
+
+int dlock__token(char out[DLOCK_TOKEN_HEX + 1])
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char raw[DLOCK_TOKEN_HEX / 2];
+    int rc = dlock__random(raw, sizeof(raw));
+
+    if (rc != DLOCK_OK)
+        return rc;
+    for (size_t i = 0; i < sizeof(raw); i++) {
+        out[2 * i] = hex[raw[i] >> 4];
+        out[2 * i + 1] = hex[raw[i] & 15];
+    }
+    out[DLOCK_TOKEN_HEX] = '\0';
+    return DLOCK_OK;
+}
+
+/* Jitter only needs to spread waiters apart, not to be unpredictable, so a
+ * per-thread xorshift seeded from getrandom is enough. */
+uint32_t dlock__rand32(void)
+{
+    static _Thread_local uint32_t state;
+
+    if (state == 0) {
+        if (dlock__random(&state, sizeof(state)) != DLOCK_OK || state == 0)
+            state = (uint32_t)dlock__now_ms() | 1u;
+    }
+    state ^= state << 13;
+    state ^= state >> 17;
+    state ^= state << 5;
+    return state;
+}
+
+int64_t dlock__backoff_ms(unsigned attempt, uint32_t rnd)
+{
+    int64_t base = DLOCK_POLL_MAX_MS;
+
+    if (attempt < 16 && ((int64_t)1 << attempt) < DLOCK_POLL_MAX_MS)
+        base = (int64_t)1 << attempt;
+    /* Scale into [base/2, base): waiters that started together drift
+     * apart instead of retrying in lock step. */
+    base = base / 2 + (int64_t)(rnd % (uint32_t)((base + 1) / 2));
+    return base < 1 ? 1 : base;
+}
+
+/* Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF. */
+static int utf8_valid(const unsigned char *s, size_t len)
+{
+    size_t i = 0;
+
+    while (i < len) {
+        unsigned c = s[i];
+        size_t n;
+        unsigned cp;
+
+        if (c < 0x80) {
+            if (c == 0)
+                return 0;
+            i++;
+            continue;
+        } else if (c >= 0xc2 && c <= 0xdf) {
+            n = 1;
+            cp = c & 0x1f;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            n = 2;
+            cp = c & 0x0f;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            n = 3;
+            cp = c & 0x07;
+        } else {
+            return 0;
+        }
+        if (len - i <= n)
+            return 0;
+        for (size_t k = 1; k <= n; k++) {
+            if ((s[i + k] & 0xc0) != 0x80)
+                return 0;
+            cp = (cp << 6) | (s[i + k] & 0x3f);
+        }
+        if ((n == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+            (n == 3 && (cp < 0x10000 || cp > 0x10ffff)))
+            return 0;
+        i += n + 1;
+    }
+    return 1;
+}
+
+int dlock__check_name(const char *name, size_t len)
+{
+    if (name == NULL || len == 0)
+        return dlock__seterr(DLOCK_EINVAL, "lock name is empty");
+    if (len > DLOCK_NAME_MAX)
+        return dlock__seterr(DLOCK_EINVAL,
+                             "lock name is %zu bytes long; the limit is %d",
+                             len, DLOCK_NAME_MAX);
+    if (!utf8_valid((const unsigned char *)name, len))
+        return dlock__seterr(DLOCK_EINVAL,
+                             "lock name is not valid UTF-8 (or contains "
+                             "NUL)");
+    return DLOCK_OK;
+}
+
+char *dlock__strndup(const char *s, size_t n)
+{
+    char *p = malloc(n + 1);
+
+    if (p != NULL) {
+        memcpy(p, s, n);
+        p[n] = '\0';
+    }
+    return p;
+}
+
+char *dlock__strdup(const char *s)
+{
+    return dlock__strndup(s, strlen(s));
+}
+
+void dlock__strlcpy(char *dst, const char *src, size_t dstlen)
+{
+    size_t n = strlen(src);
+
+    if (n >= dstlen)
+        n = dstlen - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+static char hostname[256];
+static pthread_once_t hostname_once = PTHREAD_ONCE_INIT;
+
+static void hostname_init(void)
+{
+    if (gethostname(hostname, sizeof(hostname)) != 0)
+        dlock__strlcpy(hostname, "unknown", sizeof(hostname));
+    hostname[sizeof(hostname) - 1] = '\0';
+}
+
+const char *dlock__hostname(void)
+{
+    pthread_once(&hostname_once, hostname_init);
+    return hostname;
+}

@@ -1,0 +1,824 @@
+/*
+ * sqlite.c - the embedded store: a lock table in a SQLite file.
+ *
+ * sqlite:///absolute/path/file.db[?timeout=5s]
+ *
+ * One machine, many processes.  Every change runs in a short
+ * BEGIN IMMEDIATE transaction on a WAL database, so writers queue on
+ * SQLite's write lock for microseconds and readers never block.  SQLite's
+ * own "database is locked" never reaches the user: a private busy handler
+ * waits up to the operation's deadline, and running out of it on an
+ * acquire attempt is simply DLOCK_BUSY.
+ *
+ * Leases are kept on CLOCK_BOOTTIME (which, unlike CLOCK_MONOTONIC, keeps
+ * counting across suspend and is the same for every process of the
+ * machine) together with the kernel's boot id, so a row left by a previous
+ * boot is recognised as dead whatever its numbers say.
+ *
+ * A holder records its host, pid, pid namespace and process start time.  A
+ * contender in the same pid namespace that finds that process gone (or a
+ * different process under the same pid, or a zombie) deletes the row at
+ * once instead of waiting for the lease: the fast path for `kill -9`.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store.h"
+
+#define DEFAULT_OP_TIMEOUT_MS 5000
+
+#define DDL                                                                  \
+    "CREATE TABLE IF NOT EXISTS dlock_locks (\n"                             \
+    "    name        TEXT    NOT NULL,\n"                                    \
+    "    owner       TEXT    NOT NULL,  -- random 128-bit token, hex\n"      \
+    "    shared      INTEGER NOT NULL,\n"                                    \
+    "    fence       INTEGER NOT NULL,\n"                                    \
+    "    expires_at  INTEGER NOT NULL,  -- CLOCK_BOOTTIME ms\n"              \
+    "    boot_id     TEXT    NOT NULL,\n"                                    \
+    "    acquired_at INTEGER NOT NULL,  -- Unix ms\n"                        \
+    "    host        TEXT    NOT NULL,\n"                                    \
+    "    pid         INTEGER NOT NULL,\n"                                    \
+    "    pid_start   INTEGER NOT NULL,  -- /proc/PID/stat starttime\n"       \
+    "    pid_ns      TEXT    NOT NULL,\n"                                    \
+    "    PRIMARY KEY (name, owner)\n"                                        \
+    ") WITHOUT ROWID;\n"                                                     \
+    "CREATE TABLE IF NOT EXISTS dlock_fences (\n"                            \
+    "    name  TEXT    PRIMARY KEY,\n"                                       \
+    "    fence INTEGER NOT NULL      -- highest fence handed out\n"          \
+    ") WITHOUT ROWID;\n"
+
+/* Statements, prepared once per handle. */
+enum {
+    Q_BEGIN,
+    Q_COMMIT,
+    Q_ROLLBACK,
+    Q_HOLDERS,
+    Q_DELETE_ROW,
+    Q_BUMP_FENCE,
+    Q_INSERT,
+    Q_EXTEND,
+    Q_TTL,
+    Q_RELEASE,
+    Q_FORGET,
+    Q_FENCE,
+    Q_NAMES,
+    Q_FORCE,
+    Q_COUNT
+};
+
+static const char *const sql[Q_COUNT] = {
+    [Q_BEGIN] = "BEGIN IMMEDIATE",
+    [Q_COMMIT] = "COMMIT",
+    [Q_ROLLBACK] = "ROLLBACK",
+    [Q_HOLDERS] = "SELECT owner, shared, expires_at, boot_id, host, pid, "
+                  "pid_start, pid_ns, acquired_at FROM dlock_locks "
+                  "WHERE name = ?1",
+    [Q_DELETE_ROW] = "DELETE FROM dlock_locks WHERE name = ?1 AND owner = ?2",
+    [Q_BUMP_FENCE] = "INSERT INTO dlock_fences (name, fence) VALUES (?1, 1) "
+                     "ON CONFLICT (name) DO UPDATE SET fence = fence + 1 "
+                     "RETURNING fence",
+    [Q_INSERT] = "INSERT INTO dlock_locks (name, owner, shared, fence, "
+                 "expires_at, boot_id, acquired_at, host, pid, pid_start, "
+                 "pid_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+                 "?11)",
+    [Q_EXTEND] = "UPDATE dlock_locks SET expires_at = ?3 WHERE name = ?1 "
+                 "AND owner = ?2 AND boot_id = ?4 AND expires_at > ?5",
+    [Q_TTL] = "SELECT expires_at - ?3 FROM dlock_locks WHERE name = ?1 AND "
+              "owner = ?2 AND boot_id = ?4 AND expires_at > ?3",
+    [Q_RELEASE] = "DELETE FROM dlock_locks WHERE name = ?1 AND owner = ?2 "
+                  "AND boot_id = ?3 AND expires_at > ?4",
+    [Q_FORGET] = "DELETE FROM dlock_locks WHERE name = ?1 AND owner = ?2",
+    [Q_FENCE] = "SELECT fence FROM dlock_fences WHERE name = ?1",
+    [Q_NAMES] = "SELECT DISTINCT name FROM dlock_locks ORDER BY name",
+    [Q_FORCE] = "DELETE FROM dlock_locks WHERE name = ?1",
+};
+
+struct sqlite_store {
+    struct dlock_store base;
+    pthread_mutex_t mu; /* one connection, used by one thread at a time */
+    sqlite3 *db;
+    sqlite3_stmt *st[Q_COUNT];
+    char *path;
+    int64_t op_timeout_ms;
+    int64_t busy_deadline; /* monotonic ms, for the busy handler */
+};
+
+/* What identifies this process and machine in a row. */
+static struct {
+    pthread_once_t once;
+    char boot_id[64];
+    char pid_ns[64];
+} self = {PTHREAD_ONCE_INIT, "", ""};
+
+static void self_init(void)
+{
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    ssize_t n;
+
+    if (f != NULL) {
+        if (fgets(self.boot_id, sizeof(self.boot_id), f) == NULL)
+            self.boot_id[0] = '\0';
+        self.boot_id[strcspn(self.boot_id, "\n")] = '\0';
+        fclose(f);
+    }
+    if (self.boot_id[0] == '\0')
+        dlock__strlcpy(self.boot_id, "unknown", sizeof(self.boot_id));
+    n = readlink("/proc/self/ns/pid", self.pid_ns, sizeof(self.pid_ns) - 1);
+    self.pid_ns[n > 0 ? n : 0] = '\0';
+}
+
+static int64_t boot_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The process's start time in clock ticks since boot (field 22 of
+ * /proc/PID/stat), 0 if the process does not exist or is a zombie, -1 if
+ * it cannot be read (then assume it lives). */
+static long long proc_start(long long pid)
+{
+    char path[64], buf[1024], *p;
+    long long start = 0;
+    char state = 0;
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/%lld/stat", pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT || errno == ESRCH ? 0 : -1;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return n == 0 ? 0 : -1;
+    buf[n] = '\0';
+    /* The command name (field 2) may contain anything, even ") ": skip
+     * to the last ')'. */
+    p = strrchr(buf, ')');
+    if (p == NULL ||
+        sscanf(p + 1, " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+                      "%*s %*s %*s %*s %*s %*s %lld",
+               &state, &start) != 2)
+        return -1;
+    return state == 'Z' || state == 'X' ? 0 : start;
+}
+
+/* --- plumbing ------------------------------------------------------- */
+
+static int busy_handler(void *arg, int count)
+{
+    struct sqlite_store *ss = arg;
+    int64_t left = ss->busy_deadline - dlock__now_ms();
+
+    if (left <= 0)
+        return 0;
+    /* Writers hold the lock for microseconds: start with short naps. */
+    dlock__sleep_ms(count < 4 ? 1 : count < 20 ? 2 : 5);
+    return 1;
+}
+
+static int db_error(struct sqlite_store *ss, const char *what)
+{
+    int code = sqlite3_extended_errcode(ss->db);
+
+    if ((code & 0xff) == SQLITE_BUSY || (code & 0xff) == SQLITE_LOCKED)
+        return dlock__seterr(DLOCK_ESTORE,
+                             "%s: the database %s stayed busy for longer "
+                             "than the timeout",
+                             what, ss->base.url);
+    return dlock__seterr(DLOCK_ESTORE, "%s: %s (%s)", what,
+                         sqlite3_errmsg(ss->db), ss->base.url);
+}
+
+static int is_busy(struct sqlite_store *ss)
+{
+    int code = sqlite3_errcode(ss->db);
+
+    return code == SQLITE_BUSY || code == SQLITE_LOCKED;
+}
+
+static sqlite3_stmt *stmt(struct sqlite_store *ss, int q)
+{
+    if (ss->st[q] == NULL &&
+        sqlite3_prepare_v3(ss->db, sql[q], -1, SQLITE_PREPARE_PERSISTENT,
+                           &ss->st[q], NULL) != SQLITE_OK)
+        return NULL;
+    sqlite3_reset(ss->st[q]);
+    sqlite3_clear_bindings(ss->st[q]);
+    return ss->st[q];
+}
+
+/* Run a statement that returns no rows (or whose rows are ignored). */
+static int exec_q(struct sqlite_store *ss, int q)
+{
+    sqlite3_stmt *s = stmt(ss, q);
+    int rc;
+
+    if (s == NULL)
+        return SQLITE_ERROR;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+        ;
+    sqlite3_reset(s);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+static void lock_db(struct sqlite_store *ss, int64_t deadline)
+{
+    pthread_mutex_lock(&ss->mu);
+    ss->busy_deadline = deadline;
+}
+
+static void unlock_db(struct sqlite_store *ss)
+{
+    pthread_mutex_unlock(&ss->mu);
+}
+
+static int64_t op_deadline(struct sqlite_store *ss)
+{
+    return dlock__now_ms() + ss->op_timeout_ms;
+}
+
+static int begin(struct sqlite_store *ss)
+{
+    return exec_q(ss, Q_BEGIN);
+}
+
+static void rollback(struct sqlite_store *ss)
+{
+    if (!sqlite3_get_autocommit(ss->db))
+        (void)exec_q(ss, Q_ROLLBACK);
+}
+
+/* --- open / close ---------------------------------------------------- */
+
+static int make_shared_dir(const char *dir)
+{
+    struct stat st;
+
+    if (mkdir(dir, 01777) == 0) {
+        /* mkdir applies the umask; the point is that every user of the
+         * machine can create the database's -wal and -shm files here. */
+        (void)chmod(dir, 01777);
+        return DLOCK_OK;
+    }
+    if (errno == EEXIST && stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+        return DLOCK_OK;
+    return dlock__seterr(DLOCK_EUNAVAIL, "cannot create directory %s: %s",
+                         dir, strerror(errno));
+}
+
+/* The default file is shared by every user of the machine: create it
+ * world-writable (SQLite gives its -wal and -shm files the database file's
+ * permissions). */
+static int prepare_default_file(const char *path)
+{
+    char dir[4096];
+    char *slash;
+    int fd, rc;
+
+    dlock__strlcpy(dir, path, sizeof(dir));
+    slash = strrchr(dir, '/');
+    if (slash != NULL && slash != dir) {
+        *slash = '\0';
+        rc = make_shared_dir(dir);
+        if (rc != DLOCK_OK)
+            return rc;
+    }
+    fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+        (void)fchmod(fd, 0666);
+        close(fd);
+    }
+    return DLOCK_OK;
+}
+
+static void sqlite_close(struct dlock_store *s)
+{
+    struct sqlite_store *ss = (struct sqlite_store *)s;
+
+    for (int i = 0; i < Q_COUNT; i++)
+        sqlite3_finalize(ss->st[i]);
+    sqlite3_close(ss->db);
+    pthread_mutex_destroy(&ss->mu);
+    free(ss->path);
+    free(ss);
+}
+
+static int sqlite_init(struct dlock_store *s)
+{
+    struct sqlite_store *ss = (struct sqlite_store *)s;
+    char *err = NULL;
+    int rc;
+
+    lock_db(ss, op_deadline(ss));
+    rc = sqlite3_exec(ss->db, DDL, NULL, NULL, &err);
+    unlock_db(ss);
+    if (rc != SQLITE_OK) {
+        rc = dlock__seterr(DLOCK_ESTORE, "cannot create the lock tables in "
+                           "%s: %s", ss->base.url, err ? err : "?");
+        sqlite3_free(err);
+        return rc;
+    }
+    return DLOCK_OK;
+}
+
+static int sqlite_open(struct dlock_store **out, const struct dlock_url *u)
+{
+    static const char *const known[] = {"timeout", NULL};
+    struct sqlite_store *ss;
+    char *err = NULL;
+    int rc;
+
+    rc = dlock__url_check_params(u, known);
+    if (rc != DLOCK_OK)
+        return rc;
+    if (u->host != NULL && u->host[0] != '\0' &&
+        strcmp(u->host, "localhost") != 0)
+        return dlock__seterr(DLOCK_EINVAL,
+                             "sqlite URLs name a local file: "
+                             "sqlite:///absolute/path.db, not host '%s'",
+                             u->host);
+    if (u->path == NULL || strlen(u->path) < 2 ||
+        u->path[strlen(u->path) - 1] == '/')
+        return dlock__seterr(DLOCK_EINVAL,
+                             "sqlite URL needs a file path: "
+                             "sqlite:///absolute/path.db");
+    pthread_once(&self.once, self_init);
+
+    ss = calloc(1, sizeof(*ss));
+    if (ss == NULL)
+        return dlock__enomem();
+    ss->op_timeout_ms = DEFAULT_OP_TIMEOUT_MS;
+    rc = dlock__url_param_ms(u, "timeout", 1000, &ss->op_timeout_ms);
+    if (rc != DLOCK_OK) {
+        free(ss);
+        return rc;
+    }
+    ss->path = dlock__strdup(u->path);
+    if (ss->path == NULL) {
+        free(ss);
+        return dlock__enomem();
+    }
+    pthread_mutex_init(&ss->mu, NULL);
+    ss->base.url = (char *)u->redacted; /* for messages until the core sets it */
+
+    if (strcmp(u->raw, DLOCK_DEFAULT_URL) == 0) {
+        rc = prepare_default_file(ss->path);
+        if (rc != DLOCK_OK)
+            goto fail;
+    }
+    if (sqlite3_open_v2(ss->path, &ss->db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                            SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK) {
+        rc = dlock__seterr(DLOCK_EUNAVAIL, "cannot open %s: %s", ss->path,
+                           ss->db ? sqlite3_errmsg(ss->db) : "no memory");
+        goto fail;
+    }
+    sqlite3_extended_result_codes(ss->db, 1);
+    sqlite3_busy_handler(ss->db, busy_handler, ss);
+    ss->busy_deadline = op_deadline(ss);
+    /* WAL: readers never wait for the writer.  FULL: a lock handed out is
+     * on disk before anyone is told, so a crash never hands it out twice
+     * (and never lets a fence go back). */
+    rc = sqlite3_exec(ss->db,
+                      "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;",
+                      NULL, NULL, &err);
+    if (rc != SQLITE_OK) {
+        rc = dlock__seterr(DLOCK_EUNAVAIL, "cannot use %s as a lock "
+                           "database: %s", ss->path, err ? err : "?");
+        sqlite3_free(err);
+        goto fail;
+    }
+    rc = sqlite_init(&ss->base);
+    if (rc != DLOCK_OK)
+        goto fail;
+    *out = &ss->base;
+    return DLOCK_OK;
+fail:
+    sqlite_close(&ss->base);
+    return rc;
+}
+
+/* --- locks ----------------------------------------------------------- */
+
+static void bind_name(sqlite3_stmt *s, int i, const struct dlock_lock *lk)
+{
+    sqlite3_bind_text(s, i, lk->name, (int)lk->name_len, SQLITE_STATIC);
+}
+
+/* Is the holder in the current row of Q_HOLDERS gone for good? */
+static int row_dead(sqlite3_stmt *s, int64_t now_boot)
+{
+    const char *boot = (const char *)sqlite3_column_text(s, 3);
+    const char *host = (const char *)sqlite3_column_text(s, 4);
+    const char *ns = (const char *)sqlite3_column_text(s, 7);
+    long long pid = sqlite3_column_int64(s, 5);
+    long long start = sqlite3_column_int64(s, 6), now_start;
+
+    if (boot == NULL || strcmp(boot, self.boot_id) != 0)
+        return 1; /* left by an earlier boot */
+    if (sqlite3_column_int64(s, 2) <= now_boot)
+        return 1; /* lease ran out */
+    /* Only a process in our own pid namespace on our host can be looked
+     * up; anything else keeps its lease. */
+    if (host == NULL || ns == NULL || self.pid_ns[0] == '\0' ||
+        strcmp(host, dlock__hostname()) != 0 || strcmp(ns, self.pid_ns) != 0)
+        return 0;
+    now_start = proc_start(pid);
+    return now_start == 0 || (now_start > 0 && now_start != start);
+}
+
+static int sqlite_try_acquire(struct dlock_store *st, struct dlock_lock *lk,
+                              int64_t deadline, int64_t *retry_ms)
+{
+    struct sqlite_store *ss = (struct sqlite_store *)st;
+    char dead[16][DLOCK_TOKEN_HEX + 1];
+    size_t ndead = 0;
+    int64_t now_boot, wait = -1;
+    int conflict = 0, rc, src;
+    sqlite3_stmt *s;
+
+    lock_db(ss, deadline);
+    if (begin(ss) != SQLITE_OK) {
+        rc = is_busy(ss) ? DLOCK_BUSY : db_error(ss, "begin");
+        goto out;
+    }
+    now_boot = boot_ms();
+    s = stmt(ss, Q_HOLDERS);
+    if (s == NULL)
+        goto sqlerr;
+    bind_name(s, 1, lk);
+    while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *owner = (const char *)sqlite3_column_text(s, 0);
+
+        if (row_dead(s, now_boot)) {
+            if (ndead < sizeof(dead) / sizeof(dead[0]) && owner != NULL)
+                dlock__strlcpy(dead[ndead++], owner, sizeof(dead[0]));
+            continue;
+        }
+        if (!lk->shared || !sqlite3_column_int(s, 1)) {
+            int64_t left = sqlite3_column_int64(s, 2) - now_boot;
+
+            conflict = 1;
+            if (wait < 0 || left < wait)
+                wait = left;
+        }
+    }
+    sqlite3_reset(s);
+    if (src != SQLITE_DONE)
+        goto sqlerr;
+    for (size_t i = 0; i < ndead; i++) {
+        s = stmt(ss, Q_DELETE_ROW);
+        if (s == NULL)
+            goto sqlerr;
+        bind_name(s, 1, lk);
+        sqlite3_bind_text(s, 2, dead[i], -1, SQLITE_STATIC);
+        if (sqlite3_step(s) != SQLITE_DONE)
+            goto sqlerr;
+        sqlite3_reset(s);
+    }
+    if (conflict) {
+        /* Keep the clean-up of dead rows. */
+        if (exec_q(ss, Q_COMMIT) != SQLITE_OK)
+            goto sqlerr;
+        *retry_ms = wait;
+        rc = DLOCK_BUSY;
+        goto out;
+    }
+    /* The fence counter lives apart from the lock rows and is never
+     * deleted, so fences never go back, whatever happens to the rows. */
+    s = stmt(ss, Q_BUMP_FENCE);
+    if (s == NULL)
+        goto sqlerr;
+    bind_name(s, 1, lk);
+    if (sqlite3_step(s) != SQLITE_ROW)
+        goto sqlerr;
+    lk->fence = (uint64_t)sqlite3_column_int64(s, 0);
+    sqlite3_reset(s);
+
+    s = stmt(ss, Q_INSERT);
+    if (s == NULL)
+        goto sqlerr;
+    bind_name(s, 1, lk);
+    sqlite3_bind_text(s, 2, lk->token, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 3, lk->shared);
+    sqlite3_bind_int64(s, 4, (sqlite3_int64)lk->fence);
+    sqlite3_bind_int64(s, 5, now_boot + lk->ttl_ms);
+    sqlite3_bind_text(s, 6, self.boot_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 7, dlock__wall_ms());
+    sqlite3_bind_text(s, 8, dlock__hostname(), -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 9, (sqlite3_int64)getpid());
+    sqlite3_bind_int64(s, 10, proc_start((long long)getpid()));
+    sqlite3_bind_text(s, 11, self.pid_ns, -1, SQLITE_STATIC);
+    if (sqlite3_step(s) != SQLITE_DONE)
+        goto sqlerr;
+    sqlite3_reset(s);
+    if (exec_q(ss, Q_COMMIT) != SQLITE_OK)
+        goto sqlerr;
+    rc = DLOCK_OK;
+    goto out;
+sqlerr:
+    /* Out of time on SQLite's write lock is "not acquired in time"; a
+     * real error is an error. */
+    rc = is_busy(ss) ? DLOCK_BUSY : db_error(ss, "acquire");
+    rollback(ss);
+out:
+    unlock_db(ss);
+    return rc;
+}
+
+/* Run an UPDATE/DELETE on lk's row; *changed gets the row count. */
+static int run_on_row(struct sqlite_store *ss, int q,
+                      const struct dlock_lock *lk, int64_t ttl_ms,
+                      int *changed, const char *what)
+{
+    sqlite3_stmt *s;
+    int64_t now;
+    int rc;
+
+    lock_db(ss, op_deadline(ss));
+    s = stmt(ss, q);
+    if (s == NULL) {
+        rc = db_error(ss, what);
+        goto out;
+    }
+    now = boot_ms();
+    bind_name(s, 1, lk);
+    sqlite3_bind_text(s, 2, lk->token, -1, SQLITE_STATIC);
+    if (q == Q_EXTEND) {
+        sqlite3_bind_int64(s, 3, now + ttl_ms);
+        sqlite3_bind_text(s, 4, self.boot_id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s, 5, now);
+    } else if (q == Q_RELEASE) {
+        sqlite3_bind_text(s, 3, self.boot_id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s, 4, now);
+    }
+    if (sqlite3_step(s) != SQLITE_DONE) {
+        rc = db_error(ss, what);
+        sqlite3_reset(s);
+        goto out;
+    }
+    sqlite3_reset(s);
+    *changed = sqlite3_changes(ss->db);
+    rc = DLOCK_OK;
+out:
+    unlock_db(ss);
+    return rc;
+}
+
+static int lost(const struct dlock_lock *lk)
+{
+    return dlock__seterr(DLOCK_LOST,
+                         "lock '%s' is no longer ours: its lease ran out or "
+                         "it was broken",
+                         lk->name);
+}
+
+static int sqlite_extend(struct dlock_store *st, struct dlock_lock *lk,
+                         int64_t ttl_ms)
+{
+    struct sqlite_store *ss = (struct sqlite_store *)st;
+    int changed = 0, rc;
+
+    rc = run_on_row(ss, Q_EXTEND, lk, ttl_ms, &changed, "extend");
+    if (rc != DLOCK_OK)
+        return rc;
+    if (changed == 0) {
+        /* Expired but not yet taken: tidy our row away. */
+        (void)run_on_row(ss, Q_FORGET, lk, 0, &changed, "extend");
+        return lost(lk);
+    }
+    return DLOCK_OK;
+}
+
+static int sqlite_ttl_left(struct dlock_store *st, struct dlock_lock *lk,
+                           int64_t *left_ms)
+{
+    struct sqlite_store *ss = (struct sqlite_store *)st;
+    sqlite3_stmt *s;
+    int64_t now = boot_ms();
+    int rc, src;
+
+    lock_db(ss, op_deadline(ss));
+    s = stmt(ss, Q_TTL);
+    if (s == NULL) {
+        rc = db_error(ss, "assert_ttl");
+        goto out;
+    }
+    bind_name(s, 1, lk);
+    sqlite3_bind_text(s, 2, lk->token, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 3, now);
+    sqlite3_bind_text(s, 4, self.boot_id, -1, SQLITE_STATIC);
+    src = sqlite3_step(s);
+    if (src == SQLITE_ROW) {
+        *left_ms = sqlite3_column_int64(s, 0);
+        rc = DLOCK_OK;
+    } else if (src == SQLITE_DONE) {
+        rc = lost(lk);
+    } else {
+        rc = db_error(ss, "assert_ttl");
+    }
+    sqlite3_reset(s);
+out:
+    unlock_db(ss);
+    return rc;
+}
+
+static int sqlite_release(struct dlock_store *st, struct dlock_lock *lk)
+{
+    struct sqlite_store *ss = (struct sqlite_store *)st;
+    int changed = 0, rc;
+
+    rc = run_on_row(ss, Q_RELEASE, lk, 0, &changed, "release");
+    if (rc != DLOCK_OK)
+        return rc;
+    if (changed == 0) {
+        (void)run_on_row(ss, Q_FORGET, lk, 0, &changed, "release");
+        return lost(lk);
+    }
+    return DLOCK_OK;
+}
+
+/* --- status, list, force_release ------------------------------------ */
+
+/* Fill out from the live rows of name (caller holds the connection). */
+static int describe(struct sqlite_store *ss, const char *name,
+                    dlock_info *out)
+{
+    int64_t now_boot = boot_ms(), last = -1;
+    sqlite3_stmt *s;
+    int src;
+
+    s = stmt(ss, Q_HOLDERS);
+    if (s == NULL)
+        return db_error(ss, "status");
+    sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+    while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+        int64_t left;
+
+        if (row_dead(s, now_boot))
+            continue;
+        left = sqlite3_column_int64(s, 2) - now_boot;
+        out->held = 1;
+        out->holders++;
+        out->shared = sqlite3_column_int(s, 1);
+        if (left > last) {
+            const char *host = (const char *)sqlite3_column_text(s, 4);
+
+            last = left;
+            out->ttl_ms = left;
+            out->pid = sqlite3_column_int64(s, 5);
+            out->since_ms = sqlite3_column_int64(s, 8);
+            dlock__strlcpy(out->host, host ? host : "", sizeof(out->host));
+        }
+    }
+    sqlite3_reset(s);
+    if (src != SQLITE_DONE)
+        return db_error(ss, "status");
+    s = stmt(ss, Q_FENCE);
+    if (s == NULL)
+        return db_error(ss, "status");
+    sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+    src = sqlite3_step(s);
+    if (src == SQLITE_ROW)
+        out->fence = (uint64_t)sqlite3_column_int64(s, 0);
+    sqlite3_reset(s);
+    if (src != SQLITE_ROW && src != SQLITE_DONE)
+        return db_error(ss, "status");
+    return DLOCK_OK;
+}
+
+static int sqlite_status(struct dlock_store *st, const char *name,
+                         dlock_info *out)
+{
+    struct sqlite_store *ss = (struct sqlite_store *)st;
+    int rc;
+
+    lock_db(ss, op_deadline(ss));
+    rc = describe(ss, name, out);
+    unlock_db(ss);
+    return rc;
+}
+
+static int sqlite_list(struct dlock_store *st, const char *prefix,
+                       int (*cb)(const dlock_info *info, void *payload),
+                       void *payload)
+{
+    struct sqlite_store *ss = (struct sqlite_store *)st;
+    size_t plen = strlen(prefix), n = 0, cap = 0;
+    char **names = NULL;
+    sqlite3_stmt *s;
+    int rc = DLOCK_OK, src;
+
+    /* Collect the names first: the callback runs without the connection
+     * held, so it may call back into the library. */
+    lock_db(ss, op_deadline(ss));
+    s = stmt(ss, Q_NAMES);
+    if (s == NULL) {
+        rc = db_error(ss, "list");
+        unlock_db(ss);
+        return rc;
+    }
+    while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(s, 0);
+        size_t len = (size_t)sqlite3_column_bytes(s, 0);
+
+        if (name == NULL || len < plen || memcmp(name, prefix, plen) != 0)
+            continue;
+        if (n == cap) {
+            char **grown = realloc(names, (cap ? cap * 2 : 16) * sizeof(*names));
+
+            if (grown == NULL) {
+                rc = dlock__enomem();
+                break;
+            }
+            names = grown;
+            cap = cap ? cap * 2 : 16;
+        }
+        names[n] = dlock__strndup(name, len);
+        if (names[n] == NULL) {
+            rc = dlock__enomem();
+            break;
+        }
+        n++;
+    }
+    sqlite3_reset(s);
+    if (rc == DLOCK_OK && src != SQLITE_DONE)
+        rc = db_error(ss, "list");
+    unlock_db(ss);
+
+    for (size_t i = 0; i < n && rc == DLOCK_OK; i++) {
+        dlock_info info;
+
+        memset(&info, 0, sizeof(info));
+        info.ttl_ms = -1;
+        dlock__strlcpy(info.name, names[i], sizeof(info.name));
+        lock_db(ss, op_deadline(ss));
+        rc = describe(ss, names[i], &info);
+        unlock_db(ss);
+        if (rc == DLOCK_OK && info.held)
+            rc = cb(&info, payload);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    return rc;
+}
+
+static int sqlite_force_release(struct dlock_store *st, const char *name,
+                                unsigned *removed)
+{
+    struct sqlite_store *ss = (struct sqlite_store *)st;
+    sqlite3_stmt *s;
+    int rc = DLOCK_OK;
+
+    lock_db(ss, op_deadline(ss));
+    s = stmt(ss, Q_FORCE);
+    if (s == NULL || (sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC),
+                      sqlite3_step(s)) != SQLITE_DONE)
+        rc = db_error(ss, "release --force");
+    else
+        *removed = (unsigned)sqlite3_changes(ss->db);
+    if (s != NULL)
+        sqlite3_reset(s);
+    unlock_db(ss);
+    return rc;
+}
+
+static int sqlite_ddl(char **out, const struct dlock_url *u)
+{
+    (void)u;
+    *out = dlock__strdup(DDL);
+    return *out != NULL ? DLOCK_OK : dlock__enomem();
+}
+
+const struct dlock_store_ops dlock__sqlite_ops = {
+    .version = DLOCK_STORE_OPS_VERSION,
+    .name = "sqlite",
+    .has_shared = 1,
+    .open = sqlite_open,
+    .close = sqlite_close,
+    .try_acquire = sqlite_try_acquire,
+    .wait_acquire = NULL, /* the core polls with jittered backoff */
+    .extend = sqlite_extend,
+    .ttl_left = sqlite_ttl_left,
+    .release = sqlite_release,
+    .forget = NULL,
+    .status = sqlite_status,
+    .list = sqlite_list,
+    .force_release = sqlite_force_release,
+    .init = sqlite_init,
+    .ddl = sqlite_ddl,
+};

@@ -1,0 +1,155 @@
+#!/bin/sh
+# The dlock command end to end:  test_cli.sh DLOCK_BINARY STORE_URL
+# Synchronisation is by FIFOs (a command says "I hold it" by writing to
+# one), never by sleeping and hoping.
+set -u
+DLOCK=$1
+STORE=$2
+export DLOCK_STORE="$STORE"
+T=$(mktemp -d /tmp/dlock-cli.XXXXXX)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT
+fails=0
+n=0
+run_id="cli-$$"
+
+ok()   { n=$((n + 1)); echo "ok   $1"; }
+fail() { n=$((n + 1)); fails=$((fails + 1)); echo "FAIL $1"; }
+check() { # check NAME EXPECTED ACTUAL
+    if [ "$2" = "$3" ]; then ok "$1"; else fail "$1 (wanted '$2', got '$3')"; fi
+}
+
+# hold NAME: start `dlock run NAME` whose command holds until $T/go-NAME is
+# written; returns once the command runs (the lock is held).
+hold() {
+    mkfifo "$T/ready-$1" "$T/go-$1"
+    shift_name=$1
+    shift
+    "$DLOCK" run "$run_id/$shift_name" "$@" -- sh -c "echo x >'$T/ready-$shift_name'; read _ <'$T/go-$shift_name'" &
+    holder=$!
+    read _ <"$T/ready-$shift_name"
+}
+let_go() { echo go >"$T/go-$1"; wait "$holder"; holder_rc=$?; rm -f "$T/go-$1" "$T/ready-$1"; }
+
+# --- exit codes -----------------------------------------------------------
+"$DLOCK" run "$run_id/a" -- sh -c 'exit 7'
+check "child exit code passed through" 7 $?
+"$DLOCK" run "$run_id/a" -- sh -c 'kill -KILL $$'
+check "death by signal 9 is 137" 137 $?
+"$DLOCK" run "$run_id/a" -- /nonexistent/command 2>/dev/null
+check "missing command exits 127" 127 $?
+"$DLOCK" run "$run_id/a" -- /etc/passwd 2>/dev/null
+check "non-executable command exits 126" 126 $?
+"$DLOCK" run "$run_id/a" 2>/dev/null
+check "run without a command is a usage error" 64 $?
+"$DLOCK" run "$run_id/a" -w abc -- true 2>/dev/null
+check "bad -w is a usage error" 64 $?
+"$DLOCK" bogus 2>/dev/null
+check "unknown command is a usage error" 64 $?
+"$DLOCK" release "$run_id/a" 2>/dev/null
+check "release without --force is refused" 64 $?
+for c in run status list release init; do
+    "$DLOCK" $c --help >/dev/null
+    check "$c --help exits 0" 0 $?
+done
+
+# --- child environment ----------------------------------------------------
+out=$("$DLOCK" run "$run_id/env" -- sh -c 'echo "$DLOCK_NAME|$DLOCK_FENCE|$DLOCK_STORE"')
+case $out in
+"$run_id/env|"[1-9]*"|"*) ok "DLOCK_NAME and DLOCK_FENCE in the child's environment" ;;
+*) fail "child environment: $out" ;;
+esac
+
+# --- conflicts ------------------------------------------------------------
+hold busy
+"$DLOCK" run "$run_id/busy" -n -- true
+check "-n on a held lock exits 1" 1 $?
+"$DLOCK" run "$run_id/busy" -n -E 3 -- true
+check "-E 3 on a held lock exits 3" 3 $?
+"$DLOCK" run "$run_id/busy" -w 0.2 -- true
+check "-w 0.2 on a held lock exits 1" 1 $?
+st=$("$DLOCK" status "$run_id/busy" --json)
+case $st in
+*'"held":true'*"\"pid\":"*) ok "status --json shows the holder" ;;
+*) fail "status --json: $st" ;;
+esac
+ls=$("$DLOCK" list "$run_id/" --json)
+case $ls in
+*"\"name\":\"$run_id/busy\""*) ok "list --json shows the lock" ;;
+*) fail "list --json: $ls" ;;
+esac
+let_go busy
+check "holder exits 0" 0 "$holder_rc"
+st=$("$DLOCK" status "$run_id/busy")
+case $st in
+*": free,"*) ok "status after release says free" ;;
+*) fail "status after release: $st" ;;
+esac
+
+# --- mutual exclusion: two runs append to one file ------------------------
+log=$T/log
+for who in A B C; do
+    "$DLOCK" run "$run_id/excl" -w 30 -- sh -c "for i in 1 2 3; do echo '+$who' >>'$log'; echo '-$who' >>'$log'; done" &
+done
+wait
+pairs=$(paste -d' ' - - <"$log" | awk '{ if (substr($1,2) != substr($2,2) || substr($1,1,1) != "+") bad++ } END { print NR, bad+0 }')
+check "three concurrent runs never overlap" "9 0" "$pairs"
+seq=$(awk '{print substr($0,2)}' "$log" | uniq | wc -l)
+check "each run's critical section is contiguous" 3 "$seq"
+
+# --- signals --------------------------------------------------------------
+mkfifo "$T/sig-ready"
+"$DLOCK" run "$run_id/sig" -- sh -c "trap 'echo TERM >$T/sig-got; exit 0' TERM; echo x >$T/sig-ready; while :; do sleep 0.05; done" &
+pid=$!
+read _ <"$T/sig-ready"
+kill -TERM $pid
+wait $pid
+rc=$?
+check "SIGTERM to dlock reaches the child (child exits 0)" 0 $rc
+check "the child saw SIGTERM" TERM "$(cat "$T/sig-got" 2>/dev/null)"
+
+# --- a stolen lock stops the command --------------------------------------
+mkfifo "$T/steal-ready"
+"$DLOCK" run "$run_id/steal" --ttl 0.6 --grace 5 -- sh -c "trap 'echo TERM >$T/steal-got; exit 0' TERM; echo x >$T/steal-ready; while :; do sleep 0.05; done" 2>"$T/steal-err" &
+pid=$!
+read _ <"$T/steal-ready"
+"$DLOCK" release --force "$run_id/steal" >/dev/null
+check "release --force exits 0" 0 $?
+wait $pid
+check "run exits 75 when its lock is broken" 75 $?
+check "the child got SIGTERM on loss" TERM "$(cat "$T/steal-got" 2>/dev/null)"
+grep -q "was lost" "$T/steal-err"
+check "run says the lock was lost" 0 $?
+
+# A child that ignores SIGTERM is killed after the grace period.
+mkfifo "$T/stub-ready"
+"$DLOCK" run "$run_id/stub" --ttl 0.6 --grace 0.3 -- sh -c "trap '' TERM; echo x >$T/stub-ready; while :; do sleep 0.05; done" 2>/dev/null &
+pid=$!
+read _ <"$T/stub-ready"
+"$DLOCK" release --force "$run_id/stub" >/dev/null
+wait $pid
+check "a child ignoring SIGTERM is killed; run exits 75" 75 $?
+
+# --- bad store URLs: exit 69, password never printed ----------------------
+for u in 'redis://user:s3cr3tpw@127.0.0.1:1/0' 'postgres://u:s3cr3tpw@127.0.0.1:1/db' \
+         'mysql://u:s3cr3tpw@127.0.0.1:1/db' 'nosuch://u:s3cr3tpw@h/x' \
+         'sqlite://u:s3cr3tpw@host/x.db' 'not a url s3cr3tpw'; do
+    err=$("$DLOCK" -s "$u" status x 2>&1 >/dev/null)
+    rc=$?
+    check "bad store $(echo "$u" | cut -c1-12)... exits 69" 69 $rc
+    case $err in
+    *s3cr3tpw*) fail "password printed: $err" ;;
+    "") fail "no message for $u" ;;
+    *) ok "message without the password" ;;
+    esac
+done
+out=$("$DLOCK" -s "$STORE" run "$run_id/env2" -- sh -c 'echo "$DLOCK_STORE"')
+check "DLOCK_STORE in the child is the (redacted) URL" "$("$DLOCK" -s "$STORE" run "$run_id/env3" -- sh -c 'echo "$DLOCK_STORE"')" "$out"
+
+# --- init -----------------------------------------------------------------
+"$DLOCK" init --print | grep -q "CREATE TABLE"
+check "init --print prints DDL" 0 $?
+"$DLOCK" init >/dev/null
+check "init exits 0" 0 $?
+
+echo "$fails of $n checks failed"
+[ "$fails" = 0 ]

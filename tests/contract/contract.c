@@ -1,0 +1,914 @@
+/*
+ * contract.c - the behaviour every store must show.  One suite, run
+ * against any store URL:
+ *
+ *     dlock-contract URL [TEST...]
+ *
+ * Each test prints "ok"/"FAIL"; the exit status is the number of failed
+ * tests (capped at 100).  Names are prefixed with a random run id, so runs
+ * against a long-lived server do not see each other.
+ *
+ * Timing: lease lengths are a few hundred milliseconds so the suite stays
+ * short; the only timed assertions are the ones the contract itself makes
+ * (a wait ends within +-50 ms of its deadline; a waiter gets a released
+ * lock promptly), with margins wide enough for ASan.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dlock.h"
+
+static const char *url;
+static char run_id[64];
+static int failed_checks;
+static const char *self_exe;
+
+#define CHECK(cond)                                                          \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            fprintf(stderr, "  %s:%d: CHECK(%s) failed (last error: %s)\n",  \
+                    __FILE__, __LINE__, #cond, dlock_errmsg());              \
+            failed_checks++;                                                 \
+            return;                                                          \
+        }                                                                    \
+    } while (0)
+
+#define CHECK_RC(expr, want)                                                 \
+    do {                                                                     \
+        int rc_ = (expr);                                                    \
+        if (rc_ != (want)) {                                                 \
+            fprintf(stderr, "  %s:%d: %s returned %d (%s), wanted %s: %s\n", \
+                    __FILE__, __LINE__, #expr, rc_, dlock_strerror(rc_),     \
+                    #want, dlock_errmsg());                                  \
+            failed_checks++;                                                 \
+            return;                                                          \
+        }                                                                    \
+    } while (0)
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int64_t ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* A per-run name: "<run id>/<base>". */
+static const char *nm(const char *base)
+{
+    static _Thread_local char buf[8][DLOCK_NAME_MAX + 1];
+    static _Thread_local int i;
+
+    i = (i + 1) % 8;
+    snprintf(buf[i], sizeof(buf[i]), "%s/%s", run_id, base);
+    return buf[i];
+}
+
+static dlock_options opts(int64_t wait_ms, int64_t ttl_ms, int renew)
+{
+    dlock_options o = DLOCK_OPTIONS_INIT;
+
+    o.wait_ms = wait_ms;
+    o.ttl_ms = ttl_ms;
+    o.auto_renew = renew;
+    return o;
+}
+
+/* Does the store notice a dead holder before its lease ends? */
+static int sees_death(void)
+{
+    if (strncmp(url, "sqlite:", 7) == 0)
+        return 1;
+    if (strstr(url, "mode=lease") != NULL)
+        return 0;
+    return strncmp(url, "postgres", 8) == 0 || strncmp(url, "mysql:", 6) == 0 ||
+           strncmp(url, "mariadb:", 8) == 0;
+}
+
+static dlock_store *open_store(void)
+{
+    dlock_store *s = NULL;
+    int rc = dlock_store_open(&s, url);
+
+    if (rc != DLOCK_OK) {
+        fprintf(stderr, "cannot open %s: %s\n", url, dlock_errmsg());
+        exit(100);
+    }
+    return s;
+}
+
+/* --- tests ------------------------------------------------------------ */
+
+static void t_try_busy(dlock_store *s)
+{
+    dlock_options o = opts(0, 5000, 1);
+    dlock_lock *a, *b = (dlock_lock *)&b;
+    dlock_store *s2 = open_store();
+
+    CHECK_RC(dlock_acquire(&a, s, nm("busy"), &o), DLOCK_OK);
+    CHECK(a != NULL && dlock_fence(a) > 0);
+    CHECK_RC(dlock_acquire(&b, s, nm("busy"), &o), DLOCK_BUSY);
+    CHECK(b == NULL);
+    /* Another handle (another connection) sees the same. */
+    CHECK_RC(dlock_acquire(&b, s2, nm("busy"), &o), DLOCK_BUSY);
+    CHECK_RC(dlock_release(a), DLOCK_OK);
+    CHECK_RC(dlock_acquire(&b, s2, nm("busy"), &o), DLOCK_OK);
+    CHECK_RC(dlock_release(b), DLOCK_OK);
+    dlock_store_close(s2);
+}
+
+struct waiter {
+    dlock_store *store;
+    const char *name;
+    int64_t wait_ms;
+    int rc;
+    int64_t started, done;
+    uint64_t fence;
+};
+
+static void *waiter_main(void *arg)
+{
+    struct waiter *w = arg;
+    dlock_options o = opts(w->wait_ms, 5000, 1);
+    dlock_lock *l = NULL;
+
+    w->started = now_ms();
+    w->rc = dlock_acquire(&l, w->store, w->name, &o);
+    w->done = now_ms();
+    w->fence = dlock_fence(l);
+    dlock_release(l);
+    return NULL;
+}
+
+/* A waiter (finite or forever) gets the lock soon after the holder lets
+ * go.  The 200 ms before the release is not synchronisation: it makes the
+ * waiter actually wait, which the test then checks. */
+static void wait_then_release(dlock_store *s, int64_t wait_ms,
+                              const char *base)
+{
+    dlock_options o = opts(0, 5000, 1);
+    struct waiter w = {s, NULL, wait_ms, -99, 0, 0, 0};
+    dlock_lock *a;
+    pthread_t t;
+    int64_t released;
+
+    w.name = nm(base);
+    CHECK_RC(dlock_acquire(&a, s, w.name, &o), DLOCK_OK);
+    CHECK(pthread_create(&t, NULL, waiter_main, &w) == 0);
+    sleep_ms(200);
+    released = now_ms();
+    CHECK_RC(dlock_release(a), DLOCK_OK);
+    pthread_join(t, NULL);
+    CHECK_RC(w.rc, DLOCK_OK);
+    CHECK(w.done >= released);          /* not before the release */
+    CHECK(w.done - w.started >= 150);   /* it did wait */
+    CHECK(w.done - released < 1000);    /* and was not left waiting */
+}
+
+static void t_wait_finite(dlock_store *s)
+{
+    wait_then_release(s, 5000, "wait-finite");
+}
+
+static void t_wait_forever(dlock_store *s)
+{
+    wait_then_release(s, DLOCK_WAIT_FOREVER, "wait-forever");
+}
+
+static void t_wait_zero_free(dlock_store *s)
+{
+    dlock_options o = opts(0, 5000, 1);
+    dlock_lock *a;
+
+    CHECK_RC(dlock_acquire(&a, s, nm("free"), &o), DLOCK_OK);
+    CHECK_RC(dlock_release(a), DLOCK_OK);
+}
+
+static void t_timeout_precision(dlock_store *s)
+{
+    static const int64_t waits[] = {1, 120, 400};
+    dlock_options o = opts(0, 10000, 1);
+    dlock_lock *a, *b;
+
+    CHECK_RC(dlock_acquire(&a, s, nm("timeout"), &o), DLOCK_OK);
+    for (size_t i = 0; i < sizeof(waits) / sizeof(waits[0]); i++) {
+        dlock_options w = opts(waits[i], 5000, 1);
+        int64_t t0 = now_ms(), took;
+
+        CHECK_RC(dlock_acquire(&b, s, nm("timeout"), &w), DLOCK_BUSY);
+        took = now_ms() - t0;
+        if (took < waits[i] - 50 || took > waits[i] + 50)
+            fprintf(stderr, "  wait %lld ms took %lld ms\n",
+                    (long long)waits[i], (long long)took);
+        CHECK(took >= waits[i] - 50 && took <= waits[i] + 50);
+    }
+    CHECK_RC(dlock_release(a), DLOCK_OK);
+}
+
+static int lost_calls;
+static void count_lost(dlock_lock *l, void *payload)
+{
+    (void)l;
+    __atomic_add_fetch((int *)payload, 1, __ATOMIC_SEQ_CST);
+}
+
+static void t_lease_takeover(dlock_store *s)
+{
+    dlock_options o = opts(0, 300, 0);
+    dlock_options w = opts(3000, 5000, 1);
+    dlock_store *s2 = open_store();
+    dlock_lock *a, *b, *c;
+    int64_t t0;
+
+    lost_calls = 0;
+    o.on_lost = count_lost;
+    o.payload = &lost_calls;
+    CHECK_RC(dlock_acquire(&a, s, nm("lease"), &o), DLOCK_OK);
+    t0 = now_ms();
+    CHECK_RC(dlock_acquire(&b, s2, nm("lease"), &w), DLOCK_OK);
+    CHECK(now_ms() - t0 >= 200); /* not before the lease ran out */
+    CHECK(dlock_fence(b) > dlock_fence(a));
+    CHECK_RC(dlock_extend(a, 0), DLOCK_LOST);
+    CHECK(lost_calls == 1);
+    CHECK_RC(dlock_assert_ttl(a, 0), DLOCK_LOST);
+    CHECK(dlock_is_lost(a));
+    CHECK(lost_calls == 1); /* once only */
+    CHECK_RC(dlock_release(a), DLOCK_LOST);
+    /* The old holder's release did not touch the new holder's lock. */
+    CHECK_RC(dlock_acquire(&c, s, nm("lease"), &o), DLOCK_BUSY);
+    CHECK_RC(dlock_assert_ttl(b, 1000), DLOCK_OK);
+    CHECK_RC(dlock_release(b), DLOCK_OK);
+    dlock_store_close(s2);
+}
+
+/* A lease that ran out is lost even when nobody took the lock. */
+static void t_lease_expired_untaken(dlock_store *s)
+{
+    dlock_options o = opts(0, 200, 0);
+    dlock_lock *a, *b;
+
+    CHECK_RC(dlock_acquire(&a, s, nm("expired"), &o), DLOCK_OK);
+    sleep_ms(400); /* time passing is the point here */
+    CHECK_RC(dlock_assert_ttl(a, 0), DLOCK_LOST);
+    CHECK_RC(dlock_release(a), DLOCK_LOST);
+    CHECK_RC(dlock_acquire(&b, s, nm("expired"), &o), DLOCK_OK);
+    CHECK_RC(dlock_release(b), DLOCK_OK);
+}
+
+static void t_fences(dlock_store *s)
+{
+    dlock_options o = opts(0, 5000, 1), sh = o;
+    uint64_t last = 0;
+    dlock_lock *l;
+    dlock_store *s2;
+
+    for (int i = 0; i < 5; i++) {
+        CHECK_RC(dlock_acquire(&l, s, nm("fence"), &o), DLOCK_OK);
+        CHECK(dlock_fence(l) > last);
+        last = dlock_fence(l);
+        CHECK_RC(dlock_release(l), DLOCK_OK);
+    }
+    /* A new connection, as after a client restart. */
+    s2 = open_store();
+    CHECK_RC(dlock_acquire(&l, s2, nm("fence"), &o), DLOCK_OK);
+    CHECK(dlock_fence(l) > last);
+    last = dlock_fence(l);
+    CHECK_RC(dlock_release(l), DLOCK_OK);
+    dlock_store_close(s2);
+    /* Fences are per name but never go back for any name. */
+    CHECK_RC(dlock_acquire(&l, s, nm("fence-other"), &o), DLOCK_OK);
+    CHECK(dlock_fence(l) > 0);
+    CHECK_RC(dlock_release(l), DLOCK_OK);
+    sh.shared = 1;
+    if (dlock_acquire(&l, s, nm("fence"), &sh) == DLOCK_OK) {
+        CHECK(dlock_fence(l) > last);
+        CHECK_RC(dlock_release(l), DLOCK_OK);
+    }
+}
+
+static void t_extend(dlock_store *s)
+{
+    dlock_options o = opts(0, 400, 0);
+    dlock_lock *a, *b;
+
+    CHECK_RC(dlock_acquire(&a, s, nm("extend"), &o), DLOCK_OK);
+    CHECK_RC(dlock_extend(a, 3000), DLOCK_OK);
+    sleep_ms(600); /* past the first lease */
+    CHECK_RC(dlock_assert_ttl(a, 1000), DLOCK_OK);
+    CHECK_RC(dlock_acquire(&b, s, nm("extend"), &o), DLOCK_BUSY);
+    CHECK_RC(dlock_extend(a, 0), DLOCK_OK); /* its own (new) ttl */
+    CHECK_RC(dlock_assert_ttl(a, 2000), DLOCK_OK);
+    CHECK_RC(dlock_release(a), DLOCK_OK);
+}
+
+static void t_assert_ttl(dlock_store *s)
+{
+    dlock_options o = opts(0, 2000, 0);
+    dlock_lock *a;
+
+    CHECK_RC(dlock_acquire(&a, s, nm("assert"), &o), DLOCK_OK);
+    CHECK_RC(dlock_assert_ttl(a, 500), DLOCK_OK);
+    CHECK_RC(dlock_assert_ttl(a, 60000), DLOCK_EXPIRING);
+    CHECK(!dlock_is_lost(a));
+    CHECK_RC(dlock_release(a), DLOCK_OK);
+}
+
+/* Breaking a lock from outside: the holder is told (on_lost, once, from
+ * the renew thread) and its release does not remove the next holder. */
+static int lost_pipe[2];
+static void lost_to_pipe(dlock_lock *l, void *payload)
+{
+    (void)l;
+    (void)payload;
+    (void)!write(lost_pipe[1], "L", 1);
+}
+
+static void t_broken_lock(dlock_store *s)
+{
+    dlock_options o = opts(0, 600, 1);
+    dlock_store *s2 = open_store();
+    struct pollfd p;
+    unsigned removed = 0;
+    dlock_lock *a, *b;
+    char c;
+
+    CHECK(pipe(lost_pipe) == 0);
+    o.on_lost = lost_to_pipe;
+    CHECK_RC(dlock_acquire(&a, s, nm("broken"), &o), DLOCK_OK);
+    CHECK_RC(dlock_force_release(s2, nm("broken"), &removed), DLOCK_OK);
+    CHECK(removed == 1);
+    p.fd = lost_pipe[0];
+    p.events = POLLIN;
+    CHECK(poll(&p, 1, 3000) == 1); /* renewal at ttl/3 finds it gone */
+    CHECK(read(lost_pipe[0], &c, 1) == 1 && c == 'L');
+    CHECK(dlock_is_lost(a));
+    CHECK_RC(dlock_acquire(&b, s2, nm("broken"), &o), DLOCK_OK);
+    CHECK_RC(dlock_release(a), DLOCK_LOST);
+    CHECK_RC(dlock_assert_ttl(b, 100), DLOCK_OK);
+    CHECK_RC(dlock_release(b), DLOCK_OK);
+    CHECK(poll(&p, 1, 0) == 0); /* no second call */
+    close(lost_pipe[0]);
+    close(lost_pipe[1]);
+    dlock_store_close(s2);
+}
+
+static void t_auto_renew(dlock_store *s)
+{
+    dlock_options o = opts(0, 300, 1);
+    dlock_lock *a, *b;
+
+    lost_calls = 0;
+    o.on_lost = count_lost;
+    o.payload = &lost_calls;
+    CHECK_RC(dlock_acquire(&a, s, nm("renew"), &o), DLOCK_OK);
+    sleep_ms(1000); /* more than three leases */
+    CHECK_RC(dlock_assert_ttl(a, 1), DLOCK_OK);
+    CHECK_RC(dlock_acquire(&b, s, nm("renew"), &o), DLOCK_BUSY);
+    CHECK(lost_calls == 0);
+    CHECK_RC(dlock_release(a), DLOCK_OK);
+}
+
+static void t_names(dlock_store *s)
+{
+    static const char *const odd[] = {
+        "it's \"quoted\"",   "'; DROP TABLE x; --",
+        "Grüße/鍵/🔒",       "back\\slash%_*?[x]",
+        "with space\tand\nnewline",
+    };
+    dlock_options o = opts(0, 5000, 1);
+    char big[DLOCK_NAME_MAX + 2];
+    dlock_lock *l, *l2;
+    dlock_info info;
+    size_t plen;
+
+    CHECK_RC(dlock_acquire(&l, s, "", &o), DLOCK_EINVAL);
+    CHECK_RC(dlock_acquire(&l, s, NULL, &o), DLOCK_EINVAL);
+    CHECK_RC(dlock_acquire_len(&l, s, "a\0b", 3, &o), DLOCK_EINVAL);
+    CHECK_RC(dlock_acquire(&l, s, "bad \xff utf8", &o), DLOCK_EINVAL);
+    CHECK_RC(dlock_acquire(&l, s, "overlong \xc0\xaf", &o), DLOCK_EINVAL);
+
+    /* 1024 bytes is fine, 1025 is not: prefix + filler. */
+    plen = strlen(nm(""));
+    memcpy(big, nm(""), plen);
+    memset(big + plen, 'n', sizeof(big) - plen);
+    big[DLOCK_NAME_MAX] = '\0';
+    CHECK_RC(dlock_acquire(&l, s, big, &o), DLOCK_OK);
+    CHECK_RC(dlock_acquire(&l2, s, big, &o), DLOCK_BUSY);
+    CHECK_RC(dlock_status(s, big, &info), DLOCK_OK);
+    CHECK(info.held && strcmp(info.name, big) == 0);
+    /* Same 1023-byte prefix, different last byte: a different lock. */
+    big[DLOCK_NAME_MAX - 1] = 'm';
+    CHECK_RC(dlock_acquire(&l2, s, big, &o), DLOCK_OK);
+    CHECK_RC(dlock_release(l2), DLOCK_OK);
+    CHECK_RC(dlock_release(l), DLOCK_OK);
+    big[DLOCK_NAME_MAX] = 'n';
+    big[DLOCK_NAME_MAX + 1] = '\0';
+    CHECK_RC(dlock_acquire(&l, s, big, &o), DLOCK_EINVAL);
+
+    for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+        const char *n = nm(odd[i]);
+
+        CHECK_RC(dlock_acquire(&l, s, n, &o), DLOCK_OK);
+        CHECK_RC(dlock_acquire(&l2, s, n, &o), DLOCK_BUSY);
+        CHECK_RC(dlock_status(s, n, &info), DLOCK_OK);
+        CHECK(info.held && strcmp(info.name, n) == 0);
+        CHECK_RC(dlock_release(l), DLOCK_OK);
+    }
+    /* Case matters. */
+    CHECK_RC(dlock_acquire(&l, s, nm("CaseName"), &o), DLOCK_OK);
+    CHECK_RC(dlock_acquire(&l2, s, nm("casename"), &o), DLOCK_OK);
+    CHECK_RC(dlock_release(l2), DLOCK_OK);
+    CHECK_RC(dlock_release(l), DLOCK_OK);
+    /* And after all that, the store still works. */
+    CHECK_RC(dlock_acquire(&l, s, nm("after-names"), &o), DLOCK_OK);
+    CHECK_RC(dlock_release(l), DLOCK_OK);
+}
+
+struct count {
+    const char *prefix;
+    unsigned n;
+};
+
+static int count_cb(const dlock_info *info, void *payload)
+{
+    struct count *c = payload;
+
+    if (strncmp(info->name, c->prefix, strlen(c->prefix)) != 0 || !info->held)
+        return 1000; /* a name that should not be listed */
+    c->n++;
+    return 0;
+}
+
+static int stop_cb(const dlock_info *info, void *payload)
+{
+    (void)info;
+    (void)payload;
+    return 7;
+}
+
+static void t_many_and_list(dlock_store *s)
+{
+    enum { N = 100 };
+    dlock_options o = opts(0, 10000, 1);
+    dlock_lock *l[N];
+    char base[32];
+    struct count c = {NULL, 0};
+    dlock_info info;
+
+    for (int i = 0; i < N; i++) {
+        snprintf(base, sizeof(base), "many/%03d", i);
+        CHECK_RC(dlock_acquire(&l[i], s, nm(base), &o), DLOCK_OK);
+    }
+    c.prefix = nm("many/");
+    CHECK_RC(dlock_list(s, c.prefix, count_cb, &c), DLOCK_OK);
+    CHECK(c.n == N);
+    c.n = 0;
+    c.prefix = nm("many/05");
+    CHECK_RC(dlock_list(s, c.prefix, count_cb, &c), DLOCK_OK);
+    CHECK(c.n == 10);
+    CHECK(dlock_list(s, nm("many/"), stop_cb, NULL) == 7);
+    CHECK_RC(dlock_status(s, nm("many/042"), &info), DLOCK_OK);
+    CHECK(info.held && info.holders == 1 && !info.shared);
+    CHECK(info.fence == dlock_fence(l[42]));
+    CHECK(info.pid == (int64_t)getpid() || info.pid == 0);
+    CHECK(info.ttl_ms > 0 && info.ttl_ms <= 10000);
+    for (int i = 0; i < N; i++)
+        CHECK_RC(dlock_release(l[i]), DLOCK_OK);
+    c.n = 0;
+    c.prefix = nm("many/");
+    CHECK_RC(dlock_list(s, c.prefix, count_cb, &c), DLOCK_OK);
+    CHECK(c.n == 0);
+    CHECK_RC(dlock_status(s, nm("many/042"), &info), DLOCK_OK);
+    CHECK(!info.held && info.holders == 0);
+}
+
+/* Threads: a shared counter guarded only by the lock.  A second holder
+ * would see `inside` set. */
+struct crowd {
+    dlock_store *store; /* shared handle, or NULL: each opens its own */
+    int inside;
+    int overlaps;
+    long counter;
+    int errors;
+};
+
+static void *crowd_main(void *arg)
+{
+    struct crowd *c = arg;
+    dlock_options o = opts(DLOCK_WAIT_FOREVER, 5000, 1);
+    dlock_store *s = c->store != NULL ? c->store : open_store();
+
+    for (int i = 0; i < 40; i++) {
+        dlock_lock *l;
+        long v;
+
+        if (dlock_acquire(&l, s, nm("crowd"), &o) != DLOCK_OK) {
+            __atomic_add_fetch(&c->errors, 1, __ATOMIC_SEQ_CST);
+            continue;
+        }
+        if (__atomic_exchange_n(&c->inside, 1, __ATOMIC_SEQ_CST) != 0)
+            __atomic_add_fetch(&c->overlaps, 1, __ATOMIC_SEQ_CST);
+        v = __atomic_load_n(&c->counter, __ATOMIC_SEQ_CST);
+        sched_yield();
+        __atomic_store_n(&c->counter, v + 1, __ATOMIC_SEQ_CST);
+        __atomic_store_n(&c->inside, 0, __ATOMIC_SEQ_CST);
+        if (dlock_release(l) != DLOCK_OK)
+            __atomic_add_fetch(&c->errors, 1, __ATOMIC_SEQ_CST);
+    }
+    if (c->store == NULL)
+        dlock_store_close(s);
+    return NULL;
+}
+
+static void crowd_run(dlock_store *shared)
+{
+    enum { T = 4 };
+    struct crowd c = {shared, 0, 0, 0, 0};
+    pthread_t t[T];
+
+    for (int i = 0; i < T; i++)
+        CHECK(pthread_create(&t[i], NULL, crowd_main, &c) == 0);
+    for (int i = 0; i < T; i++)
+        pthread_join(t[i], NULL);
+    CHECK(c.errors == 0);
+    CHECK(c.overlaps == 0);
+    CHECK(c.counter == T * 40);
+}
+
+static void t_threads_shared_handle(dlock_store *s)
+{
+    crowd_run(s);
+}
+
+static void t_threads_own_handles(dlock_store *s)
+{
+    (void)s;
+    crowd_run(NULL);
+}
+
+/* Processes: children append "+pid" and "-pid" around their critical
+ * section to one O_APPEND file; a second holder would interleave. */
+static void child_crowd(const char *file, int rounds)
+{
+    dlock_options o = opts(DLOCK_WAIT_FOREVER, 5000, 1);
+    dlock_store *s = open_store();
+    int fd = open(file, O_WRONLY | O_APPEND);
+    char line[32];
+    int len, bad = 0;
+
+    if (fd < 0)
+        exit(101);
+    for (int i = 0; i < rounds; i++) {
+        dlock_lock *l;
+
+        if (dlock_acquire(&l, s, nm("procs"), &o) != DLOCK_OK) {
+            bad++;
+            continue;
+        }
+        len = snprintf(line, sizeof(line), "+%d\n", (int)getpid());
+        bad += write(fd, line, (size_t)len) != len;
+        sched_yield();
+        len = snprintf(line, sizeof(line), "-%d\n", (int)getpid());
+        bad += write(fd, line, (size_t)len) != len;
+        bad += dlock_release(l) != DLOCK_OK;
+    }
+    close(fd);
+    dlock_store_close(s);
+    exit(bad ? 102 : 0);
+}
+
+static pid_t spawn_self(const char *role, const char *arg)
+{
+    pid_t pid = fork();
+
+    if (pid == 0) {
+        execl(self_exe, self_exe, url, "--child", role, run_id, arg,
+              (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+static void t_processes(dlock_store *s)
+{
+    enum { P = 4, ROUNDS = 25 };
+    char file[] = "/tmp/dlock-contract-XXXXXX", line[64];
+    pid_t kids[P];
+    int fd = mkstemp(file), status, depth = 0, lines = 0;
+    FILE *f;
+
+    (void)s;
+    CHECK(fd >= 0);
+    close(fd);
+    for (int i = 0; i < P; i++)
+        kids[i] = spawn_self("crowd", file);
+    for (int i = 0; i < P; i++) {
+        CHECK(waitpid(kids[i], &status, 0) == kids[i]);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    f = fopen(file, "r");
+    CHECK(f != NULL);
+    {
+        char holder[64] = "";
+
+        while (fgets(line, sizeof(line), f) != NULL) {
+            lines++;
+            if (line[0] == '+') {
+                depth++;
+                snprintf(holder, sizeof(holder), "%s", line + 1);
+            } else if (strcmp(line + 1, holder) == 0) {
+                depth--;
+            } else {
+                depth = 99; /* a release by someone who did not hold it */
+            }
+            if (depth != 0 && depth != 1)
+                break;
+        }
+    }
+    fclose(f);
+    unlink(file);
+    CHECK(depth == 0);
+    CHECK(lines == 2 * P * ROUNDS);
+}
+
+/* A holder killed with SIGKILL: the lock is free again within its lease
+ * (at once where the store sees the death). */
+static void child_hold(const char *ttl)
+{
+    dlock_options o = opts(0, atoi(ttl), 1);
+    dlock_store *s = open_store();
+    dlock_lock *l;
+
+    if (dlock_acquire(&l, s, nm("killed"), &o) != DLOCK_OK)
+        exit(103);
+    (void)!write(1, "H", 1);
+    for (;;)
+        pause();
+}
+
+static pid_t spawn_holder(const char *ttl, int *rfd)
+{
+    int p[2];
+    pid_t pid;
+
+    if (pipe(p) != 0)
+        return -1;
+    pid = fork();
+    if (pid == 0) {
+        dup2(p[1], 1);
+        close(p[0]);
+        execl(self_exe, self_exe, url, "--child", "hold", run_id, ttl,
+              (char *)NULL);
+        _exit(127);
+    }
+    close(p[1]);
+    *rfd = p[0];
+    return pid;
+}
+
+static void t_sigkill_holder(dlock_store *s)
+{
+    dlock_options w = opts(6000, 5000, 1), try0 = opts(0, 5000, 1);
+    dlock_lock *l;
+    int rfd, status;
+    char c = 0;
+    pid_t pid = spawn_holder("3000", &rfd);
+    int64_t t0;
+
+    CHECK(pid > 0);
+    CHECK(read(rfd, &c, 1) == 1 && c == 'H'); /* it holds the lock */
+    close(rfd);
+    CHECK_RC(dlock_acquire(&l, s, nm("killed"), &try0), DLOCK_BUSY);
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    t0 = now_ms();
+    CHECK_RC(dlock_acquire(&l, s, nm("killed"), &w), DLOCK_OK);
+    if (sees_death())
+        CHECK(now_ms() - t0 < 1000);
+    CHECK_RC(dlock_release(l), DLOCK_OK);
+}
+
+/* Locks still held at exit() are released by the library. */
+static void child_exit_holding(void)
+{
+    dlock_options o = opts(0, 60000, 1);
+    dlock_store *s = open_store();
+    dlock_lock *l;
+
+    if (dlock_acquire(&l, s, nm("atexit"), &o) != DLOCK_OK)
+        exit(104);
+    exit(0); /* no release, no close */
+}
+
+static void t_atexit(dlock_store *s)
+{
+    dlock_options try0 = opts(0, 5000, 1);
+    dlock_lock *l;
+    int status;
+    pid_t pid = spawn_self("atexit", "");
+
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    /* Lease 60 s: only the atexit release can have freed it this soon. */
+    CHECK_RC(dlock_acquire(&l, s, nm("atexit"), &try0), DLOCK_OK);
+    CHECK_RC(dlock_release(l), DLOCK_OK);
+}
+
+/* A fork child neither releases nor renews its parent's locks, not even
+ * when it calls exit(). */
+static void t_fork_child(dlock_store *s)
+{
+    dlock_options o = opts(0, 5000, 1);
+    dlock_lock *l, *l2;
+    int status;
+    pid_t pid;
+
+    CHECK_RC(dlock_acquire(&l, s, nm("fork"), &o), DLOCK_OK);
+    pid = fork();
+    if (pid == 0) {
+        int rc = dlock_release(l); /* refused: not the child's */
+        dlock_lock *x = NULL;
+
+        if (rc != DLOCK_EINVAL)
+            _exit(1);
+        if (dlock_acquire(&x, s, nm("fork-2"), &o) != DLOCK_EINVAL)
+            _exit(2); /* the parent's store handle is not the child's */
+        exit(0); /* runs atexit handlers */
+    }
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK_RC(dlock_assert_ttl(l, 1000), DLOCK_OK);
+    CHECK_RC(dlock_acquire(&l2, s, nm("fork"), &o), DLOCK_BUSY);
+    CHECK_RC(dlock_release(l), DLOCK_OK);
+}
+
+static void t_shared(dlock_store *s)
+{
+    dlock_options sh = opts(0, 5000, 1), ex = sh;
+    dlock_store *s2 = open_store();
+    dlock_lock *r1, *r2, *w;
+    dlock_info info;
+    int rc;
+
+    sh.shared = 1;
+    rc = dlock_acquire(&r1, s, nm("shared"), &sh);
+    if (rc == DLOCK_ENOTSUP) {
+        printf("  (shared locks not supported by this store)\n");
+        dlock_store_close(s2);
+        return;
+    }
+    CHECK_RC(rc, DLOCK_OK);
+    CHECK_RC(dlock_acquire(&r2, s2, nm("shared"), &sh), DLOCK_OK);
+    CHECK(dlock_fence(r2) > dlock_fence(r1));
+    CHECK_RC(dlock_acquire(&w, s2, nm("shared"), &ex), DLOCK_BUSY);
+    CHECK_RC(dlock_status(s, nm("shared"), &info), DLOCK_OK);
+    CHECK(info.held && info.shared && info.holders == 2);
+    CHECK_RC(dlock_release(r1), DLOCK_OK);
+    CHECK_RC(dlock_acquire(&w, s2, nm("shared"), &ex), DLOCK_BUSY);
+    CHECK_RC(dlock_release(r2), DLOCK_OK);
+    CHECK_RC(dlock_acquire(&w, s2, nm("shared"), &ex), DLOCK_OK);
+    CHECK_RC(dlock_acquire(&r1, s, nm("shared"), &sh), DLOCK_BUSY);
+    CHECK_RC(dlock_release(w), DLOCK_OK);
+    dlock_store_close(s2);
+}
+
+static void t_bad_options(dlock_store *s)
+{
+    dlock_options o = DLOCK_OPTIONS_INIT;
+    dlock_lock *l = (dlock_lock *)&l;
+
+    o.version = 99;
+    CHECK_RC(dlock_acquire(&l, s, nm("opts"), &o), DLOCK_EINVAL);
+    CHECK(l == NULL);
+    o = opts(0, 0, 1);
+    CHECK_RC(dlock_acquire(&l, s, nm("opts"), &o), DLOCK_EINVAL);
+    o = opts(-2, 1000, 1);
+    CHECK_RC(dlock_acquire(&l, s, nm("opts"), &o), DLOCK_EINVAL);
+    CHECK_RC(dlock_acquire(&l, NULL, nm("opts"), NULL), DLOCK_EINVAL);
+    CHECK_RC(dlock_acquire(NULL, s, nm("opts"), NULL), DLOCK_EINVAL);
+    CHECK_RC(dlock_options_init(&o, 2), DLOCK_EINVAL);
+    CHECK_RC(dlock_options_init(&o, DLOCK_OPTIONS_VERSION), DLOCK_OK);
+    CHECK(o.ttl_ms == DLOCK_DEFAULT_TTL_MS && o.auto_renew == 1);
+    CHECK_RC(dlock_acquire(&l, s, nm("opts"), NULL), DLOCK_OK);
+    CHECK_RC(dlock_release(l), DLOCK_OK);
+    CHECK_RC(dlock_release(NULL), DLOCK_OK);
+    CHECK_RC(dlock_extend(NULL, 0), DLOCK_EINVAL);
+    CHECK(dlock_fence(NULL) == 0);
+}
+
+/* Closing a store with locks still held releases them; the handles stay
+ * valid for dlock_release(), which reports them lost. */
+static void t_close_with_held(dlock_store *s)
+{
+    dlock_options o = opts(0, 60000, 1);
+    dlock_store *s2 = open_store();
+    dlock_lock *a, *b;
+
+    CHECK_RC(dlock_acquire(&a, s2, nm("closed"), &o), DLOCK_OK);
+    dlock_store_close(s2);
+    CHECK_RC(dlock_acquire(&b, s, nm("closed"), &o), DLOCK_OK);
+    CHECK_RC(dlock_extend(a, 0), DLOCK_LOST);
+    CHECK_RC(dlock_release(a), DLOCK_LOST);
+    CHECK_RC(dlock_release(b), DLOCK_OK);
+}
+
+static const struct {
+    const char *name;
+    void (*fn)(dlock_store *);
+} tests[] = {
+    {"try_busy", t_try_busy},
+    {"wait_zero_free", t_wait_zero_free},
+    {"wait_finite", t_wait_finite},
+    {"wait_forever", t_wait_forever},
+    {"timeout_precision", t_timeout_precision},
+    {"lease_takeover", t_lease_takeover},
+    {"lease_expired_untaken", t_lease_expired_untaken},
+    {"fences", t_fences},
+    {"extend", t_extend},
+    {"assert_ttl", t_assert_ttl},
+    {"broken_lock", t_broken_lock},
+    {"auto_renew", t_auto_renew},
+    {"names", t_names},
+    {"many_and_list", t_many_and_list},
+    {"threads_shared_handle", t_threads_shared_handle},
+    {"threads_own_handles", t_threads_own_handles},
+    {"processes", t_processes},
+    {"sigkill_holder", t_sigkill_holder},
+    {"atexit", t_atexit},
+    {"fork_child", t_fork_child},
+    {"shared", t_shared},
+    {"bad_options", t_bad_options},
+    {"close_with_held", t_close_with_held},
+};
+
+int main(int argc, char **argv)
+{
+    unsigned char rnd[4];
+    int failed = 0, ran = 0;
+    dlock_store *s;
+    FILE *ur;
+
+    if (argc < 2 || argv[1][0] == '\0') {
+        fprintf(stderr, "usage: %s URL [TEST...]\n", argv[0]);
+        return 100;
+    }
+    url = argv[1];
+    self_exe = "/proc/self/exe";
+    if (argc >= 6 && strcmp(argv[2], "--child") == 0) {
+        snprintf(run_id, sizeof(run_id), "%s", argv[4]);
+        if (strcmp(argv[3], "crowd") == 0)
+            child_crowd(argv[5], 25);
+        if (strcmp(argv[3], "hold") == 0)
+            child_hold(argv[5]);
+        if (strcmp(argv[3], "atexit") == 0)
+            child_exit_holding();
+        return 100;
+    }
+    ur = fopen("/dev/urandom", "r");
+    if (ur == NULL || fread(rnd, 1, sizeof(rnd), ur) != sizeof(rnd))
+        return 100;
+    fclose(ur);
+    snprintf(run_id, sizeof(run_id), "contract-%d-%02x%02x%02x%02x",
+             (int)getpid(), rnd[0], rnd[1], rnd[2], rnd[3]);
+
+    s = open_store();
+    printf("contract suite on %s (run %s)\n", dlock_store_url(s), run_id);
+    for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+        int before = failed_checks, pick = argc == 2;
+        int64_t t0;
+
+        for (int a = 2; a < argc; a++)
+            pick |= strcmp(argv[a], tests[i].name) == 0;
+        if (!pick)
+            continue;
+        t0 = now_ms();
+        tests[i].fn(s);
+        ran++;
+        if (failed_checks != before)
+            failed++;
+        printf("%-4s %-24s %5lld ms\n", failed_checks != before ? "FAIL" : "ok",
+               tests[i].name, (long long)(now_ms() - t0));
+        fflush(stdout);
+    }
+    dlock_store_close(s);
+    printf("%d of %d tests failed\n", failed, ran);
+    return failed > 100 ? 100 : failed;
+}

@@ -1,0 +1,171 @@
+/*
+ * test_unit.c - pure functions: URL parsing and redaction, name checks,
+ * backoff, option defaults, error strings.  No store.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store.h"
+
+static int failures;
+
+#define EXPECT(cond)                                                         \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            fprintf(stderr, "%s:%d: EXPECT(%s) failed (%s)\n", __FILE__,     \
+                    __LINE__, #cond, dlock_errmsg());                        \
+            failures++;                                                      \
+        }                                                                    \
+    } while (0)
+
+static void redact_is(const char *in, const char *want)
+{
+    char *out = NULL;
+
+    EXPECT(dlock_url_redact(&out, in) == DLOCK_OK);
+    if (out == NULL || strcmp(out, want) != 0) {
+        fprintf(stderr, "redact(%s) = %s, wanted %s\n", in,
+                out ? out : "(null)", want);
+        failures++;
+    }
+    free(out);
+}
+
+static void test_redact(void)
+{
+    redact_is("redis://h:6379/0", "redis://h:6379/0");
+    redact_is("redis://:pw@h:6379", "redis://:***@h:6379");
+    redact_is("postgres://u:p%40ss@h/db", "postgres://u:***@h/db");
+    redact_is("mysql://u@h/db", "mysql://u@h/db");
+    redact_is("postgres://u@h/db?sslmode=require&password=xyz",
+              "postgres://u@h/db?sslmode=require&password=***");
+    redact_is("mysql://u:a:b@c@h/db", "mysql://u:***@h/db");
+}
+
+static void test_parse(void)
+{
+    struct dlock_url *u = NULL;
+    int64_t ms = -1;
+
+    EXPECT(dlock__url_parse(&u, "Redis://user:p%40ss@[::1]:7000/3"
+                                "?prefix=x:&timeout=2s") == DLOCK_OK);
+    if (u != NULL) {
+        EXPECT(strcmp(u->scheme, "redis") == 0);
+        EXPECT(strcmp(u->user, "user") == 0);
+        EXPECT(strcmp(u->password, "p@ss") == 0);
+        EXPECT(strcmp(u->host, "::1") == 0);
+        EXPECT(u->port == 7000);
+        EXPECT(strcmp(u->path, "/3") == 0);
+        EXPECT(strcmp(dlock__url_param(u, "prefix"), "x:") == 0);
+        EXPECT(dlock__url_param(u, "nope") == NULL);
+        EXPECT(dlock__url_param_ms(u, "timeout", 1000, &ms) == DLOCK_OK);
+        EXPECT(ms == 2000);
+        EXPECT(strstr(u->redacted, "p%40ss") == NULL);
+        dlock__url_free(u);
+    }
+    EXPECT(dlock__url_parse(&u, "sqlite:///var/tmp/x.db") == DLOCK_OK);
+    if (u != NULL) {
+        EXPECT(u->host == NULL || u->host[0] == '\0');
+        EXPECT(strcmp(u->path, "/var/tmp/x.db") == 0);
+        dlock__url_free(u);
+    }
+    EXPECT(dlock__url_parse(&u, "no scheme") == DLOCK_EINVAL && u == NULL);
+    EXPECT(dlock__url_parse(&u, "redis:/x") == DLOCK_EINVAL);
+    EXPECT(dlock__url_parse(&u, "redis://h:99999") == DLOCK_EINVAL);
+    EXPECT(dlock__url_parse(&u, "redis://h:12ab") == DLOCK_EINVAL);
+    EXPECT(dlock__url_parse(&u, "redis://h/%zz") == DLOCK_EINVAL);
+    EXPECT(dlock__url_parse(&u, "redis://h/%00") == DLOCK_EINVAL);
+    EXPECT(dlock__url_parse(&u, "redis://h#frag") == DLOCK_EINVAL);
+    EXPECT(dlock__url_parse(&u, "redis://[::1") == DLOCK_EINVAL);
+    EXPECT(dlock__url_parse(&u, "") == DLOCK_EINVAL);
+    /* Unknown options are refused by name, without the password. */
+    EXPECT(dlock__url_parse(&u, "redis://:pw@h/?bogus=1") == DLOCK_OK);
+    if (u != NULL) {
+        static const char *const known[] = {"prefix", NULL};
+
+        EXPECT(dlock__url_check_params(u, known) == DLOCK_EINVAL);
+        EXPECT(strstr(dlock_errmsg(), "bogus") != NULL);
+        EXPECT(strstr(dlock_errmsg(), "pw") == NULL);
+        dlock__url_free(u);
+    }
+}
+
+static void test_names(void)
+{
+    char big[DLOCK_NAME_MAX + 1];
+
+    memset(big, 'x', sizeof(big));
+    EXPECT(dlock__check_name("a", 1) == DLOCK_OK);
+    EXPECT(dlock__check_name("", 0) == DLOCK_EINVAL);
+    EXPECT(dlock__check_name(big, DLOCK_NAME_MAX) == DLOCK_OK);
+    EXPECT(dlock__check_name(big, DLOCK_NAME_MAX + 1) == DLOCK_EINVAL);
+    EXPECT(dlock__check_name("a\0b", 3) == DLOCK_EINVAL);
+    EXPECT(dlock__check_name("\xc3\xa9", 2) == DLOCK_OK);         /* é */
+    EXPECT(dlock__check_name("\xf0\x9f\x94\x92", 4) == DLOCK_OK); /* lock */
+    EXPECT(dlock__check_name("\xc3", 1) == DLOCK_EINVAL);         /* cut */
+    EXPECT(dlock__check_name("\xc0\x80", 2) == DLOCK_EINVAL);     /* overlong */
+    EXPECT(dlock__check_name("\xed\xa0\x80", 3) == DLOCK_EINVAL); /* surrogate */
+    EXPECT(dlock__check_name("\xf4\x90\x80\x80", 4) == DLOCK_EINVAL);
+    EXPECT(dlock__check_name("\xff", 1) == DLOCK_EINVAL);
+}
+
+static void test_backoff(void)
+{
+    int64_t prev = 0;
+
+    for (unsigned a = 0; a < 40; a++) {
+        int64_t lo = dlock__backoff_ms(a, 0), hi = dlock__backoff_ms(a, ~0u);
+
+        EXPECT(lo >= 1 && hi <= DLOCK_POLL_MAX_MS && lo <= hi);
+        EXPECT(hi >= prev || hi == DLOCK_POLL_MAX_MS);
+        prev = hi;
+    }
+    /* It grows: not a fixed interval. */
+    EXPECT(dlock__backoff_ms(0, ~0u) < dlock__backoff_ms(6, ~0u));
+}
+
+static void test_tokens_and_strings(void)
+{
+    char a[DLOCK_TOKEN_HEX + 1], b[DLOCK_TOKEN_HEX + 1];
+
+    EXPECT(dlock__token(a) == DLOCK_OK && dlock__token(b) == DLOCK_OK);
+    EXPECT(strlen(a) == DLOCK_TOKEN_HEX && strcmp(a, b) != 0);
+    EXPECT(strspn(a, "0123456789abcdef") == DLOCK_TOKEN_HEX);
+    for (int rc = DLOCK_ENOMEM; rc <= DLOCK_OK; rc++)
+        EXPECT(dlock_strerror(rc)[0] != '\0');
+    EXPECT(strcmp(dlock_version(), DLOCK_VERSION_STRING) == 0);
+    EXPECT(strstr(dlock_schemes(), "sqlite") != NULL);
+}
+
+static void test_store_urls(void)
+{
+    dlock_store *s = (dlock_store *)&s;
+    char *ddl = NULL;
+
+    EXPECT(dlock_store_open(&s, "nosuch://x") == DLOCK_EINVAL && s == NULL);
+    EXPECT(strstr(dlock_errmsg(), "unknown") != NULL);
+    EXPECT(dlock_store_open(&s, "sqlite://remotehost/x.db") == DLOCK_EINVAL);
+    EXPECT(dlock_store_open(&s, "sqlite:///") == DLOCK_EINVAL);
+    EXPECT(dlock_store_open(&s, "sqlite:///tmp/x.db?bogus=1") ==
+           DLOCK_EINVAL);
+    EXPECT(dlock_store_open(&s, "sqlite:///nonexistent-dir/x/y.db") ==
+           DLOCK_EUNAVAIL);
+    EXPECT(dlock_ddl(&ddl, "sqlite:///x.db") == DLOCK_OK && ddl != NULL);
+    EXPECT(ddl != NULL && strstr(ddl, "dlock_fences") != NULL);
+    free(ddl);
+    dlock_store_close(NULL);
+}
+
+int main(void)
+{
+    test_redact();
+    test_parse();
+    test_names();
+    test_backoff();
+    test_tokens_and_strings();
+    test_store_urls();
+    if (failures == 0)
+        printf("unit: all passed\n");
+    return failures != 0;
+}
