@@ -61,3 +61,25 @@ fi
 # One suite at a time: the contract suite asserts timing within +-50 ms,
 # which two ASan builds racing for two cores could blur.
 ctest --test-dir "$build" --output-on-failure --timeout 600
+
+# The CLI once more under valgrind (it cannot run the ASan build): any
+# memory error or leak makes dlock exit 99, which the suite reports.
+if command -v valgrind >/dev/null; then
+    vg=$build-valgrind
+    cmake -S "$here/.." -B "$vg" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DBUILD_TESTING=OFF >/dev/null
+    cmake --build "$vg" -j2 --target dlock_cli >/dev/null
+    cat >"$tmp/dlock-vg" <<EOF2
+#!/bin/sh
+exec valgrind -q --error-exitcode=99 --leak-check=full \
+    --show-leak-kinds=definite,indirect,possible --errors-for-leak-kinds=definite,indirect,possible \
+    --trace-children=no --child-silent-after-fork=yes "$vg/dlock" "\$@"
+EOF2
+    chmod +x "$tmp/dlock-vg"
+    echo "== cli-sqlite under valgrind"
+    DLOCK_UNDER_VALGRIND=1 \
+        "$here/../tests/cli/test_cli.sh" "$tmp/dlock-vg" "sqlite://$tmp/cli-vg.db"
+elif [ "$ci" = true ]; then
+    echo "== CI: valgrind missing" >&2
+    exit 1
+fi
