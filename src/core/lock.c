@@ -279,7 +279,7 @@ static int check_options(const dlock_options *o, const dlock_store *s)
  * then jittered exponential backoff (capped by DLOCK_POLL_MAX_MS and by
  * when the holder's lease ends, when the store knows), until deadline. */
 static int poll_acquire(struct dlock_store *s, struct dlock_lock *lk,
-                        int64_t deadline)
+                        int64_t deadline, int try_once)
 {
     unsigned attempt;
 
@@ -287,7 +287,10 @@ static int poll_acquire(struct dlock_store *s, struct dlock_lock *lk,
         int64_t now = dlock__now_ms(), budget, retry = -1, rem, delay;
         int rc;
 
-        if (deadline == DLOCK_WAIT_FOREVER || deadline - now < 1000)
+        /* A try-lock (or an endless wait) must not report BUSY just
+         * because another client was mid-transaction; a finite wait's
+         * answer is due at its deadline, whatever the reason. */
+        if (deadline == DLOCK_WAIT_FOREVER || try_once)
             budget = now + ATTEMPT_BUDGET_MS;
         else
             budget = deadline;
@@ -295,7 +298,7 @@ static int poll_acquire(struct dlock_store *s, struct dlock_lock *lk,
         if (rc != DLOCK_BUSY)
             return rc;
         rem = dlock__remaining_ms(deadline);
-        if (rem == 0)
+        if (rem == 0 || try_once)
             return DLOCK_BUSY;
         delay = dlock__backoff_ms(attempt, dlock__rand32());
         if (retry >= 0 && retry + 1 < delay)
@@ -372,7 +375,7 @@ int dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
     if (opts->wait_ms != 0 && s->ops->wait_acquire != NULL)
         rc = s->ops->wait_acquire(s, lk, deadline);
     else
-        rc = poll_acquire(s, lk, deadline);
+        rc = poll_acquire(s, lk, deadline, opts->wait_ms == 0);
     if (rc != DLOCK_OK) {
         if (rc == DLOCK_BUSY && dlock_errmsg()[0] == '\0')
             dlock__seterr(DLOCK_BUSY, "lock '%s' is held by someone else",

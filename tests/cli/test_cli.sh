@@ -151,6 +151,20 @@ done
 out=$("$DLOCK" -s "$STORE" run "$run_id/env2" -- sh -c 'echo "$DLOCK_STORE"')
 check "DLOCK_STORE in the child is the (redacted) URL" "$("$DLOCK" -s "$STORE" run "$run_id/env3" -- sh -c 'echo "$DLOCK_STORE"')" "$out"
 
+# --- the default store is shared by every user of the machine ------------
+if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null && id nobody >/dev/null 2>&1 &&
+   [ -z "${DLOCK_UNDER_VALGRIND:-}" ] && runuser -u nobody -- test -x "$DLOCK"; then
+    DLOCK_STORE= "$DLOCK" run "$run_id/default" -- true
+    check "root uses the default store" 0 $?
+    DLOCK_STORE= runuser -u nobody -- "$DLOCK" run "$run_id/default" -- true
+    check "another user uses the same default store" 0 $?
+    DLOCK_STORE= hold default
+    DLOCK_STORE= runuser -u nobody -- "$DLOCK" run "$run_id/default" -n -- true
+    check "another user sees root's lock in the default store" 1 $?
+    let_go default
+    check "default directory is sticky and world-writable" 1777 "$(stat -c %a /var/tmp/dlock)"
+fi
+
 # --- init -----------------------------------------------------------------
 "$DLOCK" init --print | grep -q "CREATE TABLE"
 check "init --print prints DDL" 0 $?

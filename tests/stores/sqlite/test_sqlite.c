@@ -1,0 +1,196 @@
+/*
+ * test_sqlite.c - what only the SQLite store promises: a holder whose
+ * process is gone (or whose pid now belongs to another process, or whose
+ * row is from an earlier boot) is taken over at once; a live holder keeps
+ * its lease; SQLite's "database is locked" never reaches the caller.
+ *
+ *     test_sqlite DBFILE
+ *
+ * Rows are planted with the sqlite3 API exactly as the store writes them,
+ * with one field changed, so each case isolates one rule.
+ */
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dlock.h"
+
+static int failures;
+
+#define EXPECT(cond)                                                         \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            fprintf(stderr, "%s:%d: EXPECT(%s) failed (%s)\n", __FILE__,     \
+                    __LINE__, #cond, dlock_errmsg());                        \
+            failures++;                                                      \
+        }                                                                    \
+    } while (0)
+
+static const char *path;
+static char url[8192];
+
+static sqlite3 *raw(void)
+{
+    sqlite3 *db;
+
+    if (sqlite3_open(path, &db) != SQLITE_OK)
+        exit(2);
+    sqlite3_busy_timeout(db, 5000);
+    return db;
+}
+
+/* Copy the row of a lock we hold to a fake owner under `name`, with one
+ * column overridden (`set`, an SQL assignment list), then drop ours. */
+static void plant(const char *name, const char *set)
+{
+    dlock_store *s;
+    dlock_lock *l;
+    dlock_options o = DLOCK_OPTIONS_INIT;
+    char sql[1024];
+    sqlite3 *db = raw();
+
+    o.ttl_ms = 60000;
+    o.auto_renew = 0;
+    if (dlock_store_open(&s, url) != DLOCK_OK ||
+        dlock_acquire(&l, s, name, &o) != DLOCK_OK)
+        exit(3);
+    snprintf(sql, sizeof(sql),
+             "UPDATE dlock_locks SET owner = 'planted', %s WHERE name = '%s'",
+             set, name);
+    if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+        fprintf(stderr, "plant: %s\n", sqlite3_errmsg(db));
+        exit(4);
+    }
+    sqlite3_close(db);
+    /* Our row is gone (renamed): release says LOST and deletes nothing. */
+    EXPECT(dlock_release(l) == DLOCK_LOST);
+    dlock_store_close(s);
+}
+
+static int try_once(const char *name)
+{
+    dlock_store *s;
+    dlock_lock *l = NULL;
+    dlock_options o = DLOCK_OPTIONS_INIT;
+    int rc;
+
+    if (dlock_store_open(&s, url) != DLOCK_OK)
+        exit(5);
+    rc = dlock_acquire(&l, s, name, &o);
+    dlock_release(l);
+    dlock_store_close(s);
+    return rc;
+}
+
+static void test_dead_holders(void)
+{
+    char set[256];
+    pid_t pid;
+    int status;
+
+    /* A live holder (this very process, right start time) keeps it. */
+    plant("live", "pid = pid");
+    EXPECT(try_once("live") == DLOCK_BUSY);
+
+    /* Its pid now belongs to another process: start time differs. */
+    plant("reused", "pid_start = pid_start + 12345");
+    EXPECT(try_once("reused") == DLOCK_OK);
+
+    /* A process that exited. */
+    pid = fork();
+    if (pid == 0)
+        _exit(0);
+    waitpid(pid, &status, 0);
+    snprintf(set, sizeof(set), "pid = %d", (int)pid);
+    plant("exited", set);
+    EXPECT(try_once("exited") == DLOCK_OK);
+
+    /* A row from an earlier boot, whatever its lease says. */
+    plant("old-boot", "boot_id = 'another-boot'");
+    EXPECT(try_once("old-boot") == DLOCK_OK);
+
+    /* Another pid namespace (a container): its pids mean nothing here, so
+     * only the lease counts, even though pid 1 <-> our start time differ. */
+    plant("other-ns", "pid_ns = 'pid:[1]', pid = 1");
+    EXPECT(try_once("other-ns") == DLOCK_BUSY);
+
+    /* Another host sharing the file: lease only. */
+    plant("other-host", "host = 'elsewhere', pid = 999999");
+    EXPECT(try_once("other-host") == DLOCK_BUSY);
+}
+
+/* A long write transaction from outside: an acquire with a short wait is
+ * BUSY (not "database is locked"); once it ends, acquire works. */
+static void test_write_lock_held_outside(void)
+{
+    sqlite3 *db = raw();
+    dlock_store *s;
+    dlock_lock *l = NULL;
+    dlock_options o = DLOCK_OPTIONS_INIT;
+    struct timespec t0, t1;
+    long ms;
+
+    EXPECT(dlock_store_open(&s, url) == DLOCK_OK);
+    EXPECT(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) ==
+           SQLITE_OK);
+    o.wait_ms = 300;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    EXPECT(dlock_acquire(&l, s, "write-locked", &o) == DLOCK_BUSY);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    EXPECT(ms >= 250 && ms < 2000);
+    EXPECT(strstr(dlock_errmsg(), "locked") == NULL ||
+           strstr(dlock_errmsg(), "database is locked") == NULL);
+    EXPECT(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK);
+    o.wait_ms = 0;
+    EXPECT(dlock_acquire(&l, s, "write-locked", &o) == DLOCK_OK);
+    EXPECT(dlock_release(l) == DLOCK_OK);
+    dlock_store_close(s);
+    sqlite3_close(db);
+}
+
+/* Not a database: a clear error, no crash. */
+static void test_garbage_file(void)
+{
+    char bad[4200];
+    FILE *f;
+    dlock_store *s = NULL;
+    int rc;
+
+    snprintf(bad, sizeof(bad), "%s.garbage", path);
+    f = fopen(bad, "w");
+    if (f == NULL)
+        exit(6);
+    for (int i = 0; i < 4096; i++)
+        fputc("not a database "[i % 15], f);
+    fclose(f);
+    snprintf(url, sizeof(url), "sqlite://%s", bad);
+    rc = dlock_store_open(&s, url);
+    EXPECT(rc == DLOCK_EUNAVAIL || rc == DLOCK_ESTORE);
+    EXPECT(s == NULL);
+    EXPECT(strstr(dlock_errmsg(), "not a database") != NULL);
+    unlink(bad);
+    snprintf(url, sizeof(url), "sqlite://%s", path);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s DBFILE\n", argv[0]);
+        return 2;
+    }
+    path = argv[1];
+    unlink(path);
+    snprintf(url, sizeof(url), "sqlite://%s", path);
+    test_dead_holders();
+    test_write_lock_held_outside();
+    test_garbage_file();
+    if (failures == 0)
+        printf("sqlite store: all passed\n");
+    return failures != 0;
+}
