@@ -62,18 +62,22 @@ fi
 # which two ASan builds racing for two cores could blur.
 ctest --test-dir "$build" --output-on-failure --timeout 600
 
-# The CLI once more under valgrind (it cannot run the ASan build): any
-# memory error or leak makes dlock exit 99, which the suite reports.
+# A plain (non-sanitizer) build: the CLI once more under valgrind (which
+# cannot run the ASan build), and an install into a DESTDIR used the way a
+# user would (tests/install).
+plain=$build-plain
+cmake -S "$here/.." -B "$plain" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DBUILD_TESTING=OFF >/dev/null
+cmake --build "$plain" -j2 >/dev/null
+echo "== install into a DESTDIR"
+"$here/../tests/install/test_install.sh" "$plain"
 if command -v valgrind >/dev/null; then
-    vg=$build-valgrind
-    cmake -S "$here/.." -B "$vg" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-        -DBUILD_TESTING=OFF >/dev/null
-    cmake --build "$vg" -j2 --target dlock_cli >/dev/null
     cat >"$tmp/dlock-vg" <<EOF2
 #!/bin/sh
-exec valgrind -q --error-exitcode=99 --leak-check=full \
-    --show-leak-kinds=definite,indirect,possible --errors-for-leak-kinds=definite,indirect,possible \
-    --trace-children=no --child-silent-after-fork=yes "$vg/dlock" "\$@"
+exec valgrind -q --error-exitcode=99 --leak-check=full \\
+    --show-leak-kinds=definite,indirect,possible \\
+    --errors-for-leak-kinds=definite,indirect,possible \\
+    --child-silent-after-fork=yes "$plain/dlock" "\$@"
 EOF2
     chmod +x "$tmp/dlock-vg"
     echo "== cli-sqlite under valgrind"

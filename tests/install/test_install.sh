@@ -1,0 +1,93 @@
+#!/bin/bash
+# Install into a DESTDIR and use dlock the way a user would: pkg-config and
+# CMake find_package against the installed tree, every example built and
+# run against the SQLite store.  Also: only dlock_* symbols exported, man
+# pages render without warnings.
+#   test_install.sh BUILD_DIR (a plain, non-sanitizer build)
+set -euo pipefail
+build=$1
+src=$(cd "$(dirname "$0")/../.." && pwd)
+tmp=$(mktemp -d /tmp/dlock-install.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+dest=$tmp/dest
+prefix=/usr/local
+fails=0
+ok()   { echo "ok   $1"; }
+fail() { echo "FAIL $1"; fails=$((fails + 1)); }
+
+DESTDIR=$dest cmake --install "$build" --prefix "$prefix" >/dev/null
+libdir=$(cd "$dest$prefix" && dirname "$(find . -name libdlock.so -print -quit)")
+libdir=${libdir#./}
+for f in bin/dlock include/dlock.h "$libdir/libdlock.a" "$libdir/pkgconfig/dlock.pc" \
+         "$libdir/cmake/dlock/dlockConfig.cmake" share/man/man1/dlock.1 \
+         share/man/man3/libdlock.3 share/bash-completion/completions/dlock; do
+    if [ -e "$dest$prefix/$f" ]; then ok "installed $f"; else fail "missing $f"; fi
+done
+soname=$(objdump -p "$dest$prefix/$libdir/libdlock.so" | awk '/SONAME/ {print $2}')
+[ "$soname" = libdlock.so.0 ] && ok "SONAME $soname" || fail "SONAME is '$soname'"
+
+# Only the public API is exported.
+others=$(nm -D --defined-only "$dest$prefix/$libdir/libdlock.so" | awk '{print $3}' |
+         grep -v '^dlock_' | grep -v '^_init$\|^_fini$' || true)
+[ -z "$others" ] && ok "only dlock_* symbols exported" || fail "also exported: $others"
+n_api=$(grep -c '^DLOCK_EXTERN' "$src/include/dlock.h")
+n_exp=$(nm -D --defined-only "$dest$prefix/$libdir/libdlock.so" | grep -c ' T dlock_')
+[ "$n_exp" -ge "$n_api" ] && ok "all $n_api declared functions exported" ||
+    fail "$n_exp exported, $n_api declared"
+
+# pkg-config, as a user would (the sysroot maps the DESTDIR).
+export PKG_CONFIG_PATH=$dest$prefix/$libdir/pkgconfig PKG_CONFIG_SYSROOT_DIR=$dest
+export LD_LIBRARY_PATH=$dest$prefix/$libdir
+cflags=$(pkg-config --cflags dlock)
+libs=$(pkg-config --libs dlock)
+[ -n "$libs" ] && ok "pkg-config --cflags/--libs resolve: $cflags $libs" || fail "pkg-config"
+url=sqlite://$tmp/examples.db
+for ex in trylock wait_timeout fenced_write shared; do
+    if cc -std=c11 -Wall -Wextra -Werror $cflags -o "$tmp/$ex" "$src/examples/$ex.c" $libs; then
+        ok "example $ex builds against the installed library"
+    else
+        fail "example $ex does not build"; continue
+    fi
+    case $ex in
+    fenced_write) args=("$tmp/fenced.txt" "$url") ;;
+    *) args=("$url") ;;
+    esac
+    if "$tmp/$ex" "${args[@]}" >/dev/null; then ok "example $ex runs"; else fail "example $ex failed"; fi
+done
+"$tmp/fenced_write" "$tmp/fenced.txt" "$url" >/dev/null
+[ "$(cut -d' ' -f2 "$tmp/fenced.txt")" = 2 ] && ok "fenced_write counted twice" || fail "fenced counter"
+# The static library, with its private dependencies from pkg-config.
+if cc -std=c11 $cflags -o "$tmp/trylock-static" "$src/examples/trylock.c" \
+      "$dest$prefix/$libdir/libdlock.a" $(pkg-config --static --libs-only-l --libs-only-other dlock | sed 's/-ldlock//'); then
+    "$tmp/trylock-static" "$url" >/dev/null && ok "static link works" || fail "static binary failed"
+else
+    fail "static link"
+fi
+
+# CMake: find_package(dlock) -> dlock::dlock.
+mkdir -p "$tmp/cm"
+cat >"$tmp/cm/CMakeLists.txt" <<EOF2
+cmake_minimum_required(VERSION 3.20)
+project(use_dlock C)
+find_package(dlock 0.1 REQUIRED)
+add_executable(trylock $src/examples/trylock.c)
+target_link_libraries(trylock PRIVATE dlock::dlock)
+EOF2
+if cmake -S "$tmp/cm" -B "$tmp/cm/build" -DCMAKE_PREFIX_PATH="$dest$prefix" >/dev/null &&
+   cmake --build "$tmp/cm/build" >/dev/null && "$tmp/cm/build/trylock" "$url" >/dev/null; then
+    ok "find_package(dlock) + dlock::dlock"
+else
+    fail "find_package(dlock)"
+fi
+
+# Man pages render cleanly; completion parses.
+for m in share/man/man1/dlock.1 share/man/man3/libdlock.3; do
+    w=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$dest$prefix/$m" 2>&1 >/dev/null)
+    [ -z "$w" ] && ok "man $m renders without warnings" || fail "man $m: $w"
+done
+bash -n "$dest$prefix/share/bash-completion/completions/dlock" && ok "bash completion parses" || fail "completion"
+"$dest$prefix/bin/dlock" --version | grep -q "stores: sqlite" && ok "dlock --version lists stores" ||
+    fail "--version"
+
+echo "$fails failed"
+[ "$fails" = 0 ]
