@@ -3,6 +3,7 @@
 #                 excluding each other on the embedded store
 #   make test     install deps and servers, build with ASan+UBSan, run every
 #                 suite against every store
+#   make torture  long fault-injection runs per store (SECONDS_PER_RUN=60)
 #   make install  PREFIX=/usr/local DESTDIR=
 
 BUILD      ?= build
@@ -10,7 +11,7 @@ TEST_BUILD ?= build-test
 PREFIX     ?= /usr/local
 JOBS       ?= 2
 
-.PHONY: all build demo test install clean deps
+.PHONY: all build demo test torture install clean deps
 
 all: build
 
@@ -31,6 +32,15 @@ test:
 	    -DDLOCK_SANITIZE=ON >/dev/null
 	@cmake --build $(TEST_BUILD) -j$(JOBS)
 	@scripts/test.sh $(TEST_BUILD)
+
+# Long torture runs (SECONDS per workload and fault, per store).
+SECONDS_PER_RUN ?= 60
+torture:
+	@scripts/deps.sh test
+	@cmake -S . -B $(TEST_BUILD) -DCMAKE_BUILD_TYPE=Debug \
+	    -DDLOCK_SANITIZE=ON >/dev/null
+	@cmake --build $(TEST_BUILD) -j$(JOBS)
+	@DLOCK_TORTURE_SECONDS=$(SECONDS_PER_RUN) scripts/test.sh $(TEST_BUILD) -R torture
 
 install: build
 	@cmake --install $(BUILD)

@@ -1,0 +1,565 @@
+/*
+ * torture.c - many processes, injected faults, and a checker that reads the
+ * whole history.  One machine, one clock: real-time order is exact.
+ *
+ *   torture URL [--workers N] [--seconds S] [--ttl MS]
+ *               [--workload mutex|counter|fenced] [--fault none|kill|stop]
+ *               [--expect-violation]
+ *
+ * Workers loop: acquire (random wait), critical section, release, logging
+ * every step with CLOCK_MONOTONIC timestamps to their own file.  Faults are
+ * injected at random moments inside the critical section, by the worker on
+ * itself so the moment is exactly "while holding": `kill` is SIGKILL (the
+ * parent starts a replacement), `stop` is SIGSTOP (the parent sends SIGCONT
+ * after 1.5 x the lease).
+ *
+ * Checks (one line each, PASS/FAIL):
+ *  - mutex: the windows [acquire ok, release invoke] never overlap, each cut
+ *    at acquire invoke + lease (a holder may not assume more: the lease
+ *    started no earlier than the invoke) and at the holder's death;
+ *  - fences strictly increase in acquisition order;
+ *  - counter: the final value equals the acknowledged writes (no lost
+ *    update); fenced: the same, with a store that refuses stale fences;
+ *  - a holder resumed after its lease ran out gets DLOCK_LOST.
+ * Auto-renew is off: each lease is exactly the time a holder may use, so
+ * pausing a holder past it is the fault under test.
+ *
+ * --expect-violation turns it around: the unfenced counter under `stop`
+ * MUST show lost updates, proof that the harness can see a violation.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dlock.h"
+
+#define MAX_WORKERS 64
+#define FAULT_ONE_IN 12 /* a fault in about one critical section of 12 */
+
+enum workload { W_MUTEX, W_COUNTER, W_FENCED };
+enum fault { F_NONE, F_KILL, F_STOP };
+
+struct cfg {
+    const char *url;
+    char dir[256];
+    int workers;
+    int seconds;
+    int64_t ttl;
+    enum workload workload;
+    enum fault fault;
+    int expect_violation;
+    char name[64];
+};
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void sleep_us(int64_t us)
+{
+    struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* --- the shared resources ------------------------------------------------ */
+
+/* A plain counter file: read, (pause), write.  Unprotected by anything but
+ * the lock under test. */
+static long counter_read(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    long v = 0;
+
+    if (f != NULL) {
+        if (fscanf(f, "%ld", &v) != 1)
+            v = 0;
+        fclose(f);
+    }
+    return v;
+}
+
+static void counter_write(const char *path, long v)
+{
+    char tmp[512];
+    FILE *f;
+
+    snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
+    f = fopen(tmp, "w");
+    if (f == NULL)
+        exit(90);
+    fprintf(f, "%ld\n", v);
+    fclose(f);
+    rename(tmp, path);
+}
+
+/* A fenced store: every operation (read or write) carries the caller's
+ * fence and is refused if an operation with a higher fence was seen
+ * before.  Each operation is atomic (flock), as a storage server's would
+ * be; the read-pause-write in between is not. */
+static int fenced_op(const char *path, uint64_t fence, int write, long *v)
+{
+    unsigned long long seen = 0;
+    long val = 0;
+    int fd = open(path, O_RDWR | O_CREAT, 0644), ok;
+    char buf[64];
+    ssize_t n;
+
+    if (fd < 0)
+        exit(91);
+    flock(fd, LOCK_EX);
+    n = read(fd, buf, sizeof(buf) - 1);
+    buf[n > 0 ? n : 0] = '\0';
+    if (sscanf(buf, "%llu %ld", &seen, &val) != 2)
+        seen = 0, val = 0;
+    ok = fence >= seen;
+    if (ok) {
+        if (write)
+            val = *v;
+        else
+            *v = val;
+        n = snprintf(buf, sizeof(buf), "%llu %ld\n",
+                     (unsigned long long)fence, val);
+        if (ftruncate(fd, 0) != 0 || pwrite(fd, buf, (size_t)n, 0) != n)
+            exit(92);
+    }
+    flock(fd, LOCK_UN);
+    close(fd);
+    return ok;
+}
+
+/* --- workers ------------------------------------------------------------- */
+
+static FILE *wlog;
+
+static void logf_(const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(wlog, "%lld ", (long long)now_us());
+    va_start(ap, fmt);
+    vfprintf(wlog, fmt, ap);
+    va_end(ap);
+    fputc('\n', wlog);
+    fflush(wlog); /* in the kernel before any fault */
+}
+
+static void maybe_fault(const struct cfg *c)
+{
+    if (c->fault == F_NONE || rand() % FAULT_ONE_IN != 0)
+        return;
+    if (c->fault == F_KILL) {
+        logf_("K");
+        raise(SIGKILL);
+    }
+    logf_("S");
+    raise(SIGSTOP); /* the parent resumes us after 1.5 x the lease */
+    logf_("C");
+}
+
+static int worker(const struct cfg *c, int idx, int gen, int64_t end)
+{
+    char path[512], counter[512];
+    dlock_store *s;
+
+    snprintf(path, sizeof(path), "%s/w%02d-%03d.log", c->dir, idx, gen);
+    snprintf(counter, sizeof(counter), "%s/counter", c->dir);
+    wlog = fopen(path, "w");
+    if (wlog == NULL)
+        return 80;
+    srand((unsigned)(getpid() ^ now_us()));
+    if (dlock_store_open(&s, c->url) != DLOCK_OK) {
+        logf_("E open %s", dlock_errmsg());
+        return 81;
+    }
+    while (now_ms() < end) {
+        dlock_options o = DLOCK_OPTIONS_INIT;
+        dlock_lock *l;
+        uint64_t fence;
+        long v = 0;
+        int rc;
+
+        o.wait_ms = rand() % 4 == 0 ? 0 : rand() % 200;
+        o.ttl_ms = c->ttl;
+        o.auto_renew = 0;
+        logf_("I");
+        rc = dlock_acquire(&l, s, c->name, &o);
+        if (rc == DLOCK_BUSY) {
+            logf_("B");
+            continue;
+        }
+        if (rc != DLOCK_OK) {
+            logf_("E %d", rc); /* unknown outcome */
+            sleep_us(10000);
+            continue;
+        }
+        fence = dlock_fence(l);
+        logf_("A %llu", (unsigned long long)fence);
+        switch (c->workload) {
+        case W_MUTEX:
+            maybe_fault(c);
+            sleep_us(rand() % 2000);
+            break;
+        case W_COUNTER:
+            v = counter_read(counter);
+            maybe_fault(c);
+            sleep_us(rand() % 2000);
+            counter_write(counter, v + 1);
+            logf_("W %ld", v + 1);
+            break;
+        case W_FENCED:
+            if (!fenced_op(counter, fence, 0, &v)) {
+                logf_("R");
+                break;
+            }
+            maybe_fault(c);
+            sleep_us(rand() % 2000);
+            v++;
+            if (fenced_op(counter, fence, 1, &v))
+                logf_("W %ld", v);
+            else
+                logf_("R");
+            break;
+        }
+        logf_("U");
+        rc = dlock_release(l);
+        logf_("u %d", rc);
+    }
+    dlock_store_close(s);
+    fclose(wlog);
+    return 0;
+}
+
+/* --- the checker ---------------------------------------------------------- */
+
+struct window {
+    int64_t invoke, start, end;
+    uint64_t fence;
+    int worker;
+};
+
+struct history {
+    struct window *w;
+    size_t n, cap;
+    long ops, acquired, busy, unknown, writes, rejected, faults;
+    long stops, stopped_then_lost, stopped_then_ok;
+};
+
+static int by_start(const void *a, const void *b)
+{
+    const struct window *x = a, *y = b;
+
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static void read_log(const struct cfg *c, const char *path, int worker,
+                     struct history *h)
+{
+    FILE *f = fopen(path, "r");
+    char line[256];
+    int64_t invoke = 0, ttl_us = c->ttl * 1000;
+    long open_w = -1; /* index of the window being held */
+    int stopped = 0;
+
+    if (f == NULL)
+        return;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        long long t;
+        char ev;
+        unsigned long long fence;
+        int rc;
+
+        if (sscanf(line, "%lld %c", &t, &ev) != 2)
+            continue;
+        switch (ev) {
+        case 'I':
+            invoke = t;
+            h->ops++;
+            break;
+        case 'B':
+            h->busy++;
+            break;
+        case 'E':
+            h->unknown++;
+            break;
+        case 'A':
+            if (sscanf(line, "%*d %*c %llu", &fence) != 1)
+                break;
+            if (h->n == h->cap) {
+                h->cap = h->cap ? h->cap * 2 : 1024;
+                h->w = realloc(h->w, h->cap * sizeof(*h->w));
+                if (h->w == NULL)
+                    exit(93);
+            }
+            h->w[h->n] = (struct window){invoke, t, invoke + ttl_us,
+                                         fence, worker};
+            open_w = (long)h->n++;
+            h->acquired++;
+            break;
+        case 'W':
+            h->writes++;
+            break;
+        case 'R':
+            h->rejected++;
+            break;
+        case 'S':
+            h->faults++;
+            h->stops++;
+            stopped = 1;
+            break;
+        case 'K':
+        case 'U':
+            if (ev == 'K')
+                h->faults++;
+            if (open_w >= 0 && t < h->w[open_w].end)
+                h->w[open_w].end = t;
+            open_w = -1;
+            break;
+        case 'u':
+            if (sscanf(line, "%*d %*c %d", &rc) == 1 && stopped) {
+                if (rc == DLOCK_LOST)
+                    h->stopped_then_lost++;
+                else
+                    h->stopped_then_ok++;
+            }
+            stopped = 0;
+            break;
+        }
+    }
+    fclose(f);
+}
+
+static int check(const struct cfg *c, int gens[])
+{
+    struct history h = {0};
+    long overlaps = 0, fence_errors = 0, final, lost_updates;
+    int64_t max_end = 0;
+    char path[512];
+    int fails = 0;
+
+    for (int i = 0; i < c->workers; i++)
+        for (int g = 0; g <= gens[i]; g++) {
+            snprintf(path, sizeof(path), "%s/w%02d-%03d.log", c->dir, i, g);
+            read_log(c, path, i, &h);
+        }
+    if (h.n > 0)
+        qsort(h.w, h.n, sizeof(*h.w), by_start);
+    for (size_t i = 0; i < h.n; i++) {
+        if (i > 0 && h.w[i].start < max_end) {
+            overlaps++;
+            if (overlaps <= 3)
+                fprintf(stderr, "  overlap: worker %d fence %llu starts at "
+                        "%lld, before %lld\n", h.w[i].worker,
+                        (unsigned long long)h.w[i].fence,
+                        (long long)h.w[i].start, (long long)max_end);
+        }
+        if (h.w[i].end > max_end)
+            max_end = h.w[i].end;
+        if (i > 0 && h.w[i].fence <= h.w[i - 1].fence)
+            fence_errors++;
+    }
+    snprintf(path, sizeof(path), "%s/counter", c->dir);
+    if (c->workload == W_FENCED) {
+        long v = 0;
+
+        fenced_op(path, UINT64_MAX, 0, &v);
+        final = v;
+    } else {
+        final = counter_read(path);
+    }
+    lost_updates = c->workload == W_MUTEX ? 0 : h.writes - final;
+
+    printf("history: %ld ops, %ld acquired, %ld busy, %ld unknown, %ld "
+           "faults\n", h.ops, h.acquired, h.busy, h.unknown, h.faults);
+    if (!c->expect_violation) {
+        /* Overlaps of lease windows are only meaningful as a check of the
+         * lock; with stop faults a paused holder's window is cut at its
+         * lease, which is what the lock promises. */
+        printf("%s mutex: %ld overlapping holders\n",
+               overlaps ? "FAIL" : "PASS", overlaps);
+        fails += overlaps != 0;
+        printf("%s fences: %ld out of order\n",
+               fence_errors ? "FAIL" : "PASS", fence_errors);
+        fails += fence_errors != 0;
+        if (c->workload != W_MUTEX) {
+            printf("%s counter: final %ld, %ld acknowledged writes, %ld lost "
+                   "updates, %ld stale writes refused\n",
+                   lost_updates ? "FAIL" : "PASS", final, h.writes,
+                   lost_updates, h.rejected);
+            fails += lost_updates != 0;
+        }
+        if (c->fault == F_STOP) {
+            printf("%s resumed holders: %ld paused, %ld got LOST, %ld "
+                   "released as if still held\n",
+                   h.stopped_then_ok ? "FAIL" : "PASS", h.stops,
+                   h.stopped_then_lost, h.stopped_then_ok);
+            fails += h.stopped_then_ok != 0;
+        }
+        if (h.faults == 0 && c->fault != F_NONE) {
+            printf("FAIL faults: none were injected\n");
+            fails++;
+        }
+        if (h.acquired < 10) {
+            printf("FAIL progress: only %ld acquisitions\n", h.acquired);
+            fails++;
+        }
+    } else {
+        printf("%s control: %ld lost updates (final %ld, %ld acknowledged); "
+               "the harness %s a violation\n",
+               lost_updates > 0 ? "PASS" : "FAIL", lost_updates, final,
+               h.writes, lost_updates > 0 ? "sees" : "did NOT see");
+        fails += lost_updates <= 0;
+    }
+    free(h.w);
+    return fails;
+}
+
+/* --- the parent: start workers, resume or replace them, check ----------- */
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: torture URL [--workers N] [--seconds S] "
+                    "[--ttl MS] [--workload mutex|counter|fenced] "
+                    "[--fault none|kill|stop] [--expect-violation]\n");
+    exit(64);
+}
+
+static pid_t start_worker(const struct cfg *c, char **argv, int idx, int gen,
+                          int64_t end)
+{
+    pid_t pid = fork();
+
+    (void)argv;
+    if (pid == 0)
+        _exit(worker(c, idx, gen, end));
+    return pid;
+}
+
+int main(int argc, char **argv)
+{
+    struct cfg c = {0};
+    pid_t pids[MAX_WORKERS];
+    int gens[MAX_WORKERS] = {0}, alive, fails;
+    int64_t resume_at[MAX_WORKERS] = {0}, end;
+
+    if (argc < 2)
+        usage();
+    c.url = argv[1];
+    c.workers = 8;
+    c.seconds = 5;
+    c.ttl = 300;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+        if (strcmp(a, "--expect-violation") == 0) {
+            c.expect_violation = 1;
+            continue;
+        }
+        if (v == NULL)
+            usage();
+        i++;
+        if (strcmp(a, "--workers") == 0)
+            c.workers = atoi(v);
+        else if (strcmp(a, "--seconds") == 0)
+            c.seconds = atoi(v);
+        else if (strcmp(a, "--ttl") == 0)
+            c.ttl = atoi(v);
+        else if (strcmp(a, "--workload") == 0)
+            c.workload = !strcmp(v, "mutex")     ? W_MUTEX
+                         : !strcmp(v, "counter") ? W_COUNTER
+                         : !strcmp(v, "fenced")  ? W_FENCED
+                                                 : (usage(), W_MUTEX);
+        else if (strcmp(a, "--fault") == 0)
+            c.fault = !strcmp(v, "none")   ? F_NONE
+                      : !strcmp(v, "kill") ? F_KILL
+                      : !strcmp(v, "stop") ? F_STOP
+                                           : (usage(), F_NONE);
+        else
+            usage();
+    }
+    if (c.workers < 1 || c.workers > MAX_WORKERS || c.seconds < 1 ||
+        c.ttl < 50)
+        usage();
+    snprintf(c.dir, sizeof(c.dir), "/tmp/dlock-torture.XXXXXX");
+    if (mkdtemp(c.dir) == NULL)
+        return 70;
+    snprintf(c.name, sizeof(c.name), "torture-%d", (int)getpid());
+    printf("torture: %s, %d workers, %d s, lease %lld ms, workload %s, "
+           "fault %s\n", c.url, c.workers, c.seconds, (long long)c.ttl,
+           c.workload == W_MUTEX     ? "mutex"
+           : c.workload == W_COUNTER ? "counter"
+                                     : "fenced",
+           c.fault == F_NONE ? "none" : c.fault == F_KILL ? "kill" : "stop");
+    fflush(stdout);
+
+    end = now_ms() + c.seconds * 1000LL;
+    for (int i = 0; i < c.workers; i++)
+        pids[i] = start_worker(&c, argv, i, 0, end);
+    alive = c.workers;
+    while (alive > 0) {
+        int status;
+        pid_t p = waitpid(-1, &status, WNOHANG | WUNTRACED);
+        int idx = -1;
+
+        for (int i = 0; i < c.workers; i++)
+            if (pids[i] == p)
+                idx = i;
+        if (p > 0 && idx >= 0) {
+            if (WIFSTOPPED(status)) {
+                resume_at[idx] = now_ms() + c.ttl * 3 / 2;
+            } else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL &&
+                       now_ms() < end) {
+                pids[idx] = start_worker(&c, argv, idx, ++gens[idx], end);
+            } else {
+                if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                    if (!(WIFSIGNALED(status) &&
+                          WTERMSIG(status) == SIGKILL))
+                        fprintf(stderr, "worker %d ended badly (%d)\n", idx,
+                                status);
+                }
+                pids[idx] = -1;
+                alive--;
+            }
+            continue;
+        }
+        for (int i = 0; i < c.workers; i++)
+            if (resume_at[i] && now_ms() >= resume_at[i]) {
+                resume_at[i] = 0;
+                kill(pids[i], SIGCONT);
+            }
+        sleep_us(5000);
+    }
+    fails = check(&c, gens);
+    {
+        char cmd[300];
+
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", c.dir);
+        if (fails == 0 && system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", c.dir);
+    }
+    if (fails)
+        printf("logs kept in %s\n", c.dir);
+    return fails ? 1 : 0;
+}
