@@ -3,6 +3,7 @@
 #                 excluding each other on the embedded store
 #   make test     install deps and servers, build with ASan+UBSan, run every
 #                 suite against every store
+#   make bench    dlock-bench on every store, ratios to the raw round trip
 #   make torture  long fault-injection runs per store (SECONDS_PER_RUN=60)
 #   make install  PREFIX=/usr/local DESTDIR=
 
@@ -11,7 +12,7 @@ TEST_BUILD ?= build-test
 PREFIX     ?= /usr/local
 JOBS       ?= 2
 
-.PHONY: all build demo test torture install clean deps
+.PHONY: all build demo test torture bench install clean deps
 
 all: build
 
@@ -20,7 +21,7 @@ deps:
 
 build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	    -DCMAKE_INSTALL_PREFIX=$(PREFIX) -DBUILD_TESTING=OFF >/dev/null
+	    -DCMAKE_INSTALL_PREFIX=$(PREFIX) -DBUILD_TESTING=OFF -DDLOCK_SANITIZE=OFF >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
 
 demo: build
@@ -32,6 +33,11 @@ test:
 	    -DDLOCK_SANITIZE=ON >/dev/null
 	@cmake --build $(TEST_BUILD) -j$(JOBS)
 	@scripts/test.sh $(TEST_BUILD)
+
+bench: build
+	@scripts/deps.sh test
+	@cmake --build $(BUILD) -j$(JOBS) --target dlock-bench
+	@scripts/bench.sh $(BUILD)
 
 # Long torture runs (SECONDS per workload and fault, per store).
 SECONDS_PER_RUN ?= 60

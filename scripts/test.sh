@@ -10,52 +10,7 @@ build=${1:?usage: scripts/test.sh BUILD_DIR [CTEST_ARGS...]}
 shift
 here=$(cd "$(dirname "$0")" && pwd)
 ci=${CI:-false}
-tmp=$(mktemp -d /tmp/dlock-test.XXXXXX)
-chmod 755 "$tmp"
-started=()
-
-cleanup() {
-    local s
-    for s in "${started[@]}"; do
-        "$here/server-$s.sh" stop "$tmp/$s" >/dev/null 2>&1 || true
-    done
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-schemes=$("$build/dlock" --version)
-echo "== $schemes"
-problems=0
-for store in redis postgres mysql; do
-    upper=$(echo "$store" | tr a-z A-Z)
-    if [ ! -f "$here/../src/stores/$store.c" ]; then
-        echo "== $store: not implemented yet"
-        continue
-    fi
-    case $schemes in
-    *"$store"*) ;;
-    *)
-        echo "== $store: not compiled in (client library missing?)"
-        if [ "$ci" = true ]; then problems=$((problems + 1)); fi
-        continue ;;
-    esac
-    if [ ! -x "$here/server-$store.sh" ]; then
-        echo "== $store: no scripts/server-$store.sh to start a server"
-        problems=$((problems + 1))
-        continue
-    fi
-    mkdir -p "$tmp/$store"
-    chmod 777 "$tmp/$store"
-    started+=("$store")
-    if url=$("$here/server-$store.sh" start "$tmp/$store"); then
-        echo "== $store: $(echo "$url" | sed -E 's#://([^:/@]*):[^@]*@#://\1:***@#')"
-        export "DLOCK_TEST_${upper}_URL=$url"
-    else
-        echo "== $store: the server did not start"
-        problems=$((problems + 1))
-    fi
-done
+. "$here/servers.sh"
 if [ "$problems" -ne 0 ] && [ "$ci" = true ]; then
     echo "== CI: $problems store(s) cannot be tested: failing" >&2
     exit 1
@@ -70,7 +25,7 @@ ctest --test-dir "$build" --output-on-failure --timeout 3600 "$@"
 # user would (tests/install).
 plain=$build-plain
 cmake -S "$here/.." -B "$plain" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DBUILD_TESTING=OFF >/dev/null
+    -DBUILD_TESTING=OFF -DDLOCK_SANITIZE=OFF >/dev/null
 cmake --build "$plain" -j2 >/dev/null
 echo "== install into a DESTDIR"
 "$here/../tests/install/test_install.sh" "$plain"

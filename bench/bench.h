@@ -1,0 +1,18 @@
+/* bench.h - the raw round trip of each store's server, for ratios. */
+#ifndef DLOCK_BENCH_H
+#define DLOCK_BENCH_H
+
+struct bench_noop;
+
+/* Connect our own client to the server behind a dlock URL; 0 on success. */
+int bench_noop_open(struct bench_noop **out, const char *url);
+/* One no-op round trip (PING, SELECT 1, DO 1, empty BEGIN IMMEDIATE/COMMIT). */
+int bench_noop(struct bench_noop *n);
+/* SQLite only (else -1): the cheapest durable commit, one row, fsync
+ * included: the physical limit of a lock store that survives power loss. */
+int bench_noop_durable(struct bench_noop *n);
+void bench_noop_close(struct bench_noop *n);
+/* "SQLite 3.40.1", "Redis 7.0.15", ... (static buffer). */
+const char *bench_server_version(const char *url);
+
+#endif

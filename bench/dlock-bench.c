@@ -1,0 +1,486 @@
+/*
+ * dlock-bench - speed against the physical limit: every figure is also
+ * given as a ratio to the same server's raw round trip, measured in the
+ * same run, so the numbers hold on a noisy machine.
+ *
+ *   dlock-bench URL [--json FILE] [--quick]
+ *
+ * 1. uncontended: acquire + release on one name, one client, in blocks
+ *    alternating with blocks of no-ops (PING, SELECT 1, DO 1, or an empty
+ *    BEGIN IMMEDIATE/COMMIT for SQLite) on a connection of our own; the
+ *    ratio 2 x noop/s / cycles/s per pair of blocks, median and spread.
+ * 2. contended: 8 processes on one name, hold 1 ms, think 1 ms; cycles/s,
+ *    hand-off latency (release by A -> acquire by B != A), Jain's fairness
+ *    index, share of acquisitions that went back to the releaser.
+ * 3. many locks: one process holding N names with auto-renew: RSS per held
+ *    lock and renewals per second.
+ * 4. dead holder: time until a contender holds the lock after kill -9 of
+ *    the holder.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "dlock.h"
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void sleep_us(int64_t us)
+{
+    struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static int64_t pct(int64_t *v, size_t n, double p)
+{
+    size_t i;
+
+    if (n == 0)
+        return 0;
+    qsort(v, n, sizeof(*v), cmp_i64);
+    i = (size_t)(p * (double)(n - 1) + 0.5);
+    return v[i];
+}
+
+static const char *url;
+static char run_id[64];
+static FILE *json;
+static int quick;
+
+static void die(const char *what)
+{
+    fprintf(stderr, "dlock-bench: %s: %s\n", what, dlock_errmsg());
+    exit(1);
+}
+
+static dlock_store *open_store(void)
+{
+    dlock_store *s;
+
+    if (dlock_store_open(&s, url) != DLOCK_OK)
+        die("open");
+    return s;
+}
+
+static void jnum(const char *key, double v, int last)
+{
+    if (json != NULL)
+        fprintf(json, "    \"%s\": %.6g%s\n", key, v, last ? "" : ",");
+}
+
+/* --- 1. uncontended --------------------------------------------------- */
+
+static void bench_uncontended(void)
+{
+    const int blocks = quick ? 5 : 15, per = quick ? 200 : 1000;
+    struct bench_noop *noop;
+    dlock_store *s = open_store();
+    dlock_options o = DLOCK_OPTIONS_INIT;
+    int64_t *lat = malloc(sizeof(int64_t) * (size_t)(blocks * per));
+    double ratio[64], cyc_rate[64], noop_rate[64];
+    char name[128];
+    size_t nl = 0;
+
+    if (lat == NULL)
+        exit(1);
+    if (bench_noop_open(&noop, url) != 0) {
+        fprintf(stderr, "dlock-bench: no baseline for %s\n", url);
+        exit(1);
+    }
+    snprintf(name, sizeof(name), "%s/uncontended", run_id);
+    o.auto_renew = 0; /* nothing in the background during the timing */
+    for (int b = 0; b < blocks; b++) {
+        int64_t t0 = now_ns(), t1;
+
+        for (int i = 0; i < per; i++)
+            if (bench_noop(noop) != 0)
+                die("no-op");
+        t1 = now_ns();
+        noop_rate[b] = per / ((double)(t1 - t0) / 1e9);
+        t0 = now_ns();
+        for (int i = 0; i < per; i++) {
+            int64_t c0 = now_ns();
+            dlock_lock *l;
+
+            if (dlock_acquire(&l, s, name, &o) != DLOCK_OK)
+                die("acquire");
+            if (dlock_release(l) != DLOCK_OK)
+                die("release");
+            lat[nl++] = now_ns() - c0;
+        }
+        t1 = now_ns();
+        cyc_rate[b] = per / ((double)(t1 - t0) / 1e9);
+        ratio[b] = 2.0 * noop_rate[b] / cyc_rate[b];
+    }
+    qsort(ratio, (size_t)blocks, sizeof(double), cmp_dbl);
+    qsort(cyc_rate, (size_t)blocks, sizeof(double), cmp_dbl);
+    qsort(noop_rate, (size_t)blocks, sizeof(double), cmp_dbl);
+    {
+        double med = ratio[blocks / 2], lo = ratio[0], hi = ratio[blocks - 1];
+        int64_t p50 = pct(lat, nl, 0.5), p99 = pct(lat, nl, 0.99);
+
+        printf("uncontended  %9.0f cycles/s  p50 %7.1f us  p99 %7.1f us  "
+               "no-op %9.0f/s  ratio 2*noop/cycle %.2f (%.2f..%.2f)\n",
+               cyc_rate[blocks / 2], p50 / 1e3, p99 / 1e3,
+               noop_rate[blocks / 2], med, lo, hi);
+        if (json != NULL)
+            fprintf(json, "  \"uncontended\": {\n");
+        jnum("cycles_per_s", cyc_rate[blocks / 2], 0);
+        jnum("p50_us", p50 / 1e3, 0);
+        jnum("p99_us", p99 / 1e3, 0);
+        jnum("noop_per_s", noop_rate[blocks / 2], 0);
+        jnum("noop_rtt_us", 1e6 / noop_rate[blocks / 2], 0);
+        jnum("ratio_median", med, 0);
+        jnum("ratio_min", lo, 0);
+        jnum("ratio_max", hi, 1);
+        if (json != NULL)
+            fprintf(json, "  },\n");
+    }
+    /* SQLite's empty transaction never touches the disk, while every lock
+     * change is a durable commit: compare with a one-row commit too. */
+    if (bench_noop_durable(noop) == 0) {
+        int64_t t0 = now_ns();
+        double rate;
+
+        for (int i = 0; i < per; i++)
+            if (bench_noop_durable(noop) != 0)
+                die("durable no-op");
+        rate = per / ((double)(now_ns() - t0) / 1e9);
+        printf("             durable one-row commit %9.0f/s: ratio "
+               "2*commit/cycle %.2f\n", rate,
+               2.0 * rate / cyc_rate[blocks / 2]);
+        if (json != NULL)
+            fprintf(json, "  \"uncontended_durable\": {\n");
+        jnum("commit_per_s", rate, 0);
+        jnum("ratio", 2.0 * rate / cyc_rate[blocks / 2], 1);
+        if (json != NULL)
+            fprintf(json, "  },\n");
+    }
+    bench_noop_close(noop);
+    dlock_store_close(s);
+    free(lat);
+}
+
+/* --- 2. contended ------------------------------------------------------ */
+
+struct event {
+    int64_t acquired, released; /* ns, monotonic */
+    int proc;
+};
+
+struct shared {
+    volatile int go;
+    int n;
+    struct event ev[];
+};
+
+static void contender(struct shared *sh, int proc, int64_t end, int max)
+{
+    dlock_store *s = open_store();
+    dlock_options o = DLOCK_OPTIONS_INIT;
+    char name[128];
+
+    snprintf(name, sizeof(name), "%s/contended", run_id);
+    o.wait_ms = DLOCK_WAIT_FOREVER;
+    while (!sh->go)
+        sleep_us(100);
+    while (now_ns() < end) {
+        dlock_lock *l;
+        int i;
+
+        if (dlock_acquire(&l, s, name, &o) != DLOCK_OK)
+            die("contended acquire");
+        i = __atomic_fetch_add(&sh->n, 1, __ATOMIC_SEQ_CST);
+        if (i >= max)
+            _exit(2);
+        sh->ev[i].acquired = now_ns();
+        sh->ev[i].proc = proc;
+        sleep_us(1000); /* hold */
+        sh->ev[i].released = now_ns();
+        if (dlock_release(l) != DLOCK_OK)
+            die("contended release");
+        sleep_us(1000); /* think */
+    }
+    dlock_store_close(s);
+    _exit(0);
+}
+
+static int cmp_ev(const void *a, const void *b)
+{
+    const struct event *x = a, *y = b;
+
+    return x->acquired < y->acquired ? -1 : x->acquired > y->acquired;
+}
+
+static void bench_contended(void)
+{
+    enum { P = 8 };
+    const int secs = quick ? 3 : 10, max = 400000;
+    size_t size = sizeof(struct shared) + sizeof(struct event) * max;
+    struct shared *sh = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                             MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    int64_t end, *hand = NULL;
+    long per[P] = {0}, back = 0, nh = 0;
+    double sum = 0, sumsq = 0, jain;
+    pid_t pids[P];
+    int n;
+
+    if (sh == MAP_FAILED)
+        exit(1);
+    end = now_ns() + (int64_t)(secs + 1) * 1000000000;
+    for (int p = 0; p < P; p++) {
+        pids[p] = fork();
+        if (pids[p] == 0)
+            contender(sh, p, end, max);
+    }
+    sleep_us(1000000); /* all connected: the clock starts at "go" */
+    sh->go = 1;
+    for (int p = 0; p < P; p++)
+        waitpid(pids[p], NULL, 0);
+    n = sh->n;
+    qsort(sh->ev, (size_t)n, sizeof(struct event), cmp_ev);
+    hand = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    if (hand == NULL)
+        exit(1);
+    for (int i = 0; i < n; i++) {
+        per[sh->ev[i].proc]++;
+        if (i == 0)
+            continue;
+        if (sh->ev[i].proc == sh->ev[i - 1].proc)
+            back++;
+        else
+            hand[nh++] = sh->ev[i].acquired - sh->ev[i - 1].released;
+    }
+    for (int p = 0; p < P; p++) {
+        sum += (double)per[p];
+        sumsq += (double)per[p] * (double)per[p];
+    }
+    jain = sumsq > 0 ? sum * sum / (P * sumsq) : 0;
+    {
+        double rate = n / (double)secs;
+        int64_t p50 = pct(hand, (size_t)nh, 0.5), p99 = pct(hand, (size_t)nh, 0.99);
+        int64_t mx = nh ? hand[nh - 1] : 0;
+
+        printf("contended    %9.0f cycles/s  hand-off p50 %7.1f us  p99 %7.1f "
+               "us  max %7.1f us  Jain %.3f  back to releaser %.1f%%\n",
+               rate, p50 / 1e3, p99 / 1e3, mx / 1e3, jain,
+               n > 1 ? 100.0 * back / (n - 1) : 0.0);
+        if (json != NULL)
+            fprintf(json, "  \"contended\": {\n");
+        jnum("processes", P, 0);
+        jnum("cycles_per_s", rate, 0);
+        jnum("handoff_p50_us", p50 / 1e3, 0);
+        jnum("handoff_p99_us", p99 / 1e3, 0);
+        jnum("handoff_max_us", mx / 1e3, 0);
+        jnum("jain_fairness", jain, 0);
+        jnum("back_to_releaser", n > 1 ? (double)back / (n - 1) : 0, 1);
+        if (json != NULL)
+            fprintf(json, "  },\n");
+    }
+    free(hand);
+    munmap(sh, size);
+}
+
+/* --- 3. many locks ------------------------------------------------------ */
+
+static long rss_kb(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = 0, res = 0;
+
+    if (f != NULL) {
+        if (fscanf(f, "%ld %ld", &pages, &res) != 2)
+            res = 0;
+        fclose(f);
+    }
+    return res * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static void bench_many(void)
+{
+    const int n = quick ? 1000 : 10000;
+    const int64_t ttl = 30000;
+    dlock_store *s = open_store();
+    dlock_options o = DLOCK_OPTIONS_INIT;
+    dlock_lock **l = calloc((size_t)n, sizeof(*l));
+    long before, after;
+    int64_t t0, t1;
+    char name[128];
+
+    if (l == NULL)
+        exit(1);
+    o.ttl_ms = ttl;
+    before = rss_kb();
+    t0 = now_ns();
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof(name), "%s/many/%06d", run_id, i);
+        if (dlock_acquire(&l[i], s, name, &o) != DLOCK_OK)
+            die("many acquire");
+    }
+    t1 = now_ns();
+    after = rss_kb();
+    printf("many locks   %d held: %.0f acquires/s, %.2f KiB RSS per held "
+           "lock (client side), renewals %.0f/s (one per lock per ttl/3 = "
+           "%.0f s)\n",
+           n, n / ((double)(t1 - t0) / 1e9), (double)(after - before) / n,
+           n / (ttl / 3000.0), ttl / 3000.0);
+    if (json != NULL)
+        fprintf(json, "  \"many\": {\n");
+    jnum("held", n, 0);
+    jnum("acquires_per_s", n / ((double)(t1 - t0) / 1e9), 0);
+    jnum("rss_kib_per_lock", (double)(after - before) / n, 0);
+    jnum("renewals_per_s", n / (ttl / 3000.0), 1);
+    if (json != NULL)
+        fprintf(json, "  },\n");
+    for (int i = 0; i < n; i++)
+        if (dlock_release(l[i]) != DLOCK_OK)
+            die("many release");
+    free(l);
+    dlock_store_close(s);
+}
+
+/* --- 4. dead holder ------------------------------------------------------ */
+
+static void bench_dead_holder(void)
+{
+    const int rounds = quick ? 3 : 5;
+    int64_t t[16];
+    char name[128];
+
+    snprintf(name, sizeof(name), "%s/dead", run_id);
+    for (int r = 0; r < rounds; r++) {
+        int p[2];
+        pid_t pid;
+        char c;
+        dlock_store *s;
+        dlock_lock *l;
+        dlock_options o = DLOCK_OPTIONS_INIT;
+        int64_t t0;
+
+        if (pipe(p) != 0)
+            exit(1);
+        pid = fork();
+        if (pid == 0) {
+            dlock_store *cs = open_store();
+            dlock_options co = DLOCK_OPTIONS_INIT;
+            dlock_lock *cl;
+
+            co.ttl_ms = 5000;
+            if (dlock_acquire(&cl, cs, name, &co) != DLOCK_OK)
+                _exit(1);
+            (void)!write(p[1], "H", 1);
+            for (;;)
+                pause();
+        }
+        close(p[1]);
+        if (read(p[0], &c, 1) != 1)
+            die("holder did not start");
+        close(p[0]);
+        s = open_store();
+        o.wait_ms = 20000;
+        kill(pid, SIGKILL);
+        t0 = now_ns();
+        waitpid(pid, NULL, 0);
+        if (dlock_acquire(&l, s, name, &o) != DLOCK_OK)
+            die("acquire after kill");
+        t[r] = now_ns() - t0;
+        dlock_release(l);
+        dlock_store_close(s);
+    }
+    {
+        int64_t med = pct(t, (size_t)rounds, 0.5);
+
+        printf("dead holder  free again %.1f ms after kill -9 (median of %d, "
+               "lease 5000 ms)\n", med / 1e6, rounds);
+        if (json != NULL)
+            fprintf(json, "  \"dead_holder\": {\n");
+        jnum("ms_after_kill", med / 1e6, 0);
+        jnum("lease_ms", 5000, 1);
+        if (json != NULL)
+            fprintf(json, "  },\n");
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *json_path = NULL;
+    struct utsname un;
+    char *redacted = NULL;
+
+    if (argc < 2) {
+        fprintf(stderr, "usage: dlock-bench URL [--json FILE] [--quick]\n");
+        return 64;
+    }
+    url = argv[1];
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
+            json_path = argv[++i];
+        else if (strcmp(argv[i], "--quick") == 0)
+            quick = 1;
+        else
+            return 64;
+    }
+    snprintf(run_id, sizeof(run_id), "bench-%d", (int)getpid());
+    dlock_url_redact(&redacted, url);
+    uname(&un);
+    if (json_path != NULL) {
+        json = fopen(json_path, "w");
+        if (json == NULL) {
+            perror(json_path);
+            return 1;
+        }
+        fprintf(json, "{\n  \"store\": \"%s\",\n  \"machine\": \"%s %s, %ld "
+                "cpus\",\n  \"server\": \"%s\",\n  \"dlock\": \"%s\",\n",
+                redacted, un.machine, un.release,
+                sysconf(_SC_NPROCESSORS_ONLN), bench_server_version(url),
+                dlock_version());
+    }
+    printf("dlock-bench %s on %s (%s %s, %ld cpus), server %s\n",
+           dlock_version(), redacted, un.machine, un.release,
+           sysconf(_SC_NPROCESSORS_ONLN), bench_server_version(url));
+    fflush(stdout);
+    bench_uncontended();
+    fflush(stdout);
+    bench_contended();
+    fflush(stdout);
+    bench_many();
+    fflush(stdout);
+    bench_dead_holder();
+    if (json != NULL) {
+        fprintf(json, "  \"end\": true\n}\n");
+        fclose(json);
+    }
+    free(redacted);
+    return 0;
+}

@@ -1,0 +1,23 @@
+#!/bin/bash
+# make bench: dlock-bench on every store compiled in, against throwaway
+# servers started the same way the tests start them.
+#   scripts/bench.sh BUILD_DIR [dlock-bench options]
+set -euo pipefail
+build=${1:?usage: scripts/bench.sh BUILD_DIR}
+shift
+here=$(cd "$(dirname "$0")" && pwd)
+ci=false
+. "$here/servers.sh"
+out=$here/../bench/results
+mkdir -p "$out"
+urls=("sqlite://$tmp/bench.db")
+for v in DLOCK_TEST_REDIS_URL DLOCK_TEST_POSTGRES_URL DLOCK_TEST_MYSQL_URL; do
+    [ -n "${!v:-}" ] && urls+=("${!v}")
+done
+for u in "${urls[@]}"; do
+    name=$(echo "$u" | sed -E 's#:.*##')
+    echo
+    "$build/dlock-bench" "$u" --json "$out/$name.json" "$@"
+done
+echo
+echo "JSON in bench/results/"

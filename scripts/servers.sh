@@ -1,0 +1,48 @@
+# Sourced by test.sh and bench.sh: start a throwaway server for every
+# network store compiled into $build, export DLOCK_TEST_<STORE>_URL, and
+# stop them all on exit.  Needs: build, here, ci; sets: tmp, problems.
+tmp=$(mktemp -d /tmp/dlock-test.XXXXXX)
+chmod 755 "$tmp"
+started=()
+cleanup() {
+    local s
+    for s in "${started[@]}"; do
+        "$here/server-$s.sh" stop "$tmp/$s" >/dev/null 2>&1 || true
+    done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+schemes=$("$build/dlock" --version)
+echo "== $schemes"
+problems=0
+for store in redis postgres mysql; do
+    upper=$(echo "$store" | tr a-z A-Z)
+    if [ ! -f "$here/../src/stores/$store.c" ]; then
+        echo "== $store: not implemented yet"
+        continue
+    fi
+    case $schemes in
+    *"$store"*) ;;
+    *)
+        echo "== $store: not compiled in (client library missing?)"
+        if [ "$ci" = true ]; then problems=$((problems + 1)); fi
+        continue ;;
+    esac
+    if [ ! -x "$here/server-$store.sh" ]; then
+        echo "== $store: no scripts/server-$store.sh to start a server"
+        problems=$((problems + 1))
+        continue
+    fi
+    mkdir -p "$tmp/$store"
+    chmod 777 "$tmp/$store"
+    started+=("$store")
+    if url=$("$here/server-$store.sh" start "$tmp/$store"); then
+        echo "== $store: $(echo "$url" | sed -E 's#://([^:/@]*):[^@]*@#://\1:***@#')"
+        export "DLOCK_TEST_${upper}_URL=$url"
+    else
+        echo "== $store: the server did not start"
+        problems=$((problems + 1))
+    fi
+done
