@@ -174,6 +174,20 @@ static long long proc_start(long long pid)
     return state == 'Z' || state == 'X' ? 0 : start;
 }
 
+/* Our own start time, read once per process (a fork child has its own). */
+static long long my_start(void)
+{
+    static pid_t cached_pid;
+    static long long cached;
+    pid_t me = getpid();
+
+    if (__atomic_load_n(&cached_pid, __ATOMIC_ACQUIRE) != me) {
+        __atomic_store_n(&cached, proc_start((long long)me), __ATOMIC_RELAXED);
+        __atomic_store_n(&cached_pid, me, __ATOMIC_RELEASE);
+    }
+    return __atomic_load_n(&cached, __ATOMIC_RELAXED);
+}
+
 /* --- plumbing ------------------------------------------------------- */
 
 static int busy_handler(void *arg, int count)
@@ -520,7 +534,7 @@ static int sqlite_try_acquire(struct dlock_store *st, struct dlock_lock *lk,
     sqlite3_bind_int64(s, 7, dlock__wall_ms());
     sqlite3_bind_text(s, 8, dlock__hostname(), -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 9, (sqlite3_int64)getpid());
-    sqlite3_bind_int64(s, 10, proc_start((long long)getpid()));
+    sqlite3_bind_int64(s, 10, my_start());
     sqlite3_bind_text(s, 11, self.pid_ns, -1, SQLITE_STATIC);
     if (sqlite3_step(s) != SQLITE_DONE)
         goto sqlerr;
