@@ -4,6 +4,7 @@
 #   make test     install deps and servers, build with ASan+UBSan, run every
 #                 suite against every store
 #   make bench    dlock-bench on every store, ratios to the raw round trip
+#   make fuzz     libFuzzer targets (FUZZ_SECONDS=300 each)
 #   make torture  long fault-injection runs per store (SECONDS_PER_RUN=60)
 #   make install  PREFIX=/usr/local DESTDIR=
 
@@ -12,7 +13,7 @@ TEST_BUILD ?= build-test
 PREFIX     ?= /usr/local
 JOBS       ?= 2
 
-.PHONY: all build demo test torture bench install clean deps
+.PHONY: all build demo test torture bench fuzz install clean deps
 
 all: build
 
@@ -38,6 +39,23 @@ bench: build
 	@scripts/deps.sh test
 	@cmake --build $(BUILD) -j$(JOBS) --target dlock-bench
 	@scripts/bench.sh $(BUILD)
+
+# libFuzzer, FUZZ_SECONDS per target; new finds go to tests/fuzz/corpus.
+FUZZ_SECONDS ?= 300
+fuzz:
+	@scripts/deps.sh build
+	@command -v clang >/dev/null || { echo "make fuzz needs clang (apt-get install clang)"; exit 1; }
+	@cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DDLOCK_FUZZ=ON \
+	    -DDLOCK_SANITIZE=ON -DBUILD_TESTING=OFF >/dev/null
+	@cmake --build build-fuzz -j$(JOBS) --target fuzz_url fuzz_name fuzz_cli
+	@for t in url name cli; do \
+	    echo "== fuzz_$$t for $(FUZZ_SECONDS) s"; \
+	    mkdir -p build-fuzz/corpus-$$t; \
+	    build-fuzz/tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) \
+	        -max_len=2048 -print_final_stats=1 -artifact_prefix=build-fuzz/ \
+	        build-fuzz/corpus-$$t tests/fuzz/corpus/$$t \
+	        2>&1 | grep -E "^#|stat::number_of_executed_units|ERROR|SUMMARY" | tail -4 || exit 1; \
+	done
 
 # Long torture runs (SECONDS per workload and fault, per store).
 SECONDS_PER_RUN ?= 60

@@ -21,7 +21,8 @@ struct cli {
     int verbose;
 };
 
-/* Print "dlock: <msg>" to stderr. */
+/* Print "dlock: <msg>" to stderr (unless cli_quiet: the fuzzer). */
+extern int cli_quiet;
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Report a library failure and return the exit code it maps to. */
 int cli_fail(int rc, const char *what);
@@ -40,6 +41,19 @@ void cli_print_info(const dlock_info *info);
 const char *cli_time(int64_t unix_ms, char *buf, size_t len);
 /* Is arg one of the names (e.g. "-h", "--help")? */
 int cli_is(const char *arg, const char *a, const char *b);
+
+/* `dlock run` options, parsed by cli_run_parse(): 0 to go on, -1 for
+ * --help, else a usage exit code (after printing why). */
+struct run_opts {
+    const char *name;
+    char **cmd;
+    int64_t wait_ms;
+    int64_t ttl_ms;
+    int64_t grace_ms;
+    int conflict_code;
+    int shared;
+};
+int cli_run_parse(struct run_opts *o, int argc, char **argv);
 
 int cmd_run(const struct cli *c, int argc, char **argv);
 int cmd_status(const struct cli *c, int argc, char **argv);

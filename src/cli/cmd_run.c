@@ -82,17 +82,7 @@ static void on_lost(dlock_lock *lock, void *payload)
     (void)!write(sigpipe_w, &b, 1);
 }
 
-struct run_opts {
-    const char *name;
-    char **cmd;
-    int64_t wait_ms;
-    int64_t ttl_ms;
-    int64_t grace_ms;
-    int conflict_code;
-    int shared;
-};
-
-static int parse(struct run_opts *o, int argc, char **argv)
+int cli_run_parse(struct run_opts *o, int argc, char **argv)
 {
     o->wait_ms = DLOCK_WAIT_FOREVER;
     o->ttl_ms = DLOCK_DEFAULT_TTL_MS;
@@ -393,7 +383,7 @@ int cmd_run(const struct cli *c, int argc, char **argv)
     int pfd[2] = {-1, -1}, rc, lost = 0;
     pid_t child;
 
-    rc = parse(&o, argc, argv);
+    rc = cli_run_parse(&o, argc, argv);
     if (rc != 0) {
         if (rc < 0) {
             fputs(help, stdout);

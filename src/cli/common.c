@@ -10,10 +10,14 @@
 
 #include "cli.h"
 
+int cli_quiet;
+
 void cli_err(const char *fmt, ...)
 {
     va_list ap;
 
+    if (cli_quiet)
+        return;
     fputs("dlock: ", stderr);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
