@@ -294,6 +294,9 @@ static int poll_acquire(struct dlock_store *s, struct dlock_lock *lk,
             budget = now + ATTEMPT_BUDGET_MS;
         else
             budget = deadline;
+        /* If this attempt succeeds, the lease started no earlier than
+         * now: the end we assume must not be later than the store's. */
+        lk->lease_end = now + lk->ttl_ms;
         rc = s->ops->try_acquire(s, lk, budget, &retry);
         if (rc != DLOCK_BUSY)
             return rc;
@@ -372,8 +375,11 @@ int dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
     t0 = dlock__now_ms();
     deadline = opts->wait_ms == DLOCK_WAIT_FOREVER ? DLOCK_WAIT_FOREVER
                                                    : t0 + opts->wait_ms;
-    if (opts->wait_ms != 0 && s->ops->wait_acquire != NULL)
+    if (opts->wait_ms != 0 && s->ops->wait_acquire != NULL) {
+        /* A native wait may refine lease_end to its last attempt. */
+        lk->lease_end = t0 + lk->ttl_ms;
         rc = s->ops->wait_acquire(s, lk, deadline);
+    }
     else
         rc = poll_acquire(s, lk, deadline, opts->wait_ms == 0);
     if (rc != DLOCK_OK) {
@@ -383,11 +389,12 @@ int dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
         free_lock(lk);
         return rc;
     }
-    /* Conservative: the lease may have started as early as the last
-     * attempt; t0 is earlier still, which only makes us renew sooner. */
+    /* lease_end was set before the successful attempt was sent: never
+     * later than the store's, so loss is never noticed late. */
     t0 = dlock__now_ms();
-    lk->lease_end = t0 + lk->ttl_ms;
-    lk->next_renew = t0 + lk->ttl_ms / 3;
+    lk->next_renew = lk->lease_end - lk->ttl_ms + lk->ttl_ms / 3;
+    if (lk->next_renew < t0)
+        lk->next_renew = t0;
     lk->state = DLOCK_STATE_HELD;
     reg_add(lk);
     dlock__clearerr();

@@ -133,7 +133,9 @@ struct dlock_store_ops {
     /* Optional native blocking wait until acquired (DLOCK_OK) or
      * `deadline` passes (DLOCK_BUSY).  deadline is monotonic ms or
      * DLOCK_WAIT_FOREVER.  NULL: the core polls try_acquire with jittered
-     * backoff. */
+     * backoff.  The core sets lk->lease_end to (call time + ttl) before
+     * the call; a store may move it later, to (time its successful
+     * attempt was sent + ttl), never later than that. */
     int (*wait_acquire)(struct dlock_store *store, struct dlock_lock *lk,
                         int64_t deadline);
     /* Renew the lease to ttl_ms from now, only if lk still owns it:
