@@ -54,7 +54,10 @@ fuzz:
 	    build-fuzz/tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) \
 	        -max_len=2048 -print_final_stats=1 -artifact_prefix=build-fuzz/ \
 	        build-fuzz/corpus-$$t tests/fuzz/corpus/$$t \
-	        2>&1 | grep -E "^#|stat::number_of_executed_units|ERROR|SUMMARY" | tail -4 || exit 1; \
+	        >build-fuzz/fuzz_$$t.log 2>&1; rc=$$?; \
+	    grep -E "^#|stat::number_of_executed_units|ERROR|SUMMARY" \
+	        build-fuzz/fuzz_$$t.log | tail -4; \
+	    [ $$rc = 0 ] || { echo "fuzz_$$t failed: build-fuzz/fuzz_$$t.log"; exit 1; }; \
 	done
 
 # Long torture runs (SECONDS per workload and fault, per store).

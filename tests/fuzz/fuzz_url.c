@@ -8,6 +8,18 @@
 
 #include "store.h"
 
+/* Does the password's text also appear in another part of the URL (then
+ * seeing it in the redacted form is not a leak)? */
+static int elsewhere(const struct dlock_url *u, const char *pw)
+{
+    const char *parts[] = {u->user, u->host, u->path, u->query, u->scheme};
+
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+        if (parts[i] != NULL && strstr(parts[i], pw) != NULL)
+            return 1;
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *s = malloc(size + 1), *red = NULL;
@@ -27,6 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (u->password != NULL && strlen(u->password) >= 6 &&
             strstr(s, u->password) != NULL &&
             strstr(strstr(s, u->password) + 1, u->password) == NULL &&
+            !elsewhere(u, u->password) &&
             strstr(u->redacted, u->password) != NULL)
             abort();
         for (size_t i = 0; i < u->nparams; i++)
