@@ -40,7 +40,7 @@ for store in redis postgres mysql; do
     started+=("$store")
     if url=$("$here/server-$store.sh" start "$tmp/$store"); then
         echo "== $store: $(echo "$url" | sed -E 's#://([^:/@]*):[^@]*@#://\1:***@#')"
-        export "DLOCK_TEST_${upper}_URL=$url"
+        export "DLOCK_TEST_${upper}_URL=$url" "DLOCK_TEST_${upper}_DIR=$tmp/$store"
     else
         echo "== $store: the server did not start"
         problems=$((problems + 1))

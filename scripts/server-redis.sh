@@ -1,0 +1,136 @@
+#!/bin/bash
+# A throwaway redis-server for tests, everything in one directory:
+#   scripts/server-redis.sh start DIR      print the store URL (also DIR/url)
+#   scripts/server-redis.sh stop DIR       stop it (0 even if not running)
+#   scripts/server-redis.sh ctl DIR CMD..  for tests:
+#       restart                 stop and start again on the same port
+#                               (no persistence: every key is gone)
+#       cli ARGS...             redis-cli against it
+#       start-auth SUBDIR PASS  a second instance with requirepass in
+#                               DIR/SUBDIR; prints its URL (with password)
+#       stop-auth SUBDIR        stop that one
+# Listens on 127.0.0.1 only, on a free port in 21000-29999, plus a unix
+# socket DIR/redis.sock.  No RDB, no AOF: a restart loses every lock.
+set -euo pipefail
+
+die() {
+    echo "server-redis.sh: $*" >&2
+    exit 1
+}
+
+port_free() {
+    ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# start_in DIR PORT [PASSWORD]: start and wait (<= 30 s) for PING.
+start_in() {
+    local dir=$1 port=$2 pass=${3:-} i
+    local args=(--port "$port" --bind 127.0.0.1 --save '' --appendonly no
+        --dir "$dir" --daemonize yes --pidfile "$dir/redis.pid"
+        --logfile "$dir/redis.log" --unixsocket "$dir/redis.sock"
+        --unixsocketperm 700 --protected-mode no)
+    local cli=(redis-cli -p "$port" -h 127.0.0.1)
+
+    if [ -n "$pass" ]; then
+        args+=(--requirepass "$pass")
+        cli+=(--no-auth-warning -a "$pass")
+    fi
+    redis-server "${args[@]}" >"$dir/start.out" 2>&1 || {
+        cat "$dir/start.out" >&2
+        tail -n 20 "$dir/redis.log" >&2 2>/dev/null || true
+        return 1
+    }
+    echo "$port" >"$dir/port"
+    for i in $(seq 1 300); do
+        if [ "$("${cli[@]}" ping 2>/dev/null)" = PONG ]; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    echo "redis-server in $dir not ready after 30 s; log:" >&2
+    tail -n 20 "$dir/redis.log" >&2 2>/dev/null || true
+    stop_in "$dir"
+    return 1
+}
+
+# start DIR [PASSWORD]: pick a free port (retry on a race), start.
+start() {
+    local dir=$1 pass=${2:-} port try
+    [ -d "$dir" ] || die "no directory $dir"
+    dir=$(cd "$dir" && pwd)
+    for try in 1 2 3 4 5 6 7 8; do
+        port=$((21000 + RANDOM % 9000))
+        port_free "$port" || continue
+        if start_in "$dir" "$port" "$pass"; then
+            if [ -n "$pass" ]; then
+                echo "redis://:$pass@127.0.0.1:$port" >"$dir/url"
+            else
+                echo "redis://127.0.0.1:$port" >"$dir/url"
+            fi
+            cat "$dir/url"
+            return 0
+        fi
+        # Lost the port to someone else?  Try another.
+        grep -q "Address already in use" "$dir/redis.log" 2>/dev/null ||
+            return 1
+        rm -f "$dir/redis.log"
+    done
+    die "no free port found"
+}
+
+stop_in() {
+    local dir=$1 pid i
+    [ -f "$dir/redis.pid" ] || return 0
+    pid=$(cat "$dir/redis.pid" 2>/dev/null || true)
+    [ -n "$pid" ] || return 0
+    kill -TERM "$pid" 2>/dev/null || { rm -f "$dir/redis.pid"; return 0; }
+    for i in $(seq 1 100); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    rm -f "$dir/redis.pid"
+    return 0
+}
+
+cmd=${1:-}
+dir=${2:-}
+[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 start|stop|ctl DIR [...]"
+shift 2
+case $cmd in
+start)
+    start "$dir"
+    ;;
+stop)
+    stop_in "$dir"
+    ;;
+ctl)
+    sub=${1:-}
+    shift || true
+    case $sub in
+    restart)
+        port=$(cat "$dir/port")
+        stop_in "$dir"
+        start_in "$dir" "$port" >/dev/null
+        ;;
+    cli)
+        exec redis-cli -p "$(cat "$dir/port")" -h 127.0.0.1 "$@"
+        ;;
+    start-auth)
+        [ $# -eq 2 ] || die "usage: ctl DIR start-auth SUBDIR PASSWORD"
+        mkdir -p "$dir/$1"
+        start "$dir/$1" "$2"
+        ;;
+    stop-auth)
+        [ $# -eq 1 ] || die "usage: ctl DIR stop-auth SUBDIR"
+        stop_in "$dir/$1"
+        ;;
+    *)
+        die "unknown ctl command '$sub' (restart, cli, start-auth, stop-auth)"
+        ;;
+    esac
+    ;;
+*)
+    die "unknown command '$cmd' (start, stop, ctl)"
+    ;;
+esac
