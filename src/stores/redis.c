@@ -62,7 +62,9 @@ enum {
 };
 
 /* KEYS: 1 lock, 2 fence, 3 readers, 4 info.  ARGV: 1 token, 2 ttl ms (or
- * the channel), 3 host, 4 pid. */
+ * the channel), 3 host, 4 pid.  PUBLISH goes through pcall: a user whose
+ * ACL has no channel rights still releases (waiters then notice by their
+ * timers). */
 #define NOW                                                                  \
     "local t = redis.call('TIME') "                                          \
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) "
@@ -105,7 +107,7 @@ static const char *const lua[S_COUNT] = {
     [S_REL] =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then "
     "  redis.call('DEL', KEYS[1], KEYS[4]) "
-    "  redis.call('PUBLISH', ARGV[2], 'r') "
+    "  redis.pcall('PUBLISH', ARGV[2], 'r') "
     "  return 1 "
     "end "
     "return 0",
@@ -117,7 +119,7 @@ static const char *const lua[S_COUNT] = {
     "redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now) "
     "if redis.call('ZCARD', KEYS[3]) == 0 then "
     "  redis.call('DEL', KEYS[4]) "
-    "  redis.call('PUBLISH', ARGV[2], 'r') "
+    "  redis.pcall('PUBLISH', ARGV[2], 'r') "
     "end "
     "if s and tonumber(s) > now then return 1 end "
     "return 0",
@@ -154,7 +156,10 @@ static const char *const lua[S_COUNT] = {
     "return -3",
 
     [S_STATUS] = NOW
-    "local cur = redis.call('GET', KEYS[1]) "
+    "local cur = false "
+    "if redis.call('TYPE', KEYS[1]).ok == 'string' then "
+    "  cur = redis.call('GET', KEYS[1]) "
+    "end "
     "local n = redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf') "
     "local top = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES') "
     "local left = -1 "
@@ -168,7 +173,7 @@ static const char *const lua[S_COUNT] = {
     "local n = redis.call('EXISTS', KEYS[1]) "
     "n = n + redis.call('ZCARD', KEYS[3]) "
     "redis.call('DEL', KEYS[1], KEYS[3], KEYS[4]) "
-    "redis.call('PUBLISH', ARGV[2], 'r') "
+    "redis.pcall('PUBLISH', ARGV[2], 'r') "
     "return n",
 };
 
@@ -216,6 +221,7 @@ struct redis_store {
     pthread_t listener;
     int listening;   /* listener thread started and not yet joined */
     int sub_broken;  /* the listener lost the connection and exited */
+    int sub_denied;  /* the server refused SUBSCRIBE: do not rely on it */
     int stop;
     struct chan *chans;
 };
@@ -752,6 +758,14 @@ static void on_push(struct redis_store *rs, redisReply *r)
 {
     struct chan *c;
 
+    if (r->type == REDIS_REPLY_ERROR) {
+        /* SUBSCRIBE refused (an ACL without channel rights, say): waiters
+         * fall back to backoff, as with a broken connection. */
+        rs->sub_denied = 1;
+        wake_all(rs);
+        return;
+    }
+
     if (r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
         r->element[0]->type != REDIS_REPLY_STRING ||
         r->element[1]->type != REDIS_REPLY_STRING)
@@ -978,6 +992,7 @@ static int redis_wait_acquire(struct dlock_store *s, struct dlock_lock *lk,
     struct keys k;
     struct chan *c;
     unsigned attempt = 0;
+    int64_t retry0 = -1;
     int rc, subscribed_ok;
 
     rc = make_keys(rs, lk->name, lk->name_len, &k);
@@ -988,8 +1003,16 @@ static int redis_wait_acquire(struct dlock_store *s, struct dlock_lock *lk,
     pthread_cond_init(&w.cv, &ca);
     pthread_condattr_destroy(&ca);
 
+    /* A free lock needs no subscription: try first. */
+    lk->lease_end = dlock__now_ms() + lk->ttl_ms;
+    rc = redis_try_acquire(s, lk, deadline, &retry0);
+    if (rc != DLOCK_BUSY || dlock__remaining_ms(deadline) == 0) {
+        pthread_cond_destroy(&w.cv);
+        free(k.buf);
+        return rc;
+    }
     pthread_mutex_lock(&rs->smu);
-    subscribed_ok = ensure_sub(rs) == DLOCK_OK;
+    subscribed_ok = ensure_sub(rs) == DLOCK_OK && !rs->sub_denied;
     c = join_chan(rs, &k, &w);
     if (c == NULL) {
         pthread_mutex_unlock(&rs->smu);
@@ -1000,7 +1023,7 @@ static int redis_wait_acquire(struct dlock_store *s, struct dlock_lock *lk,
     /* Try only once the subscription is confirmed: a release between our
      * attempt and the subscription would otherwise go unheard. */
     while (subscribed_ok && !c->subscribed && !rs->sub_broken &&
-           dlock__remaining_ms(deadline) > 0) {
+           !rs->sub_denied && dlock__remaining_ms(deadline) > 0) {
         int64_t until = dlock__now_ms() + 100;
 
         if (deadline != DLOCK_WAIT_FOREVER && deadline < until)
@@ -1025,9 +1048,10 @@ static int redis_wait_acquire(struct dlock_store *s, struct dlock_lock *lk,
         /* Sleep until a release message, the holder's lease end, or the
          * deadline.  Without a working subscription, back off. */
         pthread_mutex_lock(&rs->smu);
-        if (!c->subscribed || rs->sub_broken) {
+        if (!c->subscribed || rs->sub_broken || rs->sub_denied) {
             wake = now + dlock__backoff_ms(attempt++, dlock__rand32());
-            if (ensure_sub(rs) == DLOCK_OK && !c->subscribed)
+            if (!rs->sub_denied && ensure_sub(rs) == DLOCK_OK &&
+                !c->subscribed)
                 (void)sub_cmd(rs, "SUBSCRIBE", c);
         } else {
             wake = now + (retry >= 0 ? retry + 1 : SAFETY_POLL_MS);
@@ -1036,7 +1060,7 @@ static int redis_wait_acquire(struct dlock_store *s, struct dlock_lock *lk,
         }
         if (deadline != DLOCK_WAIT_FOREVER && wake > deadline)
             wake = deadline;
-        while (!w.woken && dlock__now_ms() < wake && !rs->sub_broken)
+        while (!w.woken && dlock__now_ms() < wake)
             cond_wait_until(&w.cv, &rs->smu, wake);
         woken = w.woken;
         w.woken = 0;
