@@ -103,7 +103,7 @@ static long counter_read(const char *path)
 
 static void counter_write(const char *path, long v)
 {
-    char tmp[512];
+    char tmp[600];
     FILE *f;
 
     snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
