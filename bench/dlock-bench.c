@@ -3,7 +3,7 @@
  * given as a ratio to the same server's raw round trip, measured in the
  * same run, so the numbers hold on a noisy machine.
  *
- *   dlock-bench URL [--json FILE] [--quick]
+ *   dlock-bench URL [--json FILE] [--quick] [--many N]
  *
  * 1. uncontended: acquire + release on one name, one client, in blocks
  *    alternating with blocks of no-ops (PING, SELECT 1, DO 1, or an empty
@@ -77,6 +77,7 @@ static const char *url;
 static char run_id[64];
 static FILE *json;
 static int quick;
+static int many_n;
 
 static void die(const char *what)
 {
@@ -329,7 +330,7 @@ static long rss_kb(void)
 
 static void bench_many(void)
 {
-    const int n = quick ? 1000 : 10000;
+    const int n = many_n > 0 ? many_n : quick ? 1000 : 10000;
     const int64_t ttl = 30000;
     dlock_store *s = open_store();
     dlock_options o = DLOCK_OPTIONS_INIT;
@@ -439,7 +440,8 @@ int main(int argc, char **argv)
     char *redacted = NULL;
 
     if (argc < 2) {
-        fprintf(stderr, "usage: dlock-bench URL [--json FILE] [--quick]\n");
+        fprintf(stderr, "usage: dlock-bench URL [--json FILE] [--quick] "
+                        "[--many N]\n");
         return 64;
     }
     url = argv[1];
@@ -448,6 +450,8 @@ int main(int argc, char **argv)
             json_path = argv[++i];
         else if (strcmp(argv[i], "--quick") == 0)
             quick = 1;
+        else if (strcmp(argv[i], "--many") == 0 && i + 1 < argc)
+            many_n = atoi(argv[++i]);
         else
             return 64;
     }

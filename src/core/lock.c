@@ -60,16 +60,7 @@ static void fork_parent(void)
     pthread_mutex_unlock(&reg_mu);
 }
 
-/* The child has no renew thread, and the locks in the registry are its
- * parent's: it never renews or releases them (lock->pid tells). */
-static void fork_child(void)
-{
-    pthread_mutex_init(&reg_mu, NULL);
-    renew_running = 0;
-    renew_stop = 0;
-}
-
-static void reg_init(void)
+static void init_conds(void)
 {
     pthread_condattr_t ca;
 
@@ -78,6 +69,24 @@ static void reg_init(void)
     pthread_cond_init(&reg_cv, &ca);
     pthread_cond_init(&unref_cv, &ca);
     pthread_condattr_destroy(&ca);
+}
+
+/* The child has no renew thread, and the locks in the registry are its
+ * parent's: it never renews or releases them (lock->pid tells).  The
+ * condition variables are made anew: the parent's renew thread was
+ * waiting on one, and a waiter that does not exist in the child would
+ * make the child's first broadcast wait for it forever. */
+static void fork_child(void)
+{
+    pthread_mutex_init(&reg_mu, NULL);
+    init_conds();
+    renew_running = 0;
+    renew_stop = 0;
+}
+
+static void reg_init(void)
+{
+    init_conds();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     atexit(release_all_at_exit);
 }

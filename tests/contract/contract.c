@@ -760,6 +760,44 @@ static void t_fork_child(dlock_store *s)
     CHECK_RC(dlock_release(l), DLOCK_OK);
 }
 
+/* A fork child (no exec) opens its own store and takes and releases its
+ * own locks, while the parent's renew thread is busy. */
+static void t_fork_child_own_store(dlock_store *s)
+{
+    dlock_options o = opts(0, 5000, 1), quiet = opts(0, 5000, 0);
+    dlock_lock *l;
+    int status;
+    pid_t pid;
+
+    /* The parent's renew thread has run and now waits with nothing to
+     * renew; the parent holds a lock it renews itself. */
+    for (int i = 0; i < 20; i++) {
+        CHECK_RC(dlock_acquire(&l, s, nm("fork-own"), &o), DLOCK_OK);
+        CHECK_RC(dlock_release(l), DLOCK_OK);
+    }
+    sleep_ms(50); /* the renew thread back in its wait: the state to test */
+    CHECK_RC(dlock_acquire(&l, s, nm("fork-own"), &quiet), DLOCK_OK);
+    pid = fork();
+    if (pid == 0) {
+        dlock_store *cs = NULL;
+        dlock_lock *cl = NULL, *busy = NULL;
+        int bad = 0;
+
+        alarm(20); /* a hang is a failure, not a stuck suite */
+        if (dlock_store_open(&cs, url) != DLOCK_OK)
+            _exit(1);
+        bad |= dlock_acquire(&busy, cs, nm("fork-own"), &o) != DLOCK_BUSY;
+        bad |= dlock_acquire(&cl, cs, nm("fork-own-child"), &o) != DLOCK_OK;
+        bad |= dlock_extend(cl, 0) != DLOCK_OK;
+        bad |= dlock_release(cl) != DLOCK_OK;
+        dlock_store_close(cs);
+        _exit(bad ? 2 : 0);
+    }
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK_RC(dlock_release(l), DLOCK_OK);
+}
+
 static void t_shared(dlock_store *s)
 {
     dlock_options sh = opts(0, 5000, 1), ex = sh;
@@ -854,6 +892,7 @@ static const struct {
     {"sigkill_holder", t_sigkill_holder},
     {"atexit", t_atexit},
     {"fork_child", t_fork_child},
+    {"fork_child_own_store", t_fork_child_own_store},
     {"shared", t_shared},
     {"bad_options", t_bad_options},
     {"close_with_held", t_close_with_held},
