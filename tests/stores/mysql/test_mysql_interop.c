@@ -1,0 +1,276 @@
+/*
+ * test_mysql_interop.c - dlock and its-mieger/mysql-shared-locks exclude
+ * each other, and a holder past its lease is KILLed: exactly its own
+ * connection, never another.
+ *
+ * The PHP library is played by a raw client sending the statements of
+ * reference 000 word for word (shared/reference/README.md).
+ *
+ *     test_mysql_interop URL     (or DLOCK_TEST_MYSQL_URL)
+ */
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "raw.h"
+
+/* its-mieger's register + GET_LOCK + mark; 1 if it got the lock. */
+static int php_lock(MYSQL *db, const char *n, int ttl)
+{
+    unsigned err = 0;
+
+    if (sqlf(db, &err,
+             "INSERT INTO `shared_locks` (`name`,`created`,`ttl`,"
+             "`connection_id`,`lock_acquired`) VALUES (%s, unix_timestamp(), "
+             "%d, connection_id(), false)",
+             lit(db, n), ttl) == -2) {
+        if (err != 1062)
+            fprintf(stderr, "  php insert: error %u\n", err);
+        /* Its clean-up of obsolete rows after a failed register. */
+        sqlf(db, NULL,
+             "DELETE FROM `shared_locks` WHERE name=%s AND "
+             "(`created`+`ttl` < unix_timestamp() OR (`lock_acquired` AND "
+             "IFNULL(IS_USED_LOCK(%s),0) != `connection_id`))",
+             lit(db, n), lit(db, n));
+        return 0;
+    }
+    if (sqlf(db, NULL, "SELECT GET_LOCK(%s, 0)", lit(db, n)) != 1) {
+        sqlf(db, NULL,
+             "DELETE FROM `shared_locks` WHERE `name`=%s AND "
+             "`connection_id`=connection_id()",
+             lit(db, n));
+        return 0;
+    }
+    sqlf(db, NULL,
+         "UPDATE `shared_locks` SET `lock_acquired`=true WHERE `name`=%s "
+         "AND `connection_id`=connection_id()",
+         lit(db, n));
+    return 1;
+}
+
+/* its-mieger's release: 1 if its row was there. */
+static int php_release(MYSQL *db, const char *n)
+{
+    long long rows = sqlf(db, NULL,
+                          "DELETE FROM `shared_locks` WHERE `name`=%s AND "
+                          "`connection_id`=connection_id()",
+                          lit(db, n));
+
+    sqlf(db, NULL, "SELECT RELEASE_LOCK(%s)", lit(db, n));
+    return rows == 1;
+}
+
+static int alive(MYSQL *db)
+{
+    unsigned err = 0;
+
+    return sqlf(db, &err, "SELECT 1") == 1;
+}
+
+/* A PHP holder blocks dlock until its TTL has passed; then dlock takes
+ * over, KILLs the PHP session and no other. */
+static void t_php_holds(dlock_store *s, const struct target *t)
+{
+    MYSQL *php = raw_connect(t), *bystander = raw_connect(t);
+    dlock_options o = DLOCK_OPTIONS_INIT;
+    const char *n = uniq("php-holds");
+    dlock_lock *l = NULL;
+    dlock_info info;
+    long long t0, took;
+
+    EXPECT(php_lock(php, n, 1) == 1);
+    EXPECT(sqlf(bystander, NULL, "SELECT GET_LOCK(%s, 0)",
+                lit(bystander, uniq("bystander"))) == 1);
+    EXPECT_RC(dlock_acquire(&l, s, n, &o), DLOCK_BUSY);
+    EXPECT_RC(dlock_status(s, n, &info), DLOCK_OK);
+    EXPECT(info.held && info.holders == 1 && info.ttl_ms > 0);
+    o.wait_ms = 6000;
+    t0 = mono_ms();
+    EXPECT_RC(dlock_acquire(&l, s, n, &o), DLOCK_OK);
+    took = mono_ms() - t0;
+    /* Obsolete for PHP once unix_timestamp() > created + 1: 1..2 s. */
+    EXPECT(took >= 500 && took < 3500);
+    EXPECT(dlock_fence(l) > 0);
+    EXPECT(!alive(php));      /* the expired holder's session is gone */
+    EXPECT(alive(bystander)); /* and nobody else's */
+    EXPECT(sqlf(bystander, NULL, "SELECT IS_USED_LOCK(%s) = CONNECTION_ID()",
+                lit(bystander, uniq("bystander"))) == 1);
+    EXPECT_RC(dlock_release(l), DLOCK_OK);
+    mysql_close(php);
+    mysql_close(bystander);
+}
+
+/* dlock holds: the PHP library's register fails, its clean-up removes
+ * nothing, its GET_LOCK fails; after dlock's release it gets the lock, and
+ * while it holds it dlock is BUSY. */
+static void t_dlock_holds(dlock_store *s, const struct target *t)
+{
+    MYSQL *php = raw_connect(t);
+    dlock_options o = DLOCK_OPTIONS_INIT;
+    const char *n = uniq("dlock-holds");
+    dlock_lock *l = NULL;
+
+    o.ttl_ms = 5000;
+    EXPECT_RC(dlock_acquire(&l, s, n, &o), DLOCK_OK);
+    EXPECT(php_lock(php, n, 10) == 0);
+    EXPECT(sqlf(php, NULL,
+                "SELECT COUNT(*) FROM `shared_locks` WHERE "
+                "`name`=%s",
+                lit(php, n)) == 1);
+    EXPECT(sqlf(php, NULL, "SELECT GET_LOCK(%s, 0)", lit(php, n)) == 0);
+    /* Its wait sees our lease in its own columns. */
+    EXPECT(sqlf(php, NULL,
+                "SELECT `created`+`ttl`-unix_timestamp() FROM "
+                "`shared_locks` WHERE `name`=%s",
+                lit(php, n)) >= 3);
+    EXPECT_RC(dlock_release(l), DLOCK_OK);
+    EXPECT(php_lock(php, n, 10) == 1);
+    /* its assertTTL on its own row */
+    EXPECT(sqlf(php, NULL,
+                "SELECT 1 FROM `shared_locks` WHERE `name`=%s AND "
+                "`connection_id`=connection_id() AND "
+                "`created`+`ttl` > unix_timestamp()+%d",
+                lit(php, n), 5) == 1);
+    EXPECT_RC(dlock_acquire(&l, s, n, &o), DLOCK_BUSY);
+    EXPECT(php_release(php, n) == 1);
+    EXPECT_RC(dlock_acquire(&l, s, n, &o), DLOCK_OK);
+    EXPECT_RC(dlock_release(l), DLOCK_OK);
+    mysql_close(php);
+}
+
+/* Rows naming some other live session: an expired row whose session does
+ * not hold the key is deleted, that session is left alone; a live row is
+ * respected (BUSY), nobody killed. */
+static void t_kill_only_the_holder(dlock_store *s, const struct target *t)
+{
+    MYSQL *other = raw_connect(t), *plant = raw_connect(t);
+    dlock_options o = DLOCK_OPTIONS_INIT;
+    const char *n = uniq("planted");
+    long long id = sqlf(other, NULL, "SELECT CONNECTION_ID()");
+    dlock_lock *l = NULL;
+
+    /* Expired, "acquired", but its session holds another key only. */
+    EXPECT(sqlf(other, NULL, "SELECT GET_LOCK(%s, 0)",
+                lit(other, uniq("other-key"))) == 1);
+    EXPECT(sqlf(plant, NULL,
+                "INSERT INTO shared_locks (name, created, ttl, "
+                "connection_id, lock_acquired) VALUES (%s, "
+                "unix_timestamp() - 100, 1, %lld, 1)",
+                lit(plant, n), id) == 1);
+    EXPECT_RC(dlock_acquire(&l, s, n, &o), DLOCK_OK);
+    EXPECT(alive(other));
+    EXPECT_RC(dlock_release(l), DLOCK_OK);
+
+    /* Live (lease not over) and its session holds the key: BUSY. */
+    EXPECT(sqlf(other, NULL, "SELECT GET_LOCK(%s, 0)", lit(other, n)) == 1);
+    EXPECT(sqlf(plant, NULL,
+                "INSERT INTO shared_locks (name, created, ttl, "
+                "connection_id, lock_acquired) VALUES (%s, "
+                "unix_timestamp(), 30, %lld, 1)",
+                lit(plant, n), id) == 1);
+    EXPECT_RC(dlock_acquire(&l, s, n, &o), DLOCK_BUSY);
+    EXPECT(alive(other));
+    /* A row whose session died (GET_LOCK gone) is dead at once. */
+    EXPECT(sqlf(other, NULL, "SELECT RELEASE_LOCK(%s)", lit(other, n)) == 1);
+    EXPECT_RC(dlock_acquire(&l, s, n, &o), DLOCK_OK);
+    EXPECT(alive(other));
+    EXPECT_RC(dlock_release(l), DLOCK_OK);
+    mysql_close(other);
+    mysql_close(plant);
+}
+
+static int lost_fd = -1;
+static void on_lost(dlock_lock *l, void *p)
+{
+    (void)l;
+    (void)p;
+    (void)!write(lost_fd, "L", 1);
+}
+
+/* A holder stopped past its lease: a contender has the lock within
+ * lease + 1 s, the holder's session is gone, and the resumed holder is
+ * told LOST. */
+static void t_sigstop_holder(dlock_store *s, const char *url,
+                             const struct target *t)
+{
+    const char *n = uniq("stopped");
+    MYSQL *db = raw_connect(t);
+    dlock_options w = DLOCK_OPTIONS_INIT;
+    int p[2];
+    char c = 0;
+    long long t0, took, id;
+    dlock_lock *l = NULL;
+    struct pollfd pf;
+    pid_t pid;
+
+    if (pipe(p) != 0)
+        exit(2);
+    pid = fork();
+    if (pid == 0) {
+        dlock_options o = DLOCK_OPTIONS_INIT;
+        dlock_store *cs;
+        dlock_lock *cl;
+
+        close(p[0]);
+        lost_fd = p[1];
+        o.ttl_ms = 1000;
+        o.on_lost = on_lost;
+        if (dlock_store_open(&cs, url) != DLOCK_OK ||
+            dlock_acquire(&cl, cs, n, &o) != DLOCK_OK)
+            _exit(3);
+        (void)!write(p[1], "H", 1);
+        for (;;)
+            pause();
+    }
+    close(p[1]);
+    EXPECT(read(p[0], &c, 1) == 1 && c == 'H');
+    id = sqlf(db, NULL,
+              "SELECT connection_id FROM shared_locks WHERE "
+              "name = %s",
+              lit(db, n));
+    EXPECT(id > 0);
+    kill(pid, SIGSTOP);
+    t0 = mono_ms();
+    w.wait_ms = 5000;
+    EXPECT_RC(dlock_acquire(&l, s, n, &w), DLOCK_OK);
+    took = mono_ms() - t0;
+    EXPECT(took < 1000 + 1000);
+    EXPECT(sqlf(db, NULL,
+                "SELECT COUNT(*) FROM information_schema.PROCESSLIST "
+                "WHERE ID = %lld",
+                id) == 0);
+    kill(pid, SIGCONT);
+    pf.fd = p[0];
+    pf.events = POLLIN;
+    c = 0;
+    EXPECT(poll(&pf, 1, 3000) == 1 && read(p[0], &c, 1) == 1 && c == 'L');
+    EXPECT_RC(dlock_assert_ttl(l, 100), DLOCK_OK);
+    EXPECT_RC(dlock_release(l), DLOCK_OK);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    close(p[0]);
+    mysql_close(db);
+}
+
+int main(int argc, char **argv)
+{
+    const char *url = test_url(argc, argv);
+    struct target t;
+    dlock_store *s;
+
+    if (parse_target(url, &t) != 0) {
+        fprintf(stderr, "cannot parse the URL\n");
+        return 2;
+    }
+    if (dlock_store_open(&s, url) != DLOCK_OK) {
+        fprintf(stderr, "open: %s\n", dlock_errmsg());
+        return 2;
+    }
+    t_php_holds(s, &t);
+    t_dlock_holds(s, &t);
+    t_kill_only_the_holder(s, &t);
+    t_sigstop_holder(s, url, &t);
+    dlock_store_close(s);
+    printf("interop: %d failure(s)\n", failures);
+    return failures != 0;
+}
