@@ -199,6 +199,22 @@ extern const struct dlock_store_ops dlock__redis_ops;
 extern const struct dlock_store_ops dlock__postgres_ops;
 extern const struct dlock_store_ops dlock__mysql_ops;
 
+/* store.c: names a list() collected (with the connection held) before
+ * describing each (without it, so the callback may call the library). */
+struct dlock__names {
+    char **v;
+    size_t n, cap;
+};
+/* Add name[0..len) unless already there; DLOCK_OK or DLOCK_ENOMEM. */
+int dlock__names_add(struct dlock__names *l, const char *name, size_t len);
+/* describe() each name and call cb for those held; stops at the first
+ * error or nonzero cb.  Frees the list. */
+int dlock__names_report(struct dlock__names *l, struct dlock_store *s,
+                        int (*describe)(struct dlock_store *, const char *,
+                                        dlock_info *),
+                        int (*cb)(const dlock_info *, void *), void *payload);
+void dlock__names_free(struct dlock__names *l);
+
 /* store.c: DLOCK_OK, or DLOCK_EINVAL for NULL or a fork child's use of its
  * parent's store. */
 int dlock__store_usable(const struct dlock_store *store);

@@ -1151,9 +1151,9 @@ static int redis_list(struct dlock_store *s, const char *prefix,
                       void *payload)
 {
     struct redis_store *rs = (struct redis_store *)s;
-    size_t plen = strlen(prefix), n = 0, cap = 0;
+    size_t plen = strlen(prefix);
     char *lit = malloc(rs->prefix_len + plen + 1), *pattern, cursor[32] = "0";
-    char **names = NULL;
+    struct dlock__names names = {NULL, 0, 0};
     int rc = DLOCK_OK;
 
     if (lit == NULL)
@@ -1196,7 +1196,6 @@ static int redis_list(struct dlock_store *s, const char *prefix,
             redisReply *key = r->element[1]->element[i];
             const char *nm = key->str + rs->prefix_len;
             size_t len = key->len - rs->prefix_len, cut;
-            int dup = 0;
 
             if (key->type != REDIS_REPLY_STRING || key->len < rs->prefix_len)
                 continue;
@@ -1208,45 +1207,17 @@ static int redis_list(struct dlock_store *s, const char *prefix,
             if (memchr(nm, '\0', cut) != NULL ||
                 dlock__check_name(nm, cut) != DLOCK_OK)
                 continue;
-            for (size_t j = 0; j < n && !dup; j++)
-                dup = strlen(names[j]) == cut && !memcmp(names[j], nm, cut);
-            if (dup)
-                continue;
-            if (n == cap) {
-                char **g = realloc(names, (cap ? cap * 2 : 16) *
-                                              sizeof(*names));
-
-                if (g == NULL) {
-                    rc = dlock__enomem();
-                    break;
-                }
-                names = g;
-                cap = cap ? cap * 2 : 16;
-            }
-            if ((names[n] = dlock__strndup(nm, cut)) == NULL)
-                rc = dlock__enomem();
-            else
-                n++;
+            rc = dlock__names_add(&names, nm, cut);
         }
         freeReplyObject(r);
     } while (rc == DLOCK_OK && strcmp(cursor, "0") != 0);
     pthread_mutex_unlock(&rs->mu);
     free(pattern);
-    dlock__clearerr();
-    for (size_t i = 0; i < n && rc == DLOCK_OK; i++) {
-        dlock_info info;
-
-        memset(&info, 0, sizeof(info));
-        info.ttl_ms = -1;
-        dlock__strlcpy(info.name, names[i], sizeof(info.name));
-        rc = describe(rs, names[i], &info);
-        if (rc == DLOCK_OK && info.held)
-            rc = cb(&info, payload);
+    if (rc != DLOCK_OK) {
+        dlock__names_free(&names);
+        return rc;
     }
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
-    return rc;
+    return dlock__names_report(&names, s, redis_status, cb, payload);
 }
 
 static int redis_force_release(struct dlock_store *s, const char *name,

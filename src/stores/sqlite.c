@@ -731,13 +731,11 @@ static int sqlite_list(struct dlock_store *st, const char *prefix,
                        void *payload)
 {
     struct sqlite_store *ss = (struct sqlite_store *)st;
-    size_t plen = strlen(prefix), n = 0, cap = 0;
-    char **names = NULL;
+    struct dlock__names names = {NULL, 0, 0};
+    size_t plen = strlen(prefix);
     sqlite3_stmt *s;
     int rc = DLOCK_OK, src;
 
-    /* Collect the names first: the callback runs without the connection
-     * held, so it may call back into the library. */
     lock_db(ss, op_deadline(ss));
     s = stmt(ss, Q_NAMES);
     if (s == NULL) {
@@ -745,50 +743,22 @@ static int sqlite_list(struct dlock_store *st, const char *prefix,
         unlock_db(ss);
         return rc;
     }
-    while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+    while (rc == DLOCK_OK && (src = sqlite3_step(s)) == SQLITE_ROW) {
         const char *name = (const char *)sqlite3_column_text(s, 0);
         size_t len = (size_t)sqlite3_column_bytes(s, 0);
 
-        if (name == NULL || len < plen || memcmp(name, prefix, plen) != 0)
-            continue;
-        if (n == cap) {
-            char **grown = realloc(names, (cap ? cap * 2 : 16) * sizeof(*names));
-
-            if (grown == NULL) {
-                rc = dlock__enomem();
-                break;
-            }
-            names = grown;
-            cap = cap ? cap * 2 : 16;
-        }
-        names[n] = dlock__strndup(name, len);
-        if (names[n] == NULL) {
-            rc = dlock__enomem();
-            break;
-        }
-        n++;
+        if (name != NULL && len >= plen && memcmp(name, prefix, plen) == 0)
+            rc = dlock__names_add(&names, name, len);
     }
     sqlite3_reset(s);
     if (rc == DLOCK_OK && src != SQLITE_DONE)
         rc = db_error(ss, "list");
     unlock_db(ss);
-
-    for (size_t i = 0; i < n && rc == DLOCK_OK; i++) {
-        dlock_info info;
-
-        memset(&info, 0, sizeof(info));
-        info.ttl_ms = -1;
-        dlock__strlcpy(info.name, names[i], sizeof(info.name));
-        lock_db(ss, op_deadline(ss));
-        rc = describe(ss, names[i], &info);
-        unlock_db(ss);
-        if (rc == DLOCK_OK && info.held)
-            rc = cb(&info, payload);
+    if (rc != DLOCK_OK) {
+        dlock__names_free(&names);
+        return rc;
     }
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
-    return rc;
+    return dlock__names_report(&names, st, sqlite_status, cb, payload);
 }
 
 static int sqlite_force_release(struct dlock_store *st, const char *name,
