@@ -42,8 +42,17 @@ start_in() {
     }
     echo "$port" >"$dir/port"
     for i in $(seq 1 300); do
+        # Lost the port to another process: fail fast, start() retries.
+        if grep -q "Address already in use" "$dir/redis.log" 2>/dev/null; then
+            return 1
+        fi
         if [ "$("${cli[@]}" ping 2>/dev/null)" = PONG ]; then
-            return 0
+            # Ours, not some other server that holds the port?
+            if [ "$("${cli[@]}" info server 2>/dev/null |
+                tr -d '\r' | sed -n 's/^process_id://p')" = \
+                "$(cat "$dir/redis.pid" 2>/dev/null)" ]; then
+                return 0
+            fi
         fi
         sleep 0.1
     done

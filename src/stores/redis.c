@@ -43,8 +43,8 @@
 
 #define DEFAULT_PREFIX "dlock:"
 #define DEFAULT_TIMEOUT_MS 5000
-/* A waiter re-checks at least this often even without a message: a
- * foreign client may delete the key without publishing. */
+/* While the holder is not a dlock client (it deletes the key without
+ * publishing), a waiter re-checks at least this often. */
 #define SAFETY_POLL_MS 1000
 
 enum {
@@ -69,6 +69,11 @@ enum {
     "local t = redis.call('TIME') "                                          \
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) "
 
+/* While readers hold a name, its lock key holds MARK (with the longest
+ * reader lease), so clients that only know the plain SET NX pattern are
+ * kept out by readers too.  Tokens are hex: no token is MARK. */
+#define MARK "'\\255shared'"
+
 static const char *const lua[S_COUNT] = {
     [S_ACQ] = NOW
     "local cur = redis.call('GET', KEYS[1]) "
@@ -76,10 +81,15 @@ static const char *const lua[S_COUNT] = {
     "  return {1, tonumber(redis.call('HGET', KEYS[4], 'fence') or '0')} "
     "end "
     "redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now) "
-    "if cur then return {0, redis.call('PTTL', KEYS[1])} end "
+    "if cur and cur ~= " MARK " then "
+    "  return {0, redis.call('PTTL', KEYS[1]), "
+    "  (#cur == 32 and string.match(cur, '^%x+$')) and 1 or 0} end "
     "local top = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES') "
-    "if top[2] then return {0, tonumber(top[2]) - now} end "
+    "if top[2] then return {0, tonumber(top[2]) - now, 1} end "
     "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) "
+    "if redis.call('EXISTS', KEYS[2]) == 0 then "
+    "  redis.call('SET', KEYS[2], string.format('%d', now * 1000)) "
+    "end "
     "local f = redis.call('INCR', KEYS[2]) "
     "redis.call('DEL', KEYS[4]) "
     "redis.call('HSET', KEYS[4], 'fence', f, 'host', ARGV[3], 'pid', "
@@ -89,19 +99,26 @@ static const char *const lua[S_COUNT] = {
 
     [S_ACQ_SHARED] = NOW
     "local cur = redis.call('GET', KEYS[1]) "
-    "if cur then return {0, redis.call('PTTL', KEYS[1])} end "
+    "if cur and cur ~= " MARK " then "
+    "  return {0, redis.call('PTTL', KEYS[1]), "
+    "  (#cur == 32 and string.match(cur, '^%x+$')) and 1 or 0} end "
     "redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now) "
     "local mine = redis.call('HGET', KEYS[4], 'f:' .. ARGV[1]) "
     "if mine and redis.call('ZSCORE', KEYS[3], ARGV[1]) then "
     "  return {1, tonumber(mine)} "
     "end "
     "redis.call('ZADD', KEYS[3], now + tonumber(ARGV[2]), ARGV[1]) "
+    "if redis.call('EXISTS', KEYS[2]) == 0 then "
+    "  redis.call('SET', KEYS[2], string.format('%d', now * 1000)) "
+    "end "
     "local f = redis.call('INCR', KEYS[2]) "
     "local top = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES') "
     "redis.call('PEXPIREAT', KEYS[3], tonumber(top[2])) "
     "redis.call('HSET', KEYS[4], 'f:' .. ARGV[1], f, 'host', ARGV[3], "
     "  'pid', ARGV[4], 'since', now) "
     "redis.call('PEXPIREAT', KEYS[4], tonumber(top[2])) "
+    "redis.call('SET', KEYS[1], " MARK ", 'PX', "
+    "  string.format('%d', math.max(1, tonumber(top[2]) - now))) "
     "return {1, f}",
 
     [S_REL] =
@@ -117,9 +134,14 @@ static const char *const lua[S_COUNT] = {
     "redis.call('ZREM', KEYS[3], ARGV[1]) "
     "redis.call('HDEL', KEYS[4], 'f:' .. ARGV[1]) "
     "redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now) "
-    "if redis.call('ZCARD', KEYS[3]) == 0 then "
+    "local marked = redis.call('GET', KEYS[1]) == " MARK " "
+    "local top = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES') "
+    "if not top[2] then "
+    "  if marked then redis.call('DEL', KEYS[1]) end "
     "  redis.call('DEL', KEYS[4]) "
     "  redis.pcall('PUBLISH', ARGV[2], 'r') "
+    "elseif marked then "
+    "  redis.call('PEXPIREAT', KEYS[1], tonumber(top[2])) "
     "end "
     "if s and tonumber(s) > now then return 1 end "
     "return 0",
@@ -134,7 +156,8 @@ static const char *const lua[S_COUNT] = {
 
     [S_EXT_SHARED] = NOW
     "local s = redis.call('ZSCORE', KEYS[3], ARGV[1]) "
-    "if not s or tonumber(s) <= now then "
+    "if redis.call('GET', KEYS[1]) ~= " MARK " or not s or "
+    "   tonumber(s) <= now then "
     "  redis.call('ZREM', KEYS[3], ARGV[1]) "
     "  return 0 "
     "end "
@@ -142,6 +165,7 @@ static const char *const lua[S_COUNT] = {
     "local top = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES') "
     "redis.call('PEXPIREAT', KEYS[3], tonumber(top[2])) "
     "redis.call('PEXPIREAT', KEYS[4], tonumber(top[2])) "
+    "redis.call('PEXPIREAT', KEYS[1], tonumber(top[2])) "
     "return 1",
 
     [S_TTL] =
@@ -152,7 +176,10 @@ static const char *const lua[S_COUNT] = {
 
     [S_TTL_SHARED] = NOW
     "local s = redis.call('ZSCORE', KEYS[3], ARGV[1]) "
-    "if s and tonumber(s) > now then return tonumber(s) - now end "
+    "if s and tonumber(s) > now and "
+    "   redis.call('GET', KEYS[1]) == " MARK " then "
+    "  return tonumber(s) - now "
+    "end "
     "return -3",
 
     [S_STATUS] = NOW
@@ -160,6 +187,7 @@ static const char *const lua[S_COUNT] = {
     "if redis.call('TYPE', KEYS[1]).ok == 'string' then "
     "  cur = redis.call('GET', KEYS[1]) "
     "end "
+    "if cur == " MARK " then cur = false end "
     "local n = redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf') "
     "local top = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES') "
     "local left = -1 "
@@ -171,6 +199,7 @@ static const char *const lua[S_COUNT] = {
 
     [S_FORCE] =
     "local n = redis.call('EXISTS', KEYS[1]) "
+    "if redis.call('GET', KEYS[1]) == " MARK " then n = 0 end "
     "n = n + redis.call('ZCARD', KEYS[3]) "
     "redis.call('DEL', KEYS[1], KEYS[3], KEYS[4]) "
     "redis.pcall('PUBLISH', ARGV[2], 'r') "
@@ -616,8 +645,11 @@ static void lock_args(const struct dlock_lock *lk, int64_t ttl, char *ttlbuf,
     al[3] = strlen(pidbuf);
 }
 
-static int redis_try_acquire(struct dlock_store *s, struct dlock_lock *lk,
-                             int64_t deadline, int64_t *retry_ms)
+/* One attempt.  BUSY: *retry_ms is the holder's lease left (-1 unknown)
+ * and *foreign is set if the holder is not a dlock client (its value is
+ * not an owner token), which will not publish when it lets go. */
+static int acquire_once(struct dlock_store *s, struct dlock_lock *lk,
+                        int64_t *retry_ms, int *foreign)
 {
     struct redis_store *rs = (struct redis_store *)s;
     char ttlbuf[24], pidbuf[24];
@@ -627,7 +659,6 @@ static int redis_try_acquire(struct dlock_store *s, struct dlock_lock *lk,
     redisReply *r;
     int rc;
 
-    (void)deadline; /* one round trip, bounded by the timeout */
     rc = make_keys(rs, lk->name, lk->name_len, &k);
     if (rc != DLOCK_OK)
         return rc;
@@ -638,7 +669,7 @@ static int redis_try_acquire(struct dlock_store *s, struct dlock_lock *lk,
     free(k.buf);
     if (r == NULL)
         return rc;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
         r->element[0]->type != REDIS_REPLY_INTEGER ||
         r->element[1]->type != REDIS_REPLY_INTEGER)
         return bad_reply(rs, r);
@@ -647,10 +678,22 @@ static int redis_try_acquire(struct dlock_store *s, struct dlock_lock *lk,
         rc = DLOCK_OK;
     } else {
         *retry_ms = r->element[1]->integer >= 0 ? r->element[1]->integer : -1;
+        *foreign = r->elements < 3 ||
+                   r->element[2]->type != REDIS_REPLY_INTEGER ||
+                   r->element[2]->integer == 0;
         rc = DLOCK_BUSY;
     }
     freeReplyObject(r);
     return rc;
+}
+
+static int redis_try_acquire(struct dlock_store *s, struct dlock_lock *lk,
+                             int64_t deadline, int64_t *retry_ms)
+{
+    int foreign = 0;
+
+    (void)deadline; /* one round trip, bounded by the timeout */
+    return acquire_once(s, lk, retry_ms, &foreign);
 }
 
 static int lost(const struct dlock_lock *lk)
@@ -1034,11 +1077,11 @@ static int redis_wait_acquire(struct dlock_store *s, struct dlock_lock *lk,
 
     for (;;) {
         int64_t retry = -1, now, wake, rem;
-        int woken;
+        int woken, broken, foreign = 1;
 
         /* The lease starts no earlier than this attempt. */
         lk->lease_end = dlock__now_ms() + lk->ttl_ms;
-        rc = redis_try_acquire(s, lk, deadline, &retry);
+        rc = acquire_once(s, lk, &retry, &foreign);
         if (rc != DLOCK_BUSY)
             break;
         now = dlock__now_ms();
@@ -1054,13 +1097,20 @@ static int redis_wait_acquire(struct dlock_store *s, struct dlock_lock *lk,
                 !c->subscribed)
                 (void)sub_cmd(rs, "SUBSCRIBE", c);
         } else {
+            /* A dlock holder publishes when it lets go, and its key
+             * expires at retry: no polling.  Another client does not
+             * publish: look again now and then. */
             wake = now + (retry >= 0 ? retry + 1 : SAFETY_POLL_MS);
-            if (wake > now + SAFETY_POLL_MS)
+            if (foreign && wake > now + SAFETY_POLL_MS)
                 wake = now + SAFETY_POLL_MS;
         }
         if (deadline != DLOCK_WAIT_FOREVER && wake > deadline)
             wake = deadline;
-        while (!w.woken && dlock__now_ms() < wake)
+        /* The subscriber connection breaking (the server going away,
+         * often) ends the sleep too: one attempt tells which. */
+        broken = rs->sub_broken;
+        while (!w.woken && dlock__now_ms() < wake &&
+               rs->sub_broken == broken)
             cond_wait_until(&w.cv, &rs->smu, wake);
         woken = w.woken;
         w.woken = 0;
