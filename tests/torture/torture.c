@@ -4,7 +4,7 @@
  *
  *   torture URL [--workers N] [--seconds S] [--ttl MS]
  *               [--workload mutex|counter|fenced] [--fault none|kill|stop]
- *               [--expect-violation]
+ *               [--expect-violation] [--nemesis CMD [--every MS]]
  *
  * Workers loop: acquire (random wait), critical section, release, logging
  * every step with CLOCK_MONOTONIC timestamps to their own file.  Faults are
@@ -23,6 +23,10 @@
  *  - a holder resumed after its lease ran out gets DLOCK_LOST.
  * Auto-renew is off: each lease is exactly the time a holder may use, so
  * pausing a holder past it is the fault under test.
+ *
+ * --nemesis runs a shell command from outside at random moments (on
+ * average every --every ms, default 500): a server-wide fault such as
+ * Redis's SCRIPT FLUSH or a server restart.  Each run counts as a fault.
  *
  * --expect-violation turns it around: the unfenced counter under `stop`
  * MUST show lost updates, proof that the harness can see a violation.
@@ -57,6 +61,8 @@ struct cfg {
     enum workload workload;
     enum fault fault;
     int expect_violation;
+    const char *nemesis;
+    int every_ms;
     char name[64];
 };
 
@@ -351,6 +357,8 @@ static void read_log(const struct cfg *c, const char *path, int worker,
     fclose(f);
 }
 
+static long nemesis_runs;
+
 static int check(const struct cfg *c, int gens[])
 {
     struct history h = {0};
@@ -417,7 +425,8 @@ static int check(const struct cfg *c, int gens[])
                    h.stopped_then_lost, h.stopped_then_ok);
             fails += h.stopped_then_ok != 0;
         }
-        if (h.faults == 0 && c->fault != F_NONE) {
+        h.faults += nemesis_runs;
+        if (h.faults == 0 && (c->fault != F_NONE || c->nemesis != NULL)) {
             printf("FAIL faults: none were injected\n");
             fails++;
         }
@@ -442,7 +451,8 @@ static void usage(void)
 {
     fprintf(stderr, "usage: torture URL [--workers N] [--seconds S] "
                     "[--ttl MS] [--workload mutex|counter|fenced] "
-                    "[--fault none|kill|stop] [--expect-violation]\n");
+                    "[--fault none|kill|stop] [--expect-violation] "
+                    "[--nemesis CMD [--every MS]]\n");
     exit(64);
 }
 
@@ -460,9 +470,9 @@ static pid_t start_worker(const struct cfg *c, char **argv, int idx, int gen,
 int main(int argc, char **argv)
 {
     struct cfg c = {0};
-    pid_t pids[MAX_WORKERS];
+    pid_t pids[MAX_WORKERS], nem = -1;
     int gens[MAX_WORKERS] = {0}, alive, fails;
-    int64_t resume_at[MAX_WORKERS] = {0}, end;
+    int64_t resume_at[MAX_WORKERS] = {0}, end, nem_at;
 
     if (argc < 2)
         usage();
@@ -486,6 +496,10 @@ int main(int argc, char **argv)
             c.seconds = atoi(v);
         else if (strcmp(a, "--ttl") == 0)
             c.ttl = atoi(v);
+        else if (strcmp(a, "--nemesis") == 0)
+            c.nemesis = v;
+        else if (strcmp(a, "--every") == 0)
+            c.every_ms = atoi(v);
         else if (strcmp(a, "--workload") == 0)
             c.workload = !strcmp(v, "mutex")     ? W_MUTEX
                          : !strcmp(v, "counter") ? W_COUNTER
@@ -507,21 +521,42 @@ int main(int argc, char **argv)
         return 70;
     snprintf(c.name, sizeof(c.name), "torture-%d", (int)getpid());
     printf("torture: %s, %d workers, %d s, lease %lld ms, workload %s, "
-           "fault %s\n", c.url, c.workers, c.seconds, (long long)c.ttl,
+           "fault %s%s%s\n", c.url, c.workers, c.seconds, (long long)c.ttl,
            c.workload == W_MUTEX     ? "mutex"
            : c.workload == W_COUNTER ? "counter"
                                      : "fenced",
-           c.fault == F_NONE ? "none" : c.fault == F_KILL ? "kill" : "stop");
+           c.fault == F_NONE ? "none" : c.fault == F_KILL ? "kill" : "stop",
+           c.nemesis ? ", nemesis: " : "", c.nemesis ? c.nemesis : "");
     fflush(stdout);
 
+    if (c.every_ms <= 0)
+        c.every_ms = 500;
     end = now_ms() + c.seconds * 1000LL;
+    nem_at = now_ms() + rand() % (2 * c.every_ms);
     for (int i = 0; i < c.workers; i++)
         pids[i] = start_worker(&c, argv, i, 0, end);
     alive = c.workers;
-    while (alive > 0) {
+    while (alive > 0 || nem > 0) {
         int status;
         pid_t p = waitpid(-1, &status, WNOHANG | WUNTRACED);
         int idx = -1;
+
+        if (p > 0 && p == nem) {
+            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                fprintf(stderr, "nemesis command failed (%d)\n", status);
+            nem = -1;
+            nemesis_runs++;
+            continue;
+        }
+        if (c.nemesis != NULL && nem < 0 && now_ms() >= nem_at &&
+            now_ms() < end) {
+            nem = fork();
+            if (nem == 0) {
+                execl("/bin/sh", "sh", "-c", c.nemesis, (char *)NULL);
+                _exit(127);
+            }
+            nem_at = now_ms() + rand() % (2 * c.every_ms);
+        }
 
         for (int i = 0; i < c.workers; i++)
             if (pids[i] == p)
