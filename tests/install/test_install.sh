@@ -35,8 +35,12 @@ n_exp=$(nm -D --defined-only "$dest$prefix/$libdir/libdlock.so" | grep -c ' T dl
 [ "$n_exp" -ge "$n_api" ] && ok "all $n_api declared functions exported" ||
     fail "$n_exp exported, $n_api declared"
 
-# pkg-config, as a user would (the sysroot maps the DESTDIR).
-export PKG_CONFIG_PATH=$dest$prefix/$libdir/pkgconfig PKG_CONFIG_SYSROOT_DIR=$dest
+# pkg-config, as a user would.  The DESTDIR tree stands for the prefix:
+# a copy of dlock.pc points there (PKG_CONFIG_SYSROOT_DIR would also move
+# the system libraries' paths that dlock.pc requires).
+mkdir -p "$tmp/pc"
+sed "s#^prefix=.*#prefix=$dest$prefix#" "$dest$prefix/$libdir/pkgconfig/dlock.pc" >"$tmp/pc/dlock.pc"
+export PKG_CONFIG_PATH=$tmp/pc
 export LD_LIBRARY_PATH=$dest$prefix/$libdir
 cflags=$(pkg-config --cflags dlock)
 libs=$(pkg-config --libs dlock)
@@ -56,9 +60,23 @@ for ex in trylock wait_timeout fenced_write shared; do
 done
 "$tmp/fenced_write" "$tmp/fenced.txt" "$url" >/dev/null
 [ "$(cut -d' ' -f2 "$tmp/fenced.txt")" = 2 ] && ok "fenced_write counted twice" || fail "fenced counter"
+# The transaction-scoped Postgres lock, where the store was built in.
+if [ -e "$dest$prefix/include/dlock_pg.h" ]; then
+    if cc -std=c11 -Wall -Wextra -Werror $cflags $(pkg-config --cflags libpq) \
+          -o "$tmp/pg_xact" "$src/examples/pg_xact.c" $libs $(pkg-config --libs libpq); then
+        ok "example pg_xact builds against the installed library"
+        if [ -n "${DLOCK_TEST_POSTGRES_URL:-}" ]; then
+            pgurl=$(echo "$DLOCK_TEST_POSTGRES_URL" | sed -E 's/[?&](keys|mode)=[^&]*//g')
+            "$tmp/pg_xact" "$pgurl" | grep -q committed &&
+                ok "example pg_xact runs" || fail "example pg_xact failed"
+        fi
+    else
+        fail "example pg_xact does not build"
+    fi
+fi
 # The static library, with its private dependencies from pkg-config.
 if cc -std=c11 $cflags -o "$tmp/trylock-static" "$src/examples/trylock.c" \
-      "$dest$prefix/$libdir/libdlock.a" $(pkg-config --static --libs-only-l --libs-only-other dlock | sed 's/-ldlock//'); then
+      -static-libgcc -Wl,-Bstatic $(pkg-config --static --libs dlock | sed 's/-ldlock /-ldlock -Wl,-Bdynamic /'); then
     "$tmp/trylock-static" "$url" >/dev/null && ok "static link works" || fail "static binary failed"
 else
     fail "static link"
