@@ -1,0 +1,772 @@
+/*
+ * test_postgres.c - what only the PostgreSQL store promises.
+ *
+ *     test_postgres URL [CASE...]     (no CASE: all of them)
+ *
+ * URL is the throwaway server's postgres:// URL (scripts/server-postgres.sh
+ * start prints it; its roles "dlock" and "other" are used as made there).
+ * Cases:
+ *   interop     a raw libpq session doing what psql or a Laravel app does
+ *               (pg_advisory_lock(hashtext('job'))) excludes dlock
+ *               ?keys=hashtext on the same name, and the reverse; the
+ *               default keys are hashtextextended(name, 0)
+ *   xact        dlock_pg_xact_lock: refused outside a transaction, held
+ *               until COMMIT, savepoint behaviour, a timed-out wait leaves
+ *               the caller's transaction and lock_timeout alone
+ *   hung        a SIGSTOPped holder past its lease is terminated by a
+ *               contender; resumed, it finds the lock LOST; without the
+ *               privilege to terminate, the contender waits and says why
+ *   killed      the holder's backend terminated from outside: LOST via
+ *               on_lost, and the store recovers (pool, control connection)
+ *   badinput    wrong password, missing database, bad options, nothing
+ *               listening, a server that is not PostgreSQL, one that never
+ *               answers: clear errors in bounded time, no password shown
+ *   lease       ?mode=lease writes rows only: no advisory lock is taken
+ *   mux         hundreds of locks held through one session; locks of one
+ *               process on one session still exclude each other
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libpq-fe.h>
+
+#include "dlock.h"
+#include "dlock_pg.h"
+
+static int failures;
+
+#define EXPECT(cond)                                                           \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            fprintf(stderr, "%s:%d: EXPECT(%s) failed (errmsg: %s)\n",         \
+                    __FILE__, __LINE__, #cond, dlock_errmsg());                \
+            failures++;                                                        \
+        }                                                                      \
+    } while (0)
+
+static const char *url;
+static char run_id[64];
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A name unique to this run. */
+static const char *nm(const char *base)
+{
+    static char buf[8][256];
+    static int next;
+    char *b = buf[next++ % 8];
+
+    snprintf(b, sizeof(buf[0]), "%s/%s", run_id, base);
+    return b;
+}
+
+static dlock_options opts(int64_t wait_ms, int64_t ttl_ms, int renew)
+{
+    dlock_options o = DLOCK_OPTIONS_INIT;
+
+    o.wait_ms = wait_ms;
+    o.ttl_ms = ttl_ms;
+    o.auto_renew = renew;
+    return o;
+}
+
+/* url with "?extra" or "&extra" appended. */
+static const char *with(const char *extra)
+{
+    static char buf[4][1024];
+    static int next;
+    char *b = buf[next++ % 4];
+
+    snprintf(b, sizeof(buf[0]), "%s%c%s", url,
+             strchr(url, '?') != NULL ? '&' : '?', extra);
+    return b;
+}
+
+static dlock_store *open_url(const char *u)
+{
+    dlock_store *s = NULL;
+
+    if (dlock_store_open(&s, u) != DLOCK_OK) {
+        fprintf(stderr, "cannot open %s: %s\n", u, dlock_errmsg());
+        exit(2);
+    }
+    return s;
+}
+
+static PGconn *raw(void)
+{
+    PGconn *c = PQconnectdb(url);
+
+    if (PQstatus(c) != CONNECTION_OK) {
+        fprintf(stderr, "raw connect: %s", PQerrorMessage(c));
+        exit(2);
+    }
+    return c;
+}
+
+/* Run SQL with one text parameter; return the first value as a newly
+ * allocated string ("" if no row), or NULL on error. */
+static char *q1(PGconn *c, const char *sql, const char *p1)
+{
+    const char *v[1] = {p1};
+    PGresult *r = PQexecParams(c, sql, p1 != NULL, NULL, v, NULL, NULL, 0);
+    char *out = NULL;
+
+    if (PQresultStatus(r) == PGRES_TUPLES_OK ||
+        PQresultStatus(r) == PGRES_COMMAND_OK)
+        out = strdup(PQntuples(r) > 0 && PQnfields(r) > 0 ? PQgetvalue(r, 0, 0)
+                                                          : "");
+    PQclear(r);
+    return out;
+}
+
+/* q1 that must answer `want`. */
+static int q1_is(PGconn *c, const char *sql, const char *p1, const char *want)
+{
+    char *got = q1(c, sql, p1);
+    int ok = got != NULL && strcmp(got, want) == 0;
+
+    if (!ok)
+        fprintf(stderr, "  %s -> %s (want %s): %s", sql, got ? got : "(error)",
+                want, PQerrorMessage(c));
+    free(got);
+    return ok;
+}
+
+static int try_lock(dlock_store *s, const char *name)
+{
+    dlock_options o = opts(0, 5000, 1);
+    dlock_lock *l = NULL;
+    int rc = dlock_acquire(&l, s, name, &o);
+
+    if (rc == DLOCK_OK)
+        EXPECT(dlock_release(l) == DLOCK_OK);
+    return rc;
+}
+
+/* --- interop ------------------------------------------------------------ */
+
+static void t_interop(void)
+{
+    dlock_store *ht = open_url(with("keys=hashtext"));
+    dlock_store *dflt = open_url(url);
+    dlock_options o = opts(0, 5000, 1);
+    const char *job = nm("job");
+    PGconn *c = raw();
+    dlock_info info;
+    dlock_lock *l;
+
+    /* psql / Laravel holds it: dlock (hashtext keys) is BUSY and says the
+     * holder is not one of its own. */
+    EXPECT(q1_is(c, "SELECT pg_advisory_lock(hashtext($1))", job, ""));
+    EXPECT(try_lock(ht, job) == DLOCK_BUSY);
+    EXPECT(strstr(dlock_errmsg(), "no dlock row") != NULL);
+    EXPECT(dlock_status(ht, job, &info) == DLOCK_OK && info.held &&
+           info.holders == 1 && info.pid == 0);
+    /* A finite wait ends on time, natively. */
+    {
+        dlock_options w = opts(300, 5000, 1);
+        int64_t t0 = now_ms();
+
+        EXPECT(dlock_acquire(&l, ht, job, &w) == DLOCK_BUSY);
+        EXPECT(now_ms() - t0 >= 250 && now_ms() - t0 < 1000);
+    }
+    /* Different keys: the default mapping does not collide with it. */
+    EXPECT(try_lock(dflt, job) == DLOCK_OK);
+    EXPECT(q1_is(c, "SELECT pg_advisory_unlock(hashtext($1))", job, "t"));
+    EXPECT(try_lock(ht, job) == DLOCK_OK);
+
+    /* The reverse: dlock holds it, the raw session cannot have it. */
+    EXPECT(dlock_acquire(&l, ht, job, &o) == DLOCK_OK);
+    EXPECT(q1_is(c, "SELECT pg_try_advisory_lock(hashtext($1))", job, "f"));
+    /* The row says who and which session. */
+    EXPECT(q1_is(c,
+                 "SELECT count(*) FROM dlock_locks t JOIN pg_locks p "
+                 "ON p.pid = t.backend_pid AND p.locktype = 'advisory' "
+                 "AND p.objsubid = 1 AND ((p.classid::bigint << 32) | "
+                 "p.objid::bigint) = hashtext(t.name) WHERE t.name = $1",
+                 job, "1"));
+    EXPECT(dlock_release(l) == DLOCK_OK);
+    EXPECT(q1_is(c, "SELECT pg_try_advisory_lock(hashtext($1))", job, "t"));
+    EXPECT(q1_is(c, "SELECT pg_advisory_unlock(hashtext($1))", job, "t"));
+
+    /* Default keys: hashtextextended(name, 0). */
+    EXPECT(dlock_acquire(&l, dflt, job, &o) == DLOCK_OK);
+    EXPECT(q1_is(c, "SELECT pg_try_advisory_lock(hashtextextended($1, 0))", job,
+                 "f"));
+    EXPECT(dlock_release(l) == DLOCK_OK);
+    EXPECT(
+        q1_is(c, "SELECT pg_advisory_lock(hashtextextended($1, 0))", job, ""));
+    EXPECT(try_lock(dflt, job) == DLOCK_BUSY);
+    EXPECT(q1_is(c, "SELECT pg_advisory_unlock(hashtextextended($1, 0))", job,
+                 "t"));
+
+    /* Shared: two dlock readers and a raw reader coexist; a raw writer
+     * waits. */
+    {
+        dlock_options sh = opts(0, 5000, 1);
+        dlock_lock *r1;
+
+        sh.shared = 1;
+        EXPECT(dlock_acquire(&r1, dflt, job, &sh) == DLOCK_OK);
+        EXPECT(q1_is(c,
+                     "SELECT pg_try_advisory_lock_shared("
+                     "hashtextextended($1, 0))",
+                     job, "t"));
+        EXPECT(q1_is(c,
+                     "SELECT pg_advisory_unlock_shared("
+                     "hashtextextended($1, 0))",
+                     job, "t"));
+        EXPECT(q1_is(c,
+                     "SELECT pg_try_advisory_lock(hashtextextended($1, "
+                     "0))",
+                     job, "f"));
+        EXPECT(dlock_release(r1) == DLOCK_OK);
+    }
+    PQfinish(c);
+    dlock_store_close(ht);
+    dlock_store_close(dflt);
+}
+
+/* --- xact ----------------------------------------------------------------- */
+
+static int exec_ok(PGconn *c, const char *sql)
+{
+    PGresult *r = PQexec(c, sql);
+    int ok = PQresultStatus(r) == PGRES_COMMAND_OK ||
+             PQresultStatus(r) == PGRES_TUPLES_OK;
+
+    if (!ok)
+        fprintf(stderr, "  %s: %s", sql, PQerrorMessage(c));
+    PQclear(r);
+    return ok;
+}
+
+static void t_xact(void)
+{
+    dlock_store *s = open_url(url);
+    const char *n = nm("xact");
+    PGconn *a = raw(), *b = raw();
+    int64_t t0;
+
+    EXPECT(dlock_pg_xact_lock(NULL, n, 0) == DLOCK_EINVAL);
+    EXPECT(dlock_pg_xact_lock(a, "", 0) == DLOCK_EINVAL);
+    EXPECT(dlock_pg_xact_lock(a, n, -2) == DLOCK_EINVAL);
+    /* Outside a transaction: refused, nothing taken. */
+    EXPECT(dlock_pg_xact_lock(a, n, 0) == DLOCK_EINVAL);
+    EXPECT(strstr(dlock_errmsg(), "not inside a transaction") != NULL);
+    EXPECT(try_lock(s, n) == DLOCK_OK);
+
+    /* Held until COMMIT, against dlock session locks too. */
+    EXPECT(exec_ok(a, "BEGIN"));
+    EXPECT(dlock_pg_xact_lock(a, n, 0) == DLOCK_OK);
+    EXPECT(try_lock(s, n) == DLOCK_BUSY);
+    EXPECT(exec_ok(b, "BEGIN"));
+    EXPECT(dlock_pg_xact_lock(b, n, 0) == DLOCK_BUSY);
+    /* A timed-out wait: on time, b's transaction still usable, its own
+     * lock_timeout untouched. */
+    EXPECT(exec_ok(b, "SET LOCAL lock_timeout = '7s'"));
+    t0 = now_ms();
+    EXPECT(dlock_pg_xact_lock(b, n, 200) == DLOCK_BUSY);
+    EXPECT(now_ms() - t0 >= 150 && now_ms() - t0 < 1000);
+    EXPECT(PQtransactionStatus(b) == PQTRANS_INTRANS);
+    EXPECT(q1_is(b, "SELECT current_setting('lock_timeout')", NULL, "7s"));
+    EXPECT(exec_ok(a, "COMMIT"));
+    EXPECT(try_lock(s, n) == DLOCK_OK);
+    /* b can have it now, waiting; lock_timeout still b's own. */
+    EXPECT(dlock_pg_xact_lock(b, n, 1000) == DLOCK_OK);
+    EXPECT(q1_is(b, "SELECT current_setting('lock_timeout')", NULL, "7s"));
+    EXPECT(try_lock(s, n) == DLOCK_BUSY);
+    EXPECT(exec_ok(b, "ROLLBACK"));
+    EXPECT(try_lock(s, n) == DLOCK_OK);
+
+    /* Taken after a savepoint: ROLLBACK TO releases it... */
+    EXPECT(exec_ok(a, "BEGIN"));
+    EXPECT(exec_ok(a, "SAVEPOINT sp"));
+    EXPECT(dlock_pg_xact_lock(a, n, DLOCK_WAIT_FOREVER) == DLOCK_OK);
+    EXPECT(try_lock(s, n) == DLOCK_BUSY);
+    EXPECT(exec_ok(a, "ROLLBACK TO SAVEPOINT sp"));
+    EXPECT(try_lock(s, n) == DLOCK_OK);
+    /* ...RELEASE SAVEPOINT keeps it until the end of the transaction. */
+    EXPECT(exec_ok(a, "SAVEPOINT sp2"));
+    EXPECT(dlock_pg_xact_lock(a, n, 0) == DLOCK_OK);
+    EXPECT(exec_ok(a, "RELEASE SAVEPOINT sp2"));
+    EXPECT(try_lock(s, n) == DLOCK_BUSY);
+    EXPECT(exec_ok(a, "COMMIT"));
+    EXPECT(try_lock(s, n) == DLOCK_OK);
+
+    /* An aborted transaction: an error, not a lock. */
+    EXPECT(exec_ok(a, "BEGIN"));
+    PQclear(PQexec(a, "SELECT 1/0"));
+    EXPECT(dlock_pg_xact_lock(a, n, 0) == DLOCK_ESTORE);
+    EXPECT(exec_ok(a, "ROLLBACK"));
+    PQfinish(a);
+    PQfinish(b);
+    dlock_store_close(s);
+}
+
+/* --- hung holder -------------------------------------------------------- */
+
+/* Child: hold `name` (ttl 500 ms, no renewal) through holder_url, say 'H',
+ * wait for a byte, then report what extend says: 'L' if LOST with the
+ * session gone, else 'X'. */
+static int hung_renew; /* the holder renews (a mux session) or not */
+
+static void hung_child(const char *holder_url, const char *name, int in,
+                       int outfd)
+{
+    dlock_store *s;
+    dlock_options o = opts(0, 500, hung_renew);
+    dlock_lock *l;
+    char c;
+    int rc;
+
+    if (dlock_store_open(&s, holder_url) != DLOCK_OK ||
+        dlock_acquire(&l, s, name, &o) != DLOCK_OK) {
+        fprintf(stderr, "child: %s\n", dlock_errmsg());
+        _exit(3);
+    }
+    (void)!write(outfd, "H", 1);
+    if (read(in, &c, 1) != 1)
+        _exit(4);
+    rc = dlock_extend(l, 0);
+    /* Renewing, its renew thread may have found the loss first. */
+    c = rc == DLOCK_LOST &&
+                (hung_renew || strstr(dlock_errmsg(), "session") != NULL)
+            ? 'L'
+            : 'X';
+    if (c == 'X')
+        fprintf(stderr, "child: extend -> %d %s\n", rc, dlock_errmsg());
+    (void)!write(outfd, &c, 1);
+    EXPECT(dlock_release(l) == DLOCK_LOST);
+    dlock_store_close(s);
+    _exit(failures ? 5 : 0);
+}
+
+static pid_t spawn_hung(const char *holder_url, const char *name, int *to,
+                        int *from)
+{
+    int a[2], b[2];
+    pid_t pid;
+    char c = 0;
+
+    if (pipe(a) != 0 || pipe(b) != 0)
+        exit(2);
+    pid = fork();
+    if (pid == 0) {
+        close(a[1]);
+        close(b[0]);
+        hung_child(holder_url, name, a[0], b[1]);
+    }
+    close(a[0]);
+    close(b[1]);
+    *to = a[1];
+    *from = b[0];
+    EXPECT(read(*from, &c, 1) == 1 && c == 'H');
+    return pid;
+}
+
+static void t_hung(void)
+{
+    dlock_store *s = open_url(url);
+    dlock_options w = opts(5000, 5000, 1);
+    const char *n = nm("hung");
+    dlock_lock *l;
+    int to, from, status;
+    int64_t t0;
+    char c = 0;
+    pid_t pid;
+
+    /* Without renewal (a session of its own) and with it (the shared
+     * session, whose renew thread stops with the process). */
+    for (hung_renew = 0; hung_renew <= 1; hung_renew++) {
+        n = nm(hung_renew ? "hung-renew" : "hung");
+        pid = spawn_hung(url, n, &to, &from);
+        kill(pid, SIGSTOP);
+        t0 = now_ms();
+        EXPECT(dlock_acquire(&l, s, n, &w) == DLOCK_OK);
+        /* Not before its lease ran out, not long after. */
+        EXPECT(now_ms() - t0 >= 300 && now_ms() - t0 < 2500);
+        kill(pid, SIGCONT);
+        EXPECT(write(to, "g", 1) == 1);
+        EXPECT(read(from, &c, 1) == 1 && c == 'L');
+        EXPECT(waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+               WEXITSTATUS(status) == 0);
+        EXPECT(dlock_assert_ttl(l, 1000) == DLOCK_OK);
+        EXPECT(dlock_release(l) == DLOCK_OK);
+        close(to);
+        close(from);
+    }
+    hung_renew = 0;
+
+    /* Held by another role, which we may not signal: we wait, and the
+     * message says why. */
+    if (strstr(url, "dlock:dlock-test-pw@") != NULL) {
+        char other[1024];
+        const char *at = strstr(url, "dlock:dlock-test-pw@");
+        dlock_options w2 = opts(1500, 5000, 1);
+
+        snprintf(other, sizeof(other), "%.*sother:other-pw@%s", (int)(at - url),
+                 url, at + strlen("dlock:dlock-test-pw@"));
+        n = nm("hung-other");
+        pid = spawn_hung(other, n, &to, &from);
+        kill(pid, SIGSTOP);
+        t0 = now_ms();
+        EXPECT(dlock_acquire(&l, s, n, &w2) == DLOCK_BUSY);
+        EXPECT(now_ms() - t0 >= 1400 && now_ms() - t0 < 3000);
+        EXPECT(strstr(dlock_errmsg(), "could not be terminated") != NULL);
+        EXPECT(strstr(dlock_errmsg(), "pg_signal_backend") != NULL);
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        close(to);
+        close(from);
+        /* Its session ends with the process: free at once. */
+        w2.wait_ms = 2000;
+        EXPECT(dlock_acquire(&l, s, n, &w2) == DLOCK_OK);
+        EXPECT(dlock_release(l) == DLOCK_OK);
+    } else {
+        printf("  (not the test server's roles: privilege case skipped)\n");
+    }
+    dlock_store_close(s);
+}
+
+/* --- killed connection ------------------------------------------------ */
+
+static int lost_pipe[2];
+static void lost_cb(dlock_lock *l, void *payload)
+{
+    (void)l;
+    (void)payload;
+    (void)!write(lost_pipe[1], "L", 1);
+}
+
+static void t_killed(void)
+{
+    dlock_store *s = open_url(url);
+    dlock_options o = opts(0, 600, 1), o2 = opts(0, 60000, 0);
+    const char *n = nm("killed");
+    PGconn *c = raw();
+    struct pollfd p;
+    dlock_lock *l, *l2, *l3;
+    dlock_info info;
+    char ch;
+
+    EXPECT(pipe(lost_pipe) == 0);
+    o.on_lost = lost_cb;
+    EXPECT(dlock_acquire(&l, s, n, &o) == DLOCK_OK);
+    EXPECT(q1_is(c,
+                 "SELECT count(pg_terminate_backend(backend_pid)) FROM "
+                 "dlock_locks WHERE name = $1",
+                 n, "1"));
+    p.fd = lost_pipe[0];
+    p.events = POLLIN;
+    EXPECT(poll(&p, 1, 3000) == 1);
+    EXPECT(read(lost_pipe[0], &ch, 1) == 1 && ch == 'L');
+    EXPECT(dlock_is_lost(l));
+    EXPECT(dlock_release(l) == DLOCK_LOST);
+    EXPECT(try_lock(s, n) == DLOCK_OK);
+
+    /* Every dlock session gone at once (as in a server restart): a held
+     * lock is LOST, and the handle reconnects for everything else. */
+    EXPECT(dlock_acquire(&l2, s, nm("killed-2"), &o2) == DLOCK_OK);
+    EXPECT(try_lock(s, nm("warm-pool")) == DLOCK_OK); /* an idle conn */
+    EXPECT(q1_is(c,
+                 "SELECT count(pg_terminate_backend(pid)) > 0 FROM "
+                 "pg_stat_activity WHERE application_name = 'dlock' AND "
+                 "datname = current_database()",
+                 NULL, "t"));
+    EXPECT(dlock_extend(l2, 0) == DLOCK_LOST);
+    EXPECT(dlock_release(l2) == DLOCK_LOST);
+    EXPECT(dlock_acquire(&l3, s, nm("killed-2"), &o2) == DLOCK_OK);
+    EXPECT(dlock_status(s, nm("killed-2"), &info) == DLOCK_OK && info.held);
+    EXPECT(dlock_release(l3) == DLOCK_OK);
+    close(lost_pipe[0]);
+    close(lost_pipe[1]);
+    PQfinish(c);
+    dlock_store_close(s);
+}
+
+/* --- bad input ---------------------------------------------------------- */
+
+/* A TCP listener on loopback that answers every connection with `reply`
+ * (or nothing at all). */
+struct fake {
+    int fd;
+    int port;
+    const char *reply;
+    pthread_t thr;
+};
+
+static void *fake_main(void *arg)
+{
+    struct fake *f = arg;
+
+    for (;;) {
+        int c = accept(f->fd, NULL, NULL);
+        char buf[512];
+
+        if (c < 0)
+            return NULL;
+        if (f->reply != NULL) {
+            (void)!read(c, buf, sizeof(buf));
+            (void)!write(c, f->reply, strlen(f->reply));
+            close(c);
+        }
+        /* no reply: keep it open and silent (leaked until exit) */
+    }
+}
+
+static void fake_start(struct fake *f, const char *reply)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof(a);
+
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    f->fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (f->fd < 0 || bind(f->fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+        listen(f->fd, 8) != 0 ||
+        getsockname(f->fd, (struct sockaddr *)&a, &len) != 0)
+        exit(2);
+    f->port = ntohs(a.sin_port);
+    f->reply = reply;
+    pthread_create(&f->thr, NULL, fake_main, f);
+    pthread_detach(f->thr);
+}
+
+static int open_rc(const char *u, int64_t *took)
+{
+    dlock_store *s = NULL;
+    int64_t t0 = now_ms();
+    int rc = dlock_store_open(&s, u);
+
+    *took = now_ms() - t0;
+    dlock_store_close(s);
+    return rc;
+}
+
+static void t_badinput(void)
+{
+    char u[1024];
+    int64_t took;
+    int rc;
+    char *ddl = NULL;
+    struct fake garbage, silent;
+    const char *at = strstr(url, "@");
+
+    /* Wrong password: an error, and the password is not in it. */
+    if (at != NULL) {
+        snprintf(u, sizeof(u), "postgres://dlock:Wr0ngSecret%s", at);
+        rc = open_rc(u, &took);
+        EXPECT(rc == DLOCK_EUNAVAIL || rc == DLOCK_ESTORE);
+        EXPECT(strstr(dlock_errmsg(), "password authentication") != NULL);
+        EXPECT(strstr(dlock_errmsg(), "Wr0ngSecret") == NULL);
+    }
+    /* A database that does not exist. */
+    {
+        const char *slash = strrchr(url, '/');
+        const char *q = strchr(url, '?');
+
+        snprintf(u, sizeof(u), "%.*s/no_such_db_%d%s", (int)(slash - url), url,
+                 (int)getpid(), q ? q : "");
+        rc = open_rc(u, &took);
+        EXPECT(rc == DLOCK_EUNAVAIL || rc == DLOCK_ESTORE);
+        EXPECT(strstr(dlock_errmsg(), "does not exist") != NULL);
+    }
+    /* dlock's options are checked and not passed to libpq. */
+    EXPECT(open_rc(with("keys=md5"), &took) == DLOCK_EINVAL);
+    EXPECT(open_rc(with("mode=fast"), &took) == DLOCK_EINVAL);
+    EXPECT(open_rc(with("timeout=abc"), &took) == DLOCK_EINVAL);
+    EXPECT(open_rc(with("keys=hashtext&mode=lease&timeout=3s&"
+                        "application_name=dlock-test"),
+                   &took) == DLOCK_OK);
+    /* libpq's own options pass through, and libpq judges them. */
+    EXPECT(open_rc(with("sslmode=bogus"), &took) != DLOCK_OK);
+    EXPECT(open_rc("postgres://[::1", &took) == DLOCK_EINVAL);
+    /* The DDL without a connection. */
+    EXPECT(dlock_ddl(&ddl, "postgres://nobody@192.0.2.1:1/x") == DLOCK_OK);
+    EXPECT(ddl != NULL && strstr(ddl, "dlock_locks") != NULL &&
+           strstr(ddl, "dlock_fences") != NULL);
+    free(ddl);
+
+    /* Nothing listening: a prompt EUNAVAIL. */
+    fake_start(&garbage, "HTTP/1.0 400 Bad Request\r\n\r\nnot postgres\n");
+    close(garbage.fd); /* stop listening: connection refused from now */
+    snprintf(u, sizeof(u), "postgres://dlock:pw@127.0.0.1:%d/x", garbage.port);
+    rc = open_rc(u, &took);
+    EXPECT(rc == DLOCK_EUNAVAIL && took < 3000);
+
+    /* A server that is not PostgreSQL. */
+    fake_start(&garbage, "HTTP/1.0 400 Bad Request\r\n\r\nnot postgres\n");
+    snprintf(u, sizeof(u), "postgres://dlock:pw@127.0.0.1:%d/x", garbage.port);
+    rc = open_rc(u, &took);
+    EXPECT(rc == DLOCK_EUNAVAIL && took < 3000);
+    EXPECT(strstr(dlock_errmsg(), "127.0.0.1") != NULL);
+
+    /* One that accepts and never answers: bounded by connect_timeout. */
+    fake_start(&silent, NULL);
+    snprintf(u, sizeof(u),
+             "postgres://dlock:pw@127.0.0.1:%d/x?connect_timeout=2",
+             silent.port);
+    rc = open_rc(u, &took);
+    EXPECT(rc == DLOCK_EUNAVAIL && took >= 1500 && took < 6000);
+}
+
+/* --- many locks, few connections ------------------------------------ */
+
+static long dlock_backends(PGconn *c)
+{
+    char *v = q1(c,
+                 "SELECT count(*) FROM pg_stat_activity WHERE "
+                 "application_name = 'dlock' AND datname = "
+                 "current_database()",
+                 NULL);
+    long n = v != NULL ? atol(v) : -1;
+
+    free(v);
+    return n;
+}
+
+static void t_mux(void)
+{
+    enum { N = 400 };
+    dlock_store *s = open_url(url), *s2 = open_url(url);
+    dlock_options o = opts(0, 10000, 1), sh = o, w = opts(300, 5000, 1);
+    static dlock_lock *l[N];
+    PGconn *c = raw();
+    char base[32];
+    dlock_lock *a, *b, *x;
+    long before = dlock_backends(c);
+
+    for (int i = 0; i < N; i++) {
+        snprintf(base, sizeof(base), "mux/%03d", i);
+        EXPECT(dlock_acquire(&l[i], s, nm(base), &o) == DLOCK_OK);
+    }
+    /* Held through one shared session (plus the control connection). */
+    EXPECT(dlock_backends(c) - before <= 2);
+    /* The same process, the same session: still exclusive... */
+    EXPECT(dlock_acquire(&x, s, nm("mux/007"), &o) == DLOCK_BUSY);
+    EXPECT(dlock_acquire(&x, s2, nm("mux/007"), &o) == DLOCK_BUSY);
+    /* ...also for a waiter, which waits on a session of its own. */
+    EXPECT(dlock_acquire(&x, s, nm("mux/007"), &w) == DLOCK_BUSY);
+    /* Readers share, in one session too; a writer waits for both. */
+    sh.shared = 1;
+    EXPECT(dlock_acquire(&a, s, nm("mux-sh"), &sh) == DLOCK_OK);
+    EXPECT(dlock_acquire(&b, s, nm("mux-sh"), &sh) == DLOCK_OK);
+    EXPECT(dlock_acquire(&x, s, nm("mux-sh"), &o) == DLOCK_BUSY);
+    EXPECT(dlock_release(a) == DLOCK_OK);
+    EXPECT(dlock_acquire(&x, s, nm("mux-sh"), &o) == DLOCK_BUSY);
+    EXPECT(dlock_release(b) == DLOCK_OK);
+    EXPECT(dlock_acquire(&x, s, nm("mux-sh"), &o) == DLOCK_OK);
+    EXPECT(dlock_release(x) == DLOCK_OK);
+    /* Releasing one leaves the others held. */
+    EXPECT(dlock_release(l[7]) == DLOCK_OK);
+    EXPECT(dlock_acquire(&x, s2, nm("mux/007"), &o) == DLOCK_OK);
+    EXPECT(dlock_acquire(&l[7], s, nm("mux/008"), &o) == DLOCK_BUSY);
+    EXPECT(dlock_release(x) == DLOCK_OK);
+    for (int i = 0; i < N; i++)
+        if (i != 7)
+            EXPECT(dlock_assert_ttl(l[i], 1000) == DLOCK_OK);
+    for (int i = 0; i < N; i++)
+        if (i != 7)
+            EXPECT(dlock_release(l[i]) == DLOCK_OK);
+    EXPECT(q1_is(c,
+                 "SELECT count(*) FROM pg_locks WHERE locktype = "
+                 "'advisory' AND pid IN (SELECT pid FROM "
+                 "pg_stat_activity WHERE application_name = 'dlock')",
+                 NULL, "0"));
+    PQfinish(c);
+    dlock_store_close(s);
+    dlock_store_close(s2);
+}
+
+/* --- lease mode ----------------------------------------------------------- */
+
+static void t_lease(void)
+{
+    dlock_store *s = open_url(with("mode=lease"));
+    dlock_options o = opts(0, 5000, 1);
+    const char *n = nm("lease");
+    PGconn *c = raw();
+    dlock_lock *l;
+
+    EXPECT(dlock_acquire(&l, s, n, &o) == DLOCK_OK);
+    /* A row, and no advisory lock anywhere for it. */
+    EXPECT(q1_is(c,
+                 "SELECT count(*) FROM dlock_locks WHERE name = $1 AND "
+                 "backend_pid = 0",
+                 n, "1"));
+    EXPECT(q1_is(c, "SELECT pg_try_advisory_lock(hashtextextended($1, 0))", n,
+                 "t"));
+    EXPECT(
+        q1_is(c, "SELECT pg_advisory_unlock(hashtextextended($1, 0))", n, "t"));
+    EXPECT(try_lock(s, n) == DLOCK_BUSY);
+    EXPECT(dlock_release(l) == DLOCK_OK);
+    EXPECT(
+        q1_is(c, "SELECT count(*) FROM dlock_locks WHERE name = $1", n, "0"));
+    PQfinish(c);
+    dlock_store_close(s);
+}
+
+static const struct {
+    const char *name;
+    void (*fn)(void);
+} cases[] = {
+    {"interop", t_interop}, {"xact", t_xact},         {"hung", t_hung},
+    {"killed", t_killed},   {"badinput", t_badinput}, {"lease", t_lease},
+    {"mux", t_mux},
+};
+
+int main(int argc, char **argv)
+{
+    int ran = 0;
+
+    if (argc < 2 || argv[1][0] == '\0') {
+        fprintf(stderr,
+                "usage: %s URL [CASE...] (is "
+                "DLOCK_TEST_POSTGRES_URL set?)\n",
+                argv[0]);
+        return 2;
+    }
+    url = argv[1];
+    signal(SIGPIPE, SIG_IGN);
+    snprintf(run_id, sizeof(run_id), "pgtest-%d-%lld", (int)getpid(),
+             (long long)now_ms());
+    /* The tables exist before any raw query looks at them. */
+    dlock_store_close(open_url(url));
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int pick = argc == 2, before = failures;
+
+        for (int a = 2; a < argc; a++)
+            pick |= strcmp(argv[a], cases[i].name) == 0;
+        if (!pick)
+            continue;
+        cases[i].fn();
+        ran++;
+        printf("%-4s %s\n", failures != before ? "FAIL" : "ok", cases[i].name);
+        fflush(stdout);
+    }
+    if (ran == 0) {
+        fprintf(stderr, "no such case\n");
+        return 2;
+    }
+    return failures != 0;
+}
