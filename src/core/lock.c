@@ -384,7 +384,8 @@ int dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
     t0 = dlock__now_ms();
     deadline = opts->wait_ms == DLOCK_WAIT_FOREVER ? DLOCK_WAIT_FOREVER
                                                    : t0 + opts->wait_ms;
-    if (opts->wait_ms != 0 && s->ops->wait_acquire != NULL) {
+    if (opts->wait_ms != 0 && s->ops->wait_acquire != NULL &&
+        !s->poll_wait) {
         /* A native wait may refine lease_end to its last attempt. */
         lk->lease_end = t0 + lk->ttl_ms;
         rc = s->ops->wait_acquire(s, lk, deadline);

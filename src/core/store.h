@@ -74,6 +74,10 @@ struct dlock_store {
     const struct dlock_store_ops *ops;
     char *url; /* redacted, for messages and dlock_store_url() */
     pid_t pid; /* the process that opened it; a fork child may not use it */
+    /* Set by open(): this handle has no native wait (a table-only lease
+     * mode, say), so the core polls try_acquire even though the ops
+     * table has wait_acquire. */
+    int poll_wait;
 };
 
 /* Lock states, owned by the core. */

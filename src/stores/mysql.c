@@ -820,7 +820,7 @@ static int my_open(struct dlock_store **out, const struct dlock_url *u)
         goto fail;
     mode = dlock__url_param(u, "mode");
     if (mode != NULL && strcmp(mode, "lease") == 0)
-        ms->lease_mode = 1;
+        ms->lease_mode = ms->base.poll_wait = 1; /* no GET_LOCK: core polls */
     else if (mode != NULL && strcmp(mode, "lock") != 0) {
         rc = dlock__seterr(DLOCK_EINVAL,
                            "mode=%s in %s: use mode=lock "
@@ -1356,10 +1356,10 @@ static int my_wait_acquire(struct dlock_store *s, struct dlock_lock *lk,
         slice = rem < MAX_SLICE_MS ? rem : MAX_SLICE_MS;
         if (retry >= 0 && retry + 2 < slice)
             slice = retry + 2;
-        if (ms->lease_mode || (!ml->c->frac && slice < 1000)) {
-            /* No native wait here: poll with jittered backoff (also for
-             * the sub-second tail on MySQL, whose GET_LOCK takes whole
-             * seconds only). */
+        if (!ml->c->frac && slice < 1000) {
+            /* The sub-second tail on MySQL, whose GET_LOCK takes whole
+             * seconds only: poll with jittered backoff.  (Lease mode never
+             * gets here: the core polls for it.) */
             int64_t d = dlock__backoff_ms(spins++, dlock__rand32());
 
             dlock__sleep_ms(d < slice ? d : slice);

@@ -796,6 +796,7 @@ static int pg_open(struct dlock_store **out, const struct dlock_url *u)
     }
     ps->sql = hashtext ? sql_h : sql_x;
     ps->lease_mode = lease;
+    ps->base.poll_wait = lease; /* no native wait without a session */
     ps->op_timeout_ms = timeout;
     pthread_mutex_init(&ps->ctl_mu, NULL);
     pthread_mutex_init(&ps->pool_mu, NULL);
@@ -1435,32 +1436,6 @@ out:
     return rc;
 }
 
-static int lease_wait(struct pg_store *ps, struct dlock_lock *lk,
-                      int64_t deadline)
-{
-    for (unsigned attempt = 0;; attempt++) {
-        int64_t retry = -1, rem, delay, sent = dlock__now_ms();
-        int rc = lease_try(ps, lk, &retry);
-
-        if (rc == DLOCK_OK) {
-            if (sent + lk->ttl_ms > lk->lease_end)
-                lk->lease_end = sent + lk->ttl_ms;
-            return rc;
-        }
-        if (rc != DLOCK_BUSY)
-            return rc;
-        rem = dlock__remaining_ms(deadline);
-        if (rem == 0)
-            return rc;
-        delay = dlock__backoff_ms(attempt, dlock__rand32());
-        if (retry >= 0 && retry + 1 < delay)
-            delay = retry + 1;
-        if (delay > rem)
-            delay = rem;
-        dlock__sleep_ms(delay);
-    }
-}
-
 /* A statement on the control connection (lease mode's per-lock calls). */
 static int ctl_run(struct pg_store *ps, const char *what, int id,
                    const char *sql, int n, const char *const *v, PGresult **res)
@@ -1491,9 +1466,7 @@ static int pg_wait_acquire(struct dlock_store *s, struct dlock_lock *lk,
 {
     struct pg_store *ps = (struct pg_store *)s;
 
-    if (ps->lease_mode)
-        return lease_wait(ps, lk, deadline);
-    return session_wait(ps, lk, deadline);
+    return session_wait(ps, lk, deadline); /* lease mode: core polls */
 }
 
 /* Run a per-lock statement where it belongs: the lock's session, or
