@@ -9,11 +9,14 @@
 #                               socket, print tab-separated rows
 #   server-mysql.sh ctl DIR restart
 #                               stop and start the same server, same port
+#   server-mysql.sh ctl DIR kill-clients
+#                               KILL every connection of the test user
 #   server-mysql.sh ctl DIR pid print the server's pid
 #
 # The server listens on 127.0.0.1 only, on a free unusual port, and never
 # touches Debian's packaged service or /var/lib/mysql.
 set -euo pipefail
+. "$(dirname "$0")/server-lib.sh"
 
 die() { echo "server-mysql.sh: $*" >&2; exit 1; }
 
@@ -42,7 +45,7 @@ server_pid() {
     [ -f "$dir/mysqld.pid" ] || return 1
     local pid
     pid=$(cat "$dir/mysqld.pid" 2>/dev/null) || return 1
-    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+    [ -n "$pid" ] && alive "$pid" || return 1
     echo "$pid"
 }
 
@@ -83,21 +86,10 @@ launch() {
 }
 
 stop_server() {
-    local pid i
+    local pid
     pid=$(server_pid) || pid=$(cat "$dir/launcher.pid" 2>/dev/null) || true
     [ -n "${pid:-}" ] || return 0
-    kill -0 "$pid" 2>/dev/null || return 0
-    kill -TERM "$pid" 2>/dev/null || true
-    for i in $(seq 1 150); do   # 15 s
-        kill -0 "$pid" 2>/dev/null || return 0
-        sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-    for i in $(seq 1 50); do
-        kill -0 "$pid" 2>/dev/null || return 0
-        sleep 0.1
-    done
-    return 0
+    stop_pid "$pid" TERM
 }
 
 case $cmd in
@@ -176,6 +168,9 @@ ctl)
         port=$(cat "$dir/port")
         stop_server
         launch || die "restart failed"
+        ;;
+    kill-clients)
+        root_sql "KILL CONNECTION USER $user"
         ;;
     pid)
         server_pid || die "not running"

@@ -11,6 +11,9 @@
 #                                  the superuser) over the socket in DIR;
 #                                  prints unaligned, tuples-only rows
 #   server-postgres.sh ctl DIR restart   stop and start, same port
+#   server-postgres.sh ctl DIR kill-clients
+#                                  pg_terminate_backend() every backend of
+#                                  the test roles; prints how many
 #   server-postgres.sh ctl DIR pid       print the postmaster's pid
 #   server-postgres.sh ctl DIR port      print the port
 #
@@ -23,6 +26,7 @@
 # the "postgres" user (runuser) and DIR is chowned to it.  Debian's
 # packaged service (/var/lib/postgresql, systemd) is never used.
 set -euo pipefail
+. "$(dirname "$0")/server-lib.sh"
 
 die() { echo "server-postgres.sh: $*" >&2; exit 1; }
 
@@ -71,7 +75,7 @@ server_pid() {
     local pid
     [ -f "$dir/data/postmaster.pid" ] || return 1
     pid=$(head -n1 "$dir/data/postmaster.pid" 2>/dev/null) || return 1
-    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+    [ -n "$pid" ] && alive "$pid" || return 1
     echo "$pid"
 }
 
@@ -105,22 +109,10 @@ launch() {
 }
 
 stop_server() {
-    local pid i
+    local pid
     pid=$(server_pid) || pid=$(cat "$dir/launcher.pid" 2>/dev/null) || true
     [ -n "${pid:-}" ] || return 0
-    kill -0 "$pid" 2>/dev/null || return 0
-    kill -INT "$pid" 2>/dev/null || true   # fast shutdown
-    for i in $(seq 1 150); do   # 15 s
-        kill -0 "$pid" 2>/dev/null || return 0
-        sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-    # Backends die with their postmaster; give them a moment.
-    for i in $(seq 1 50); do
-        kill -0 "$pid" 2>/dev/null || return 0
-        sleep 0.1
-    done
-    return 0
+    stop_pid "$pid" INT   # fast shutdown; backends die with the postmaster
 }
 
 case $cmd in
@@ -204,6 +196,10 @@ ctl)
     restart)
         stop_server
         launch || die "restart failed"
+        ;;
+    kill-clients)
+        psql_super "$database" "SELECT count(pg_terminate_backend(pid))
+            FROM pg_stat_activity WHERE usename IN ('$role', 'other')"
         ;;
     pid)
         server_pid || die "not running"

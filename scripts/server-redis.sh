@@ -12,6 +12,7 @@
 # Listens on 127.0.0.1 only, on a free port in 21000-29999, plus a unix
 # socket DIR/redis.sock.  No RDB, no AOF: a restart loses every lock.
 set -euo pipefail
+. "$(dirname "$0")/server-lib.sh"
 
 die() {
     echo "server-redis.sh: $*" >&2
@@ -88,16 +89,9 @@ start() {
 }
 
 stop_in() {
-    local dir=$1 pid i
-    [ -f "$dir/redis.pid" ] || return 0
-    pid=$(cat "$dir/redis.pid" 2>/dev/null || true)
-    [ -n "$pid" ] || return 0
-    kill -TERM "$pid" 2>/dev/null || { rm -f "$dir/redis.pid"; return 0; }
-    for i in $(seq 1 100); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null || true
+    local dir=$1 pid
+    pid=$(cat "$dir/redis.pid" 2>/dev/null) || return 0
+    [ -n "$pid" ] && stop_pid "$pid" TERM
     rm -f "$dir/redis.pid"
     return 0
 }

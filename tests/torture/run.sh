@@ -1,10 +1,20 @@
 #!/bin/sh
-# Short torture of one store: every workload under the faults that apply,
-# and the control that must show a violation.
-#   run.sh TORTURE_BINARY URL [SECONDS_PER_RUN [nemesis-only]]
-# With $DLOCK_TORTURE_NEMESIS (a shell command) set, one more run injects
-# that server-wide fault at random moments.
-# `make torture` calls it with longer runs.
+# Short torture of one store.
+#
+#   run.sh TORTURE_BINARY URL [SECONDS_PER_RUN]
+#       every workload under the holder faults (kill -9, SIGSTOP past the
+#       lease), and the control that must show a violation;
+#   run.sh TORTURE_BINARY URL SECONDS_PER_RUN server SCRIPT DIR FAULT:KIND...
+#       the fenced counter under server-wide faults, one run per FAULT,
+#       injected from outside with `SCRIPT ctl DIR ...`:
+#         restart        stop and start the server
+#         kill-clients   kill every client connection on the server side
+#         script-flush   Redis's SCRIPT FLUSH
+#       KIND says what the store promises under that fault: `revokes` (the
+#       locks are gone: a holder must be told, and fences must keep a late
+#       holder's writes out) or `keeps` (the locks stay, no holder may
+#       overlap another).
+# $DLOCK_TORTURE_SECONDS overrides SECONDS_PER_RUN (`make torture` sets it).
 set -u
 bin=$1 url=$2 secs=${DLOCK_TORTURE_SECONDS:-${3:-4}}
 fails=0
@@ -12,16 +22,31 @@ run() {
     echo "--- $*"
     "$bin" "$url" --seconds "$secs" "$@" || fails=$((fails + 1))
 }
-if [ "${4:-}" != nemesis-only ]; then
+if [ "${4:-}" = server ]; then
+    script=$5 dir=$6
+    shift 6
+    [ "$secs" -ge 6 ] || secs=6 # room for faults and a recovery after them
+    for f in "$@"; do
+        case ${f%%:*} in
+        restart) cmd=restart ;;
+        kill-clients) cmd=kill-clients ;;
+        script-flush) cmd="cli SCRIPT FLUSH" ;;
+        *) echo "run.sh: unknown server fault $f" >&2; exit 64 ;;
+        esac
+        case ${f#*:} in
+        revokes) kind=--revokes ;;
+        keeps) kind= ;;
+        *) echo "run.sh: $f: say revokes or keeps" >&2; exit 64 ;;
+        esac
+        # Holds long enough to span a fault: up to 400 ms in a 1 s lease.
+        run --workload fenced --fault none --ttl 1000 --hold 400 \
+            --nemesis "'$script' ctl '$dir' $cmd >/dev/null" --every 700 $kind
+    done
+else
     run --workload mutex --fault kill
     run --workload counter --fault kill
     run --workload fenced --fault stop
     run --workload counter --fault stop --expect-violation
-fi
-# A server-wide fault from outside, when the caller gives one (make test
-# gives Redis's SCRIPT FLUSH).
-if [ -n "${DLOCK_TORTURE_NEMESIS:-}" ]; then
-    run --workload fenced --fault kill --nemesis "$DLOCK_TORTURE_NEMESIS" --every 300
 fi
 echo "torture: $fails run(s) failed"
 [ "$fails" = 0 ]

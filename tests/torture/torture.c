@@ -2,9 +2,9 @@
  * torture.c - many processes, injected faults, and a checker that reads the
  * whole history.  One machine, one clock: real-time order is exact.
  *
- *   torture URL [--workers N] [--seconds S] [--ttl MS]
+ *   torture URL [--workers N] [--seconds S] [--ttl MS] [--hold MS]
  *               [--workload mutex|counter|fenced] [--fault none|kill|stop]
- *               [--expect-violation] [--nemesis CMD [--every MS]]
+ *               [--expect-violation] [--nemesis CMD [--every MS] [--revokes]]
  *
  * Workers loop: acquire (random wait), critical section, release, logging
  * every step with CLOCK_MONOTONIC timestamps to their own file.  Faults are
@@ -27,6 +27,20 @@
  * --nemesis runs a shell command from outside at random moments (on
  * average every --every ms, default 500): a server-wide fault such as
  * Redis's SCRIPT FLUSH or a server restart.  Each run counts as a fault.
+ * With --revokes the fault takes every lock away (a restart of a store
+ * that keeps locks in sessions or in memory, a kill of every client
+ * connection): a holder's window is then cut where the fault began, since
+ * another process may take the lock as soon as the server is back; a
+ * holder whose window spans a whole fault must not be told its release
+ * succeeded (it must get DLOCK_LOST or an error); and the fenced counter
+ * must still lose nothing.  Without --revokes the fault must not change
+ * who holds what: windows are not cut.
+ *
+ * Every run also reports the errors workers saw (by code, with the first
+ * message), how soon a lock was taken again after a holder was killed,
+ * and, with a nemesis, that workers acquired again after the last fault.
+ * A worker that crashes (any end but the harness's own SIGKILL and a
+ * clean exit) fails the run.
  *
  * --expect-violation turns it around: the unfenced counter under `stop`
  * MUST show lost updates, proof that the harness can see a violation.
@@ -58,6 +72,8 @@ struct cfg {
     int workers;
     int seconds;
     int64_t ttl;
+    int hold_ms;
+    int revokes;
     enum workload workload;
     enum fault fault;
     int expect_violation;
@@ -185,6 +201,12 @@ static void maybe_fault(const struct cfg *c)
     logf_("C");
 }
 
+/* The time spent inside the critical section: 0 .. --hold ms. */
+static int64_t hold_us(const struct cfg *c)
+{
+    return rand() % (c->hold_ms * 1000 + 1);
+}
+
 static int worker(const struct cfg *c, int idx, int gen, int64_t end)
 {
     char path[512], counter[512];
@@ -217,7 +239,7 @@ static int worker(const struct cfg *c, int idx, int gen, int64_t end)
             continue;
         }
         if (rc != DLOCK_OK) {
-            logf_("E %d", rc); /* unknown outcome */
+            logf_("E %d %s", rc, dlock_errmsg()); /* unknown outcome */
             sleep_us(10000);
             continue;
         }
@@ -226,12 +248,12 @@ static int worker(const struct cfg *c, int idx, int gen, int64_t end)
         switch (c->workload) {
         case W_MUTEX:
             maybe_fault(c);
-            sleep_us(rand() % 2000);
+            sleep_us(hold_us(c));
             break;
         case W_COUNTER:
             v = counter_read(counter);
             maybe_fault(c);
-            sleep_us(rand() % 2000);
+            sleep_us(hold_us(c));
             counter_write(counter, v + 1);
             logf_("W %ld", v + 1);
             break;
@@ -241,7 +263,7 @@ static int worker(const struct cfg *c, int idx, int gen, int64_t end)
                 break;
             }
             maybe_fault(c);
-            sleep_us(rand() % 2000);
+            sleep_us(hold_us(c));
             v++;
             if (fenced_op(counter, fence, 1, &v))
                 logf_("W %ld", v);
@@ -251,7 +273,10 @@ static int worker(const struct cfg *c, int idx, int gen, int64_t end)
         }
         logf_("U");
         rc = dlock_release(l);
-        logf_("u %d", rc);
+        if (rc == DLOCK_OK || rc == DLOCK_LOST)
+            logf_("u %d", rc);
+        else
+            logf_("u %d %s", rc, dlock_errmsg());
     }
     dlock_store_close(s);
     fclose(wlog);
@@ -262,16 +287,31 @@ static int worker(const struct cfg *c, int idx, int gen, int64_t end)
 
 struct window {
     int64_t invoke, start, end;
+    int64_t released; /* release invoke or death; 0 while unknown */
+    int rel_rc;       /* the release's answer; 1 if none came */
     uint64_t fence;
     int worker;
 };
+
+#define NCODES 16 /* -rc for rc in DLOCK_OK .. DLOCK_ENOMEM and beyond */
 
 struct history {
     struct window *w;
     size_t n, cap;
     long ops, acquired, busy, unknown, writes, rejected, faults;
     long stops, stopped_then_lost, stopped_then_ok;
+    long errors[NCODES];          /* acquire and release errors by -rc */
+    char first_error[NCODES][160]; /* the first message of each */
+    int64_t *kills;                /* when holders were killed */
+    size_t nkills, capkills;
 };
+
+/* Server-wide faults as the parent saw them: [start, end] of each nemesis
+ * command, in microseconds of CLOCK_MONOTONIC. */
+static struct {
+    int64_t start, end;
+} nemeses[4096];
+static size_t n_nemeses;
 
 static int by_start(const void *a, const void *b)
 {
@@ -280,13 +320,46 @@ static int by_start(const void *a, const void *b)
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
+static int by_value(const void *a, const void *b)
+{
+    const int64_t *x = a, *y = b;
+
+    return *x < *y ? -1 : *x > *y;
+}
+
+static void note_error(struct history *h, int rc, const char *line)
+{
+    int i = -rc >= 0 && -rc < NCODES ? -rc : NCODES - 1;
+    const char *msg = line;
+
+    /* "TIME EV RC message": keep the message. */
+    for (int field = 0; field < 3 && msg != NULL; field++) {
+        msg = strchr(msg, ' ');
+        msg = msg != NULL ? msg + 1 : NULL;
+    }
+    if (h->errors[i]++ == 0 && msg != NULL) {
+        snprintf(h->first_error[i], sizeof(h->first_error[i]), "%s", msg);
+        h->first_error[i][strcspn(h->first_error[i], "\n")] = '\0';
+    }
+}
+
+static void *grow(void *p, size_t *cap, size_t size)
+{
+    *cap = *cap ? *cap * 2 : 1024;
+    p = realloc(p, *cap * size);
+    if (p == NULL)
+        exit(93);
+    return p;
+}
+
 static void read_log(const struct cfg *c, const char *path, int worker,
                      struct history *h)
 {
     FILE *f = fopen(path, "r");
-    char line[256];
+    char line[512];
     int64_t invoke = 0, ttl_us = c->ttl * 1000;
     long open_w = -1; /* index of the window being held */
+    long last_w = -1; /* ... and of the one being released */
     int stopped = 0;
 
     if (f == NULL)
@@ -309,17 +382,15 @@ static void read_log(const struct cfg *c, const char *path, int worker,
             break;
         case 'E':
             h->unknown++;
+            if (sscanf(line, "%*d %*c %d", &rc) == 1)
+                note_error(h, rc, line);
             break;
         case 'A':
             if (sscanf(line, "%*d %*c %llu", &fence) != 1)
                 break;
-            if (h->n == h->cap) {
-                h->cap = h->cap ? h->cap * 2 : 1024;
-                h->w = realloc(h->w, h->cap * sizeof(*h->w));
-                if (h->w == NULL)
-                    exit(93);
-            }
-            h->w[h->n] = (struct window){invoke, t, invoke + ttl_us,
+            if (h->n == h->cap)
+                h->w = grow(h->w, &h->cap, sizeof(*h->w));
+            h->w[h->n] = (struct window){invoke, t, invoke + ttl_us, 0, 1,
                                          fence, worker};
             open_w = (long)h->n++;
             h->acquired++;
@@ -337,14 +408,29 @@ static void read_log(const struct cfg *c, const char *path, int worker,
             break;
         case 'K':
         case 'U':
-            if (ev == 'K')
+            if (ev == 'K') {
                 h->faults++;
-            if (open_w >= 0 && t < h->w[open_w].end)
-                h->w[open_w].end = t;
+                if (h->nkills == h->capkills)
+                    h->kills = grow(h->kills, &h->capkills,
+                                    sizeof(*h->kills));
+                h->kills[h->nkills++] = t;
+            }
+            if (open_w >= 0) {
+                if (t < h->w[open_w].end)
+                    h->w[open_w].end = t;
+                h->w[open_w].released = t;
+            }
+            last_w = open_w;
             open_w = -1;
             break;
         case 'u':
-            if (sscanf(line, "%*d %*c %d", &rc) == 1 && stopped) {
+            if (sscanf(line, "%*d %*c %d", &rc) != 1)
+                break;
+            if (last_w >= 0)
+                h->w[last_w].rel_rc = rc;
+            if (rc != DLOCK_OK && rc != DLOCK_LOST)
+                note_error(h, rc, line);
+            if (stopped) {
                 if (rc == DLOCK_LOST)
                     h->stopped_then_lost++;
                 else
@@ -357,12 +443,35 @@ static void read_log(const struct cfg *c, const char *path, int worker,
     fclose(f);
 }
 
-static long nemesis_runs;
+/* A fault that revokes every lock: cut each window that overlaps it at the
+ * fault's start, and count the holders that lived through a whole fault
+ * and what their release was told. */
+static void apply_revocations(struct history *h, long *spanned, long told[3])
+{
+    for (size_t i = 0; i < h->n; i++) {
+        struct window *w = &h->w[i];
+
+        for (size_t k = 0; k < n_nemeses; k++) {
+            if (w->start < nemeses[k].end && w->end > nemeses[k].start)
+                w->end = w->start > nemeses[k].start ? w->start
+                                                     : nemeses[k].start;
+            if (w->start < nemeses[k].start && w->released > nemeses[k].end) {
+                (*spanned)++;
+                told[w->rel_rc == DLOCK_OK ? 0 : w->rel_rc == DLOCK_LOST ? 1
+                                                                       : 2]++;
+                break;
+            }
+        }
+    }
+}
+
+static long nemesis_runs, crashes;
 
 static int check(const struct cfg *c, int gens[])
 {
     struct history h = {0};
     long overlaps = 0, fence_errors = 0, final, lost_updates;
+    long spanned = 0, told[3] = {0}; /* OK, LOST, an error */
     int64_t max_end = 0;
     char path[512];
     int fails = 0;
@@ -374,6 +483,8 @@ static int check(const struct cfg *c, int gens[])
         }
     if (h.n > 0)
         qsort(h.w, h.n, sizeof(*h.w), by_start);
+    if (c->revokes)
+        apply_revocations(&h, &spanned, told);
     for (size_t i = 0; i < h.n; i++) {
         if (i > 0 && h.w[i].start < max_end) {
             overlaps++;
@@ -400,7 +511,45 @@ static int check(const struct cfg *c, int gens[])
     lost_updates = c->workload == W_MUTEX ? 0 : h.writes - final;
 
     printf("history: %ld ops, %ld acquired, %ld busy, %ld unknown, %ld "
-           "faults\n", h.ops, h.acquired, h.busy, h.unknown, h.faults);
+           "holder faults, %ld server faults\n", h.ops, h.acquired, h.busy,
+           h.unknown, h.faults, nemesis_runs);
+    for (int i = 1; i < NCODES; i++)
+        if (h.errors[i] > 0)
+            printf("  errors: %ld x %s, first: %s\n", h.errors[i],
+                   dlock_strerror(-i), h.first_error[i]);
+    if (h.nkills > 0) {
+        /* How soon after a holder's death someone held the lock again. */
+        int64_t *gap = calloc(h.nkills, sizeof(*gap));
+        size_t ngap = 0, j = 0;
+
+        if (gap == NULL)
+            exit(93);
+        qsort(h.kills, h.nkills, sizeof(*h.kills), by_value);
+        for (size_t k = 0; k < h.nkills; k++) {
+            while (j < h.n && h.w[j].start <= h.kills[k])
+                j++;
+            if (j < h.n)
+                gap[ngap++] = h.w[j].start - h.kills[k];
+        }
+        if (ngap > 0) {
+            qsort(gap, ngap, sizeof(*gap), by_value);
+            /* Free again within the lease (sooner where the store sees
+             * the death), give or take a second of scheduling. */
+            int late = gap[ngap - 1] > (c->ttl + 1000) * 1000;
+
+            printf("%s taken again after kill -9: %zu kills, p50 %.1f ms, "
+                   "max %.1f ms (lease %lld ms)\n", late ? "FAIL" : "PASS",
+                   ngap, gap[ngap / 2] / 1000.0, gap[ngap - 1] / 1000.0,
+                   (long long)c->ttl);
+            fails += late;
+        }
+        free(gap);
+    }
+    if (crashes > 0) {
+        printf("FAIL crashes: %ld worker(s) ended by a signal or an error\n",
+               crashes);
+        fails++;
+    }
     if (!c->expect_violation) {
         /* Overlaps of lease windows are only meaningful as a check of the
          * lock; with stop faults a paused holder's window is cut at its
@@ -425,8 +574,26 @@ static int check(const struct cfg *c, int gens[])
                    h.stopped_then_lost, h.stopped_then_ok);
             fails += h.stopped_then_ok != 0;
         }
-        h.faults += nemesis_runs;
-        if (h.faults == 0 && (c->fault != F_NONE || c->nemesis != NULL)) {
+        if (c->revokes) {
+            printf("%s revoked holders: %ld held through a server fault, "
+                   "%ld told LOST, %ld told an error, %ld released as if "
+                   "still held\n", told[0] ? "FAIL" : "PASS", spanned,
+                   told[1], told[2], told[0]);
+            fails += told[0] != 0;
+        }
+        if (c->nemesis != NULL) {
+            /* After the last fault the store must serve again. */
+            int64_t last = n_nemeses ? nemeses[n_nemeses - 1].end : 0;
+            long after = 0;
+
+            for (size_t i = 0; i < h.n; i++)
+                after += h.w[i].start > last;
+            printf("%s recovery: %ld acquisitions after the last server "
+                   "fault\n", after > 0 ? "PASS" : "FAIL", after);
+            fails += after == 0;
+        }
+        if (h.faults + nemesis_runs == 0 &&
+            (c->fault != F_NONE || c->nemesis != NULL)) {
             printf("FAIL faults: none were injected\n");
             fails++;
         }
@@ -442,6 +609,7 @@ static int check(const struct cfg *c, int gens[])
         fails += lost_updates <= 0;
     }
     free(h.w);
+    free(h.kills);
     return fails;
 }
 
@@ -450,9 +618,9 @@ static int check(const struct cfg *c, int gens[])
 static void usage(void)
 {
     fprintf(stderr, "usage: torture URL [--workers N] [--seconds S] "
-                    "[--ttl MS] [--workload mutex|counter|fenced] "
+                    "[--ttl MS] [--hold MS] [--workload mutex|counter|fenced] "
                     "[--fault none|kill|stop] [--expect-violation] "
-                    "[--nemesis CMD [--every MS]]\n");
+                    "[--nemesis CMD [--every MS] [--revokes]]\n");
     exit(64);
 }
 
@@ -473,18 +641,29 @@ int main(int argc, char **argv)
     pid_t pids[MAX_WORKERS], nem = -1;
     int gens[MAX_WORKERS] = {0}, alive, fails;
     int64_t resume_at[MAX_WORKERS] = {0}, end, nem_at;
+    char *shown;
 
     if (argc < 2)
         usage();
     c.url = argv[1];
+    if (c.url[0] == '\0') {
+        /* An unset DLOCK_TEST_*_URL must not test the default store. */
+        fprintf(stderr, "torture: empty URL\n");
+        return 64;
+    }
     c.workers = 8;
     c.seconds = 5;
     c.ttl = 300;
+    c.hold_ms = 2;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
         if (strcmp(a, "--expect-violation") == 0) {
             c.expect_violation = 1;
+            continue;
+        }
+        if (strcmp(a, "--revokes") == 0) {
+            c.revokes = 1;
             continue;
         }
         if (v == NULL)
@@ -496,6 +675,8 @@ int main(int argc, char **argv)
             c.seconds = atoi(v);
         else if (strcmp(a, "--ttl") == 0)
             c.ttl = atoi(v);
+        else if (strcmp(a, "--hold") == 0)
+            c.hold_ms = atoi(v);
         else if (strcmp(a, "--nemesis") == 0)
             c.nemesis = v;
         else if (strcmp(a, "--every") == 0)
@@ -514,20 +695,26 @@ int main(int argc, char **argv)
             usage();
     }
     if (c.workers < 1 || c.workers > MAX_WORKERS || c.seconds < 1 ||
-        c.ttl < 50)
+        c.ttl < 50 || c.hold_ms < 0 || c.hold_ms > 60000 ||
+        (c.nemesis != NULL && c.seconds < 3))
         usage();
     snprintf(c.dir, sizeof(c.dir), "/tmp/dlock-torture.XXXXXX");
     if (mkdtemp(c.dir) == NULL)
         return 70;
     snprintf(c.name, sizeof(c.name), "torture-%d", (int)getpid());
-    printf("torture: %s, %d workers, %d s, lease %lld ms, workload %s, "
-           "fault %s%s%s\n", c.url, c.workers, c.seconds, (long long)c.ttl,
+    if (dlock_url_redact(&shown, c.url) != DLOCK_OK)
+        shown = NULL;
+    printf("torture: %s, %d workers, %d s, lease %lld ms, hold <= %d ms, "
+           "workload %s, fault %s%s%s%s\n", shown ? shown : "(bad URL)",
+           c.workers, c.seconds, (long long)c.ttl, c.hold_ms,
            c.workload == W_MUTEX     ? "mutex"
            : c.workload == W_COUNTER ? "counter"
                                      : "fenced",
            c.fault == F_NONE ? "none" : c.fault == F_KILL ? "kill" : "stop",
-           c.nemesis ? ", nemesis: " : "", c.nemesis ? c.nemesis : "");
+           c.nemesis ? ", nemesis: " : "", c.nemesis ? c.nemesis : "",
+           c.revokes ? " (revokes every lock)" : "");
     fflush(stdout);
+    free(shown);
 
     if (c.every_ms <= 0)
         c.every_ms = 500;
@@ -542,14 +729,21 @@ int main(int argc, char **argv)
         int idx = -1;
 
         if (p > 0 && p == nem) {
-            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
                 fprintf(stderr, "nemesis command failed (%d)\n", status);
+                crashes++;
+            }
+            nemeses[n_nemeses - 1].end = now_us();
             nem = -1;
             nemesis_runs++;
             continue;
         }
+        /* No server fault in the last 2 s: the run must show that the
+         * store serves again after one. */
         if (c.nemesis != NULL && nem < 0 && now_ms() >= nem_at &&
-            now_ms() < end) {
+            now_ms() < end - 2000 &&
+            n_nemeses < sizeof(nemeses) / sizeof(nemeses[0])) {
+            nemeses[n_nemeses++].start = now_us();
             nem = fork();
             if (nem == 0) {
                 execl("/bin/sh", "sh", "-c", c.nemesis, (char *)NULL);
@@ -570,9 +764,11 @@ int main(int argc, char **argv)
             } else {
                 if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
                     if (!(WIFSIGNALED(status) &&
-                          WTERMSIG(status) == SIGKILL))
+                          WTERMSIG(status) == SIGKILL)) {
                         fprintf(stderr, "worker %d ended badly (%d)\n", idx,
                                 status);
+                        crashes++;
+                    }
                 }
                 pids[idx] = -1;
                 alive--;
@@ -591,7 +787,7 @@ int main(int argc, char **argv)
         char cmd[300];
 
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", c.dir);
-        if (fails == 0 && system(cmd) != 0)
+        if (fails == 0 && getenv("TORTURE_KEEP") == NULL && system(cmd) != 0)
             fprintf(stderr, "could not remove %s\n", c.dir);
     }
     if (fails)
