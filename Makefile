@@ -47,8 +47,8 @@ fuzz:
 	@command -v clang >/dev/null || { echo "make fuzz needs clang (apt-get install clang)"; exit 1; }
 	@cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DDLOCK_FUZZ=ON \
 	    -DDLOCK_SANITIZE=ON -DBUILD_TESTING=OFF >/dev/null
-	@cmake --build build-fuzz -j$(JOBS) --target fuzz_url fuzz_name fuzz_cli
-	@for t in url name cli; do \
+	@cmake --build build-fuzz -j$(JOBS) --target fuzz_url fuzz_name fuzz_keys fuzz_cli
+	@for t in url name keys cli; do \
 	    echo "== fuzz_$$t for $(FUZZ_SECONDS) s"; \
 	    mkdir -p build-fuzz/corpus-$$t; \
 	    build-fuzz/tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) \

@@ -40,6 +40,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "keys.h"
 #include "store.h"
 
 #define DEFAULT_TIMEOUT_MS 5000
@@ -48,127 +49,12 @@
 /* An idle pooled connection older than this is pinged before reuse. */
 #define IDLE_PING_MS 1000
 #define MAX_IDLE 8
-/* Key: 64 characters of at most 4 bytes each. */
-#define KEY_MAX (64 * 4)
+#define KEY_MAX DLOCK__MYSQL_KEY_MAX
 #define TABLE_MAX 64
 
 /* The server's clock in ms; every connection runs with time_zone +00:00,
  * so this has no daylight-saving jumps. */
 #define NOWMS "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)"
-
-/* --- SHA1 (FIPS 180-1), for the key of long names ---------------------- */
-
-struct sha1 {
-    uint32_t h[5];
-    uint64_t len;
-    unsigned char buf[64];
-    size_t n;
-};
-
-static uint32_t rol(uint32_t x, int n)
-{
-    return (x << n) | (x >> (32 - n));
-}
-
-static void sha1_block(struct sha1 *s, const unsigned char *p)
-{
-    uint32_t w[80], a, b, c, d, e, t;
-
-    for (int i = 0; i < 16; i++)
-        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
-               (uint32_t)p[4 * i + 2] << 8 | (uint32_t)p[4 * i + 3];
-    for (int i = 16; i < 80; i++)
-        w[i] = rol(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
-    a = s->h[0], b = s->h[1], c = s->h[2], d = s->h[3], e = s->h[4];
-    for (int i = 0; i < 80; i++) {
-        uint32_t f, k;
-
-        if (i < 20)
-            f = (b & c) | (~b & d), k = 0x5a827999;
-        else if (i < 40)
-            f = b ^ c ^ d, k = 0x6ed9eba1;
-        else if (i < 60)
-            f = (b & c) | (b & d) | (c & d), k = 0x8f1bbcdc;
-        else
-            f = b ^ c ^ d, k = 0xca62c1d6;
-        t = rol(a, 5) + f + e + k + w[i];
-        e = d, d = c, c = rol(b, 30), b = a, a = t;
-    }
-    s->h[0] += a, s->h[1] += b, s->h[2] += c, s->h[3] += d, s->h[4] += e;
-}
-
-static void sha1_add(struct sha1 *s, const void *data, size_t len)
-{
-    const unsigned char *p = data;
-
-    s->len += len;
-    while (len > 0) {
-        size_t k = 64 - s->n < len ? 64 - s->n : len;
-
-        memcpy(s->buf + s->n, p, k);
-        s->n += k, p += k, len -= k;
-        if (s->n == 64) {
-            sha1_block(s, s->buf);
-            s->n = 0;
-        }
-    }
-}
-
-static void sha1_hex(const void *data, size_t len, char out[41])
-{
-    static const char hex[] = "0123456789abcdef";
-    struct sha1 s = {
-        {0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476, 0xc3d2e1f0},
-        0,
-        {0},
-        0};
-    unsigned char pad[72] = {0x80};
-    uint64_t bits;
-    size_t padlen;
-
-    sha1_add(&s, data, len);
-    bits = s.len * 8;
-    padlen = (s.n < 56 ? 56 : 120) - s.n;
-    for (int i = 0; i < 8; i++)
-        pad[padlen + (size_t)i] = (unsigned char)(bits >> (56 - 8 * i));
-    sha1_add(&s, pad, padlen + 8);
-    for (int i = 0; i < 20; i++) {
-        unsigned char byte = (unsigned char)(s.h[i / 4] >> (24 - 8 * (i % 4)));
-
-        out[2 * i] = hex[byte >> 4];
-        out[2 * i + 1] = hex[byte & 15];
-    }
-    out[40] = '\0';
-}
-
-/* The GET_LOCK key of a name: itself up to 64 characters, else its first
- * 24 characters and the SHA1 hex of all of it.  Characters are UTF-8 code
- * points (the core has checked the name is valid UTF-8), as CHAR_LENGTH()
- * and SUBSTR() count them in utf8mb4.  MariaDB refuses GET_LOCK names over
- * 192 bytes (MySQL counts 64 characters), so there a short name of many
- * multibyte characters is hashed too: no other client can use such a name
- * as a key on MariaDB anyway. */
-static size_t name_key(const char *name, size_t len, int mariadb,
-                       char out[KEY_MAX + 1])
-{
-    size_t chars = 0, cut = 0;
-
-    for (size_t i = 0; i < len; i++) {
-        if (((unsigned char)name[i] & 0xc0) != 0x80) {
-            if (chars == 24)
-                cut = i;
-            chars++;
-        }
-    }
-    if (chars <= 64 && (!mariadb || len <= 192)) {
-        memcpy(out, name, len);
-        out[len] = '\0';
-        return len;
-    }
-    memcpy(out, name, cut);
-    sha1_hex(name, len, out + cut);
-    return cut + 40;
-}
 
 /* --- the handle and its connection pool ------------------------------- */
 
@@ -1273,7 +1159,7 @@ static int new_priv(struct my_store *ms, struct dlock_lock *lk,
 
     if (ml == NULL)
         return dlock__enomem();
-    ml->key_len = name_key(lk->name, lk->name_len, ms->mariadb, ml->key);
+    ml->key_len = dlock__mysql_key(lk->name, lk->name_len, ms->mariadb, ml->key);
     rc = conn_get(ms, &ml->c);
     if (rc != DLOCK_OK) {
         free(ml);
@@ -1601,7 +1487,7 @@ static int my_status(struct dlock_store *s, const char *name, dlock_info *out)
     MYSQL_ROW row;
     int rc;
 
-    ml.key_len = name_key(name, strlen(name), ms->mariadb, ml.key);
+    ml.key_len = dlock__mysql_key(name, strlen(name), ms->mariadb, ml.key);
     rc = conn_get(ms, &c);
     if (rc != DLOCK_OK)
         return rc;
@@ -1715,7 +1601,7 @@ static int my_force_release(struct dlock_store *s, const char *name,
     struct holder h;
     int rc, have = 0, killed = 0;
 
-    ml.key_len = name_key(name, strlen(name), ms->mariadb, ml.key);
+    ml.key_len = dlock__mysql_key(name, strlen(name), ms->mariadb, ml.key);
     rc = conn_get(ms, &c);
     if (rc != DLOCK_OK)
         return rc;

@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "keys.h"
 #include "store.h"
 
 #define DEFAULT_PREFIX "dlock:"
@@ -386,54 +387,13 @@ static void drop_conn(struct redis_store *rs)
 
 /* --- keys ------------------------------------------------------------ */
 
-struct keys {
-    char *buf;
-    const char *k[4];
-    size_t klen[4];
-    char *chan;
-    size_t chan_len;
-};
-
-static const char *const suffix[] = {"", "\xff" "fence", "\xff" "readers",
-                                     "\xff" "info"};
-#define CHAN_SUFFIX "\xff" "release"
-
 static int make_keys(struct redis_store *rs, const char *name,
-                     size_t name_len, struct keys *k)
+                     size_t name_len, struct dlock__rkeys *k)
 {
-    size_t base = rs->prefix_len + name_len, total = 0, off = 0;
-
-    for (int i = 0; i < 4; i++)
-        total += base + strlen(suffix[i]) + 1;
-    total += base + sizeof(CHAN_SUFFIX);
-    k->buf = malloc(total);
-    if (k->buf == NULL)
-        return dlock__enomem();
-    for (int i = 0; i < 5; i++) {
-        const char *suf = i < 4 ? suffix[i] : CHAN_SUFFIX;
-        char *p = k->buf + off;
-
-        memcpy(p, rs->prefix, rs->prefix_len);
-        memcpy(p + rs->prefix_len, name, name_len);
-        memcpy(p + base, suf, strlen(suf) + 1);
-        if (i < 4) {
-            k->k[i] = p;
-            k->klen[i] = base + strlen(suf);
-        } else {
-            k->chan = p;
-            k->chan_len = base + strlen(suf);
-        }
-        off += base + strlen(suf) + 1;
-    }
-    return DLOCK_OK;
+    return dlock__redis_keys(rs->prefix, rs->prefix_len, name, name_len, k);
 }
 
-/* --- scripts ---------------------------------------------------------- */
-
-/* Run script `s` with the four keys and up to 4 args (caller holds mu).
- * A broken connection is reconnected and the script retried once when
- * `retry` (every script but release is idempotent for one token). */
-static redisReply *run(struct redis_store *rs, int s, const struct keys *k,
+static redisReply *run(struct redis_store *rs, int s, const struct dlock__rkeys *k,
                        int nargs, const char **args, const size_t *alen,
                        int retry, int *rc)
 {
@@ -655,7 +615,7 @@ static int acquire_once(struct dlock_store *s, struct dlock_lock *lk,
     char ttlbuf[24], pidbuf[24];
     const char *a[4];
     size_t al[4];
-    struct keys k;
+    struct dlock__rkeys k;
     redisReply *r;
     int rc;
 
@@ -711,7 +671,7 @@ static int int_script(struct redis_store *rs, int s, struct dlock_lock *lk,
     char ttlbuf[24], pidbuf[24];
     const char *a[4];
     size_t al[4];
-    struct keys k;
+    struct dlock__rkeys k;
     redisReply *r;
     int rc;
 
@@ -963,7 +923,7 @@ static void cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu,
 }
 
 /* Join the waiters of lk's channel (caller holds smu). */
-static struct chan *join_chan(struct redis_store *rs, const struct keys *k,
+static struct chan *join_chan(struct redis_store *rs, const struct dlock__rkeys *k,
                               struct waiter *w)
 {
     struct chan *c = find_chan(rs, k->chan, k->chan_len);
@@ -1032,7 +992,7 @@ static int redis_wait_acquire(struct dlock_store *s, struct dlock_lock *lk,
     struct redis_store *rs = (struct redis_store *)s;
     struct waiter w = {NULL, PTHREAD_COND_INITIALIZER, 0};
     pthread_condattr_t ca;
-    struct keys k;
+    struct dlock__rkeys k;
     struct chan *c;
     unsigned attempt = 0;
     int64_t retry0 = -1;
@@ -1132,7 +1092,7 @@ static int redis_wait_acquire(struct dlock_store *s, struct dlock_lock *lk,
 static int describe(struct redis_store *rs, const char *name,
                     dlock_info *out)
 {
-    struct keys k;
+    struct dlock__rkeys k;
     redisReply *r;
     const char *a[2] = {"", ""};
     size_t al[2] = {0, 0};
@@ -1179,23 +1139,6 @@ static int redis_status(struct dlock_store *s, const char *name,
     return describe((struct redis_store *)s, name, out);
 }
 
-/* SCAN's MATCH pattern for keys starting with `lit`. */
-static char *glob_prefix(const char *lit, size_t len)
-{
-    char *g = malloc(2 * len + 2), *p = g;
-
-    if (g == NULL)
-        return NULL;
-    for (size_t i = 0; i < len; i++) {
-        if (strchr("*?[]\\", lit[i]) != NULL)
-            *p++ = '\\';
-        *p++ = lit[i];
-    }
-    *p++ = '*';
-    *p = '\0';
-    return g;
-}
-
 static int redis_list(struct dlock_store *s, const char *prefix,
                       int (*cb)(const dlock_info *info, void *payload),
                       void *payload)
@@ -1210,7 +1153,7 @@ static int redis_list(struct dlock_store *s, const char *prefix,
         return dlock__enomem();
     memcpy(lit, rs->prefix, rs->prefix_len);
     memcpy(lit + rs->prefix_len, prefix, plen + 1);
-    pattern = glob_prefix(lit, rs->prefix_len + plen);
+    pattern = dlock__redis_glob_prefix(lit, rs->prefix_len + plen);
     free(lit);
     if (pattern == NULL)
         return dlock__enomem();
@@ -1244,20 +1187,13 @@ static int redis_list(struct dlock_store *s, const char *prefix,
         for (size_t i = 0; i < r->element[1]->elements && rc == DLOCK_OK;
              i++) {
             redisReply *key = r->element[1]->element[i];
-            const char *nm = key->str + rs->prefix_len;
-            size_t len = key->len - rs->prefix_len, cut;
+            size_t cut;
 
-            if (key->type != REDIS_REPLY_STRING || key->len < rs->prefix_len)
+            if (key->type != REDIS_REPLY_STRING ||
+                !dlock__redis_key_name(key->str, key->len, rs->prefix,
+                                       rs->prefix_len, &cut))
                 continue;
-            /* A lock key, or a readers key; not fence/info. */
-            cut = strcspn(nm, "\xff");
-            if (cut < len && (len - cut != strlen(suffix[2]) ||
-                              memcmp(nm + cut, suffix[2], len - cut) != 0))
-                continue;
-            if (memchr(nm, '\0', cut) != NULL ||
-                dlock__check_name(nm, cut) != DLOCK_OK)
-                continue;
-            rc = dlock__names_add(&names, nm, cut);
+            rc = dlock__names_add(&names, key->str + rs->prefix_len, cut);
         }
         freeReplyObject(r);
     } while (rc == DLOCK_OK && strcmp(cursor, "0") != 0);
@@ -1276,7 +1212,7 @@ static int redis_force_release(struct dlock_store *s, const char *name,
     struct redis_store *rs = (struct redis_store *)s;
     const char *a[2];
     size_t al[2];
-    struct keys k;
+    struct dlock__rkeys k;
     redisReply *r;
     int rc;
 

@@ -1,0 +1,49 @@
+/*
+ * keys.h - how the stores map lock names to their own keys.  Pure
+ * functions, no client library: the fuzzers (tests/fuzz/fuzz_keys.c) call
+ * them directly.  PostgreSQL has no client-side mapping: the server hashes
+ * the name, sent as a bound text parameter (hashtextextended or hashtext).
+ */
+#ifndef DLOCK_STORES_KEYS_H
+#define DLOCK_STORES_KEYS_H
+
+#include <stddef.h>
+
+/* MySQL/MariaDB: 64 characters of at most 4 bytes each. */
+#define DLOCK__MYSQL_KEY_MAX (64 * 4)
+
+/* The GET_LOCK key of a valid UTF-8 name: the name itself up to 64
+ * characters (and, on MariaDB, 192 bytes), else its first 24 characters
+ * followed by the SHA1 hex of the whole name (seed mpyw's mapping).
+ * Writes a NUL-terminated key to out; returns its length. */
+size_t dlock__mysql_key(const char *name, size_t len, int mariadb,
+                        char out[DLOCK__MYSQL_KEY_MAX + 1]);
+
+/* Redis: the keys of one lock name, all in one allocation (free buf).
+ * k[0] the lock (prefix + name, the plain SET NX key), k[1] the fence
+ * counter, k[2] the shared holders, k[3] the holder info, chan the release
+ * channel: the derived ones end in 0xff + a word, and 0xff never occurs in
+ * UTF-8, so no lock's key is another's derived key. */
+struct dlock__rkeys {
+    char *buf;
+    const char *k[4];
+    size_t klen[4];
+    char *chan;
+    size_t chan_len;
+};
+int dlock__redis_keys(const char *prefix, size_t prefix_len,
+                      const char *name, size_t name_len,
+                      struct dlock__rkeys *k);
+
+/* The name a Redis key belongs to, if it is a lock key (k[0]) or a shared
+ * holders key (k[2]) under prefix: 1 and *name_len (the name starts at
+ * key + prefix_len), else 0. */
+int dlock__redis_key_name(const char *key, size_t key_len,
+                          const char *prefix, size_t prefix_len,
+                          size_t *name_len);
+
+/* SCAN's MATCH pattern for the keys that start with lit: lit with Redis's
+ * glob characters escaped, then "*".  malloc'd; NULL when out of memory. */
+char *dlock__redis_glob_prefix(const char *lit, size_t len);
+
+#endif

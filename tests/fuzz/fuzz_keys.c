@@ -1,0 +1,176 @@
+/* libFuzzer: each store's mapping of lock names to its own keys
+ * (src/stores/keys.c).  The input is two names separated by the byte 0xfe
+ * (never in UTF-8).  For every valid name:
+ *  - MySQL/MariaDB: the key is the name up to 64 characters (192 bytes on
+ *    MariaDB), else its first 24 characters and 40 lowercase hex digits;
+ *    it is valid UTF-8 within the server's limits; two names share a key
+ *    only when one is literally the other's hashed key;
+ *  - Redis: the lock key is prefix + name, the five keys differ, the lock
+ *    and readers keys map back to the name and the others to no name, and
+ *    no key of one name is a key of another.
+ * Any input at all, as a Redis key, maps back to a name only if that name
+ * is valid and the key is its lock or readers key; as a SCAN prefix, its
+ * glob escapes to exactly itself followed by one '*'.
+ * PostgreSQL has no client-side mapping (the server hashes the name). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "keys.h"
+#include "store.h"
+
+#define PREFIX "dlock:"
+#define PLEN (sizeof(PREFIX) - 1)
+
+static size_t utf8_chars(const char *s, size_t len)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < len; i++)
+        n += ((unsigned char)s[i] & 0xc0) != 0x80;
+    return n;
+}
+
+static int valid(const char *s, size_t len)
+{
+    return len > 0 && memchr(s, 0, len) == NULL &&
+           dlock__check_name(s, len) == DLOCK_OK;
+}
+
+static void check_mysql(const char *name, size_t len, int mariadb,
+                        char key[DLOCK__MYSQL_KEY_MAX + 1])
+{
+    size_t klen = dlock__mysql_key(name, len, mariadb, key), chars;
+    char again[DLOCK__MYSQL_KEY_MAX + 1];
+
+    if (klen != strlen(key) || !valid(key, klen))
+        abort();
+    chars = utf8_chars(key, klen);
+    if (chars > 64 || (mariadb && klen > 192))
+        abort();
+    if (utf8_chars(name, len) <= 64 && (!mariadb || len <= 192)) {
+        if (klen != len || memcmp(key, name, len) != 0)
+            abort();
+    } else {
+        size_t cut = klen - 40;
+
+        if (utf8_chars(key, cut) != 24 || memcmp(key, name, cut) != 0)
+            abort();
+        for (size_t i = cut; i < klen; i++)
+            if (strchr("0123456789abcdef", key[i]) == NULL)
+                abort();
+    }
+    if (dlock__mysql_key(name, len, mariadb, again) != klen ||
+        memcmp(again, key, klen + 1) != 0)
+        abort();
+}
+
+static void check_redis(const char *name, size_t len,
+                        struct dlock__rkeys *k)
+{
+    size_t nlen;
+
+    if (dlock__redis_keys(PREFIX, PLEN, name, len, k) != DLOCK_OK)
+        abort();
+    if (k->klen[0] != PLEN + len || memcmp(k->k[0], PREFIX, PLEN) != 0 ||
+        memcmp(k->k[0] + PLEN, name, len) != 0)
+        abort();
+    for (int i = 0; i < 5; i++) {
+        const char *ki = i < 4 ? k->k[i] : k->chan;
+        size_t li = i < 4 ? k->klen[i] : k->chan_len;
+        int back = dlock__redis_key_name(ki, li, PREFIX, PLEN, &nlen);
+
+        if (back != (i == 0 || i == 2) || (back && nlen != len))
+            abort();
+        for (int j = 0; j < i; j++)
+            if (li == k->klen[j] && memcmp(ki, k->k[j], li) == 0)
+                abort();
+    }
+}
+
+static int same_key(const char *a, size_t al, const char *b, size_t bl)
+{
+    return al == bl && memcmp(a, b, al) == 0;
+}
+
+static void check_any_key(const char *d, size_t n)
+{
+    struct dlock__rkeys k;
+    size_t nlen;
+
+    if (!dlock__redis_key_name(d, n, PREFIX, PLEN, &nlen))
+        return;
+    if (!valid(d + PLEN, nlen))
+        abort();
+    if (dlock__redis_keys(PREFIX, PLEN, d + PLEN, nlen, &k) != DLOCK_OK)
+        abort();
+    if (!same_key(d, n, k.k[0], k.klen[0]) &&
+        !same_key(d, n, k.k[2], k.klen[2]))
+        abort();
+    free(k.buf);
+}
+
+static void check_glob(const char *d, size_t n)
+{
+    size_t len = strnlen(d, n), j = 0;
+    char *g = dlock__redis_glob_prefix(d, len), *p;
+
+    if (g == NULL)
+        abort();
+    /* Unescape: every byte of d in order, no bare glob character, then a
+     * single '*' at the end. */
+    for (p = g; *p != '\0' && p[1] != '\0'; p++) {
+        if (*p == '\\')
+            p++;
+        else if (strchr("*?[]", *p) != NULL)
+            abort();
+        if (j >= len || *p != d[j++])
+            abort();
+    }
+    if (j != len || p[0] != '*' || p[1] != '\0')
+        abort();
+    free(g);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const char *d = (const char *)data, *sep = memchr(d, 0xfe, size);
+    const char *n[2] = {d, sep ? sep + 1 : NULL};
+    size_t l[2] = {sep ? (size_t)(sep - d) : size,
+                   sep ? size - (size_t)(sep - d) - 1 : 0};
+    char mk[2][2][DLOCK__MYSQL_KEY_MAX + 1];
+    struct dlock__rkeys rk[2];
+    int ok[2];
+
+    check_any_key(d, size);
+    check_glob(d, size);
+    for (int i = 0; i < 2; i++) {
+        ok[i] = n[i] != NULL && valid(n[i], l[i]);
+        if (!ok[i])
+            continue;
+        check_mysql(n[i], l[i], 0, mk[i][0]);
+        check_mysql(n[i], l[i], 1, mk[i][1]);
+        check_redis(n[i], l[i], &rk[i]);
+    }
+    if (ok[0] && ok[1] && !same_key(n[0], l[0], n[1], l[1])) {
+        for (int m = 0; m < 2; m++)
+            if (strcmp(mk[0][m], mk[1][m]) == 0 &&
+                !same_key(mk[0][m], strlen(mk[0][m]), n[0], l[0]) &&
+                !same_key(mk[0][m], strlen(mk[0][m]), n[1], l[1]))
+                abort(); /* a collision no one asked for */
+        for (int i = 0; i < 5; i++)
+            for (int j = 0; j < 5; j++) {
+                const char *a = i < 4 ? rk[0].k[i] : rk[0].chan;
+                const char *b = j < 4 ? rk[1].k[j] : rk[1].chan;
+                size_t al = i < 4 ? rk[0].klen[i] : rk[0].chan_len;
+                size_t bl = j < 4 ? rk[1].klen[j] : rk[1].chan_len;
+
+                if (same_key(a, al, b, bl))
+                    abort();
+            }
+    }
+    for (int i = 0; i < 2; i++)
+        if (ok[i])
+            free(rk[i].buf);
+    return 0;
+}
