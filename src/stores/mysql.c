@@ -44,8 +44,16 @@
 #include "store.h"
 
 #define DEFAULT_TIMEOUT_MS 5000
-/* Longest single GET_LOCK wait; the read timeout is set above it. */
+/* Longest single GET_LOCK wait (never longer than ?timeout=).  A
+ * connection's read timeout, fixed when it connects, is ?timeout= plus one
+ * slice: so a statement that hangs is given up after at most twice the
+ * operation timeout, and a GET_LOCK wait is never mistaken for a hang. */
 #define MAX_SLICE_MS 5000
+
+static int64_t max_slice(int64_t timeout_ms)
+{
+    return timeout_ms < MAX_SLICE_MS ? timeout_ms : MAX_SLICE_MS;
+}
 /* An idle pooled connection older than this is pinged before reuse. */
 #define IDLE_PING_MS 1000
 #define MAX_IDLE 8
@@ -148,7 +156,7 @@ static unsigned secs_up(int64_t ms)
 static int conn_open(struct my_store *ms, struct conn **out)
 {
     unsigned ct = secs_up(ms->timeout_ms);
-    unsigned rt = secs_up(ms->timeout_ms + MAX_SLICE_MS);
+    unsigned rt = secs_up(ms->timeout_ms + max_slice(ms->timeout_ms));
     unsigned wt = ct;
     my_bool off = 0, on = 1;
     struct conn *c;
@@ -1112,7 +1120,11 @@ static int attempt(struct my_store *ms, struct dlock_lock *lk,
                 return rc != DLOCK_OK ? rc : DLOCK_BUSY;
             /* A KILLed session lets go of its GET_LOCK a moment later. */
             wait = dlock__remaining_ms(deadline);
-            rc = get_lock(ms, c, ml, wait < 2000 ? wait : 2000, &got);
+            if (wait > 2000)
+                wait = 2000;
+            if (wait > max_slice(ms->timeout_ms))
+                wait = max_slice(ms->timeout_ms);
+            rc = get_lock(ms, c, ml, wait, &got);
             if (rc != DLOCK_OK)
                 return rc;
             if (!got)
@@ -1239,7 +1251,9 @@ static int my_wait_acquire(struct dlock_store *s, struct dlock_lock *lk,
         rem = dlock__remaining_ms(deadline);
         if (rem == 0)
             break;
-        slice = rem < MAX_SLICE_MS ? rem : MAX_SLICE_MS;
+        slice = max_slice(ms->timeout_ms);
+        if (rem < slice)
+            slice = rem;
         if (retry >= 0 && retry + 2 < slice)
             slice = retry + 2;
         if (!ml->c->frac && slice < 1000) {
