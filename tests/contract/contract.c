@@ -26,50 +26,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "dlock.h"
 
 static const char *url;
 static char run_id[64];
-static int failed_checks;
 static const char *self_exe;
-
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "  %s:%d: CHECK(%s) failed (last error: %s)\n",  \
-                    __FILE__, __LINE__, #cond, dlock_errmsg());              \
-            failed_checks++;                                                 \
-            return;                                                          \
-        }                                                                    \
-    } while (0)
-
-#define CHECK_RC(expr, want)                                                 \
-    do {                                                                     \
-        int rc_ = (expr);                                                    \
-        if (rc_ != (want)) {                                                 \
-            fprintf(stderr, "  %s:%d: %s returned %d (%s), wanted %s: %s\n", \
-                    __FILE__, __LINE__, #expr, rc_, dlock_strerror(rc_),     \
-                    #want, dlock_errmsg());                                  \
-            failed_checks++;                                                 \
-            return;                                                          \
-        }                                                                    \
-    } while (0)
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
 
 /* A per-run name: "<run id>/<base>". */
 static const char *nm(const char *base)
@@ -931,7 +893,7 @@ int main(int argc, char **argv)
     s = open_store();
     printf("contract suite on %s (run %s)\n", dlock_store_url(s), run_id);
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-        int before = failed_checks, pick = argc == 2;
+        int before = failures, pick = argc == 2;
         int64_t t0;
 
         for (int a = 2; a < argc; a++)
@@ -941,9 +903,9 @@ int main(int argc, char **argv)
         t0 = now_ms();
         tests[i].fn(s);
         ran++;
-        if (failed_checks != before)
+        if (failures != before)
             failed++;
-        printf("%-4s %-24s %5lld ms\n", failed_checks != before ? "FAIL" : "ok",
+        printf("%-4s %-24s %5lld ms\n", failures != before ? "FAIL" : "ok",
                tests[i].name, (long long)(now_ms() - t0));
         fflush(stdout);
     }

@@ -6,18 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "store.h"
-
-static int failures;
-
-#define EXPECT(cond)                                                         \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "%s:%d: EXPECT(%s) failed (%s)\n", __FILE__,     \
-                    __LINE__, #cond, dlock_errmsg());                        \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
 
 static void redact_is(const char *in, const char *want)
 {

@@ -15,29 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "dlock.h"
-
-static int failures;
-
-#define EXPECT(cond)                                                           \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            fprintf(stderr, "%s:%d: EXPECT(%s) failed (dlock: %s)\n",          \
-                    __FILE__, __LINE__, #cond, dlock_errmsg());                \
-            failures++;                                                        \
-        }                                                                      \
-    } while (0)
-
-#define EXPECT_RC(expr, want)                                                  \
-    do {                                                                       \
-        int rc_ = (expr);                                                      \
-        if (rc_ != (want)) {                                                   \
-            fprintf(stderr, "%s:%d: %s returned %d (%s), wanted %s: %s\n",     \
-                    __FILE__, __LINE__, #expr, rc_, dlock_strerror(rc_),       \
-                    #want, dlock_errmsg());                                    \
-            failures++;                                                        \
-        }                                                                      \
-    } while (0)
 
 struct target {
     char user[128], password[128], host[128], db[128];

@@ -41,30 +41,12 @@
 
 #include <libpq-fe.h>
 
+#include "check.h"
 #include "dlock.h"
 #include "dlock_pg.h"
 
-static int failures;
-
-#define EXPECT(cond)                                                           \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            fprintf(stderr, "%s:%d: EXPECT(%s) failed (errmsg: %s)\n",         \
-                    __FILE__, __LINE__, #cond, dlock_errmsg());                \
-            failures++;                                                        \
-        }                                                                      \
-    } while (0)
-
 static const char *url;
 static char run_id[64];
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* A name unique to this run. */
 static const char *nm(const char *base)

@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "dlock.h"
 #include "store.h" /* dlock__url_parse: the raw client connects alike */
 
@@ -41,46 +42,7 @@
 #define SERVER_SCRIPT "scripts/server-redis.sh"
 #endif
 
-static int failures;
 static char run_id[64];
-
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "  %s:%d: CHECK(%s) failed (last error: %s)\n",  \
-                    __FILE__, __LINE__, #cond, dlock_errmsg());              \
-            failures++;                                                      \
-            return;                                                          \
-        }                                                                    \
-    } while (0)
-
-#define CHECK_RC(expr, want)                                                 \
-    do {                                                                     \
-        int rc_ = (expr);                                                    \
-        if (rc_ != (want)) {                                                 \
-            fprintf(stderr, "  %s:%d: %s returned %d (%s), wanted %s: %s\n", \
-                    __FILE__, __LINE__, #expr, rc_, dlock_strerror(rc_),     \
-                    #want, dlock_errmsg());                                  \
-            failures++;                                                      \
-            return;                                                          \
-        }                                                                    \
-    } while (0)
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
 
 static const char *nm(const char *base)
 {

@@ -18,18 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "dlock.h"
-
-static int failures;
-
-#define EXPECT(cond)                                                         \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "%s:%d: EXPECT(%s) failed (%s)\n", __FILE__,     \
-                    __LINE__, #cond, dlock_errmsg());                        \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
 
 static const char *path;
 static char url[8192];
