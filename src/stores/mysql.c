@@ -1309,6 +1309,24 @@ static void done_conn(struct my_store *ms, struct my_lock *ml, struct conn *c,
         conn_put(ms, c, ok);
 }
 
+/* A pooled connection that died while idle (a server restart, a KILL,
+ * wait_timeout) fails its first statement.  For a statement that needs no
+ * session of its own (never a pinned one), swap in a fresh connection: 1
+ * when the caller should build and run its statement once more. */
+static int reopen_pooled(struct my_store *ms, struct my_lock *ml,
+                         struct conn **c, int rc)
+{
+    struct conn *n;
+
+    if (rc != DLOCK_EUNAVAIL || *c == ml->c || !(*c)->reused ||
+        !is_conn_error(mysql_errno((*c)->db)) ||
+        conn_open(ms, &n) != DLOCK_OK)
+        return 0;
+    conn_close(*c);
+    *c = n;
+    return 1;
+}
+
 /* The pinned connection failed: its session, and with it our GET_LOCK,
  * is gone (or will be when we close it), so the lock is lost. */
 static int pinned_failed(struct my_store *ms, struct dlock_lock *lk,
@@ -1373,13 +1391,16 @@ static int my_extend(struct dlock_store *s, struct dlock_lock *lk,
     rc = lock_conn(ms, ml, &c);
     if (rc != DLOCK_OK)
         return rc;
-    sb_add(&b,
-           "UPDATE %s SET expires_ms = " NOWMS " + %lld, created = "
-           "UNIX_TIMESTAMP(), ttl = %lld",
-           ms->table, (long long)ttl_ms, (long long)((ttl_ms + 999) / 1000));
-    sb_own(&b, ms, c, lk, ml);
-    rc = run(ms, c, &b, NULL, "extend");
-    sb_free(&b);
+    do {
+        sb_add(&b,
+               "UPDATE %s SET expires_ms = " NOWMS " + %lld, created = "
+               "UNIX_TIMESTAMP(), ttl = %lld",
+               ms->table, (long long)ttl_ms,
+               (long long)((ttl_ms + 999) / 1000));
+        sb_own(&b, ms, c, lk, ml);
+        rc = run(ms, c, &b, NULL, "extend");
+        sb_free(&b);
+    } while (reopen_pooled(ms, ml, &c, rc));
     if (rc == DLOCK_OK && mysql_affected_rows(c->db) != 1) {
         tidy_lost(ms, c, lk, ml);
         rc = lost(lk, "its lease ran out or it was broken");
@@ -1406,10 +1427,12 @@ static int my_ttl_left(struct dlock_store *s, struct dlock_lock *lk,
     rc = lock_conn(ms, ml, &c);
     if (rc != DLOCK_OK)
         return rc;
-    sb_add(&b, "SELECT " EXPIRES " - " NOWMS " FROM %s", ms->table);
-    sb_own(&b, ms, c, lk, ml);
-    rc = run_int(ms, c, &b, &left, &found, "assert_ttl");
-    sb_free(&b);
+    do {
+        sb_add(&b, "SELECT " EXPIRES " - " NOWMS " FROM %s", ms->table);
+        sb_own(&b, ms, c, lk, ml);
+        rc = run_int(ms, c, &b, &left, &found, "assert_ttl");
+        sb_free(&b);
+    } while (reopen_pooled(ms, ml, &c, rc));
     if (rc == DLOCK_OK && !found) {
         tidy_lost(ms, c, lk, ml);
         rc = lost(lk, "its lease ran out or it was broken");
@@ -1453,10 +1476,12 @@ static int my_release(struct dlock_store *s, struct dlock_lock *lk)
     }
     /* Delete the row first, then drop the GET_LOCK: a waiter woken by the
      * GET_LOCK finds the row gone. */
-    sb_add(&b, "DELETE FROM %s", ms->table);
-    sb_own(&b, ms, c, lk, ml);
-    rc = run(ms, c, &b, NULL, "release");
-    sb_free(&b);
+    do {
+        sb_add(&b, "DELETE FROM %s", ms->table);
+        sb_own(&b, ms, c, lk, ml);
+        rc = run(ms, c, &b, NULL, "release");
+        sb_free(&b);
+    } while (reopen_pooled(ms, ml, &c, rc));
     if (rc == DLOCK_OK) {
         if (mysql_affected_rows(c->db) != 1) {
             tidy_lost(ms, c, lk, ml);
