@@ -15,41 +15,51 @@
 
 static int failures;
 
+static inline void check_failed_(const char *file, int line,
+                                 const char *what)
+{
+    fprintf(stderr, "  %s:%d: %s failed (last error: %s)\n", file, line,
+            what, dlock_errmsg());
+    failures++;
+}
+
+static inline void rc_failed_(const char *file, int line, const char *expr,
+                              int rc, const char *want)
+{
+    fprintf(stderr, "  %s:%d: %s returned %d (%s), wanted %s: %s\n", file,
+            line, expr, rc, dlock_strerror(rc), want, dlock_errmsg());
+    failures++;
+}
+
 #define EXPECT(cond)                                                         \
     do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "  %s:%d: EXPECT(%s) failed (last error: %s)\n", \
-                    __FILE__, __LINE__, #cond, dlock_errmsg());              \
-            failures++;                                                      \
-        }                                                                    \
+        if (!(cond))                                                         \
+            check_failed_(__FILE__, __LINE__, "EXPECT(" #cond ")");          \
     } while (0)
 
 #define EXPECT_RC(expr, want)                                                \
     do {                                                                     \
         int rc_ = (expr);                                                    \
-        if (rc_ != (want)) {                                                 \
-            fprintf(stderr, "  %s:%d: %s returned %d (%s), wanted %s: %s\n", \
-                    __FILE__, __LINE__, #expr, rc_, dlock_strerror(rc_),     \
-                    #want, dlock_errmsg());                                  \
-            failures++;                                                      \
-        }                                                                    \
+        if (rc_ != (want))                                                   \
+            rc_failed_(__FILE__, __LINE__, #expr, rc_, #want);               \
     } while (0)
 
 /* The same, but give up on the rest of the test function. */
 #define CHECK(cond)                                                          \
     do {                                                                     \
-        int f_ = failures;                                                   \
-        EXPECT(cond);                                                        \
-        if (failures != f_)                                                  \
+        if (!(cond)) {                                                       \
+            check_failed_(__FILE__, __LINE__, "CHECK(" #cond ")");           \
             return;                                                          \
+        }                                                                    \
     } while (0)
 
 #define CHECK_RC(expr, want)                                                 \
     do {                                                                     \
-        int f_ = failures;                                                   \
-        EXPECT_RC(expr, want);                                               \
-        if (failures != f_)                                                  \
+        int rc_ = (expr);                                                    \
+        if (rc_ != (want)) {                                                 \
+            rc_failed_(__FILE__, __LINE__, #expr, rc_, #want);               \
             return;                                                          \
+        }                                                                    \
     } while (0)
 
 static inline int64_t now_ms(void)
