@@ -11,6 +11,13 @@ int bench_noop(struct bench_noop *n);
 /* SQLite only (else -1): the cheapest durable commit, one row, fsync
  * included: the physical limit of a lock store that survives power loss. */
 int bench_noop_durable(struct bench_noop *n);
+/* The server's count of requests from clients, all connections together
+ * (Redis: top-level commands, nested script calls left out; PostgreSQL:
+ * top-level statements in pg_stat_statements; MariaDB: the Questions
+ * status), this function's own requests excluded; -1 where the server
+ * keeps no such count that is current (SQLite; PostgreSQL without
+ * pg_stat_statements). */
+long long bench_server_requests(struct bench_noop *n);
 void bench_noop_close(struct bench_noop *n);
 /* "SQLite 3.40.1", "Redis 7.0.15", ... (static buffer). */
 const char *bench_server_version(const char *url);

@@ -3,7 +3,7 @@
  * given as a ratio to the same server's raw round trip, measured in the
  * same run, so the numbers hold on a noisy machine.
  *
- *   dlock-bench URL [--json FILE] [--quick] [--many N]
+ *   dlock-bench URL [--json FILE] [--quick] [--many N] [--only PART]
  *
  * 1. uncontended: acquire + release on one name, one client, in blocks
  *    alternating with blocks of no-ops (PING, SELECT 1, DO 1, or an empty
@@ -13,7 +13,9 @@
  *    hand-off latency (release by A -> acquire by B != A), Jain's fairness
  *    index, share of acquisitions that went back to the releaser.
  * 3. many locks: one process holding N names with auto-renew: RSS per held
- *    lock and renewals per second.
+ *    lock and renewals per second; and 100 waiters on one name: what one
+ *    release costs (client requests the server counted, per hand-off) and
+ *    how long the hand-off takes with that many waiting.
  * 4. dead holder: time until a contender holds the lock after kill -9 of
  *    the holder.
  */
@@ -78,6 +80,12 @@ static char run_id[64];
 static FILE *json;
 static int quick;
 static int many_n;
+static const char *only; /* --only uncontended|contended|many|herd|dead */
+
+static int want(const char *part)
+{
+    return only == NULL || strcmp(only, part) == 0;
+}
 
 static void die(const char *what)
 {
@@ -255,6 +263,8 @@ static void bench_contended(void)
     long per[P] = {0}, back = 0, nh = 0;
     double sum = 0, sumsq = 0, jain;
     pid_t pids[P];
+    struct bench_noop *noop = NULL;
+    long long r0 = -1, r1 = -1;
     int n;
 
     if (sh == MAP_FAILED)
@@ -266,9 +276,14 @@ static void bench_contended(void)
             contender(sh, p, end, max);
     }
     sleep_us(1000000); /* all connected: the clock starts at "go" */
+    if (bench_noop_open(&noop, url) == 0)
+        r0 = bench_server_requests(noop);
     sh->go = 1;
     for (int p = 0; p < P; p++)
         waitpid(pids[p], NULL, 0);
+    if (noop != NULL)
+        r1 = bench_server_requests(noop);
+    bench_noop_close(noop);
     n = sh->n;
     qsort(sh->ev, (size_t)n, sizeof(struct event), cmp_ev);
     hand = malloc(sizeof(int64_t) * (size_t)(n + 1));
@@ -293,10 +308,14 @@ static void bench_contended(void)
         int64_t p50 = pct(hand, (size_t)nh, 0.5), p99 = pct(hand, (size_t)nh, 0.99);
         int64_t mx = nh ? hand[nh - 1] : 0;
 
+        double req = r0 >= 0 && r1 >= 0 && n > 0 ? (double)(r1 - r0) / n
+                                                 : -1;
+
         printf("contended    %9.0f cycles/s  hand-off p50 %7.1f us  p99 %7.1f "
-               "us  max %7.1f us  Jain %.3f  back to releaser %.1f%%\n",
+               "us  max %7.1f us  Jain %.3f  back to releaser %.1f%%  "
+               "requests/cycle %.2f\n",
                rate, p50 / 1e3, p99 / 1e3, mx / 1e3, jain,
-               n > 1 ? 100.0 * back / (n - 1) : 0.0);
+               n > 1 ? 100.0 * back / (n - 1) : 0.0, req);
         if (json != NULL)
             fprintf(json, "  \"contended\": {\n");
         jnum("processes", P, 0);
@@ -305,7 +324,8 @@ static void bench_contended(void)
         jnum("handoff_p99_us", p99 / 1e3, 0);
         jnum("handoff_max_us", mx / 1e3, 0);
         jnum("jain_fairness", jain, 0);
-        jnum("back_to_releaser", n > 1 ? (double)back / (n - 1) : 0, 1);
+        jnum("back_to_releaser", n > 1 ? (double)back / (n - 1) : 0, 0);
+        jnum("requests_per_cycle", req, 1);
         if (json != NULL)
             fprintf(json, "  },\n");
     }
@@ -369,6 +389,137 @@ static void bench_many(void)
             die("many release");
     free(l);
     dlock_store_close(s);
+}
+
+/* --- 3b. a herd: 100 waiters on one name ------------------------------- */
+
+struct herd {
+    volatile int ready, stop;
+    int n;
+    int64_t released[]; /* [i]: when holder i let go; [0] is the parent */
+};
+
+/* Wait, hold for nothing, release, wait again, until the parent has
+ * counted enough hand-offs (then it kills us). */
+static void herd_waiter(struct herd *h, const char *name, int k)
+{
+    dlock_store *s = open_store();
+    dlock_options o = DLOCK_OPTIONS_INIT;
+
+    o.wait_ms = DLOCK_WAIT_FOREVER;
+    o.auto_renew = 0;
+    __atomic_fetch_add(&h->ready, 1, __ATOMIC_SEQ_CST);
+    for (;;) {
+        dlock_lock *l;
+        int i;
+
+        if (dlock_acquire(&l, s, name, &o) != DLOCK_OK)
+            die("herd acquire");
+        i = __atomic_add_fetch(&h->n, 1, __ATOMIC_SEQ_CST);
+        if (i <= k)
+            h->released[i + k + 1] = now_ns(); /* acquired */
+        if (i >= k)
+            h->stop = 1;
+        if (i <= k)
+            h->released[i] = now_ns();
+        if (dlock_release(l) != DLOCK_OK)
+            die("herd release");
+    }
+}
+
+static void bench_herd(void)
+{
+    enum { W = 100 };
+    const int k = quick ? 100 : 300;
+    size_t size = sizeof(struct herd) + sizeof(int64_t) * (2 * k + 2);
+    struct herd *h = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                          MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    struct bench_noop *noop = NULL;
+    dlock_store *s = open_store();
+    dlock_options o = DLOCK_OPTIONS_INIT;
+    dlock_lock *l;
+    int64_t *hand = malloc(sizeof(int64_t) * (size_t)k), t0, t1;
+    long long r0 = -1, r1 = -1;
+    double base = -1;
+    pid_t pids[W];
+    char name[128];
+    int nh = 0;
+
+    if (h == MAP_FAILED || hand == NULL)
+        exit(1);
+    snprintf(name, sizeof(name), "%s/herd", run_id);
+    o.auto_renew = 0;
+    o.ttl_ms = 60000;
+    /* What one uncontended acquire + release costs, for comparison. */
+    if (bench_noop_open(&noop, url) == 0 &&
+        (r0 = bench_server_requests(noop)) >= 0) {
+        for (int i = 0; i < 50; i++) {
+            if (dlock_acquire(&l, s, name, &o) != DLOCK_OK ||
+                dlock_release(l) != DLOCK_OK)
+                die("herd baseline");
+        }
+        r1 = bench_server_requests(noop);
+        base = r1 >= 0 ? (double)(r1 - r0) / 50 : -1;
+    }
+    if (dlock_acquire(&l, s, name, &o) != DLOCK_OK)
+        die("herd first acquire");
+    for (int w = 0; w < W; w++) {
+        pids[w] = fork();
+        if (pids[w] == 0)
+            herd_waiter(h, name, k);
+    }
+    /* Everyone connected and (after a moment) blocked in the wait. */
+    while (h->ready < W)
+        sleep_us(1000);
+    sleep_us(1000000);
+    r0 = r1 = -1;
+    if (noop != NULL)
+        r0 = bench_server_requests(noop);
+    t0 = now_ns();
+    h->released[0] = t0;
+    if (dlock_release(l) != DLOCK_OK)
+        die("herd release");
+    while (!h->stop)
+        sleep_us(200);
+    t1 = now_ns();
+    if (noop != NULL)
+        r1 = bench_server_requests(noop);
+    for (int w = 0; w < W; w++)
+        kill(pids[w], SIGKILL);
+    for (int w = 0; w < W; w++)
+        waitpid(pids[w], NULL, 0);
+    for (int i = 1; i <= k; i++)
+        hand[nh++] = h->released[i + k + 1] - h->released[i - 1];
+    qsort(hand, (size_t)nh, sizeof(*hand), cmp_i64);
+    {
+        double per = r0 >= 0 && r1 >= 0 ? (double)(r1 - r0) / k : -1;
+        int64_t p50 = pct(hand, (size_t)nh, 0.5);
+        int64_t p99 = pct(hand, (size_t)nh, 0.99);
+
+        printf("100 waiters  %d hand-offs in %.2f s: hand-off p50 %7.1f us  "
+               "p99 %7.1f us; ", k, (t1 - t0) / 1e9, p50 / 1e3, p99 / 1e3);
+        if (per >= 0)
+            printf("%.2f client requests per hand-off, %.2f per "
+                   "uncontended acquire + release\n", per, base);
+        else
+            printf("requests per hand-off: n/a (%s)\n",
+                   url[0] == 's' ? "waiters poll the file"
+                                 : "the server counts none at once");
+        if (json != NULL)
+            fprintf(json, "  \"herd\": {\n");
+        jnum("waiters", W, 0);
+        jnum("handoffs", k, 0);
+        jnum("handoff_p50_us", p50 / 1e3, 0);
+        jnum("handoff_p99_us", p99 / 1e3, 0);
+        jnum("requests_per_handoff", per, 0);
+        jnum("requests_per_uncontended_cycle", base, 1);
+        if (json != NULL)
+            fprintf(json, "  },\n");
+    }
+    bench_noop_close(noop);
+    dlock_store_close(s);
+    free(hand);
+    munmap(h, size);
 }
 
 /* --- 4. dead holder ------------------------------------------------------ */
@@ -441,7 +592,7 @@ int main(int argc, char **argv)
 
     if (argc < 2) {
         fprintf(stderr, "usage: dlock-bench URL [--json FILE] [--quick] "
-                        "[--many N]\n");
+                        "[--many N] [--only PART]\n");
         return 64;
     }
     url = argv[1];
@@ -452,6 +603,8 @@ int main(int argc, char **argv)
             quick = 1;
         else if (strcmp(argv[i], "--many") == 0 && i + 1 < argc)
             many_n = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+            only = argv[++i];
         else
             return 64;
     }
@@ -474,13 +627,20 @@ int main(int argc, char **argv)
            dlock_version(), redacted, un.machine, un.release,
            sysconf(_SC_NPROCESSORS_ONLN), bench_server_version(url));
     fflush(stdout);
-    bench_uncontended();
+    if (want("uncontended"))
+        bench_uncontended();
     fflush(stdout);
-    bench_contended();
+    if (want("contended"))
+        bench_contended();
     fflush(stdout);
-    bench_many();
+    if (want("many"))
+        bench_many();
     fflush(stdout);
-    bench_dead_holder();
+    if (want("herd"))
+        bench_herd();
+    fflush(stdout);
+    if (want("dead"))
+        bench_dead_holder();
     if (json != NULL) {
         fprintf(json, "  \"end\": true\n}\n");
         fclose(json);

@@ -24,6 +24,7 @@
 
 struct bench_noop {
     char kind;
+    long long own_requests; /* bench_server_requests() calls so far */
     sqlite3 *db;
     sqlite3 *durable; /* SQLite: a one-row commit, fsync included */
 #ifdef DLOCK_HAVE_REDIS
@@ -208,6 +209,77 @@ int bench_noop_durable(struct bench_noop *n)
                         "BEGIN IMMEDIATE; INSERT OR REPLACE INTO t "
                         "VALUES (1, random()); COMMIT;",
                         NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+}
+
+long long bench_server_requests(struct bench_noop *n)
+{
+    switch (n->kind) {
+#ifdef DLOCK_HAVE_REDIS
+    case 'r': {
+        /* Commands a client sent: commandstats counts the redis.call()s
+         * inside scripts too, so only these names count.  INFO itself is
+         * counted after it answers, so the next reading includes it. */
+        static const char *const top[] = {
+            "evalsha", "eval", "evalsha_ro", "eval_ro", "subscribe",
+            "unsubscribe", "ping", "info", "script|load", "script|exists",
+            "hello", "auth", "select", "client|setname", NULL};
+        redisReply *r = redisCommand(n->rc, "INFO commandstats");
+        long long total = 0;
+
+        if (r == NULL || r->type != REDIS_REPLY_STRING) {
+            freeReplyObject(r);
+            return -1;
+        }
+        for (const char *l = r->str; l != NULL && *l; l = strchr(l, '\n')) {
+            char name[64];
+            long long calls;
+
+            if (*l == '\n')
+                l++;
+            if (sscanf(l, "cmdstat_%63[^:]:calls=%lld", name, &calls) != 2)
+                continue;
+            for (int i = 0; top[i] != NULL; i++)
+                if (strcmp(name, top[i]) == 0)
+                    total += calls;
+        }
+        freeReplyObject(r);
+        return total - n->own_requests++; /* our earlier INFOs */
+    }
+#endif
+#ifdef DLOCK_HAVE_POSTGRES
+    case 'p': {
+        /* Top-level statements of every client, as pg_stat_statements
+         * counts them the moment they end (where the server loads it). */
+        PGresult *r = PQexec(n->pg, "SELECT sum(calls) FROM "
+                                    "pg_stat_statements");
+        long long v = -1;
+
+        if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
+            !PQgetisnull(r, 0, 0))
+            v = strtoll(PQgetvalue(r, 0, 0), NULL, 10) - n->own_requests++;
+        PQclear(r);
+        return v;
+    }
+#endif
+#ifdef DLOCK_HAVE_MYSQL
+    case 'm': {
+        MYSQL_RES *res;
+        MYSQL_ROW row;
+        long long v = -1;
+
+        if (mysql_query(n->my, "SHOW GLOBAL STATUS LIKE 'Questions'") != 0 ||
+            (res = mysql_store_result(n->my)) == NULL)
+            return -1;
+        row = mysql_fetch_row(res);
+        if (row != NULL && row[1] != NULL)
+            v = strtoll(row[1], NULL, 10) - 1 /* this statement */
+                - n->own_requests++;        /* and the ones before */
+        mysql_free_result(res);
+        return v;
+    }
+#endif
+    }
+    return -1;
 }
 
 void bench_noop_close(struct bench_noop *n)

@@ -86,13 +86,18 @@ psql_super() {
 
 # Start postgres on $port in the background and wait (bounded) until it
 # accepts connections.  The caller has set $port.
+# pg_stat_statements, where the server has it, lets dlock-bench count the
+# statements a hand-off costs (the cumulative statistics lag by a second).
 launch() {
+    local extra=()
     : >"$dir/server.log"
     [ "$(id -u)" -ne 0 ] || chown postgres "$dir/server.log"
+    [ -f "$bindir/../lib/pg_stat_statements.so" ] &&
+        extra=(-c shared_preload_libraries=pg_stat_statements)
     as_pg "$bindir/postgres" -D "$dir/data" -k "$dir" -p "$port" \
         -c listen_addresses=127.0.0.1 -c max_connections=300 \
         -c shared_buffers=16MB -c fsync=off -c full_page_writes=off \
-        -c logging_collector=off -c log_min_messages=warning \
+        -c logging_collector=off -c log_min_messages=warning "${extra[@]}" \
         </dev/null >>"$dir/server.log" 2>&1 &
     echo $! >"$dir/launcher.pid"
     local i
@@ -167,6 +172,10 @@ start)
             IN SCHEMA public GRANT ALL ON TABLES TO other" >/dev/null; then
         stop_server
         die "could not create the test roles and database"
+    fi
+    if [ -f "$bindir/../lib/pg_stat_statements.so" ]; then
+        psql_super "$database" "CREATE EXTENSION IF NOT EXISTS
+            pg_stat_statements" >/dev/null || true
     fi
     url="postgres://$role:$password@127.0.0.1:$port/$database"
     echo "$url" >"$dir/url"
