@@ -12,9 +12,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,7 +32,9 @@ static const char help[] =
     "Run CMD while holding the lock NAME.  The lease is renewed while CMD\n"
     "runs and the lock is released when it exits.  CMD gets DLOCK_NAME,\n"
     "DLOCK_FENCE and DLOCK_STORE (password hidden) in its environment.\n"
-    "SIGINT, SIGTERM and SIGHUP sent to dlock are passed on to CMD.\n"
+    "Signals sent to dlock (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, ...)\n"
+    "are passed on to CMD.  If dlock itself dies (even by SIGKILL), CMD is\n"
+    "killed with it, so it never runs on without the lock.\n"
     "If the lock is lost while CMD runs, CMD gets SIGTERM, then SIGKILL after\n"
     "the grace period, and dlock exits 75.\n"
     "\n"
@@ -52,10 +54,12 @@ static const char help[] =
     "executable/not found.\n";
 
 static int sigpipe_w = -1;
+static pid_t self_pid;
 
-/* Byte codes on the self-pipe.  Signals: the number, with 0x80 set when a
- * process sent it (kill(2)); without, the kernel did (a terminal's ^C,
- * which the child, in the same process group, already got). */
+/* Byte codes on the self-pipe.  Signals: the number, with 0x80 set when
+ * another process sent it (kill(2)); without, the kernel did (a terminal's
+ * ^C, which the child, in the same process group, already got) or we did
+ * (SIGPIPE or SIGXFSZ from our own write). */
 #define EV_CHILD 'C'
 #define EV_LOST 'L'
 
@@ -68,9 +72,35 @@ static void on_signal(int sig, siginfo_t *si, void *ctx)
     if (sig == SIGCHLD)
         b = EV_CHILD;
     else
-        b = (unsigned char)(sig | (si != NULL && si->si_code <= 0 ? 0x80 : 0));
+        b = (unsigned char)(sig | (si != NULL && si->si_code <= 0 &&
+                                           si->si_pid != self_pid
+                                       ? 0x80
+                                       : 0));
     (void)!write(sigpipe_w, &b, 1);
     errno = saved;
+}
+
+/* Every signal whose default action would end dlock and leave CMD running
+ * unsupervised: caught, so dlock stays to release the lock, and passed on
+ * to CMD when another process sent it.  The faults (SIGSEGV, SIGABRT...)
+ * and SIGKILL are left alone: CMD dies with dlock then, by
+ * PR_SET_PDEATHSIG. */
+static const int caught[] = {SIGHUP,  SIGINT,    SIGQUIT, SIGUSR1,
+                             SIGUSR2, SIGPIPE,   SIGALRM, SIGTERM,
+                             SIGIO,   SIGVTALRM, SIGPROF, SIGXCPU,
+                             SIGXFSZ, SIGPWR,    SIGSTKFLT};
+
+static void for_each_caught(void (*fn)(int sig, void *arg), void *arg)
+{
+    for (size_t i = 0; i < sizeof(caught) / sizeof(caught[0]); i++)
+        fn(caught[i], arg);
+    for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+        fn(sig, arg);
+}
+
+static void catch_one(int sig, void *arg)
+{
+    (void)sigaction(sig, arg, NULL);
 }
 
 static void on_lost(dlock_lock *lock, void *payload)
@@ -293,29 +323,148 @@ static int acquire(const struct cli *c, const struct run_opts *o,
     return dlock_acquire(lock, store, o->name, &opts);
 }
 
+/* The paths execvp() would try for file, in order (NULL-terminated;
+ * free with free_argv()).  Worked out before fork(): between fork() and
+ * exec the child of a threaded process may only make async-signal-safe
+ * calls, which rules out malloc. */
+static char **exec_paths(const char *file)
+{
+    const char *path = getenv("PATH"), *p;
+    size_t n = 1, k = 0, flen = strlen(file);
+    char **v;
+
+    if (strchr(file, '/') != NULL || *file == '\0') {
+        v = calloc(2, sizeof(*v));
+        if (v != NULL && (v[0] = strdup(file)) == NULL) {
+            free(v);
+            v = NULL;
+        }
+        return v;
+    }
+    if (path == NULL)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    for (p = path; *p; p++)
+        n += *p == ':';
+    v = calloc(n + 1, sizeof(*v));
+    if (v == NULL)
+        return NULL;
+    for (p = path;; p++) {
+        const char *end = strchrnul(p, ':');
+        size_t dlen = (size_t)(end - p);
+
+        /* An empty entry is the current directory, as in execvp(). */
+        v[k] = malloc(dlen + flen + 3);
+        if (v[k] == NULL)
+            break;
+        if (dlen == 0)
+            memcpy(v[k], "./", 3);
+        else {
+            memcpy(v[k], p, dlen);
+            memcpy(v[k] + dlen, "/", 2);
+        }
+        strcat(v[k], file);
+        k++;
+        if (*end == '\0')
+            return v;
+        p = end;
+    }
+    for (size_t i = 0; i < k; i++)
+        free(v[i]);
+    free(v);
+    return NULL;
+}
+
+static void free_argv(char **v)
+{
+    for (size_t i = 0; v != NULL && v[i] != NULL; i++)
+        free(v[i]);
+    free(v);
+}
+
+static void default_one(int sig, void *arg)
+{
+    (void)arg;
+    (void)signal(sig, SIG_DFL);
+}
+
+/* In the child, between fork() and exec: async-signal-safe calls only.
+ * CMD must not outlive dlock (a second holder would run beside it), so it
+ * is killed when dlock dies: PR_SET_PDEATHSIG, and if dlock died before
+ * that was in place (we are already someone else's child), not started. */
+static void child_exec(char **paths, char **argv, char **env, int errfd,
+                       pid_t parent)
+{
+    sigset_t none;
+    int err = ENOENT;
+
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+        _exit(EXIT_LOST);
+    for_each_caught(default_one, NULL);
+    (void)signal(SIGCHLD, SIG_DFL);
+    sigemptyset(&none);
+    (void)sigprocmask(SIG_SETMASK, &none, NULL);
+    for (size_t i = 0; paths[i] != NULL; i++) {
+        execve(paths[i], argv, env);
+        /* As execvp: remember a permission problem, go on past a missing
+         * file, stop at anything else. */
+        if (errno == EACCES)
+            err = EACCES;
+        else if (errno != ENOENT && errno != ENOTDIR)
+            err = errno;
+        if (err != ENOENT && err != EACCES)
+            break;
+    }
+    (void)!write(errfd, &err, sizeof(err));
+    _exit(err == ENOENT ? 127 : 126);
+}
+
 /* Start CMD; returns its pid, or -(exit code) on failure. */
 static pid_t spawn(char **cmd, char **env)
 {
-    posix_spawnattr_t attr;
-    sigset_t none, dfl;
-    pid_t pid;
-    int err;
+    char **paths = exec_paths(cmd[0]);
+    sigset_t all, old;
+    int efd[2], err = 0;
+    pid_t pid, parent = getpid();
+    ssize_t n;
 
-    sigemptyset(&none);
-    sigemptyset(&dfl);
-    sigaddset(&dfl, SIGINT);
-    sigaddset(&dfl, SIGTERM);
-    sigaddset(&dfl, SIGHUP);
-    sigaddset(&dfl, SIGCHLD);
-    sigaddset(&dfl, SIGPIPE);
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &dfl);
-    posix_spawnattr_setflags(&attr,
-                             POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    err = posix_spawnp(&pid, cmd[0], NULL, &attr, cmd, env);
-    posix_spawnattr_destroy(&attr);
-    if (err != 0) {
+    if (paths == NULL) {
+        cli_err("run: out of memory");
+        return -EXIT_INTERNAL;
+    }
+    if (pipe2(efd, O_CLOEXEC) != 0) {
+        cli_err("run: pipe: %s", strerror(errno));
+        free_argv(paths);
+        return -EXIT_INTERNAL;
+    }
+    /* No handler of ours may run in the child before exec. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid = fork();
+    if (pid == 0) {
+        close(efd[0]);
+        child_exec(paths, cmd, env, efd[1], parent);
+    }
+    if (pid < 0)
+        err = errno;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    close(efd[1]);
+    free_argv(paths);
+    if (pid < 0) {
+        close(efd[0]);
+        cli_err("run: cannot start '%s': %s", cmd[0], strerror(err));
+        return -EXIT_INTERNAL;
+    }
+    /* The exec's outcome: EOF when it worked (the pipe is close-on-exec),
+     * the errno when it did not. */
+    do
+        n = read(efd[0], &err, sizeof(err));
+    while (n < 0 && errno == EINTR);
+    close(efd[0]);
+    if (n == (ssize_t)sizeof(err)) {
+        int status;
+
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            ;
         cli_err("run: cannot run '%s': %s", cmd[0], strerror(err));
         return err == ENOENT ? -127 : -126;
     }
@@ -426,10 +575,9 @@ int cmd_run(const struct cli *c, int argc, char **argv)
     sa.sa_sigaction = on_signal;
     sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NOCLDSTOP;
     sigemptyset(&sa.sa_mask);
+    self_pid = getpid();
     sigaction(SIGCHLD, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
+    for_each_caught(catch_one, &sa);
     scan_fds(1);
     child = spawn(o.cmd, env);
     if (child < 0) {

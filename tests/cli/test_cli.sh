@@ -37,14 +37,12 @@ let_go() { echo go >"$T/go-$1"; wait "$holder"; holder_rc=$?; rm -f "$T/go-$1" "
 check "child exit code passed through" 7 $?
 "$DLOCK" run "$run_id/a" -- sh -c 'kill -KILL $$'
 check "death by signal 9 is 137" 137 $?
-# Not under valgrind: it turns posix_spawn's vfork into a fork, so the
-# exec failure shows up as the child's exit status (valgrind's own 99).
-if [ -z "${DLOCK_UNDER_VALGRIND:-}" ]; then
-    "$DLOCK" run "$run_id/a" -- /nonexistent/command 2>/dev/null
-    check "missing command exits 127" 127 $?
-    "$DLOCK" run "$run_id/a" -- /etc/passwd 2>/dev/null
-    check "non-executable command exits 126" 126 $?
-fi
+"$DLOCK" run "$run_id/a" -- /nonexistent/command 2>/dev/null
+check "missing command exits 127" 127 $?
+"$DLOCK" run "$run_id/a" -- /etc/passwd 2>/dev/null
+check "non-executable command exits 126" 126 $?
+"$DLOCK" run "$run_id/a" -- no-such-command-$$ 2>/dev/null
+check "command not on PATH exits 127" 127 $?
 "$DLOCK" run "$run_id/a" 2>/dev/null
 check "run without a command is a usage error" 64 $?
 "$DLOCK" run "$run_id/a" -w abc -- true 2>/dev/null
@@ -112,6 +110,44 @@ wait $pid
 rc=$?
 check "SIGTERM to dlock reaches the child (child exits 0)" 0 $rc
 check "the child saw SIGTERM" TERM "$(cat "$T/sig-got" 2>/dev/null)"
+
+# --- the command never outlives dlock -----------------------------------
+# dies_with SIG NUM: send SIG to `dlock run`; its command must be gone
+# afterwards.  The command and dlock are the only writers of a FIFO, so
+# its reader sees EOF exactly when both are gone (timeout: the command
+# survived, re-parented to init, running without the lock).
+dies_with() {
+    rm -f "$T/o-ready" "$T/o-eof"
+    mkfifo "$T/o-ready" "$T/o-eof"
+    timeout 10 cat "$T/o-eof" >/dev/null &
+    reader=$!
+    "$DLOCK" run "$run_id/orphan-$1" -- sh -c "echo \$\$ >'$T/o-ready'; exec sleep 300" 3>"$T/o-eof" 2>/dev/null &
+    pid=$!
+    read cpid <"$T/o-ready"
+    kill -"$1" "$pid"
+    wait "$pid"
+    rc=$?
+    wait "$reader"
+    if [ $? = 0 ]; then
+        ok "SIG$1 to dlock: its command is gone too"
+    else
+        fail "SIG$1 to dlock: its command (pid $cpid) outlived it"
+        kill -KILL "$cpid" 2>/dev/null
+    fi
+    if [ "$1" != KILL ]; then
+        # Caught: passed on to the command (which dies of it), and the lock
+        # released by dlock, not left to its lease.
+        check "SIG$1 to dlock: passed on, the command's status" $((128 + $2)) $rc
+        "$DLOCK" run "$run_id/orphan-$1" -n -- true
+        check "SIG$1 to dlock: the lock was released" 0 $?
+    fi
+}
+dies_with KILL 9
+dies_with QUIT 3
+dies_with USR1 10
+dies_with USR2 12
+dies_with ALRM 14
+dies_with PIPE 13
 
 # --- a stolen lock stops the command --------------------------------------
 mkfifo "$T/steal-ready"
