@@ -28,10 +28,34 @@ static int refuse(const char *dir, const char *why)
                          dir, why);
 }
 
+/* What is wrong with st for a private directory of me, or NULL. */
+static const char *wrong(const struct stat *st, uid_t me, char *why,
+                         size_t len)
+{
+    if (S_ISLNK(st->st_mode))
+        return "it is a symbolic link";
+    if (!S_ISDIR(st->st_mode))
+        return "it is not a directory";
+    if (st->st_uid != me) {
+        snprintf(why, len, "owned by uid %u, not by you (uid %u)",
+                 (unsigned)st->st_uid, (unsigned)me);
+        return why;
+    }
+    if ((st->st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+        snprintf(why, len,
+                 "writable by group or others (mode %04o), so others could "
+                 "replace the lock database",
+                 (unsigned)(st->st_mode & 07777));
+        return why;
+    }
+    return NULL;
+}
+
 int dlock__private_dir(const char *dir)
 {
     struct stat st;
     char why[160];
+    const char *bad;
     int created = 0, fd, rc = DLOCK_OK;
     uid_t me = geteuid();
 
@@ -40,10 +64,11 @@ int dlock__private_dir(const char *dir)
     else if (errno != EEXIST)
         return dlock__seterr(DLOCK_EUNAVAIL, "cannot create directory %s: %s",
                              dir, strerror(errno));
-    /* lstat first only to name the problem: the decision is made below
+    /* lstat first to name the problem even when we cannot open it (a
+     * stranger's 0700 directory); the decision that counts is made below
      * on what O_NOFOLLOW opened. */
-    if (lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
-        return refuse(dir, "it is a symbolic link");
+    if (lstat(dir, &st) == 0 && (bad = wrong(&st, me, why, sizeof(why))))
+        return refuse(dir, bad);
     fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
         if (errno == ELOOP)
@@ -53,27 +78,15 @@ int dlock__private_dir(const char *dir)
         return dlock__seterr(DLOCK_EUNAVAIL, "cannot open directory %s: %s",
                              dir, strerror(errno));
     }
-    if (fstat(fd, &st) != 0) {
+    if (fstat(fd, &st) != 0)
         rc = dlock__seterr(DLOCK_EUNAVAIL, "cannot stat directory %s: %s",
                            dir, strerror(errno));
-    } else if (!S_ISDIR(st.st_mode)) {
-        rc = refuse(dir, "it is not a directory");
-    } else if (st.st_uid != me) {
-        snprintf(why, sizeof(why), "owned by uid %u, not by you (uid %u)",
-                 (unsigned)st.st_uid, (unsigned)me);
-        rc = refuse(dir, why);
-    } else if (created && (st.st_mode & 07777) != 0700) {
+    else if ((bad = wrong(&st, me, why, sizeof(why))) != NULL)
+        rc = refuse(dir, bad);
+    else if (created && (st.st_mode & 07777) != 0700 && fchmod(fd, 0700) != 0)
         /* Ours and new: a umask may have taken owner bits away. */
-        if (fchmod(fd, 0700) != 0)
-            rc = dlock__seterr(DLOCK_EUNAVAIL, "cannot chmod %s: %s", dir,
-                               strerror(errno));
-    } else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-        snprintf(why, sizeof(why),
-                 "writable by group or others (mode %04o), so others could "
-                 "replace the lock database",
-                 (unsigned)(st.st_mode & 07777));
-        rc = refuse(dir, why);
-    }
+        rc = dlock__seterr(DLOCK_EUNAVAIL, "cannot chmod %s: %s", dir,
+                           strerror(errno));
     close(fd);
     return rc;
 }
