@@ -85,8 +85,8 @@ static char default_url[64];
 
 static void default_url_init(void)
 {
-    snprintf(default_url, sizeof(default_url), DLOCK__DEFAULT_DIR_FMT
-             "/dlock.db", "sqlite://", (unsigned)geteuid());
+    snprintf(default_url, sizeof(default_url),
+             "sqlite:///var/tmp/dlock-%u/dlock.db", (unsigned)geteuid());
 }
 
 const char *dlock_default_url(void)

@@ -173,10 +173,6 @@ struct dlock_store_ops {
  * lease ends later than now + this as corrupt: no dlock wrote it. */
 #define DLOCK_TTL_MAX_MS (365LL * 24 * 3600 * 1000)
 
-/* store.c: dlock_default_url() is "sqlite://" + this with the euid
- * ("%s" takes the "sqlite://" prefix, or "" for the bare directory). */
-#define DLOCK__DEFAULT_DIR_FMT "%s/var/tmp/dlock-%u"
-
 /* privdir.c: make sure dir is a directory only this process's euid can
  * change: create it 0700 if missing; if it exists, refuse (DLOCK_EUNAVAIL,
  * with a message naming dir and the reason) a symbolic link, a
