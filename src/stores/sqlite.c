@@ -338,6 +338,41 @@ static int refuse_links(const char *path)
     return DLOCK_OK;
 }
 
+/* path with its directory resolved (malloc'd in *out).  SQLite's
+ * SQLITE_OPEN_NOFOLLOW refuses a link anywhere in the path, but links in
+ * the directories above the file (/var/run -> /run, a symlinked home) are
+ * the admin's choice and worked before: only the file itself (and its
+ * companions, refuse_links()) must not be one. */
+static int real_dir_path(const char *path, char **out)
+{
+    const char *slash = strrchr(path, '/');
+    char *dir, *rdir;
+    size_t need;
+
+    dir = dlock__strndup(path, slash > path ? (size_t)(slash - path) : 1);
+    if (dir == NULL)
+        return dlock__enomem();
+    rdir = realpath(dir, NULL);
+    if (rdir == NULL) {
+        int rc = dlock__seterr(DLOCK_EUNAVAIL, "cannot open %s: directory "
+                               "%s: %s", path, dir, strerror(errno));
+
+        free(dir);
+        return rc;
+    }
+    free(dir);
+    need = strlen(rdir) + strlen(slash) + 1;
+    *out = malloc(need);
+    if (*out == NULL) {
+        free(rdir);
+        return dlock__enomem();
+    }
+    /* rdir is "/" only for a file in the root directory. */
+    snprintf(*out, need, "%s%s", strcmp(rdir, "/") == 0 ? "" : rdir, slash);
+    free(rdir);
+    return DLOCK_OK;
+}
+
 static void sqlite_close(struct dlock_store *s)
 {
     struct sqlite_store *ss = (struct sqlite_store *)s;
@@ -372,8 +407,8 @@ static int sqlite_open(struct dlock_store **out, const struct dlock_url *u)
 {
     static const char *const known[] = {"timeout", NULL};
     struct sqlite_store *ss;
-    char *err = NULL;
-    int rc;
+    char *err = NULL, *real = NULL;
+    int rc, src;
 
     rc = dlock__url_check_params(u, known);
     if (rc != DLOCK_OK)
@@ -416,16 +451,28 @@ static int sqlite_open(struct dlock_store **out, const struct dlock_url *u)
             goto fail;
     }
     rc = refuse_links(ss->path);
+    if (rc == DLOCK_OK)
+        rc = real_dir_path(ss->path, &real);
     if (rc != DLOCK_OK)
         goto fail;
-    if (sqlite3_open_v2(ss->path, &ss->db,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                            SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
-                        NULL) != SQLITE_OK) {
-        rc = dlock__seterr(DLOCK_EUNAVAIL, "cannot open %s: %s", ss->path,
-                           ss->db ? sqlite3_errmsg(ss->db) : "no memory");
+    src = sqlite3_open_v2(real, &ss->db,
+                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                              SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
+                          NULL);
+    if (src != SQLITE_OK) {
+        if (ss->db != NULL && sqlite3_extended_errcode(ss->db) ==
+                                  SQLITE_CANTOPEN_SYMLINK)
+            rc = dlock__seterr(DLOCK_EUNAVAIL,
+                               "refusing %s: it is a symbolic link", real);
+        else
+            rc = dlock__seterr(DLOCK_EUNAVAIL, "cannot open %s: %s",
+                               ss->path,
+                               ss->db ? sqlite3_errmsg(ss->db)
+                                      : "no memory");
+        free(real);
         goto fail;
     }
+    free(real);
     sqlite3_extended_result_codes(ss->db, 1);
     sqlite3_busy_handler(ss->db, busy_handler, ss);
     ss->busy_deadline = op_deadline(ss);

@@ -11,7 +11,8 @@
  *   the reason, and left as they were.
  * - A symbolic link at a database path or at its -wal, -shm, -journal:
  *   dlock_store_open() refuses it and the link's target is neither
- *   created nor changed.
+ *   created nor changed.  A link among the directories above it is
+ *   followed (the admin's choice).
  * - Rows planted with the sqlite3 API (a lease ending in 292 million
  *   years, or not a number at all) do not block a name, while a lease as
  *   long as dlock grants still does.
@@ -184,7 +185,7 @@ static void test_private_dir(void)
 static void test_links(void)
 {
     static const char *const suffix[] = {"", "-wal", "-shm", "-journal"};
-    char dir[4200], db[4300], link[4400], victim[4300], url[4400];
+    char dir[4200], db[4300], link[4400], victim[4300], url[4500];
 
     path_of(dir, sizeof(dir), "stores");
     CHECK(mkdir(dir, 0755) == 0);
@@ -216,6 +217,20 @@ static void test_links(void)
             if (suffix[i][0] != '\0')
                 EXPECT(!exists(db)); /* refused before anything is made */
         }
+    }
+
+    /* A link among the directories above the file is the admin's choice
+     * (/var/run -> /run): it still works. */
+    {
+        dlock_store *s = NULL;
+
+        path_of(link, sizeof(link), "dir-link");
+        CHECK(symlink(dir, link) == 0);
+        snprintf(url, sizeof(url), "sqlite://%s/via-link.db", link);
+        EXPECT_RC(dlock_store_open(&s, url), DLOCK_OK);
+        dlock_store_close(s);
+        snprintf(db, sizeof(db), "%s/via-link.db", dir);
+        EXPECT(exists(db));
     }
 }
 
