@@ -30,7 +30,7 @@ static int fenced_increment(const char *path, uint64_t fence)
 
 int main(int argc, char **argv)
 {
-    const char *url = argc > 2 ? argv[2] : DLOCK_DEFAULT_URL;
+    const char *url = argc > 2 ? argv[2] : dlock_default_url();
     dlock_options opts = DLOCK_OPTIONS_INIT;
     dlock_store *store;
     dlock_lock *lock;

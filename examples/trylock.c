@@ -5,7 +5,7 @@
 
 int main(int argc, char **argv)
 {
-    const char *url = argc > 1 ? argv[1] : DLOCK_DEFAULT_URL;
+    const char *url = argc > 1 ? argv[1] : dlock_default_url();
     dlock_store *store;
     dlock_lock *lock;
     int rc;

@@ -76,9 +76,6 @@ enum {
 /** Default lease, in milliseconds. */
 #define DLOCK_DEFAULT_TTL_MS 30000
 
-/** The store used when no URL is given (see dlock_store_open()). */
-#define DLOCK_DEFAULT_URL "sqlite:///var/tmp/dlock/dlock.db"
-
 /** A store: a connection (or pool) to one database.  Thread-safe. */
 typedef struct dlock_store dlock_store;
 
@@ -157,15 +154,39 @@ typedef struct {
 DLOCK_EXTERN int dlock_options_init(dlock_options *opts, unsigned version);
 
 /**
+ * The store used when no URL is given (see dlock_store_open()): the SQLite
+ * file private to the calling user,
+ * "sqlite:///var/tmp/dlock-EUID/dlock.db" where EUID is the effective user
+ * id.  Every process of one user gets the same store; processes of
+ * different users get different ones, so a lock taken through the default
+ * store excludes only that user's other processes.  To lock across users,
+ * name a store they can all write (and accept that each of them can break
+ * the others' locks: see docs/security.md).
+ *
+ * Opening it creates /var/tmp/dlock-EUID with mode 0700 if missing, and
+ * refuses (DLOCK_EUNAVAIL, with the path and the reason in dlock_errmsg())
+ * an existing one that is a symbolic link, not a directory, owned by
+ * another user, or writable by group or others.
+ *
+ * @return a string owned by the library, computed once per process (with
+ *         the euid of that moment) and valid until the process exits.
+ *         Thread-safe.
+ */
+DLOCK_EXTERN const char *dlock_default_url(void);
+
+/**
  * Open a store.
  *
  * @param out  receives the store; set to NULL on failure.
  * @param url  "sqlite:///path/file.db", "redis://...", "unix:///sock",
  *             "postgres://...", "postgresql://...", "mysql://...",
- *             "mariadb://..."; NULL or "" means DLOCK_DEFAULT_URL.
+ *             "mariadb://..."; NULL or "" means dlock_default_url().
+ *             A sqlite store refuses (DLOCK_EUNAVAIL) a symbolic link at
+ *             the file or at its -wal, -shm or -journal files.
  * @return DLOCK_OK; DLOCK_EINVAL for a malformed URL; DLOCK_ENOTSUP for a
  *         scheme whose support was not compiled in; DLOCK_EUNAVAIL or
- *         DLOCK_ESTORE if the store cannot be opened.
+ *         DLOCK_ESTORE if the store cannot be opened (or is refused as
+ *         unsafe).
  */
 DLOCK_EXTERN int dlock_store_open(dlock_store **out, const char *url);
 

@@ -5,7 +5,7 @@ set -eu
 dlock=${1:-build/dlock}
 store=${DLOCK_STORE:-}
 [ -n "$store" ] && set -- -s "$store" || set --
-echo "store: ${store:-sqlite:///var/tmp/dlock/dlock.db (the default; set DLOCK_STORE or -s URL for another)}"
+echo "store: ${store:-the default, sqlite:///var/tmp/dlock-$(id -u)/dlock.db (private to you; set DLOCK_STORE or -s URL for another)}"
 ready=$(mktemp -u /tmp/dlock-demo.XXXXXX)
 mkfifo "$ready"
 trap 'rm -f "$ready"' EXIT

@@ -7,7 +7,7 @@
 
 #include "cli.h"
 
-static const char usage[] =
+static const char usage_fmt[] =
     "usage: dlock [-s URL] [-v] COMMAND [ARGS]\n"
     "\n"
     "Named locks kept in a database: SQLite (default), Redis, PostgreSQL,\n"
@@ -23,7 +23,8 @@ static const char usage[] =
     "\n"
     "options:\n"
     "  -s, --store URL     the store (default: $DLOCK_STORE, else\n"
-    "                      " DLOCK_DEFAULT_URL ")\n"
+    "                      %s,\n"
+    "                      private to your user)\n"
     "  -v, --verbose       say more (who holds a lock while waiting)\n"
     "  -h, --help          this help; `dlock COMMAND --help` for a command\n"
     "      --version       the version and the stores compiled in\n"
@@ -31,6 +32,11 @@ static const char usage[] =
     "exit codes: the command's own (128+N if it died of signal N); 1 (or\n"
     "-E CODE) not acquired in time; 64 usage; 69 store unreachable or\n"
     "failing; 70 internal error; 75 lock lost while the command ran.\n";
+
+static void usage(FILE *f)
+{
+    fprintf(f, usage_fmt, dlock_default_url());
+}
 
 int main(int argc, char **argv)
 {
@@ -49,7 +55,7 @@ int main(int argc, char **argv)
         const char *a = argv[i];
 
         if (cli_is(a, "-h", "--help")) {
-            fputs(usage, stdout);
+            usage(stdout);
             return 0;
         } else if (strcmp(a, "--version") == 0) {
             printf("dlock %s (stores: %s)\n", dlock_version(),
@@ -73,13 +79,13 @@ int main(int argc, char **argv)
         }
     }
     if (i == argc) {
-        fputs(usage, stderr);
+        usage(stderr);
         return EXIT_USAGE;
     }
     if (c.url == NULL)
         c.url = getenv("DLOCK_STORE");
     if (c.url == NULL || c.url[0] == '\0')
-        c.url = DLOCK_DEFAULT_URL;
+        c.url = dlock_default_url();
     for (size_t k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++)
         if (strcmp(argv[i], cmds[k].name) == 0)
             return cmds[k].fn(&c, argc - i, argv + i);

@@ -24,8 +24,9 @@
 #include "store.h"
 
 /* A lease may not be longer than a year: longer ones are surely a unit
- * mistake, and keeping all arithmetic far from overflow is simpler. */
-#define TTL_MAX_MS (365LL * 24 * 3600 * 1000)
+ * mistake, and keeping all arithmetic far from overflow is simpler.
+ * (Stores rely on this bound: store.h.) */
+#define TTL_MAX_MS DLOCK_TTL_MAX_MS
 
 /* How long one attempt may wait for the store's own short-lived internal
  * contention (SQLite's write lock, say) when the caller asked not to wait

@@ -5,6 +5,8 @@
  * whether or not that store was built, so a URL for a store left out of the
  * build gets "X support was not compiled in" rather than "unknown scheme".
  */
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -74,6 +76,25 @@ const char *dlock_schemes(void)
     return buf;
 }
 
+/* The default store is per user: /var/tmp/dlock-EUID/dlock.db.  The same
+ * for every process of a user (a cron job and a shell share it), in
+ * /var/tmp so that it and its fences survive a reboot, and in a directory
+ * only that user can write (see privdir.c).  Computed once per process. */
+static pthread_once_t default_once = PTHREAD_ONCE_INIT;
+static char default_url[64];
+
+static void default_url_init(void)
+{
+    snprintf(default_url, sizeof(default_url),
+             "sqlite:///var/tmp/dlock-%u/dlock.db", (unsigned)geteuid());
+}
+
+const char *dlock_default_url(void)
+{
+    pthread_once(&default_once, default_url_init);
+    return default_url;
+}
+
 const char *dlock_version(void)
 {
     return DLOCK_VERSION_STRING;
@@ -101,7 +122,7 @@ static int lookup(struct dlock_url **out, const struct dlock_store_ops **ops,
     int rc;
 
     if (url == NULL || url[0] == '\0')
-        url = DLOCK_DEFAULT_URL;
+        url = dlock_default_url();
     rc = dlock__url_parse(out, url);
     if (rc != DLOCK_OK)
         return rc;

@@ -169,6 +169,17 @@ struct dlock_store_ops {
     int (*ddl)(char **out, const struct dlock_url *url);
 };
 
+/* The longest lease dlock grants (lock.c).  A store may treat a row whose
+ * lease ends later than now + this as corrupt: no dlock wrote it. */
+#define DLOCK_TTL_MAX_MS (365LL * 24 * 3600 * 1000)
+
+/* privdir.c: make sure dir is a directory only this process's euid can
+ * change: create it 0700 if missing; if it exists, refuse (DLOCK_EUNAVAIL,
+ * with a message naming dir and the reason) a symbolic link, a
+ * non-directory, one owned by another uid, or one writable by group or
+ * others.  Never changes an existing directory. */
+int dlock__private_dir(const char *dir);
+
 /* errors.c */
 int dlock__seterr(int rc, const char *fmt, ...) DLOCK_PRINTF(2, 3);
 int dlock__vseterr(int rc, const char *fmt, va_list ap);

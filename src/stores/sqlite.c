@@ -19,6 +19,17 @@
  * contender in the same pid namespace that finds that process gone (or a
  * different process under the same pid, or a zombie) deletes the row at
  * once instead of waiting for the lease: the fast path for `kill -9`.
+ *
+ * Whoever can write the file can break any lock in it, so the default
+ * store (dlock_default_url()) is one file per user, 0600 in a 0700
+ * directory that must be that user's own (privdir.c).  A store named
+ * explicitly keeps the permissions its admin gave it; shared between
+ * users, it is as safe as those.  Either way dlock never follows a
+ * symbolic link at the file or its -wal/-shm/-journal, and a row is read
+ * as a lease only if it looks like one dlock could have written: an
+ * expires_at that is not an integer or lies further ahead than the longest
+ * lease dlock grants is treated as expired, so a planted row cannot hold
+ * a name forever.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -276,25 +287,9 @@ static void rollback(struct sqlite_store *ss)
 
 /* --- open / close ---------------------------------------------------- */
 
-static int make_shared_dir(const char *dir)
-{
-    struct stat st;
-
-    if (mkdir(dir, 01777) == 0) {
-        /* mkdir applies the umask; the point is that every user of the
-         * machine can create the database's -wal and -shm files here. */
-        (void)chmod(dir, 01777);
-        return DLOCK_OK;
-    }
-    if (errno == EEXIST && stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
-        return DLOCK_OK;
-    return dlock__seterr(DLOCK_EUNAVAIL, "cannot create directory %s: %s",
-                         dir, strerror(errno));
-}
-
-/* The default file is shared by every user of the machine: create it
- * world-writable (SQLite gives its -wal and -shm files the database file's
- * permissions). */
+/* The default store lives in a directory private to its user
+ * (privdir.c); its file is created 0600 (SQLite gives the -wal and -shm
+ * files the database file's permissions). */
 static int prepare_default_file(const char *path)
 {
     char dir[4096];
@@ -305,15 +300,76 @@ static int prepare_default_file(const char *path)
     slash = strrchr(dir, '/');
     if (slash != NULL && slash != dir) {
         *slash = '\0';
-        rc = make_shared_dir(dir);
+        rc = dlock__private_dir(dir);
         if (rc != DLOCK_OK)
             return rc;
     }
-    fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd >= 0) {
-        (void)fchmod(fd, 0666);
+    fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+              0600);
+    if (fd >= 0)
         close(fd);
+    return DLOCK_OK;
+}
+
+/* Whoever can create a symbolic link where dlock opens a database (a
+ * directory writable by others) could make it create, convert to WAL and
+ * write into any file the caller can write.  So no sqlite store follows a
+ * link at the file or at its companions; SQLITE_OPEN_NOFOLLOW covers the
+ * race on the file itself. */
+static int refuse_links(const char *path)
+{
+    static const char *const suffix[] = {"", "-wal", "-shm", "-journal"};
+    char p[4200];
+    struct stat st;
+
+    for (size_t i = 0; i < sizeof(suffix) / sizeof(suffix[0]); i++) {
+        if ((size_t)snprintf(p, sizeof(p), "%s%s", path, suffix[i]) >=
+            sizeof(p))
+            return dlock__seterr(DLOCK_EINVAL, "sqlite path too long: %s",
+                                 path);
+        if (lstat(p, &st) == 0 && S_ISLNK(st.st_mode))
+            return dlock__seterr(DLOCK_EUNAVAIL,
+                                 "refusing %s: it is a symbolic link (dlock "
+                                 "does not follow links at a lock database "
+                                 "or its -wal, -shm, -journal files); use "
+                                 "the real path",
+                                 p);
     }
+    return DLOCK_OK;
+}
+
+/* path with its directory resolved (malloc'd in *out).  SQLite's
+ * SQLITE_OPEN_NOFOLLOW refuses a link anywhere in the path, but links in
+ * the directories above the file (/var/run -> /run, a symlinked home) are
+ * the admin's choice and worked before: only the file itself (and its
+ * companions, refuse_links()) must not be one. */
+static int real_dir_path(const char *path, char **out)
+{
+    const char *slash = strrchr(path, '/');
+    char *dir, *rdir;
+    size_t need;
+
+    dir = dlock__strndup(path, slash > path ? (size_t)(slash - path) : 1);
+    if (dir == NULL)
+        return dlock__enomem();
+    rdir = realpath(dir, NULL);
+    if (rdir == NULL) {
+        int rc = dlock__seterr(DLOCK_EUNAVAIL, "cannot open %s: directory "
+                               "%s: %s", path, dir, strerror(errno));
+
+        free(dir);
+        return rc;
+    }
+    free(dir);
+    need = strlen(rdir) + strlen(slash) + 1;
+    *out = malloc(need);
+    if (*out == NULL) {
+        free(rdir);
+        return dlock__enomem();
+    }
+    /* rdir is "/" only for a file in the root directory. */
+    snprintf(*out, need, "%s%s", strcmp(rdir, "/") == 0 ? "" : rdir, slash);
+    free(rdir);
     return DLOCK_OK;
 }
 
@@ -351,8 +407,8 @@ static int sqlite_open(struct dlock_store **out, const struct dlock_url *u)
 {
     static const char *const known[] = {"timeout", NULL};
     struct sqlite_store *ss;
-    char *err = NULL;
-    int rc;
+    char *err = NULL, *real = NULL;
+    int rc, src;
 
     rc = dlock__url_check_params(u, known);
     if (rc != DLOCK_OK)
@@ -387,19 +443,36 @@ static int sqlite_open(struct dlock_store **out, const struct dlock_url *u)
     pthread_mutex_init(&ss->mu, NULL);
     ss->base.url = (char *)u->redacted; /* for messages until the core sets it */
 
-    if (strcmp(u->raw, DLOCK_DEFAULT_URL) == 0) {
+    /* The private-directory checks are for the default only: an explicit
+     * store keeps the permissions its admin chose. */
+    if (strcmp(u->raw, dlock_default_url()) == 0) {
         rc = prepare_default_file(ss->path);
         if (rc != DLOCK_OK)
             goto fail;
     }
-    if (sqlite3_open_v2(ss->path, &ss->db,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                            SQLITE_OPEN_NOMUTEX,
-                        NULL) != SQLITE_OK) {
-        rc = dlock__seterr(DLOCK_EUNAVAIL, "cannot open %s: %s", ss->path,
-                           ss->db ? sqlite3_errmsg(ss->db) : "no memory");
+    rc = refuse_links(ss->path);
+    if (rc == DLOCK_OK)
+        rc = real_dir_path(ss->path, &real);
+    if (rc != DLOCK_OK)
+        goto fail;
+    src = sqlite3_open_v2(real, &ss->db,
+                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                              SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
+                          NULL);
+    if (src != SQLITE_OK) {
+        if (ss->db != NULL && sqlite3_extended_errcode(ss->db) ==
+                                  SQLITE_CANTOPEN_SYMLINK)
+            rc = dlock__seterr(DLOCK_EUNAVAIL,
+                               "refusing %s: it is a symbolic link", real);
+        else
+            rc = dlock__seterr(DLOCK_EUNAVAIL, "cannot open %s: %s",
+                               ss->path,
+                               ss->db ? sqlite3_errmsg(ss->db)
+                                      : "no memory");
+        free(real);
         goto fail;
     }
+    free(real);
     sqlite3_extended_result_codes(ss->db, 1);
     sqlite3_busy_handler(ss->db, busy_handler, ss);
     ss->busy_deadline = op_deadline(ss);
@@ -443,8 +516,11 @@ static int row_dead(sqlite3_stmt *s, int64_t now_boot)
 
     if (boot == NULL || strcmp(boot, self.boot_id) != 0)
         return 1; /* left by an earlier boot */
-    if (sqlite3_column_int64(s, 2) <= now_boot)
-        return 1; /* lease ran out */
+    if (sqlite3_column_type(s, 2) != SQLITE_INTEGER ||
+        sqlite3_column_int64(s, 2) <= now_boot)
+        return 1; /* lease ran out, or not a lease at all */
+    if (sqlite3_column_int64(s, 2) > now_boot + DLOCK_TTL_MAX_MS)
+        return 1; /* longer than dlock ever grants: planted, not ours */
     /* Only a process in our own pid namespace on our host can be looked
      * up; anything else keeps its lease. */
     if (host == NULL || ns == NULL || self.pid_ns[0] == '\0' ||
