@@ -7,8 +7,8 @@
  * unix:///path/to/redis.sock[?db=0&password=...&prefix=...]
  *
  * Keys for a lock NAME (P is the prefix, default "dlock:"):
- *   P NAME              the lock: the holder's token, with the lease as its
- *                       TTL.  Exactly the key of the plain SET NX pattern,
+ *   P NAME              the lock: "dlock1:" + the holder's token, with the
+ *                       lease as its TTL.  Exactly the key of the plain SET NX pattern,
  *                       which is what makes dlock interoperate with other
  *                       clients of that pattern.
  *   P NAME \xff fence   the fence counter (INCR, never expires)
@@ -72,22 +72,32 @@ enum {
 
 /* While readers hold a name, its lock key holds MARK (with the longest
  * reader lease), so clients that only know the plain SET NX pattern are
- * kept out by readers too.  Tokens are hex: no token is MARK. */
+ * kept out by readers too.  Values are "dlock1:" + hex: none is MARK. */
 #define MARK "'\\255shared'"
+
+/* An exclusive holder's value is OWN: "dlock1:" and its owner token (32 hex
+ * digits), not the bare token.  Other clients' tokens are often 32 hex
+ * digits too (node-redlock: 16 random bytes in hex; PHP:
+ * bin2hex(random_bytes(16))), but none starts with "dlock1:", and only
+ * dlock publishes when it lets go: DLOCK_VAL(v) tells a waiter whether it
+ * will hear the release or has to look for it.  A value written by a dlock
+ * older than this format counts as foreign, which only costs polling. */
+#define OWN "('dlock1:' .. ARGV[1])"
+#define DLOCK_VAL(v) "(#" v " == 39 and string.match(" v ", '^dlock1:%x+$'))"
 
 static const char *const lua[S_COUNT] = {
     [S_ACQ] = NOW
     "local cur = redis.call('GET', KEYS[1]) "
-    "if cur == ARGV[1] then "
+    "if cur == " OWN " then "
     "  return {1, tonumber(redis.call('HGET', KEYS[4], 'fence') or '0')} "
     "end "
     "redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now) "
     "if cur and cur ~= " MARK " then "
     "  return {0, redis.call('PTTL', KEYS[1]), "
-    "  (#cur == 32 and string.match(cur, '^%x+$')) and 1 or 0} end "
+    "  " DLOCK_VAL("cur") " and 1 or 0} end "
     "local top = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES') "
     "if top[2] then return {0, tonumber(top[2]) - now, 1} end "
-    "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) "
+    "redis.call('SET', KEYS[1], " OWN ", 'PX', ARGV[2]) "
     "if redis.call('EXISTS', KEYS[2]) == 0 then "
     "  redis.call('SET', KEYS[2], string.format('%d', now * 1000)) "
     "end "
@@ -102,7 +112,7 @@ static const char *const lua[S_COUNT] = {
     "local cur = redis.call('GET', KEYS[1]) "
     "if cur and cur ~= " MARK " then "
     "  return {0, redis.call('PTTL', KEYS[1]), "
-    "  (#cur == 32 and string.match(cur, '^%x+$')) and 1 or 0} end "
+    "  " DLOCK_VAL("cur") " and 1 or 0} end "
     "redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now) "
     "local mine = redis.call('HGET', KEYS[4], 'f:' .. ARGV[1]) "
     "if mine and redis.call('ZSCORE', KEYS[3], ARGV[1]) then "
@@ -123,7 +133,7 @@ static const char *const lua[S_COUNT] = {
     "return {1, f}",
 
     [S_REL] =
-    "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+    "if redis.call('GET', KEYS[1]) == " OWN " then "
     "  redis.call('DEL', KEYS[1], KEYS[4]) "
     "  redis.pcall('PUBLISH', ARGV[2], 'r') "
     "  return 1 "
@@ -148,7 +158,7 @@ static const char *const lua[S_COUNT] = {
     "return 0",
 
     [S_EXT] =
-    "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+    "if redis.call('GET', KEYS[1]) == " OWN " then "
     "  redis.call('PEXPIRE', KEYS[1], ARGV[2]) "
     "  redis.call('PEXPIRE', KEYS[4], ARGV[2]) "
     "  return 1 "
@@ -170,7 +180,7 @@ static const char *const lua[S_COUNT] = {
     "return 1",
 
     [S_TTL] =
-    "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+    "if redis.call('GET', KEYS[1]) == " OWN " then "
     "  return redis.call('PTTL', KEYS[1]) "
     "end "
     "return -3",
@@ -607,7 +617,7 @@ static void lock_args(const struct dlock_lock *lk, int64_t ttl, char *ttlbuf,
 
 /* One attempt.  BUSY: *retry_ms is the holder's lease left (-1 unknown)
  * and *foreign is set if the holder is not a dlock client (its value is
- * not an owner token), which will not publish when it lets go. */
+ * not "dlock1:" + a token), which will not publish when it lets go. */
 static int acquire_once(struct dlock_store *s, struct dlock_lock *lk,
                         int64_t *retry_ms, int *foreign)
 {

@@ -272,8 +272,11 @@ static void t_dlock_blocks_foreign(void)
     snprintf(key, sizeof(key), "dlock:%s", nm("ours"));
     CHECK_RC(dlock_acquire(&l, s, nm("ours"), &o), DLOCK_OK);
     CHECK(strcmp(raw_str(c, "SET %s x NX PX 60000", key), "(nil)") == 0);
+    /* "dlock1:" + the owner token: opaque to other clients, and no token
+     * of theirs looks like it by accident. */
     v = raw_str(c, "GET %s", key);
-    CHECK(strlen(v) == 32); /* the owner token */
+    CHECK(strlen(v) == 39 && strncmp(v, "dlock1:", 7) == 0 &&
+          strspn(v + 7, "0123456789abcdef") == 32);
     v = raw_str(c, "PTTL %s", key);
     CHECK(atoll(v) > 0 && atoll(v) <= 5000);
     CHECK(strcmp(raw_str(c, "EVAL %s 1 %s %s", cad, key, "wrong-token"),
