@@ -1293,7 +1293,8 @@ static int redis_wait_acquire(struct dlock_store *s, struct dlock_lock *lk,
         broken = rs->sub_broken;
         while (!w.woken && dlock__now_ms() < wake &&
                rs->sub_broken == broken &&
-               !(ks_wait && (c->ks_subscribed || rs->ks_denied)))
+               !(ks_wait &&
+                 (c->ks_subscribed || rs->ks_denied || rs->sub_denied)))
             cond_wait_until(&w.cv, &rs->smu, wake);
         woken = w.woken;
         w.woken = 0;

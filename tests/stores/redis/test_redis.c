@@ -934,17 +934,29 @@ static void *deleter_main(void *arg)
  * 300 ms by compare-and-delete, without publishing.  A dlock waiter must
  * have the lock soon after, not at the lease end: with keyspace
  * notifications on the server it is woken by the "del" event, without
- * them it polls (50..250 ms). */
-static void foreign_release(int keyspace)
+ * them it polls (50..250 ms).  acl: notifications are on, but dlock's
+ * user may not subscribe to keyspace channels (only to &dlock:*). */
+enum { FR_POLL, FR_KEYSPACE, FR_KEYSPACE_ACL };
+
+static void foreign_release(int mode)
 {
     enum { ROUNDS = 5 };
-    char u[256], key[600], token[33], saved[128];
+    int keyspace = mode != FR_POLL;
+    char u[256], su[300], key[600], token[33], saved[128];
     redisContext *c;
     dlock_store *s;
     int64_t worst = 0, sum = 0;
 
     own_server(u, sizeof(u));
     c = raw_open(u);
+    snprintf(su, sizeof(su), "%s", u);
+    if (mode == FR_KEYSPACE_ACL) {
+        CHECK(strcmp(raw_str(c, "ACL SETUSER lim on >limpw ~* +@all "
+                                "resetchannels &dlock:*"),
+                     "OK") == 0);
+        snprintf(su, sizeof(su), "redis://lim:limpw@127.0.0.1:%s",
+                 strrchr(u, ':') + 1);
+    }
     {
         redisReply *r = redisCommand(c, "CONFIG GET notify-keyspace-events");
 
@@ -957,10 +969,10 @@ static void foreign_release(int keyspace)
     CHECK(strcmp(raw_str(c, "CONFIG SET notify-keyspace-events %s",
                          keyspace ? "Kgx" : ""),
                  "OK") == 0);
-    s = must_open(u);
+    s = must_open(su);
     snprintf(key, sizeof(key), "dlock:%s", nm("lookalike"));
     for (int i = 0; i < ROUNDS; i++) {
-        struct deleter d = {u, key, token, keyspace, 300, 0, 0, 0};
+        struct deleter d = {u, key, token, mode == FR_KEYSPACE, 300, 0, 0, 0};
         dlock_options o = opts(5000, 5000, 1);
         dlock_lock *l = NULL;
         pthread_t t;
@@ -984,7 +996,7 @@ static void foreign_release(int keyspace)
                i, (long long)lat, d.attempts);
         EXPECT(lat < 1000);
         /* Polling is bounded (>= 50 ms apart); notifications need none. */
-        EXPECT(d.attempts <= (keyspace ? 2 : 8));
+        EXPECT(d.attempts <= (mode == FR_KEYSPACE ? 2 : 8));
         EXPECT_RC(dlock_release(l), DLOCK_OK);
         sum += lat;
         if (lat > worst)
@@ -992,8 +1004,27 @@ static void foreign_release(int keyspace)
     }
     printf("  foreign release -> acquire (%s): mean %.1f ms, worst %lld "
            "ms\n",
-           keyspace ? "keyspace notifications" : "polling",
+           mode == FR_KEYSPACE ? "keyspace notifications" : "polling",
            (double)sum / ROUNDS, (long long)worst);
+    if (mode == FR_KEYSPACE_ACL) {
+        /* The refused keyspace SUBSCRIBE did not turn off release
+         * messages: waiting on a dlock holder still does not poll. */
+        dlock_store *s2 = must_open(su);
+        dlock_options o = opts(0, 30000, 1), w = opts(1500, 5000, 1);
+        dlock_lock *a = NULL, *b = NULL;
+        long long before, calls;
+
+        EXPECT_RC(dlock_acquire(&a, s2, nm("lookalike"), &o), DLOCK_OK);
+        before = script_calls(c);
+        EXPECT_RC(dlock_acquire(&b, s, nm("lookalike"), &w), DLOCK_BUSY);
+        calls = script_calls(c) - before;
+        printf("  then %lld attempts during a 1.5 s wait on a dlock "
+               "holder\n", calls);
+        EXPECT(calls <= 3);
+        if (a != NULL)
+            EXPECT_RC(dlock_release(a), DLOCK_OK);
+        dlock_store_close(s2);
+    }
     CHECK(strcmp(raw_str(c, "CONFIG SET notify-keyspace-events %s", saved),
                  "OK") == 0);
     dlock_store_close(s);
@@ -1003,12 +1034,17 @@ static void foreign_release(int keyspace)
 
 static void t_foreign_lookalike_poll(void)
 {
-    foreign_release(0);
+    foreign_release(FR_POLL);
 }
 
 static void t_foreign_lookalike_keyspace(void)
 {
-    foreign_release(1);
+    foreign_release(FR_KEYSPACE);
+}
+
+static void t_foreign_lookalike_keyspace_acl(void)
+{
+    foreign_release(FR_KEYSPACE_ACL);
 }
 
 static int lost_pipe[2];
@@ -1111,6 +1147,7 @@ static const struct {
     {"server_gone", t_server_gone, 1},
     {"foreign_lookalike_poll", t_foreign_lookalike_poll, 1},
     {"foreign_lookalike_keyspace", t_foreign_lookalike_keyspace, 1},
+    {"foreign_lookalike_keyspace_acl", t_foreign_lookalike_keyspace_acl, 1},
 };
 
 int main(int argc, char **argv)
