@@ -27,7 +27,10 @@
  * connection, so a pool would only add connections to the server.
  * Waiting uses a second connection, subscribed to the channels of the
  * names this handle waits on, read by a listener thread that wakes one
- * waiter per release message (first come, first woken).
+ * waiter per release message (first come, first woken).  A holder that
+ * is not dlock (its value lacks "dlock1:") never publishes: waiters on it
+ * also subscribe to the lock key's keyspace channel when the server sends
+ * keyspace events, and poll every 50..250 ms when it does not.
  */
 #include <errno.h>
 #include <hiredis/hiredis.h>
