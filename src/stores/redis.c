@@ -8,9 +8,9 @@
  *
  * Keys for a lock NAME (P is the prefix, default "dlock:"):
  *   P NAME              the lock: "dlock1:" + the holder's token, with the
- *                       lease as its TTL.  Exactly the key of the plain SET NX pattern,
- *                       which is what makes dlock interoperate with other
- *                       clients of that pattern.
+ *                       lease as its TTL.  Exactly the key of the plain
+ *                       SET NX pattern, which is what makes dlock
+ *                       interoperate with other clients of that pattern.
  *   P NAME \xff fence   the fence counter (INCR, never expires)
  *   P NAME \xff readers shared holders: a sorted set token -> lease end
  *   P NAME \xff info    holder host, pid, since, fence (same TTL)
