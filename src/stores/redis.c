@@ -7,10 +7,10 @@
  * unix:///path/to/redis.sock[?db=0&password=...&prefix=...]
  *
  * Keys for a lock NAME (P is the prefix, default "dlock:"):
- *   P NAME              the lock: the holder's token, with the lease as its
- *                       TTL.  Exactly the key of the plain SET NX pattern,
- *                       which is what makes dlock interoperate with other
- *                       clients of that pattern.
+ *   P NAME              the lock: "dlock1:" + the holder's token, with the
+ *                       lease as its TTL.  Exactly the key of the plain
+ *                       SET NX pattern, which is what makes dlock
+ *                       interoperate with other clients of that pattern.
  *   P NAME \xff fence   the fence counter (INCR, never expires)
  *   P NAME \xff readers shared holders: a sorted set token -> lease end
  *   P NAME \xff info    holder host, pid, since, fence (same TTL)
@@ -27,7 +27,10 @@
  * connection, so a pool would only add connections to the server.
  * Waiting uses a second connection, subscribed to the channels of the
  * names this handle waits on, read by a listener thread that wakes one
- * waiter per release message (first come, first woken).
+ * waiter per release message (first come, first woken).  A holder that
+ * is not dlock (its value lacks "dlock1:") never publishes: waiters on it
+ * also subscribe to the lock key's keyspace channel when the server sends
+ * keyspace events, and poll every 50..250 ms when it does not.
  */
 #include <errno.h>
 #include <hiredis/hiredis.h>
@@ -44,9 +47,18 @@
 
 #define DEFAULT_PREFIX "dlock:"
 #define DEFAULT_TIMEOUT_MS 5000
-/* While the holder is not a dlock client (it deletes the key without
- * publishing), a waiter re-checks at least this often. */
+/* A waiter whose holder has no lease (someone PERSISTed the key), or
+ * whose wake-up may not come (keyspace notifications turned off after we
+ * looked), re-checks at least this often. */
 #define SAFETY_POLL_MS 1000
+/* While a foreign holder (no "dlock1:" value: it deletes the key without
+ * publishing) holds the lock and the server sends no keyspace events, a
+ * waiter polls: first after FOREIGN_POLL_MIN_MS, doubling up to
+ * FOREIGN_POLL_MAX_MS, never past the holder's lease end. */
+#define FOREIGN_POLL_MIN_MS 50
+#define FOREIGN_POLL_MAX_MS 250
+/* How long the answer of CONFIG GET notify-keyspace-events is trusted. */
+#define KS_RECHECK_MS 10000
 
 enum {
     S_ACQ,
@@ -72,22 +84,32 @@ enum {
 
 /* While readers hold a name, its lock key holds MARK (with the longest
  * reader lease), so clients that only know the plain SET NX pattern are
- * kept out by readers too.  Tokens are hex: no token is MARK. */
+ * kept out by readers too.  Values are "dlock1:" + hex: none is MARK. */
 #define MARK "'\\255shared'"
+
+/* An exclusive holder's value is OWN: "dlock1:" and its owner token (32 hex
+ * digits), not the bare token.  Other clients' tokens are often 32 hex
+ * digits too (node-redlock: 16 random bytes in hex; PHP:
+ * bin2hex(random_bytes(16))), but none starts with "dlock1:", and only
+ * dlock publishes when it lets go: DLOCK_VAL(v) tells a waiter whether it
+ * will hear the release or has to look for it.  A value written by a dlock
+ * older than this format counts as foreign, which only costs polling. */
+#define OWN "('dlock1:' .. ARGV[1])"
+#define DLOCK_VAL(v) "(#" v " == 39 and string.match(" v ", '^dlock1:%x+$'))"
 
 static const char *const lua[S_COUNT] = {
     [S_ACQ] = NOW
     "local cur = redis.call('GET', KEYS[1]) "
-    "if cur == ARGV[1] then "
+    "if cur == " OWN " then "
     "  return {1, tonumber(redis.call('HGET', KEYS[4], 'fence') or '0')} "
     "end "
     "redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now) "
     "if cur and cur ~= " MARK " then "
     "  return {0, redis.call('PTTL', KEYS[1]), "
-    "  (#cur == 32 and string.match(cur, '^%x+$')) and 1 or 0} end "
+    "  " DLOCK_VAL("cur") " and 1 or 0} end "
     "local top = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES') "
     "if top[2] then return {0, tonumber(top[2]) - now, 1} end "
-    "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) "
+    "redis.call('SET', KEYS[1], " OWN ", 'PX', ARGV[2]) "
     "if redis.call('EXISTS', KEYS[2]) == 0 then "
     "  redis.call('SET', KEYS[2], string.format('%d', now * 1000)) "
     "end "
@@ -102,7 +124,7 @@ static const char *const lua[S_COUNT] = {
     "local cur = redis.call('GET', KEYS[1]) "
     "if cur and cur ~= " MARK " then "
     "  return {0, redis.call('PTTL', KEYS[1]), "
-    "  (#cur == 32 and string.match(cur, '^%x+$')) and 1 or 0} end "
+    "  " DLOCK_VAL("cur") " and 1 or 0} end "
     "redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now) "
     "local mine = redis.call('HGET', KEYS[4], 'f:' .. ARGV[1]) "
     "if mine and redis.call('ZSCORE', KEYS[3], ARGV[1]) then "
@@ -123,7 +145,7 @@ static const char *const lua[S_COUNT] = {
     "return {1, f}",
 
     [S_REL] =
-    "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+    "if redis.call('GET', KEYS[1]) == " OWN " then "
     "  redis.call('DEL', KEYS[1], KEYS[4]) "
     "  redis.pcall('PUBLISH', ARGV[2], 'r') "
     "  return 1 "
@@ -148,7 +170,7 @@ static const char *const lua[S_COUNT] = {
     "return 0",
 
     [S_EXT] =
-    "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+    "if redis.call('GET', KEYS[1]) == " OWN " then "
     "  redis.call('PEXPIRE', KEYS[1], ARGV[2]) "
     "  redis.call('PEXPIRE', KEYS[4], ARGV[2]) "
     "  return 1 "
@@ -170,7 +192,7 @@ static const char *const lua[S_COUNT] = {
     "return 1",
 
     [S_TTL] =
-    "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+    "if redis.call('GET', KEYS[1]) == " OWN " then "
     "  return redis.call('PTTL', KEYS[1]) "
     "end "
     "return -3",
@@ -214,15 +236,27 @@ struct waiter {
     int woken;
 };
 
-/* A channel this handle is (or is getting) subscribed to. */
+/* A channel this handle is (or is getting) subscribed to: the release
+ * channel of a name, and once a waiter met a foreign holder on a server
+ * with keyspace notifications, also the keyspace channel of its lock key
+ * (__keyspace@<db>__:<key>), whose del/expired/evicted events wake the
+ * waiters as a release message does. */
 struct chan {
     struct chan *next;
     char *name;
     size_t len;
     int refs;       /* waiters using it */
     int subscribed; /* confirmed by the server */
+    char *ks;       /* keyspace channel, once SUBSCRIBE was sent, or NULL */
+    size_t ks_len;
+    int ks_subscribed;
     struct waiter *head, *tail;
 };
+
+/* What an (UN)SUBSCRIBE sent on the pub/sub connection was for: the
+ * server answers each in order, and an error answer (an ACL without the
+ * channel) names no channel, so the order tells whose it is. */
+enum { P_SUB, P_SUB_KS, P_UNSUB };
 
 struct redis_store {
     struct dlock_store base;
@@ -252,8 +286,16 @@ struct redis_store {
     int listening;   /* listener thread started and not yet joined */
     int sub_broken;  /* the listener lost the connection and exited */
     int sub_denied;  /* the server refused SUBSCRIBE: do not rely on it */
+    int ks_denied;   /* ... refused only the keyspace channels: poll */
     int stop;
     struct chan *chans;
+    unsigned char *pend; /* P_* of commands sent and not yet answered */
+    size_t pend_head, pend_len, pend_cap;
+
+    /* keyspace notifications (under mu) */
+    int ks_on;          /* the server sends the events we need */
+    int ks_known;       /* ks_on was asked ... */
+    int64_t ks_checked; /* ... at this time */
 };
 
 /* --- connections ----------------------------------------------------- */
@@ -471,8 +513,10 @@ static void redis_close(struct dlock_store *s)
 
         rs->chans = c->next;
         free(c->name);
+        free(c->ks);
         free(c);
     }
+    free(rs->pend);
     pthread_mutex_destroy(&rs->mu);
     pthread_mutex_destroy(&rs->smu);
     free(rs->host);
@@ -607,7 +651,7 @@ static void lock_args(const struct dlock_lock *lk, int64_t ttl, char *ttlbuf,
 
 /* One attempt.  BUSY: *retry_ms is the holder's lease left (-1 unknown)
  * and *foreign is set if the holder is not a dlock client (its value is
- * not an owner token), which will not publish when it lets go. */
+ * not "dlock1:" + a token), which will not publish when it lets go. */
 static int acquire_once(struct dlock_store *s, struct dlock_lock *lk,
                         int64_t *retry_ms, int *foreign)
 {
@@ -756,15 +800,88 @@ static struct chan *find_chan(struct redis_store *rs, const char *name,
     return NULL;
 }
 
+/* The channel (release or keyspace, *ks tells) a message came on. */
+static struct chan *chan_of(struct redis_store *rs, const char *name,
+                            size_t len, int *ks)
+{
+    for (struct chan *c = rs->chans; c != NULL; c = c->next) {
+        if (c->len == len && memcmp(c->name, name, len) == 0) {
+            *ks = 0;
+            return c;
+        }
+        if (c->ks != NULL && c->ks_len == len &&
+            memcmp(c->ks, name, len) == 0) {
+            *ks = 1;
+            return c;
+        }
+    }
+    return NULL;
+}
+
+/* Remember what an (UN)SUBSCRIBE about to be sent is for (caller holds
+ * smu).  -1: out of memory, do not send it. */
+static int pend_push(struct redis_store *rs, unsigned char kind)
+{
+    if (rs->pend_head > 0) {
+        memmove(rs->pend, rs->pend + rs->pend_head, rs->pend_len);
+        rs->pend_head = 0;
+    }
+    if (rs->pend_len == rs->pend_cap) {
+        size_t cap = rs->pend_cap ? 2 * rs->pend_cap : 16;
+        unsigned char *p = realloc(rs->pend, cap);
+
+        if (p == NULL)
+            return -1;
+        rs->pend = p;
+        rs->pend_cap = cap;
+    }
+    rs->pend[rs->pend_len++] = kind;
+    return 0;
+}
+
+/* What the oldest unanswered (UN)SUBSCRIBE was for. */
+static int pend_pop(struct redis_store *rs)
+{
+    int kind;
+
+    if (rs->pend_len == 0)
+        return P_SUB;
+    kind = rs->pend[rs->pend_head++];
+    if (--rs->pend_len == 0)
+        rs->pend_head = 0;
+    return kind;
+}
+
+/* The keyspace events that mean the key is gone. */
+static int ks_gone(const redisReply *ev)
+{
+    static const char *const gone[] = {"del", "expired", "evicted",
+                                       "rename_from", "move_from"};
+
+    if (ev->type != REDIS_REPLY_STRING)
+        return 0;
+    for (size_t i = 0; i < sizeof(gone) / sizeof(gone[0]); i++)
+        if (strcmp(ev->str, gone[i]) == 0)
+            return 1;
+    return 0;
+}
+
 /* One pub/sub reply from the listener (caller holds smu). */
 static void on_push(struct redis_store *rs, redisReply *r)
 {
     struct chan *c;
+    const char *kind;
+    int ks = 0;
 
     if (r->type == REDIS_REPLY_ERROR) {
         /* SUBSCRIBE refused (an ACL without channel rights, say): waiters
-         * fall back to backoff, as with a broken connection. */
-        rs->sub_denied = 1;
+         * fall back to backoff, as with a broken connection; if only the
+         * keyspace channels are refused, waiters on foreign holders
+         * poll. */
+        if (pend_pop(rs) == P_SUB_KS)
+            rs->ks_denied = 1;
+        else
+            rs->sub_denied = 1;
         wake_all(rs);
         return;
     }
@@ -773,14 +890,21 @@ static void on_push(struct redis_store *rs, redisReply *r)
         r->element[0]->type != REDIS_REPLY_STRING ||
         r->element[1]->type != REDIS_REPLY_STRING)
         return;
-    c = find_chan(rs, r->element[1]->str, r->element[1]->len);
+    kind = r->element[0]->str;
+    if (strcmp(kind, "subscribe") == 0 || strcmp(kind, "unsubscribe") == 0)
+        (void)pend_pop(rs);
+    c = chan_of(rs, r->element[1]->str, r->element[1]->len, &ks);
     if (c == NULL)
         return;
-    if (strcmp(r->element[0]->str, "subscribe") == 0) {
-        c->subscribed = 1;
+    if (strcmp(kind, "subscribe") == 0) {
+        if (ks)
+            c->ks_subscribed = 1;
+        else
+            c->subscribed = 1;
         for (struct waiter *w = c->head; w != NULL; w = w->next)
             pthread_cond_signal(&w->cv);
-    } else if (strcmp(r->element[0]->str, "message") == 0) {
+    } else if (strcmp(kind, "message") == 0 &&
+               (!ks || ks_gone(r->element[2]))) {
         /* Wake one waiter, the longest waiting: only one of them can win,
          * and waking all would have them all retry at once. */
         for (struct waiter *w = c->head; w != NULL; w = w->next)
@@ -789,9 +913,11 @@ static void on_push(struct redis_store *rs, redisReply *r)
                 pthread_cond_signal(&w->cv);
                 break;
             }
-    } else if (strcmp(r->element[0]->str, "unsubscribe") == 0 &&
-               c->refs > 0) {
-        c->subscribed = 0;
+    } else if (strcmp(kind, "unsubscribe") == 0 && c->refs > 0) {
+        if (ks)
+            c->ks_subscribed = 0;
+        else
+            c->subscribed = 0;
     }
 }
 
@@ -830,8 +956,9 @@ broken:
     redisFree(rs->sc);
     rs->sc = NULL;
     rs->sub_broken = 1;
+    rs->pend_head = rs->pend_len = 0;
     for (struct chan *c = rs->chans; c != NULL; c = c->next)
-        c->subscribed = 0;
+        c->subscribed = c->ks_subscribed = 0;
     wake_all(rs);
     pthread_mutex_unlock(&rs->smu);
     return NULL;
@@ -850,17 +977,21 @@ static void stop_listener(struct redis_store *rs)
     rs->sc = NULL;
 }
 
-/* Send (UN)SUBSCRIBE on the pub/sub connection (caller holds smu). */
+/* Send (UN)SUBSCRIBE for one channel on the pub/sub connection; kind is
+ * what it is for, P_* (caller holds smu). */
 static int sub_cmd(struct redis_store *rs, const char *verb,
-                   const struct chan *c)
+                   const char *chan, size_t len, unsigned char kind)
 {
-    const char *argv[2] = {verb, c->name};
-    size_t lens[2] = {strlen(verb), c->len};
+    const char *argv[2] = {verb, chan};
+    size_t lens[2] = {strlen(verb), len};
     int done = 0;
 
-    if (rs->sc == NULL ||
-        redisAppendCommandArgv(rs->sc, 2, argv, lens) != REDIS_OK)
+    if (rs->sc == NULL || pend_push(rs, kind) != 0)
         return -1;
+    if (redisAppendCommandArgv(rs->sc, 2, argv, lens) != REDIS_OK) {
+        rs->pend_len--; /* not sent: no answer will come */
+        return -1;
+    }
     while (!done)
         if (redisBufferWrite(rs->sc, &done) != REDIS_OK)
             return -1;
@@ -898,6 +1029,7 @@ static int ensure_sub(struct redis_store *rs)
     }
     rs->sc = c;
     rs->sub_broken = 0;
+    rs->pend_head = rs->pend_len = 0; /* the old connection's are void */
     rs->stop = 0;
     if (pthread_create(&rs->listener, NULL, listener_main, rs) != 0) {
         redisFree(rs->sc);
@@ -907,9 +1039,13 @@ static int ensure_sub(struct redis_store *rs)
     }
     rs->listening = 1;
     /* Subscribe again to what waiters still wait on. */
-    for (struct chan *ch = rs->chans; ch != NULL; ch = ch->next)
-        if (ch->refs > 0)
-            (void)sub_cmd(rs, "SUBSCRIBE", ch);
+    for (struct chan *ch = rs->chans; ch != NULL; ch = ch->next) {
+        if (ch->refs == 0)
+            continue;
+        (void)sub_cmd(rs, "SUBSCRIBE", ch->name, ch->len, P_SUB);
+        if (ch->ks != NULL && !rs->ks_denied)
+            (void)sub_cmd(rs, "SUBSCRIBE", ch->ks, ch->ks_len, P_SUB_KS);
+    }
     return DLOCK_OK;
 }
 
@@ -940,7 +1076,7 @@ static struct chan *join_chan(struct redis_store *rs, const struct dlock__rkeys 
         rs->chans = c;
     }
     if (c->refs++ == 0 && !c->subscribed)
-        (void)sub_cmd(rs, "SUBSCRIBE", c);
+        (void)sub_cmd(rs, "SUBSCRIBE", c->name, c->len, P_SUB);
     w->next = NULL;
     if (c->tail != NULL)
         c->tail->next = w;
@@ -977,13 +1113,85 @@ static void leave_chan(struct redis_store *rs, struct chan *c,
         struct chan **cp = &rs->chans;
 
         if (c->subscribed)
-            (void)sub_cmd(rs, "UNSUBSCRIBE", c);
+            (void)sub_cmd(rs, "UNSUBSCRIBE", c->name, c->len, P_UNSUB);
+        if (c->ks != NULL)
+            (void)sub_cmd(rs, "UNSUBSCRIBE", c->ks, c->ks_len, P_UNSUB);
         while (*cp != c)
             cp = &(*cp)->next;
         *cp = c->next;
         free(c->name);
+        free(c->ks);
         free(c);
     }
+}
+
+/* Does the server send the keyspace events that show a foreign holder's
+ * release: K (keyspace channels) with g (DEL, UNLINK; "A" includes g)?
+ * Asked with CONFIG GET, which an ACL or a managed service may refuse:
+ * then no, and waiters poll.  Never switched on from here: CONFIG SET is
+ * often denied and changes the whole server's behaviour.  The answer is
+ * trusted for KS_RECHECK_MS. */
+static int ks_usable(struct redis_store *rs)
+{
+    int on;
+
+    pthread_mutex_lock(&rs->mu);
+    if (!rs->ks_known || dlock__now_ms() - rs->ks_checked >= KS_RECHECK_MS) {
+        redisReply *r = NULL;
+
+        rs->ks_on = 0;
+        if (ensure_conn(rs) == DLOCK_OK) {
+            r = redisCommand(rs->c, "CONFIG GET notify-keyspace-events");
+            if (r == NULL)
+                drop_conn(rs); /* the next attempt reconnects */
+        }
+        if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+            r->element[1]->type == REDIS_REPLY_STRING) {
+            const char *f = r->element[1]->str;
+
+            rs->ks_on = strchr(f, 'K') != NULL &&
+                        (strchr(f, 'g') != NULL || strchr(f, 'A') != NULL);
+        }
+        freeReplyObject(r);
+        rs->ks_known = 1;
+        rs->ks_checked = dlock__now_ms();
+    }
+    on = rs->ks_on;
+    pthread_mutex_unlock(&rs->mu);
+    return on;
+}
+
+/* Subscribe c to the keyspace channel of the lock key, if not yet (caller
+ * holds smu).  Out of memory leaves c->ks NULL: the waiter polls. */
+static void want_ks(struct redis_store *rs, struct chan *c,
+                    const struct dlock__rkeys *k)
+{
+    char head[48];
+    int n;
+
+    if (c->ks != NULL || rs->ks_denied)
+        return;
+    n = snprintf(head, sizeof(head), "__keyspace@%d__:", rs->db);
+    c->ks = malloc((size_t)n + k->klen[0] + 1);
+    if (c->ks == NULL)
+        return;
+    memcpy(c->ks, head, (size_t)n);
+    memcpy(c->ks + n, k->k[0], k->klen[0]);
+    c->ks_len = (size_t)n + k->klen[0];
+    c->ks[c->ks_len] = '\0';
+    /* Not sent (connection broken): ensure_sub sends it with the rest. */
+    (void)sub_cmd(rs, "SUBSCRIBE", c->ks, c->ks_len, P_SUB_KS);
+}
+
+/* The n-th poll interval on a foreign holder: FOREIGN_POLL_MIN_MS
+ * doubling up to FOREIGN_POLL_MAX_MS, less up to a quarter of jitter. */
+static int64_t foreign_poll_ms(unsigned n)
+{
+    int64_t step = FOREIGN_POLL_MAX_MS;
+
+    if (n < 8 && ((int64_t)FOREIGN_POLL_MIN_MS << n) < FOREIGN_POLL_MAX_MS)
+        step = (int64_t)FOREIGN_POLL_MIN_MS << n;
+    return step - (int64_t)(dlock__rand32() % (uint32_t)(step / 4 + 1));
 }
 
 static int redis_wait_acquire(struct dlock_store *s, struct dlock_lock *lk,
@@ -994,7 +1202,7 @@ static int redis_wait_acquire(struct dlock_store *s, struct dlock_lock *lk,
     pthread_condattr_t ca;
     struct dlock__rkeys k;
     struct chan *c;
-    unsigned attempt = 0;
+    unsigned attempt = 0, polls = 0;
     int64_t retry0 = -1;
     int rc, subscribed_ok;
 
@@ -1037,7 +1245,7 @@ static int redis_wait_acquire(struct dlock_store *s, struct dlock_lock *lk,
 
     for (;;) {
         int64_t retry = -1, now, wake, rem;
-        int woken, broken, foreign = 1;
+        int woken, broken, foreign = 1, ks = 0, ks_wait = 0;
 
         /* The lease starts no earlier than this attempt. */
         lk->lease_end = dlock__now_ms() + lk->ttl_ms;
@@ -1048,6 +1256,10 @@ static int redis_wait_acquire(struct dlock_store *s, struct dlock_lock *lk,
         rem = dlock__remaining_ms(deadline);
         if (rem == 0)
             break;
+        if (foreign)
+            ks = ks_usable(rs);
+        else
+            polls = 0;
         /* Sleep until a release message, the holder's lease end, or the
          * deadline.  Without a working subscription, back off. */
         pthread_mutex_lock(&rs->smu);
@@ -1055,14 +1267,27 @@ static int redis_wait_acquire(struct dlock_store *s, struct dlock_lock *lk,
             wake = now + dlock__backoff_ms(attempt++, dlock__rand32());
             if (!rs->sub_denied && ensure_sub(rs) == DLOCK_OK &&
                 !c->subscribed)
-                (void)sub_cmd(rs, "SUBSCRIBE", c);
-        } else {
+                (void)sub_cmd(rs, "SUBSCRIBE", c->name, c->len, P_SUB);
+        } else if (!foreign) {
             /* A dlock holder publishes when it lets go, and its key
-             * expires at retry: no polling.  Another client does not
-             * publish: look again now and then. */
+             * expires at retry: no polling. */
             wake = now + (retry >= 0 ? retry + 1 : SAFETY_POLL_MS);
-            if (foreign && wake > now + SAFETY_POLL_MS)
+        } else {
+            /* Another client does not publish.  With keyspace events
+             * the key's "del" wakes us; until that subscription is
+             * confirmed, wait for the confirmation only and look again
+             * (a DEL in between would go unheard).  Without them, poll
+             * (50..250 ms).  Never past the holder's lease end. */
+            if (ks)
+                want_ks(rs, c, &k);
+            if (ks && c->ks != NULL && !rs->ks_denied) {
+                ks_wait = !c->ks_subscribed;
                 wake = now + SAFETY_POLL_MS;
+            } else {
+                wake = now + foreign_poll_ms(polls++);
+            }
+            if (retry >= 0 && wake > now + retry + 1)
+                wake = now + retry + 1;
         }
         if (deadline != DLOCK_WAIT_FOREVER && wake > deadline)
             wake = deadline;
@@ -1070,7 +1295,9 @@ static int redis_wait_acquire(struct dlock_store *s, struct dlock_lock *lk,
          * often) ends the sleep too: one attempt tells which. */
         broken = rs->sub_broken;
         while (!w.woken && dlock__now_ms() < wake &&
-               rs->sub_broken == broken)
+               rs->sub_broken == broken &&
+               !(ks_wait &&
+                 (c->ks_subscribed || rs->ks_denied || rs->sub_denied)))
             cond_wait_until(&w.cv, &rs->smu, wake);
         woken = w.woken;
         w.woken = 0;

@@ -272,8 +272,11 @@ static void t_dlock_blocks_foreign(void)
     snprintf(key, sizeof(key), "dlock:%s", nm("ours"));
     CHECK_RC(dlock_acquire(&l, s, nm("ours"), &o), DLOCK_OK);
     CHECK(strcmp(raw_str(c, "SET %s x NX PX 60000", key), "(nil)") == 0);
+    /* "dlock1:" + the owner token: opaque to other clients, and no token
+     * of theirs looks like it by accident. */
     v = raw_str(c, "GET %s", key);
-    CHECK(strlen(v) == 32); /* the owner token */
+    CHECK(strlen(v) == 39 && strncmp(v, "dlock1:", 7) == 0 &&
+          strspn(v + 7, "0123456789abcdef") == 32);
     v = raw_str(c, "PTTL %s", key);
     CHECK(atoll(v) > 0 && atoll(v) <= 5000);
     CHECK(strcmp(raw_str(c, "EVAL %s 1 %s %s", cad, key, "wrong-token"),
@@ -851,6 +854,199 @@ static void t_acl_no_channels(void)
     own_server_stop();
 }
 
+/* --- foreign holders whose tokens look like dlock's ---------------- */
+
+/* 32 random hex digits: node-redlock's token (16 random bytes in hex),
+ * PHP's bin2hex(random_bytes(16)). */
+static void hex_token(char out[33])
+{
+    unsigned char b[16];
+    FILE *f = fopen("/dev/urandom", "rb");
+
+    if (f == NULL || fread(b, 1, sizeof(b), f) != sizeof(b)) {
+        fprintf(stderr, "cannot read /dev/urandom\n");
+        exit(100);
+    }
+    fclose(f);
+    for (int i = 0; i < 16; i++)
+        snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+/* Wait (bounded) until `n` clients are subscribed to channel `chan`. */
+static int await_channel(redisContext *c, const char *chan, long long n)
+{
+    int64_t end = now_ms() + 5000;
+
+    while (now_ms() < end) {
+        redisReply *r = redisCommand(c, "PUBSUB NUMSUB %b", chan,
+                                     strlen(chan));
+        long long got = -1;
+
+        if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+            r->element[1]->type == REDIS_REPLY_INTEGER)
+            got = r->element[1]->integer;
+        freeReplyObject(r);
+        if (got >= n)
+            return 1;
+        sleep_ms(2);
+    }
+    return 0;
+}
+
+/* The other client: once the waiter waits (a barrier on its
+ * subscriptions), hold on for `hold_ms` more, then compare-and-delete its
+ * token (no PUBLISH: it is not dlock) and say when. */
+struct deleter {
+    const char *url, *key, *token;
+    int keyspace;  /* also wait for the keyspace subscription */
+    int64_t hold_ms;
+    int64_t deleted; /* when the DEL had been answered */
+    long long attempts; /* the waiter's scripts while we held on */
+    int ok;
+};
+
+static void *deleter_main(void *arg)
+{
+    static const char cad[] =
+        "if redis.call('get', KEYS[1]) == ARGV[1] then "
+        "return redis.call('del', KEYS[1]) else return 0 end";
+    struct deleter *d = arg;
+    redisContext *c = raw_open(d->url);
+    char ks[700];
+    long long before;
+
+    snprintf(ks, sizeof(ks), "__keyspace@0__:%s", d->key);
+    d->ok = await_subscribers(c, d->key, 1) &&
+            (!d->keyspace || await_channel(c, ks, 1));
+    before = script_calls(c);
+    sleep_ms(d->hold_ms); /* the scenario: the holder works a while */
+    d->attempts = script_calls(c) - before;
+    if (strcmp(raw_str(c, "EVAL %s 1 %s %s", cad, d->key, d->token), "1") !=
+        0)
+        d->ok = 0;
+    d->deleted = now_ms();
+    redisFree(c);
+    return NULL;
+}
+
+/* A client that is not dlock but whose token is 32 hex digits (like a
+ * dlock owner token) holds the lock with an 8 s lease and lets go after
+ * 300 ms by compare-and-delete, without publishing.  A dlock waiter must
+ * have the lock soon after, not at the lease end: with keyspace
+ * notifications on the server it is woken by the "del" event, without
+ * them it polls (50..250 ms).  acl: notifications are on, but dlock's
+ * user may not subscribe to keyspace channels (only to &dlock:*). */
+enum { FR_POLL, FR_KEYSPACE, FR_KEYSPACE_ACL };
+
+static void foreign_release(int mode)
+{
+    enum { ROUNDS = 5 };
+    int keyspace = mode != FR_POLL;
+    char u[256], su[300], key[600], token[33], saved[128];
+    redisContext *c;
+    dlock_store *s;
+    int64_t worst = 0, sum = 0;
+
+    own_server(u, sizeof(u));
+    c = raw_open(u);
+    snprintf(su, sizeof(su), "%s", u);
+    if (mode == FR_KEYSPACE_ACL) {
+        CHECK(strcmp(raw_str(c, "ACL SETUSER lim on >limpw ~* +@all "
+                                "resetchannels &dlock:*"),
+                     "OK") == 0);
+        snprintf(su, sizeof(su), "redis://lim:limpw@127.0.0.1:%s",
+                 strrchr(u, ':') + 1);
+    }
+    {
+        redisReply *r = redisCommand(c, "CONFIG GET notify-keyspace-events");
+
+        saved[0] = '\0';
+        if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+            r->element[1]->str != NULL)
+            snprintf(saved, sizeof(saved), "%s", r->element[1]->str);
+        freeReplyObject(r);
+    }
+    CHECK(strcmp(raw_str(c, "CONFIG SET notify-keyspace-events %s",
+                         keyspace ? "Kgx" : ""),
+                 "OK") == 0);
+    s = must_open(su);
+    snprintf(key, sizeof(key), "dlock:%s", nm("lookalike"));
+    for (int i = 0; i < ROUNDS; i++) {
+        struct deleter d = {u, key, token, mode == FR_KEYSPACE, 300, 0, 0, 0};
+        dlock_options o = opts(5000, 5000, 1);
+        dlock_lock *l = NULL;
+        pthread_t t;
+        int64_t got, lat;
+        int rc;
+
+        hex_token(token);
+        CHECK(strcmp(raw_str(c, "SET %s %s NX PX 8000", key, token), "OK") ==
+              0);
+        CHECK(pthread_create(&t, NULL, deleter_main, &d) == 0);
+        rc = dlock_acquire(&l, s, nm("lookalike"), &o);
+        got = now_ms();
+        pthread_join(t, NULL);
+        EXPECT(d.ok);
+        EXPECT_RC(rc, DLOCK_OK);
+        if (rc != DLOCK_OK)
+            break; /* waited out: one round says enough */
+        lat = got - d.deleted;
+        printf("  round %d: acquired %lld ms after the foreign DEL, %lld "
+               "attempts in the 300 ms before it\n",
+               i, (long long)lat, d.attempts);
+        EXPECT(lat < 1000);
+        /* Polling is bounded (>= 50 ms apart); notifications need none. */
+        EXPECT(d.attempts <= (mode == FR_KEYSPACE ? 2 : 8));
+        EXPECT_RC(dlock_release(l), DLOCK_OK);
+        sum += lat;
+        if (lat > worst)
+            worst = lat;
+    }
+    printf("  foreign release -> acquire (%s): mean %.1f ms, worst %lld "
+           "ms\n",
+           mode == FR_KEYSPACE ? "keyspace notifications" : "polling",
+           (double)sum / ROUNDS, (long long)worst);
+    if (mode == FR_KEYSPACE_ACL) {
+        /* The refused keyspace SUBSCRIBE did not turn off release
+         * messages: waiting on a dlock holder still does not poll. */
+        dlock_store *s2 = must_open(su);
+        dlock_options o = opts(0, 30000, 1), w = opts(1500, 5000, 1);
+        dlock_lock *a = NULL, *b = NULL;
+        long long before, calls;
+
+        EXPECT_RC(dlock_acquire(&a, s2, nm("lookalike"), &o), DLOCK_OK);
+        before = script_calls(c);
+        EXPECT_RC(dlock_acquire(&b, s, nm("lookalike"), &w), DLOCK_BUSY);
+        calls = script_calls(c) - before;
+        printf("  then %lld attempts during a 1.5 s wait on a dlock "
+               "holder\n", calls);
+        EXPECT(calls <= 3);
+        if (a != NULL)
+            EXPECT_RC(dlock_release(a), DLOCK_OK);
+        dlock_store_close(s2);
+    }
+    CHECK(strcmp(raw_str(c, "CONFIG SET notify-keyspace-events %s", saved),
+                 "OK") == 0);
+    dlock_store_close(s);
+    redisFree(c);
+    own_server_stop();
+}
+
+static void t_foreign_lookalike_poll(void)
+{
+    foreign_release(FR_POLL);
+}
+
+static void t_foreign_lookalike_keyspace(void)
+{
+    foreign_release(FR_KEYSPACE);
+}
+
+static void t_foreign_lookalike_keyspace_acl(void)
+{
+    foreign_release(FR_KEYSPACE_ACL);
+}
+
 static int lost_pipe[2];
 static void on_lost(dlock_lock *l, void *p)
 {
@@ -949,6 +1145,9 @@ static const struct {
     {"passwords", t_passwords, 1},
     {"acl_no_channels", t_acl_no_channels, 1},
     {"server_gone", t_server_gone, 1},
+    {"foreign_lookalike_poll", t_foreign_lookalike_poll, 1},
+    {"foreign_lookalike_keyspace", t_foreign_lookalike_keyspace, 1},
+    {"foreign_lookalike_keyspace_acl", t_foreign_lookalike_keyspace_acl, 1},
 };
 
 int main(int argc, char **argv)
