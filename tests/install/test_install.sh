@@ -10,7 +10,10 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d /tmp/dlock-install.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 dest=$tmp/dest
-prefix=/usr/local
+# /usr, not the configure-time /usr/local: what a packager runs
+# (`cmake --install build --prefix /usr`), so dlock.pc must not carry the
+# configure-time prefix.
+prefix=/usr
 fails=0
 ok()   { echo "ok   $1"; }
 fail() { echo "FAIL $1"; fails=$((fails + 1)); }
@@ -35,15 +38,26 @@ n_exp=$(nm -D --defined-only "$dest$prefix/$libdir/libdlock.so" | grep -c ' T dl
 [ "$n_exp" -ge "$n_api" ] && ok "all $n_api declared functions exported" ||
     fail "$n_exp exported, $n_api declared"
 
-# pkg-config, as a user would.  The DESTDIR tree stands for the prefix:
-# a copy of dlock.pc points there (PKG_CONFIG_SYSROOT_DIR would also move
-# the system libraries' paths that dlock.pc requires).
-mkdir -p "$tmp/pc"
-sed "s#^prefix=.*#prefix=$dest$prefix#" "$dest$prefix/$libdir/pkgconfig/dlock.pc" >"$tmp/pc/dlock.pc"
-export PKG_CONFIG_PATH=$tmp/pc
+# pkg-config, as a user would.  dlock.pc is relocatable (its prefix comes
+# from ${pcfiledir}), so the DESTDIR copy points into the DESTDIR tree.
+pc=$dest$prefix/$libdir/pkgconfig/dlock.pc
+grep -q '/usr/local' "$pc" && fail "dlock.pc names /usr/local: $(grep /usr/local "$pc")" ||
+    ok "dlock.pc carries no configure-time prefix"
+grep -q '^URL:' "$pc" && fail "dlock.pc has a URL line" || ok "dlock.pc has no URL line"
+export PKG_CONFIG_PATH=$dest$prefix/$libdir/pkgconfig
 export LD_LIBRARY_PATH=$dest$prefix/$libdir
 cflags=$(pkg-config --cflags dlock)
 libs=$(pkg-config --libs dlock)
+check_pc() { # the path pkg-config printed must be the installed one
+    if [ "$(cd "$2" 2>/dev/null && pwd -P)" = "$(cd "$3" && pwd -P)" ]; then
+        ok "pkg-config $1 points at the installed tree"
+    else
+        fail "pkg-config $1: '$2', wanted '$3'"
+    fi
+}
+inc=${cflags#-I}
+check_pc --cflags "${inc%% *}" "$dest$prefix/include"
+check_pc libdir "$(pkg-config --variable=libdir dlock)" "$dest$prefix/$libdir"
 [ -n "$libs" ] && ok "pkg-config --cflags/--libs resolve: $cflags $libs" || fail "pkg-config"
 url=sqlite://$tmp/examples.db
 for ex in trylock wait_timeout fenced_write shared; do
