@@ -174,6 +174,8 @@ int dlock__seterr(int rc, const char *fmt, ...) DLOCK_PRINTF(2, 3);
 int dlock__vseterr(int rc, const char *fmt, va_list ap);
 void dlock__clearerr(void);
 int dlock__enomem(void);
+/* DLOCK_LOST with "lock 'NAME' is no longer ours: WHY". */
+int dlock__lost(const struct dlock_lock *lk, const char *why);
 
 /* util.c */
 int64_t dlock__now_ms(void);      /* CLOCK_MONOTONIC */

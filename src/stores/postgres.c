@@ -836,12 +836,6 @@ static void acq_params(struct acq_params *p, const struct dlock_lock *lk,
     p->v[6] = p->timeout;
 }
 
-static int lost(const struct dlock_lock *lk, const char *why)
-{
-    return dlock__seterr(DLOCK_LOST, "lock '%s' is no longer ours: %s",
-                         lk->name, why);
-}
-
 /* --- session mode ------------------------------------------------------ */
 
 /*
@@ -1311,13 +1305,13 @@ static int held_run(struct pg_store *ps, struct dlock_lock *lk,
     int rc;
 
     if (h == NULL || !h->keyed)
-        return lost(lk, "its database session ended or it was let go");
+        return dlock__lost(lk, "its database session ended or it was let go");
     s = h->s;
     pthread_mutex_lock(&s->mu);
     if (s->c == NULL) {
         pthread_mutex_unlock(&s->mu);
         h->keyed = 0;
-        return lost(lk, "its database session ended");
+        return dlock__lost(lk, "its database session ended");
     }
     rc = runq(s->c, ps->base.url, what, id, sql, n, v, ps->op_timeout_ms, res,
               NULL);
@@ -1327,7 +1321,7 @@ static int held_run(struct pg_store *ps, struct dlock_lock *lk,
         sess_retire(ps, s, 1);
         pthread_mutex_unlock(&s->mu);
         h->keyed = 0;
-        return lost(lk, why);
+        return dlock__lost(lk, why);
     }
     pthread_mutex_unlock(&s->mu);
     return rc;
@@ -1488,7 +1482,7 @@ static int found_lost(struct pg_store *ps, struct dlock_lock *lk)
 
     if (!ps->lease_mode)
         (void)held_drop(ps, lk, &live);
-    return lost(lk, "its lease ran out or it was broken");
+    return dlock__lost(lk, "its lease ran out or it was broken");
 }
 
 static int pg_extend(struct dlock_store *s, struct dlock_lock *lk,
@@ -1548,7 +1542,7 @@ static int pg_release(struct dlock_store *s, struct dlock_lock *lk)
         if (rc != DLOCK_OK)
             return rc;
     }
-    return live ? DLOCK_OK : lost(lk, "its lease ran out or it was broken");
+    return live ? DLOCK_OK : dlock__lost(lk, "its lease ran out or it was broken");
 }
 
 static void pg_forget(struct dlock_store *s, struct dlock_lock *lk)
