@@ -188,7 +188,7 @@ static int conn_event(PGEventId id, void *info, void *pass)
     return 1;
 }
 
-/* Run statement `id` (see sql_of()) as a prepared statement, preparing it
+/* Run statement `id` (a Q_* of pg.h) as a prepared statement, preparing it
  * on this connection first if needed: the hot path skips the parser and
  * the planner. */
 int dlock__pg_runp(PGconn *c, const char *url, const char *what, int id,

@@ -7,13 +7,6 @@
  */
 #include "pg.h"
 
-#define POOL_MAX_IDLE 8
-/* A native wait is cut into chunks of at most this much when the holder's
- * lease is unknown, so a holder that hangs later is still noticed. */
-#define WAIT_CHUNK_MS 5000
-/* After terminating a hung holder, how long its key may take to go. */
-#define TERMINATE_GRACE_MS 1000
-
 /* clang-format off */
 #define DDL                                                                  \
     "CREATE TABLE IF NOT EXISTS dlock_locks (\n"                             \
