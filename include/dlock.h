@@ -192,7 +192,10 @@ DLOCK_EXTERN int dlock_store_open(dlock_store **out, const char *url);
 
 /**
  * Close a store.  Locks still held through it are released first (as by
- * dlock_release(), ignoring the result) and their handles freed.
+ * dlock_release(), ignoring the result).  Their handles stay valid: every
+ * later call on one returns DLOCK_LOST ("its store was closed"), and each
+ * must still be freed with dlock_release().  In a fork child, closing its
+ * parent's store frees nothing and leaves the parent's connections alone.
  * Accepts NULL.
  */
 DLOCK_EXTERN void dlock_store_close(dlock_store *store);

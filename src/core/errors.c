@@ -65,3 +65,11 @@ int dlock__enomem(void)
 {
     return dlock__seterr(DLOCK_ENOMEM, "out of memory");
 }
+
+/* The one wording of "this lock is not ours any more", whatever the store
+ * found; `why` says what it found. */
+int dlock__lost(const struct dlock_lock *lk, const char *why)
+{
+    return dlock__seterr(DLOCK_LOST, "lock '%s' is no longer ours: %s",
+                         lk->name, why);
+}

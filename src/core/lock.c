@@ -5,7 +5,10 @@
  * reg_mu).  The registry exists for three reasons: the renew thread walks
  * it to find leases due for renewal, the atexit handler walks it to release
  * what the program forgot, and closing a store detaches the locks taken
- * through it.
+ * through it.  A fork child inherits the registry: its parent's locks stay
+ * listed there (never renewed or released by the child) until the child
+ * frees them with dlock_release(), which hands them to the store's
+ * forget_inherited().
  *
  * Locking order: reg_mu may be taken while holding a lock's mu, never the
  * other way round.  A lock's
@@ -33,6 +36,13 @@
  * or is waiting forever.  Not the lock being busy: that is answered at
  * once. */
 #define ATTEMPT_BUDGET_MS 2000
+
+/* The native wait's slices: at most this long, so a holder is looked at
+ * again now and then even when its lease is not known, and this long past
+ * the end of the holder's lease when it is (the store's clock may round
+ * it down). */
+#define SLICE_MAX_MS 5000
+#define SLICE_MARGIN_MS 20
 
 /* After a renewal fails for a transient reason, retry this soon (bounded
  * by what is left of the lease). */
@@ -285,41 +295,83 @@ static int check_options(const dlock_options *o, const dlock_store *s)
     return DLOCK_OK;
 }
 
+/* One attempt.  *retry_ms: the holder's lease left when the store knows
+ * it, else -1. */
+static int attempt(struct dlock_store *s, struct dlock_lock *lk,
+                   int64_t deadline, int try_once, int64_t *retry_ms)
+{
+    int64_t now = dlock__now_ms(), budget;
+
+    /* A try-lock (or an endless wait) must not report BUSY just because
+     * another client was mid-transaction; a finite wait's answer is due
+     * at its deadline, whatever the reason. */
+    if (deadline == DLOCK_WAIT_FOREVER || try_once)
+        budget = now + ATTEMPT_BUDGET_MS;
+    else
+        budget = deadline;
+    /* If this attempt succeeds, the lease started no earlier than now:
+     * the end we assume must not be later than the store's. */
+    lk->lease_end = now + lk->ttl_ms;
+    *retry_ms = -1;
+    return s->ops->try_acquire(s, lk, budget, retry_ms);
+}
+
 /* The core's wait loop, for stores without a native wait: one attempt,
  * then jittered exponential backoff (capped by DLOCK_POLL_MAX_MS and by
  * when the holder's lease ends, when the store knows), until deadline. */
 static int poll_acquire(struct dlock_store *s, struct dlock_lock *lk,
                         int64_t deadline, int try_once)
 {
-    unsigned attempt;
+    unsigned attempts;
 
-    for (attempt = 0;; attempt++) {
-        int64_t now = dlock__now_ms(), budget, retry = -1, rem, delay;
-        int rc;
+    for (attempts = 0;; attempts++) {
+        int64_t retry, rem, delay;
+        int rc = attempt(s, lk, deadline, try_once, &retry);
 
-        /* A try-lock (or an endless wait) must not report BUSY just
-         * because another client was mid-transaction; a finite wait's
-         * answer is due at its deadline, whatever the reason. */
-        if (deadline == DLOCK_WAIT_FOREVER || try_once)
-            budget = now + ATTEMPT_BUDGET_MS;
-        else
-            budget = deadline;
-        /* If this attempt succeeds, the lease started no earlier than
-         * now: the end we assume must not be later than the store's. */
-        lk->lease_end = now + lk->ttl_ms;
-        rc = s->ops->try_acquire(s, lk, budget, &retry);
         if (rc != DLOCK_BUSY)
             return rc;
         rem = dlock__remaining_ms(deadline);
         if (rem == 0 || try_once)
             return DLOCK_BUSY;
-        delay = dlock__backoff_ms(attempt, dlock__rand32());
+        delay = dlock__backoff_ms(attempts, dlock__rand32());
         if (retry >= 0 && retry + 1 < delay)
             delay = retry + 1;
         if (delay > rem)
             delay = rem;
         dlock__sleep_ms(delay);
     }
+}
+
+/* The core's wait loop for a store that can block natively: one attempt
+ * (a free lock needs no wait), then bounded slices of the store's own
+ * wait.  A slice ends at the deadline, SLICE_MAX_MS at the latest, and
+ * SLICE_MARGIN_MS after the holder's lease does: between slices the store
+ * looks at the holder again, so one that hangs past its lease is fenced
+ * off in time, whenever it started to hang. */
+static int slice_acquire(struct dlock_store *s, struct dlock_lock *lk,
+                         int64_t deadline)
+{
+    int64_t retry;
+    int rc = attempt(s, lk, deadline, 0, &retry);
+
+    while (rc == DLOCK_BUSY) {
+        int64_t slice = dlock__remaining_ms(deadline);
+
+        if (slice == 0)
+            break;
+        if (slice > SLICE_MAX_MS)
+            slice = SLICE_MAX_MS;
+        if (retry >= 0 && retry + SLICE_MARGIN_MS < slice)
+            slice = retry + SLICE_MARGIN_MS;
+        retry = -1;
+        /* As in attempt(): the store may move it later, never earlier. */
+        lk->lease_end = dlock__now_ms() + lk->ttl_ms;
+        rc = s->ops->wait_slice(s, lk, slice, &retry);
+    }
+    /* What a store kept in priv between slices (its waiting session). */
+    if (rc != DLOCK_OK && lk->priv != NULL && s->ops->forget != NULL)
+        s->ops->forget(s, lk);
+    return rc;
 }
 
 int dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
@@ -385,14 +437,16 @@ int dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
     t0 = dlock__now_ms();
     deadline = opts->wait_ms == DLOCK_WAIT_FOREVER ? DLOCK_WAIT_FOREVER
                                                    : t0 + opts->wait_ms;
-    if (opts->wait_ms != 0 && s->ops->wait_acquire != NULL &&
-        !s->poll_wait) {
+    if (opts->wait_ms != 0 && s->ops->wait_slice != NULL && !s->poll_wait) {
+        rc = slice_acquire(s, lk, deadline);
+    } else if (opts->wait_ms != 0 && s->ops->wait_acquire != NULL &&
+               !s->poll_wait) {
         /* A native wait may refine lease_end to its last attempt. */
         lk->lease_end = t0 + lk->ttl_ms;
         rc = s->ops->wait_acquire(s, lk, deadline);
-    }
-    else
+    } else {
         rc = poll_acquire(s, lk, deadline, opts->wait_ms == 0);
+    }
     if (rc != DLOCK_OK) {
         if (rc == DLOCK_BUSY && dlock_errmsg()[0] == '\0')
             dlock__seterr(DLOCK_BUSY, "lock '%s' is held by someone else",
@@ -550,11 +604,15 @@ int dlock_release(dlock_lock *lk)
         return DLOCK_OK;
     if (lk->pid != getpid()) {
         /* A fork child's copy of its parent's lock: free our memory, never
-         * touch the store (its connection is the parent's). */
+         * touch the store (its connection is the parent's).  The store
+         * frees its part the same way, so it needs no list of held locks
+         * to keep that reachable. */
         rc = lock_usable(lk);
         pthread_mutex_lock(&reg_mu);
         reg_unlink_locked(lk);
         pthread_mutex_unlock(&reg_mu);
+        if (lk->priv != NULL && lk->store->ops->forget_inherited != NULL)
+            lk->store->ops->forget_inherited(lk->store, lk);
         free(lk->name);
         free(lk);
         return rc;

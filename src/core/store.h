@@ -88,7 +88,8 @@ enum dlock_state {
 };
 
 /* A held lock.  Stores read name..shared and set fence and priv; the rest
- * belongs to the core (src/core/lock.c). */
+ * belongs to the core (src/core/lock.c), except lease_end, which a store
+ * may move later during a native wait (see wait_slice). */
 struct dlock_lock {
     struct dlock_store *store;
     char *name;
@@ -107,7 +108,8 @@ struct dlock_lock {
     int lost_notified;
     dlock_lost_cb on_lost;
     void *payload;
-    int64_t lease_end;  /* monotonic ms: lease end as this process knows */
+    int64_t lease_end;  /* monotonic ms: lease end as this process knows;
+                         * the core writes it, a waiting store may too */
     int64_t next_renew; /* monotonic ms */
     /* under the registry mutex */
     unsigned refs;      /* renew thread (and store close) using it now */
@@ -134,12 +136,31 @@ struct dlock_store_ops {
      * the store's internal contention; it is never DLOCK_WAIT_FOREVER. */
     int (*try_acquire)(struct dlock_store *store, struct dlock_lock *lk,
                        int64_t deadline, int64_t *retry_ms);
-    /* Optional native blocking wait until acquired (DLOCK_OK) or
-     * `deadline` passes (DLOCK_BUSY).  deadline is monotonic ms or
-     * DLOCK_WAIT_FOREVER.  NULL: the core polls try_acquire with jittered
-     * backoff.  The core sets lk->lease_end to (call time + ttl) before
-     * the call; a store may move it later, to (time its successful
-     * attempt was sent + ttl), never later than that. */
+    /* Optional: block natively on the store for ONE bounded slice:
+     * DLOCK_OK when acquired (lk->fence set, as try_acquire), DLOCK_BUSY
+     * when the slice ran out (it may end sooner).  The core's wait loop
+     * (lock.c) does one try_acquire first, then calls this with slices it
+     * sizes itself: never past the caller's deadline, never longer than
+     * its cap, and ending just after the holder's lease when *retry_ms
+     * (from try_acquire or the previous slice) said when that is.  On
+     * DLOCK_BUSY set *retry_ms to the holder's lease left (or when it is
+     * worth looking again, e.g. after fencing off a hung holder), else
+     * leave it -1, and leave a message saying who holds the lock.
+     *
+     * The store may keep state in lk->priv between slices (a session of
+     * its own to wait on).  If the wait ends without the lock, the core
+     * calls forget() to free it.  The core sets lk->lease_end to (call
+     * time + ttl) before each slice; a store may move it later, to (time
+     * its successful statement was sent + ttl), never later than that.
+     * This is the future: every store with a native wait is to use it. */
+    int (*wait_slice)(struct dlock_store *store, struct dlock_lock *lk,
+                      int64_t slice_ms, int64_t *retry_ms);
+    /* Deprecated, for the stores not yet on wait_slice (MySQL, Redis):
+     * a native blocking wait with its own loop, until acquired (DLOCK_OK)
+     * or `deadline` passes (DLOCK_BUSY).  deadline is monotonic ms or
+     * DLOCK_WAIT_FOREVER.  Used only when wait_slice is NULL; with
+     * neither, the core polls try_acquire with jittered backoff.  lease_end
+     * as for wait_slice, set once before the call. */
     int (*wait_acquire)(struct dlock_store *store, struct dlock_lock *lk,
                         int64_t deadline);
     /* Renew the lease to ttl_ms from now, only if lk still owns it:
@@ -153,8 +174,19 @@ struct dlock_store_ops {
     /* Release if lk still owns it (DLOCK_OK), else DLOCK_LOST.  Frees
      * lk->priv whatever happens. */
     int (*release)(struct dlock_store *store, struct dlock_lock *lk);
-    /* Optional: free lk->priv without telling the store. */
+    /* Optional: free lk->priv of a lock that is not held (LOST, or a wait
+     * that ended without it), letting go of whatever the store may still
+     * hold for it on a connection of this process.  NULL: the core calls
+     * release() instead, for a LOST lock. */
     void (*forget)(struct dlock_store *store, struct dlock_lock *lk);
+    /* Optional: free lk->priv in a fork child, where lk is the child's copy
+     * of a lock its parent holds.  The connections in it are the
+     * parent's: send nothing on them and do not end their sessions (see
+     * dlock__fd_detach()).  The core calls it when the child frees such a
+     * lock; those it never frees stay reachable from the registry.  With
+     * it, a store needs no list of its held locks. */
+    void (*forget_inherited)(struct dlock_store *store,
+                             struct dlock_lock *lk);
 
     int (*status)(struct dlock_store *store, const char *name,
                   dlock_info *out);
@@ -185,6 +217,8 @@ int dlock__seterr(int rc, const char *fmt, ...) DLOCK_PRINTF(2, 3);
 int dlock__vseterr(int rc, const char *fmt, va_list ap);
 void dlock__clearerr(void);
 int dlock__enomem(void);
+/* DLOCK_LOST with "lock 'NAME' is no longer ours: WHY". */
+int dlock__lost(const struct dlock_lock *lk, const char *why);
 
 /* util.c */
 int64_t dlock__now_ms(void);      /* CLOCK_MONOTONIC */
@@ -207,6 +241,11 @@ char *dlock__strndup(const char *s, size_t n);
 /* Bounded copy that always terminates dst (dstlen > 0). */
 void dlock__strlcpy(char *dst, const char *src, size_t dstlen);
 const char *dlock__hostname(void);
+/* In a fork child: point fd at /dev/null, so that a client library's
+ * close function (PQfinish, mysql_close) can free an inherited
+ * connection while what it sends goes nowhere and the parent's session
+ * lives on.  Returns 0, or -1 with errno. */
+int dlock__fd_detach(int fd);
 
 /* Store ops compiled in (store.c has the scheme table). */
 extern const struct dlock_store_ops dlock__sqlite_ops;

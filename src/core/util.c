@@ -2,6 +2,7 @@
  * util.c - clocks, randomness, name checks and small string helpers.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,4 +212,20 @@ const char *dlock__hostname(void)
 {
     pthread_once(&hostname_once, hostname_init);
     return hostname;
+}
+
+int dlock__fd_detach(int fd)
+{
+    int nul, rc;
+
+    if (fd < 0)
+        return 0;
+    nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (nul < 0)
+        return -1;
+    /* dup2 swaps the descriptor in one step: no moment at which fd is
+     * free for another thread to be given. */
+    rc = dup2(nul, fd) < 0 ? -1 : 0;
+    close(nul);
+    return rc;
 }

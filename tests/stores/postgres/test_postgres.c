@@ -17,7 +17,7 @@
  *               contender; resumed, it finds the lock LOST; without the
  *               privilege to terminate, the contender waits and says why
  *   killed      the holder's backend terminated from outside: LOST via
- *               on_lost, and the store recovers (pool, control connection)
+ *               on_lost, and the store recovers (its pool)
  *   badinput    wrong password, missing database, bad options, nothing
  *               listening, a server that is not PostgreSQL, one that never
  *               answers: clear errors in bounded time, no password shown
@@ -642,7 +642,7 @@ static void t_mux(void)
         snprintf(base, sizeof(base), "mux/%03d", i);
         EXPECT(dlock_acquire(&l[i], s, nm(base), &o) == DLOCK_OK);
     }
-    /* Held through one shared session (plus the control connection). */
+    /* Held through one shared session (plus a pooled connection). */
     EXPECT(dlock_backends(c) - before <= 2);
     /* The same process, the same session: still exclusive... */
     EXPECT(dlock_acquire(&x, s, nm("mux/007"), &o) == DLOCK_BUSY);

@@ -1,0 +1,165 @@
+/*
+ * pg.h - the PostgreSQL store's private header: its handle, its sessions,
+ * and what its files share.
+ *
+ *   sql.c      the SQL text
+ *   conn.c     one connection: connect, run a statement within a deadline
+ *   session.c  session mode: advisory locks on pooled sessions, the wait
+ *   store.c    the ops table: open, lease mode, per-lock calls, status
+ *   xact.c     dlock_pg_xact_lock() on the caller's connection
+ *
+ * postgres://[user[:password]@]host[:port]/db[?keys=hashtext][&mode=lease]
+ *                                          [&timeout=5s][&<libpq options>]
+ *
+ * Default (session) mode.  The lock itself is a session advisory lock on
+ * the 64-bit key hashtextextended(name, 0) (?keys=hashtext: hashtext(name),
+ * the key of mpyw/laravel-database-advisory-lock), computed by the server.
+ * A held lock lives as long as the database session that took it, so a
+ * holder that dies frees it at once.  Try-locks of a process share one
+ * session (the "mux"); a lock that had to wait keeps the session it
+ * waited on; a lock without auto-renewal gets a session of its own (see
+ * session.c).  A row in dlock_locks, written by the same statement that
+ * takes the advisory lock, carries the owner token, fence, lease and
+ * holder details; the fence counter lives in dlock_fences and is never
+ * deleted.  A holder whose lease ran out but whose session still holds
+ * the key (a hung process) is fenced off by pg_terminate_backend(), after
+ * pg_locks shows that this backend holds that very key.
+ *
+ * Lease mode (?mode=lease).  Rows only, no session state, so it works
+ * through PgBouncer's transaction pooling: an acquire locks the name's
+ * fence row, drops expired rows, and inserts its own row if no live row
+ * conflicts.  Waiting polls with jittered backoff (the core's loop).
+ *
+ * Leases are measured on the server's clock.  A server that stops
+ * answering costs at most the operation timeout (?timeout=, default 5 s).
+ *
+ * Threads: connections come from one core pool (src/core/pool.h).
+ * Status, list, force-release, init and everything in lease mode take a
+ * pooled connection per call, under the pool's retry-once policy.  In
+ * session mode each lock's acquire, extend, assert and release run on its
+ * own session, serialised by that session's mutex.
+ */
+#ifndef DLOCK_STORES_PG_H
+#define DLOCK_STORES_PG_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <libpq-fe.h>
+
+#include "pool.h"
+#include "store.h"
+
+#define DLOCK__PG_POOL_MAX_IDLE 8
+
+/* --- sql.c ---------------------------------------------------------- */
+
+enum {
+    Q_TRY_X,
+    Q_TRY_S,
+    Q_WAIT_X,
+    Q_WAIT_S,
+    Q_HOLDERS,
+    Q_TERMINATE,
+    Q_RELEASE_X,
+    Q_RELEASE_S,
+    Q_STATUS,
+    Q_STATUS2,
+    Q_FORCE_KILL,
+    Q_KEYED,
+    /* Key-independent, prepared too (ids for dlock__pg_runp()). */
+    Q_EXTEND = Q_KEYED,
+    Q_TTL,
+    Q_RELEASE_L,
+    Q_UNLOCK_ALL
+};
+
+/* Keyed statements, indexed by Q_*: hashtextextended keys, hashtext keys. */
+extern const char *const dlock__pg_sql_x[Q_KEYED];
+extern const char *const dlock__pg_sql_h[Q_KEYED];
+extern const char dlock__pg_sql_extend[];
+extern const char dlock__pg_sql_ttl[];
+extern const char dlock__pg_sql_release_l[];
+extern const char dlock__pg_sql_unlock_all[];
+extern const char dlock__pg_sql_lease_fmt[];
+extern const char dlock__pg_sql_names[];
+extern const char dlock__pg_sql_force[];
+extern const char dlock__pg_sql_have_tables[];
+extern const char dlock__pg_sql_init[];
+extern const char dlock__pg_sql_ddl[];
+
+/* --- the handle ------------------------------------------------------ */
+
+struct sess;
+
+struct pg_store {
+    struct dlock_store base;
+    char *conninfo; /* the URL for libpq, dlock's options removed */
+    const char *const *sql;
+    int lease_mode;
+    int64_t op_timeout_ms;
+
+    struct dlock__pool pool; /* idle connections (PGconn *) */
+    pthread_mutex_t sess_mu; /* mux, and every session's refs and is_mux */
+    struct sess *mux;        /* the session try-locks share */
+};
+
+/* --- conn.c ---------------------------------------------------------- */
+
+/* The pool's callbacks (ctx: the struct pg_store). */
+extern const struct dlock__pool_ops dlock__pg_pool_ops;
+/* Run one statement (n > 0 or v != NULL: with text parameters; else a
+ * simple query, possibly several statements) and wait for its result, for
+ * at most timeout_ms.  DLOCK_OK with *out set (caller clears it);
+ * DLOCK_ESTORE when the server answered with an error (SQLSTATE in state,
+ * the connection still usable); DLOCK_EUNAVAIL when the connection broke
+ * or did not answer in time: the caller must drop it. */
+int dlock__pg_run(PGconn *c, const char *url, const char *what,
+                  const char *sql, int n, const char *const *v,
+                  int64_t timeout_ms, PGresult **out, char state[6]);
+/* The same as a prepared statement `id`, prepared on c first if needed. */
+int dlock__pg_runp(PGconn *c, const char *url, const char *what, int id,
+                   const char *sql, int n, const char *const *v,
+                   int64_t timeout_ms, PGresult **out, char state[6]);
+/* runp() for id >= 0, else run(). */
+int dlock__pg_runq(PGconn *c, const char *url, const char *what, int id,
+                   const char *sql, int n, const char *const *v,
+                   int64_t timeout_ms, PGresult **out, char state[6]);
+int dlock__pg_connect(struct pg_store *ps, PGconn **out);
+/* Fit to be used again: connected, no transaction open. */
+int dlock__pg_conn_clean(PGconn *c);
+int64_t dlock__pg_col_i64(const PGresult *r, int row, int col, int64_t dflt);
+int dlock__pg_col_bool(const PGresult *r, int row, int col);
+
+/* --- session.c ------------------------------------------------------- */
+
+int dlock__pg_session_try(struct pg_store *ps, struct dlock_lock *lk,
+                          int64_t deadline, int64_t *retry_ms);
+int dlock__pg_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
+                         int64_t slice_ms, int64_t *retry_ms);
+/* A statement for a held lock, on its session; the session's failure
+ * means the lock is lost (DLOCK_LOST). */
+int dlock__pg_held_run(struct pg_store *ps, struct dlock_lock *lk,
+                       const char *what, int id, const char *sql, int n,
+                       const char *const *v, PGresult **res);
+/* Delete our row and let our key go.  *live: the row was there and within
+ * its lease. */
+int dlock__pg_held_drop(struct pg_store *ps, struct dlock_lock *lk,
+                        int *live);
+/* Free lk->priv, giving its session reference back. */
+void dlock__pg_held_free(struct pg_store *ps, struct dlock_lock *lk);
+void dlock__pg_forget(struct dlock_store *s, struct dlock_lock *lk);
+void dlock__pg_forget_inherited(struct dlock_store *s, struct dlock_lock *lk);
+/* Store close: the mux session goes (no lock is held any more). */
+void dlock__pg_sessions_close(struct pg_store *ps);
+
+/* acquire's parameters: $1 name .. $6 pid, [$7 lock_timeout ms]. */
+struct dlock__pg_acq_params {
+    char ttl[24], pid[24], timeout[24];
+    const char *v[7];
+};
+void dlock__pg_acq_params(struct dlock__pg_acq_params *p,
+                          const struct dlock_lock *lk,
+                          int64_t lock_timeout_ms);
+
+#endif /* DLOCK_STORES_PG_H */

@@ -1,0 +1,582 @@
+/*
+ * session.c - session mode: advisory locks held by database sessions
+ * (struct sess below), the try, the wait's slices, per-lock statements.
+ *
+ * Sessions' connections come from, and go back to, the store's pool; one
+ * that may still hold a key nobody owns ("dirty") is closed instead.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pg.h"
+
+/* After terminating a hung holder, how long its key may take to go. */
+#define TERMINATE_GRACE_MS 1000
+
+/* The acquire statements' parameters (lease mode's too). */
+void dlock__pg_acq_params(struct dlock__pg_acq_params *p,
+                          const struct dlock_lock *lk,
+                          int64_t lock_timeout_ms)
+{
+    snprintf(p->ttl, sizeof(p->ttl), "%lld", (long long)lk->ttl_ms);
+    snprintf(p->pid, sizeof(p->pid), "%ld", (long)getpid());
+    snprintf(p->timeout, sizeof(p->timeout), "%lld",
+             (long long)lock_timeout_ms);
+    p->v[0] = lk->name;
+    p->v[1] = lk->token;
+    p->v[2] = lk->shared ? "t" : "f";
+    p->v[3] = p->ttl;
+    p->v[4] = dlock__hostname();
+    p->v[5] = p->pid;
+    p->v[6] = p->timeout;
+}
+
+/*
+ * A database session that holds advisory locks.  Try-locks share the
+ * store's current "mux" session, so a process holding thousands of locks
+ * needs one connection, not thousands; a lock that had to wait got its
+ * own session for the wait and keeps it.  Statements on a session are
+ * serialised by its mutex.  When a session dies every lock on it is lost,
+ * which is the truth: the server dropped their keys.
+ */
+struct sess {
+    pthread_mutex_t mu; /* one statement at a time */
+    PGconn *c;          /* NULL once the session is known to be gone */
+    unsigned refs;      /* locks (and attempts) using it; under sess_mu */
+    int reused;         /* has run a statement before (may have died idle) */
+    int is_mux;         /* ps->mux; under sess_mu */
+    int dirty;          /* may hold a key nobody owns: close, not pool */
+};
+
+/* A lock's priv: held, or (keyed 0) waiting for it on s. */
+struct held {
+    struct sess *s;
+    int keyed; /* its key and row are still on s */
+};
+
+/* A session on a pooled connection, or with `fresh` on a new one (the
+ * retry of dlock__pool's policy). */
+static int sess_new(struct pg_store *ps, struct sess **out, int fresh)
+{
+    struct sess *s = calloc(1, sizeof(*s));
+    void *c = NULL;
+    int pooled = 0, rc;
+
+    if (s == NULL)
+        return dlock__enomem();
+    rc = fresh ? dlock__pool_open(&ps->pool, &c)
+               : dlock__pool_get(&ps->pool, &c, &pooled);
+    if (rc != DLOCK_OK) {
+        free(s);
+        return rc;
+    }
+    s->c = c;
+    s->reused = pooled;
+    pthread_mutex_init(&s->mu, NULL);
+    s->refs = 1;
+    *out = s;
+    return DLOCK_OK;
+}
+
+static void sess_free(struct pg_store *ps, struct sess *s)
+{
+    if (s->dirty)
+        dlock__pool_discard(&ps->pool, s->c);
+    else
+        dlock__pool_put(&ps->pool, s->c);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+static void sess_unref(struct pg_store *ps, struct sess *s)
+{
+    int last;
+
+    pthread_mutex_lock(&ps->sess_mu);
+    last = --s->refs == 0 && !s->is_mux;
+    pthread_mutex_unlock(&ps->sess_mu);
+    if (last)
+        sess_free(ps, s);
+}
+
+/* No new locks on s (it is gone or dirty); caller holds s->mu. */
+static void sess_retire(struct pg_store *ps, struct sess *s, int gone)
+{
+    if (gone && s->c != NULL) {
+        PQfinish(s->c);
+        s->c = NULL;
+    }
+    pthread_mutex_lock(&ps->sess_mu);
+    if (ps->mux == s) {
+        ps->mux = NULL;
+        s->is_mux = 0;
+        /* The store's own reference goes; holders keep theirs. */
+        s->refs--;
+    }
+    pthread_mutex_unlock(&ps->sess_mu);
+}
+
+/* The mux session, with a reference taken (a new one on a fresh
+ * connection with `fresh`, unless another thread made one meanwhile). */
+static int mux_get(struct pg_store *ps, struct sess **out, int fresh)
+{
+    struct sess *s;
+    int rc;
+
+    pthread_mutex_lock(&ps->sess_mu);
+    s = ps->mux;
+    if (s != NULL) {
+        s->refs++;
+        s->reused = 1;
+    }
+    pthread_mutex_unlock(&ps->sess_mu);
+    if (s != NULL) {
+        *out = s;
+        return DLOCK_OK;
+    }
+    rc = sess_new(ps, &s, fresh); /* refs 1: ours */
+    if (rc != DLOCK_OK)
+        return rc;
+    pthread_mutex_lock(&ps->sess_mu);
+    if (ps->mux == NULL) {
+        ps->mux = s;
+        s->is_mux = 1;
+        s->refs++; /* the store's */
+    } else {
+        /* Another thread installed one meanwhile: use that. */
+        struct sess *mine = s;
+
+        s = ps->mux;
+        s->refs++;
+        pthread_mutex_unlock(&ps->sess_mu);
+        sess_unref(ps, mine);
+        *out = s;
+        return DLOCK_OK;
+    }
+    pthread_mutex_unlock(&ps->sess_mu);
+    *out = s;
+    return DLOCK_OK;
+}
+
+/* One statement that takes the advisory lock and writes the row, on s
+ * (caller holds s->mu).  lock_timeout_ms 0: try; else wait up to that
+ * long (server side; only on a session of the attempt's own). */
+static int session_attempt(struct pg_store *ps, struct sess *s,
+                           struct dlock_lock *lk, int64_t lock_timeout_ms)
+{
+    struct dlock__pg_acq_params p;
+    PGresult *res;
+    char state[6];
+    int q, rc;
+
+    if (s->c == NULL)
+        return dlock__seterr(DLOCK_EUNAVAIL,
+                             "postgres acquire: the "
+                             "session is gone (%s)",
+                             ps->base.url);
+    dlock__pg_acq_params(&p, lk, lock_timeout_ms);
+    if (lock_timeout_ms == 0)
+        q = lk->shared ? Q_TRY_S : Q_TRY_X;
+    else
+        q = lk->shared ? Q_WAIT_S : Q_WAIT_X;
+    rc =
+        dlock__pg_runp(s->c, ps->base.url, "acquire", q, ps->sql[q], q < Q_WAIT_X ? 6 : 7,
+             p.v, lock_timeout_ms + ps->op_timeout_ms, &res, state);
+    if (rc == DLOCK_EUNAVAIL) {
+        sess_retire(ps, s, 1);
+        return rc;
+    }
+    if (rc == DLOCK_ESTORE) {
+        /* A session advisory lock survives the statement's failure (it is
+         * not transactional), and lock_timeout may have fired on a row
+         * after the key was granted. */
+        int timed_out = strcmp(state, "55P03") == 0;
+
+        /* An exclusive key, once granted, leaves nothing in the statement
+         * to wait for (the rows it deletes are skipped if locked, the
+         * fence row is only contended by shared holders): its lock
+         * timeout was the key's.  Answer at once, the deadline is now. */
+        if (timed_out && !lk->shared && !s->is_mux)
+            return DLOCK_BUSY;
+        if (s->is_mux) {
+            /* Other locks live on this session: it takes no new ones and
+             * is closed when they are gone. */
+            s->dirty = 1;
+            sess_retire(ps, s, 0);
+        } else {
+            PGresult *r2;
+            int rc2 =
+                dlock__pg_runp(s->c, ps->base.url, "acquire", Q_UNLOCK_ALL,
+                     dlock__pg_sql_unlock_all, 0, NULL, ps->op_timeout_ms, &r2, NULL);
+
+            if (rc2 != DLOCK_OK) {
+                sess_retire(ps, s, 1);
+                return rc2;
+            }
+            PQclear(r2);
+        }
+        return timed_out ? DLOCK_BUSY : rc;
+    }
+    if (!dlock__pg_col_bool(res, 0, 0)) {
+        PQclear(res);
+        return DLOCK_BUSY;
+    }
+    if (PQgetisnull(res, 0, 1)) {
+        PQclear(res);
+        s->dirty = 1;
+        sess_retire(ps, s, 0);
+        return dlock__seterr(DLOCK_ESTORE,
+                             "postgres acquire: no row "
+                             "written for '%s' (%s)",
+                             lk->name, ps->base.url);
+    }
+    lk->fence = (uint64_t)dlock__pg_col_i64(res, 0, 1, 0);
+    PQclear(res);
+    return DLOCK_OK;
+}
+
+struct holders {
+    int64_t n;       /* dlock holders in our way */
+    int64_t left_ms; /* longest lease left of the live ones, -1 */
+    int64_t expired; /* past their lease, still holding the key */
+    int64_t killed;  /* of those, terminated now */
+    char why[300];   /* why a hung holder could not be terminated */
+    char host[256];
+    int64_t pid, backend;
+};
+
+/* Who holds the key we could not get, and fence off those past their
+ * lease (caller holds s->mu).  Errors are not fatal: the caller just
+ * waits. */
+static void session_holders(struct pg_store *ps, struct sess *s,
+                            const struct dlock_lock *lk, struct holders *h)
+{
+    const char *v[2] = {lk->name, lk->shared ? "t" : "f"};
+    PGresult *res;
+    char state[6];
+    int rc;
+
+    memset(h, 0, sizeof(*h));
+    h->left_ms = -1;
+    if (s->c == NULL || dlock__pg_run(s->c, ps->base.url, "acquire", ps->sql[Q_HOLDERS],
+                            2, v, ps->op_timeout_ms, &res, NULL) != DLOCK_OK)
+        return;
+    h->n = dlock__pg_col_i64(res, 0, 0, 0);
+    h->left_ms = dlock__pg_col_i64(res, 0, 1, -1);
+    h->expired = dlock__pg_col_i64(res, 0, 2, 0);
+    if (h->n > 0 && !PQgetisnull(res, 0, 3))
+        dlock__strlcpy(h->host, PQgetvalue(res, 0, 3), sizeof(h->host));
+    h->pid = dlock__pg_col_i64(res, 0, 4, 0);
+    h->backend = dlock__pg_col_i64(res, 0, 5, 0);
+    PQclear(res);
+    if (h->expired == 0)
+        return;
+    rc = dlock__pg_run(s->c, ps->base.url, "acquire", ps->sql[Q_TERMINATE], 2, v,
+             ps->op_timeout_ms, &res, state);
+    if (rc == DLOCK_OK) {
+        for (int i = 0; i < PQntuples(res); i++)
+            h->killed += dlock__pg_col_bool(res, i, 0);
+        PQclear(res);
+    } else {
+        snprintf(h->why, sizeof(h->why), "%s%s", dlock_errmsg(),
+                 strcmp(state, "42501") == 0
+                     ? "; grant pg_signal_backend to this role, or use "
+                       "the holder's role"
+                     : "");
+    }
+}
+
+static int busy_msg(const struct dlock_lock *lk, const struct holders *h)
+{
+    if (h->why[0] != '\0')
+        return dlock__seterr(DLOCK_BUSY,
+                             "lock '%s' is held past its lease by backend "
+                             "%lld (host %s, pid %lld), which could not be "
+                             "terminated: %s",
+                             lk->name, (long long)h->backend, h->host,
+                             (long long)h->pid, h->why);
+    if (h->n == 0)
+        return dlock__seterr(DLOCK_BUSY,
+                             "lock '%s' is held by a session with no dlock "
+                             "row (psql, or another application using the "
+                             "same advisory key)",
+                             lk->name);
+    return dlock__seterr(DLOCK_BUSY, "lock '%s' is held by %s pid %lld",
+                         lk->name, h->host, (long long)h->pid);
+}
+
+static int hold(struct dlock_lock *lk, struct sess *s, int keyed)
+{
+    struct held *h = malloc(sizeof(*h));
+
+    if (h == NULL)
+        return dlock__enomem();
+    h->s = s;
+    h->keyed = keyed;
+    lk->priv = h;
+    return DLOCK_OK;
+}
+
+/* The lock was granted on s but cannot be kept (no memory): give it
+ * back (caller holds s->mu). */
+static void session_undo(struct pg_store *ps, struct sess *s,
+                         struct dlock_lock *lk)
+{
+    const char *v[2] = {lk->name, lk->token};
+    int q = lk->shared ? Q_RELEASE_S : Q_RELEASE_X;
+    PGresult *res;
+
+    if (s->c != NULL && dlock__pg_runp(s->c, ps->base.url, "release", q, ps->sql[q], 2, v,
+                             ps->op_timeout_ms, &res, NULL) == DLOCK_OK)
+        PQclear(res);
+    else
+        sess_retire(ps, s, 1);
+}
+
+/* One try, on the mux session, or on a session of its own for a lock
+ * without auto-renewal: if such a lock outlives its lease unreleased, a
+ * contender terminates its session, which must not take the process's
+ * other (renewed, healthy) locks with it.  dlock__pool's policy: a session
+ * that died while idle (a server restart) is replaced by one on a fresh
+ * connection, once; a fresh one's failure is final. */
+static int mux_attempt(struct pg_store *ps, struct dlock_lock *lk,
+                       struct sess **sp)
+{
+    for (int fresh = 0;; fresh = 1) {
+        struct sess *s = NULL;
+        int rc = lk->auto_renew ? mux_get(ps, &s, fresh)
+                                : sess_new(ps, &s, fresh);
+        int reused = s != NULL && rc == DLOCK_OK && s->reused;
+
+        if (rc != DLOCK_OK)
+            return rc;
+        pthread_mutex_lock(&s->mu);
+        rc = session_attempt(ps, s, lk, 0);
+        s->reused = 1;
+        pthread_mutex_unlock(&s->mu);
+        if (rc == DLOCK_EUNAVAIL && reused && !fresh) {
+            sess_unref(ps, s);
+            continue;
+        }
+        if (rc != DLOCK_OK && rc != DLOCK_BUSY) {
+            sess_unref(ps, s);
+            return rc;
+        }
+        *sp = s;
+        return rc;
+    }
+}
+
+int dlock__pg_session_try(struct pg_store *ps, struct dlock_lock *lk,
+                          int64_t deadline, int64_t *retry_ms)
+{
+    struct holders h;
+    struct sess *s;
+    int rc;
+
+    rc = mux_attempt(ps, lk, &s);
+    if (rc != DLOCK_OK && rc != DLOCK_BUSY)
+        return rc;
+    if (rc == DLOCK_BUSY) {
+        int64_t until = dlock__now_ms() + TERMINATE_GRACE_MS;
+
+        pthread_mutex_lock(&s->mu);
+        session_holders(ps, s, lk, &h);
+        pthread_mutex_unlock(&s->mu);
+        if (until > deadline)
+            until = deadline;
+        /* A hung holder is being terminated: its key goes within
+         * moments.  Short naps, not a wait on the shared session. */
+        for (unsigned i = 0; h.killed > 0 && rc == DLOCK_BUSY; i++) {
+            int64_t nap = dlock__backoff_ms(i, dlock__rand32());
+
+            if (dlock__now_ms() + nap > until)
+                break;
+            dlock__sleep_ms(nap);
+            pthread_mutex_lock(&s->mu);
+            rc = session_attempt(ps, s, lk, 0);
+            pthread_mutex_unlock(&s->mu);
+        }
+        if (rc == DLOCK_BUSY) {
+            *retry_ms = h.left_ms;
+            busy_msg(lk, &h);
+        }
+    }
+    if (rc == DLOCK_OK) {
+        rc = hold(lk, s, 1);
+        if (rc == DLOCK_OK)
+            return rc;
+        pthread_mutex_lock(&s->mu);
+        session_undo(ps, s, lk);
+        pthread_mutex_unlock(&s->mu);
+    }
+    sess_unref(ps, s);
+    return rc;
+}
+
+/* One slice of a wait, natively (pg_advisory_lock under lock_timeout) on
+ * a session of the wait's own, kept in lk->priv from slice to slice.
+ * Between slices, a look at the holders: one past its lease is fenced
+ * off, and the next slice ends when the live holder's lease does. */
+int dlock__pg_wait_slice(struct dlock_store *st, struct dlock_lock *lk,
+                         int64_t slice_ms, int64_t *retry_ms)
+{
+    struct pg_store *ps = (struct pg_store *)st;
+    struct held *h = lk->priv;
+    struct holders hd;
+    struct sess *s;
+    int64_t sent;
+    int rc;
+
+    if (h == NULL) {
+        rc = sess_new(ps, &s, 0);
+        if (rc != DLOCK_OK)
+            return rc;
+        rc = hold(lk, s, 0);
+        if (rc != DLOCK_OK) {
+            sess_unref(ps, s);
+            return rc;
+        }
+        h = lk->priv;
+    }
+    s = h->s;
+    pthread_mutex_lock(&s->mu);
+    sent = dlock__now_ms();
+    rc = session_attempt(ps, s, lk, slice_ms);
+    if (rc == DLOCK_OK) {
+        h->keyed = 1;
+        /* The lease started when the winning statement was sent, at the
+         * earliest. */
+        if (sent + lk->ttl_ms > lk->lease_end)
+            lk->lease_end = sent + lk->ttl_ms;
+    } else if (rc == DLOCK_BUSY) {
+        session_holders(ps, s, lk, &hd);
+        if (hd.killed > 0)
+            *retry_ms = TERMINATE_GRACE_MS; /* its key goes within that */
+        else if (hd.why[0] != '\0')
+            *retry_ms = 1000; /* try to fence it off again soon */
+        else
+            *retry_ms = hd.left_ms;
+        busy_msg(lk, &hd);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+/* A statement for a held lock, on its session.  The session's failure
+ * means its advisory locks are gone: the lock is lost. */
+int dlock__pg_held_run(struct pg_store *ps, struct dlock_lock *lk,
+                       const char *what, int id, const char *sql, int n,
+                       const char *const *v, PGresult **res)
+{
+    struct held *h = lk->priv;
+    struct sess *s;
+    char why[600];
+    int rc;
+
+    if (h == NULL || !h->keyed)
+        return dlock__lost(lk, "its database session ended or it was let go");
+    s = h->s;
+    pthread_mutex_lock(&s->mu);
+    if (s->c == NULL) {
+        pthread_mutex_unlock(&s->mu);
+        h->keyed = 0;
+        return dlock__lost(lk, "its database session ended");
+    }
+    rc = dlock__pg_runq(s->c, ps->base.url, what, id, sql, n, v, ps->op_timeout_ms, res,
+              NULL);
+    if (rc == DLOCK_EUNAVAIL) {
+        snprintf(why, sizeof(why), "its database session ended (%s)",
+                 dlock_errmsg());
+        sess_retire(ps, s, 1);
+        pthread_mutex_unlock(&s->mu);
+        h->keyed = 0;
+        return dlock__lost(lk, why);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+/* Delete our row and let our key go (one level: other locks on the same
+ * session keep theirs).  *live: the row was there and within its lease. */
+int dlock__pg_held_drop(struct pg_store *ps, struct dlock_lock *lk,
+                        int *live)
+{
+    struct held *h = lk->priv;
+    const char *v[2] = {lk->name, lk->token};
+    int q = lk->shared ? Q_RELEASE_S : Q_RELEASE_X;
+    PGresult *res;
+    int rc;
+
+    *live = 0;
+    if (h == NULL || !h->keyed)
+        return DLOCK_OK;
+    rc = dlock__pg_held_run(ps, lk, "release", q, ps->sql[q], 2, v, &res);
+    if (rc == DLOCK_LOST)
+        return rc;
+    h->keyed = 0;
+    if (rc != DLOCK_OK) {
+        /* Not known whether the key went: no new locks on that session,
+         * and it is closed once its other locks are gone. */
+        pthread_mutex_lock(&h->s->mu);
+        h->s->dirty = 1;
+        sess_retire(ps, h->s, 0);
+        pthread_mutex_unlock(&h->s->mu);
+        return rc;
+    }
+    *live = dlock__pg_col_bool(res, 0, 0) && dlock__pg_col_bool(res, 0, 1);
+    PQclear(res);
+    return DLOCK_OK;
+}
+
+/* Forget lk's session reference and its priv. */
+void dlock__pg_held_free(struct pg_store *ps, struct dlock_lock *lk)
+{
+    struct held *h = lk->priv;
+
+    if (h == NULL)
+        return;
+    sess_unref(ps, h->s);
+    free(h);
+    lk->priv = NULL;
+}
+
+/* A lock lost, or a wait given up: let go of what the session may still
+ * hold for it, then of the session. */
+void dlock__pg_forget(struct dlock_store *s, struct dlock_lock *lk)
+{
+    struct pg_store *ps = (struct pg_store *)s;
+    int live;
+
+    (void)dlock__pg_held_drop(ps, lk, &live);
+    dlock__pg_held_free(ps, lk);
+}
+
+/* In a fork child.  No mutexes: a parent thread may have held one at the
+ * fork, and nobody else uses this copy of the store here (the core
+ * refuses it).  A session still referenced (the mux, or other inherited
+ * locks) stays reachable; the last reference frees it without ending the
+ * parent's session: libpq's goodbye goes to /dev/null. */
+void dlock__pg_forget_inherited(struct dlock_store *st, struct dlock_lock *lk)
+{
+    struct held *h = lk->priv;
+    struct sess *s = h->s;
+
+    lk->priv = NULL;
+    free(h);
+    if (--s->refs > 0 || s->is_mux)
+        return;
+    if (s->c != NULL && dlock__fd_detach(PQsocket(s->c)) == 0)
+        PQfinish(s->c);
+    free(s);
+    (void)st;
+}
+
+void dlock__pg_sessions_close(struct pg_store *ps)
+{
+    if (ps->mux != NULL)
+        sess_free(ps, ps->mux);
+    ps->mux = NULL;
+}

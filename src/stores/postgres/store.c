@@ -1,0 +1,578 @@
+/*
+ * store.c - the PostgreSQL store's ops table: open and close, lease mode,
+ * the per-lock calls, status, list and force-release (see pg.h for the
+ * design).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pg.h"
+
+#define DEFAULT_OP_TIMEOUT_MS 5000
+
+/* --- control statements, on a pooled connection ---------------------- */
+
+struct ctl_call {
+    struct pg_store *ps;
+    const char *what;
+    int id;
+    const char *sql;
+    int n;
+    const char *const *v;
+    PGresult *res;
+};
+
+static int ctl_fn(void *conn, void *arg, int *dead)
+{
+    struct ctl_call *k = arg;
+    /* Lease mode promises to work through PgBouncer's transaction
+     * pooling, where a prepared statement may land on another server
+     * connection: unnamed statements only. */
+    int id = k->ps->lease_mode ? -1 : k->id;
+    int rc = dlock__pg_runq(conn, k->ps->base.url, k->what, id, k->sql, k->n,
+                            k->v, k->ps->op_timeout_ms, &k->res, NULL);
+
+    *dead = rc == DLOCK_EUNAVAIL;
+    return rc;
+}
+
+/* One statement on a pooled connection (retried once on a fresh one if
+ * the pooled one died while idle: the server never saw it). */
+static int ctl_run(struct pg_store *ps, const char *what, int id,
+                   const char *sql, int n, const char *const *v, PGresult **res)
+{
+    struct ctl_call k = {ps, what, id, sql, n, v, NULL};
+    int rc = dlock__pool_run(&ps->pool, ctl_fn, &k);
+
+    *res = k.res;
+    return rc;
+}
+
+/* --- open / close / init --------------------------------------------- */
+
+/* The URL minus dlock's own query parameters, for libpq. */
+static char *strip_options(const char *raw)
+{
+    static const char *const ours[] = {"keys", "mode", "timeout", NULL};
+    const char *q = strchr(raw, '?');
+    size_t len = strlen(raw);
+    char *out = malloc(len + 1), *o;
+    int first = 1;
+
+    if (out == NULL)
+        return NULL;
+    if (q == NULL) {
+        memcpy(out, raw, len + 1);
+        return out;
+    }
+    memcpy(out, raw, (size_t)(q - raw));
+    o = out + (q - raw);
+    q++;
+    while (*q != '\0') {
+        size_t plen = strcspn(q, "&"), klen = strcspn(q, "=&");
+        int drop = 0;
+
+        for (int i = 0; ours[i] != NULL; i++)
+            if (strlen(ours[i]) == klen && memcmp(q, ours[i], klen) == 0)
+                drop = 1;
+        if (!drop && plen > 0) {
+            *o++ = first ? '?' : '&';
+            first = 0;
+            memcpy(o, q, plen);
+            o += plen;
+        }
+        q += plen;
+        if (*q == '&')
+            q++;
+    }
+    *o = '\0';
+    return out;
+}
+
+
+static void pg_close(struct dlock_store *s)
+{
+    struct pg_store *ps = (struct pg_store *)s;
+
+    dlock__pg_sessions_close(ps);
+    dlock__pool_destroy(&ps->pool);
+    pthread_mutex_destroy(&ps->sess_mu);
+    free(ps->conninfo);
+    free(ps);
+}
+
+struct init_call {
+    struct pg_store *ps;
+    int always;
+};
+
+/* Create the tables unless they are there (a DBA may have made them for a
+ * role that cannot create tables). */
+static int init_fn(void *conn, void *arg, int *dead)
+{
+    struct init_call *k = arg;
+    struct pg_store *ps = k->ps;
+    PGconn *c = conn;
+    PGresult *res;
+    int rc = DLOCK_OK, have = 0;
+
+    if (!k->always) {
+        rc = dlock__pg_run(c, ps->base.url, "init", dlock__pg_sql_have_tables,
+                           0, NULL, ps->op_timeout_ms, &res, NULL);
+        if (rc != DLOCK_OK)
+            goto out;
+        have = dlock__pg_col_bool(res, 0, 0);
+        PQclear(res);
+    }
+    if (!have) {
+        rc = dlock__pg_run(c, ps->base.url, "creating the lock tables",
+                           dlock__pg_sql_init, 0, NULL, ps->op_timeout_ms, &res,
+                           NULL);
+        if (rc == DLOCK_OK)
+            PQclear(res);
+        if (rc == DLOCK_OK || PQtransactionStatus(c) != PQTRANS_INERROR)
+            goto out;
+        /* Leave no failed transaction behind. */
+        if (dlock__pg_run(c, ps->base.url, "init", "ROLLBACK", 0, NULL,
+                          ps->op_timeout_ms, &res, NULL) == DLOCK_OK)
+            PQclear(res);
+    }
+out:
+    *dead = rc == DLOCK_EUNAVAIL;
+    return rc;
+}
+
+static int init_tables(struct pg_store *ps, int always)
+{
+    struct init_call k = {ps, always};
+
+    return dlock__pool_run(&ps->pool, init_fn, &k);
+}
+
+static int pg_init(struct dlock_store *s)
+{
+    return init_tables((struct pg_store *)s, 1);
+}
+
+static int parse_options(const struct dlock_url *u, int *hashtext, int *lease,
+                         int64_t *timeout_ms)
+{
+    const char *keys = dlock__url_param(u, "keys");
+    const char *mode = dlock__url_param(u, "mode");
+    int rc;
+
+    *hashtext = 0;
+    *lease = 0;
+    if (keys != NULL) {
+        if (strcmp(keys, "hashtext") == 0)
+            *hashtext = 1;
+        else if (strcmp(keys, "hashtextextended") != 0)
+            return dlock__seterr(DLOCK_EINVAL,
+                                 "keys=%s: expected keys=hashtext or "
+                                 "keys=hashtextextended (%s)",
+                                 keys, u->redacted);
+    }
+    if (mode != NULL) {
+        if (strcmp(mode, "lease") == 0)
+            *lease = 1;
+        else if (strcmp(mode, "session") != 0)
+            return dlock__seterr(DLOCK_EINVAL,
+                                 "mode=%s: expected mode=session or "
+                                 "mode=lease (%s)",
+                                 mode, u->redacted);
+    }
+    rc = dlock__url_param_ms(u, "timeout", 1000, timeout_ms);
+    if (rc != DLOCK_OK)
+        return rc;
+    if (*timeout_ms <= 0)
+        return dlock__seterr(DLOCK_EINVAL, "timeout must be positive (%s)",
+                             u->redacted);
+    return DLOCK_OK;
+}
+
+
+static int pg_open(struct dlock_store **out, const struct dlock_url *u)
+{
+    struct pg_store *ps;
+    int rc, hashtext, lease;
+    int64_t timeout = DEFAULT_OP_TIMEOUT_MS;
+
+    rc = parse_options(u, &hashtext, &lease, &timeout);
+    if (rc != DLOCK_OK)
+        return rc;
+    ps = calloc(1, sizeof(*ps));
+    if (ps == NULL)
+        return dlock__enomem();
+    ps->conninfo = strip_options(u->raw);
+    if (ps->conninfo == NULL) {
+        free(ps);
+        return dlock__enomem();
+    }
+    ps->sql = hashtext ? dlock__pg_sql_h : dlock__pg_sql_x;
+    ps->lease_mode = lease;
+    ps->base.poll_wait = lease; /* no native wait without a session */
+    ps->op_timeout_ms = timeout;
+    pthread_mutex_init(&ps->sess_mu, NULL);
+    dlock__pool_init(&ps->pool, &dlock__pg_pool_ops, ps,
+                     DLOCK__PG_POOL_MAX_IDLE);
+    ps->base.url = u->redacted; /* for messages until the core sets it */
+
+    rc = init_tables(ps, 0);
+    if (rc != DLOCK_OK) {
+        pg_close(&ps->base);
+        return rc;
+    }
+    *out = &ps->base;
+    return DLOCK_OK;
+}
+
+/* --- lease mode -------------------------------------------------------- */
+
+struct lease_call {
+    struct pg_store *ps;
+    struct dlock_lock *lk;
+    int64_t *retry_ms;
+};
+
+static int lease_fn(void *conn, void *arg, int *dead)
+{
+    struct lease_call *k = arg;
+    struct pg_store *ps = k->ps;
+    struct dlock_lock *lk = k->lk;
+    const char *sh = lk->shared ? "true" : "false";
+    char *name = NULL, *host = NULL, *sql = NULL;
+    struct dlock__pg_acq_params p;
+    PGresult *res = NULL;
+    PGconn *c = conn;
+    size_t len;
+    int rc;
+
+    dlock__pg_acq_params(&p, lk, 0);
+    name = PQescapeLiteral(c, lk->name, lk->name_len);
+    host = PQescapeLiteral(c, p.v[4], strlen(p.v[4]));
+    if (name == NULL || host == NULL) {
+        rc = dlock__enomem();
+        goto out;
+    }
+    len = strlen(dlock__pg_sql_lease_fmt) + 5 * strlen(name) + strlen(host) +
+          200;
+    sql = malloc(len);
+    if (sql == NULL) {
+        rc = dlock__enomem();
+        goto out;
+    }
+    snprintf(sql, len, dlock__pg_sql_lease_fmt, name, name, name, sh, name,
+             name, lk->token, sh, host, p.pid, p.ttl);
+    rc = dlock__pg_run(c, ps->base.url, "acquire", sql, 0, NULL,
+                       ps->op_timeout_ms, &res, NULL);
+    if (rc != DLOCK_OK)
+        goto out;
+    if (PQgetisnull(res, 0, 0)) {
+        *k->retry_ms = dlock__pg_col_i64(res, 0, 1, -1);
+        rc = dlock__seterr(DLOCK_BUSY, "lock '%s' is held by someone else",
+                           lk->name);
+    } else {
+        lk->fence = (uint64_t)dlock__pg_col_i64(res, 0, 0, 0);
+    }
+    PQclear(res);
+out:
+    PQfreemem(name);
+    PQfreemem(host);
+    free(sql);
+    *dead = rc == DLOCK_EUNAVAIL;
+    return rc;
+}
+
+static int lease_try(struct pg_store *ps, struct dlock_lock *lk,
+                     int64_t *retry_ms)
+{
+    struct lease_call k = {ps, lk, retry_ms};
+
+    return dlock__pool_run(&ps->pool, lease_fn, &k);
+}
+
+/* --- the ops --------------------------------------------------------- */
+
+static int pg_try_acquire(struct dlock_store *s, struct dlock_lock *lk,
+                          int64_t deadline, int64_t *retry_ms)
+{
+    struct pg_store *ps = (struct pg_store *)s;
+
+    if (ps->lease_mode)
+        return lease_try(ps, lk, retry_ms);
+    return dlock__pg_session_try(ps, lk, deadline, retry_ms);
+}
+
+/* Run a per-lock statement where it belongs: the lock's session, or a
+ * pooled connection in lease mode. */
+static int lock_run(struct pg_store *ps, struct dlock_lock *lk,
+                    const char *what, int id, const char *sql, int n,
+                    const char *const *v, PGresult **res)
+{
+    if (ps->lease_mode)
+        return ctl_run(ps, what, id, sql, n, v, res);
+    return dlock__pg_held_run(ps, lk, what, id, sql, n, v, res);
+}
+
+/* The row is gone or past its lease: let the key go now, so nobody waits
+ * for a lock we know we lost. */
+static int found_lost(struct pg_store *ps, struct dlock_lock *lk)
+{
+    int live;
+
+    if (!ps->lease_mode)
+        (void)dlock__pg_held_drop(ps, lk, &live);
+    return dlock__lost(lk, "its lease ran out or it was broken");
+}
+
+static int pg_extend(struct dlock_store *s, struct dlock_lock *lk,
+                     int64_t ttl_ms)
+{
+    struct pg_store *ps = (struct pg_store *)s;
+    char ttl[24];
+    const char *v[3] = {lk->name, lk->token, ttl};
+    PGresult *res;
+    int rc, changed;
+
+    snprintf(ttl, sizeof(ttl), "%lld", (long long)ttl_ms);
+    rc = lock_run(ps, lk, "extend", Q_EXTEND, dlock__pg_sql_extend, 3, v,
+                  &res);
+    if (rc != DLOCK_OK)
+        return rc;
+    changed = atoi(PQcmdTuples(res));
+    PQclear(res);
+    return changed == 0 ? found_lost(ps, lk) : DLOCK_OK;
+}
+
+static int pg_ttl_left(struct dlock_store *s, struct dlock_lock *lk,
+                       int64_t *left_ms)
+{
+    struct pg_store *ps = (struct pg_store *)s;
+    const char *v[2] = {lk->name, lk->token};
+    PGresult *res;
+    int rc;
+
+    rc = lock_run(ps, lk, "assert_ttl", Q_TTL, dlock__pg_sql_ttl, 2, v, &res);
+    if (rc != DLOCK_OK)
+        return rc;
+    if (PQntuples(res) == 0) {
+        PQclear(res);
+        return found_lost(ps, lk);
+    }
+    *left_ms = dlock__pg_col_i64(res, 0, 0, 1);
+    PQclear(res);
+    return DLOCK_OK;
+}
+
+static int pg_release(struct dlock_store *s, struct dlock_lock *lk)
+{
+    struct pg_store *ps = (struct pg_store *)s;
+    const char *v[2] = {lk->name, lk->token};
+    PGresult *res;
+    int rc, live;
+
+    if (ps->lease_mode) {
+        rc = ctl_run(ps, "release", Q_RELEASE_L, dlock__pg_sql_release_l, 2, v,
+                     &res);
+        if (rc != DLOCK_OK)
+            return rc;
+        live = dlock__pg_col_bool(res, 0, 0);
+        PQclear(res);
+    } else {
+        rc = dlock__pg_held_drop(ps, lk, &live);
+        dlock__pg_held_free(ps, lk);
+        if (rc != DLOCK_OK)
+            return rc;
+    }
+    return live ? DLOCK_OK
+                : dlock__lost(lk, "its lease ran out or it was broken");
+}
+
+/* --- status, list, force_release ------------------------------------ */
+
+struct describe_call {
+    struct pg_store *ps;
+    const char *name;
+    dlock_info *out;
+    dlock_info blank; /* *out as the caller filled it, for a retry */
+};
+
+static int describe_fn(void *conn, void *arg, int *dead)
+{
+    struct describe_call *k = arg;
+    struct pg_store *ps = k->ps;
+    dlock_info *out = k->out;
+    const char *v[2] = {k->name, ps->lease_mode ? "t" : "f"};
+    PGresult *res;
+    int64_t last = -1;
+    int rc;
+
+    *out = k->blank;
+    rc = dlock__pg_run(conn, ps->base.url, "status", ps->sql[Q_STATUS], 2, v,
+                       ps->op_timeout_ms, &res, NULL);
+    if (rc != DLOCK_OK)
+        goto out;
+    for (int i = 0; i < PQntuples(res); i++) {
+        int64_t left = dlock__pg_col_i64(res, i, 3, 0);
+
+        out->held = 1;
+        out->holders++;
+        out->shared = dlock__pg_col_bool(res, i, 0);
+        if (left > last) {
+            last = left;
+            out->ttl_ms = left;
+            dlock__strlcpy(out->host, PQgetvalue(res, i, 1), sizeof(out->host));
+            out->pid = dlock__pg_col_i64(res, i, 2, 0);
+            out->since_ms = dlock__pg_col_i64(res, i, 4, 0);
+        }
+    }
+    PQclear(res);
+    rc = dlock__pg_run(conn, ps->base.url, "status", ps->sql[Q_STATUS2], 2, v,
+                       ps->op_timeout_ms, &res, NULL);
+    if (rc != DLOCK_OK)
+        goto out;
+    out->fence = (uint64_t)dlock__pg_col_i64(res, 0, 0, 0);
+    /* Held by sessions that are not dlock's (psql, a Laravel app): the
+     * key is taken all the same. */
+    if (!out->held && dlock__pg_col_i64(res, 0, 1, 0) > 0) {
+        out->held = 1;
+        out->holders = (unsigned)dlock__pg_col_i64(res, 0, 1, 0);
+        out->shared = dlock__pg_col_bool(res, 0, 2);
+    }
+    PQclear(res);
+out:
+    *dead = rc == DLOCK_EUNAVAIL;
+    return rc;
+}
+
+static int pg_status(struct dlock_store *s, const char *name, dlock_info *out)
+{
+    struct describe_call k = {(struct pg_store *)s, name, out, *out};
+
+    return dlock__pool_run(&k.ps->pool, describe_fn, &k);
+}
+
+struct names_call {
+    struct pg_store *ps;
+    const char *prefix;
+    struct dlock__names *names;
+};
+
+static int names_fn(void *conn, void *arg, int *dead)
+{
+    struct names_call *k = arg;
+    const char *v[1] = {k->prefix};
+    size_t plen = strlen(k->prefix);
+    PGresult *res;
+    int rc;
+
+    rc = dlock__pg_run(conn, k->ps->base.url, "list", dlock__pg_sql_names, 1, v,
+                       k->ps->op_timeout_ms, &res, NULL);
+    *dead = rc == DLOCK_EUNAVAIL;
+    if (rc != DLOCK_OK)
+        return rc;
+    for (int i = 0; i < PQntuples(res) && rc == DLOCK_OK; i++) {
+        const char *name = PQgetvalue(res, i, 0);
+        size_t len = strlen(name);
+
+        if (len >= plen && memcmp(name, k->prefix, plen) == 0 &&
+            len <= DLOCK_NAME_MAX)
+            rc = dlock__names_add(k->names, name, len);
+    }
+    PQclear(res);
+    return rc;
+}
+
+/* The names first, then each described on its own: the callback runs
+ * without a connection held, so it may call back into the library. */
+static int pg_list(struct dlock_store *s, const char *prefix,
+                   int (*cb)(const dlock_info *info, void *payload),
+                   void *payload)
+{
+    struct dlock__names names = {0};
+    struct names_call k = {(struct pg_store *)s, prefix, &names};
+    int rc = dlock__pool_run(&k.ps->pool, names_fn, &k);
+
+    if (rc != DLOCK_OK) {
+        dlock__names_free(&names);
+        return rc;
+    }
+    return dlock__names_report(&names, s, pg_status, cb, payload);
+}
+
+static int pg_force_release(struct dlock_store *s, const char *name,
+                            unsigned *removed)
+{
+    struct pg_store *ps = (struct pg_store *)s;
+    const char *v[2] = {name, NULL};
+    PGresult *res;
+    char *pids = NULL;
+    size_t len = 3;
+    int rc;
+
+    rc = ctl_run(ps, "release --force", -1, dlock__pg_sql_force, 1, v, &res);
+    if (rc != DLOCK_OK)
+        return rc;
+    *removed = 0;
+    for (int i = 0; i < PQntuples(res); i++) {
+        *removed += dlock__pg_col_bool(res, i, 1);
+        len += strlen(PQgetvalue(res, i, 0)) + 1;
+    }
+    if (!ps->lease_mode && PQntuples(res) > 0) {
+        pids = malloc(len);
+        if (pids == NULL) {
+            PQclear(res);
+            return dlock__enomem();
+        }
+        strcpy(pids, "{");
+        for (int i = 0; i < PQntuples(res); i++) {
+            if (i > 0)
+                strcat(pids, ",");
+            strcat(pids, PQgetvalue(res, i, 0));
+        }
+        strcat(pids, "}");
+    }
+    PQclear(res);
+    if (pids != NULL) {
+        /* Their sessions still hold the key: end them (best effort; the
+         * holders also find their rows gone at their next renewal). */
+        v[1] = pids;
+        if (ctl_run(ps, "release --force", -1, ps->sql[Q_FORCE_KILL], 2, v,
+                    &res) == DLOCK_OK)
+            PQclear(res);
+        free(pids);
+    }
+    dlock__clearerr();
+    return DLOCK_OK;
+}
+
+static int pg_ddl(char **out, const struct dlock_url *u)
+{
+    (void)u;
+    *out = dlock__strdup(dlock__pg_sql_ddl);
+    return *out != NULL ? DLOCK_OK : dlock__enomem();
+}
+
+const struct dlock_store_ops dlock__postgres_ops = {
+    .version = DLOCK_STORE_OPS_VERSION,
+    .name = "postgres",
+    .has_shared = 1,
+    .open = pg_open,
+    .close = pg_close,
+    .try_acquire = pg_try_acquire,
+    .wait_slice = dlock__pg_wait_slice,
+    .extend = pg_extend,
+    .ttl_left = pg_ttl_left,
+    .release = pg_release,
+    .forget = dlock__pg_forget,
+    .forget_inherited = dlock__pg_forget_inherited,
+    .status = pg_status,
+    .list = pg_list,
+    .force_release = pg_force_release,
+    .init = pg_init,
+    .ddl = pg_ddl,
+};
+
+
