@@ -16,7 +16,18 @@
  * seen.  A holder past its lease has its row deleted and, if and only if
  * IS_USED_LOCK(key) is the connection id recorded in its row, its
  * connection KILLed: that drops its GET_LOCK and makes anything it still
- * does on that connection fail.
+ * does on that connection fail.  A session that a waiter saw hold the key
+ * with a row, and that still holds the GET_LOCK after someone else deleted
+ * the row, is KILLed the same way once that row's lease and a grace are
+ * over; a session that never had a row (an application using GET_LOCK
+ * directly) is a legitimate holder and is waited for without bound.
+ *
+ * GET_LOCK compares names byte for byte, so every key handed to GET_LOCK,
+ * IS_USED_LOCK or RELEASE_LOCK is text in the connection's utf8mb4: our
+ * own key as a literal, or a row's name explicitly CONVERTed (the table
+ * of its-mieger's DDL is latin1, and its column read raw gives latin1
+ * bytes, which no holder took).  A name the column's character set cannot
+ * store is refused with DLOCK_EINVAL.
  *
  * Keys: a name of up to 64 characters is its own key; a longer one becomes
  * its first 24 characters followed by the SHA1 hex of the whole name, as
@@ -73,6 +84,7 @@ struct conn {
     int frac;         /* GET_LOCK takes fractional seconds (MariaDB) */
     int reused;       /* came from the idle pool */
     int64_t idle_since;
+    const char *name; /* the lock name it works for, for messages */
 };
 
 struct my_store {
@@ -96,6 +108,7 @@ struct my_store {
     char fences[TABLE_MAX + 10];
     char index[TABLE_MAX + 7];
     char raw_table[TABLE_MAX + 1];
+    char name_charset[65]; /* of the table's name column ("" unknown) */
 };
 
 /* Per held lock. */
@@ -104,6 +117,11 @@ struct my_lock {
     struct conn *c;              /* pinned (lock mode); NULL in lease mode */
     size_t key_len;
     char key[KEY_MAX + 1];
+    /* While acquiring: the session last seen holding the key's GET_LOCK
+     * with a row, the end of that row's lease (monotonic ms), and since
+     * when it has held the GET_LOCK with no row (0: not seen so). */
+    unsigned long long seen_conn;
+    int64_t seen_until, rowless_since;
 };
 
 static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
@@ -123,11 +141,37 @@ static int is_conn_error(unsigned e)
            e == ER_SERVER_SHUTDOWN || e == ER_QUERY_INTERRUPTED;
 }
 
+/* The server refused a name the lock table's name column cannot hold: an
+ * incorrect string value on INSERT, or an illegal mix of collations when
+ * the utf8mb4 key is compared with a narrower column. */
+static int is_charset_error(unsigned e)
+{
+    return e == ER_TRUNCATED_WRONG_VALUE_FOR_FIELD ||
+           e == ER_CANT_AGGREGATE_2COLLATIONS ||
+           e == ER_CANT_AGGREGATE_3COLLATIONS ||
+           e == ER_CANT_AGGREGATE_NCOLLATIONS;
+}
+
+static int unstorable(struct my_store *ms, const char *name,
+                      const char *detail)
+{
+    const char *cs = ms->name_charset[0] ? ms->name_charset : "not utf8mb4";
+
+    return dlock__seterr(DLOCK_EINVAL,
+                         "the %s table's name column is %s and cannot "
+                         "store '%s': ALTER it to utf8mb4 (see dlock init "
+                         "--print)%s%s",
+                         ms->raw_table, cs, name, detail[0] ? ": " : "",
+                         detail);
+}
+
 static int db_err(struct my_store *ms, struct conn *c, const char *what)
 {
     unsigned e = mysql_errno(c->db);
     int rc = is_conn_error(e) ? DLOCK_EUNAVAIL : DLOCK_ESTORE;
 
+    if (c->name != NULL && is_charset_error(e))
+        return unstorable(ms, c->name, mysql_error(c->db));
     if (e == ER_BAD_FIELD_ERROR)
         return dlock__seterr(DLOCK_ESTORE,
                              "%s: table %s lacks dlock's columns (was it "
@@ -259,6 +303,7 @@ static void conn_put(struct my_store *ms, struct conn *c, int ok)
         return;
     }
     c->idle_since = dlock__now_ms();
+    c->name = NULL;
     pthread_mutex_lock(&ms->mu);
     if (ms->nidle < MAX_IDLE) {
         c->next = ms->idle;
@@ -410,6 +455,14 @@ static int run_int(struct my_store *ms, struct conn *c, struct sb *b,
  * obsolete once unix_timestamp() exceeds it. */
 #define EXPIRES "COALESCE(expires_ms, (created + ttl + 1) * 1000)"
 
+/* The GET_LOCK key a row's holder took, read from the row: GET_LOCK
+ * compares bytes, and a latin1 column (its-mieger's DDL) gives latin1
+ * bytes, so the column goes through utf8mb4 like every other key we send.
+ * A row found by `name = key` may be another string than our key under a
+ * case- or accent-insensitive collation (latin1_swedish_ci: ü = y): its
+ * holder is judged by its own key, never by ours. */
+#define ROW_KEY "CONVERT(name USING utf8mb4)"
+
 /* What the holder-reading queries select (see struct holder).  MariaDB
  * refuses IS_USED_LOCK() of a name over 192 bytes (and fails the whole
  * query): such a row, which only another tool can have written, reads as
@@ -422,8 +475,9 @@ static int run_int(struct my_store *ms, struct conn *c, struct sb *b,
 static const char *columns(const struct my_store *ms)
 {
     return ms->mariadb
-               ? COLUMNS("IF(LENGTH(name) > 192, NULL, IS_USED_LOCK(name))")
-               : COLUMNS("IS_USED_LOCK(name)");
+               ? COLUMNS("IF(LENGTH(" ROW_KEY ") > 192, NULL, "
+                         "IS_USED_LOCK(" ROW_KEY "))")
+               : COLUMNS("IS_USED_LOCK(" ROW_KEY ")");
 }
 
 /* A row of the lock table, as `columns` selects it. */
@@ -535,8 +589,13 @@ static void ddl_alter(struct sb *b, const char *t)
            "--     ADD COLUMN acquired_ms BIGINT NULL,\n"
            "--     ADD COLUMN host VARCHAR(255) CHARACTER SET utf8mb4 NULL,\n"
            "--     ADD COLUMN pid BIGINT NULL,\n"
-           "--     ADD COLUMN full_name VARBINARY(1024) NULL;\n",
-           t);
+           "--     ADD COLUMN full_name VARBINARY(1024) NULL;\n"
+           "-- and, as its name column is latin1 (names outside latin1, such\n"
+           "-- as Greek, CJK or emoji, are refused until then):\n"
+           "-- ALTER TABLE %s\n"
+           "--     MODIFY name VARCHAR(64) CHARACTER SET utf8mb4 "
+           "COLLATE utf8mb4_bin NOT NULL;\n",
+           t, t);
 }
 
 /* Are both tables there, with our columns? */
@@ -558,6 +617,26 @@ static int check_tables(struct my_store *ms, struct conn *c)
         sb_add(&b, "SELECT name, fence FROM %s LIMIT 0", ms->fences);
         rc = run(ms, c, &b, &res, "checking the fence table");
         mysql_free_result(res);
+    }
+    if (rc == DLOCK_OK) {
+        MYSQL_ROW row;
+
+        /* For messages only (a name it cannot store is refused by the
+         * server): best effort. */
+        sb_reset(&b);
+        sb_add(&b,
+               "SELECT CHARACTER_SET_NAME FROM information_schema.COLUMNS "
+               "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ");
+        sb_lit(&b, c, ms->raw_table, strlen(ms->raw_table));
+        sb_add(&b, " AND COLUMN_NAME = 'name'");
+        if (run(ms, c, &b, &res, "reading the name column's charset") ==
+                DLOCK_OK &&
+            res != NULL && (row = mysql_fetch_row(res)) != NULL &&
+            row[0] != NULL)
+            dlock__strlcpy(ms->name_charset, row[0],
+                           sizeof(ms->name_charset));
+        mysql_free_result(res);
+        dlock__clearerr();
     }
     sb_free(&b);
     return rc;
@@ -855,6 +934,32 @@ static int delete_own_row(struct my_store *ms, struct conn *c,
     return rc;
 }
 
+/* End the session conn_id that holds ml's GET_LOCK past its lease, so it
+ * loses the GET_LOCK and its pending work fails.  *killed is set when the
+ * KILL was sent. */
+static int kill_holder(struct my_store *ms, struct conn *c,
+                       const struct my_lock *ml, unsigned long long conn_id,
+                       int *killed)
+{
+    char sql[64];
+    int n = snprintf(sql, sizeof(sql), "KILL CONNECTION %llu", conn_id);
+
+    if (query(c, sql, (size_t)n) == 0) {
+        *killed = 1;
+        return DLOCK_OK;
+    }
+    if (mysql_errno(c->db) == ER_KILL_DENIED_ERROR)
+        return dlock__seterr(DLOCK_BUSY,
+                             "lock '%.*s': its holder's lease ran out "
+                             "but this user may not KILL its connection "
+                             "%llu (needs CONNECTION ADMIN or SUPER): %s",
+                             (int)ml->key_len, ml->key, conn_id,
+                             mysql_error(c->db));
+    if (mysql_errno(c->db) != ER_NO_SUCH_THREAD)
+        return db_err(ms, c, "KILL of an expired holder");
+    return DLOCK_OK;
+}
+
 /* Take over a dead holder's row: delete exactly that row if it is still
  * dead, then KILL its session if (and only if) that session still holds
  * our key's GET_LOCK.  *killed is set when a KILL was sent. */
@@ -875,7 +980,7 @@ static int take_over(struct my_store *ms, struct conn *c,
     else
         sb_add(&b, "owner IS NULL");
     sb_add(&b, " AND (" EXPIRES " <= " NOWMS " OR (lock_acquired AND "
-               "IFNULL(IS_USED_LOCK(name), 0) <> connection_id))");
+               "IFNULL(IS_USED_LOCK(" ROW_KEY "), 0) <> connection_id))");
     rc = run(ms, c, &b, NULL, "taking over an expired lock");
     if (rc != DLOCK_OK || mysql_affected_rows(c->db) != 1 || h->conn_id == 0 ||
         h->conn_id == c->id) {
@@ -887,25 +992,9 @@ static int take_over(struct my_store *ms, struct conn *c,
     sb_key(&b, c, ml);
     sb_add(&b, "), 0)");
     rc = run_int(ms, c, &b, &used, &found, "IS_USED_LOCK");
-    if (rc == DLOCK_OK && found && (unsigned long long)used == h->conn_id) {
-        /* The expired holder's session still holds the GET_LOCK: end it,
-         * so it loses the GET_LOCK and its pending work fails. */
-        sb_reset(&b);
-        sb_add(&b, "KILL CONNECTION %llu", h->conn_id);
-        if (query(c, b.p, b.len) == 0) {
-            *killed = 1;
-        } else if (mysql_errno(c->db) == ER_KILL_DENIED_ERROR) {
-            rc = dlock__seterr(DLOCK_BUSY,
-                               "lock '%.*s': its holder's lease ran out "
-                               "but this user may not KILL its connection "
-                               "%llu (needs CONNECTION ADMIN or SUPER): %s",
-                               (int)ml->key_len, ml->key, h->conn_id,
-                               mysql_error(c->db));
-        } else if (mysql_errno(c->db) != ER_NO_SUCH_THREAD) {
-            rc = db_err(ms, c, "KILL of an expired holder");
-        }
-    }
     sb_free(&b);
+    if (rc == DLOCK_OK && found && (unsigned long long)used == h->conn_id)
+        rc = kill_holder(ms, c, ml, h->conn_id, killed);
     return rc;
 }
 
@@ -994,6 +1083,20 @@ static int insert_row(struct my_store *ms, struct conn *c,
             }
             goto failed;
         }
+        if (mysql_warning_count(c->db) != 0) {
+            /* Without a strict sql_mode the server stores what the column
+             * cannot hold as '?' and warns: that row is not our key.  A
+             * MyISAM table keeps it through ROLLBACK, so it goes by its
+             * owner token (the name in it is not ours to match). */
+            (void)mysql_real_query(c->db, "ROLLBACK", 8);
+            sb_reset(&b);
+            sb_add(&b, "DELETE FROM %s WHERE owner = '%s'", ms->table,
+                   lk->token);
+            (void)run(ms, c, &b, NULL, "deleting a lock row");
+            rc = unstorable(ms, lk->name,
+                            "the server stored it with substitutions");
+            break;
+        }
         if (mysql_real_query(c->db, "COMMIT", 6) != 0)
             goto failed;
         if (fence == 0) {
@@ -1058,6 +1161,78 @@ static int claim_row(struct my_store *ms, struct conn *c, struct dlock_lock *lk,
     return rc;
 }
 
+/* Remember who holds the key with a row (see rowless()). */
+static void saw_row(struct my_lock *ml, const struct holder *h)
+{
+    if (h->conn_id == 0 || h->used_by != h->conn_id)
+        return;
+    ml->seen_conn = h->conn_id;
+    ml->seen_until = dlock__now_ms() + (h->left > 0 ? h->left : 0);
+    ml->rowless_since = 0;
+}
+
+/* The key's GET_LOCK is held and no row is there.  A session this acquire
+ * saw holding it with a row lost that row to someone else (its-mieger's
+ * clean-up of an expired row, `release --force` without KILL rights, a
+ * DBA): it has no lease left to honour once that row's lease is over, and
+ * is KILLed then like any holder past its lease, but not before it has
+ * been seen without a row for ?timeout= (a session taking the key again
+ * holds the GET_LOCK for a moment before its row is in).  Any other
+ * session never had a row: a GET_LOCK-only client (an application using
+ * GET_LOCK directly, mpyw/laravel-database-advisory-lock) is a legitimate
+ * holder with no lease, waited for without bound, never KILLed.  *retry_ms
+ * is when to look again (-1: when it lets go). */
+static int rowless(struct my_store *ms, struct conn *c, struct my_lock *ml,
+                   int64_t *retry_ms, int *killed)
+{
+    struct sb b = {0};
+    struct holder h;
+    long long used = 0;
+    int64_t now, bound;
+    int found, rc;
+
+    sb_add(&b, "SELECT IFNULL(IS_USED_LOCK(");
+    sb_key(&b, c, ml);
+    sb_add(&b, "), 0)");
+    rc = run_int(ms, c, &b, &used, &found, "IS_USED_LOCK");
+    sb_free(&b);
+    if (rc != DLOCK_OK)
+        return rc;
+    if (used == 0) {
+        *retry_ms = 0; /* let go meanwhile */
+        return DLOCK_BUSY;
+    }
+    if ((unsigned long long)used != ml->seen_conn) {
+        ml->rowless_since = 0;
+        return dlock__seterr(DLOCK_BUSY,
+                             "lock '%s' is held by MySQL session %lld "
+                             "with GET_LOCK only, with no row in %s (not "
+                             "a lease this acquire saw): waiting for it "
+                             "to let go, without a lease to bound the wait",
+                             c->name ? c->name : ml->key, used,
+                             ms->raw_table);
+    }
+    now = dlock__now_ms();
+    if (ml->rowless_since == 0)
+        ml->rowless_since = now;
+    bound = ml->rowless_since + ms->timeout_ms;
+    if (bound < ml->seen_until)
+        bound = ml->seen_until;
+    if (now < bound) {
+        *retry_ms = bound - now;
+        return DLOCK_BUSY;
+    }
+    /* Still no row (a row back means a holder with a lease again)? */
+    rc = read_row(ms, c, ml, &h, &found);
+    if (rc != DLOCK_OK)
+        return rc;
+    if (found) {
+        *retry_ms = 0;
+        return DLOCK_BUSY;
+    }
+    return kill_holder(ms, c, ml, ml->seen_conn, killed);
+}
+
 /* GET_LOCK(key, wait_ms): *got 1 if this session now holds it. */
 static int get_lock(struct my_store *ms, struct conn *c,
                     const struct my_lock *ml, int64_t wait_ms, int *got)
@@ -1109,13 +1284,16 @@ static int attempt(struct my_store *ms, struct dlock_lock *lk,
             rc = read_row(ms, c, ml, &h, &found);
             if (rc != DLOCK_OK)
                 return rc;
-            if (!found)
-                return DLOCK_BUSY; /* a GET_LOCK-only client */
-            if (!holder_dead(&h)) {
+            if (!found) {
+                rc = rowless(ms, c, ml, retry_ms, &killed);
+            } else if (!holder_dead(&h)) {
+                saw_row(ml, &h);
                 *retry_ms = h.left;
                 return DLOCK_BUSY;
+            } else {
+                saw_row(ml, &h);
+                rc = take_over(ms, c, ml, &h, &killed);
             }
-            rc = take_over(ms, c, ml, &h, &killed);
             if (rc != DLOCK_OK || !killed)
                 return rc != DLOCK_OK ? rc : DLOCK_BUSY;
             /* A KILLed session lets go of its GET_LOCK a moment later. */
@@ -1155,8 +1333,10 @@ static int attempt_fresh(struct my_store *ms, struct dlock_lock *lk,
         conn_close(ml->c);
         ml->c = NULL;
         rc = conn_open(ms, &ml->c);
-        if (rc == DLOCK_OK)
+        if (rc == DLOCK_OK) {
+            ml->c->name = lk->name;
             rc = attempt(ms, lk, ml, 0, deadline, retry_ms);
+        }
     }
     if (ml->c != NULL)
         ml->c->reused = 0;
@@ -1177,6 +1357,7 @@ static int new_priv(struct my_store *ms, struct dlock_lock *lk,
         free(ml);
         return rc;
     }
+    ml->c->name = lk->name;
     *out = ml;
     return DLOCK_OK;
 }
@@ -1350,9 +1531,12 @@ static void sb_own(struct sb *b, struct my_store *ms, struct conn *c,
     sb_add(b, " WHERE name = ");
     sb_key(b, c, ml);
     sb_add(b, " AND owner = '%s' AND " EXPIRES " > " NOWMS, lk->token);
-    if (!ms->lease_mode)
-        sb_add(b, " AND connection_id = CONNECTION_ID() AND "
-                  "IS_USED_LOCK(name) = CONNECTION_ID()");
+    if (!ms->lease_mode) {
+        /* The key we took, not the column (see ROW_KEY). */
+        sb_add(b, " AND connection_id = CONNECTION_ID() AND IS_USED_LOCK(");
+        sb_key(b, c, ml);
+        sb_add(b, ") = CONNECTION_ID()");
+    }
 }
 
 /* After finding the lock lost: tidy our row and GET_LOCK away. */
@@ -1530,6 +1714,7 @@ static int my_status(struct dlock_store *s, const char *name, dlock_info *out)
     rc = conn_get(ms, &c);
     if (rc != DLOCK_OK)
         return rc;
+    c->name = name;
     sb_add(&b, "SELECT %s, (SELECT fence FROM %s WHERE name = ", columns(ms),
            ms->fences);
     sb_key(&b, c, &ml);
@@ -1644,6 +1829,7 @@ static int my_force_release(struct dlock_store *s, const char *name,
     rc = conn_get(ms, &c);
     if (rc != DLOCK_OK)
         return rc;
+    c->name = name;
     sb_add(&b, "SELECT %s FROM %s WHERE name = ", columns(ms), ms->table);
     sb_key(&b, c, &ml);
     rc = run(ms, c, &b, &res, "release --force");
