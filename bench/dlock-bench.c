@@ -645,6 +645,6 @@ int main(int argc, char **argv)
         fprintf(json, "  \"end\": true\n}\n");
         fclose(json);
     }
-    free(redacted);
+    dlock_free(redacted);
     return 0;
 }

@@ -7,12 +7,23 @@
  *
  * Conventions (libgit2 style):
  *  - Handles are opaque.  Out parameters come first; the caller owns what
- *    an out parameter returns and frees it with the matching function.
+ *    an out parameter returns and frees it with the matching function:
+ *    dlock_store_close(), dlock_release(), dlock_info_free(), and
+ *    dlock_free() for strings.  Never free() what the library allocated.
  *  - Every free/close function accepts NULL.
- *  - Functions return DLOCK_OK (0) on success and a negative DLOCK_E* / state
- *    code otherwise.  "Someone else holds it" is DLOCK_BUSY, never an error.
- *  - After a failure, dlock_errmsg() returns a description of it for the
- *    calling thread.  The library never prints anything.
+ *  - Functions return a dlock_rc: DLOCK_OK (0) on success and a negative
+ *    code otherwise.  "Someone else holds it" is DLOCK_BUSY, never an
+ *    error.
+ *  - Every function that returns a dlock_rc sets the calling thread's
+ *    message (dlock_errmsg()) when it fails or returns BUSY, and clears it
+ *    when it succeeds, so a message never belongs to an earlier call.  The
+ *    accessors (dlock_fence(), dlock_store_url(), dlock_errmsg()...) leave
+ *    it alone.  The library never prints anything.
+ *  - Strings the library returns as `const char *` stay valid as long as
+ *    the object they come from (the store, the lock, the dlock_info);
+ *    static ones (dlock_strerror(), dlock_version(), dlock_schemes(),
+ *    dlock_default_url()) for the life of the process.  dlock_errmsg()'s
+ *    text is valid until the thread's next call into the library.
  *
  * Thread safety: a dlock_store may be shared by any number of threads.  A
  * dlock_lock belongs to one holder; calls on the same lock from several
@@ -21,6 +32,17 @@
  * Fork: a child made by fork() never releases or renews its parent's locks.
  * Calls on an inherited dlock_lock or dlock_store in the child return
  * DLOCK_EINVAL; the child opens its own store if it needs one.
+ *
+ * Process-wide hooks: the first dlock_acquire() with valid arguments (or
+ * the first dlock_store_close()) installs, once per process, an atexit()
+ * handler that releases the locks still held at exit() and
+ * pthread_atfork() handlers that keep the library's own mutexes
+ * consistent across fork() and make a fork child forget (never release)
+ * its parent's locks.  The first acquire with auto_renew starts one renew
+ * thread, which lives until exit.  Nothing is installed before that.
+ * Locks are not released by _exit(), by a fatal signal, or when dlock is
+ * unloaded with dlock_close()-less dlclose(): the store's lease (or its
+ * session end) frees them then.
  */
 #ifndef DLOCK_H
 #define DLOCK_H
@@ -40,12 +62,12 @@ extern "C" {
 
 /** Library version. */
 #define DLOCK_VERSION_MAJOR 0
-#define DLOCK_VERSION_MINOR 1
+#define DLOCK_VERSION_MINOR 2
 #define DLOCK_VERSION_PATCH 0
-#define DLOCK_VERSION_STRING "0.1.0"
+#define DLOCK_VERSION_STRING "0.2.0"
 
 /** Return codes.  0 is success; everything else is negative. */
-enum {
+typedef enum dlock_rc {
     /** Success. */
     DLOCK_OK = 0,
     /** The lock is held by someone else and was not acquired in time. */
@@ -64,7 +86,7 @@ enum {
     DLOCK_ENOTSUP = -7,
     /** Out of memory. */
     DLOCK_ENOMEM = -8
-};
+} dlock_rc;
 
 /** Wait forever for a lock (the value of dlock_options.wait_ms). */
 #define DLOCK_WAIT_FOREVER (-1)
@@ -95,9 +117,12 @@ typedef void (*dlock_lost_cb)(dlock_lock *lock, void *payload);
 #define DLOCK_OPTIONS_VERSION 1
 
 /** Options for dlock_acquire().  Initialise with DLOCK_OPTIONS_INIT or
- * dlock_options_init(); fields added later go at the end. */
-typedef struct {
-    /** Must be DLOCK_OPTIONS_VERSION. */
+ * dlock_options_init(); fields added later go at the end, and a library
+ * reads only the fields of the version a caller names, so a program built
+ * against an older header keeps working with a newer library. */
+typedef struct dlock_options {
+    /** 1..DLOCK_OPTIONS_VERSION: the version of this header the caller
+     * was built with (DLOCK_OPTIONS_INIT sets it). */
     unsigned version;
     /** 0: try once; > 0: wait up to this many milliseconds;
      * DLOCK_WAIT_FOREVER: wait until acquired.  Measured on a monotonic
@@ -123,8 +148,16 @@ typedef struct {
 #define DLOCK_OPTIONS_INIT                                                   \
     { DLOCK_OPTIONS_VERSION, 0, DLOCK_DEFAULT_TTL_MS, 1, 0, NULL, NULL }
 
-/** What dlock_status() and dlock_list() report about one name. */
-typedef struct {
+/**
+ * What dlock_status() and dlock_list() report about one name.
+ *
+ * Always allocated by the library (dlock_status() hands one out, to be
+ * freed with dlock_info_free(); dlock_list() lends one to its callback for
+ * the duration of the call), never by the caller: that is what lets later
+ * versions add fields at the end without breaking programs built against
+ * this header.  Do not declare, copy by value or allocate one yourself.
+ */
+typedef struct dlock_info {
     /** The lock name, NUL-terminated (names never contain NUL). */
     char name[DLOCK_NAME_MAX + 1];
     /** Nonzero if someone holds the lock now. */
@@ -145,13 +178,27 @@ typedef struct {
     /** When the holder acquired it, milliseconds since the Unix epoch;
      * 0 if unknown. */
     int64_t since_ms;
+    /** Nonzero if the lock is held by a client that is not dlock (a plain
+     * GET_LOCK, advisory lock or SET NX), seen only by the server: then
+     * host, pid, since_ms, ttl_ms and fence say nothing about it. */
+    int other_client;
 } dlock_info;
 
 /**
+ * Called by dlock_list() for each held lock.  info is lent for the call
+ * only.  Return 0 to go on; a nonzero value stops the walk and is what
+ * dlock_list() returns.  The callback may call the library (dlock_status(),
+ * dlock_acquire()...) on the same store.
+ */
+typedef int (*dlock_list_cb)(const dlock_info *info, void *payload);
+
+/**
  * Fill opts with the defaults (the same as DLOCK_OPTIONS_INIT).
+ * @param version  DLOCK_OPTIONS_VERSION (any of 1..DLOCK_OPTIONS_VERSION).
  * @return DLOCK_OK, or DLOCK_EINVAL if opts is NULL or version is unknown.
  */
-DLOCK_EXTERN int dlock_options_init(dlock_options *opts, unsigned version);
+DLOCK_EXTERN dlock_rc dlock_options_init(dlock_options *opts,
+                                         unsigned version);
 
 /**
  * The store used when no URL is given (see dlock_store_open()): the SQLite
@@ -204,14 +251,14 @@ DLOCK_EXTERN void dlock_store_close(dlock_store *store);
  * Create the store's tables if they do not exist (stores do this on first
  * use anyway).
  */
-DLOCK_EXTERN int dlock_store_init(dlock_store *store);
+DLOCK_EXTERN dlock_rc dlock_store_init(dlock_store *store);
 
 /**
  * The DDL a store would run, for a DBA to run instead.  Does not connect.
- * @param out  receives a malloc'd string; free it with free().
+ * @param out  receives a string; free it with dlock_free().
  * @return DLOCK_OK, DLOCK_EINVAL, DLOCK_ENOTSUP or DLOCK_ENOMEM.
  */
-DLOCK_EXTERN int dlock_ddl(char **out, const char *url);
+DLOCK_EXTERN dlock_rc dlock_ddl(char **out, const char *url);
 
 /**
  * The store's URL with any password replaced by "***".  Owned by the store.
@@ -221,9 +268,13 @@ DLOCK_EXTERN const char *dlock_store_url(const dlock_store *store);
 /**
  * Copy a URL with any password replaced by "***".  Works on malformed URLs
  * too (best effort: anything between "//" and "@" loses its password).
- * @param out  receives a malloc'd string; free it with free().
+ * @param out  receives a string; free it with dlock_free().
  */
-DLOCK_EXTERN int dlock_url_redact(char **out, const char *url);
+DLOCK_EXTERN dlock_rc dlock_url_redact(char **out, const char *url);
+
+/** Free a string the library returned through an out parameter
+ * (dlock_ddl(), dlock_url_redact()).  Accepts NULL. */
+DLOCK_EXTERN void dlock_free(char *str);
 
 /**
  * Acquire a lock.
@@ -237,17 +288,19 @@ DLOCK_EXTERN int dlock_url_redact(char **out, const char *url);
  *         DLOCK_ENOTSUP (e.g. shared on a store without shared locks);
  *         DLOCK_EUNAVAIL, DLOCK_ESTORE, DLOCK_ENOMEM.
  */
-DLOCK_EXTERN int dlock_acquire(dlock_lock **out, dlock_store *store,
-                               const char *name, const dlock_options *opts);
+DLOCK_EXTERN dlock_rc dlock_acquire(dlock_lock **out, dlock_store *store,
+                                    const char *name,
+                                    const dlock_options *opts);
 
 /**
  * dlock_acquire() with a name of name_len bytes that need not be
  * NUL-terminated (for bindings whose strings carry a length).  A NUL byte
  * inside the name is DLOCK_EINVAL.
  */
-DLOCK_EXTERN int dlock_acquire_len(dlock_lock **out, dlock_store *store,
-                                   const char *name, size_t name_len,
-                                   const dlock_options *opts);
+DLOCK_EXTERN dlock_rc dlock_acquire_len(dlock_lock **out,
+                                        dlock_store *store, const char *name,
+                                        size_t name_len,
+                                        const dlock_options *opts);
 
 /**
  * Release a lock and free its handle (always, whatever the result).
@@ -257,27 +310,28 @@ DLOCK_EXTERN int dlock_acquire_len(dlock_lock **out, dlock_store *store,
  *         DLOCK_ESTORE if the store could not be told (the lease then
  *         frees the lock).
  */
-DLOCK_EXTERN int dlock_release(dlock_lock *lock);
+DLOCK_EXTERN dlock_rc dlock_release(dlock_lock *lock);
 
 /**
  * Renew the lease to ttl_ms from now (ttl_ms <= 0: the lock's own ttl).
  * Later automatic renewals use the new length.
  * @return DLOCK_OK or DLOCK_LOST (also on every call after a loss).
  */
-DLOCK_EXTERN int dlock_extend(dlock_lock *lock, int64_t ttl_ms);
+DLOCK_EXTERN dlock_rc dlock_extend(dlock_lock *lock, int64_t ttl_ms);
 
 /**
  * Check against the store that the lock is still held with at least
  * min_remaining_ms of lease left.
  * @return DLOCK_OK, DLOCK_EXPIRING (held, less left), DLOCK_LOST.
  */
-DLOCK_EXTERN int dlock_assert_ttl(dlock_lock *lock, int64_t min_remaining_ms);
+DLOCK_EXTERN dlock_rc dlock_assert_ttl(dlock_lock *lock,
+                                       int64_t min_remaining_ms);
 
 /** The fence of this acquisition: strictly greater than every fence handed
  * out before for the same name in the same store.  0 for NULL. */
 DLOCK_EXTERN uint64_t dlock_fence(const dlock_lock *lock);
 
-/** The name the lock was acquired with. */
+/** The name the lock was acquired with; valid until dlock_release(). */
 DLOCK_EXTERN const char *dlock_lock_name(const dlock_lock *lock);
 
 /** Nonzero once the lock is known to be lost. */
@@ -285,20 +339,26 @@ DLOCK_EXTERN int dlock_is_lost(const dlock_lock *lock);
 
 /**
  * What the store knows about one name (held or not).
- * @return DLOCK_OK (see info->held), DLOCK_EINVAL, DLOCK_EUNAVAIL,
- *         DLOCK_ESTORE.
+ * @param out  receives a dlock_info (see info->held) on DLOCK_OK, NULL
+ *             otherwise; free it with dlock_info_free().
+ * @return DLOCK_OK, DLOCK_EINVAL, DLOCK_EUNAVAIL, DLOCK_ESTORE,
+ *         DLOCK_ENOMEM.
  */
-DLOCK_EXTERN int dlock_status(dlock_store *store, const char *name,
-                              dlock_info *out);
+DLOCK_EXTERN dlock_rc dlock_status(dlock_info **out, dlock_store *store,
+                                   const char *name);
+
+/** Free what dlock_status() returned.  Accepts NULL. */
+DLOCK_EXTERN void dlock_info_free(dlock_info *info);
 
 /**
  * Call cb for every held lock whose name starts with prefix (NULL or "": all
- * names), in an unspecified order.  A nonzero return from cb stops the walk
- * and is returned.
+ * names), in an unspecified order.
+ * @return a dlock_rc, or the callback's nonzero value if it stopped the
+ *         walk (so give it values that cannot be mistaken for one:
+ *         positive ones).
  */
 DLOCK_EXTERN int dlock_list(dlock_store *store, const char *prefix,
-                            int (*cb)(const dlock_info *info, void *payload),
-                            void *payload);
+                            dlock_list_cb cb, void *payload);
 
 /**
  * Break a lock whoever holds it (administration).  Its holder finds it lost
@@ -307,13 +367,15 @@ DLOCK_EXTERN int dlock_list(dlock_store *store, const char *prefix,
  *                     name was free); may be NULL.
  * @return DLOCK_OK, DLOCK_EINVAL, DLOCK_EUNAVAIL, DLOCK_ESTORE.
  */
-DLOCK_EXTERN int dlock_force_release(dlock_store *store, const char *name,
-                                     unsigned *out_removed);
+DLOCK_EXTERN dlock_rc dlock_force_release(unsigned *out_removed,
+                                          dlock_store *store,
+                                          const char *name);
 
 /** A static description of a return code ("lock is busy", ...). */
 DLOCK_EXTERN const char *dlock_strerror(int rc);
 
-/** Detail of the last failure in the calling thread ("" if none). */
+/** Detail of the calling thread's last failed (or BUSY) call; "" after a
+ * call that succeeded. */
 DLOCK_EXTERN const char *dlock_errmsg(void);
 
 /** Comma-separated URL schemes compiled into this library. */

@@ -30,9 +30,16 @@ extern "C" {
  * other.  No row is written to dlock's lock table, so the lock has no
  * fence and does not show in dlock_status()/dlock_list().
  *
- * A finite wait runs inside a savepoint of its own, so running out of time
- * does not abort the caller's transaction, and the caller's lock_timeout is
- * left as it was.
+ * A finite wait runs inside a savepoint of its own, named
+ * dlock_xact_lock (SAVEPOINT dlock_xact_lock ... RELEASE SAVEPOINT
+ * dlock_xact_lock), so running out of time does not abort the caller's
+ * transaction, and the caller's lock_timeout is left as it was.  Do not
+ * use that savepoint name yourself around this call.
+ *
+ * conn is the caller's: this call sends statements on it and waits for
+ * their answers, so no other thread may use conn until it returns (libpq
+ * connections are not thread-safe), and conn must not have a query in
+ * flight or be in pipeline mode.
  *
  * @param conn     an open connection inside a transaction block (after
  *                 BEGIN; PQtransactionStatus() == PQTRANS_INTRANS).
@@ -46,8 +53,8 @@ extern "C" {
  *         (an aborted transaction, say); DLOCK_EUNAVAIL if the connection
  *         is broken.  dlock_errmsg() says more.
  */
-DLOCK_EXTERN int dlock_pg_xact_lock(PGconn *conn, const char *name,
-                                    int64_t wait_ms);
+DLOCK_EXTERN dlock_rc dlock_pg_xact_lock(PGconn *conn, const char *name,
+                                         int64_t wait_ms);
 
 #ifdef __cplusplus
 }

@@ -36,7 +36,7 @@ int cmd_init(const struct cli *c, int argc, char **argv)
         if (rc != DLOCK_OK)
             return cli_fail(rc, "init");
         fputs(ddl, stdout);
-        free(ddl);
+        dlock_free(ddl);
         return 0;
     }
     rc = cli_open(c, &store);

@@ -51,7 +51,7 @@ int cmd_release(const struct cli *c, int argc, char **argv)
     rc = cli_open(c, &store);
     if (rc != 0)
         return rc;
-    rc = dlock_force_release(store, name, &removed);
+    rc = dlock_force_release(&removed, store, name);
     if (rc != DLOCK_OK)
         rc = cli_fail(rc, "release");
     else if (removed == 0)

@@ -291,15 +291,22 @@ static int64_t now_ms(void)
 
 static void say_holder(dlock_store *store, const char *name)
 {
-    dlock_info info;
+    dlock_info *info = NULL;
     char when[64];
 
-    if (dlock_status(store, name, &info) != DLOCK_OK || !info.held)
-        return;
-    cli_err("waiting for '%s': held by %s pid %lld since %s (lease %lld ms "
-            "left)", name, info.host[0] ? info.host : "?",
-            (long long)info.pid, cli_time(info.since_ms, when, sizeof(when)),
-            (long long)info.ttl_ms);
+    if (dlock_status(&info, store, name) == DLOCK_OK && info->held) {
+        if (info->other_client)
+            cli_err("waiting for '%s': held by another client (not dlock)",
+                    name);
+        else
+            cli_err("waiting for '%s': held by %s pid %lld since %s (lease "
+                    "%lld ms left)",
+                    name, info->host[0] ? info->host : "?",
+                    (long long)info->pid,
+                    cli_time(info->since_ms, when, sizeof(when)),
+                    (long long)info->ttl_ms);
+    }
+    dlock_info_free(info);
 }
 
 static int acquire(const struct cli *c, const struct run_opts *o,

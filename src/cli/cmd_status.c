@@ -17,14 +17,20 @@ void cli_print_info(const dlock_info *in)
     char when[64];
 
     printf("%s: %s", in->name, in->held ? "held" : "free");
-    if (in->held) {
+    if (in->other_client) {
+        /* Seen only by the server: nothing more is known of it. */
+        printf(" by another client (not dlock)");
+    } else if (in->held) {
         if (in->shared)
             printf(" (shared, %u holder%s)", in->holders,
                    in->holders == 1 ? "" : "s");
-        printf(" by %s pid %lld since %s, lease %lld ms left",
-               in->host[0] ? in->host : "?", (long long)in->pid,
-               cli_time(in->since_ms, when, sizeof(when)),
-               (long long)in->ttl_ms);
+        printf(" by %s pid %lld since %s", in->host[0] ? in->host : "?",
+               (long long)in->pid,
+               cli_time(in->since_ms, when, sizeof(when)));
+        if (in->ttl_ms >= 0)
+            printf(", lease %lld ms left", (long long)in->ttl_ms);
+        else
+            printf(", lease unknown");
     }
     printf(", fence %llu\n", (unsigned long long)in->fence);
 }
@@ -33,7 +39,7 @@ int cmd_status(const struct cli *c, int argc, char **argv)
 {
     const char *name = NULL;
     dlock_store *store;
-    dlock_info info;
+    dlock_info *info = NULL;
     int json = 0, rc;
 
     for (int i = 1; i < argc; i++) {
@@ -61,15 +67,16 @@ int cmd_status(const struct cli *c, int argc, char **argv)
     rc = cli_open(c, &store);
     if (rc != 0)
         return rc;
-    rc = dlock_status(store, name, &info);
+    rc = dlock_status(&info, store, name);
     if (rc != DLOCK_OK) {
         rc = cli_fail(rc, "status");
     } else if (json) {
-        cli_json_info(stdout, &info);
+        cli_json_info(stdout, info);
         putchar('\n');
     } else {
-        cli_print_info(&info);
+        cli_print_info(info);
     }
+    dlock_info_free(info);
     dlock_store_close(store);
     return rc;
 }

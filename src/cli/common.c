@@ -110,14 +110,25 @@ void cli_json_info(FILE *f, const dlock_info *in)
     fprintf(f, ",\"held\":%s,\"shared\":%s,\"holders\":%u,\"fence\":%llu",
             in->held ? "true" : "false", in->shared ? "true" : "false",
             in->holders, (unsigned long long)in->fence);
+    /* What is not known is null, never a made-up 0 or "". */
     if (in->ttl_ms >= 0)
         fprintf(f, ",\"ttl_ms\":%lld", (long long)in->ttl_ms);
     else
         fputs(",\"ttl_ms\":null", f);
     fputs(",\"host\":", f);
-    cli_json_string(f, in->host);
-    fprintf(f, ",\"pid\":%lld,\"since_ms\":%lld}", (long long)in->pid,
-            (long long)in->since_ms);
+    if (in->host[0] != '\0')
+        cli_json_string(f, in->host);
+    else
+        fputs("null", f);
+    if (in->pid != 0)
+        fprintf(f, ",\"pid\":%lld", (long long)in->pid);
+    else
+        fputs(",\"pid\":null", f);
+    if (in->since_ms != 0)
+        fprintf(f, ",\"since_ms\":%lld", (long long)in->since_ms);
+    else
+        fputs(",\"since_ms\":null", f);
+    fprintf(f, ",\"other_client\":%s}", in->other_client ? "true" : "false");
 }
 
 const char *cli_time(int64_t unix_ms, char *buf, size_t len)

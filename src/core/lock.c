@@ -274,10 +274,12 @@ static void reg_unlink_locked(struct dlock_lock *lk)
 
 static int check_options(const dlock_options *o, const dlock_store *s)
 {
-    if (o->version != DLOCK_OPTIONS_VERSION)
+    /* Every version up to ours: fields are only ever added at the end, and
+     * version 1 is all there is so far. */
+    if (o->version < 1 || o->version > DLOCK_OPTIONS_VERSION)
         return dlock__seterr(DLOCK_EINVAL,
-                             "dlock_options version %u is not %u; "
-                             "initialise with DLOCK_OPTIONS_INIT",
+                             "dlock_options version %u is not one of "
+                             "1..%u; initialise with DLOCK_OPTIONS_INIT",
                              o->version, (unsigned)DLOCK_OPTIONS_VERSION);
     if (o->wait_ms < DLOCK_WAIT_FOREVER)
         return dlock__seterr(DLOCK_EINVAL,
@@ -374,14 +376,15 @@ static int slice_acquire(struct dlock_store *s, struct dlock_lock *lk,
     return rc;
 }
 
-int dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
-                      size_t name_len, const dlock_options *opts)
+dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
+                           size_t name_len, const dlock_options *opts)
 {
     static const dlock_options defaults = DLOCK_OPTIONS_INIT;
     struct dlock_lock *lk;
     int64_t t0, deadline;
     int rc;
 
+    dlock__clearerr();
     if (out == NULL)
         return dlock__seterr(DLOCK_EINVAL, "out is NULL");
     *out = NULL;
@@ -467,7 +470,7 @@ int dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
     return DLOCK_OK;
 }
 
-int dlock_acquire(dlock_lock **out, dlock_store *s, const char *name,
+dlock_rc dlock_acquire(dlock_lock **out, dlock_store *s, const char *name,
                   const dlock_options *opts)
 {
     if (name == NULL) {
@@ -501,13 +504,15 @@ static int not_held(const struct dlock_lock *lk)
     return dlock__seterr(DLOCK_LOST, "lock '%s' was lost", lk->name);
 }
 
-int dlock_extend(dlock_lock *lk, int64_t ttl_ms)
+dlock_rc dlock_extend(dlock_lock *lk, int64_t ttl_ms)
 {
     struct dlock_store *s;
     dlock_lost_cb cb = NULL;
     int64_t t0, next = 0;
-    int rc = lock_usable(lk);
+    int rc;
 
+    dlock__clearerr();
+    rc = lock_usable(lk);
     if (rc != DLOCK_OK)
         return rc;
     if (ttl_ms <= 0)
@@ -541,13 +546,15 @@ int dlock_extend(dlock_lock *lk, int64_t ttl_ms)
     return rc;
 }
 
-int dlock_assert_ttl(dlock_lock *lk, int64_t min_remaining_ms)
+dlock_rc dlock_assert_ttl(dlock_lock *lk, int64_t min_remaining_ms)
 {
     struct dlock_store *s;
     dlock_lost_cb cb = NULL;
     int64_t left = 0;
-    int rc = lock_usable(lk);
+    int rc;
 
+    dlock__clearerr();
+    rc = lock_usable(lk);
     if (rc != DLOCK_OK)
         return rc;
     s = lk->store;
@@ -596,10 +603,11 @@ static int store_release(struct dlock_lock *lk)
     return rc;
 }
 
-int dlock_release(dlock_lock *lk)
+dlock_rc dlock_release(dlock_lock *lk)
 {
     int rc;
 
+    dlock__clearerr();
     if (lk == NULL)
         return DLOCK_OK;
     if (lk->pid != getpid()) {

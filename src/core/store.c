@@ -100,18 +100,22 @@ const char *dlock_version(void)
     return DLOCK_VERSION_STRING;
 }
 
-int dlock_options_init(dlock_options *opts, unsigned version)
+dlock_rc dlock_options_init(dlock_options *opts, unsigned version)
 {
     static const dlock_options defaults = DLOCK_OPTIONS_INIT;
 
+    dlock__clearerr();
     if (opts == NULL)
         return dlock__seterr(DLOCK_EINVAL, "options are NULL");
-    if (version != DLOCK_OPTIONS_VERSION)
+    if (version < 1 || version > DLOCK_OPTIONS_VERSION)
         return dlock__seterr(DLOCK_EINVAL,
                              "unknown dlock_options version %u (this "
-                             "library knows %u)",
+                             "library knows 1..%u)",
                              version, DLOCK_OPTIONS_VERSION);
+    /* Only the fields of that version: a caller built against an older
+     * header has a smaller struct. */
     *opts = defaults;
+    opts->version = version;
     return DLOCK_OK;
 }
 
@@ -149,13 +153,14 @@ done:
     return rc;
 }
 
-int dlock_store_open(dlock_store **out, const char *url)
+dlock_rc dlock_store_open(dlock_store **out, const char *url)
 {
     const struct dlock_store_ops *ops = NULL;
     struct dlock_url *u;
     dlock_store *s = NULL;
     int rc;
 
+    dlock__clearerr();
     if (out == NULL)
         return dlock__seterr(DLOCK_EINVAL, "out is NULL");
     *out = NULL;
@@ -207,19 +212,22 @@ const char *dlock_store_url(const dlock_store *s)
     return s != NULL && s->url != NULL ? s->url : "";
 }
 
-int dlock_store_init(dlock_store *s)
+dlock_rc dlock_store_init(dlock_store *s)
 {
-    int rc = dlock__store_usable(s);
+    int rc;
 
+    dlock__clearerr();
+    rc = dlock__store_usable(s);
     return rc != DLOCK_OK ? rc : s->ops->init(s);
 }
 
-int dlock_ddl(char **out, const char *url)
+dlock_rc dlock_ddl(char **out, const char *url)
 {
     const struct dlock_store_ops *ops = NULL;
     struct dlock_url *u;
     int rc;
 
+    dlock__clearerr();
     if (out == NULL)
         return dlock__seterr(DLOCK_EINVAL, "out is NULL");
     *out = NULL;
@@ -231,31 +239,75 @@ int dlock_ddl(char **out, const char *url)
     return rc;
 }
 
-int dlock_status(dlock_store *s, const char *name, dlock_info *out)
+/* A holder the store knows nothing about but that it is held: a client
+ * that is not dlock (stores record host, pid and time for every dlock
+ * holder). */
+static void mark_other_client(dlock_info *info)
 {
-    int rc = dlock__store_usable(s);
+    info->other_client = info->held && info->host[0] == '\0' &&
+                         info->pid == 0 && info->since_ms == 0;
+}
 
-    if (rc != DLOCK_OK)
-        return rc;
+dlock_rc dlock_status(dlock_info **out, dlock_store *s, const char *name)
+{
+    dlock_info *info;
+    int rc;
+
+    dlock__clearerr();
     if (out == NULL)
         return dlock__seterr(DLOCK_EINVAL, "out is NULL");
+    *out = NULL;
+    rc = dlock__store_usable(s);
+    if (rc != DLOCK_OK)
+        return rc;
     if (name == NULL)
         return dlock__seterr(DLOCK_EINVAL, "lock name is NULL");
     rc = dlock__check_name(name, strlen(name));
     if (rc != DLOCK_OK)
         return rc;
-    memset(out, 0, sizeof(*out));
-    out->ttl_ms = -1;
-    memcpy(out->name, name, strlen(name) + 1);
-    return s->ops->status(s, name, out);
+    info = calloc(1, sizeof(*info));
+    if (info == NULL)
+        return dlock__enomem();
+    info->ttl_ms = -1;
+    memcpy(info->name, name, strlen(name) + 1);
+    rc = s->ops->status(s, name, info);
+    if (rc != DLOCK_OK) {
+        free(info);
+        return rc;
+    }
+    mark_other_client(info);
+    *out = info;
+    return DLOCK_OK;
 }
 
-int dlock_list(dlock_store *s, const char *prefix,
-               int (*cb)(const dlock_info *info, void *payload),
+void dlock_info_free(dlock_info *info)
+{
+    free(info);
+}
+
+struct list_relay {
+    dlock_list_cb cb;
+    void *payload;
+    dlock_info copy;
+};
+
+static int list_relay(const dlock_info *info, void *arg)
+{
+    struct list_relay *r = arg;
+
+    r->copy = *info;
+    mark_other_client(&r->copy);
+    return r->cb(&r->copy, r->payload);
+}
+
+int dlock_list(dlock_store *s, const char *prefix, dlock_list_cb cb,
                void *payload)
 {
-    int rc = dlock__store_usable(s);
+    struct list_relay *r;
+    int rc;
 
+    dlock__clearerr();
+    rc = dlock__store_usable(s);
     if (rc != DLOCK_OK)
         return rc;
     if (cb == NULL)
@@ -265,15 +317,24 @@ int dlock_list(dlock_store *s, const char *prefix,
     if (strlen(prefix) > DLOCK_NAME_MAX)
         return dlock__seterr(DLOCK_EINVAL, "prefix is longer than %d bytes",
                              DLOCK_NAME_MAX);
-    return s->ops->list(s, prefix, cb, payload);
+    r = malloc(sizeof(*r));
+    if (r == NULL)
+        return dlock__enomem();
+    r->cb = cb;
+    r->payload = payload;
+    rc = s->ops->list(s, prefix, list_relay, r);
+    free(r);
+    return rc;
 }
 
-int dlock_force_release(dlock_store *s, const char *name,
-                        unsigned *out_removed)
+dlock_rc dlock_force_release(unsigned *out_removed, dlock_store *s,
+                             const char *name)
 {
     unsigned removed = 0;
-    int rc = dlock__store_usable(s);
+    int rc;
 
+    dlock__clearerr();
+    rc = dlock__store_usable(s);
     if (out_removed != NULL)
         *out_removed = 0;
     if (rc != DLOCK_OK)

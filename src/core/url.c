@@ -73,12 +73,13 @@ static void put(char *buf, size_t *o, const char *s, size_t n)
     *o += n;
 }
 
-int dlock_url_redact(char **out, const char *url)
+dlock_rc dlock_url_redact(char **out, const char *url)
 {
     size_t len, o = 0, sl, auth, auth_end, at = 0, colon = 0;
     const char *q;
     char *buf;
 
+    dlock__clearerr();
     if (out == NULL)
         return dlock__seterr(DLOCK_EINVAL, "out is NULL");
     *out = NULL;
@@ -441,4 +442,9 @@ bad:
                          "%s=%s in %s: expected a number, optionally "
                          "followed by ms or s",
                          key, v, u->redacted);
+}
+
+void dlock_free(char *str)
+{
+    free(str);
 }

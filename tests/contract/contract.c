@@ -2,7 +2,12 @@
  * contract.c - the behaviour every store must show.  One suite, run
  * against any store URL:
  *
- *     dlock-contract URL [TEST...]
+ *     dlock-contract KIND URL [TEST...]
+ *
+ * KIND names the store and mode under test (sqlite, redis, postgres,
+ * postgres-lease, postgres-hashtext, mysql, mysql-lease): what the suite
+ * expects of it comes from the table below, never from the URL's text,
+ * and a store that lacks what its row promises fails.
  *
  * Each test prints "ok"/"FAIL"; the exit status is the number of failed
  * tests (capped at 100).  Names are prefixed with a random run id, so runs
@@ -30,7 +35,24 @@
 #include "dlock.h"
 
 static const char *url;
+static const char *kind;
 static char run_id[64];
+
+/* What each store promises beyond the common contract. */
+static const struct caps {
+    const char *kind;
+    int shared;     /* shared (read) locks */
+    int sees_death; /* a dead holder's lock is free before its lease ends */
+} all_caps[] = {
+    {"sqlite", 1, 1},         /* dead pid on this host */
+    {"redis", 1, 0},          /* only the lease */
+    {"postgres", 1, 1},       /* the session ends */
+    {"postgres-hashtext", 1, 1},
+    {"postgres-lease", 1, 0}, /* table only: the lease */
+    {"mysql", 0, 1},          /* the session ends */
+    {"mysql-lease", 0, 0},
+};
+static const struct caps *caps;
 static const char *self_exe;
 
 /* A per-run name: "<run id>/<base>". */
@@ -52,17 +74,6 @@ static dlock_options opts(int64_t wait_ms, int64_t ttl_ms, int renew)
     o.ttl_ms = ttl_ms;
     o.auto_renew = renew;
     return o;
-}
-
-/* Does the store notice a dead holder before its lease ends? */
-static int sees_death(void)
-{
-    if (strncmp(url, "sqlite:", 7) == 0)
-        return 1;
-    if (strstr(url, "mode=lease") != NULL)
-        return 0;
-    return strncmp(url, "postgres", 8) == 0 || strncmp(url, "mysql:", 6) == 0 ||
-           strncmp(url, "mariadb:", 8) == 0;
 }
 
 static dlock_store *open_store(void)
@@ -95,6 +106,36 @@ static void t_try_busy(dlock_store *s)
     CHECK_RC(dlock_acquire(&b, s2, nm("busy"), &o), DLOCK_OK);
     CHECK_RC(dlock_release(b), DLOCK_OK);
     dlock_store_close(s2);
+}
+
+/* Every call sets or clears the thread's message: it never belongs to an
+ * earlier call. */
+static void t_errmsg(dlock_store *s)
+{
+    dlock_options o = opts(0, 5000, 1);
+    dlock_lock *a, *b;
+    dlock_info info;
+    char einval[256];
+
+    CHECK_RC(dlock_acquire(&a, s, nm("errmsg"), &o), DLOCK_OK);
+    EXPECT(dlock_errmsg()[0] == '\0');
+    CHECK_RC(dlock_acquire(&b, s, "", &o), DLOCK_EINVAL);
+    EXPECT(dlock_errmsg()[0] != '\0');
+    snprintf(einval, sizeof(einval), "%s", dlock_errmsg());
+    /* BUSY says why in its own words, not the failure before it. */
+    CHECK_RC(dlock_acquire(&b, s, nm("errmsg"), &o), DLOCK_BUSY);
+    EXPECT(dlock_errmsg()[0] != '\0' && strcmp(dlock_errmsg(), einval) != 0);
+    CHECK_RC(test_status(s, nm("errmsg"), &info), DLOCK_OK);
+    EXPECT(dlock_errmsg()[0] == '\0');
+    CHECK_RC(dlock_acquire(&b, s, "", &o), DLOCK_EINVAL);
+    CHECK_RC(dlock_extend(a, 0), DLOCK_OK);
+    EXPECT(dlock_errmsg()[0] == '\0');
+    CHECK_RC(dlock_acquire(&b, s, "", &o), DLOCK_EINVAL);
+    CHECK_RC(dlock_assert_ttl(a, 0), DLOCK_OK);
+    EXPECT(dlock_errmsg()[0] == '\0');
+    CHECK_RC(dlock_acquire(&b, s, "", &o), DLOCK_EINVAL);
+    CHECK_RC(dlock_release(a), DLOCK_OK);
+    EXPECT(dlock_errmsg()[0] == '\0');
 }
 
 struct waiter {
@@ -135,6 +176,8 @@ static void wait_then_release(dlock_store *s, int64_t wait_ms,
     w.name = nm(base);
     CHECK_RC(dlock_acquire(&a, s, w.name, &o), DLOCK_OK);
     CHECK(pthread_create(&t, NULL, waiter_main, &w) == 0);
+    /* Time passing is the point: the waiter must be deep in its wait
+     * (asleep on the store) when the release comes, not still starting. */
     sleep_ms(200);
     released = now_ms();
     CHECK_RC(dlock_release(a), DLOCK_OK);
@@ -260,10 +303,13 @@ static void t_fences(dlock_store *s)
     CHECK(dlock_fence(l) > 0);
     CHECK_RC(dlock_release(l), DLOCK_OK);
     sh.shared = 1;
-    if (dlock_acquire(&l, s, nm("fence"), &sh) == DLOCK_OK) {
-        CHECK(dlock_fence(l) > last);
-        CHECK_RC(dlock_release(l), DLOCK_OK);
+    if (!caps->shared) {
+        CHECK_RC(dlock_acquire(&l, s, nm("fence"), &sh), DLOCK_ENOTSUP);
+        return;
     }
+    CHECK_RC(dlock_acquire(&l, s, nm("fence"), &sh), DLOCK_OK);
+    CHECK(dlock_fence(l) > last);
+    CHECK_RC(dlock_release(l), DLOCK_OK);
 }
 
 static void t_extend(dlock_store *s)
@@ -315,7 +361,7 @@ static void t_broken_lock(dlock_store *s)
     CHECK(pipe(lost_pipe) == 0);
     o.on_lost = lost_to_pipe;
     CHECK_RC(dlock_acquire(&a, s, nm("broken"), &o), DLOCK_OK);
-    CHECK_RC(dlock_force_release(s2, nm("broken"), &removed), DLOCK_OK);
+    CHECK_RC(dlock_force_release(&removed, s2, nm("broken")), DLOCK_OK);
     CHECK(removed == 1);
     p.fd = lost_pipe[0];
     p.events = POLLIN;
@@ -374,7 +420,7 @@ static void t_names(dlock_store *s)
     big[DLOCK_NAME_MAX] = '\0';
     CHECK_RC(dlock_acquire(&l, s, big, &o), DLOCK_OK);
     CHECK_RC(dlock_acquire(&l2, s, big, &o), DLOCK_BUSY);
-    CHECK_RC(dlock_status(s, big, &info), DLOCK_OK);
+    CHECK_RC(test_status(s, big, &info), DLOCK_OK);
     CHECK(info.held && strcmp(info.name, big) == 0);
     /* Same 1023-byte prefix, different last byte: a different lock. */
     big[DLOCK_NAME_MAX - 1] = 'm';
@@ -390,7 +436,7 @@ static void t_names(dlock_store *s)
 
         CHECK_RC(dlock_acquire(&l, s, n, &o), DLOCK_OK);
         CHECK_RC(dlock_acquire(&l2, s, n, &o), DLOCK_BUSY);
-        CHECK_RC(dlock_status(s, n, &info), DLOCK_OK);
+        CHECK_RC(test_status(s, n, &info), DLOCK_OK);
         CHECK(info.held && strcmp(info.name, n) == 0);
         CHECK_RC(dlock_release(l), DLOCK_OK);
     }
@@ -447,8 +493,8 @@ static void t_many_and_list(dlock_store *s)
     CHECK_RC(dlock_list(s, c.prefix, count_cb, &c), DLOCK_OK);
     CHECK(c.n == 10);
     CHECK(dlock_list(s, nm("many/"), stop_cb, NULL) == 7);
-    CHECK_RC(dlock_status(s, nm("many/042"), &info), DLOCK_OK);
-    CHECK(info.held && info.holders == 1 && !info.shared);
+    CHECK_RC(test_status(s, nm("many/042"), &info), DLOCK_OK);
+    CHECK(info.held && info.holders == 1 && !info.shared && !info.other_client);
     CHECK(info.fence == dlock_fence(l[42]));
     CHECK(info.pid == (int64_t)getpid() || info.pid == 0);
     CHECK(info.ttl_ms > 0 && info.ttl_ms <= 10000);
@@ -458,7 +504,7 @@ static void t_many_and_list(dlock_store *s)
     c.prefix = nm("many/");
     CHECK_RC(dlock_list(s, c.prefix, count_cb, &c), DLOCK_OK);
     CHECK(c.n == 0);
-    CHECK_RC(dlock_status(s, nm("many/042"), &info), DLOCK_OK);
+    CHECK_RC(test_status(s, nm("many/042"), &info), DLOCK_OK);
     CHECK(!info.held && info.holders == 0);
 }
 
@@ -562,7 +608,7 @@ static pid_t spawn_self(const char *role, const char *arg)
     pid_t pid = fork();
 
     if (pid == 0) {
-        execl(self_exe, self_exe, url, "--child", role, run_id, arg,
+        execl(self_exe, self_exe, kind, url, "--child", role, run_id, arg,
               (char *)NULL);
         _exit(127);
     }
@@ -637,7 +683,7 @@ static pid_t spawn_holder(const char *ttl, int *rfd)
     if (pid == 0) {
         dup2(p[1], 1);
         close(p[0]);
-        execl(self_exe, self_exe, url, "--child", "hold", run_id, ttl,
+        execl(self_exe, self_exe, kind, url, "--child", "hold", run_id, ttl,
               (char *)NULL);
         _exit(127);
     }
@@ -663,7 +709,7 @@ static void t_sigkill_holder(dlock_store *s)
     waitpid(pid, &status, 0);
     t0 = now_ms();
     CHECK_RC(dlock_acquire(&l, s, nm("killed"), &w), DLOCK_OK);
-    if (sees_death())
+    if (caps->sees_death)
         CHECK(now_ms() - t0 < 1000);
     CHECK_RC(dlock_release(l), DLOCK_OK);
 }
@@ -770,8 +816,10 @@ static void t_shared(dlock_store *s)
 
     sh.shared = 1;
     rc = dlock_acquire(&r1, s, nm("shared"), &sh);
-    if (rc == DLOCK_ENOTSUP) {
-        printf("  (shared locks not supported by this store)\n");
+    if (!caps->shared) {
+        /* Refused, and said so: never an exclusive lock in disguise. */
+        CHECK_RC(rc, DLOCK_ENOTSUP);
+        printf("  (%s has no shared locks: ENOTSUP, as promised)\n", kind);
         dlock_store_close(s2);
         return;
     }
@@ -779,7 +827,7 @@ static void t_shared(dlock_store *s)
     CHECK_RC(dlock_acquire(&r2, s2, nm("shared"), &sh), DLOCK_OK);
     CHECK(dlock_fence(r2) > dlock_fence(r1));
     CHECK_RC(dlock_acquire(&w, s2, nm("shared"), &ex), DLOCK_BUSY);
-    CHECK_RC(dlock_status(s, nm("shared"), &info), DLOCK_OK);
+    CHECK_RC(test_status(s, nm("shared"), &info), DLOCK_OK);
     CHECK(info.held && info.shared && info.holders == 2);
     CHECK_RC(dlock_release(r1), DLOCK_OK);
     CHECK_RC(dlock_acquire(&w, s2, nm("shared"), &ex), DLOCK_BUSY);
@@ -798,6 +846,20 @@ static void t_bad_options(dlock_store *s)
     o.version = 99;
     CHECK_RC(dlock_acquire(&l, s, nm("opts"), &o), DLOCK_EINVAL);
     CHECK(l == NULL);
+    /* Every version from 1 to ours is accepted, none outside. */
+    o.version = 0;
+    CHECK_RC(dlock_acquire(&l, s, nm("opts"), &o), DLOCK_EINVAL);
+    o.version = DLOCK_OPTIONS_VERSION + 1;
+    CHECK_RC(dlock_acquire(&l, s, nm("opts"), &o), DLOCK_EINVAL);
+    CHECK_RC(dlock_options_init(&o, 0), DLOCK_EINVAL);
+    CHECK_RC(dlock_options_init(&o, DLOCK_OPTIONS_VERSION + 1), DLOCK_EINVAL);
+    for (unsigned v = 1; v <= DLOCK_OPTIONS_VERSION; v++) {
+        CHECK_RC(dlock_options_init(&o, v), DLOCK_OK);
+        CHECK(o.version == v);
+        CHECK_RC(dlock_acquire(&l, s, nm("opts"), &o), DLOCK_OK);
+        CHECK_RC(dlock_release(l), DLOCK_OK);
+    }
+    o = (dlock_options)DLOCK_OPTIONS_INIT;
     o = opts(0, 0, 1);
     CHECK_RC(dlock_acquire(&l, s, nm("opts"), &o), DLOCK_EINVAL);
     o = opts(-2, 1000, 1);
@@ -856,6 +918,7 @@ static const struct {
     {"fork_child", t_fork_child},
     {"fork_child_own_store", t_fork_child_own_store},
     {"shared", t_shared},
+    {"errmsg", t_errmsg},
     {"bad_options", t_bad_options},
     {"close_with_held", t_close_with_held},
 };
@@ -867,10 +930,21 @@ int main(int argc, char **argv)
     dlock_store *s;
     FILE *ur;
 
-    if (argc < 2 || argv[1][0] == '\0') {
-        fprintf(stderr, "usage: %s URL [TEST...]\n", argv[0]);
+    if (argc < 3 || argv[2][0] == '\0') {
+        fprintf(stderr, "usage: %s KIND URL [TEST...]\n", argv[0]);
         return 100;
     }
+    kind = argv[1];
+    for (size_t i = 0; i < sizeof(all_caps) / sizeof(all_caps[0]); i++)
+        if (strcmp(all_caps[i].kind, kind) == 0)
+            caps = &all_caps[i];
+    if (caps == NULL) {
+        fprintf(stderr, "%s: unknown store kind '%s'\n", argv[0], kind);
+        return 100;
+    }
+    /* From here on argv is as before: URL [TEST...]. */
+    argv++;
+    argc--;
     url = argv[1];
     self_exe = "/proc/self/exe";
     if (argc >= 6 && strcmp(argv[2], "--child") == 0) {

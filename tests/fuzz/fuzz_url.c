@@ -30,7 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(s, data, size);
     s[size] = '\0';
     if (dlock_url_redact(&red, s) == DLOCK_OK)
-        free(red);
+        dlock_free(red);
     if (dlock__url_parse(&u, s) == DLOCK_OK) {
         if (u->redacted == NULL || u->scheme == NULL)
             abort();

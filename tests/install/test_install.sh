@@ -27,7 +27,7 @@ for f in bin/dlock include/dlock.h "$libdir/libdlock.a" "$libdir/pkgconfig/dlock
     if [ -e "$dest$prefix/$f" ]; then ok "installed $f"; else fail "missing $f"; fi
 done
 soname=$(objdump -p "$dest$prefix/$libdir/libdlock.so" | awk '/SONAME/ {print $2}')
-[ "$soname" = libdlock.so.0 ] && ok "SONAME $soname" || fail "SONAME is '$soname'"
+[ "$soname" = libdlock.so.0.2 ] && ok "SONAME $soname" || fail "SONAME is '$soname'"
 
 # Only the public API is exported.
 others=$(nm -D --defined-only "$dest$prefix/$libdir/libdlock.so" | awk '{print $3}' |
@@ -101,7 +101,7 @@ mkdir -p "$tmp/cm"
 cat >"$tmp/cm/CMakeLists.txt" <<EOF2
 cmake_minimum_required(VERSION 3.20)
 project(use_dlock C)
-find_package(dlock 0.1 REQUIRED)
+find_package(dlock 0.2 REQUIRED)
 add_executable(trylock $src/examples/trylock.c)
 target_link_libraries(trylock PRIVATE dlock::dlock)
 EOF2

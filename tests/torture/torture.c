@@ -714,7 +714,7 @@ int main(int argc, char **argv)
            c.nemesis ? ", nemesis: " : "", c.nemesis ? c.nemesis : "",
            c.revokes ? " (revokes every lock)" : "");
     fflush(stdout);
-    free(shown);
+    dlock_free(shown);
 
     if (c.every_ms <= 0)
         c.every_ms = 500;

@@ -19,7 +19,7 @@ static void redact_is(const char *in, const char *want)
                 out ? out : "(null)", want);
         failures++;
     }
-    free(out);
+    dlock_free(out);
 }
 
 static void test_redact(void)
@@ -143,7 +143,7 @@ static void test_store_urls(void)
            DLOCK_EUNAVAIL);
     EXPECT(dlock_ddl(&ddl, "sqlite:///x.db") == DLOCK_OK && ddl != NULL);
     EXPECT(ddl != NULL && strstr(ddl, "dlock_fences") != NULL);
-    free(ddl);
+    dlock_free(ddl);
     dlock_store_close(NULL);
 }
 

@@ -373,7 +373,7 @@ int dlock__pg_session_try(struct pg_store *ps, struct dlock_lock *lk,
                           int64_t deadline, int64_t *retry_ms)
 {
     struct holders h;
-    struct sess *s;
+    struct sess *s = NULL;
     int rc;
 
     rc = mux_attempt(ps, lk, &s);

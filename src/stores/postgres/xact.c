@@ -18,13 +18,14 @@ static int xact_run(PGconn *c, const char *sql, int n, const char *const *v,
                res, state);
 }
 
-int dlock_pg_xact_lock(PGconn *conn, const char *name, int64_t wait_ms)
+dlock_rc dlock_pg_xact_lock(PGconn *conn, const char *name, int64_t wait_ms)
 {
     char timeout[24], state[6];
     const char *v[2] = {name, timeout};
     PGresult *res;
     int rc, got;
 
+    dlock__clearerr();
     if (conn == NULL)
         return dlock__seterr(DLOCK_EINVAL, "conn is NULL");
     if (name == NULL)

@@ -132,7 +132,7 @@ static void t_bad_urls(const struct target *t)
                   DLOCK_OK);
         EXPECT(ddl != NULL && strstr(ddl, "\"my_locks\"") != NULL &&
                strstr(ddl, "\"my_locks_fences\"") != NULL);
-        free(ddl);
+        dlock_free(ddl);
         EXPECT_RC(dlock_ddl(&ddl, "mysql://u:p@h/db?table=x;y"), DLOCK_EINVAL);
     }
 }
@@ -278,7 +278,7 @@ static void t_odd_names(const char *url)
 
         EXPECT_RC(dlock_acquire(&l, s, n, &o), DLOCK_OK);
         EXPECT_RC(dlock_acquire(&l2, s, n, &o), DLOCK_BUSY);
-        EXPECT_RC(dlock_status(s, n, &info), DLOCK_OK);
+        EXPECT_RC(test_status(s, n, &info), DLOCK_OK);
         EXPECT(info.held && strcmp(info.name, n) == 0);
         EXPECT_RC(dlock_release(l), DLOCK_OK);
     }

@@ -82,7 +82,7 @@ static void t_php_holds(dlock_store *s, const struct target *t)
     EXPECT(sqlf(bystander, NULL, "SELECT GET_LOCK(%s, 0)",
                 lit(bystander, uniq("bystander"))) == 1);
     EXPECT_RC(dlock_acquire(&l, s, n, &o), DLOCK_BUSY);
-    EXPECT_RC(dlock_status(s, n, &info), DLOCK_OK);
+    EXPECT_RC(test_status(s, n, &info), DLOCK_OK);
     EXPECT(info.held && info.holders == 1 && info.ttl_ms > 0);
     o.wait_ms = 6000;
     t0 = mono_ms();

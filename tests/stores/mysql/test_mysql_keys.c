@@ -97,7 +97,7 @@ static void check_name(dlock_store *s, MYSQL *db, const char *n)
     /* The reverse: Laravel holds the key, dlock is BUSY and sees it. */
     EXPECT(sqlf(db, NULL, "SELECT GET_LOCK(%s, 0)", expr) == 1);
     EXPECT_RC(dlock_acquire(&l2, s, n, &o), DLOCK_BUSY);
-    EXPECT_RC(dlock_status(s, n, &info), DLOCK_OK);
+    EXPECT_RC(test_status(s, n, &info), DLOCK_OK);
     EXPECT(info.held == 1);
     o.wait_ms = 300;
     EXPECT_RC(dlock_acquire(&l2, s, n, &o), DLOCK_BUSY);

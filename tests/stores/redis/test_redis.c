@@ -217,9 +217,10 @@ static void t_foreign_holder(void)
     snprintf(key, sizeof(key), "dlock:%s", nm("foreign"));
     CHECK(strcmp(raw_str(c, "SET %s x NX PX 60000", key), "OK") == 0);
     CHECK_RC(dlock_acquire(&l, s, nm("foreign"), &o), DLOCK_BUSY);
-    CHECK_RC(dlock_status(s, nm("foreign"), &info), DLOCK_OK);
+    CHECK_RC(test_status(s, nm("foreign"), &info), DLOCK_OK);
     CHECK(info.held && info.holders == 1 && !info.shared);
     CHECK(info.ttl_ms > 50000 && info.ttl_ms <= 60000);
+    CHECK(info.other_client); /* not dlock: host, pid, since unknown */
     /* A finite wait on a foreign holder ends at its deadline. */
     o.wait_ms = 300;
     t0 = now_ms();
@@ -320,7 +321,7 @@ static void t_prefixes(void)
         CHECK_RC(dlock_acquire(&l, s, nm("pfx"), &o), DLOCK_OK);
         CHECK(strcmp(raw_str(c, "EXISTS %s", key), "1") == 0);
         CHECK(strcmp(raw_str(c, "SET %s x NX", key), "(nil)") == 0);
-        CHECK_RC(dlock_status(s, nm("pfx"), &info), DLOCK_OK);
+        CHECK_RC(test_status(s, nm("pfx"), &info), DLOCK_OK);
         CHECK(info.held);
         CHECK_RC(dlock_list(s, nm("pfx"), list_cb, &found), DLOCK_OK);
         CHECK(found == 1);
@@ -351,7 +352,7 @@ static void t_shared_blocks_foreign(void)
     CHECK_RC(dlock_assert_ttl(r2, 1000), DLOCK_OK);
     CHECK_RC(dlock_release(r1), DLOCK_OK);
     CHECK(strcmp(raw_str(c, "SET %s x NX PX 60000", key), "(nil)") == 0);
-    CHECK_RC(dlock_status(s, nm("readers"), &info), DLOCK_OK);
+    CHECK_RC(test_status(s, nm("readers"), &info), DLOCK_OK);
     CHECK(info.held && info.shared && info.holders == 1);
     CHECK_RC(dlock_release(r2), DLOCK_OK);
     CHECK(strcmp(raw_str(c, "EXISTS %s", key), "0") == 0);
@@ -380,7 +381,7 @@ static void t_script_flush(void)
     CHECK(strcmp(raw_str(c, "SCRIPT FLUSH"), "OK") == 0);
     CHECK_RC(dlock_assert_ttl(a, 1000), DLOCK_OK);
     CHECK(strcmp(raw_str(c, "SCRIPT FLUSH"), "OK") == 0);
-    CHECK_RC(dlock_status(s2, nm("flush"), &info), DLOCK_OK);
+    CHECK_RC(test_status(s2, nm("flush"), &info), DLOCK_OK);
     CHECK(info.held);
     CHECK(strcmp(raw_str(c, "SCRIPT FLUSH"), "OK") == 0);
     CHECK_RC(dlock_acquire(&b, s2, nm("flush"), &o), DLOCK_BUSY);
@@ -1101,7 +1102,7 @@ static void t_server_gone(void)
     t0 = now_ms();
     CHECK_RC(dlock_assert_ttl(a, 0), DLOCK_EUNAVAIL);
     CHECK(now_ms() - t0 < 2500);
-    CHECK_RC(dlock_status(s2, nm("gone"), &info), DLOCK_EUNAVAIL);
+    CHECK_RC(test_status(s2, nm("gone"), &info), DLOCK_EUNAVAIL);
 
     /* Back, empty. */
     CHECK(script(NULL, 0, "ctl %s restart", dir) == 0);
@@ -1109,7 +1110,7 @@ static void t_server_gone(void)
     p.events = POLLIN;
     CHECK(poll(&p, 1, 5000) == 1); /* the renewal finds the key gone */
     CHECK(read(lost_pipe[0], &ch, 1) == 1 && ch == 'L');
-    CHECK_RC(dlock_status(s2, nm("gone"), &info), DLOCK_OK);
+    CHECK_RC(test_status(s2, nm("gone"), &info), DLOCK_OK);
     CHECK(!info.held);
     CHECK_RC(dlock_acquire(&b, s2, nm("gone"), &o), DLOCK_OK);
     printf("  fence before the restart %llu, after %llu%s\n",
