@@ -98,6 +98,11 @@ typedef enum dlock_rc {
 /** Default lease, in milliseconds. */
 #define DLOCK_DEFAULT_TTL_MS 30000
 
+/** Shortest lease dlock grants, in milliseconds: renewal (every third of
+ * the lease) needs room for a round trip, and a shorter lease would be
+ * lost as soon as it was taken. */
+#define DLOCK_TTL_MIN_MS 100
+
 /** A store: a connection (or pool) to one database.  Thread-safe. */
 typedef struct dlock_store dlock_store;
 
@@ -128,8 +133,8 @@ typedef struct dlock_options {
      * DLOCK_WAIT_FOREVER: wait until acquired.  Measured on a monotonic
      * clock. */
     int64_t wait_ms;
-    /** Lease in milliseconds (> 0).  A holder that dies or hangs blocks
-     * others for at most this long.  Stores may round it up to their
+    /** Lease in milliseconds (DLOCK_TTL_MIN_MS up to 365 days).  A holder
+     * that dies or hangs blocks others for at most this long.  Stores may round it up to their
      * granularity.  Default DLOCK_DEFAULT_TTL_MS. */
     int64_t ttl_ms;
     /** Nonzero (default): a background thread renews the lease every
@@ -313,7 +318,8 @@ DLOCK_EXTERN dlock_rc dlock_acquire_len(dlock_lock **out,
 DLOCK_EXTERN dlock_rc dlock_release(dlock_lock *lock);
 
 /**
- * Renew the lease to ttl_ms from now (ttl_ms <= 0: the lock's own ttl).
+ * Renew the lease to ttl_ms from now (ttl_ms <= 0: the lock's own ttl;
+ * otherwise at least DLOCK_TTL_MIN_MS, else DLOCK_EINVAL).
  * Later automatic renewals use the new length.
  * @return DLOCK_OK or DLOCK_LOST (also on every call after a loss).
  */

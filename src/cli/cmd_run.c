@@ -173,8 +173,14 @@ int cli_run_parse(struct run_opts *o, int argc, char **argv)
         }
         if (ms != NULL) {
             *ms = cli_parse_seconds(val);
-            if (*ms < 0 || (ms == &o->ttl_ms && *ms == 0)) {
-                cli_err("run: bad number of seconds for %s: '%s'", a, val);
+            if (*ms < 0) {
+                cli_err("run: bad number of seconds for %s: '%s' (decimal "
+                        "seconds, or a number with ms)", a, val);
+                return EXIT_USAGE;
+            }
+            if (ms == &o->ttl_ms && *ms < DLOCK_TTL_MIN_MS) {
+                cli_err("run: --ttl %s is shorter than %d ms: renewal "
+                        "could not keep such a lease", val, DLOCK_TTL_MIN_MS);
                 return EXIT_USAGE;
             }
         } else {

@@ -69,11 +69,21 @@ int64_t cli_parse_seconds(const char *s)
 {
     char *end;
     double v;
+    size_t digits;
 
     if (s == NULL || *s == '\0')
         return -1;
+    /* Decimal only, as written: "10", "0.25", ".5", "250ms".  strtod would
+     * also take "0x10" (16), "1e3", "inf" and leading blanks. */
+    digits = strspn(s, "0123456789");
+    if (s[digits] == '.')
+        digits += 1 + strspn(s + digits + 1, "0123456789");
+    if (digits == 0 || (digits == 1 && s[0] == '.'))
+        return -1;
     errno = 0;
     v = strtod(s, &end);
+    if (end != s + digits)
+        return -1;
     if (errno != 0 || end == s || !isfinite(v) || v < 0)
         return -1;
     if (strcmp(end, "ms") == 0)

@@ -2,8 +2,12 @@
  * main.c - `dlock`: global options and dispatch to one cmd_*.c per
  * subcommand.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -22,9 +26,15 @@ static const char usage_fmt[] =
     "  init [--print]      create the store's tables (or print the DDL)\n"
     "\n"
     "options:\n"
-    "  -s, --store URL     the store (default: $DLOCK_STORE, else\n"
+    "  -s, --store URL     the store (default: $DLOCK_STORE, else the file\n"
+    "                      $DLOCK_STORE_FILE names, else\n"
     "                      %s,\n"
-    "                      private to your user)\n"
+    "                      private to your user).  A URL with a password\n"
+    "                      is better kept out of the command line (ps\n"
+    "                      shows it): use DLOCK_STORE or a store file.\n"
+    "      --store-file FILE  read the store URL from FILE's first line\n"
+    "                      (refused if others can read it and it holds a\n"
+    "                      password)\n"
     "  -v, --verbose       say more (who holds a lock while waiting)\n"
     "  -h, --help          this help; `dlock COMMAND --help` for a command\n"
     "      --version       the version and the stores compiled in\n"
@@ -38,6 +48,98 @@ static void usage(FILE *f)
     fprintf(f, usage_fmt, dlock_default_url());
 }
 
+/* Does url carry a credential (its redacted form differs)? */
+static int has_secret(const char *url)
+{
+    char *red = NULL;
+    int differs;
+
+    if (dlock_url_redact(&red, url) != DLOCK_OK)
+        return 1;
+    differs = strcmp(red, url) != 0;
+    dlock_free(red);
+    return differs;
+}
+
+/* The store URL from the first line of a file (DLOCK_STORE_FILE,
+ * --store-file), as PGPASSFILE keeps passwords out of argv and the
+ * environment.  NULL after saying why. */
+static char *read_store_file(const char *path, const char *from)
+{
+    char buf[8192];
+    struct stat st;
+    ssize_t n;
+    char *url;
+    int fd;
+
+    if (path[0] == '\0') {
+        cli_err("%s is empty: name a file holding the store URL", from);
+        return NULL;
+    }
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        cli_err("cannot read the store file %s (%s): %s", path, from,
+                strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        cli_err("the store file %s (%s) is not a regular file", path, from);
+        close(fd);
+        return NULL;
+    }
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n < 0) {
+        cli_err("cannot read the store file %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    buf[n] = '\0';
+    buf[strcspn(buf, "\r\n")] = '\0';
+    if (buf[0] == '\0') {
+        cli_err("the store file %s (%s) has no URL on its first line", path,
+                from);
+        return NULL;
+    }
+    if ((st.st_mode & 077) != 0 && has_secret(buf)) {
+        cli_err("refusing the store file %s: it holds a password and others "
+                "can read it (mode %04o); chmod 600 it",
+                path, (unsigned)(st.st_mode & 07777));
+        memset(buf, 0, sizeof(buf));
+        return NULL;
+    }
+    url = strdup(buf);
+    memset(buf, 0, sizeof(buf));
+    if (url == NULL)
+        cli_err("out of memory");
+    return url;
+}
+
+/* A URL given with -s stays in /proc/PID/cmdline (what ps shows) for the
+ * whole hold: keep a copy and write over the password in argv. */
+static char *take_url_arg(char *arg)
+{
+    char *url = strdup(arg), *red = NULL;
+    size_t len = strlen(arg);
+
+    if (url == NULL) {
+        cli_err("out of memory");
+        return NULL;
+    }
+    if (has_secret(arg)) {
+        if (dlock_url_redact(&red, arg) == DLOCK_OK &&
+            strlen(red) <= len) {
+            memset(arg, ' ', len);
+            memcpy(arg, red, strlen(red));
+        } else {
+            memset(arg, '*', len);
+        }
+        dlock_free(red);
+    }
+    return url;
+}
+
 int main(int argc, char **argv)
 {
     static const struct {
@@ -49,7 +151,9 @@ int main(int argc, char **argv)
         {"init", cmd_init},
     };
     struct cli c = {NULL, 0};
-    int i;
+    char *owned = NULL, *file = NULL;
+    const char *env;
+    int i, rc;
 
     for (i = 1; i < argc && argv[i][0] == '-'; i++) {
         const char *a = argv[i];
@@ -63,16 +167,22 @@ int main(int argc, char **argv)
             return 0;
         } else if (cli_is(a, "-v", "--verbose")) {
             c.verbose = 1;
-        } else if (cli_is(a, "-s", "--store")) {
+        } else if (cli_is(a, "-s", "--store") ||
+                   cli_is(a, "--store-file", NULL)) {
             if (++i == argc) {
-                cli_err("%s needs a URL", a);
+                cli_err("%s needs a %s", a, a[2] == 's' ? "URL" : "FILE");
                 return EXIT_USAGE;
             }
-            c.url = argv[i];
+            if (strcmp(a, "--store-file") == 0)
+                file = argv[i], c.url = NULL;
+            else
+                c.url = argv[i], file = NULL;
+        } else if (strncmp(a, "--store-file=", 13) == 0) {
+            file = (char *)a + 13, c.url = NULL;
         } else if (strncmp(a, "--store=", 8) == 0) {
-            c.url = a + 8;
+            c.url = a + 8, file = NULL;
         } else if (strncmp(a, "-s", 2) == 0) {
-            c.url = a + 2;
+            c.url = a + 2, file = NULL;
         } else {
             cli_err("unknown option '%s' (see dlock --help)", a);
             return EXIT_USAGE;
@@ -82,13 +192,48 @@ int main(int argc, char **argv)
         usage(stderr);
         return EXIT_USAGE;
     }
-    if (c.url == NULL)
-        c.url = getenv("DLOCK_STORE");
-    if (c.url == NULL || c.url[0] == '\0')
+    /* An empty store is a mistake (an unset variable in a script), never
+     * a quiet fall-back to the local default. */
+    if (file != NULL) {
+        owned = read_store_file(file, "--store-file");
+        if (owned == NULL)
+            return EXIT_USAGE;
+    } else if (c.url != NULL) {
+        if (c.url[0] == '\0') {
+            cli_err("-s: empty store URL (leave -s out for the default "
+                    "store)");
+            return EXIT_USAGE;
+        }
+        owned = take_url_arg((char *)c.url);
+        if (owned == NULL)
+            return EXIT_INTERNAL;
+    } else if ((env = getenv("DLOCK_STORE")) != NULL) {
+        if (env[0] == '\0') {
+            cli_err("DLOCK_STORE is set but empty (unset it for the default "
+                    "store)");
+            return EXIT_USAGE;
+        }
+        c.url = env;
+    } else if ((env = getenv("DLOCK_STORE_FILE")) != NULL) {
+        owned = read_store_file(env, "DLOCK_STORE_FILE");
+        if (owned == NULL)
+            return EXIT_USAGE;
+    } else {
         c.url = dlock_default_url();
+    }
+    if (owned != NULL)
+        c.url = owned;
+    rc = -1;
     for (size_t k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++)
         if (strcmp(argv[i], cmds[k].name) == 0)
-            return cmds[k].fn(&c, argc - i, argv + i);
-    cli_err("unknown command '%s' (see dlock --help)", argv[i]);
-    return EXIT_USAGE;
+            rc = cmds[k].fn(&c, argc - i, argv + i);
+    if (rc < 0) {
+        cli_err("unknown command '%s' (see dlock --help)", argv[i]);
+        rc = EXIT_USAGE;
+    }
+    if (owned != NULL) {
+        memset(owned, 0, strlen(owned));
+        free(owned);
+    }
+    return rc;
 }

@@ -286,10 +286,13 @@ static int check_options(const dlock_options *o, const dlock_store *s)
                              "wait_ms %lld is negative (use "
                              "DLOCK_WAIT_FOREVER to wait forever)",
                              (long long)o->wait_ms);
-    if (o->ttl_ms <= 0 || o->ttl_ms > TTL_MAX_MS)
+    /* A lease shorter than DLOCK_TTL_MIN_MS would be lost before the
+     * first renewal could keep it. */
+    if (o->ttl_ms < DLOCK_TTL_MIN_MS || o->ttl_ms > TTL_MAX_MS)
         return dlock__seterr(DLOCK_EINVAL,
-                             "ttl_ms %lld is out of range (1..%lld)",
-                             (long long)o->ttl_ms, (long long)TTL_MAX_MS);
+                             "ttl_ms %lld is out of range (%d..%lld)",
+                             (long long)o->ttl_ms, DLOCK_TTL_MIN_MS,
+                             (long long)TTL_MAX_MS);
     if (o->shared && !s->ops->has_shared)
         return dlock__seterr(DLOCK_ENOTSUP,
                              "the %s store has no shared (read) locks",
@@ -517,7 +520,7 @@ dlock_rc dlock_extend(dlock_lock *lk, int64_t ttl_ms)
         return rc;
     if (ttl_ms <= 0)
         ttl_ms = lk->ttl_ms;
-    if (ttl_ms > TTL_MAX_MS)
+    if (ttl_ms > TTL_MAX_MS || ttl_ms < DLOCK_TTL_MIN_MS)
         return dlock__seterr(DLOCK_EINVAL, "ttl_ms %lld is out of range",
                              (long long)ttl_ms);
     s = lk->store;

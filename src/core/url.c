@@ -4,8 +4,12 @@
  * scheme://[user[:password]@]host[:port][/path][?key=value&...]
  *
  * Redaction works on the text itself, so it also covers URLs that do not
- * parse: whatever sits between "user:" and "@" in the authority, and the
- * value of any "password=" query parameter, becomes "***".
+ * parse: whatever sits between "user:" and the last "@" (even one past a
+ * '/', '?' or '#' that a password forgot to percent-encode), and the value
+ * of every query parameter that may carry a credential (password=,
+ * sslpassword=, pass=, pwd=, secret, token, auth...; names compared after
+ * percent-decoding, as libpq does), becomes "***".  A URL whose password
+ * would be ambiguous is refused by the parser without being echoed.
  */
 #include <ctype.h>
 #include <stdlib.h>
@@ -66,6 +70,36 @@ static size_t scheme_len(const char *url)
     return url[i] == ':' ? i : 0;
 }
 
+/* May the query parameter key[0..n) carry a credential?  Generous on
+ * purpose: a redacted harmless value costs nothing. */
+static int secret_key(const char *key, size_t n)
+{
+    static const char *const words[] = {"pass", "pwd", "secret", "token",
+                                         "auth", "cred"};
+    char k[64];
+    size_t m = 0;
+
+    /* Decode %XX and lower-case: "Pass%77ord" is libpq's password too. */
+    for (size_t i = 0; i < n && m + 1 < sizeof(k); i++) {
+        int hi, lo;
+
+        if (key[i] == '%' && i + 2 < n && (hi = hexval(key[i + 1])) >= 0 &&
+            (lo = hexval(key[i + 2])) >= 0) {
+            k[m++] = (char)tolower(hi * 16 + lo);
+            i += 2;
+        } else {
+            k[m++] = (char)tolower((unsigned char)key[i]);
+        }
+    }
+    k[m] = '\0';
+    if (m >= sizeof(k) - 1)
+        return 1; /* too long to judge: hide it */
+    for (size_t w = 0; w < sizeof(words) / sizeof(words[0]); w++)
+        if (strstr(k, words[w]) != NULL)
+            return 1;
+    return 0;
+}
+
 /* Append s[0..n) to buf at *o (buf has room: the caller sized it). */
 static void put(char *buf, size_t *o, const char *s, size_t n)
 {
@@ -102,6 +136,21 @@ dlock_rc dlock_url_redact(char **out, const char *url)
         for (size_t i = auth; i < auth_end; i++)
             if (url[i] == '@')
                 at = i;
+        /* No '@' in the authority, yet one further on: maybe a password
+         * with an unencoded '/', '?' or '#' ("u:pa/ss@h").  Hide from the
+         * first ':' up to the last '@' (more than needed, never less). */
+        if (at == 0 && memchr(url + auth, ':', auth_end - auth) != NULL) {
+            const char *last = strrchr(url + auth_end, '@');
+            const char *query = url[auth_end] == '?' || url[auth_end] == '#'
+                                    ? NULL
+                                    : strchr(url + auth_end, '?');
+
+            /* An '@' in a query value ("?user=me@srv") is no password's. */
+            if (last != NULL && (query == NULL || last < query)) {
+                at = (size_t)(last - url);
+                auth_end = at + strcspn(url + at, "/?#");
+            }
+        }
         if (at > 0) {
             const char *c = memchr(url + auth, ':', at - auth);
 
@@ -116,27 +165,27 @@ dlock_rc dlock_url_redact(char **out, const char *url)
         put(buf, &o, url, auth_end);
     }
 
-    /* Query parameters named password (libpq accepts ?password=). */
+    /* The path as it is, then the query parameters that may carry a
+     * credential (libpq accepts ?password= and ?sslpassword=). */
     q = url + auth_end;
-    while (*q != '\0') {
-        size_t seg = strcspn(q, "&");
-        const char *eq = memchr(q, '=', seg);
-        const char *key = q;
+    {
+        size_t plen = strcspn(q, "?");
 
-        if (*key == '?' || *key == '&')
-            key++;
-        if (eq != NULL && (size_t)(eq - key) == 8 &&
-            strncasecmp(key, "password", 8) == 0) {
+        put(buf, &o, q, plen);
+        q += plen;
+    }
+    while (*q != '\0') {
+        size_t seg = strcspn(q + 1, "&") + 1;
+        const char *key = q + 1; /* past the '?' or '&' */
+        const char *eq = memchr(key, '=', seg - 1);
+
+        if (eq != NULL && secret_key(key, (size_t)(eq - key))) {
             put(buf, &o, q, (size_t)(eq - q) + 1);
             put(buf, &o, "***", 3);
         } else {
             put(buf, &o, q, seg);
         }
         q += seg;
-        if (*q == '&') {
-            put(buf, &o, "&", 1);
-            q++;
-        }
     }
     buf[o] = '\0';
     *out = buf;
@@ -293,9 +342,25 @@ static int parse(struct dlock_url *u, const char *url)
                              u->scheme, u->redacted);
     auth = sl + 3;
     auth_end = auth + strcspn(url + auth, "/?#");
-    if (url[auth_end] == '#')
-        return dlock__seterr(DLOCK_EINVAL, "fragments (#) are not allowed "
-                             "in a store URL: %s", u->redacted);
+    /* Not echoed: a '#' may be part of a password.  Neither is a URL whose
+     * authority has no '@' while an '@' follows it: the likely cause is a
+     * password with an unencoded '/', '?' or '#', and guessing would
+     * either send the wrong password or print the right one. */
+    if (strchr(url, '#') != NULL)
+        return dlock__seterr(DLOCK_EINVAL,
+                             "a '#' in a store URL (not shown): write it "
+                             "as %%23 if it is part of a password");
+    if (auth_end > auth &&
+        memchr(url + auth, '@', auth_end - auth) == NULL &&
+        url[auth_end] != '\0' &&
+        memchr(url + auth_end, '@',
+               url[auth_end] == '?' ? strlen(url + auth_end)
+                                    : strcspn(url + auth_end, "?")) != NULL)
+        return dlock__seterr(DLOCK_EINVAL,
+                             "ambiguous store URL (not shown): an '@' after "
+                             "the host part; percent-encode '/', '?' and "
+                             "'#' in a user name or password (%%2F %%3F "
+                             "%%23)");
     for (const char *c = url + auth; c < url + auth_end; c++)
         if (*c == '@')
             at = c;
@@ -333,16 +398,10 @@ static int parse(struct dlock_url *u, const char *url)
                        : dlock__enomem();
         rest += plen;
     }
-    if (*rest == '#')
-        return dlock__seterr(DLOCK_EINVAL, "fragments (#) are not allowed "
-                             "in a store URL: %s", u->redacted);
     if (*rest == '?') {
         u->query = dlock__strdup(rest + 1);
         if (u->query == NULL)
             return dlock__enomem();
-        if (strchr(u->query, '#') != NULL)
-            return dlock__seterr(DLOCK_EINVAL, "fragments (#) are not "
-                                 "allowed in a store URL: %s", u->redacted);
         return parse_query(u, u->query);
     }
     return DLOCK_OK;

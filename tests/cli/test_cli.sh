@@ -125,7 +125,7 @@ dies_with() {
     pid=$!
     read cpid <"$T/o-ready"
     kill -"$1" "$pid"
-    wait "$pid"
+    wait "$pid" 2>/dev/null
     rc=$?
     wait "$reader"
     if [ $? = 0 ]; then
@@ -187,6 +187,67 @@ done
 out=$("$DLOCK" -s "$STORE" run "$run_id/env2" -- sh -c 'echo "$DLOCK_STORE"')
 check "DLOCK_STORE in the child is the (redacted) URL" "$("$DLOCK" -s "$STORE" run "$run_id/env3" -- sh -c 'echo "$DLOCK_STORE"')" "$out"
 
+# Passwords in query parameters, and unencoded '/', '?', '#' in one.
+for u in 'unix:///nonexistent/redis.sock?password=s3cr3tpw' \
+         'redis://127.0.0.1:1/0?password=s3cr3tpw' \
+         'postgres://u@127.0.0.1:1/db?password=s3cr3tpw' \
+         'redis://u:pa/s3cr3tpw@127.0.0.1:1' 'redis://u:pa?s3cr3tpw@127.0.0.1:1' \
+         'mysql://u:pa#s3cr3tpw@127.0.0.1:1/db'; do
+    err=$("$DLOCK" -s "$u" status x 2>&1 >/dev/null)
+    case $err in
+    *s3cr3tpw*) fail "password printed for $(echo "$u" | cut -c1-20)...: $err" ;;
+    "") fail "no message for $u" ;;
+    *) ok "no password printed for $(echo "$u" | cut -c1-24)..." ;;
+    esac
+done
+
+# An empty store is a usage error, never a quiet fall-back to the default.
+"$DLOCK" -s '' status x 2>/dev/null
+check "-s '' exits 64" 64 $?
+DLOCK_STORE= "$DLOCK" status x 2>/dev/null
+check "DLOCK_STORE='' exits 64" 64 $?
+
+# The store URL from a file, which must not be readable by others when it
+# holds a password.
+printf '%s\n' "$STORE" >"$T/store-url"
+chmod 600 "$T/store-url"
+env -u DLOCK_STORE DLOCK_STORE_FILE="$T/store-url" "$DLOCK" status "$run_id/f" >/dev/null
+check "DLOCK_STORE_FILE names the store" 0 $?
+"$DLOCK" --store-file "$T/store-url" status "$run_id/f" >/dev/null
+check "--store-file names the store" 0 $?
+printf 'redis://u:s3cr3tpw@127.0.0.1:1\n' >"$T/store-pw"
+chmod 644 "$T/store-pw"
+err=$("$DLOCK" --store-file "$T/store-pw" status x 2>&1 >/dev/null)
+check "a store file with a password that others can read exits 64" 64 $?
+case $err in *"chmod 600"*) ok "it says chmod 600" ;; *) fail "store file message: $err" ;; esac
+case $err in *s3cr3tpw*) fail "store file error printed the password" ;; *) ok "store file error hides the password" ;; esac
+"$DLOCK" --store-file "$T/nonexistent" status x 2>/dev/null
+check "a missing store file exits 64" 64 $?
+
+# -s with a password: ps (/proc/PID/cmdline) must not show it for the hold.
+if [ -z "${DLOCK_UNDER_VALGRIND:-}" ]; then
+    cmdline=$("$DLOCK" -s "$STORE?timeout=5s" run "$run_id/ps" -- sh -c 'tr "\0" " " </proc/$PPID/cmdline' 2>/dev/null)
+    case $STORE in
+    sqlite:*) check "run's cmdline keeps a URL without a password" 1 \
+                  "$(printf '%s' "$cmdline" | grep -c -F "$STORE")" ;;
+    *)  pw=$(printf '%s' "$STORE" | sed -n 's#^[a-z]*://[^:/@]*:\([^@]*\)@.*#\1#p')
+        if [ -n "$pw" ]; then
+            case $cmdline in *"$pw"*) fail "ps shows the password: $cmdline" ;;
+            *) ok "ps does not show the password given with -s" ;; esac
+        fi ;;
+    esac
+fi
+
+# Numbers: decimal seconds only; a lease renewal could not keep is refused.
+for w in 0x10 1e3 inf ' 5' +5 -1 .; do
+    "$DLOCK" run "$run_id/num" -w "$w" -- true 2>/dev/null
+    check "-w '$w' is a usage error" 64 $?
+done
+"$DLOCK" run "$run_id/num" --ttl 1ms -- true 2>/dev/null
+check "--ttl 1ms is a usage error" 64 $?
+"$DLOCK" run "$run_id/num" -w .5 --ttl 100ms -- true
+check "-w .5 --ttl 100ms is accepted" 0 $?
+
 # --- a symbolic link at an explicit store is refused ---------------------
 mkdir "$T/links"
 printf 'precious\n' >"$T/victim"
@@ -208,7 +269,7 @@ check "the dangling link's target was not created" no "$(test -e "$T/absent" && 
 if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null && id nobody >/dev/null 2>&1 &&
    [ -z "${DLOCK_UNDER_VALGRIND:-}" ] && runuser -u nobody -- test -x "$DLOCK" &&
    nobody=$(id -u nobody) && d=/var/tmp/dlock-$nobody && ! [ -e "$d" ] && ! [ -L "$d" ]; then
-    as_nobody() { DLOCK_STORE= runuser -u nobody -- "$DLOCK" "$@"; }
+    as_nobody() { env -u DLOCK_STORE runuser -u nobody -- "$DLOCK" "$@"; }
     case $(as_nobody --help) in *"sqlite://$d/dlock.db"*) ok "nobody's default is $d" ;;
     *) fail "nobody's default store in --help: $(as_nobody --help | grep sqlite)" ;; esac
     as_nobody run "$run_id/default" -- true

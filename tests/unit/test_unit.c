@@ -31,6 +31,45 @@ static void test_redact(void)
     redact_is("postgres://u@h/db?sslmode=require&password=xyz",
               "postgres://u@h/db?sslmode=require&password=***");
     redact_is("mysql://u:a:b@c@h/db", "mysql://u:***@h/db");
+    /* A credential parameter right after a path (0.1 showed these). */
+    redact_is("unix:///run/redis.sock?password=s3cr3t",
+              "unix:///run/redis.sock?password=***");
+    redact_is("redis://h/0?password=s3cr3t", "redis://h/0?password=***");
+    redact_is("postgres://u@h/db?password=s3cr3t",
+              "postgres://u@h/db?password=***");
+    redact_is("postgres://u@h/db?sslpassword=s3cr3t&keys=hashtext",
+              "postgres://u@h/db?sslpassword=***&keys=hashtext");
+    redact_is("redis://h/0?Pass%77ord=s3cr3t", "redis://h/0?Pass%77ord=***");
+    /* A password with an unencoded '/', '?' or '#'. */
+    redact_is("redis://u:pa/ss3cr3t@h:1", "redis://u:***@h:1");
+    redact_is("redis://u:pa?ss3cr3t@h:1", "redis://u:***@h:1");
+    redact_is("redis://u:pa#ss3cr3t@h:1", "redis://u:***@h:1");
+    /* An '@' in a query value is nobody's password. */
+    redact_is("postgres://h:5432/db?user=me@srv",
+              "postgres://h:5432/db?user=me@srv");
+}
+
+/* A URL that cannot be parsed unambiguously is refused, and the message
+ * never shows the secret. */
+static void refused_quietly(const char *url)
+{
+    struct dlock_url *u = NULL;
+
+    EXPECT(dlock__url_parse(&u, url) == DLOCK_EINVAL);
+    if (strstr(dlock_errmsg(), "s3cr3t") != NULL) {
+        fprintf(stderr, "parse(%s) printed the password: %s\n", url,
+                dlock_errmsg());
+        failures++;
+    }
+    dlock__url_free(u);
+}
+
+static void test_ambiguous(void)
+{
+    refused_quietly("redis://u:pa/ss3cr3t@h:1");
+    refused_quietly("redis://u:pa?ss3cr3t@h:1");
+    refused_quietly("redis://u:pa#ss3cr3t@h:1");
+    refused_quietly("postgres://u:s3cr3t@h/db#frag");
 }
 
 static void test_parse(void)
@@ -150,6 +189,7 @@ static void test_store_urls(void)
 int main(void)
 {
     test_redact();
+    test_ambiguous();
     test_parse();
     test_names();
     test_backoff();
