@@ -702,10 +702,8 @@ static int redis_try_acquire(struct dlock_store *s, struct dlock_lock *lk,
 
 static int lost(const struct dlock_lock *lk)
 {
-    return dlock__seterr(DLOCK_LOST,
-                         "lock '%s' is no longer ours: its lease ran out, "
-                         "it was broken, or the server lost it",
-                         lk->name);
+    return dlock__lost(lk, "its lease ran out, it was broken, or the "
+                           "server lost it");
 }
 
 /* Run a per-lock script returning an integer (caller frees nothing). */
