@@ -51,8 +51,8 @@ redisContext *dlock__redis_connect(struct redis_store *rs, int *rc)
         return NULL;
     }
     if (c->err) {
-        *rc = dlock__seterr(DLOCK_EUNAVAIL, "cannot connect to %s: %s",
-                            rs->url, c->errstr);
+        *rc = dlock__seterr(DLOCK_EUNAVAIL, "cannot connect to %s: %s", rs->url,
+                            c->errstr);
         redisFree(c);
         return NULL;
     }
@@ -81,11 +81,11 @@ redisContext *dlock__redis_connect(struct redis_store *rs, int *rc)
         if (r != NULL && r->type == REDIS_REPLY_ERROR)
             *rc = dlock__seterr(DLOCK_ESTORE, "%s: %s", rs->url, r->str);
         else
-            *rc = dlock__seterr(DLOCK_EUNAVAIL,
-                                "%s does not answer like a Redis server "
-                                "(%s)",
-                                rs->url,
-                                c->err ? c->errstr : "unexpected reply");
+            *rc =
+                dlock__seterr(DLOCK_EUNAVAIL,
+                              "%s does not answer like a Redis server "
+                              "(%s)",
+                              rs->url, c->err ? c->errstr : "unexpected reply");
         freeReplyObject(r);
         redisFree(c);
         return NULL;
@@ -95,8 +95,8 @@ redisContext *dlock__redis_connect(struct redis_store *rs, int *rc)
 }
 
 int dlock__redis_send(struct redis_store *rs, redisContext *c, int argc,
-                      const char **argv, const size_t *lens,
-                      redisReply **out, int *dead)
+                      const char **argv, const size_t *lens, redisReply **out,
+                      int *dead)
 {
     *out = redisCommandArgv(c, argc, argv, lens);
     if (*out != NULL)
@@ -139,8 +139,8 @@ static int cmd_fn(void *conn, void *arg, int *dead)
 {
     struct cmd *m = arg;
 
-    return dlock__redis_send(m->rs, conn, m->argc, m->argv, m->lens,
-                             &m->reply, dead);
+    return dlock__redis_send(m->rs, conn, m->argc, m->argv, m->lens, &m->reply,
+                             dead);
 }
 
 int dlock__redis_cmd(struct redis_store *rs, int retry, redisReply **out,
@@ -171,9 +171,9 @@ static int pool_open(void *ctx, void **out)
     if (rs->db != 0) {
         r = redisCommand(c, "SELECT %d", rs->db);
         if (r == NULL || r->type == REDIS_REPLY_ERROR) {
-            rc = r ? dlock__redis_reply_error(rs, r, "SELECT")
-                   : dlock__seterr(DLOCK_EUNAVAIL, "%s: %s", rs->url,
-                                   c->errstr);
+            rc =
+                r ? dlock__redis_reply_error(rs, r, "SELECT")
+                  : dlock__seterr(DLOCK_EUNAVAIL, "%s: %s", rs->url, c->errstr);
             freeReplyObject(r);
             redisFree(c);
             return rc;

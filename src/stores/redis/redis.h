@@ -128,10 +128,10 @@ struct redis_store {
     pthread_mutex_t smu;
     redisContext *sc;
     pthread_t listener;
-    int listening;   /* listener thread started and not yet joined */
-    int sub_broken;  /* the listener lost the connection and exited */
-    int sub_denied;  /* the server refused SUBSCRIBE: do not rely on it */
-    int ks_denied;   /* ... refused only the keyspace channels: poll */
+    int listening;  /* listener thread started and not yet joined */
+    int sub_broken; /* the listener lost the connection and exited */
+    int sub_denied; /* the server refused SUBSCRIBE: do not rely on it */
+    int ks_denied;  /* ... refused only the keyspace channels: poll */
     int stop;
     struct chan *chans;
     unsigned char *pend; /* P_* of commands sent and not yet answered */
@@ -160,8 +160,8 @@ int dlock__redis_bad_reply(struct redis_store *rs, redisReply *r);
  * error answer too: the caller looks), or DLOCK_EUNAVAIL with *dead set
  * when the connection broke or did not answer in time. */
 int dlock__redis_send(struct redis_store *rs, redisContext *c, int argc,
-                      const char **argv, const size_t *lens,
-                      redisReply **out, int *dead);
+                      const char **argv, const size_t *lens, redisReply **out,
+                      int *dead);
 /* fn on the command connection (caller holds mu).  retry: under the
  * pool's retry-once policy; 0 for what must not run twice. */
 int dlock__redis_exec(struct redis_store *rs, dlock__pool_fn fn, void *arg,

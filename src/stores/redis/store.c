@@ -166,25 +166,41 @@ static void lock_args(const struct dlock_lock *lk, int64_t ttl, char *ttlbuf,
     al[3] = strlen(pidbuf);
 }
 
-/* One attempt (redis.h). */
-int dlock__redis_attempt(struct redis_store *rs, struct dlock_lock *lk,
-                         int64_t *retry_ms, int *foreign)
+/* Run script s for lk with ARGV token, ttl (a release: the channel to
+ * publish on), host and pid, the first nargs of them. */
+static redisReply *lock_script(struct redis_store *rs, int s,
+                               struct dlock_lock *lk, int64_t ttl, int nargs,
+                               int retry, int *rc)
 {
     char ttlbuf[24], pidbuf[24];
     const char *a[4];
     size_t al[4];
     struct dlock__rkeys k;
     redisReply *r;
-    int rc;
 
-    rc = dlock__redis_keys_of(rs, lk->name, lk->name_len, &k);
-    if (rc != DLOCK_OK)
-        return rc;
-    lock_args(lk, lk->ttl_ms, ttlbuf, pidbuf, a, al);
+    *rc = dlock__redis_keys_of(rs, lk->name, lk->name_len, &k);
+    if (*rc != DLOCK_OK)
+        return NULL;
+    lock_args(lk, ttl, ttlbuf, pidbuf, a, al);
+    if (s == S_REL || s == S_REL_SHARED) {
+        a[1] = k.chan; /* ARGV[2]: the channel to publish on */
+        al[1] = k.chan_len;
+    }
     pthread_mutex_lock(&rs->mu);
-    r = dlock__redis_run(rs, lk->shared ? S_ACQ_SHARED : S_ACQ, &k, 4, a, al, 1, &rc);
+    r = dlock__redis_run(rs, s, &k, nargs, a, al, retry, rc);
     pthread_mutex_unlock(&rs->mu);
     free(k.buf);
+    return r;
+}
+
+/* One attempt (redis.h). */
+int dlock__redis_attempt(struct redis_store *rs, struct dlock_lock *lk,
+                         int64_t *retry_ms, int *foreign)
+{
+    int rc;
+    redisReply *r = lock_script(rs, lk->shared ? S_ACQ_SHARED : S_ACQ, lk,
+                                lk->ttl_ms, 4, 1, &rc);
+
     if (r == NULL)
         return rc;
     if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
@@ -221,29 +237,10 @@ static int lost(const struct dlock_lock *lk)
                            "server lost it");
 }
 
-/* Run a per-lock script returning an integer (caller frees nothing). */
-static int int_script(struct redis_store *rs, int s, struct dlock_lock *lk,
-                      int64_t ttl_or_0, int retry, long long *out)
+/* A script's integer answer in *out (frees r); r NULL: its failure rc. */
+static int int_reply(struct redis_store *rs, redisReply *r, int rc,
+                     long long *out)
 {
-    char ttlbuf[24], pidbuf[24];
-    const char *a[4];
-    size_t al[4];
-    struct dlock__rkeys k;
-    redisReply *r;
-    int rc;
-
-    rc = dlock__redis_keys_of(rs, lk->name, lk->name_len, &k);
-    if (rc != DLOCK_OK)
-        return rc;
-    lock_args(lk, ttl_or_0, ttlbuf, pidbuf, a, al);
-    if (s == S_REL || s == S_REL_SHARED) {
-        a[1] = k.chan; /* ARGV[2]: the channel to publish on */
-        al[1] = k.chan_len;
-    }
-    pthread_mutex_lock(&rs->mu);
-    r = dlock__redis_run(rs, s, &k, 2, a, al, retry, &rc);
-    pthread_mutex_unlock(&rs->mu);
-    free(k.buf);
     if (r == NULL)
         return rc;
     if (r->type != REDIS_REPLY_INTEGER)
@@ -251,6 +248,16 @@ static int int_script(struct redis_store *rs, int s, struct dlock_lock *lk,
     *out = r->integer;
     freeReplyObject(r);
     return DLOCK_OK;
+}
+
+/* Run a per-lock script returning an integer. */
+static int int_script(struct redis_store *rs, int s, struct dlock_lock *lk,
+                      int64_t ttl_or_0, int retry, long long *out)
+{
+    int rc;
+    redisReply *r = lock_script(rs, s, lk, ttl_or_0, 2, retry, &rc);
+
+    return int_reply(rs, r, rc, out);
 }
 
 static int redis_extend(struct dlock_store *s, struct dlock_lock *lk,
@@ -418,6 +425,7 @@ static int redis_force_release(struct dlock_store *s, const char *name,
     size_t al[2];
     struct dlock__rkeys k;
     redisReply *r;
+    long long n = 0;
     int rc;
 
     rc = dlock__redis_keys_of(rs, name, strlen(name), &k);
@@ -431,13 +439,10 @@ static int redis_force_release(struct dlock_store *s, const char *name,
     r = dlock__redis_run(rs, S_FORCE, &k, 2, a, al, 1, &rc);
     pthread_mutex_unlock(&rs->mu);
     free(k.buf);
-    if (r == NULL)
-        return rc;
-    if (r->type != REDIS_REPLY_INTEGER)
-        return dlock__redis_bad_reply(rs, r);
-    *removed = (unsigned)r->integer;
-    freeReplyObject(r);
-    return DLOCK_OK;
+    rc = int_reply(rs, r, rc, &n);
+    if (rc == DLOCK_OK)
+        *removed = (unsigned)n;
+    return rc;
 }
 
 static int redis_init(struct dlock_store *s)

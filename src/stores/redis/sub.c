@@ -214,7 +214,7 @@ void dlock__redis_sub_stop(struct redis_store *rs)
 }
 
 int dlock__redis_sub_cmd(struct redis_store *rs, const char *verb,
-                   const char *chan, size_t len, unsigned char kind)
+                         const char *chan, size_t len, unsigned char kind)
 {
     const char *argv[2] = {verb, chan};
     size_t lens[2] = {strlen(verb), len};
@@ -267,7 +267,7 @@ int dlock__redis_sub_ensure(struct redis_store *rs)
         redisFree(rs->sc);
         rs->sc = NULL;
         return dlock__seterr(DLOCK_ENOMEM, "cannot start the redis "
-                             "listener thread");
+                                           "listener thread");
     }
     rs->listening = 1;
     /* Subscribe again to what waiters still wait on. */
@@ -276,7 +276,8 @@ int dlock__redis_sub_ensure(struct redis_store *rs)
             continue;
         (void)dlock__redis_sub_cmd(rs, "SUBSCRIBE", ch->name, ch->len, P_SUB);
         if (ch->ks != NULL && !rs->ks_denied)
-            (void)dlock__redis_sub_cmd(rs, "SUBSCRIBE", ch->ks, ch->ks_len, P_SUB_KS);
+            (void)dlock__redis_sub_cmd(rs, "SUBSCRIBE", ch->ks, ch->ks_len,
+                                       P_SUB_KS);
     }
     return DLOCK_OK;
 }
@@ -289,8 +290,8 @@ struct chan *dlock__redis_chan_join(struct redis_store *rs,
 
     if (c == NULL) {
         c = calloc(1, sizeof(*c));
-        if (c == NULL || (c->name = dlock__strndup(k->chan, k->chan_len)) ==
-                             NULL) {
+        if (c == NULL ||
+            (c->name = dlock__strndup(k->chan, k->chan_len)) == NULL) {
             free(c);
             return NULL;
         }
@@ -330,9 +331,11 @@ void dlock__redis_chan_leave(struct redis_store *rs, struct chan *c,
         struct chan **cp = &rs->chans;
 
         if (c->subscribed)
-            (void)dlock__redis_sub_cmd(rs, "UNSUBSCRIBE", c->name, c->len, P_UNSUB);
+            (void)dlock__redis_sub_cmd(rs, "UNSUBSCRIBE", c->name, c->len,
+                                       P_UNSUB);
         if (c->ks != NULL)
-            (void)dlock__redis_sub_cmd(rs, "UNSUBSCRIBE", c->ks, c->ks_len, P_UNSUB);
+            (void)dlock__redis_sub_cmd(rs, "UNSUBSCRIBE", c->ks, c->ks_len,
+                                       P_UNSUB);
         while (*cp != c)
             cp = &(*cp)->next;
         *cp = c->next;
@@ -362,7 +365,6 @@ void dlock__redis_chan_want_ks(struct redis_store *rs, struct chan *c,
      * with the rest. */
     (void)dlock__redis_sub_cmd(rs, "SUBSCRIBE", c->ks, c->ks_len, P_SUB_KS);
 }
-
 
 void dlock__redis_chans_free(struct redis_store *rs)
 {

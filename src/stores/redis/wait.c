@@ -174,16 +174,16 @@ static int sleep_on(struct redis_store *rs, struct wait *wt, int64_t end)
     int woken, changed;
 
     pthread_mutex_lock(&rs->smu);
-    while (!wt->w.woken && dlock__now_ms() < wake &&
-           rs->sub_broken == wt->broken &&
-           !(wt->ks_wait &&
-             (c->ks_subscribed || rs->ks_denied || rs->sub_denied)))
+    while (
+        !wt->w.woken && dlock__now_ms() < wake &&
+        rs->sub_broken == wt->broken &&
+        !(wt->ks_wait && (c->ks_subscribed || rs->ks_denied || rs->sub_denied)))
         cond_wait_until(&wt->w.cv, &rs->smu, wake);
     woken = wt->w.woken;
     wt->w.woken = 0;
-    changed = rs->sub_broken != wt->broken ||
-              (wt->ks_wait &&
-               (c->ks_subscribed || rs->ks_denied || rs->sub_denied));
+    changed =
+        rs->sub_broken != wt->broken ||
+        (wt->ks_wait && (c->ks_subscribed || rs->ks_denied || rs->sub_denied));
     pthread_mutex_unlock(&rs->smu);
     return woken || changed || dlock__now_ms() >= wt->look_at;
 }
@@ -211,8 +211,7 @@ static void plan(struct redis_store *rs, struct wait *wt, int64_t retry,
         look = now + dlock__backoff_ms(wt->backoffs++, dlock__rand32());
         if (!rs->sub_denied && dlock__redis_sub_ensure(rs) == DLOCK_OK &&
             !c->subscribed)
-            (void)dlock__redis_sub_cmd(rs, "SUBSCRIBE", c->name, c->len,
-                                       P_SUB);
+            (void)dlock__redis_sub_cmd(rs, "SUBSCRIBE", c->name, c->len, P_SUB);
     } else if (!foreign) {
         /* A dlock holder publishes when it lets go, and its key expires
          * at retry: no polling. */
