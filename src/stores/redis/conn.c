@@ -1,0 +1,211 @@
+/*
+ * conn.c - Redis connections: connect and authenticate, the command
+ * connection in a core pool of one, and the retry-once policy.
+ *
+ * Why a pool of one and not a pool: every command is one short round
+ * trip and no lock pins a connection, so the handle keeps a single
+ * command connection and serialises its users with its mutex mu.  The
+ * pool (max_idle 1, only ever used under mu) holds that connection
+ * between calls and brings the core's policy: a connection that died
+ * while idle (server restart, idle timeout, CLIENT KILL) is replaced and
+ * the command sent once more; a fresh connection's failure is final.
+ */
+#include <string.h>
+#include <time.h>
+
+#include "redis.h"
+
+static struct timeval tv_ms(int64_t ms)
+{
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+
+    return tv;
+}
+
+int dlock__redis_reply_error(struct redis_store *rs, const redisReply *r,
+                             const char *what)
+{
+    return dlock__seterr(DLOCK_ESTORE, "redis %s: %s (%s)", what,
+                         r->str ? r->str : "error", rs->url);
+}
+
+int dlock__redis_bad_reply(struct redis_store *rs, redisReply *r)
+{
+    freeReplyObject(r);
+    return dlock__seterr(DLOCK_ESTORE, "unexpected reply from %s", rs->url);
+}
+
+/* Connect, authenticate, and check that the peer speaks Redis. */
+redisContext *dlock__redis_connect(struct redis_store *rs, int *rc)
+{
+    redisContext *c;
+    redisReply *r;
+
+    c = rs->sock != NULL
+            ? redisConnectUnixWithTimeout(rs->sock,
+                                          tv_ms(rs->connect_timeout_ms))
+            : redisConnectWithTimeout(rs->host, rs->port,
+                                      tv_ms(rs->connect_timeout_ms));
+    if (c == NULL) {
+        *rc = dlock__enomem();
+        return NULL;
+    }
+    if (c->err) {
+        *rc = dlock__seterr(DLOCK_EUNAVAIL, "cannot connect to %s: %s", rs->url,
+                            c->errstr);
+        redisFree(c);
+        return NULL;
+    }
+    redisSetTimeout(c, tv_ms(rs->timeout_ms));
+    if (rs->sock == NULL)
+        redisEnableKeepAlive(c);
+    if (rs->password != NULL) {
+        r = rs->user != NULL && rs->user[0] != '\0'
+                ? redisCommand(c, "AUTH %s %s", rs->user, rs->password)
+                : redisCommand(c, "AUTH %s", rs->password);
+        if (r == NULL || r->type == REDIS_REPLY_ERROR) {
+            *rc = r == NULL ? dlock__seterr(DLOCK_EUNAVAIL,
+                                            "%s: no answer to AUTH: %s",
+                                            rs->url, c->errstr)
+                            : dlock__seterr(DLOCK_ESTORE,
+                                            "%s: authentication failed: %s",
+                                            rs->url, r->str);
+            freeReplyObject(r);
+            redisFree(c);
+            return NULL;
+        }
+        freeReplyObject(r);
+    }
+    r = redisCommand(c, "PING");
+    if (r == NULL || r->type != REDIS_REPLY_STATUS) {
+        if (r != NULL && r->type == REDIS_REPLY_ERROR)
+            *rc = dlock__seterr(DLOCK_ESTORE, "%s: %s", rs->url, r->str);
+        else
+            *rc =
+                dlock__seterr(DLOCK_EUNAVAIL,
+                              "%s does not answer like a Redis server "
+                              "(%s)",
+                              rs->url, c->err ? c->errstr : "unexpected reply");
+        freeReplyObject(r);
+        redisFree(c);
+        return NULL;
+    }
+    freeReplyObject(r);
+    return c;
+}
+
+int dlock__redis_send(struct redis_store *rs, redisContext *c, int argc,
+                      const char **argv, const size_t *lens, redisReply **out,
+                      int *dead)
+{
+    *out = redisCommandArgv(c, argc, argv, lens);
+    if (*out != NULL)
+        return DLOCK_OK;
+    *dead = 1;
+    return dlock__seterr(DLOCK_EUNAVAIL, "lost the connection to %s: %s",
+                         rs->url, c->errstr);
+}
+
+int dlock__redis_exec(struct redis_store *rs, dlock__pool_fn fn, void *arg,
+                      int retry)
+{
+    void *c;
+    int dead = 0, rc;
+
+    if (retry)
+        return dlock__pool_run(&rs->pool, fn, arg);
+    /* Not idempotent (a release): an answer lost on the way back may
+     * mean it ran, so it is sent once, whatever the connection. */
+    rc = dlock__pool_get(&rs->pool, &c, NULL);
+    if (rc != DLOCK_OK)
+        return rc;
+    rc = fn(c, arg, &dead);
+    if (dead)
+        dlock__pool_discard(&rs->pool, c);
+    else
+        dlock__pool_put(&rs->pool, c);
+    return rc;
+}
+
+struct cmd {
+    struct redis_store *rs;
+    int argc;
+    const char **argv;
+    const size_t *lens;
+    redisReply *reply;
+};
+
+static int cmd_fn(void *conn, void *arg, int *dead)
+{
+    struct cmd *m = arg;
+
+    return dlock__redis_send(m->rs, conn, m->argc, m->argv, m->lens, &m->reply,
+                             dead);
+}
+
+int dlock__redis_cmd(struct redis_store *rs, int retry, redisReply **out,
+                     int argc, const char **argv, const size_t *lens)
+{
+    struct cmd m = {rs, argc, argv, lens, NULL};
+    int rc = dlock__redis_exec(rs, cmd_fn, &m, retry);
+
+    *out = m.reply;
+    return rc;
+}
+
+/* --- the pool's callbacks -------------------------------------------- */
+
+/* A command connection: connected, its database selected, the scripts
+ * loaded. */
+static int pool_open(void *ctx, void **out)
+{
+    struct redis_store *rs = ctx;
+    redisContext *c;
+    redisReply *r;
+    int rc = DLOCK_OK;
+
+    *out = NULL;
+    c = dlock__redis_connect(rs, &rc);
+    if (c == NULL)
+        return rc;
+    if (rs->db != 0) {
+        r = redisCommand(c, "SELECT %d", rs->db);
+        if (r == NULL || r->type == REDIS_REPLY_ERROR) {
+            rc =
+                r ? dlock__redis_reply_error(rs, r, "SELECT")
+                  : dlock__seterr(DLOCK_EUNAVAIL, "%s: %s", rs->url, c->errstr);
+            freeReplyObject(r);
+            redisFree(c);
+            return rc;
+        }
+        freeReplyObject(r);
+    }
+    rc = dlock__redis_load_scripts(rs, c);
+    if (rc != DLOCK_OK) {
+        redisFree(c);
+        return rc;
+    }
+    *out = c;
+    return DLOCK_OK;
+}
+
+static void pool_close(void *ctx, void *c)
+{
+    (void)ctx;
+    redisFree(c);
+}
+
+/* A local check only: a connection that died while idle still looks
+ * fine here, and is found out by its next command (the retry). */
+static int pool_healthy(void *ctx, void *c, int64_t idle_ms)
+{
+    (void)ctx;
+    (void)idle_ms;
+    return ((redisContext *)c)->err == 0;
+}
+
+const struct dlock__pool_ops dlock__redis_pool_ops = {
+    .open = pool_open,
+    .close = pool_close,
+    .healthy = pool_healthy,
+};

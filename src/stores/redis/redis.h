@@ -1,0 +1,229 @@
+/*
+ * redis.h - the Redis store's private header: its handle, and what its
+ * files share.
+ *
+ *   conn.c     connections: connect, the command connection's pool and
+ *              the retry-once policy (src/core/pool.h)
+ *   scripts.c  the Lua scripts and running them (EVALSHA, EVAL on
+ *              NOSCRIPT)
+ *   sub.c      the subscriber connection, its listener thread, channels
+ *   wait.c     the wait: one slice at a time (wait_slice), keyspace
+ *              events and polling for foreign holders
+ *   store.c    the ops table: open, close, acquire, extend, release,
+ *              status, list, force-release
+ *
+ * redis://[user:pass@]host[:port][/db][?prefix=dlock:&connect_timeout=5s
+ *                                      &timeout=5s]
+ * unix:///path/to/redis.sock[?db=0&password=...&prefix=...]
+ *
+ * Keys for a lock NAME (P is the prefix, default "dlock:"):
+ *   P NAME              the lock: "dlock1:" + the holder's token, with the
+ *                       lease as its TTL.  Exactly the key of the plain
+ *                       SET NX pattern, which is what makes dlock
+ *                       interoperate with other clients of that pattern.
+ *   P NAME \xff fence   the fence counter (INCR, never expires)
+ *   P NAME \xff readers shared holders: a sorted set token -> lease end
+ *   P NAME \xff info    holder host, pid, since, fence (same TTL)
+ *   P NAME \xff release the channel a release is published on
+ * Names are valid UTF-8, which never contains the byte 0xff, so no lock
+ * key can be mistaken for a derived one, whatever the names (keys.c).
+ *
+ * Every operation is one Lua script, one round trip (EVALSHA, EVAL when
+ * the server has forgotten the script).  Scripts read the server's clock
+ * (TIME), never the client's.
+ *
+ * Threads: one command connection per store handle, used under the mutex
+ * mu.  Each command is a sub-millisecond round trip and a lock never pins
+ * a connection, so more connections would only add load on the server.
+ * The connection sits in a core pool of one (conn.c), for the pool's
+ * retry-once policy.  Waiting uses a second connection, subscribed to the
+ * channels of the names this handle waits on, read by a listener thread
+ * that wakes one waiter per release message (first come, first woken).
+ * A holder that is not dlock (its value lacks "dlock1:") never publishes:
+ * waiters on it also subscribe to the lock key's keyspace channel when the
+ * server sends keyspace events, and poll every 50..250 ms when it does
+ * not (wait.c).
+ */
+#ifndef DLOCK_STORES_REDIS_H
+#define DLOCK_STORES_REDIS_H
+
+#include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../keys.h"
+#include "pool.h"
+#include "store.h"
+
+/* --- scripts.c ------------------------------------------------------- */
+
+enum {
+    S_ACQ,
+    S_ACQ_SHARED,
+    S_REL,
+    S_REL_SHARED,
+    S_EXT,
+    S_EXT_SHARED,
+    S_TTL,
+    S_TTL_SHARED,
+    S_STATUS,
+    S_FORCE,
+    S_COUNT
+};
+
+/* --- the handle ------------------------------------------------------ */
+
+/* A waiter parked on a channel (wait.c keeps one in lk->priv). */
+struct waiter {
+    struct waiter *next;
+    pthread_cond_t cv;
+    int woken;
+};
+
+/* A channel this handle is (or is getting) subscribed to: the release
+ * channel of a name, and once a waiter met a foreign holder on a server
+ * with keyspace notifications, also the keyspace channel of its lock key
+ * (__keyspace@<db>__:<key>), whose del/expired/evicted events wake the
+ * waiters as a release message does. */
+struct chan {
+    struct chan *next;
+    char *name;
+    size_t len;
+    int refs;       /* waiters using it */
+    int subscribed; /* confirmed by the server */
+    char *ks;       /* keyspace channel, once SUBSCRIBE was sent, or NULL */
+    size_t ks_len;
+    int ks_subscribed;
+    struct waiter *head, *tail;
+};
+
+/* What an (UN)SUBSCRIBE sent on the pub/sub connection was for: the
+ * server answers each in order, and an error answer (an ACL without the
+ * channel) names no channel, so the order tells whose it is. */
+enum { P_SUB, P_SUB_KS, P_UNSUB };
+
+struct redis_store {
+    struct dlock_store base;
+
+    /* configuration */
+    char *host;
+    int port;
+    char *sock; /* unix socket path, or NULL */
+    char *user;
+    char *password;
+    int db;
+    char *prefix;
+    size_t prefix_len;
+    int64_t connect_timeout_ms;
+    int64_t timeout_ms;
+    const char *url; /* redacted, for messages */
+
+    /* commands: the one connection (a redisContext) is used under mu */
+    pthread_mutex_t mu;
+    struct dlock__pool pool;
+    char sha[S_COUNT][41];
+
+    /* pub/sub */
+    pthread_mutex_t smu;
+    redisContext *sc;
+    pthread_t listener;
+    int listening;  /* listener thread started and not yet joined */
+    int sub_broken; /* the listener lost the connection and exited */
+    int sub_denied; /* the server refused SUBSCRIBE: do not rely on it */
+    int ks_denied;  /* ... refused only the keyspace channels: poll */
+    int stop;
+    struct chan *chans;
+    unsigned char *pend; /* P_* of commands sent and not yet answered */
+    size_t pend_head, pend_len, pend_cap;
+
+    /* keyspace notifications (under mu) */
+    int ks_on;          /* the server sends the events we need */
+    int ks_known;       /* ks_on was asked ... */
+    int64_t ks_checked; /* ... at this time */
+};
+
+/* --- conn.c ---------------------------------------------------------- */
+
+/* The pool's callbacks (ctx: the struct redis_store); a new connection
+ * has its database selected and the scripts loaded. */
+extern const struct dlock__pool_ops dlock__redis_pool_ops;
+/* Connect, authenticate and check that the peer speaks Redis.  Returns a
+ * ready context, or NULL with *rc and the message set. */
+redisContext *dlock__redis_connect(struct redis_store *rs, int *rc);
+/* DLOCK_ESTORE with the server's error answer r (not freed). */
+int dlock__redis_reply_error(struct redis_store *rs, const redisReply *r,
+                             const char *what);
+/* Frees r: DLOCK_ESTORE, "unexpected reply". */
+int dlock__redis_bad_reply(struct redis_store *rs, redisReply *r);
+/* Send one command on c and read its answer: DLOCK_OK with *out (an
+ * error answer too: the caller looks), or DLOCK_EUNAVAIL with *dead set
+ * when the connection broke or did not answer in time. */
+int dlock__redis_send(struct redis_store *rs, redisContext *c, int argc,
+                      const char **argv, const size_t *lens, redisReply **out,
+                      int *dead);
+/* fn on the command connection (caller holds mu).  retry: under the
+ * pool's retry-once policy; 0 for what must not run twice. */
+int dlock__redis_exec(struct redis_store *rs, dlock__pool_fn fn, void *arg,
+                      int retry);
+/* One command on the command connection, retried as dlock__redis_exec
+ * does (caller holds mu): DLOCK_OK with *out as dlock__redis_send. */
+int dlock__redis_cmd(struct redis_store *rs, int retry, redisReply **out,
+                     int argc, const char **argv, const size_t *lens);
+
+/* --- scripts.c ------------------------------------------------------- */
+
+/* SCRIPT LOAD every script on a new connection, into rs->sha. */
+int dlock__redis_load_scripts(struct redis_store *rs, redisContext *c);
+/* Run script s with the 4 keys of k and nargs arguments (caller holds
+ * mu).  Returns the reply (caller frees), or NULL with *rc set: an error
+ * answer is DLOCK_ESTORE.  retry as for dlock__redis_exec. */
+redisReply *dlock__redis_run(struct redis_store *rs, int s,
+                             const struct dlock__rkeys *k, int nargs,
+                             const char **args, const size_t *alen, int retry,
+                             int *rc);
+
+/* --- store.c --------------------------------------------------------- */
+
+int dlock__redis_keys_of(struct redis_store *rs, const char *name,
+                         size_t name_len, struct dlock__rkeys *k);
+/* One attempt.  BUSY: *retry_ms is the holder's lease left (-1 unknown)
+ * and *foreign is set if the holder is not a dlock client (its value is
+ * not "dlock1:" + a token), which will not publish when it lets go. */
+int dlock__redis_attempt(struct redis_store *rs, struct dlock_lock *lk,
+                         int64_t *retry_ms, int *foreign);
+
+/* --- sub.c (all under smu) ------------------------------------------- */
+
+/* The pub/sub connection and its listener, started on first use or after
+ * a failure (may drop and retake smu). */
+int dlock__redis_sub_ensure(struct redis_store *rs);
+/* Stop the listener and close the connection (smu not held). */
+void dlock__redis_sub_stop(struct redis_store *rs);
+/* Send (UN)SUBSCRIBE for one channel; kind is what it is for, P_*.
+ * -1 when not sent (no connection, out of memory, write failed). */
+int dlock__redis_sub_cmd(struct redis_store *rs, const char *verb,
+                         const char *chan, size_t len, unsigned char kind);
+/* Join w to the waiters of k's release channel, subscribing it if it is
+ * new.  NULL: out of memory. */
+struct chan *dlock__redis_chan_join(struct redis_store *rs,
+                                    const struct dlock__rkeys *k,
+                                    struct waiter *w);
+/* Take w off c (passing on a wake-up it did not use); the last waiter
+ * unsubscribes and frees c. */
+void dlock__redis_chan_leave(struct redis_store *rs, struct chan *c,
+                             struct waiter *w);
+/* Subscribe c to the keyspace channel of k's lock key, if not yet.  Out
+ * of memory leaves c->ks NULL: the waiter polls. */
+void dlock__redis_chan_want_ks(struct redis_store *rs, struct chan *c,
+                               const struct dlock__rkeys *k);
+/* Store close: free every channel (no waiter is left). */
+void dlock__redis_chans_free(struct redis_store *rs);
+
+/* --- wait.c ---------------------------------------------------------- */
+
+int dlock__redis_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
+                            int64_t slice_ms, int64_t *retry_ms);
+void dlock__redis_forget(struct dlock_store *s, struct dlock_lock *lk);
+
+#endif /* DLOCK_STORES_REDIS_H */

@@ -1,0 +1,481 @@
+/*
+ * store.c - the Redis store's ops table: open and close, acquire, extend,
+ * assert, release, status, list and force-release (see redis.h for the
+ * keys and the threads).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "redis.h"
+
+#define DEFAULT_PREFIX "dlock:"
+#define DEFAULT_TIMEOUT_MS 5000
+
+/* --- keys ------------------------------------------------------------ */
+
+int dlock__redis_keys_of(struct redis_store *rs, const char *name,
+                         size_t name_len, struct dlock__rkeys *k)
+{
+    return dlock__redis_keys(rs->prefix, rs->prefix_len, name, name_len, k);
+}
+
+/* --- open / close ------------------------------------------------------ */
+
+static void redis_close(struct dlock_store *s)
+{
+    struct redis_store *rs = (struct redis_store *)s;
+
+    dlock__redis_sub_stop(rs);
+    if (rs->pool.ops != NULL)
+        dlock__pool_destroy(&rs->pool);
+    dlock__redis_chans_free(rs);
+    free(rs->pend);
+    pthread_mutex_destroy(&rs->mu);
+    pthread_mutex_destroy(&rs->smu);
+    free(rs->host);
+    free(rs->sock);
+    free(rs->user);
+    free(rs->password);
+    free(rs->prefix);
+    free(rs);
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out)
+{
+    char *end;
+    long v;
+
+    if (s == NULL || *s == '\0')
+        return -1;
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int redis_open(struct dlock_store **out, const struct dlock_url *u)
+{
+    static const char *const known[] = {"prefix", "connect_timeout",
+                                        "timeout", "db", "password", NULL};
+    struct redis_store *rs;
+    const char *v;
+    void *c;
+    int rc, is_unix = strcmp(u->scheme, "unix") == 0;
+
+    rc = dlock__url_check_params(u, known);
+    if (rc != DLOCK_OK)
+        return rc;
+    rs = calloc(1, sizeof(*rs));
+    if (rs == NULL)
+        return dlock__enomem();
+    pthread_mutex_init(&rs->mu, NULL);
+    pthread_mutex_init(&rs->smu, NULL);
+    rs->url = u->redacted;
+    rs->connect_timeout_ms = DEFAULT_TIMEOUT_MS;
+    rs->timeout_ms = DEFAULT_TIMEOUT_MS;
+    rc = dlock__url_param_ms(u, "connect_timeout", 1000,
+                             &rs->connect_timeout_ms);
+    if (rc == DLOCK_OK)
+        rc = dlock__url_param_ms(u, "timeout", 1000, &rs->timeout_ms);
+    if (rc != DLOCK_OK)
+        goto fail;
+    if (rs->connect_timeout_ms <= 0 || rs->timeout_ms <= 0) {
+        rc = dlock__seterr(DLOCK_EINVAL, "timeouts must be positive in %s",
+                           u->redacted);
+        goto fail;
+    }
+    v = dlock__url_param(u, "prefix");
+    rs->prefix = dlock__strdup(v != NULL ? v : DEFAULT_PREFIX);
+    if (rs->prefix == NULL) {
+        rc = dlock__enomem();
+        goto fail;
+    }
+    rs->prefix_len = strlen(rs->prefix);
+    if (is_unix) {
+        if (u->path == NULL || u->path[0] != '/' ||
+            (u->host != NULL && u->host[0] != '\0')) {
+            rc = dlock__seterr(DLOCK_EINVAL, "expected unix:///path/to/"
+                               "redis.sock, got %s", u->redacted);
+            goto fail;
+        }
+        rs->sock = dlock__strdup(u->path);
+        v = dlock__url_param(u, "db");
+        if (v != NULL && parse_int(v, 0, 100000, &rs->db) != 0) {
+            rc = dlock__seterr(DLOCK_EINVAL, "bad db=%s in %s", v,
+                               u->redacted);
+            goto fail;
+        }
+    } else {
+        rs->host = dlock__strdup(u->host != NULL && u->host[0] != '\0'
+                                     ? u->host
+                                     : "127.0.0.1");
+        rs->port = u->port != 0 ? u->port : 6379;
+        if (u->path != NULL && strcmp(u->path, "/") != 0 &&
+            parse_int(u->path + 1, 0, 100000, &rs->db) != 0) {
+            rc = dlock__seterr(DLOCK_EINVAL, "the path of a redis URL is "
+                               "the database number: %s", u->redacted);
+            goto fail;
+        }
+    }
+    if ((is_unix && rs->sock == NULL) || (!is_unix && rs->host == NULL)) {
+        rc = dlock__enomem();
+        goto fail;
+    }
+    v = u->password != NULL ? u->password : dlock__url_param(u, "password");
+    if (v != NULL && (rs->password = dlock__strdup(v)) == NULL) {
+        rc = dlock__enomem();
+        goto fail;
+    }
+    if (u->user != NULL && (rs->user = dlock__strdup(u->user)) == NULL) {
+        rc = dlock__enomem();
+        goto fail;
+    }
+    /* Connect now: a wrong address or password is reported by open, not
+     * by the first acquire.  The connection waits in the pool. */
+    dlock__pool_init(&rs->pool, &dlock__redis_pool_ops, rs, 1);
+    rc = dlock__pool_open(&rs->pool, &c);
+    if (rc != DLOCK_OK)
+        goto fail;
+    dlock__pool_put(&rs->pool, c);
+    *out = &rs->base;
+    return DLOCK_OK;
+fail:
+    redis_close(&rs->base);
+    return rc;
+}
+
+/* --- acquire, extend, release ---------------------------------------- */
+
+static void lock_args(const struct dlock_lock *lk, int64_t ttl, char *ttlbuf,
+                      char *pidbuf, const char **a, size_t *al)
+{
+    snprintf(ttlbuf, 24, "%lld", (long long)ttl);
+    snprintf(pidbuf, 24, "%ld", (long)getpid());
+    a[0] = lk->token;
+    al[0] = strlen(lk->token);
+    a[1] = ttlbuf;
+    al[1] = strlen(ttlbuf);
+    a[2] = dlock__hostname();
+    al[2] = strlen(a[2]);
+    a[3] = pidbuf;
+    al[3] = strlen(pidbuf);
+}
+
+/* Run script s for lk with ARGV token, ttl (a release: the channel to
+ * publish on), host and pid, the first nargs of them. */
+static redisReply *lock_script(struct redis_store *rs, int s,
+                               struct dlock_lock *lk, int64_t ttl, int nargs,
+                               int retry, int *rc)
+{
+    char ttlbuf[24], pidbuf[24];
+    const char *a[4];
+    size_t al[4];
+    struct dlock__rkeys k;
+    redisReply *r;
+
+    *rc = dlock__redis_keys_of(rs, lk->name, lk->name_len, &k);
+    if (*rc != DLOCK_OK)
+        return NULL;
+    lock_args(lk, ttl, ttlbuf, pidbuf, a, al);
+    if (s == S_REL || s == S_REL_SHARED) {
+        a[1] = k.chan; /* ARGV[2]: the channel to publish on */
+        al[1] = k.chan_len;
+    }
+    pthread_mutex_lock(&rs->mu);
+    r = dlock__redis_run(rs, s, &k, nargs, a, al, retry, rc);
+    pthread_mutex_unlock(&rs->mu);
+    free(k.buf);
+    return r;
+}
+
+/* One attempt (redis.h). */
+int dlock__redis_attempt(struct redis_store *rs, struct dlock_lock *lk,
+                         int64_t *retry_ms, int *foreign)
+{
+    int rc;
+    redisReply *r = lock_script(rs, lk->shared ? S_ACQ_SHARED : S_ACQ, lk,
+                                lk->ttl_ms, 4, 1, &rc);
+
+    if (r == NULL)
+        return rc;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
+        r->element[0]->type != REDIS_REPLY_INTEGER ||
+        r->element[1]->type != REDIS_REPLY_INTEGER)
+        return dlock__redis_bad_reply(rs, r);
+    if (r->element[0]->integer == 1) {
+        lk->fence = (uint64_t)r->element[1]->integer;
+        rc = DLOCK_OK;
+    } else {
+        *retry_ms = r->element[1]->integer >= 0 ? r->element[1]->integer : -1;
+        *foreign = r->elements < 3 ||
+                   r->element[2]->type != REDIS_REPLY_INTEGER ||
+                   r->element[2]->integer == 0;
+        rc = DLOCK_BUSY;
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+static int redis_try_acquire(struct dlock_store *s, struct dlock_lock *lk,
+                             int64_t deadline, int64_t *retry_ms)
+{
+    int foreign = 0;
+
+    (void)deadline; /* one round trip, bounded by the timeout */
+    return dlock__redis_attempt((struct redis_store *)s, lk, retry_ms,
+                                &foreign);
+}
+
+static int lost(const struct dlock_lock *lk)
+{
+    return dlock__lost(lk, "its lease ran out, it was broken, or the "
+                           "server lost it");
+}
+
+/* A script's integer answer in *out (frees r); r NULL: its failure rc. */
+static int int_reply(struct redis_store *rs, redisReply *r, int rc,
+                     long long *out)
+{
+    if (r == NULL)
+        return rc;
+    if (r->type != REDIS_REPLY_INTEGER)
+        return dlock__redis_bad_reply(rs, r);
+    *out = r->integer;
+    freeReplyObject(r);
+    return DLOCK_OK;
+}
+
+/* Run a per-lock script returning an integer. */
+static int int_script(struct redis_store *rs, int s, struct dlock_lock *lk,
+                      int64_t ttl_or_0, int retry, long long *out)
+{
+    int rc;
+    redisReply *r = lock_script(rs, s, lk, ttl_or_0, 2, retry, &rc);
+
+    return int_reply(rs, r, rc, out);
+}
+
+static int redis_extend(struct dlock_store *s, struct dlock_lock *lk,
+                        int64_t ttl_ms)
+{
+    long long v = 0;
+    int rc = int_script((struct redis_store *)s,
+                        lk->shared ? S_EXT_SHARED : S_EXT, lk, ttl_ms, 1, &v);
+
+    if (rc != DLOCK_OK)
+        return rc;
+    return v == 1 ? DLOCK_OK : lost(lk);
+}
+
+static int redis_ttl_left(struct dlock_store *s, struct dlock_lock *lk,
+                          int64_t *left_ms)
+{
+    long long v = 0;
+    int rc = int_script((struct redis_store *)s,
+                        lk->shared ? S_TTL_SHARED : S_TTL, lk, 0, 1, &v);
+
+    if (rc != DLOCK_OK)
+        return rc;
+    /* -1: our token without a TTL (someone PERSISTed it): still ours. */
+    if (v == -1)
+        v = INT64_MAX;
+    if (v <= 0 && v != -1)
+        return lost(lk);
+    *left_ms = (int64_t)v;
+    return DLOCK_OK;
+}
+
+static int redis_release(struct dlock_store *s, struct dlock_lock *lk)
+{
+    long long v = 0;
+    int rc = int_script((struct redis_store *)s,
+                        lk->shared ? S_REL_SHARED : S_REL, lk, 0, 0, &v);
+
+    if (rc != DLOCK_OK)
+        return rc;
+    return v == 1 ? DLOCK_OK : lost(lk);
+}
+
+/* --- status, list, force_release ------------------------------------ */
+
+static int describe(struct redis_store *rs, const char *name,
+                    dlock_info *out)
+{
+    struct dlock__rkeys k;
+    redisReply *r;
+    const char *a[2] = {"", ""};
+    size_t al[2] = {0, 0};
+    int rc;
+
+    rc = dlock__redis_keys_of(rs, name, strlen(name), &k);
+    if (rc != DLOCK_OK)
+        return rc;
+    pthread_mutex_lock(&rs->mu);
+    r = dlock__redis_run(rs, S_STATUS, &k, 0, a, al, 1, &rc);
+    pthread_mutex_unlock(&rs->mu);
+    free(k.buf);
+    if (r == NULL)
+        return rc;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 7)
+        return dlock__redis_bad_reply(rs, r);
+    {
+        redisReply **e = r->element;
+        long long held = e[0]->integer, readers = e[1]->integer;
+
+        out->held = held == 1 || readers > 0;
+        out->shared = held != 1 && readers > 0;
+        out->holders = held == 1 ? 1 : (unsigned)readers;
+        out->ttl_ms = out->held ? e[2]->integer : -1;
+        if (e[3]->type == REDIS_REPLY_STRING)
+            out->fence = strtoull(e[3]->str, NULL, 10);
+        if (out->held && e[4]->type == REDIS_REPLY_STRING) {
+            dlock__strlcpy(out->host, e[4]->str, sizeof(out->host));
+            out->pid = e[5]->type == REDIS_REPLY_STRING
+                           ? strtoll(e[5]->str, NULL, 10)
+                           : 0;
+            out->since_ms = e[6]->type == REDIS_REPLY_STRING
+                                ? strtoll(e[6]->str, NULL, 10)
+                                : 0;
+        }
+    }
+    freeReplyObject(r);
+    return DLOCK_OK;
+}
+
+static int redis_status(struct dlock_store *s, const char *name,
+                        dlock_info *out)
+{
+    return describe((struct redis_store *)s, name, out);
+}
+
+static int redis_list(struct dlock_store *s, const char *prefix,
+                      int (*cb)(const dlock_info *info, void *payload),
+                      void *payload)
+{
+    struct redis_store *rs = (struct redis_store *)s;
+    size_t plen = strlen(prefix);
+    char *lit = malloc(rs->prefix_len + plen + 1), *pattern, cursor[32] = "0";
+    struct dlock__names names = {NULL, 0, 0};
+    int rc = DLOCK_OK;
+
+    if (lit == NULL)
+        return dlock__enomem();
+    memcpy(lit, rs->prefix, rs->prefix_len);
+    memcpy(lit + rs->prefix_len, prefix, plen + 1);
+    pattern = dlock__redis_glob_prefix(lit, rs->prefix_len + plen);
+    free(lit);
+    if (pattern == NULL)
+        return dlock__enomem();
+    /* Collect first (SCAN may return a key twice), then describe each
+     * without the connection held, so cb may call into the library. */
+    pthread_mutex_lock(&rs->mu);
+    do {
+        const char *argv[6] = {"SCAN", cursor, "MATCH", pattern, "COUNT",
+                               "1000"};
+        size_t lens[6] = {4, strlen(cursor), 5, strlen(pattern), 5, 4};
+        redisReply *r;
+
+        rc = dlock__redis_cmd(rs, 1, &r, 6, argv, lens);
+        if (rc != DLOCK_OK)
+            break;
+        if (r->type == REDIS_REPLY_ERROR) {
+            rc = dlock__redis_reply_error(rs, r, "SCAN");
+            freeReplyObject(r);
+            break;
+        }
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+            r->element[0]->type != REDIS_REPLY_STRING ||
+            r->element[1]->type != REDIS_REPLY_ARRAY) {
+            rc = dlock__redis_bad_reply(rs, r);
+            break;
+        }
+        dlock__strlcpy(cursor, r->element[0]->str, sizeof(cursor));
+        for (size_t i = 0; i < r->element[1]->elements && rc == DLOCK_OK;
+             i++) {
+            redisReply *key = r->element[1]->element[i];
+            size_t cut;
+
+            if (key->type != REDIS_REPLY_STRING ||
+                !dlock__redis_key_name(key->str, key->len, rs->prefix,
+                                       rs->prefix_len, &cut))
+                continue;
+            rc = dlock__names_add(&names, key->str + rs->prefix_len, cut);
+        }
+        freeReplyObject(r);
+    } while (rc == DLOCK_OK && strcmp(cursor, "0") != 0);
+    pthread_mutex_unlock(&rs->mu);
+    free(pattern);
+    if (rc != DLOCK_OK) {
+        dlock__names_free(&names);
+        return rc;
+    }
+    return dlock__names_report(&names, s, redis_status, cb, payload);
+}
+
+static int redis_force_release(struct dlock_store *s, const char *name,
+                               unsigned *removed)
+{
+    struct redis_store *rs = (struct redis_store *)s;
+    const char *a[2];
+    size_t al[2];
+    struct dlock__rkeys k;
+    redisReply *r;
+    long long n = 0;
+    int rc;
+
+    rc = dlock__redis_keys_of(rs, name, strlen(name), &k);
+    if (rc != DLOCK_OK)
+        return rc;
+    a[0] = "";
+    al[0] = 0;
+    a[1] = k.chan;
+    al[1] = k.chan_len;
+    pthread_mutex_lock(&rs->mu);
+    r = dlock__redis_run(rs, S_FORCE, &k, 2, a, al, 1, &rc);
+    pthread_mutex_unlock(&rs->mu);
+    free(k.buf);
+    rc = int_reply(rs, r, rc, &n);
+    if (rc == DLOCK_OK)
+        *removed = (unsigned)n;
+    return rc;
+}
+
+static int redis_init(struct dlock_store *s)
+{
+    (void)s;
+    return DLOCK_OK; /* no schema */
+}
+
+static int redis_ddl(char **out, const struct dlock_url *u)
+{
+    (void)u;
+    *out = dlock__strdup("-- Redis needs no schema: dlock keeps each lock "
+                         "in the key <prefix><name>\n"
+                         "-- (default prefix \"dlock:\") and derives its "
+                         "fence counter from it.\n");
+    return *out != NULL ? DLOCK_OK : dlock__enomem();
+}
+
+const struct dlock_store_ops dlock__redis_ops = {
+    .version = DLOCK_STORE_OPS_VERSION,
+    .name = "redis",
+    .has_shared = 1,
+    .open = redis_open,
+    .close = redis_close,
+    .try_acquire = redis_try_acquire,
+    .wait_slice = dlock__redis_wait_slice,
+    .extend = redis_extend,
+    .ttl_left = redis_ttl_left,
+    .release = redis_release,
+    .forget = dlock__redis_forget,
+    .status = redis_status,
+    .list = redis_list,
+    .force_release = redis_force_release,
+    .init = redis_init,
+    .ddl = redis_ddl,
+};
