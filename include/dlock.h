@@ -368,7 +368,9 @@ DLOCK_EXTERN int dlock_list(dlock_store *store, const char *prefix,
 
 /**
  * Break a lock whoever holds it (administration).  Its holder finds it lost
- * on its next renewal.  Fences are kept.
+ * on its next renewal.  Fences are kept.  name may be any 1..DLOCK_NAME_MAX
+ * bytes without NUL, UTF-8 or not, so that a name another client wrote
+ * into the store can be broken too.
  * @param out_removed  receives how many holders were removed (0 if the
  *                     name was free); may be NULL.
  * @return DLOCK_OK, DLOCK_EINVAL, DLOCK_EUNAVAIL, DLOCK_ESTORE.

@@ -31,7 +31,14 @@ int cli_exit_code(int rc);
 int cli_open(const struct cli *c, dlock_store **out);
 /* Parse seconds ("10", "0.25", "1.5s", "250ms") into ms; -1 on error. */
 int64_t cli_parse_seconds(const char *s);
-/* Write s as a JSON string (with quotes). */
+/* Is s valid UTF-8? */
+int cli_utf8_valid(const char *s);
+/* Write s for a terminal: controls, bidi overrides, backslashes and bytes
+ * that are not UTF-8 as \xNN escapes (names and hosts come from a store
+ * anyone with access may have written). */
+void cli_print_safe(FILE *f, const char *s);
+/* Write s as a JSON string (with quotes), always valid JSON: bytes that
+ * are not UTF-8 become U+FFFD. */
 void cli_json_string(FILE *f, const char *s);
 /* Print info as one JSON object. */
 void cli_json_info(FILE *f, const dlock_info *info);

@@ -54,11 +54,14 @@ int cmd_release(const struct cli *c, int argc, char **argv)
     rc = dlock_force_release(&removed, store, name);
     if (rc != DLOCK_OK)
         rc = cli_fail(rc, "release");
-    else if (removed == 0)
-        printf("%s: was not held\n", name);
-    else
-        printf("%s: broken (%u holder%s removed)\n", name, removed,
-               removed == 1 ? "" : "s");
+    else {
+        cli_print_safe(stdout, name);
+        if (removed == 0)
+            printf(": was not held\n");
+        else
+            printf(": broken (%u holder%s removed)\n", removed,
+                   removed == 1 ? "" : "s");
+    }
     dlock_store_close(store);
     return rc;
 }

@@ -304,13 +304,15 @@ static void say_holder(dlock_store *store, const char *name)
         if (info->other_client)
             cli_err("waiting for '%s': held by another client (not dlock)",
                     name);
-        else
-            cli_err("waiting for '%s': held by %s pid %lld since %s (lease "
-                    "%lld ms left)",
-                    name, info->host[0] ? info->host : "?",
+        else if (!cli_quiet) {
+            /* The host comes from the store: escaped, never raw. */
+            fprintf(stderr, "dlock: waiting for '%s': held by ", name);
+            cli_print_safe(stderr, info->host[0] ? info->host : "?");
+            fprintf(stderr, " pid %lld since %s (lease %lld ms left)\n",
                     (long long)info->pid,
                     cli_time(info->since_ms, when, sizeof(when)),
                     (long long)info->ttl_ms);
+        }
     }
     dlock_info_free(info);
 }

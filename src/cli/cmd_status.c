@@ -16,7 +16,8 @@ void cli_print_info(const dlock_info *in)
 {
     char when[64];
 
-    printf("%s: %s", in->name, in->held ? "held" : "free");
+    cli_print_safe(stdout, in->name);
+    printf(": %s", in->held ? "held" : "free");
     if (in->other_client) {
         /* Seen only by the server: nothing more is known of it. */
         printf(" by another client (not dlock)");
@@ -24,8 +25,9 @@ void cli_print_info(const dlock_info *in)
         if (in->shared)
             printf(" (shared, %u holder%s)", in->holders,
                    in->holders == 1 ? "" : "s");
-        printf(" by %s pid %lld since %s", in->host[0] ? in->host : "?",
-               (long long)in->pid,
+        fputs(" by ", stdout);
+        cli_print_safe(stdout, in->host[0] ? in->host : "?");
+        printf(" pid %lld since %s", (long long)in->pid,
                cli_time(in->since_ms, when, sizeof(when)));
         if (in->ttl_ms >= 0)
             printf(", lease %lld ms left", (long long)in->ttl_ms);

@@ -95,20 +95,110 @@ int64_t cli_parse_seconds(const char *s)
     return (int64_t)(v * 1000.0 + 0.5);
 }
 
+/* The valid UTF-8 sequence at p: its length (1..4) and code point, or 0
+ * for a byte that starts none (names and hosts read from a store may be
+ * anything). */
+static size_t utf8_at(const unsigned char *p, unsigned *cp)
+{
+    size_t n;
+    unsigned c = p[0], v;
+
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    }
+    if (c >= 0xc2 && c <= 0xdf)
+        n = 2, v = c & 0x1f;
+    else if (c >= 0xe0 && c <= 0xef)
+        n = 3, v = c & 0x0f;
+    else if (c >= 0xf0 && c <= 0xf4)
+        n = 4, v = c & 0x07;
+    else
+        return 0;
+    for (size_t k = 1; k < n; k++) {
+        if ((p[k] & 0xc0) != 0x80)
+            return 0;
+        v = (v << 6) | (p[k] & 0x3f);
+    }
+    if ((n == 3 && (v < 0x800 || (v >= 0xd800 && v <= 0xdfff))) ||
+        (n == 4 && (v < 0x10000 || v > 0x10ffff)))
+        return 0;
+    *cp = v;
+    return n;
+}
+
+/* Characters a terminal acts on rather than shows: C0 and C1 controls,
+ * DEL, and the bidirectional overrides that can make text read as other
+ * text. */
+static int unsafe_cp(unsigned cp)
+{
+    return cp < 0x20 || (cp >= 0x7f && cp < 0xa0) ||
+           (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) ||
+           cp == 0x2028 || cp == 0x2029;
+}
+
+int cli_utf8_valid(const char *s)
+{
+    unsigned cp;
+
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t n = utf8_at(p, &cp);
+
+        if (n == 0)
+            return 0;
+        p += n;
+    }
+    return 1;
+}
+
+void cli_print_safe(FILE *f, const char *s)
+{
+    unsigned cp;
+
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t n = utf8_at(p, &cp);
+
+        if (n == 0) {
+            fprintf(f, "\\x%02x", *p++);
+        } else if (cp == '\\') {
+            fputs("\\\\", f);
+            p++;
+        } else if (unsafe_cp(cp)) {
+            for (size_t k = 0; k < n; k++)
+                fprintf(f, "\\x%02x", p[k]);
+            p += n;
+        } else {
+            fwrite(p, 1, n, f);
+            p += n;
+        }
+    }
+}
+
 void cli_json_string(FILE *f, const char *s)
 {
+    unsigned cp;
+
     fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p == '\n')
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t n = utf8_at(p, &cp);
+
+        if (n == 0) {
+            /* Not UTF-8: JSON cannot carry the byte (see name_hex). */
+            fputs("\\ufffd", f);
+            p++;
+            continue;
+        }
+        if (cp == '"' || cp == '\\')
+            fprintf(f, "\\%c", (int)cp);
+        else if (cp == '\n')
             fputs("\\n", f);
-        else if (*p == '\t')
+        else if (cp == '\t')
             fputs("\\t", f);
-        else if (*p < 0x20 || *p == 0x7f)
-            fprintf(f, "\\u%04x", *p);
+        else if (unsafe_cp(cp))
+            fprintf(f, "\\u%04x", cp);
         else
-            fputc(*p, f);
+            fwrite(p, 1, n, f);
+        p += n;
     }
     fputc('"', f);
 }
@@ -117,6 +207,15 @@ void cli_json_info(FILE *f, const dlock_info *in)
 {
     fputs("{\"name\":", f);
     cli_json_string(f, in->name);
+    /* A name that is not UTF-8 (planted in the store by another client)
+     * also as hex bytes, so a script can still name it exactly. */
+    if (!cli_utf8_valid(in->name)) {
+        fputs(",\"name_hex\":\"", f);
+        for (const unsigned char *p = (const unsigned char *)in->name; *p;
+             p++)
+            fprintf(f, "%02x", *p);
+        fputc('"', f);
+    }
     fprintf(f, ",\"held\":%s,\"shared\":%s,\"holders\":%u,\"fence\":%llu",
             in->held ? "true" : "false", in->shared ? "true" : "false",
             in->holders, (unsigned long long)in->fence);

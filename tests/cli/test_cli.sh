@@ -248,6 +248,40 @@ check "--ttl 1ms is a usage error" 64 $?
 "$DLOCK" run "$run_id/num" -w .5 --ttl 100ms -- true
 check "-w .5 --ttl 100ms is accepted" 0 $?
 
+# --- what a store holds is shown escaped, never raw -----------------------
+# A row planted by another writer of the SQLite file: a name with a
+# terminal escape, a newline and a byte that is not UTF-8, a host that
+# would retitle the terminal.  list must print them escaped, --json must
+# stay valid UTF-8 JSON, and the name must still be breakable.
+case $STORE in sqlite://*)
+    if command -v sqlite3 >/dev/null; then
+        db=${STORE#sqlite://}
+        db=${db%%\?*}
+        hex() { printf "$1" | od -An -tx1 | tr -d ' \n'; }
+        evil="$run_id/evil\033[31m\n\377"
+        exp=$(awk '{ printf "%d", ($1 + 600) * 1000 }' /proc/uptime)
+        sqlite3 "$db" "INSERT INTO dlock_locks VALUES (CAST(X'$(hex "$evil")' AS TEXT), 'tok', 0, 1, $exp, '$(cat /proc/sys/kernel/random/boot_id)', 0, CAST(X'$(hex 'h\033]0;pwned\007')' AS TEXT), 4242, 1, 'ns')"
+        out=$("$DLOCK" list "$run_id/evil")
+        case $out in *"$(printf '\033')"*) fail "list printed a raw ESC: $out" ;;
+        *'\x1b[31m\x0a\xff'*'h\x1b]0;pwned\x07'*) ok "list escapes the name and host" ;;
+        *) fail "list output: $out" ;; esac
+        out=$("$DLOCK" list "$run_id/evil" --json)
+        if printf '%s' "$out" | iconv -f UTF-8 -t UTF-8 >/dev/null 2>&1 &&
+           ! printf '%s' "$out" | tr -d '\n' | grep -q "$(printf '[\001-\037]')"; then
+            ok "list --json stays valid UTF-8 without raw controls"
+        else
+            fail "list --json: $out"
+        fi
+        case $out in *'"name_hex":"'"$(hex "$evil")"'"'*) ok "list --json gives the exact bytes in name_hex" ;;
+        *) fail "no name_hex: $out" ;; esac
+        out=$("$DLOCK" release --force "$(printf "$evil")")
+        check "a name that is not UTF-8 can be broken" 0 $?
+        check "and is gone" "" "$("$DLOCK" list "$run_id/evil")"
+    elif [ "${CI:-}" = true ]; then
+        fail "sqlite3 shell missing: cannot plant a hostile row"
+    fi ;;
+esac
+
 # --- a symbolic link at an explicit store is refused ---------------------
 mkdir "$T/links"
 printf 'precious\n' >"$T/victim"
