@@ -340,7 +340,11 @@ DLOCK_EXTERN uint64_t dlock_fence(const dlock_lock *lock);
 /** The name the lock was acquired with; valid until dlock_release(). */
 DLOCK_EXTERN const char *dlock_lock_name(const dlock_lock *lock);
 
-/** Nonzero once the lock is known to be lost. */
+/** Nonzero once the lock is known to be lost, or once its lease, as this
+ * process counts it, has run out without a renewal (auto_renew off, or
+ * renewal fell behind): the lock is lost from then on, even if nobody took
+ * it.  dlock_extend(), dlock_assert_ttl() and dlock_release() say
+ * DLOCK_LOST then too, without asking the store. */
 DLOCK_EXTERN int dlock_is_lost(const dlock_lock *lock);
 
 /**

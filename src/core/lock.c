@@ -113,6 +113,37 @@ static void cond_wait_until(pthread_cond_t *cv, int64_t when_ms)
 
 /* --- loss ------------------------------------------------------------ */
 
+/* lease_end is written under lk->mu but read by the renew thread's scan
+ * under reg_mu only: relaxed atomics keep those reads whole. */
+static int64_t lease_end_of(const struct dlock_lock *lk)
+{
+    return __atomic_load_n(&lk->lease_end, __ATOMIC_RELAXED);
+}
+
+static void set_lease_end(struct dlock_lock *lk, int64_t when)
+{
+    __atomic_store_n(&lk->lease_end, when, __ATOMIC_RELAXED);
+}
+
+/* A held lock whose lease, as this process knows it, has run out without
+ * a renewal: it is lost, whatever the store would still say.  Someone may
+ * have held it meanwhile (taken and released again) and only the local
+ * clock can tell the holder that its exclusion lapsed.  The lease end is
+ * set before each successful request is sent, so it is never later than
+ * the store's. */
+static int lapsed(const struct dlock_lock *lk, int64_t now)
+{
+    return lk->state == DLOCK_STATE_HELD && now >= lease_end_of(lk);
+}
+
+static int lapsed_err(const struct dlock_lock *lk)
+{
+    return dlock__seterr(DLOCK_LOST,
+                         "lock '%s' was lost: its lease ran out before it "
+                         "was renewed",
+                         lk->name);
+}
+
 /* Mark lk lost (caller holds lk->mu).  Returns the callback to run once
  * the caller has dropped its locks, or NULL. */
 static dlock_lost_cb mark_lost(struct dlock_lock *lk)
@@ -151,19 +182,28 @@ static void renew_one(struct dlock_lock *lk)
         return;
     }
     t0 = dlock__now_ms();
+    if (lapsed(lk, t0)) {
+        /* Renewal fell behind (too many locks, a stalled store): too late
+         * to extend, whatever the store would answer. */
+        cb = mark_lost(lk);
+        pthread_mutex_unlock(&lk->mu);
+        if (cb != NULL)
+            cb(lk, lk->payload);
+        return;
+    }
     rc = s->ops->extend(s, lk, lk->ttl_ms);
     now = dlock__now_ms();
     if (rc == DLOCK_OK) {
         /* The lease counts from when the request left, not when the
          * answer came: the store may have started it any time between. */
-        lk->lease_end = t0 + lk->ttl_ms;
+        set_lease_end(lk, t0 + lk->ttl_ms);
         next = t0 + lk->ttl_ms / 3;
-    } else if (rc == DLOCK_LOST || now >= lk->lease_end) {
+    } else if (rc == DLOCK_LOST || now >= lease_end_of(lk)) {
         cb = mark_lost(lk);
     } else {
         /* Transient (store unreachable): try again soon, while the lease
          * we know of still runs.  When it has run out the lock is lost. */
-        int64_t left = lk->lease_end - now;
+        int64_t left = lease_end_of(lk) - now;
 
         next = now + (left / 4 < RENEW_RETRY_MS ? left / 4 : RENEW_RETRY_MS);
         if (next <= now)
@@ -194,14 +234,21 @@ static void *renew_main(void *arg)
         pid_t me = getpid();
 
         for (lk = reg_head; lk != NULL; lk = lk->next) {
+            int64_t when;
+
             if (lk->renewable <= 0 || !lk->auto_renew || lk->pid != me)
                 continue;
-            if (lk->next_renew <= now) {
+            /* Due at its renewal time, and at the latest when its lease
+             * ends: a lock whose renewal fell behind is reported LOST
+             * then, not whenever the thread gets round to it. */
+            when = lk->next_renew < lease_end_of(lk) ? lk->next_renew
+                                                     : lease_end_of(lk);
+            if (when <= now) {
                 due = lk;
                 break;
             }
-            if (lk->next_renew < earliest)
-                earliest = lk->next_renew;
+            if (when < earliest)
+                earliest = when;
         }
         if (due == NULL) {
             if (earliest == INT64_MAX)
@@ -531,10 +578,18 @@ dlock_rc dlock_extend(dlock_lock *lk, int64_t ttl_ms)
         return rc;
     }
     t0 = dlock__now_ms();
+    if (lapsed(lk, t0)) {
+        rc = lapsed_err(lk);
+        cb = mark_lost(lk);
+        pthread_mutex_unlock(&lk->mu);
+        if (cb != NULL)
+            cb(lk, lk->payload);
+        return rc;
+    }
     rc = s->ops->extend(s, lk, ttl_ms);
     if (rc == DLOCK_OK) {
         lk->ttl_ms = ttl_ms;
-        lk->lease_end = t0 + ttl_ms;
+        set_lease_end(lk, t0 + ttl_ms);
         next = t0 + ttl_ms / 3;
     } else if (rc == DLOCK_LOST) {
         cb = mark_lost(lk);
@@ -567,9 +622,14 @@ dlock_rc dlock_assert_ttl(dlock_lock *lk, int64_t min_remaining_ms)
         pthread_mutex_unlock(&lk->mu);
         return rc;
     }
-    rc = s->ops->ttl_left(s, lk, &left);
-    if (rc == DLOCK_LOST)
+    if (lapsed(lk, dlock__now_ms())) {
+        rc = lapsed_err(lk);
         cb = mark_lost(lk);
+    } else {
+        rc = s->ops->ttl_left(s, lk, &left);
+        if (rc == DLOCK_LOST)
+            cb = mark_lost(lk);
+    }
     pthread_mutex_unlock(&lk->mu);
     if (cb != NULL)
         cb(lk, lk->payload);
@@ -591,6 +651,13 @@ static int store_release(struct dlock_lock *lk)
     struct dlock_store *s = lk->store;
     int rc;
 
+    if (lapsed(lk, dlock__now_ms())) {
+        /* Tidy the store if it is still ours there (nobody waits for an
+         * expired lease anyway), but the holder must hear it lapsed. */
+        (void)s->ops->release(s, lk);
+        lk->state = DLOCK_STATE_LOST;
+        return lapsed_err(lk);
+    }
     if (lk->state == DLOCK_STATE_HELD)
         return s->ops->release(s, lk);
     if (lk->state == DLOCK_STATE_LOST) {
@@ -676,7 +743,7 @@ int dlock_is_lost(const dlock_lock *lk)
     /* state is written under lk->mu; reading it under the same mutex keeps
      * the answer coherent with the last store call. */
     pthread_mutex_lock((pthread_mutex_t *)&lk->mu);
-    lost = lk->state != DLOCK_STATE_HELD;
+    lost = lk->state != DLOCK_STATE_HELD || lapsed(lk, dlock__now_ms());
     pthread_mutex_unlock((pthread_mutex_t *)&lk->mu);
     return lost;
 }

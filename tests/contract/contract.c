@@ -278,6 +278,28 @@ static void t_lease_expired_untaken(dlock_store *s)
     CHECK_RC(dlock_release(b), DLOCK_OK);
 }
 
+/* A lease that ran out unrenewed is lost at its end as this process
+ * counts it, even if nobody took the lock and the store would still
+ * extend it: someone may have held it meanwhile. */
+static void t_lapsed(dlock_store *s)
+{
+    dlock_options o = opts(0, 200, 0);
+    dlock_lock *a;
+
+    CHECK_RC(dlock_acquire(&a, s, nm("lapsed"), &o), DLOCK_OK);
+    EXPECT(!dlock_is_lost(a));
+    sleep_ms(300); /* time passing is the point: nobody renews it */
+    EXPECT(dlock_is_lost(a));
+    CHECK_RC(dlock_extend(a, 0), DLOCK_LOST);
+    CHECK_RC(dlock_release(a), DLOCK_LOST);
+    CHECK_RC(dlock_acquire(&a, s, nm("lapsed"), &o), DLOCK_OK);
+    sleep_ms(300);
+    CHECK_RC(dlock_release(a), DLOCK_LOST);
+    /* And the store was tidied: the name is free at once. */
+    CHECK_RC(dlock_acquire(&a, s, nm("lapsed"), &o), DLOCK_OK);
+    CHECK_RC(dlock_release(a), DLOCK_OK);
+}
+
 static void t_fences(dlock_store *s)
 {
     dlock_options o = opts(0, 5000, 1), sh = o;
@@ -903,6 +925,7 @@ static const struct {
     {"timeout_precision", t_timeout_precision},
     {"lease_takeover", t_lease_takeover},
     {"lease_expired_untaken", t_lease_expired_untaken},
+    {"lapsed", t_lapsed},
     {"fences", t_fences},
     {"extend", t_extend},
     {"assert_ttl", t_assert_ttl},
