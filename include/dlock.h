@@ -288,6 +288,11 @@ DLOCK_EXTERN void dlock_free(char *str);
  * @param store  an open store.
  * @param name   1..DLOCK_NAME_MAX bytes, no NUL.
  * @param opts   options; NULL means the defaults.
+ * A waiter whose store goes away while it waits (a restart, a failover, a
+ * dropped connection) keeps waiting for it to come back, within the same
+ * deadline; it returns DLOCK_EUNAVAIL only if the store is still
+ * unreachable then (a try-lock, wait_ms 0, says so at once).
+ *
  * @return DLOCK_OK; DLOCK_BUSY if not acquired in time (including wait 0);
  *         DLOCK_EINVAL for a bad name or options (nothing is sent);
  *         DLOCK_ENOTSUP (e.g. shared on a store without shared locks);

@@ -48,6 +48,11 @@
  * by what is left of the lease). */
 #define RENEW_RETRY_MS 250
 
+/* A waiter whose store went away (a restart, a failover, a dropped
+ * connection) tries again after this, doubling up to OUTAGE_MAX_MS. */
+#define OUTAGE_FIRST_MS 100
+#define OUTAGE_MAX_MS 2000
+
 static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t reg_cv;   /* wakes the renew thread */
@@ -490,15 +495,31 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
     t0 = dlock__now_ms();
     deadline = opts->wait_ms == DLOCK_WAIT_FOREVER ? DLOCK_WAIT_FOREVER
                                                    : t0 + opts->wait_ms;
-    if (opts->wait_ms != 0 && s->ops->wait_slice != NULL && !s->poll_wait) {
-        rc = slice_acquire(s, lk, deadline);
-    } else if (opts->wait_ms != 0 && s->ops->wait_acquire != NULL &&
-               !s->poll_wait) {
-        /* A native wait may refine lease_end to its last attempt. */
-        lk->lease_end = t0 + lk->ttl_ms;
-        rc = s->ops->wait_acquire(s, lk, deadline);
-    } else {
-        rc = poll_acquire(s, lk, deadline, opts->wait_ms == 0);
+    for (int64_t outage = OUTAGE_FIRST_MS;; outage *= 2) {
+        int64_t rem;
+
+        if (opts->wait_ms != 0 && s->ops->wait_slice != NULL &&
+            !s->poll_wait) {
+            rc = slice_acquire(s, lk, deadline);
+        } else if (opts->wait_ms != 0 && s->ops->wait_acquire != NULL &&
+                   !s->poll_wait) {
+            /* A native wait may refine lease_end to its last attempt. */
+            lk->lease_end = dlock__now_ms() + lk->ttl_ms;
+            rc = s->ops->wait_acquire(s, lk, deadline);
+        } else {
+            rc = poll_acquire(s, lk, deadline, opts->wait_ms == 0);
+        }
+        /* The store went away while we waited: a caller who asked to wait
+         * waits for it to come back too, within the same deadline (the
+         * stores reconnect on the next call).  A try-lock answers now. */
+        if (rc != DLOCK_EUNAVAIL || opts->wait_ms == 0)
+            break;
+        if (outage > OUTAGE_MAX_MS)
+            outage = OUTAGE_MAX_MS;
+        rem = dlock__remaining_ms(deadline);
+        if (rem <= outage)
+            break; /* still unreachable at the deadline: say so */
+        dlock__sleep_ms(outage);
     }
     if (rc != DLOCK_OK) {
         if (rc == DLOCK_BUSY && dlock_errmsg()[0] == '\0')

@@ -1,0 +1,50 @@
+#!/bin/sh
+# A waiter outlives a restart of its server:
+#   test_restart.sh DLOCK_BINARY STORE_URL SERVER_SCRIPT SERVER_DIR
+# A holder holds NAME; a waiter (`run -w 60`) waits for it; the server is
+# restarted.  The restart ends the holder's lock (a session store drops it,
+# a Redis without persistence forgets it), so the waiter must get the lock
+# once the server is back: exit 0, not 69 ("store unreachable") a second
+# after the restart.  Synchronisation by FIFOs, not sleeps.
+set -u
+DLOCK=$1
+STORE=$2
+SERVER=$3
+DIR=$4
+T=$(mktemp -d /tmp/dlock-restart.XXXXXX)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT
+name="restart-$$"
+fails=0
+n=0
+ok()   { n=$((n + 1)); echo "ok   $1"; }
+fail() { n=$((n + 1)); fails=$((fails + 1)); echo "FAIL $1"; }
+
+mkfifo "$T/held" "$T/waiting"
+# The holder: a short lease, so it learns of the restart quickly (LOST, 75).
+"$DLOCK" -s "$STORE" run "$name" --ttl 2 -- sh -c "echo x >'$T/held'; exec sleep 120" 2>/dev/null &
+holder=$!
+read _ <"$T/held"
+# The waiter says (-v) when it found the lock held, just before it waits.
+"$DLOCK" -s "$STORE" -v run "$name" -w 60 -- sh -c "echo acquired" \
+    >"$T/out" 2>"$T/waiting" &
+waiter=$!
+read _ <"$T/waiting"
+cat "$T/waiting" >"$T/err" &
+"$SERVER" ctl "$DIR" restart >/dev/null
+echo "server restarted"
+wait "$waiter"
+rc=$?
+if [ "$rc" = 0 ] && grep -q acquired "$T/out"; then
+    ok "the waiter got the lock after the restart"
+else
+    fail "the waiter exited $rc: $(cat "$T/err")"
+fi
+wait "$holder"
+rc=$?
+if [ "$rc" = 75 ]; then
+    ok "the holder was told its lock was lost (75)"
+else
+    fail "the holder exited $rc, not 75"
+fi
+echo "$fails of $n checks failed"
+[ "$fails" = 0 ]
