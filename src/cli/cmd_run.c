@@ -407,13 +407,15 @@ static void default_one(int sig, void *arg)
  * is killed when dlock dies: PR_SET_PDEATHSIG, and if dlock died before
  * that was in place (we are already someone else's child), not started. */
 static void child_exec(char **paths, char **argv, char **env, int errfd,
-                       pid_t parent)
+                       pid_t parent, int own_group)
 {
     sigset_t none;
     int err = ENOENT;
 
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
         _exit(EXIT_LOST);
+    if (own_group)
+        (void)setpgid(0, 0);
     for_each_caught(default_one, NULL);
     (void)signal(SIGCHLD, SIG_DFL);
     sigemptyset(&none);
@@ -433,9 +435,26 @@ static void child_exec(char **paths, char **argv, char **env, int errfd,
     _exit(err == ENOENT ? 127 : 126);
 }
 
+/* Is dlock the foreground job of its terminal?  Then CMD shares its
+ * process group, so that ^C, ^Z and the terminal itself work as for any
+ * job.  Otherwise (cron, systemd, a script, timeout(1)) CMD gets a group of
+ * its own: a signal sent to dlock's whole group (kill -INT -PGID) then
+ * reaches CMD once, passed on by dlock, instead of twice. */
+static int foreground_job(void)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        pid_t fg = isatty(fd) ? tcgetpgrp(fd) : -1;
+
+        if (fg > 0)
+            return fg == getpgrp();
+    }
+    return 0;
+}
+
 /* Start CMD; returns its pid, or -(exit code) on failure. */
 static pid_t spawn(char **cmd, char **env)
 {
+    int own_group = !foreground_job();
     char **paths = exec_paths(cmd[0]);
     sigset_t all, old;
     int efd[2], err = 0;
@@ -457,8 +476,10 @@ static pid_t spawn(char **cmd, char **env)
     pid = fork();
     if (pid == 0) {
         close(efd[0]);
-        child_exec(paths, cmd, env, efd[1], parent);
+        child_exec(paths, cmd, env, efd[1], parent, own_group);
     }
+    if (pid > 0 && own_group)
+        (void)setpgid(pid, pid); /* as the child does: whoever runs first */
     if (pid < 0)
         err = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -149,6 +149,38 @@ dies_with USR2 12
 dies_with ALRM 14
 dies_with PIPE 13
 
+# A signal to dlock's whole process group (kill -INT -PGID, timeout(1),
+# a supervisor) reaches the command once, not once directly and once
+# passed on.  perl counts every SIGINT; SIGUSR1, sent to dlock alone and
+# passed on after anything dlock passed on before it, asks for the count.
+if command -v setsid >/dev/null && command -v perl >/dev/null; then
+    rm -f "$T/g-out"
+    mkfifo "$T/g-out"
+    setsid "$DLOCK" run "$run_id/group" -- perl -e '
+        $| = 1; my $n = 0;
+        $SIG{INT} = sub { $n++; print "int\n" };
+        $SIG{USR1} = sub { print "count $n\n" };
+        $SIG{TERM} = sub { exit 0 };
+        print "ready $$\n";
+        sleep 1 while 1' >"$T/g-out" &
+    pid=$!
+    exec 7<"$T/g-out"
+    read line cpid <&7
+    # Not on a terminal: the command has a process group of its own, so a
+    # group signal cannot reach it directly as well.
+    check "the command leads a process group of its own" "$cpid" \
+        "$(ps -o pgid= -p "$cpid" | tr -d ' ')"
+    kill -s INT -- "-$pid"
+    read line <&7                   # the first "int"
+    kill -USR1 "$pid"
+    line=
+    while read line <&7; do case $line in count*) break ;; esac; done
+    check "kill -INT -PGID reaches the command once" "count 1" "$line"
+    kill -TERM "$pid"
+    wait "$pid"
+    exec 7<&-
+fi
+
 # --- a stolen lock stops the command --------------------------------------
 mkfifo "$T/steal-ready"
 "$DLOCK" run "$run_id/steal" --ttl 0.6 --grace 5 -- sh -c "trap 'echo TERM >$T/steal-got; exit 0' TERM; echo x >$T/steal-ready; while :; do sleep 0.05; done" 2>"$T/steal-err" &
