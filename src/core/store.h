@@ -155,7 +155,7 @@ struct dlock_store_ops {
      * This is the future: every store with a native wait is to use it. */
     int (*wait_slice)(struct dlock_store *store, struct dlock_lock *lk,
                       int64_t slice_ms, int64_t *retry_ms);
-    /* Deprecated, for the stores not yet on wait_slice (MySQL, Redis):
+    /* Deprecated, for the stores not yet on wait_slice (Redis):
      * a native blocking wait with its own loop, until acquired (DLOCK_OK)
      * or `deadline` passes (DLOCK_BUSY).  deadline is monotonic ms or
      * DLOCK_WAIT_FOREVER.  Used only when wait_slice is NULL; with
