@@ -490,21 +490,15 @@ static int names_fn(void *conn, void *arg, int *dead)
     return rc;
 }
 
-/* The names first, then each described on its own: the callback runs
- * without a connection held, so it may call back into the library. */
 static int my_list(struct dlock_store *s, const char *prefix,
                    int (*cb)(const dlock_info *info, void *payload),
                    void *payload)
 {
     struct dlock__names names = {0};
     struct name_call k = {(struct my_store *)s, prefix, NULL, NULL, &names};
-    int rc = dlock__pool_run(&k.ms->pool, names_fn, &k);
 
-    if (rc != DLOCK_OK) {
-        dlock__names_free(&names);
-        return rc;
-    }
-    return dlock__names_report(&names, s, my_status, cb, payload);
+    return dlock__pool_list(&k.ms->pool, names_fn, &k, &names, s, my_status, cb,
+                            payload);
 }
 
 static int force_fn(void *conn, void *arg, int *dead)
