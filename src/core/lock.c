@@ -501,11 +501,6 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
         if (opts->wait_ms != 0 && s->ops->wait_slice != NULL &&
             !s->poll_wait) {
             rc = slice_acquire(s, lk, deadline);
-        } else if (opts->wait_ms != 0 && s->ops->wait_acquire != NULL &&
-                   !s->poll_wait) {
-            /* A native wait may refine lease_end to its last attempt. */
-            lk->lease_end = dlock__now_ms() + lk->ttl_ms;
-            rc = s->ops->wait_acquire(s, lk, deadline);
         } else {
             rc = poll_acquire(s, lk, deadline, opts->wait_ms == 0);
         }

@@ -114,3 +114,20 @@ int dlock__pool_run(struct dlock__pool *p, dlock__pool_fn fn, void *arg)
         dlock__pool_put(p, c);
     return rc;
 }
+
+/* The names first, then each described on its own: the callback runs
+ * without a connection held, so it may call back into the library. */
+int dlock__pool_list(struct dlock__pool *p, dlock__pool_fn fn, void *arg,
+                     struct dlock__names *names, struct dlock_store *s,
+                     int (*describe)(struct dlock_store *, const char *,
+                                     dlock_info *),
+                     int (*cb)(const dlock_info *, void *), void *payload)
+{
+    int rc = dlock__pool_run(p, fn, arg);
+
+    if (rc != DLOCK_OK) {
+        dlock__names_free(names);
+        return rc;
+    }
+    return dlock__names_report(names, s, describe, cb, payload);
+}

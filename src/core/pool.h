@@ -20,6 +20,8 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "dlock.h"
+
 #define DLOCK__POOL_MAX_IDLE 8
 
 struct dlock__pool_ops {
@@ -71,5 +73,17 @@ void dlock__pool_discard(struct dlock__pool *p, void *conn);
  * dlock__pool_put(). */
 typedef int (*dlock__pool_fn)(void *conn, void *arg, int *dead);
 int dlock__pool_run(struct dlock__pool *p, dlock__pool_fn fn, void *arg);
+
+/* A store's list(): collect the names with fn (on a pooled connection,
+ * under dlock__pool_run(); fn fills `names` through arg), then describe
+ * and report each with dlock__names_report(), with no connection held.
+ * Frees names. */
+struct dlock__names;
+struct dlock_store;
+int dlock__pool_list(struct dlock__pool *p, dlock__pool_fn fn, void *arg,
+                     struct dlock__names *names, struct dlock_store *s,
+                     int (*describe)(struct dlock_store *, const char *,
+                                     dlock_info *),
+                     int (*cb)(const dlock_info *, void *), void *payload);
 
 #endif /* DLOCK_CORE_POOL_H */

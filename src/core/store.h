@@ -76,7 +76,7 @@ struct dlock_store {
     pid_t pid; /* the process that opened it; a fork child may not use it */
     /* Set by open(): this handle has no native wait (a table-only lease
      * mode, say), so the core polls try_acquire even though the ops
-     * table has wait_acquire. */
+     * table has wait_slice. */
     int poll_wait;
 };
 
@@ -152,17 +152,9 @@ struct dlock_store_ops {
      * calls forget() to free it.  The core sets lk->lease_end to (call
      * time + ttl) before each slice; a store may move it later, to (time
      * its successful statement was sent + ttl), never later than that.
-     * This is the future: every store with a native wait is to use it. */
+     * NULL: the core polls try_acquire with jittered backoff (SQLite). */
     int (*wait_slice)(struct dlock_store *store, struct dlock_lock *lk,
                       int64_t slice_ms, int64_t *retry_ms);
-    /* Deprecated, for the stores not yet on wait_slice (MySQL):
-     * a native blocking wait with its own loop, until acquired (DLOCK_OK)
-     * or `deadline` passes (DLOCK_BUSY).  deadline is monotonic ms or
-     * DLOCK_WAIT_FOREVER.  Used only when wait_slice is NULL; with
-     * neither, the core polls try_acquire with jittered backoff.  lease_end
-     * as for wait_slice, set once before the call. */
-    int (*wait_acquire)(struct dlock_store *store, struct dlock_lock *lk,
-                        int64_t deadline);
     /* Renew the lease to ttl_ms from now, only if lk still owns it:
      * DLOCK_OK or DLOCK_LOST. */
     int (*extend)(struct dlock_store *store, struct dlock_lock *lk,

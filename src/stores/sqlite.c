@@ -668,13 +668,7 @@ out:
     return rc;
 }
 
-static int lost(const struct dlock_lock *lk)
-{
-    return dlock__seterr(DLOCK_LOST,
-                         "lock '%s' is no longer ours: its lease ran out or "
-                         "it was broken",
-                         lk->name);
-}
+#define LOST_WHY "its lease ran out or it was broken"
 
 static int sqlite_extend(struct dlock_store *st, struct dlock_lock *lk,
                          int64_t ttl_ms)
@@ -688,7 +682,7 @@ static int sqlite_extend(struct dlock_store *st, struct dlock_lock *lk,
     if (changed == 0) {
         /* Expired but not yet taken: tidy our row away. */
         (void)run_on_row(ss, Q_FORGET, lk, 0, &changed, "extend");
-        return lost(lk);
+        return dlock__lost(lk, LOST_WHY);
     }
     return DLOCK_OK;
 }
@@ -716,7 +710,7 @@ static int sqlite_ttl_left(struct dlock_store *st, struct dlock_lock *lk,
         *left_ms = sqlite3_column_int64(s, 0);
         rc = DLOCK_OK;
     } else if (src == SQLITE_DONE) {
-        rc = lost(lk);
+        rc = dlock__lost(lk, LOST_WHY);
     } else {
         rc = db_error(ss, "assert_ttl");
     }
@@ -736,7 +730,7 @@ static int sqlite_release(struct dlock_store *st, struct dlock_lock *lk)
         return rc;
     if (changed == 0) {
         (void)run_on_row(ss, Q_FORGET, lk, 0, &changed, "release");
-        return lost(lk);
+        return dlock__lost(lk, LOST_WHY);
     }
     return DLOCK_OK;
 }
@@ -871,7 +865,7 @@ const struct dlock_store_ops dlock__sqlite_ops = {
     .open = sqlite_open,
     .close = sqlite_close,
     .try_acquire = sqlite_try_acquire,
-    .wait_acquire = NULL, /* the core polls with jittered backoff */
+    .wait_slice = NULL, /* the core polls with jittered backoff */
     .extend = sqlite_extend,
     .ttl_left = sqlite_ttl_left,
     .release = sqlite_release,

@@ -485,21 +485,15 @@ static int names_fn(void *conn, void *arg, int *dead)
     return rc;
 }
 
-/* The names first, then each described on its own: the callback runs
- * without a connection held, so it may call back into the library. */
 static int pg_list(struct dlock_store *s, const char *prefix,
                    int (*cb)(const dlock_info *info, void *payload),
                    void *payload)
 {
     struct dlock__names names = {0};
     struct names_call k = {(struct pg_store *)s, prefix, &names};
-    int rc = dlock__pool_run(&k.ps->pool, names_fn, &k);
 
-    if (rc != DLOCK_OK) {
-        dlock__names_free(&names);
-        return rc;
-    }
-    return dlock__names_report(&names, s, pg_status, cb, payload);
+    return dlock__pool_list(&k.ps->pool, names_fn, &k, &names, s, pg_status,
+                            cb, payload);
 }
 
 static int pg_force_release(struct dlock_store *s, const char *name,

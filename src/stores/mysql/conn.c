@@ -1,0 +1,321 @@
+/*
+ * conn.c - one MySQL/MariaDB connection: connect, the pool's callbacks,
+ * SQL text and escaping, running statements, what an error means.
+ */
+#include <errmsg.h>
+#include <mysqld_error.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "my.h"
+
+int64_t dlock__my_max_slice(int64_t timeout_ms)
+{
+    return timeout_ms < MAX_SLICE_MS ? timeout_ms : MAX_SLICE_MS;
+}
+
+static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
+static int lib_rc;
+
+static void lib_init(void)
+{
+    lib_rc = mysql_library_init(0, NULL, NULL);
+}
+
+int dlock__my_lib_init(void)
+{
+    pthread_once(&lib_once, lib_init);
+    if (lib_rc != 0)
+        return dlock__seterr(DLOCK_ESTORE,
+                             "cannot initialise the MariaDB client library");
+    return DLOCK_OK;
+}
+
+int dlock__my_conn_error(unsigned e)
+{
+    return e == CR_SERVER_GONE_ERROR || e == CR_SERVER_LOST ||
+           e == CR_CONNECTION_ERROR || e == CR_CONN_HOST_ERROR ||
+           e == CR_UNKNOWN_HOST || e == CR_SERVER_LOST_EXTENDED ||
+           (e >= 2000 && e < 3000) || e == ER_CONNECTION_KILLED ||
+           e == ER_SERVER_SHUTDOWN || e == ER_QUERY_INTERRUPTED;
+}
+
+/* The server refused a name the lock table's name column cannot hold: an
+ * incorrect string value on INSERT, or an illegal mix of collations when
+ * the utf8mb4 key is compared with a narrower column. */
+static int is_charset_error(unsigned e)
+{
+    return e == ER_TRUNCATED_WRONG_VALUE_FOR_FIELD ||
+           e == ER_CANT_AGGREGATE_2COLLATIONS ||
+           e == ER_CANT_AGGREGATE_3COLLATIONS ||
+           e == ER_CANT_AGGREGATE_NCOLLATIONS;
+}
+
+int dlock__my_unstorable(struct my_store *ms, const char *name,
+                         const char *detail)
+{
+    const char *cs = ms->name_charset[0] ? ms->name_charset : "not utf8mb4";
+
+    return dlock__seterr(DLOCK_EINVAL,
+                         "the %s table's name column is %s and cannot "
+                         "store '%s': ALTER it to utf8mb4 (see dlock init "
+                         "--print)%s%s",
+                         ms->raw_table, cs, name, detail[0] ? ": " : "",
+                         detail);
+}
+
+int dlock__my_db_err(struct my_store *ms, struct conn *c, const char *what)
+{
+    unsigned e = mysql_errno(c->db);
+    int rc = dlock__my_conn_error(e) ? DLOCK_EUNAVAIL : DLOCK_ESTORE;
+
+    if (c->name != NULL && is_charset_error(e))
+        return dlock__my_unstorable(ms, c->name, mysql_error(c->db));
+    if (e == ER_BAD_FIELD_ERROR)
+        return dlock__seterr(DLOCK_ESTORE,
+                             "%s: table %s lacks dlock's columns (was it "
+                             "created by another tool?): add them with the "
+                             "ALTER TABLE shown by `dlock init --print` "
+                             "(%s): %s",
+                             what, ms->raw_table, ms->base.url,
+                             mysql_error(c->db));
+    return dlock__seterr(rc, "%s on %s: %s (MySQL error %u)", what,
+                         ms->base.url, mysql_error(c->db), e);
+}
+
+static void conn_close(void *ctx, void *conn)
+{
+    struct conn *c = conn;
+
+    (void)ctx;
+    mysql_close(c->db);
+    free(c);
+}
+
+static unsigned secs_up(int64_t ms)
+{
+    return (unsigned)((ms + 999) / 1000);
+}
+
+/* A new connection, set up for locking (the pool's open). */
+static int conn_open(void *ctx, void **out)
+{
+    struct my_store *ms = ctx;
+    unsigned ct = secs_up(ms->timeout_ms);
+    unsigned rt = secs_up(ms->timeout_ms + dlock__my_max_slice(ms->timeout_ms));
+    unsigned wt = ct;
+    my_bool off = 0, on = 1;
+    struct conn *c;
+    MYSQL_RES *res;
+    MYSQL_ROW row;
+    const char *info;
+
+    c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return dlock__enomem();
+    c->db = mysql_init(NULL);
+    if (c->db == NULL) {
+        free(c);
+        return dlock__enomem();
+    }
+    mysql_optionsv(c->db, MYSQL_OPT_CONNECT_TIMEOUT, &ct);
+    mysql_optionsv(c->db, MYSQL_OPT_READ_TIMEOUT, &rt);
+    mysql_optionsv(c->db, MYSQL_OPT_WRITE_TIMEOUT, &wt);
+    /* A reconnect would silently drop the session's GET_LOCKs. */
+    mysql_optionsv(c->db, MYSQL_OPT_RECONNECT, &off);
+    mysql_optionsv(c->db, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+    mysql_optionsv(c->db, MYSQL_INIT_COMMAND,
+                   "SET time_zone = '+00:00', autocommit = 1");
+    /* Fewer gap locks between concurrent INSERTs and DELETEs of a key. */
+    mysql_optionsv(c->db, MYSQL_INIT_COMMAND,
+                   "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
+    if (ms->ssl > 0)
+        mysql_optionsv(c->db, MYSQL_OPT_SSL_ENFORCE, &on);
+    if (ms->ssl > 1)
+        mysql_optionsv(c->db, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &on);
+    if (ms->ssl_ca != NULL)
+        mysql_optionsv(c->db, MYSQL_OPT_SSL_CA, ms->ssl_ca);
+    if (ms->ssl_cert != NULL)
+        mysql_optionsv(c->db, MYSQL_OPT_SSL_CERT, ms->ssl_cert);
+    if (ms->ssl_key != NULL)
+        mysql_optionsv(c->db, MYSQL_OPT_SSL_KEY, ms->ssl_key);
+    if (mysql_real_connect(c->db, ms->host, ms->user, ms->password,
+                           ms->database, ms->port, ms->socket,
+                           CLIENT_FOUND_ROWS) == NULL) {
+        unsigned e = mysql_errno(c->db);
+        int rc =
+            dlock__seterr(e >= 2000 && e < 3000 ? DLOCK_EUNAVAIL : DLOCK_ESTORE,
+                          "cannot connect to %s: %s (MySQL error %u)",
+                          ms->base.url, mysql_error(c->db), e);
+
+        conn_close(ms, c);
+        return rc;
+    }
+    info = mysql_get_server_info(c->db);
+    c->frac = info != NULL && strstr(info, "MariaDB") != NULL;
+    if (mysql_query(c->db, "SELECT CONNECTION_ID()") != 0 ||
+        (res = mysql_store_result(c->db)) == NULL) {
+        int rc = dlock__my_db_err(ms, c, "connect");
+
+        conn_close(ms, c);
+        return rc;
+    }
+    row = mysql_fetch_row(res);
+    c->id = row != NULL && row[0] != NULL ? strtoul(row[0], NULL, 10) : 0;
+    mysql_free_result(res);
+    *out = c;
+    return DLOCK_OK;
+}
+/* --- the pool's callbacks ---------------------------------------------- */
+
+/* Given back (idle 0): kept only if its last statement did not fail, as
+ * its session's state is unknown after an error.  Reused after sitting
+ * idle a while: pinged, as it may have died with a server restart or
+ * wait_timeout.  Either way it forgets the lock name it worked for, so a
+ * connection handed out has none until its user sets one. */
+static int pool_healthy(void *ctx, void *conn, int64_t idle_ms)
+{
+    struct conn *c = conn;
+
+    (void)ctx;
+    c->name = NULL;
+    return idle_ms >= IDLE_PING_MS ? mysql_ping(c->db) == 0
+                                   : mysql_errno(c->db) == 0;
+}
+
+const struct dlock__pool_ops dlock__my_pool_ops = {
+    .open = conn_open,
+    .close = conn_close,
+    .healthy = pool_healthy,
+};
+
+/* --- SQL text ---------------------------------------------------------- */
+
+static void sb_grow(struct sb *b, size_t need)
+{
+    char *np;
+    size_t cap;
+
+    if (b->oom || b->len + need + 1 <= b->cap)
+        return;
+    cap = b->cap ? b->cap : 256;
+    while (cap < b->len + need + 1)
+        cap *= 2;
+    np = realloc(b->p, cap);
+    if (np == NULL) {
+        b->oom = 1;
+        return;
+    }
+    b->p = np;
+    b->cap = cap;
+}
+
+void dlock__my_sb_add(struct sb *b, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        b->oom = 1;
+        return;
+    }
+    sb_grow(b, (size_t)n);
+    if (b->oom)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+/* A quoted string literal.  Single quotes work whatever ANSI_QUOTES says;
+ * the connector escapes for the connection's charset and for
+ * NO_BACKSLASH_ESCAPES. */
+void dlock__my_sb_lit(struct sb *b, struct conn *c, const char *s, size_t len)
+{
+    sb_grow(b, 2 * len + 3);
+    if (b->oom)
+        return;
+    b->p[b->len++] = '\'';
+    b->len +=
+        mysql_real_escape_string(c->db, b->p + b->len, s, (unsigned long)len);
+    b->p[b->len++] = '\'';
+    b->p[b->len] = '\0';
+}
+
+void dlock__my_sb_reset(struct sb *b)
+{
+    b->len = 0;
+    if (b->p != NULL)
+        b->p[0] = '\0';
+}
+
+void dlock__my_sb_free(struct sb *b)
+{
+    free(b->p);
+    b->p = NULL;
+    b->len = b->cap = 0;
+}
+
+/* Send one statement.  In autocommit an InnoDB deadlock or lock wait
+ * timeout rolls back just that statement, so it is simply sent again. */
+int dlock__my_query(struct conn *c, const char *sql, size_t len)
+{
+    for (int tries = 0;; tries++) {
+        unsigned e;
+
+        if (mysql_real_query(c->db, sql, (unsigned long)len) == 0)
+            return 0;
+        e = mysql_errno(c->db);
+        if ((e != ER_LOCK_DEADLOCK && e != ER_LOCK_WAIT_TIMEOUT) || tries >= 20)
+            return -1;
+        dlock__sleep_ms(tries < 3 ? 0 : 1);
+    }
+}
+
+/* Run b's statement.  res (may be NULL) receives its result set. */
+int dlock__my_run(struct my_store *ms, struct conn *c, struct sb *b,
+                  MYSQL_RES **res, const char *what)
+{
+    if (res != NULL)
+        *res = NULL;
+    if (b->oom)
+        return dlock__enomem();
+    if (dlock__my_query(c, b->p, b->len) != 0)
+        return dlock__my_db_err(ms, c, what);
+    if (res != NULL) {
+        *res = mysql_store_result(c->db);
+        if (*res == NULL && mysql_field_count(c->db) != 0)
+            return dlock__my_db_err(ms, c, what);
+    }
+    return DLOCK_OK;
+}
+
+/* Run a statement returning one integer (or NULL, or no row: *found 0). */
+int dlock__my_run_int(struct my_store *ms, struct conn *c, struct sb *b,
+                      long long *val, int *found, const char *what)
+{
+    MYSQL_RES *res;
+    MYSQL_ROW row;
+    int rc = dlock__my_run(ms, c, b, &res, what);
+
+    *found = 0;
+    if (rc != DLOCK_OK)
+        return rc;
+    if (res == NULL)
+        return dlock__seterr(DLOCK_ESTORE, "%s on %s: no result", what,
+                             ms->base.url);
+    row = mysql_fetch_row(res);
+    if (row != NULL && row[0] != NULL) {
+        *val = strtoll(row[0], NULL, 10);
+        *found = 1;
+    }
+    mysql_free_result(res);
+    return DLOCK_OK;
+}

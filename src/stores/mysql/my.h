@@ -1,0 +1,223 @@
+/*
+ * my.h - the MySQL/MariaDB store's private header: its handle, its
+ * per-lock state, and what its files share.
+ *
+ *   conn.c     one connection: connect, the pool's callbacks, SQL text
+ *              and escaping, running statements, errors
+ *   schema.c   the tables: DDL, checking and creating them, the columns
+ *              read from a row
+ *   acquire.c  acquiring: GET_LOCK, the row, taking over a dead holder,
+ *              the try and the wait's slices
+ *   store.c    the ops table: open and close, extend, assert, release,
+ *              status, list, force-release
+ *
+ * mysql://user:pass@host[:port]/database[?options]   (or mariadb://)
+ * options: timeout=5s, table=shared_locks, quote=ansi|backtick,
+ *          mode=lock|lease, socket=/path.sock, ssl=0|1|verify,
+ *          ssl-ca=, ssl-cert=, ssl-key=
+ *
+ * GET_LOCK plus the `shared_locks` table of its-mieger/mysql-shared-locks,
+ * with its TTL enforced by KILL.  A lock is two things held together on
+ * one dedicated autocommit connection, pinned to the lock while it is
+ * held: a row in the lock table (the lease: owner token, expiry on the
+ * server's clock, fence) and GET_LOCK(key) (the native mutual exclusion,
+ * which the server drops the moment the session ends, so a crashed holder
+ * frees the lock at once).  The row is the lock; the GET_LOCK is how
+ * waiters sleep and how death is seen.  A holder past its lease has its
+ * row deleted and, if and only if IS_USED_LOCK(key) is the connection id
+ * recorded in its row, its connection KILLed: that drops its GET_LOCK and
+ * makes anything it still does on that connection fail.  A session that
+ * a waiter saw hold the key with a row, and that still holds the GET_LOCK
+ * after someone else deleted the row, is KILLed the same way once that
+ * row's lease and a grace are over; a session that never had a row (an
+ * application using GET_LOCK directly) is a legitimate holder and is
+ * waited for without bound (see rowless() in acquire.c).
+ *
+ * GET_LOCK compares names byte for byte, so every key handed to GET_LOCK,
+ * IS_USED_LOCK or RELEASE_LOCK is text in the connection's utf8mb4: our
+ * own key as a literal, or a row's name explicitly CONVERTed (the table
+ * of its-mieger's DDL is latin1, and its column read raw gives latin1
+ * bytes, which no holder took).  A name the column's character set cannot
+ * store is refused with DLOCK_EINVAL.
+ *
+ * Keys: a name of up to 64 characters is its own key; a longer one becomes
+ * its first 24 characters followed by the SHA1 hex of the whole name, as
+ * mpyw/laravel-database-advisory-lock computes it (src/stores/keys.c).
+ *
+ * ?mode=lease keeps only the row (for Galera and other servers where
+ * GET_LOCK is not cluster-wide): waiting polls (the core's loop), and a
+ * dead holder blocks others until its lease runs out.
+ *
+ * Fences come from a separate counter table that deleting lock rows never
+ * touches.
+ *
+ * Threads: connections come from one core pool (src/core/pool.h).
+ * Status, list, force-release, init and every call in lease mode take a
+ * pooled connection per call, under the pool's retry-once policy.  In
+ * lock mode a lock pins its own connection from its acquire (or its wait)
+ * to its release; the core serialises calls on one lock.
+ */
+#ifndef DLOCK_STORES_MY_H
+#define DLOCK_STORES_MY_H
+
+#include <mysql.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../keys.h"
+#include "pool.h"
+#include "store.h"
+
+/* Longest single GET_LOCK wait (never longer than ?timeout=).  A
+ * connection's read timeout, fixed when it connects, is ?timeout= plus one
+ * slice: so a statement that hangs is given up after at most twice the
+ * operation timeout, and a GET_LOCK wait is never mistaken for a hang. */
+#define MAX_SLICE_MS 5000
+/* An idle pooled connection older than this is pinged before reuse. */
+#define IDLE_PING_MS 1000
+#define KEY_MAX DLOCK__MYSQL_KEY_MAX
+#define TABLE_MAX 64
+
+/* The server's clock in ms; every connection runs with time_zone +00:00,
+ * so this has no daylight-saving jumps. */
+#define NOWMS "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)"
+
+/* The expiry of a row in server ms: ours carry expires_ms; rows of
+ * its-mieger's library only created + ttl, which that library considers
+ * obsolete once unix_timestamp() exceeds it. */
+#define EXPIRES "COALESCE(expires_ms, (created + ttl + 1) * 1000)"
+
+/* The GET_LOCK key a row's holder took, read from the row: GET_LOCK
+ * compares bytes, and a latin1 column (its-mieger's DDL) gives latin1
+ * bytes, so the column goes through utf8mb4 like every other key we send.
+ * A row found by `name = key` may be another string than our key under a
+ * case- or accent-insensitive collation (latin1_swedish_ci: ü = y): its
+ * holder is judged by its own key, never by ours. */
+#define ROW_KEY "CONVERT(name USING utf8mb4)"
+
+/* --- the handle -------------------------------------------------------- */
+
+/* One connection (the pool's `void *`). */
+struct conn {
+    MYSQL *db;
+    unsigned long id; /* CONNECTION_ID() */
+    int frac;         /* GET_LOCK takes fractional seconds (MariaDB) */
+    const char *name; /* the lock name it works for, for messages */
+};
+
+struct my_store {
+    struct dlock_store base;
+    struct dlock__pool pool; /* idle connections (struct conn *) */
+
+    char *host, *user, *password, *database, *socket;
+    unsigned port;
+    char *ssl_ca, *ssl_cert, *ssl_key;
+    int ssl; /* 0 off, 1 required, 2 required and verified */
+    int lease_mode;
+    int mariadb; /* the server is MariaDB (checked on open) */
+    int64_t timeout_ms;
+    char table[TABLE_MAX + 3]; /* quoted identifiers */
+    char fences[TABLE_MAX + 10];
+    char index[TABLE_MAX + 7];
+    char raw_table[TABLE_MAX + 1];
+    char name_charset[65]; /* of the table's name column ("" unknown) */
+};
+
+/* A lock's priv: held, or (held 0) waiting for it on c. */
+struct my_lock {
+    struct conn *c; /* pinned (lock mode); NULL in lease mode */
+    int held;
+    size_t key_len;
+    char key[KEY_MAX + 1];
+    /* While acquiring: the session last seen holding the key's GET_LOCK
+     * with a row, the end of that row's lease (monotonic ms), and since
+     * when it has held the GET_LOCK with no row (0: not seen so). */
+    unsigned long long seen_conn;
+    int64_t seen_until, rowless_since;
+    unsigned spins; /* backoff naps of the wait so far */
+};
+
+/* --- conn.c ------------------------------------------------------------ */
+
+/* mysql_library_init(), once per process: DLOCK_OK or DLOCK_ESTORE. */
+int dlock__my_lib_init(void);
+/* The pool's callbacks (ctx: the struct my_store). */
+extern const struct dlock__pool_ops dlock__my_pool_ops;
+/* The longest GET_LOCK wait for ?timeout= (see MAX_SLICE_MS). */
+int64_t dlock__my_max_slice(int64_t timeout_ms);
+/* The error is the connection's (it broke or did not answer). */
+int dlock__my_conn_error(unsigned mysql_errno);
+/* DLOCK_EINVAL: the name column cannot store name. */
+int dlock__my_unstorable(struct my_store *ms, const char *name,
+                         const char *detail);
+/* The code and message for c's last error. */
+int dlock__my_db_err(struct my_store *ms, struct conn *c, const char *what);
+
+/* SQL text being built; oom is sticky, checked when it is run. */
+struct sb {
+    char *p;
+    size_t len, cap;
+    int oom;
+};
+void dlock__my_sb_add(struct sb *b, const char *fmt, ...) DLOCK_PRINTF(2, 3);
+/* A quoted string literal, escaped for c. */
+void dlock__my_sb_lit(struct sb *b, struct conn *c, const char *s, size_t len);
+void dlock__my_sb_reset(struct sb *b);
+void dlock__my_sb_free(struct sb *b);
+/* Send one statement (InnoDB deadlocks retried): 0, or -1 with c's error
+ * set. */
+int dlock__my_query(struct conn *c, const char *sql, size_t len);
+/* Run b's statement.  res (may be NULL) receives its result set. */
+int dlock__my_run(struct my_store *ms, struct conn *c, struct sb *b,
+                  MYSQL_RES **res, const char *what);
+/* Run a statement returning one integer (or NULL, or no row: *found 0). */
+int dlock__my_run_int(struct my_store *ms, struct conn *c, struct sb *b,
+                      long long *val, int *found, const char *what);
+
+/* --- schema.c ---------------------------------------------------------- */
+
+/* A row of the lock table, as dlock__my_columns() selects it. */
+struct holder {
+    unsigned long long conn_id, used_by;
+    char owner[DLOCK_TOKEN_HEX + 1];
+    int has_owner;
+    int acquired;
+    long long left, created, pid, since;
+    unsigned long long fence;
+    char host[256];
+    char *name; /* malloc'd, want_name only */
+    size_t name_len;
+};
+
+/* The select list of a lock table row (11 columns). */
+const char *dlock__my_columns(const struct my_store *ms);
+void dlock__my_read_holder(MYSQL_ROW row, unsigned long *lens, struct holder *h,
+                           int want_name);
+/* A row whose holder is gone. */
+int dlock__my_holder_dead(const struct holder *h);
+/* Table and quote settings of the URL (shared by open and ddl). */
+int dlock__my_parse_names(const struct dlock_url *u, char *t, char *f, char *ix,
+                          char *raw);
+/* On open: use the tables if they are there, else create them. */
+int dlock__my_ensure_tables(struct my_store *ms, struct conn *c);
+int dlock__my_init(struct dlock_store *s);
+int dlock__my_ddl(char **out, const struct dlock_url *u);
+
+/* --- acquire.c --------------------------------------------------------- */
+
+void dlock__my_sb_key(struct sb *b, struct conn *c, const struct my_lock *ml);
+/* Best effort: drop our GET_LOCK (once) on c. */
+void dlock__my_release_getlock(struct my_store *ms, struct conn *c,
+                               const struct my_lock *ml);
+/* Delete our own row (whatever state it is in). */
+int dlock__my_delete_own_row(struct my_store *ms, struct conn *c,
+                             const struct dlock_lock *lk,
+                             const struct my_lock *ml);
+int dlock__my_try_acquire(struct dlock_store *s, struct dlock_lock *lk,
+                          int64_t deadline, int64_t *retry_ms);
+int dlock__my_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
+                         int64_t slice_ms, int64_t *retry_ms);
+/* Free a wait's state (not held): its connection goes back. */
+void dlock__my_unwait(struct my_store *ms, struct dlock_lock *lk);
+
+#endif /* DLOCK_STORES_MY_H */

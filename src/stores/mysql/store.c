@@ -1,0 +1,609 @@
+/*
+ * store.c - the MySQL store's ops table: open and close, the calls on a
+ * held lock, status, list and force-release (see my.h for the design).
+ */
+#include <mysqld_error.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "my.h"
+
+#define DEFAULT_TIMEOUT_MS 5000
+
+static void my_close(struct dlock_store *s)
+{
+    struct my_store *ms = (struct my_store *)s;
+
+    dlock__pool_destroy(&ms->pool);
+    free(ms->host);
+    free(ms->user);
+    free(ms->password);
+    free(ms->database);
+    free(ms->socket);
+    free(ms->ssl_ca);
+    free(ms->ssl_cert);
+    free(ms->ssl_key);
+    free(ms);
+}
+
+static int dup_opt(char **dst, const char *src)
+{
+    if (src == NULL || src[0] == '\0')
+        return DLOCK_OK;
+    *dst = dlock__strdup(src);
+    return *dst != NULL ? DLOCK_OK : dlock__enomem();
+}
+
+/* The first connection: which server it is, and the tables. */
+static int open_fn(void *conn, void *arg, int *dead)
+{
+    struct my_store *ms = arg;
+    struct conn *c = conn;
+    int rc;
+
+    ms->mariadb = c->frac;
+    rc = dlock__my_ensure_tables(ms, c);
+    *dead = rc != DLOCK_OK && dlock__my_conn_error(mysql_errno(c->db));
+    return rc;
+}
+
+static int my_open(struct dlock_store **out, const struct dlock_url *u)
+{
+    static const char *const known[] = {
+        "timeout", "table",  "quote",    "mode",    "socket",
+        "ssl",     "ssl-ca", "ssl-cert", "ssl-key", NULL};
+    const char *mode, *ssl, *sock;
+    struct my_store *ms;
+    int rc;
+
+    rc = dlock__url_check_params(u, known);
+    if (rc != DLOCK_OK)
+        return rc;
+    rc = dlock__my_lib_init();
+    if (rc != DLOCK_OK)
+        return rc;
+    ms = calloc(1, sizeof(*ms));
+    if (ms == NULL)
+        return dlock__enomem();
+    dlock__pool_init(&ms->pool, &dlock__my_pool_ops, ms, DLOCK__POOL_MAX_IDLE);
+    ms->base.url = u->redacted; /* for messages until the core sets it */
+    ms->timeout_ms = DEFAULT_TIMEOUT_MS;
+    rc = dlock__url_param_ms(u, "timeout", 1000, &ms->timeout_ms);
+    if (rc != DLOCK_OK)
+        goto fail;
+    if (ms->timeout_ms < 1000 || ms->timeout_ms > 3600000) {
+        rc = dlock__seterr(DLOCK_EINVAL, "timeout in %s must be 1s..3600s",
+                           u->redacted);
+        goto fail;
+    }
+    rc = dlock__my_parse_names(u, ms->table, ms->fences, ms->index,
+                               ms->raw_table);
+    if (rc != DLOCK_OK)
+        goto fail;
+    mode = dlock__url_param(u, "mode");
+    if (mode != NULL && strcmp(mode, "lease") == 0)
+        ms->lease_mode = ms->base.poll_wait = 1; /* no GET_LOCK: core polls */
+    else if (mode != NULL && strcmp(mode, "lock") != 0) {
+        rc = dlock__seterr(DLOCK_EINVAL,
+                           "mode=%s in %s: use mode=lock "
+                           "(GET_LOCK, default) or mode=lease",
+                           mode, u->redacted);
+        goto fail;
+    }
+    ssl = dlock__url_param(u, "ssl");
+    if (ssl != NULL) {
+        if (strcmp(ssl, "0") == 0 || strcmp(ssl, "false") == 0)
+            ms->ssl = 0;
+        else if (strcmp(ssl, "1") == 0 || strcmp(ssl, "true") == 0 ||
+                 strcmp(ssl, "") == 0)
+            ms->ssl = 1;
+        else if (strcmp(ssl, "verify") == 0)
+            ms->ssl = 2;
+        else {
+            rc = dlock__seterr(DLOCK_EINVAL,
+                               "ssl=%s in %s: use 0, 1 or "
+                               "verify",
+                               ssl, u->redacted);
+            goto fail;
+        }
+    }
+    if (u->path == NULL || u->path[0] != '/' || u->path[1] == '\0' ||
+        strchr(u->path + 1, '/') != NULL) {
+        rc = dlock__seterr(DLOCK_EINVAL,
+                           "%s names no database: use "
+                           "mysql://user:pass@host[:port]/database",
+                           u->redacted);
+        goto fail;
+    }
+    if (u->port < 0 || u->port > 65535) {
+        rc = dlock__seterr(DLOCK_EINVAL, "bad port in %s", u->redacted);
+        goto fail;
+    }
+    ms->port = (unsigned)u->port;
+    sock = dlock__url_param(u, "socket");
+    /* mysql://user@%2Frun%2Fmysqld%2Fmysqld.sock/db names a socket too. */
+    if (sock == NULL && u->host != NULL && u->host[0] == '/')
+        sock = u->host;
+    if ((rc = dup_opt(&ms->database, u->path + 1)) != DLOCK_OK ||
+        (rc = dup_opt(&ms->user, u->user)) != DLOCK_OK ||
+        (rc = dup_opt(&ms->password, u->password)) != DLOCK_OK ||
+        (rc = dup_opt(&ms->socket, sock)) != DLOCK_OK ||
+        (rc = dup_opt(&ms->ssl_ca, dlock__url_param(u, "ssl-ca"))) !=
+            DLOCK_OK ||
+        (rc = dup_opt(&ms->ssl_cert, dlock__url_param(u, "ssl-cert"))) !=
+            DLOCK_OK ||
+        (rc = dup_opt(&ms->ssl_key, dlock__url_param(u, "ssl-key"))) !=
+            DLOCK_OK)
+        goto fail;
+    if (ms->socket != NULL)
+        rc = dup_opt(&ms->host, "localhost");
+    else
+        rc = dup_opt(&ms->host, u->host != NULL && u->host[0] != '\0'
+                                    ? u->host
+                                    : "localhost");
+    if (rc != DLOCK_OK)
+        goto fail;
+    rc = dlock__pool_run(&ms->pool, open_fn, ms);
+    if (rc != DLOCK_OK)
+        goto fail;
+    *out = &ms->base;
+    return DLOCK_OK;
+fail:
+    my_close(&ms->base);
+    return rc;
+}
+
+/* --- held locks --------------------------------------------------------- */
+
+/* The pinned connection failed: its session, and with it our GET_LOCK,
+ * is gone (or will be when we close it), so the lock is lost. */
+static int pinned_failed(struct my_store *ms, struct dlock_lock *lk,
+                         struct my_lock *ml)
+{
+    char why[512];
+
+    snprintf(why, sizeof(why),
+             "its connection to %s failed (%s), and its "
+             "GET_LOCK went with the session",
+             ms->base.url, mysql_error(ml->c->db));
+    dlock__pool_discard(&ms->pool, ml->c);
+    ml->c = NULL;
+    return dlock__lost(lk, why);
+}
+
+/* WHERE clause: lk's row, still live (and its GET_LOCK still ours). */
+static void sb_own(struct sb *b, struct my_store *ms, struct conn *c,
+                   const struct dlock_lock *lk, const struct my_lock *ml)
+{
+    dlock__my_sb_add(b, " WHERE name = ");
+    dlock__my_sb_key(b, c, ml);
+    dlock__my_sb_add(b, " AND owner = '%s' AND " EXPIRES " > " NOWMS,
+                     lk->token);
+    if (!ms->lease_mode) {
+        /* The key we took, not the column (see ROW_KEY). */
+        dlock__my_sb_add(
+            b, " AND connection_id = CONNECTION_ID() AND IS_USED_LOCK(");
+        dlock__my_sb_key(b, c, ml);
+        dlock__my_sb_add(b, ") = CONNECTION_ID()");
+    }
+}
+
+/* After finding the lock lost: tidy our row and GET_LOCK away. */
+static void tidy_lost(struct my_store *ms, struct conn *c,
+                      const struct dlock_lock *lk, struct my_lock *ml)
+{
+    (void)dlock__my_delete_own_row(ms, c, lk, ml);
+    if (!ms->lease_mode && ml->c != NULL) {
+        long long v;
+        int found;
+        struct sb b = {0};
+
+        /* Only if this session still holds it (after a takeover it does
+         * not, and RELEASE_LOCK would just say so). */
+        dlock__my_sb_add(&b, "SELECT IF(IS_USED_LOCK(");
+        dlock__my_sb_key(&b, c, ml);
+        dlock__my_sb_add(&b, ") = CONNECTION_ID(), RELEASE_LOCK(");
+        dlock__my_sb_key(&b, c, ml);
+        dlock__my_sb_add(&b, "), 0)");
+        (void)dlock__my_run_int(ms, c, &b, &v, &found, "RELEASE_LOCK");
+        dlock__my_sb_free(&b);
+    }
+}
+
+/* A call on a held lock: op runs on c, the lock's pinned connection or in
+ * lease mode a pooled one, and returns DLOCK_OK, DLOCK_LOST (having
+ * tidied up) or the failure of its statement. */
+struct held_call {
+    struct my_store *ms;
+    struct dlock_lock *lk;
+    struct my_lock *ml;
+    int (*op)(struct held_call *k, struct conn *c);
+    int64_t ttl_ms, left_ms;
+};
+
+static int held_fn(void *conn, void *arg, int *dead)
+{
+    struct held_call *k = arg;
+    struct conn *c = conn;
+    int rc = k->op(k, c);
+
+    *dead = rc != DLOCK_OK && rc != DLOCK_LOST &&
+            dlock__my_conn_error(mysql_errno(c->db));
+    return rc;
+}
+
+/* Run k->op where the lock lives.  A pooled connection is under
+ * dlock__pool's retry-once policy; the pinned one's failure means its
+ * session, and with it our GET_LOCK, is gone: the lock is lost. */
+static int held_run(struct held_call *k)
+{
+    int rc;
+
+    if (k->ml == NULL || (!k->ms->lease_mode && k->ml->c == NULL))
+        return dlock__lost(k->lk, "its connection was lost earlier");
+    if (k->ml->c == NULL)
+        return dlock__pool_run(&k->ms->pool, held_fn, k);
+    rc = k->op(k, k->ml->c);
+    if (rc != DLOCK_OK && rc != DLOCK_LOST)
+        rc = pinned_failed(k->ms, k->lk, k->ml);
+    return rc;
+}
+
+static int extend_op(struct held_call *k, struct conn *c)
+{
+    struct sb b = {0};
+    int rc;
+
+    dlock__my_sb_add(&b,
+                     "UPDATE %s SET expires_ms = " NOWMS " + %lld, created = "
+                     "UNIX_TIMESTAMP(), ttl = %lld",
+                     k->ms->table, (long long)k->ttl_ms,
+                     (long long)((k->ttl_ms + 999) / 1000));
+    sb_own(&b, k->ms, c, k->lk, k->ml);
+    rc = dlock__my_run(k->ms, c, &b, NULL, "extend");
+    dlock__my_sb_free(&b);
+    if (rc == DLOCK_OK && mysql_affected_rows(c->db) != 1) {
+        tidy_lost(k->ms, c, k->lk, k->ml);
+        rc = dlock__lost(k->lk, "its lease ran out or it was broken");
+    }
+    return rc;
+}
+
+static int my_extend(struct dlock_store *s, struct dlock_lock *lk,
+                     int64_t ttl_ms)
+{
+    struct held_call k = {
+        (struct my_store *)s, lk, lk->priv, extend_op, ttl_ms, 0};
+
+    return held_run(&k);
+}
+
+static int ttl_op(struct held_call *k, struct conn *c)
+{
+    struct sb b = {0};
+    long long left = 0;
+    int found, rc;
+
+    dlock__my_sb_add(&b, "SELECT " EXPIRES " - " NOWMS " FROM %s",
+                     k->ms->table);
+    sb_own(&b, k->ms, c, k->lk, k->ml);
+    rc = dlock__my_run_int(k->ms, c, &b, &left, &found, "assert_ttl");
+    dlock__my_sb_free(&b);
+    if (rc == DLOCK_OK && !found) {
+        tidy_lost(k->ms, c, k->lk, k->ml);
+        rc = dlock__lost(k->lk, "its lease ran out or it was broken");
+    } else if (rc == DLOCK_OK) {
+        k->left_ms = left > 0 ? left : 1;
+    }
+    return rc;
+}
+
+static int my_ttl_left(struct dlock_store *s, struct dlock_lock *lk,
+                       int64_t *left_ms)
+{
+    struct held_call k = {(struct my_store *)s, lk, lk->priv, ttl_op, 0, 0};
+    int rc = held_run(&k);
+
+    if (rc == DLOCK_OK)
+        *left_ms = k.left_ms;
+    return rc;
+}
+
+/* Delete the row first, then drop the GET_LOCK: a waiter woken by the
+ * GET_LOCK finds the row gone. */
+static int release_op(struct held_call *k, struct conn *c)
+{
+    struct sb b = {0};
+    int rc;
+
+    dlock__my_sb_add(&b, "DELETE FROM %s", k->ms->table);
+    sb_own(&b, k->ms, c, k->lk, k->ml);
+    rc = dlock__my_run(k->ms, c, &b, NULL, "release");
+    dlock__my_sb_free(&b);
+    if (rc != DLOCK_OK)
+        return rc;
+    if (mysql_affected_rows(c->db) != 1) {
+        tidy_lost(k->ms, c, k->lk, k->ml);
+        return dlock__lost(k->lk, "its lease ran out or it was broken");
+    }
+    if (!k->ms->lease_mode)
+        dlock__my_release_getlock(k->ms, c, k->ml);
+    return DLOCK_OK;
+}
+
+static int my_release(struct dlock_store *s, struct dlock_lock *lk)
+{
+    struct my_store *ms = (struct my_store *)s;
+    struct held_call k = {ms, lk, lk->priv, release_op, 0, 0};
+    int rc;
+
+    if (k.ml == NULL)
+        return dlock__lost(lk, "it was not held");
+    lk->priv = NULL;
+    rc = held_run(&k);
+    /* The pinned connection (if it did not fail) goes back to the pool,
+     * unless its last statement failed. */
+    if (k.ml->c != NULL)
+        dlock__pool_put(&ms->pool, k.ml->c);
+    free(k.ml);
+    return rc;
+}
+
+/* A lock not held: a wait given up (its connection goes back), or a lost
+ * lock (its row and GET_LOCK tidied away as release would). */
+static void my_forget(struct dlock_store *s, struct dlock_lock *lk)
+{
+    struct my_lock *ml = lk->priv;
+
+    if (!ml->held)
+        dlock__my_unwait((struct my_store *)s, lk);
+    else
+        (void)my_release(s, lk);
+}
+
+/* In a fork child: the pinned connection is the parent's.  Its socket is
+ * pointed at /dev/null first, so that mysql_close() frees the memory
+ * while its goodbye goes nowhere and the parent's session lives on. */
+static void my_forget_inherited(struct dlock_store *s, struct dlock_lock *lk)
+{
+    struct my_lock *ml = lk->priv;
+
+    (void)s;
+    lk->priv = NULL;
+    if (ml->c != NULL &&
+        dlock__fd_detach((int)mysql_get_socket(ml->c->db)) == 0) {
+        mysql_close(ml->c->db);
+        free(ml->c);
+    }
+    free(ml);
+}
+
+/* --- status, list, force_release ---------------------------------------- */
+
+static void fill_info(dlock_info *out, const struct holder *h)
+{
+    out->held = 1;
+    out->holders = 1;
+    out->shared = 0;
+    out->ttl_ms = h->left;
+    out->pid = h->pid;
+    out->since_ms = h->since;
+    dlock__strlcpy(out->host, h->host, sizeof(out->host));
+}
+
+struct name_call {
+    struct my_store *ms;
+    const char *name; /* status, force: the lock's; list: the prefix */
+    dlock_info *out;
+    unsigned *removed;
+    struct dlock__names *names;
+};
+
+static int status_fn(void *conn, void *arg, int *dead)
+{
+    struct name_call *k = arg;
+    struct my_store *ms = k->ms;
+    const char *name = k->name;
+    dlock_info *out = k->out;
+    struct my_lock ml;
+    struct conn *c = conn;
+    struct sb b = {0};
+    MYSQL_RES *res;
+    MYSQL_ROW row;
+    int rc;
+
+    ml.key_len = dlock__mysql_key(name, strlen(name), ms->mariadb, ml.key);
+    c->name = name;
+    dlock__my_sb_add(&b, "SELECT %s, (SELECT fence FROM %s WHERE name = ",
+                     dlock__my_columns(ms), ms->fences);
+    dlock__my_sb_key(&b, c, &ml);
+    dlock__my_sb_add(&b, "), IFNULL(IS_USED_LOCK(");
+    dlock__my_sb_key(&b, c, &ml);
+    dlock__my_sb_add(
+        &b, "), 0) FROM (SELECT 1) AS one LEFT JOIN %s ON name = ", ms->table);
+    dlock__my_sb_key(&b, c, &ml);
+    rc = dlock__my_run(ms, c, &b, &res, "status");
+    dlock__my_sb_free(&b);
+    if (rc == DLOCK_OK && res != NULL) {
+        row = mysql_fetch_row(res);
+        if (row != NULL) {
+            struct holder h;
+
+            out->fence = row[11] ? strtoull(row[11], NULL, 10) : 0;
+            if (row[0] != NULL) {
+                dlock__my_read_holder(row, mysql_fetch_lengths(res), &h, 0);
+                if (!dlock__my_holder_dead(&h))
+                    fill_info(out, &h);
+            } else if (!ms->lease_mode && row[12] != NULL &&
+                       strcmp(row[12], "0") != 0) {
+                /* A GET_LOCK-only holder (an application using the key
+                 * directly): held, nothing more known. */
+                out->held = 1;
+                out->holders = 1;
+            }
+        }
+        mysql_free_result(res);
+    }
+    *dead = rc != DLOCK_OK && dlock__my_conn_error(mysql_errno(c->db));
+    return rc;
+}
+
+static int my_status(struct dlock_store *s, const char *name, dlock_info *out)
+{
+    struct name_call k = {(struct my_store *)s, name, out, NULL, NULL};
+
+    return dlock__pool_run(&k.ms->pool, status_fn, &k);
+}
+
+/* The names of the live rows under the prefix. */
+static int names_fn(void *conn, void *arg, int *dead)
+{
+    struct name_call *k = arg;
+    struct my_store *ms = k->ms;
+    size_t plen = strlen(k->name);
+    struct conn *c = conn;
+    struct sb b = {0};
+    MYSQL_RES *res = NULL;
+    MYSQL_ROW row;
+    int rc;
+
+    dlock__my_sb_add(&b, "SELECT %s FROM %s", dlock__my_columns(ms), ms->table);
+    rc = dlock__my_run(ms, c, &b, &res, "list");
+    dlock__my_sb_free(&b);
+    *dead = rc != DLOCK_OK && dlock__my_conn_error(mysql_errno(c->db));
+    while (rc == DLOCK_OK && res != NULL && (row = mysql_fetch_row(res))) {
+        struct holder h;
+
+        dlock__my_read_holder(row, mysql_fetch_lengths(res), &h, 1);
+        if (row[10] != NULL && h.name == NULL) {
+            rc = dlock__enomem();
+            break;
+        }
+        if (h.name != NULL && !dlock__my_holder_dead(&h) &&
+            h.name_len >= plen && h.name_len <= DLOCK_NAME_MAX &&
+            memcmp(h.name, k->name, plen) == 0)
+            rc = dlock__names_add(k->names, h.name, h.name_len);
+        free(h.name);
+    }
+    mysql_free_result(res);
+    return rc;
+}
+
+static int my_list(struct dlock_store *s, const char *prefix,
+                   int (*cb)(const dlock_info *info, void *payload),
+                   void *payload)
+{
+    struct dlock__names names = {0};
+    struct name_call k = {(struct my_store *)s, prefix, NULL, NULL, &names};
+
+    return dlock__pool_list(&k.ms->pool, names_fn, &k, &names, s, my_status, cb,
+                            payload);
+}
+
+static int force_fn(void *conn, void *arg, int *dead)
+{
+    struct name_call *k = arg;
+    struct my_store *ms = k->ms;
+    const char *name = k->name;
+    unsigned *removed = k->removed;
+    struct my_lock ml;
+    struct conn *c = conn;
+    struct sb b = {0};
+    MYSQL_RES *res;
+    MYSQL_ROW row;
+    struct holder h;
+    int rc, have = 0, killed = 0;
+
+    ml.key_len = dlock__mysql_key(name, strlen(name), ms->mariadb, ml.key);
+    c->name = name;
+    dlock__my_sb_add(&b,
+                     "SELECT %s FROM %s WHERE name = ", dlock__my_columns(ms),
+                     ms->table);
+    dlock__my_sb_key(&b, c, &ml);
+    rc = dlock__my_run(ms, c, &b, &res, "release --force");
+    if (rc == DLOCK_OK && res != NULL) {
+        row = mysql_fetch_row(res);
+        if (row != NULL) {
+            dlock__my_read_holder(row, mysql_fetch_lengths(res), &h, 0);
+            have = 1;
+        }
+        mysql_free_result(res);
+    }
+    if (rc != DLOCK_OK || !have) {
+        *removed = 0;
+        goto out;
+    }
+    /* take_over() with the row treated as dead whatever its lease. */
+    h.left = 0;
+    dlock__my_sb_reset(&b);
+    dlock__my_sb_add(&b, "DELETE FROM %s WHERE name = ", ms->table);
+    dlock__my_sb_key(&b, c, &ml);
+    rc = dlock__my_run(ms, c, &b, NULL, "release --force");
+    if (rc != DLOCK_OK)
+        goto out;
+    *removed = (unsigned)mysql_affected_rows(c->db);
+    if (!ms->lease_mode && h.conn_id != 0 && h.used_by == h.conn_id) {
+        dlock__my_sb_reset(&b);
+        dlock__my_sb_add(&b, "KILL CONNECTION %llu", h.conn_id);
+        if (dlock__my_query(c, b.p, b.len) == 0)
+            killed = 1;
+        else if (mysql_errno(c->db) == ER_KILL_DENIED_ERROR)
+            rc = dlock__seterr(DLOCK_ESTORE,
+                               "'%s': row removed, but this user may not "
+                               "KILL the holder's connection %llu (needs "
+                               "CONNECTION ADMIN or SUPER); it keeps its "
+                               "GET_LOCK until it notices: %s",
+                               name, h.conn_id, mysql_error(c->db));
+        else if (mysql_errno(c->db) != ER_NO_SUCH_THREAD)
+            rc = dlock__my_db_err(ms, c, "release --force");
+    }
+    /* KILL returns before the session ends: wait (bounded) until its
+     * GET_LOCK is free, so an acquire right after us succeeds. */
+    for (int64_t until = dlock__now_ms() + ms->timeout_ms;
+         killed && rc == DLOCK_OK && dlock__now_ms() < until;) {
+        long long used = 0;
+        int found;
+
+        dlock__my_sb_reset(&b);
+        dlock__my_sb_add(&b, "SELECT IFNULL(IS_USED_LOCK(");
+        dlock__my_sb_key(&b, c, &ml);
+        dlock__my_sb_add(&b, "), 0)");
+        rc = dlock__my_run_int(ms, c, &b, &used, &found, "release --force");
+        if (rc != DLOCK_OK || (unsigned long long)used != h.conn_id)
+            break;
+        dlock__sleep_ms(2);
+    }
+out:
+    dlock__my_sb_free(&b);
+    *dead = rc != DLOCK_OK && dlock__my_conn_error(mysql_errno(c->db));
+    return rc;
+}
+
+static int my_force_release(struct dlock_store *s, const char *name,
+                            unsigned *removed)
+{
+    struct name_call k = {(struct my_store *)s, name, NULL, removed, NULL};
+
+    return dlock__pool_run(&k.ms->pool, force_fn, &k);
+}
+
+const struct dlock_store_ops dlock__mysql_ops = {
+    .version = DLOCK_STORE_OPS_VERSION,
+    .name = "mysql",
+    .has_shared = 0,
+    .open = my_open,
+    .close = my_close,
+    .try_acquire = dlock__my_try_acquire,
+    .wait_slice = dlock__my_wait_slice,
+    .extend = my_extend,
+    .ttl_left = my_ttl_left,
+    .release = my_release,
+    .forget = my_forget,
+    .forget_inherited = my_forget_inherited,
+    .status = my_status,
+    .list = my_list,
+    .force_release = my_force_release,
+    .init = dlock__my_init,
+    .ddl = dlock__my_ddl,
+};
