@@ -174,7 +174,9 @@ start)
         ! psql_super "$database" "GRANT ALL ON SCHEMA public
             TO $role, other" >/dev/null ||
         ! psql_super "$database" "ALTER DEFAULT PRIVILEGES FOR ROLE $role
-            IN SCHEMA public GRANT ALL ON TABLES TO other" >/dev/null; then
+            IN SCHEMA public GRANT ALL ON TABLES TO other" >/dev/null ||
+        ! psql_super "$database" "ALTER DEFAULT PRIVILEGES FOR ROLE $role
+            IN SCHEMA public GRANT ALL ON SEQUENCES TO other" >/dev/null; then
         stop_server
         die "could not create the test roles and database"
     fi
