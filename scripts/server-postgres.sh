@@ -11,6 +11,11 @@
 #                                  the superuser) over the socket in DIR;
 #                                  prints unaligned, tuples-only rows
 #   server-postgres.sh ctl DIR restart   stop and start, same port
+#   server-postgres.sh ctl DIR crash-restart
+#                                  kill -9 the postmaster and its backends
+#                                  (what is only in shared memory is lost,
+#                                  UNLOGGED tables are reset by the crash
+#                                  recovery), then start, same port
 #   server-postgres.sh ctl DIR kill-clients
 #                                  pg_terminate_backend() every backend of
 #                                  the test roles; prints how many
@@ -169,7 +174,9 @@ start)
         ! psql_super "$database" "GRANT ALL ON SCHEMA public
             TO $role, other" >/dev/null ||
         ! psql_super "$database" "ALTER DEFAULT PRIVILEGES FOR ROLE $role
-            IN SCHEMA public GRANT ALL ON TABLES TO other" >/dev/null; then
+            IN SCHEMA public GRANT ALL ON TABLES TO other" >/dev/null ||
+        ! psql_super "$database" "ALTER DEFAULT PRIVILEGES FOR ROLE $role
+            IN SCHEMA public GRANT ALL ON SEQUENCES TO other" >/dev/null; then
         stop_server
         die "could not create the test roles and database"
     fi
@@ -205,6 +212,18 @@ ctl)
     restart)
         stop_server
         launch || die "restart failed"
+        ;;
+    crash-restart)
+        # The postmaster first, so that it restarts nothing; then its
+        # children, which would otherwise linger until they noticed.
+        if pid=$(server_pid); then
+            kids=$(ps -o pid= --ppid "$pid" || true)
+            kill -KILL "$pid" $kids 2>/dev/null || true
+            for p in $pid $kids; do
+                stop_pid "$p" KILL
+            done
+        fi
+        launch || die "start after the crash failed"
         ;;
     kill-clients)
         psql_super "$database" "SELECT count(pg_terminate_backend(pid))

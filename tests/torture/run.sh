@@ -8,6 +8,7 @@
 #       the fenced counter under server-wide faults, one run per FAULT,
 #       injected from outside with `SCRIPT ctl DIR ...`:
 #         restart        stop and start the server
+#         crash-restart  kill -9 the server, then start it (crash recovery)
 #         kill-clients   kill every client connection on the server side
 #         script-flush   Redis's SCRIPT FLUSH
 #       KIND says what the store promises under that fault: `revokes` (the
@@ -29,6 +30,7 @@ if [ "${4:-}" = server ]; then
     for f in "$@"; do
         case ${f%%:*} in
         restart) cmd=restart ;;
+        crash-restart) cmd=crash-restart ;;
         kill-clients) cmd=kill-clients ;;
         script-flush) cmd="cli SCRIPT FLUSH" ;;
         *) echo "run.sh: unknown server fault $f" >&2; exit 64 ;;

@@ -267,6 +267,23 @@ int dlock__pg_connect(struct pg_store *ps, PGconn **out)
                              "mode refused",
                              ps->base.url);
     }
+    /* Session mode's statements are prepared once per connection and run
+     * thousands of times: planning them again at every run (the plan
+     * cache's custom plans) cost more than running them.  Not in lease
+     * mode: behind a transaction pooler a SET would leak to other
+     * clients' sessions. */
+    if (!ps->lease_mode && PQserverVersion(c) >= 120000) {
+        PGresult *res;
+        int rc = dlock__pg_run(c, ps->base.url, "connect",
+                               "SET plan_cache_mode = force_generic_plan", 0,
+                               NULL, ps->op_timeout_ms, &res, NULL);
+
+        if (rc != DLOCK_OK) {
+            PQfinish(c);
+            return rc;
+        }
+        PQclear(res);
+    }
     *out = c;
     return DLOCK_OK;
 }

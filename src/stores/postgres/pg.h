@@ -18,16 +18,19 @@
  * holder that dies frees it at once.  Try-locks of a process share one
  * session (the "mux"); a lock that had to wait keeps the session it
  * waited on; a lock without auto-renewal gets a session of its own (see
- * session.c).  A row in dlock_locks, written by the same statement that
- * takes the advisory lock, carries the owner token, fence, lease and
- * holder details; the fence counter lives in dlock_fences and is never
- * deleted.  A holder whose lease ran out but whose session still holds
- * the key (a hung process) is fenced off by pg_terminate_backend(), after
- * pg_locks shows that this backend holds that very key.
+ * session.c).  A row in the UNLOGGED table dlock_held, written by the
+ * same statement that takes the
+ * advisory lock, carries the owner token, fence, lease and holder
+ * details; fences come from one UNLOGGED sequence, re-seeded above every
+ * earlier fence after a crash (server clock, durable floor).  Nothing on
+ * the uncontended path waits for a durable commit.  A holder whose lease
+ * ran out but whose session still holds the key (a hung process) is
+ * fenced off by pg_terminate_backend(), after pg_locks shows that this
+ * backend holds that very key; pg_locks is read only on that path.
  *
  * Lease mode (?mode=lease).  Rows only, no session state, so it works
- * through PgBouncer's transaction pooling: an acquire locks the name's
- * fence row, drops expired rows, and inserts its own row if no live row
+ * through PgBouncer's transaction pooling, durably (dlock_locks and the
+ * per-name dlock_fences): an acquire locks the name's fence row, drops expired rows, and inserts its own row if no live row
  * conflicts.  Waiting polls with jittered backoff (the core's loop).
  *
  * Leases are measured on the server's clock.  A server that stops
@@ -77,13 +80,17 @@ enum {
 /* Keyed statements, indexed by Q_*: hashtextextended keys, hashtext keys. */
 extern const char *const dlock__pg_sql_x[Q_KEYED];
 extern const char *const dlock__pg_sql_h[Q_KEYED];
-extern const char dlock__pg_sql_extend[];
-extern const char dlock__pg_sql_ttl[];
+/* Per mode, indexed by lease_mode: [0] session mode's rows (dlock_held),
+ * [1] lease mode's (dlock_locks). */
+extern const char *const dlock__pg_sql_extend[2];
+extern const char *const dlock__pg_sql_ttl[2];
+extern const char *const dlock__pg_sql_names[2];
+extern const char *const dlock__pg_sql_force[2];
 extern const char dlock__pg_sql_release_l[];
 extern const char dlock__pg_sql_unlock_all[];
+extern const char dlock__pg_sql_status_l[];
+extern const char dlock__pg_sql_status2_l[];
 extern const char dlock__pg_sql_lease_fmt[];
-extern const char dlock__pg_sql_names[];
-extern const char dlock__pg_sql_force[];
 extern const char dlock__pg_sql_have_tables[];
 extern const char dlock__pg_sql_init[];
 extern const char dlock__pg_sql_ddl[];
@@ -153,13 +160,14 @@ void dlock__pg_forget_inherited(struct dlock_store *s, struct dlock_lock *lk);
 /* Store close: the mux session goes (no lock is held any more). */
 void dlock__pg_sessions_close(struct pg_store *ps);
 
-/* acquire's parameters: $1 name .. $6 pid, [$7 lock_timeout ms]. */
+/* acquire's parameters: $1 name .. $6 pid, $7 lock_timeout ms (0: try),
+ * $8 the session's id (sess NULL: none, lease mode). */
 struct dlock__pg_acq_params {
     char ttl[24], pid[24], timeout[24];
-    const char *v[7];
+    const char *v[8];
 };
 void dlock__pg_acq_params(struct dlock__pg_acq_params *p,
                           const struct dlock_lock *lk,
-                          int64_t lock_timeout_ms);
+                          int64_t lock_timeout_ms, const char *sess);
 
 #endif /* DLOCK_STORES_PG_H */

@@ -18,7 +18,7 @@
 /* The acquire statements' parameters (lease mode's too). */
 void dlock__pg_acq_params(struct dlock__pg_acq_params *p,
                           const struct dlock_lock *lk,
-                          int64_t lock_timeout_ms)
+                          int64_t lock_timeout_ms, const char *sess)
 {
     snprintf(p->ttl, sizeof(p->ttl), "%lld", (long long)lk->ttl_ms);
     snprintf(p->pid, sizeof(p->pid), "%ld", (long)getpid());
@@ -31,6 +31,7 @@ void dlock__pg_acq_params(struct dlock__pg_acq_params *p,
     p->v[4] = dlock__hostname();
     p->v[5] = p->pid;
     p->v[6] = p->timeout;
+    p->v[7] = sess;
 }
 
 /*
@@ -48,6 +49,7 @@ struct sess {
     int reused;         /* has run a statement before (may have died idle) */
     int is_mux;         /* ps->mux; under sess_mu */
     int dirty;          /* may hold a key nobody owns: close, not pool */
+    char id[24];        /* random, for its rows: a backend pid is reused */
 };
 
 /* A lock's priv: held, or (keyed 0) waiting for it on s. */
@@ -74,6 +76,14 @@ static int sess_new(struct pg_store *ps, struct sess **out, int fresh)
     }
     s->c = c;
     s->reused = pooled;
+    {
+        uint64_t r = 0;
+
+        if (dlock__random(&r, sizeof(r)) != 0)
+            r = ((uint64_t)dlock__rand32() << 32) | dlock__rand32();
+        snprintf(s->id, sizeof(s->id), "%lld",
+                 (long long)(r & 0x7fffffffffffffffULL));
+    }
     pthread_mutex_init(&s->mu, NULL);
     s->refs = 1;
     *out = s;
@@ -160,9 +170,9 @@ static int mux_get(struct pg_store *ps, struct sess **out, int fresh)
     return DLOCK_OK;
 }
 
-/* One statement that takes the advisory lock and writes the row, on s
- * (caller holds s->mu).  lock_timeout_ms 0: try; else wait up to that
- * long (server side; only on a session of the attempt's own). */
+/* One statement that takes the advisory lock and writes the row, on s (caller holds s->mu).  lock_timeout_ms 0: try;
+ * else wait up to that long (server side; only on a session of the
+ * attempt's own). */
 static int session_attempt(struct pg_store *ps, struct sess *s,
                            struct dlock_lock *lk, int64_t lock_timeout_ms)
 {
@@ -176,14 +186,13 @@ static int session_attempt(struct pg_store *ps, struct sess *s,
                              "postgres acquire: the "
                              "session is gone (%s)",
                              ps->base.url);
-    dlock__pg_acq_params(&p, lk, lock_timeout_ms);
+    dlock__pg_acq_params(&p, lk, lock_timeout_ms, s->id);
     if (lock_timeout_ms == 0)
         q = lk->shared ? Q_TRY_S : Q_TRY_X;
     else
         q = lk->shared ? Q_WAIT_S : Q_WAIT_X;
-    rc =
-        dlock__pg_runp(s->c, ps->base.url, "acquire", q, ps->sql[q], q < Q_WAIT_X ? 6 : 7,
-             p.v, lock_timeout_ms + ps->op_timeout_ms, &res, state);
+    rc = dlock__pg_runp(s->c, ps->base.url, "acquire", q, ps->sql[q], 8, p.v, lock_timeout_ms + ps->op_timeout_ms, &res,
+                        state);
     if (rc == DLOCK_EUNAVAIL) {
         sess_retire(ps, s, 1);
         return rc;
@@ -195,9 +204,9 @@ static int session_attempt(struct pg_store *ps, struct sess *s,
         int timed_out = strcmp(state, "55P03") == 0;
 
         /* An exclusive key, once granted, leaves nothing in the statement
-         * to wait for (the rows it deletes are skipped if locked, the
-         * fence row is only contended by shared holders): its lock
-         * timeout was the key's.  Answer at once, the deadline is now. */
+         * to wait for (the rows it deletes are skipped if locked): its
+         * lock timeout was the key's.  Answer at once, the deadline is
+         * now. */
         if (timed_out && !lk->shared && !s->is_mux)
             return DLOCK_BUSY;
         if (s->is_mux) {
@@ -207,9 +216,9 @@ static int session_attempt(struct pg_store *ps, struct sess *s,
             sess_retire(ps, s, 0);
         } else {
             PGresult *r2;
-            int rc2 =
-                dlock__pg_runp(s->c, ps->base.url, "acquire", Q_UNLOCK_ALL,
-                     dlock__pg_sql_unlock_all, 0, NULL, ps->op_timeout_ms, &r2, NULL);
+            int rc2 = dlock__pg_runp(s->c, ps->base.url, "acquire",
+                                     Q_UNLOCK_ALL, dlock__pg_sql_unlock_all, 0,
+                                     NULL, ps->op_timeout_ms, &r2, NULL);
 
             if (rc2 != DLOCK_OK) {
                 sess_retire(ps, s, 1);

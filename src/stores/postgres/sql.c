@@ -8,13 +8,19 @@
 #include "pg.h"
 
 /* clang-format off */
+
+/* Lease mode's rows and the per-name fences of lease mode (and of dlock
+ * 0.1's session mode) are durable.  Session mode's rows and its fence
+ * sequence are UNLOGGED: a holder row dies with its session anyway, so
+ * neither is worth a durable commit (see the fence functions for what a
+ * crash does). */
 #define DDL                                                                  \
     "CREATE TABLE IF NOT EXISTS dlock_locks (\n"                             \
     "    name        text        NOT NULL,\n"                                \
     "    owner       text        NOT NULL, -- random 128-bit token, hex\n"   \
     "    shared      boolean     NOT NULL,\n"                                \
     "    fence       bigint      NOT NULL,\n"                                \
-    "    backend_pid integer     NOT NULL, -- holding session; 0: lease\n"   \
+    "    backend_pid integer     NOT NULL, -- 0: lease mode\n"               \
     "    host        text        NOT NULL,\n"                                \
     "    pid         bigint      NOT NULL,\n"                                \
     "    expires_at  timestamptz NOT NULL, -- server clock\n"                \
@@ -22,9 +28,55 @@
     "    PRIMARY KEY (name, owner)\n"                                        \
     ");\n"                                                                   \
     "CREATE TABLE IF NOT EXISTS dlock_fences (\n"                            \
-    "    name  text   PRIMARY KEY,\n"                                        \
-    "    fence bigint NOT NULL -- highest fence handed out\n"                \
-    ");\n"
+    "    name  text   PRIMARY KEY, -- '': floor of the session fences\n"     \
+    "    fence bigint NOT NULL     -- highest fence handed out\n"            \
+    ");\n"                                                                   \
+    "-- Session mode: one row per held lock, written by the statement\n"     \
+    "-- that takes the advisory lock; gone with a crash, like the locks.\n"  \
+    "CREATE UNLOGGED TABLE IF NOT EXISTS dlock_held (\n"                     \
+    "    name        text        NOT NULL,\n"                                \
+    "    owner       text        NOT NULL, -- random 128-bit token, hex\n"   \
+    "    shared      boolean     NOT NULL,\n"                                \
+    "    fence       bigint      NOT NULL,\n"                                \
+    "    backend_pid integer     NOT NULL, -- holding session\n"             \
+    "    sess        bigint      NOT NULL, -- its random id\n"               \
+    "    host        text        NOT NULL,\n"                                \
+    "    pid         bigint      NOT NULL,\n"                                \
+    "    expires_at  timestamptz NOT NULL, -- server clock\n"                \
+    "    acquired_at timestamptz NOT NULL,\n"                                \
+    "    PRIMARY KEY (name, owner)\n"                                        \
+    ");\n"                                                                   \
+    "-- Session mode's fences (all names): UNLOGGED from PostgreSQL 15.\n"   \
+    "DO $$ BEGIN\n"                                                          \
+    "    IF current_setting('server_version_num')::int >= 150000 THEN\n"     \
+    "        EXECUTE 'CREATE UNLOGGED SEQUENCE IF NOT EXISTS "               \
+    "dlock_fence_seq';\n"                                                    \
+    "    ELSE\n"                                                             \
+    "        EXECUTE 'CREATE SEQUENCE IF NOT EXISTS dlock_fence_seq';\n"     \
+    "    END IF;\n"                                                          \
+    "END $$;\n"                                                              \
+    "-- A crash resets the UNLOGGED sequence to 1: the first fence after\n"  \
+    "-- that starts again above every fence handed out, from the server\n"   \
+    "-- clock (1024 per microsecond since 1970) and the durable floor.\n"    \
+    "CREATE OR REPLACE FUNCTION dlock_fence_seed_v2() RETURNS bigint\n"      \
+    "LANGUAGE plpgsql AS $$\n"                                               \
+    "DECLARE f bigint;\n"                                                    \
+    "BEGIN\n"                                                                \
+    "    PERFORM pg_advisory_xact_lock(hashtextextended("                    \
+    "'dlock: fence seed', 0));\n"                                            \
+    "    f := nextval('dlock_fence_seq');\n"                                 \
+    "    IF f < 1000000000000000 THEN\n"                                     \
+    "        f := greatest(floor(extract(epoch FROM clock_timestamp()) *\n"  \
+    "                            1000000)::bigint * 1024,\n"                 \
+    "                      (SELECT max(fence) + 1 FROM dlock_fences));\n"    \
+    "        PERFORM setval('dlock_fence_seq', f);\n"                        \
+    "        PERFORM set_config('synchronous_commit', 'on', true);\n"        \
+    "        INSERT INTO dlock_fences AS x (name, fence) VALUES ('', f)\n"   \
+    "            ON CONFLICT (name) DO UPDATE SET fence =\n"                 \
+    "            greatest(x.fence, excluded.fence);\n"                       \
+    "    END IF;\n"                                                          \
+    "    RETURN f;\n"                                                        \
+    "END $$;\n"
 
 #define KEY_X "hashtextextended($1::text, 0)"
 #define KEY_H "hashtext($1::text)::bigint"
@@ -42,37 +94,42 @@
 
 #define LEFT_MS(E)                                                           \
     "ceil(extract(epoch FROM " E " - clock_timestamp()) * 1000)::bigint"
-#define TTL_EXPR "clock_timestamp() + $4::bigint * interval '1 millisecond'"
 
-/* $1 name, $2 owner, $3 shared, $4 ttl ms, $5 host, $6 pid,
- * [$7 lock_timeout ms].  The advisory lock and the row in one statement;
- * rows of the name whose holders cannot hold the key any more are tidied
- * away (SKIP LOCKED: a row being released is going anyway).
+/* $1 name, $2 owner, $3 shared, $4 ttl ms, $5 host, $6 pid, $7 wait ms
+ * (0: try), $8 the session's id.  The advisory lock, then (if granted) the
+ * row and the fence, in one statement and one snapshot.  Rows of the
+ * name whose sessions cannot hold the key any more are tidied away
+ * (exclusive: every other session's; SKIP LOCKED: a row being released
+ * is going anyway); pg_locks is read only if a shared acquire finds
+ * other sessions' shared rows.
  *
  * A try runs on a session shared by many locks of this process, and a
- * session's advisory locks stack: it first makes sure this session does
- * not hold the name already in a conflicting way.  A wait runs on a
- * session of its own. */
+ * session's advisory locks stack: it first makes sure this session has
+ * no row of the name in a conflicting mode (its rows live exactly as
+ * long as its keys: a release deletes the row and unlocks in one
+ * statement).  A wait runs on a session of its own. */
 #define ACQ_TRY(FN, K)                                                       \
-    "WITH l AS (SELECT CASE WHEN EXISTS (SELECT 1 FROM dlock_locks t "       \
-    "WHERE t.name = $1 AND t.backend_pid = pg_backend_pid() AND (NOT "       \
-    "$3::boolean OR NOT t.shared) AND " HOLDS("t.backend_pid", K) ") THEN "  \
-    "false ELSE " FN "(" K ") END AS got)"
+    "WITH l AS (SELECT CASE WHEN EXISTS (SELECT 1 FROM dlock_held t "        \
+    "WHERE t.name = $1 AND t.sess = $8::bigint AND (NOT $3::boolean OR "     \
+    "NOT t.shared)) THEN false ELSE " FN "(" K ") END AS got "               \
+    "WHERE $7::bigint = 0)"
 #define ACQ_WAIT(FN, K)                                                      \
     "WITH l AS (SELECT true AS got, " FN "(" K ") FROM (SELECT "             \
     "set_config('lock_timeout', $7::text, true) AS c OFFSET 0) s)"
 #define ACQ_REST(K)                                                          \
-    ", d AS (DELETE FROM dlock_locks WHERE ctid IN (SELECT t.ctid FROM "     \
-    "dlock_locks t WHERE (SELECT got FROM l) AND t.name = $1 AND (NOT "      \
-    "$3::boolean OR NOT t.shared OR t.expires_at <= clock_timestamp() OR "   \
-    "NOT " HOLDS("t.backend_pid", K) ") FOR UPDATE OF t SKIP LOCKED))"       \
-    ", f AS (INSERT INTO dlock_fences AS x (name, fence) SELECT $1, 1 "      \
-    "FROM l WHERE l.got ON CONFLICT (name) DO UPDATE SET fence = "           \
-    "x.fence + 1 RETURNING x.fence)"                                         \
-    ", i AS (INSERT INTO dlock_locks (name, owner, shared, fence, "          \
-    "backend_pid, host, pid, expires_at, acquired_at) SELECT $1, $2, "       \
-    "$3::boolean, f.fence, pg_backend_pid(), $5, $6::bigint, " TTL_EXPR     \
-    ", clock_timestamp() FROM f RETURNING fence)"                            \
+    ", d AS (DELETE FROM dlock_held WHERE ctid IN (SELECT t.ctid FROM "      \
+    "dlock_held t WHERE (SELECT got FROM l) AND t.name = $1 AND t.sess <> "  \
+    "$8::bigint AND (NOT $3::boolean OR NOT t.shared OR t.expires_at <= "    \
+    "clock_timestamp() OR NOT " HOLDS("t.backend_pid", K) ") FOR UPDATE "   \
+    "OF t SKIP LOCKED))"                                                     \
+    ", f AS (SELECT CASE WHEN s.v < 1000000000000000 THEN "                  \
+    "dlock_fence_seed_v2() ELSE s.v END AS fence FROM (SELECT "              \
+    "nextval('dlock_fence_seq') AS v FROM l WHERE l.got OFFSET 0) s)"        \
+    ", i AS (INSERT INTO dlock_held (name, owner, shared, fence, "           \
+    "backend_pid, sess, host, pid, expires_at, acquired_at) SELECT $1, $2, " \
+    "$3::boolean, f.fence, pg_backend_pid(), $8::bigint, $5, $6::bigint, "   \
+    "clock_timestamp() + $4::bigint * interval '1 millisecond', "            \
+    "clock_timestamp() FROM f RETURNING fence)"                              \
     " SELECT l.got, (SELECT fence FROM i) FROM l"
 
 /* $1 name, $2 shared: the dlock holders in our way, by their rows. */
@@ -80,32 +137,31 @@
     "SELECT count(*), max(" LEFT_MS("t.expires_at") ") FILTER (WHERE "       \
     "t.expires_at > clock_timestamp()), count(*) FILTER (WHERE "             \
     "t.expires_at <= clock_timestamp()), max(t.host), max(t.pid), "          \
-    "max(t.backend_pid) FROM dlock_locks t WHERE t.name = $1 AND (NOT "      \
+    "max(t.backend_pid) FROM dlock_held t WHERE t.name = $1 AND (NOT "       \
     "$2::boolean OR NOT t.shared) AND " HOLDS("t.backend_pid", K)
 /* $1 name, $2 shared: fence off holders past their lease. */
 #define TERMINATE(K)                                                         \
-    "SELECT pg_terminate_backend(t.backend_pid) FROM dlock_locks t WHERE "   \
+    "SELECT pg_terminate_backend(t.backend_pid) FROM dlock_held t WHERE "    \
     "t.name = $1 AND (NOT $2::boolean OR NOT t.shared) AND t.expires_at "    \
     "<= clock_timestamp() AND t.backend_pid <> pg_backend_pid() AND "        \
     HOLDS("t.backend_pid", K)
 /* $1 name, $2 owner */
 #define RELEASE_S(FN, K)                                                     \
-    "WITH d AS (DELETE FROM dlock_locks WHERE name = $1 AND owner = $2 "     \
+    "WITH d AS (DELETE FROM dlock_held WHERE name = $1 AND owner = $2 "      \
     "RETURNING expires_at > clock_timestamp() AS live) SELECT (SELECT live " \
     "FROM d), " FN "(" K ")"
-/* $1 name, $2 lease mode: live holders. */
+/* $1 name: live holders (lease mode: any live row, see below). */
 #define STATUS(K)                                                            \
     "SELECT t.shared, t.host, t.pid, greatest(1, " LEFT_MS("t.expires_at")   \
     "), floor(extract(epoch FROM t.acquired_at) * 1000)::bigint FROM "       \
-    "dlock_locks t WHERE t.name = $1 AND t.expires_at > clock_timestamp() "  \
-    "AND ($2::boolean OR " HOLDS("t.backend_pid", K) ")"
-/* $1 name, $2 lease mode: the fence, and sessions holding the key. */
+    "dlock_held t WHERE t.name = $1 AND t.expires_at > clock_timestamp() "   \
+    "AND " HOLDS("t.backend_pid", K)
+/* $1 name: the highest fence known for it, and sessions holding the key. */
 #define STATUS2(K)                                                           \
-    "SELECT (SELECT fence FROM dlock_fences WHERE name = $1), CASE WHEN "    \
-    "$2::boolean THEN 0 ELSE (SELECT count(*) FROM pg_locks p WHERE "        \
-    KEYMATCH(K) ") END, CASE WHEN $2::boolean THEN false ELSE coalesce("     \
-    "(SELECT bool_and(p.mode = 'ShareLock') FROM pg_locks p WHERE "          \
-    KEYMATCH(K) "), false) END"
+    "SELECT greatest((SELECT max(fence) FROM dlock_held WHERE name = $1), "  \
+    "(SELECT fence FROM dlock_fences WHERE name = $1)), (SELECT count(*) "   \
+    "FROM pg_locks p WHERE " KEYMATCH(K) "), coalesce((SELECT bool_and("     \
+    "p.mode = 'ShareLock') FROM pg_locks p WHERE " KEYMATCH(K) "), false)"
 /* $1 name, $2 int[] of backend pids */
 #define FORCE_KILL(K)                                                        \
     "SELECT pg_terminate_backend(p.pid) FROM pg_locks p WHERE p.pid = "      \
@@ -130,18 +186,40 @@
 const char *const dlock__pg_sql_x[Q_KEYED] = KEYED_SQL(KEY_X);
 const char *const dlock__pg_sql_h[Q_KEYED] = KEYED_SQL(KEY_H);
 
-/* Key-independent statements.  $1 name, $2 owner, $3 ttl ms. */
-const char dlock__pg_sql_extend[] =
-    "UPDATE dlock_locks SET expires_at = clock_timestamp() + $3::bigint * "
-    "interval '1 millisecond' WHERE name = $1 AND owner = $2 AND "
-    "expires_at > clock_timestamp()";
-const char dlock__pg_sql_ttl[] =
-    "SELECT greatest(1, " LEFT_MS("expires_at") ") FROM dlock_locks WHERE "
-    "name = $1 AND owner = $2 AND expires_at > clock_timestamp()";
+/* Key-independent statements, per mode ([0] session, [1] lease).
+ * $1 name, $2 owner, $3 ttl ms. */
+#define EXTEND(T)                                                            \
+    "UPDATE " T " SET expires_at = clock_timestamp() + $3::bigint * "        \
+    "interval '1 millisecond' WHERE name = $1 AND owner = $2 AND "           \
+    "expires_at > clock_timestamp()"
+#define TTL(T)                                                               \
+    "SELECT greatest(1, " LEFT_MS("expires_at") ") FROM " T " WHERE "        \
+    "name = $1 AND owner = $2 AND expires_at > clock_timestamp()"
+#define NAMES(T)                                                             \
+    "SELECT DISTINCT name FROM " T " WHERE starts_with(name, $1) AND "       \
+    "expires_at > clock_timestamp() ORDER BY name"
+#define FORCE(T)                                                             \
+    "DELETE FROM " T " WHERE name = $1 RETURNING backend_pid, "              \
+    "expires_at > clock_timestamp()"
+const char *const dlock__pg_sql_extend[2] = {EXTEND("dlock_held"),
+                                             EXTEND("dlock_locks")};
+const char *const dlock__pg_sql_ttl[2] = {TTL("dlock_held"),
+                                          TTL("dlock_locks")};
+const char *const dlock__pg_sql_names[2] = {NAMES("dlock_held"),
+                                            NAMES("dlock_locks")};
+const char *const dlock__pg_sql_force[2] = {FORCE("dlock_held"),
+                                            FORCE("dlock_locks")};
 const char dlock__pg_sql_release_l[] =
     "DELETE FROM dlock_locks WHERE name = $1 AND owner = $2 RETURNING "
     "expires_at > clock_timestamp()";
 const char dlock__pg_sql_unlock_all[] = "SELECT pg_advisory_unlock_all()";
+/* Lease mode's status: $1 name. */
+const char dlock__pg_sql_status_l[] =
+    "SELECT t.shared, t.host, t.pid, greatest(1, " LEFT_MS("t.expires_at")
+    "), floor(extract(epoch FROM t.acquired_at) * 1000)::bigint FROM "
+    "dlock_locks t WHERE t.name = $1 AND t.expires_at > clock_timestamp()";
+const char dlock__pg_sql_status2_l[] =
+    "SELECT (SELECT fence FROM dlock_fences WHERE name = $1), 0, false";
 /* Lease mode, one round trip: two statements in one implicit
  * transaction.  The first locks the name's fence row, so acquirers of a
  * name queue there; the second (a new snapshot, READ COMMITTED) sees every
@@ -163,15 +241,13 @@ const char dlock__pg_sql_lease_fmt[] =
     "%s::bigint, clock_timestamp() + %s::bigint * interval '1 "
     "millisecond', clock_timestamp() FROM f RETURNING fence) "
     "SELECT (SELECT fence FROM i), (SELECT left_ms FROM c)";
-const char dlock__pg_sql_names[] =
-    "SELECT DISTINCT name FROM dlock_locks WHERE starts_with(name, $1) AND "
-    "expires_at > clock_timestamp() ORDER BY name";
-const char dlock__pg_sql_force[] =
-    "DELETE FROM dlock_locks WHERE name = $1 RETURNING backend_pid, "
-    "expires_at > clock_timestamp()";
+/* Every object of the DDL (an 0.1 server has only the first two). */
 const char dlock__pg_sql_have_tables[] =
     "SELECT to_regclass('dlock_locks') IS NOT NULL AND "
-    "to_regclass('dlock_fences') IS NOT NULL";
+    "to_regclass('dlock_fences') IS NOT NULL AND "
+    "to_regclass('dlock_held') IS NOT NULL AND "
+    "to_regclass('dlock_fence_seq') IS NOT NULL AND "
+    "to_regproc('dlock_fence_seed_v2') IS NOT NULL";
 /* Serialised by a transaction-scoped advisory lock: concurrent CREATE
  * TABLE IF NOT EXISTS can otherwise fail on the catalog's unique keys. */
 const char dlock__pg_sql_init[] =

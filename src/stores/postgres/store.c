@@ -249,7 +249,7 @@ static int lease_fn(void *conn, void *arg, int *dead)
     size_t len;
     int rc;
 
-    dlock__pg_acq_params(&p, lk, 0);
+    dlock__pg_acq_params(&p, lk, 0, NULL);
     name = PQescapeLiteral(c, lk->name, lk->name_len);
     host = PQescapeLiteral(c, p.v[4], strlen(p.v[4]));
     if (name == NULL || host == NULL) {
@@ -337,8 +337,8 @@ static int pg_extend(struct dlock_store *s, struct dlock_lock *lk,
     int rc, changed;
 
     snprintf(ttl, sizeof(ttl), "%lld", (long long)ttl_ms);
-    rc = lock_run(ps, lk, "extend", Q_EXTEND, dlock__pg_sql_extend, 3, v,
-                  &res);
+    rc = lock_run(ps, lk, "extend", Q_EXTEND,
+                  dlock__pg_sql_extend[ps->lease_mode], 3, v, &res);
     if (rc != DLOCK_OK)
         return rc;
     changed = atoi(PQcmdTuples(res));
@@ -354,7 +354,8 @@ static int pg_ttl_left(struct dlock_store *s, struct dlock_lock *lk,
     PGresult *res;
     int rc;
 
-    rc = lock_run(ps, lk, "assert_ttl", Q_TTL, dlock__pg_sql_ttl, 2, v, &res);
+    rc = lock_run(ps, lk, "assert_ttl", Q_TTL, dlock__pg_sql_ttl[ps->lease_mode],
+                  2, v, &res);
     if (rc != DLOCK_OK)
         return rc;
     if (PQntuples(res) == 0) {
@@ -404,14 +405,16 @@ static int describe_fn(void *conn, void *arg, int *dead)
     struct describe_call *k = arg;
     struct pg_store *ps = k->ps;
     dlock_info *out = k->out;
-    const char *v[2] = {k->name, ps->lease_mode ? "t" : "f"};
+    const char *v[1] = {k->name};
     PGresult *res;
     int64_t last = -1;
     int rc;
 
     *out = k->blank;
-    rc = dlock__pg_run(conn, ps->base.url, "status", ps->sql[Q_STATUS], 2, v,
-                       ps->op_timeout_ms, &res, NULL);
+    rc = dlock__pg_run(conn, ps->base.url, "status",
+                       ps->lease_mode ? dlock__pg_sql_status_l
+                                      : ps->sql[Q_STATUS],
+                       1, v, ps->op_timeout_ms, &res, NULL);
     if (rc != DLOCK_OK)
         goto out;
     for (int i = 0; i < PQntuples(res); i++) {
@@ -429,8 +432,10 @@ static int describe_fn(void *conn, void *arg, int *dead)
         }
     }
     PQclear(res);
-    rc = dlock__pg_run(conn, ps->base.url, "status", ps->sql[Q_STATUS2], 2, v,
-                       ps->op_timeout_ms, &res, NULL);
+    rc = dlock__pg_run(conn, ps->base.url, "status",
+                       ps->lease_mode ? dlock__pg_sql_status2_l
+                                      : ps->sql[Q_STATUS2],
+                       1, v, ps->op_timeout_ms, &res, NULL);
     if (rc != DLOCK_OK)
         goto out;
     out->fence = (uint64_t)dlock__pg_col_i64(res, 0, 0, 0);
@@ -468,7 +473,8 @@ static int names_fn(void *conn, void *arg, int *dead)
     PGresult *res;
     int rc;
 
-    rc = dlock__pg_run(conn, k->ps->base.url, "list", dlock__pg_sql_names, 1, v,
+    rc = dlock__pg_run(conn, k->ps->base.url, "list",
+                       dlock__pg_sql_names[k->ps->lease_mode], 1, v,
                        k->ps->op_timeout_ms, &res, NULL);
     *dead = rc == DLOCK_EUNAVAIL;
     if (rc != DLOCK_OK)
@@ -506,7 +512,8 @@ static int pg_force_release(struct dlock_store *s, const char *name,
     size_t len = 3;
     int rc;
 
-    rc = ctl_run(ps, "release --force", -1, dlock__pg_sql_force, 1, v, &res);
+    rc = ctl_run(ps, "release --force", -1, dlock__pg_sql_force[ps->lease_mode],
+                 1, v, &res);
     if (rc != DLOCK_OK)
         return rc;
     *removed = 0;
