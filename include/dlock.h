@@ -118,8 +118,11 @@ typedef struct dlock_lock dlock_lock;
  */
 typedef void (*dlock_lost_cb)(dlock_lock *lock, void *payload);
 
-/** Version of dlock_options this header describes. */
-#define DLOCK_OPTIONS_VERSION 1
+/** Version of dlock_options this header describes (2 added limit). */
+#define DLOCK_OPTIONS_VERSION 2
+
+/** Largest semaphore limit (dlock_options.limit). */
+#define DLOCK_LIMIT_MAX 1024
 
 /** Options for dlock_acquire().  Initialise with DLOCK_OPTIONS_INIT or
  * dlock_options_init(); fields added later go at the end, and a library
@@ -147,11 +150,20 @@ typedef struct dlock_options {
     dlock_lost_cb on_lost;
     /** Passed to on_lost. */
     void *payload;
+    /** (Version 2.)  1 (default; 0 means the same): a lock, one holder at a
+     * time.  N in 2..DLOCK_LIMIT_MAX: a semaphore, at most N holders of
+     * the name at once, each with its own lease, renewal, LOST and fence
+     * (fences rise per name across all holders).  Every holder of a name
+     * must ask the same limit: an acquire that asks another while the name
+     * is held gets DLOCK_EINVAL saying the limit in force, never a silent
+     * over-admission.  Not together with shared.  DLOCK_ENOTSUP on a store
+     * without semaphores. */
+    unsigned limit;
 } dlock_options;
 
 /** Static initialiser for dlock_options with the defaults. */
 #define DLOCK_OPTIONS_INIT                                                   \
-    { DLOCK_OPTIONS_VERSION, 0, DLOCK_DEFAULT_TTL_MS, 1, 0, NULL, NULL }
+    { DLOCK_OPTIONS_VERSION, 0, DLOCK_DEFAULT_TTL_MS, 1, 0, NULL, NULL, 1 }
 
 /**
  * What dlock_status() and dlock_list() report about one name.
@@ -187,6 +199,9 @@ typedef struct dlock_info {
      * GET_LOCK, advisory lock or SET NX), seen only by the server: then
      * host, pid, since_ms, ttl_ms and fence say nothing about it. */
     int other_client;
+    /** The limit its holders asked: 1 for a lock, N for a semaphore of N
+     * (holders says how many of the N are taken); 0 when free or unknown. */
+    unsigned limit;
 } dlock_info;
 
 /**

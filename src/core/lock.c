@@ -349,6 +349,20 @@ static int check_options(const dlock_options *o, const dlock_store *s)
         return dlock__seterr(DLOCK_ENOTSUP,
                              "the %s store has no shared (read) locks",
                              s->ops->name);
+    /* limit exists from version 2 on: a version 1 struct ends before it. */
+    if (o->version >= 2 && o->limit > 1) {
+        if (o->limit > DLOCK_LIMIT_MAX)
+            return dlock__seterr(DLOCK_EINVAL,
+                                 "limit %u is over %d", o->limit,
+                                 DLOCK_LIMIT_MAX);
+        if (o->shared)
+            return dlock__seterr(DLOCK_EINVAL, "a semaphore (limit %u) "
+                                 "cannot be shared as well", o->limit);
+        if (!s->ops->has_limit)
+            return dlock__seterr(DLOCK_ENOTSUP,
+                                 "the %s store has no semaphores (limit %u)",
+                                 s->ops->name, o->limit);
+    }
     return DLOCK_OK;
 }
 
@@ -487,6 +501,7 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
     lk->name_len = name_len;
     lk->ttl_ms = opts->ttl_ms;
     lk->shared = opts->shared != 0;
+    lk->limit = opts->version >= 2 && opts->limit > 1 ? opts->limit : 1;
     lk->pid = getpid();
     lk->auto_renew = opts->auto_renew != 0;
     lk->on_lost = opts->on_lost;

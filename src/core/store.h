@@ -97,6 +97,12 @@ struct dlock_lock {
     char token[DLOCK_TOKEN_HEX + 1];
     int64_t ttl_ms;
     int shared;
+    /* 1: a lock; N > 1: a semaphore of N (only on stores with has_limit).
+     * A store admits lk while fewer than limit hold the name and all of
+     * them asked the same limit; a holder that asked another limit makes
+     * the attempt DLOCK_EINVAL, with a message naming the limit in force.
+     * It records limit with the holder so that status can report it. */
+    unsigned limit;
     uint64_t fence; /* set by the store on acquire */
     void *priv;     /* the store's per-lock state (a pinned connection...) */
 
@@ -124,6 +130,7 @@ struct dlock_store_ops {
     int version;      /* DLOCK_STORE_OPS_VERSION */
     const char *name; /* "sqlite", "redis", ... */
     int has_shared;   /* supports shared (read) locks */
+    int has_limit;    /* supports semaphores (dlock_lock.limit > 1) */
 
     /* Connect/open.  *out is the store's own struct, base first. */
     int (*open)(struct dlock_store **out, const struct dlock_url *url);

@@ -888,7 +888,20 @@ static void t_bad_options(dlock_store *s)
     CHECK_RC(dlock_acquire(&l, s, nm("opts"), &o), DLOCK_EINVAL);
     CHECK_RC(dlock_acquire(&l, NULL, nm("opts"), NULL), DLOCK_EINVAL);
     CHECK_RC(dlock_acquire(NULL, s, nm("opts"), NULL), DLOCK_EINVAL);
-    CHECK_RC(dlock_options_init(&o, 2), DLOCK_EINVAL);
+    CHECK_RC(dlock_options_init(&o, DLOCK_OPTIONS_VERSION + 1), DLOCK_EINVAL);
+    /* A version 1 caller's struct ends before limit: whatever lies there
+     * is not read (it would ask for a semaphore of 77). */
+    o = (dlock_options)DLOCK_OPTIONS_INIT;
+    o.version = 1;
+    o.limit = 77;
+    CHECK_RC(dlock_acquire(&l, s, nm("opts-v1"), &o), DLOCK_OK);
+    CHECK_RC(dlock_release(l), DLOCK_OK);
+    o.version = 2;
+    o.limit = DLOCK_LIMIT_MAX + 1;
+    CHECK_RC(dlock_acquire(&l, s, nm("opts-v1"), &o), DLOCK_EINVAL);
+    o.limit = 2;
+    o.shared = 1;
+    CHECK_RC(dlock_acquire(&l, s, nm("opts-v1"), &o), DLOCK_EINVAL);
     CHECK_RC(dlock_options_init(&o, DLOCK_OPTIONS_VERSION), DLOCK_OK);
     CHECK(o.ttl_ms == DLOCK_DEFAULT_TTL_MS && o.auto_renew == 1);
     CHECK_RC(dlock_acquire(&l, s, nm("opts"), NULL), DLOCK_OK);
