@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "store.h"
 
@@ -42,8 +43,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             !elsewhere(u, u->password) &&
             strstr(u->redacted, u->password) != NULL)
             abort();
-        for (size_t i = 0; i < u->nparams; i++)
-            (void)dlock__url_param(u, u->params[i].key);
+        for (size_t i = 0; i < u->nparams; i++) {
+            const char *k = u->params[i].key, *v = u->params[i].value;
+            const char *at = strstr(s, v);
+
+            (void)dlock__url_param(u, k);
+            /* The same for a password given as a parameter (?password=,
+             * ?sslpassword=), wherever it stands after the path. */
+            if ((strcasecmp(k, "password") == 0 ||
+                 strcasecmp(k, "sslpassword") == 0) &&
+                strlen(v) >= 8 && at != NULL &&
+                strstr(at + 1, v) == NULL &&
+                strstr(u->redacted, v) != NULL)
+                abort();
+        }
         {
             int64_t ms = 0;
 
