@@ -530,6 +530,49 @@ static void t_many_and_list(dlock_store *s)
     CHECK(!info.held && info.holders == 0);
 }
 
+/* Renewal at scale (issue 19): a process holding thousands of
+ * auto-renewed locks on a short lease keeps every one of them.  With one
+ * round trip per renewal, and the thread scanning every lock for each,
+ * renewal fell behind and leases lapsed.  The only assertion is "none
+ * lost": how fast is the bench's business (dlock-bench --only renew).
+ * MySQL renews lock by lock (no batched renewal yet): it holds fewer. */
+static void t_renew_many(dlock_store *s)
+{
+    int n = strncmp(kind, "mysql", 5) == 0 ? 100 : 2000;
+    dlock_options o = opts(0, 600, 1);
+    dlock_lock **l = calloc((size_t)n, sizeof(*l));
+    char base[32];
+    int got = 0, lost, seen_lost = 0, bad_release = 0;
+
+    CHECK(l != NULL);
+    lost_calls = 0;
+    o.on_lost = count_lost;
+    o.payload = &lost_calls;
+    for (int i = 0; i < n; i++) {
+        snprintf(base, sizeof(base), "renew-many/%05d", i);
+        if (dlock_acquire(&l[i], s, nm(base), &o) == DLOCK_OK)
+            got++;
+    }
+    EXPECT(got == n);
+    sleep_ms(3000); /* time passing is the point: five leases */
+    for (int i = 0; i < n; i++)
+        if (l[i] != NULL && dlock_is_lost(l[i]))
+            seen_lost++;
+    lost = __atomic_load_n(&lost_calls, __ATOMIC_SEQ_CST);
+    for (int i = 0; i < n; i++)
+        if (l[i] != NULL && dlock_release(l[i]) != DLOCK_OK)
+            bad_release++;
+    free(l);
+    if (lost != 0 || seen_lost != 0 || bad_release != 0)
+        fprintf(stderr,
+                "renew_many: of %d locks %d lost, %d on_lost calls, %d "
+                "releases failed\n",
+                n, seen_lost, lost, bad_release);
+    EXPECT(lost == 0);
+    EXPECT(seen_lost == 0);
+    EXPECT(bad_release == 0);
+}
+
 /* Threads: a shared counter guarded only by the lock.  A second holder
  * would see `inside` set. */
 struct crowd {
@@ -933,6 +976,7 @@ static const struct {
     {"auto_renew", t_auto_renew},
     {"names", t_names},
     {"many_and_list", t_many_and_list},
+    {"renew_many", t_renew_many},
     {"threads_shared_handle", t_threads_shared_handle},
     {"threads_own_handles", t_threads_own_handles},
     {"processes", t_processes},
