@@ -92,6 +92,8 @@ static struct dlock_lock *reg_head;
  * the registry), so putting a lock in never has to allocate. */
 static struct dlock_lock **heap;
 static size_t heap_len, heap_cap, heap_want;
+/* Leases renewed by the renew thread so far (for dlock-bench). */
+static uint64_t renewals;
 static pthread_t renew_thr;
 static int renew_running;
 static int renew_stop;
@@ -337,6 +339,7 @@ static void renewed(struct due *d, int rc, int64_t t0, int64_t now)
          * answer came: the store may have started it any time between. */
         set_lease_end(lk, t0 + lk->ttl_ms);
         d->next = t0 + lk->ttl_ms / 3;
+        __atomic_add_fetch(&renewals, 1, __ATOMIC_RELAXED);
     } else if (rc == DLOCK_LOST || now >= lease_end_of(lk)) {
         d->cb = mark_lost(lk);
     } else {
@@ -1046,6 +1049,11 @@ static void detach_where(struct dlock_store *only)
         pthread_mutex_lock(&reg_mu);
     }
     pthread_mutex_unlock(&reg_mu);
+}
+
+uint64_t dlock__renewals(void)
+{
+    return __atomic_load_n(&renewals, __ATOMIC_RELAXED);
 }
 
 void dlock__registry_detach_store(struct dlock_store *s)

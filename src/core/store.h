@@ -293,5 +293,8 @@ int dlock__store_usable(const struct dlock_store *store);
 /* lock.c: the store is closing; release (best effort) and detach the locks
  * this process holds through it. */
 void dlock__registry_detach_store(struct dlock_store *store);
+/* lock.c: leases the renew thread has renewed in this process so far
+ * (dlock-bench reads it; the thread is named "dlock-renew" on Linux). */
+uint64_t dlock__renewals(void);
 
 #endif /* DLOCK_CORE_STORE_H */
