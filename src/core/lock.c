@@ -249,16 +249,16 @@ static void heap_remove(struct dlock_lock *lk)
     }
 }
 
-/* Put lk in the heap (or move it) by its schedule, if the renew thread
- * is to renew it.  Wakes the thread when lk became the first due. */
-static void heap_set(struct dlock_lock *lk)
+/* Put lk in the heap (or move it) to be due at `due`, if the renew
+ * thread is to renew it.  Wakes the thread when lk became the first due. */
+static void heap_put(struct dlock_lock *lk, int64_t due)
 {
     if (!lk->heap_slot || lk->renewable <= 0 || !lk->auto_renew ||
         lk->pid != getpid()) {
         heap_remove(lk);
         return;
     }
-    lk->due = due_of(lk);
+    lk->due = due;
     if (lk->heap_idx == SIZE_MAX) {
         lk->heap_idx = heap_len;
         heap[heap_len++] = lk; /* reserved: heap_len <= heap_want <= cap */
@@ -284,6 +284,13 @@ static int heap_reserve(struct dlock_lock *lk)
     heap_want++;
     lk->heap_slot = 1;
     return DLOCK_OK;
+}
+
+/* As heap_put, due by its schedule: its renewal time, and at the latest
+ * its lease end. */
+static void heap_set(struct dlock_lock *lk)
+{
+    heap_put(lk, due_of(lk));
 }
 
 static void heap_unreserve(struct dlock_lock *lk)
@@ -325,6 +332,7 @@ struct due {
     struct dlock_lock *lk;
     int64_t next;     /* renew again then; 0: not at all */
     dlock_lost_cb cb; /* to run once every mu is dropped */
+    int busy;         /* a user thread had its mu: due at next, exactly */
     int done;
 };
 
@@ -369,8 +377,11 @@ static void renew_batch(struct due **d, size_t n)
         struct dlock_lock *lk = d[i]->lk;
 
         if (pthread_mutex_trylock(&lk->mu) != 0) {
-            /* A user thread is in a call on it: look again shortly. */
+            /* A user thread is in a call on it: look again shortly (not
+             * at once, even if its lease has ended meanwhile: the thread
+             * would only spin on the same mu). */
             d[i]->next = t0 + RENEW_BUSY_MS;
+            d[i]->busy = 1;
             continue;
         }
         if (lk->state != DLOCK_STATE_HELD) {
@@ -477,6 +488,7 @@ static void *renew_main(void *arg)
             d[n].lk = lk;
             d[n].next = 0;
             d[n].cb = NULL;
+            d[n].busy = 0;
             d[n++].done = 0;
         }
         pthread_mutex_unlock(&reg_mu);
@@ -485,6 +497,10 @@ static void *renew_main(void *arg)
         for (size_t i = 0; i < n; i++) {
             if (d[i].next == 0)
                 continue;
+            if (d[i].busy) {
+                heap_put(d[i].lk, d[i].next);
+                continue;
+            }
             d[i].lk->next_renew = d[i].next;
             heap_set(d[i].lk);
         }
