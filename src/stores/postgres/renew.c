@@ -157,10 +157,10 @@ static void run_group(struct pg_store *ps, struct group *g)
     } else {
         /* The session's failure (DLOCK_LOST) is every key's on it. */
         for (size_t i = 0; i < g->n; i++)
-            *g->rc[i] = rc == DLOCK_LOST
-                            ? dlock__lost(g->lk[i],
-                                          "its database session ended")
-                            : rc;
+            *g->rc[i] =
+                rc == DLOCK_LOST
+                    ? dlock__lost(g->lk[i], "its database session ended")
+                    : rc;
     }
     for (int a = 0; a < 3; a++) {
         free(g->arr[a]);
@@ -195,8 +195,8 @@ int dlock__pg_extend_many(struct dlock_store *s,
             continue;
         }
         for (size_t j = i; j < n && g->n < DLOCK_RENEW_BATCH; j++) {
-            if (done[j] || (!ps->lease_mode &&
-                            dlock__pg_held_session(locks[j]) != sess))
+            if (done[j] ||
+                (!ps->lease_mode && dlock__pg_held_session(locks[j]) != sess))
                 continue;
             done[j] = 1;
             g->lk[g->n] = locks[j];

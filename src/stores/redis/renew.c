@@ -53,9 +53,8 @@ static int append_extend(struct redis_store *rs, redisContext *c,
     lens[2] = 1;
     lens[7] = strlen(lk->token);
     lens[8] = strlen(ttl);
-    rc = redisAppendCommandArgv(c, 9, argv, lens) == REDIS_OK
-             ? DLOCK_OK
-             : dlock__enomem();
+    rc = redisAppendCommandArgv(c, 9, argv, lens) == REDIS_OK ? DLOCK_OK
+                                                              : dlock__enomem();
     free(k.buf);
     return rc;
 }
@@ -89,8 +88,8 @@ static int pipeline(struct renew_call *r, redisContext *c,
         if (redisGetReply(c, (void **)&rep) != REDIS_OK || rep == NULL) {
             *dead = 1;
             return dlock__seterr(DLOCK_EUNAVAIL,
-                                 "lost the connection to %s: %s",
-                                 r->rs->url, c->errstr);
+                                 "lost the connection to %s: %s", r->rs->url,
+                                 c->errstr);
         }
         r->again[i] = 0;
         if (rep->type == REDIS_REPLY_INTEGER)
@@ -105,8 +104,7 @@ static int pipeline(struct renew_call *r, redisContext *c,
         else if (rep->type == REDIS_REPLY_ERROR)
             r->rcs[i] = dlock__redis_reply_error(r->rs, rep, "renew");
         else
-            r->rcs[i] = dlock__seterr(DLOCK_ESTORE,
-                                      "unexpected reply from %s",
+            r->rcs[i] = dlock__seterr(DLOCK_ESTORE, "unexpected reply from %s",
                                       r->rs->url);
         freeReplyObject(rep);
     }
