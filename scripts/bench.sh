@@ -19,10 +19,17 @@ for u in "${urls[@]}"; do
     echo
     # Session-bound stores pin a server connection per held lock: hold
     # 1,000 names there, not 10,000 (a server's max_connections).
+    # PostgreSQL's auto-renewed try-locks share one session (the mux), so
+    # its renewal part holds the full 10,000; MySQL's GET_LOCK cannot.
     case $name in
     mysql|mariadb|postgres|postgresql) case $u in *mode=lease*) many=() ;; *) many=(--many 1000) ;; esac ;;
     *) many=() ;;
     esac
+    case $name in
+    mysql|mariadb) case $u in *mode=lease*) ;; *) many+=(--renew 1000) ;; esac ;;
+    esac
+    # The renewal part holds its locks for DLOCK_BENCH_RENEW_SECONDS
+    # (default 60; --quick: 5).
     "$build/dlock-bench" "$u" --json "$out/$name.json" "${many[@]}" "$@"
 done
 echo

@@ -2,10 +2,12 @@
  * lock.c - acquire, the wait loop, renewal, loss, release, atexit and fork.
  *
  * Every held lock of this process is in one registry (a list behind
- * reg_mu).  The registry exists for three reasons: the renew thread walks
- * it to find leases due for renewal, the atexit handler walks it to release
+ * reg_mu).  The registry exists for three reasons: the renew thread finds
+ * the leases due for renewal in it, the atexit handler walks it to release
  * what the program forgot, and closing a store detaches the locks taken
- * through it.  A fork child inherits the registry: its parent's locks stay
+ * through it.  The auto-renewed locks are also in a min-heap keyed by when
+ * each is due (its renewal time, and at the latest its lease end), so the
+ * renew thread looks at the due ones only, never at all of them.  A fork child inherits the registry: its parent's locks stay
  * listed there (never renewed or released by the child) until the child
  * frees them with dlock_release(), which hands them to the store's
  * forget_inherited().
@@ -13,9 +15,19 @@
  * Locking order: reg_mu may be taken while holding a lock's mu, never the
  * other way round.  A lock's
  * mu serialises store calls on that lock (user thread against renew
- * thread); reg_mu protects the list, the scheduling fields (next_renew,
- * renewable, refs) and the renew thread's state.  Store calls never run
- * under reg_mu, so a slow store cannot stall the registry.
+ * thread); reg_mu protects the list, the heap, the scheduling fields
+ * (next_renew, due, heap_idx, renewable, refs) and the renew thread's
+ * state.  Store calls never run under reg_mu, so a slow store cannot stall
+ * the registry.
+ *
+ * The renew thread renews in batches: the locks due now (and those due
+ * soon after, which join early) are grouped by store, and each group is
+ * one extend_many() call, one round trip, while the thread holds the mu
+ * of every lock in it.  It takes those with pthread_mutex_trylock() only:
+ * a user thread may hold one lock's mu and wait for another's (a callback,
+ * a program's own order), and the renew thread must never be the other
+ * half of that.  A lock whose mu is busy is simply looked at again a few
+ * milliseconds later.  on_lost callbacks run after every mu is dropped.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -23,6 +35,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "store.h"
 
@@ -48,6 +63,20 @@
  * by what is left of the lease). */
 #define RENEW_RETRY_MS 250
 
+/* A lock due for renewal whose mu a user thread holds is looked at again
+ * after this (at the latest at its lease end). */
+#define RENEW_BUSY_MS 5
+
+/* The renew thread takes at most this many due locks per pass (it loops
+ * at once for the rest). */
+#define RENEW_PASS_MAX 1024
+
+/* A lock joins a batch up to a tenth of its lease before its renewal time
+ * (renewing at ttl/3 - ttl/10 instead of ttl/3 leaves more lease, never
+ * less).  Renewed together, locks stay together: after a few rounds the
+ * locks of a busy process renew in a few large batches, not many small. */
+#define RENEW_EARLY_DIV 10
+
 /* A waiter whose store went away (a restart, a failover, a dropped
  * connection) tries again after this, doubling up to OUTAGE_MAX_MS. */
 #define OUTAGE_FIRST_MS 100
@@ -58,6 +87,13 @@ static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t reg_cv;   /* wakes the renew thread */
 static pthread_cond_t unref_cv; /* a lock's refs dropped */
 static struct dlock_lock *reg_head;
+/* The heap of auto-renewed locks by due time.  heap_want places are
+ * reserved (one per auto-renewed lock from its acquire until it leaves
+ * the registry), so putting a lock in never has to allocate. */
+static struct dlock_lock **heap;
+static size_t heap_len, heap_cap, heap_want;
+/* Leases renewed by the renew thread so far (for dlock-bench). */
+static uint64_t renewals;
 static pthread_t renew_thr;
 static int renew_running;
 static int renew_stop;
@@ -94,6 +130,10 @@ static void init_conds(void)
  * make the child's first broadcast wait for it forever. */
 static void fork_child(void)
 {
+    /* The parent's locks are never renewed here: out of the heap. */
+    for (size_t i = 0; i < heap_len; i++)
+        heap[i]->heap_idx = SIZE_MAX;
+    heap_len = 0;
     pthread_mutex_init(&reg_mu, NULL);
     init_conds();
     renew_running = 0;
@@ -149,6 +189,119 @@ static int lapsed_err(const struct dlock_lock *lk)
                          lk->name);
 }
 
+/* --- the heap of due locks (all under reg_mu) ------------------------ */
+
+static int64_t due_of(const struct dlock_lock *lk)
+{
+    int64_t end = lease_end_of(lk);
+
+    return lk->next_renew < end ? lk->next_renew : end;
+}
+
+static void heap_swap(size_t a, size_t b)
+{
+    struct dlock_lock *t = heap[a];
+
+    heap[a] = heap[b];
+    heap[b] = t;
+    heap[a]->heap_idx = a;
+    heap[b]->heap_idx = b;
+}
+
+static void heap_up(size_t i)
+{
+    while (i > 0 && heap[(i - 1) / 2]->due > heap[i]->due) {
+        heap_swap(i, (i - 1) / 2);
+        i = (i - 1) / 2;
+    }
+}
+
+static void heap_down(size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+
+        if (l < heap_len && heap[l]->due < heap[m]->due)
+            m = l;
+        if (l + 1 < heap_len && heap[l + 1]->due < heap[m]->due)
+            m = l + 1;
+        if (m == i)
+            return;
+        heap_swap(i, m);
+        i = m;
+    }
+}
+
+static void heap_remove(struct dlock_lock *lk)
+{
+    size_t i = lk->heap_idx;
+
+    if (i == SIZE_MAX)
+        return;
+    lk->heap_idx = SIZE_MAX;
+    if (i != --heap_len) {
+        struct dlock_lock *moved = heap[heap_len];
+
+        heap[i] = moved;
+        moved->heap_idx = i;
+        heap_up(i);
+        heap_down(moved->heap_idx);
+    }
+}
+
+/* Put lk in the heap (or move it) to be due at `due`, if the renew
+ * thread is to renew it.  Wakes the thread when lk became the first due. */
+static void heap_put(struct dlock_lock *lk, int64_t due)
+{
+    if (!lk->heap_slot || lk->renewable <= 0 || !lk->auto_renew ||
+        lk->pid != getpid()) {
+        heap_remove(lk);
+        return;
+    }
+    lk->due = due;
+    if (lk->heap_idx == SIZE_MAX) {
+        lk->heap_idx = heap_len;
+        heap[heap_len++] = lk; /* reserved: heap_len <= heap_want <= cap */
+    }
+    heap_up(lk->heap_idx);
+    heap_down(lk->heap_idx);
+    if (lk->heap_idx == 0)
+        pthread_cond_broadcast(&reg_cv);
+}
+
+/* Reserve lk's place in the heap (at acquire, before the store call). */
+static int heap_reserve(struct dlock_lock *lk)
+{
+    if (heap_want + 1 > heap_cap) {
+        size_t cap = heap_cap < 64 ? 64 : 2 * heap_cap;
+        struct dlock_lock **h = realloc(heap, cap * sizeof(*h));
+
+        if (h == NULL)
+            return dlock__enomem();
+        heap = h;
+        heap_cap = cap;
+    }
+    heap_want++;
+    lk->heap_slot = 1;
+    return DLOCK_OK;
+}
+
+/* As heap_put, due by its schedule: its renewal time, and at the latest
+ * its lease end. */
+static void heap_set(struct dlock_lock *lk)
+{
+    heap_put(lk, due_of(lk));
+}
+
+static void heap_unreserve(struct dlock_lock *lk)
+{
+    heap_remove(lk);
+    if (lk->heap_slot) {
+        lk->heap_slot = 0;
+        heap_want--;
+    }
+}
+
 /* Mark lk lost (caller holds lk->mu).  Returns the callback to run once
  * the caller has dropped its locks, or NULL. */
 static dlock_lost_cb mark_lost(struct dlock_lock *lk)
@@ -156,6 +309,7 @@ static dlock_lost_cb mark_lost(struct dlock_lock *lk)
     lk->state = DLOCK_STATE_LOST;
     pthread_mutex_lock(&reg_mu);
     lk->renewable = 0;
+    heap_remove(lk);
     pthread_mutex_unlock(&reg_mu);
     if (lk->lost_notified)
         return NULL;
@@ -167,58 +321,124 @@ static void schedule(struct dlock_lock *lk, int64_t when)
 {
     pthread_mutex_lock(&reg_mu);
     lk->next_renew = when;
-    pthread_cond_broadcast(&reg_cv);
+    heap_set(lk);
     pthread_mutex_unlock(&reg_mu);
 }
 
 /* --- the renew thread ------------------------------------------------ */
 
-/* Renew one lock (the renew thread holds a ref on it). */
-static void renew_one(struct dlock_lock *lk)
-{
-    struct dlock_store *s = lk->store;
-    dlock_lost_cb cb = NULL;
-    int64_t t0, now, next = 0;
-    int rc;
+/* One due lock of a pass: what became of it. */
+struct due {
+    struct dlock_lock *lk;
+    int64_t next;     /* renew again then; 0: not at all */
+    dlock_lost_cb cb; /* to run once every mu is dropped */
+    int busy;         /* a user thread had its mu: due at next, exactly */
+    int done;
+};
 
-    pthread_mutex_lock(&lk->mu);
-    if (lk->state != DLOCK_STATE_HELD) {
-        pthread_mutex_unlock(&lk->mu);
-        return;
-    }
-    t0 = dlock__now_ms();
-    if (lapsed(lk, t0)) {
-        /* Renewal fell behind (too many locks, a stalled store): too late
-         * to extend, whatever the store would answer. */
-        cb = mark_lost(lk);
-        pthread_mutex_unlock(&lk->mu);
-        if (cb != NULL)
-            cb(lk, lk->payload);
-        return;
-    }
-    rc = s->ops->extend(s, lk, lk->ttl_ms);
-    now = dlock__now_ms();
+/* The outcome of a renewal sent at t0 that answered rc at now (caller
+ * holds lk->mu), as one lock's extend has always been handled. */
+static void renewed(struct due *d, int rc, int64_t t0, int64_t now)
+{
+    struct dlock_lock *lk = d->lk;
+
     if (rc == DLOCK_OK) {
         /* The lease counts from when the request left, not when the
          * answer came: the store may have started it any time between. */
         set_lease_end(lk, t0 + lk->ttl_ms);
-        next = t0 + lk->ttl_ms / 3;
+        d->next = t0 + lk->ttl_ms / 3;
+        __atomic_add_fetch(&renewals, 1, __ATOMIC_RELAXED);
     } else if (rc == DLOCK_LOST || now >= lease_end_of(lk)) {
-        cb = mark_lost(lk);
+        d->cb = mark_lost(lk);
     } else {
         /* Transient (store unreachable): try again soon, while the lease
          * we know of still runs.  When it has run out the lock is lost. */
         int64_t left = lease_end_of(lk) - now;
 
-        next = now + (left / 4 < RENEW_RETRY_MS ? left / 4 : RENEW_RETRY_MS);
-        if (next <= now)
-            next = now + 1;
+        d->next = now + (left / 4 < RENEW_RETRY_MS ? left / 4 : RENEW_RETRY_MS);
+        if (d->next <= now)
+            d->next = now + 1;
     }
-    pthread_mutex_unlock(&lk->mu);
-    if (next != 0)
-        schedule(lk, next);
-    if (cb != NULL)
-        cb(lk, lk->payload);
+}
+
+/* Renew d[0..n), all of one store, in one extend_many() call (or one
+ * extend() when n is 1 and the store has no extend_many). */
+static void renew_batch(struct due **d, size_t n)
+{
+    struct dlock_store *s = d[0]->lk->store;
+    struct dlock_lock *locks[DLOCK_RENEW_BATCH];
+    struct due *mine[DLOCK_RENEW_BATCH];
+    int rcs[DLOCK_RENEW_BATCH];
+    size_t k = 0;
+    int64_t t0 = dlock__now_ms(), now;
+    int rc;
+
+    for (size_t i = 0; i < n; i++) {
+        struct dlock_lock *lk = d[i]->lk;
+
+        if (pthread_mutex_trylock(&lk->mu) != 0) {
+            /* A user thread is in a call on it: look again shortly (not
+             * at once, even if its lease has ended meanwhile: the thread
+             * would only spin on the same mu). */
+            d[i]->next = t0 + RENEW_BUSY_MS;
+            d[i]->busy = 1;
+            continue;
+        }
+        if (lk->state != DLOCK_STATE_HELD) {
+            pthread_mutex_unlock(&lk->mu);
+            continue;
+        }
+        if (lapsed(lk, t0)) {
+            /* Renewal fell behind (a stalled store): too late to extend,
+             * whatever the store would answer. */
+            d[i]->cb = mark_lost(lk);
+            pthread_mutex_unlock(&lk->mu);
+            continue;
+        }
+        locks[k] = lk;
+        mine[k++] = d[i];
+    }
+    if (k == 0)
+        return;
+    if (s->ops->extend_many != NULL) {
+        rc = s->ops->extend_many(s, locks, k, rcs);
+        if (rc != DLOCK_OK)
+            for (size_t i = 0; i < k; i++)
+                rcs[i] = rc;
+    } else {
+        for (size_t i = 0; i < k; i++)
+            rcs[i] = s->ops->extend(s, locks[i], locks[i]->ttl_ms);
+    }
+    now = dlock__now_ms();
+    for (size_t i = 0; i < k; i++) {
+        renewed(mine[i], rcs[i], t0, now);
+        pthread_mutex_unlock(&locks[i]->mu);
+    }
+}
+
+/* Renew the n due locks of a pass (the thread holds a ref on each),
+ * store by store, in batches of at most DLOCK_RENEW_BATCH (one lock at a
+ * time for a store without extend_many, so no mu is held for longer than
+ * one round trip). */
+static void renew_pass(struct due *d, size_t n)
+{
+    struct due *batch[DLOCK_RENEW_BATCH];
+
+    for (size_t i = 0; i < n; i++) {
+        struct dlock_store *s = d[i].lk->store;
+        size_t max = s->ops->extend_many != NULL ? DLOCK_RENEW_BATCH : 1;
+        size_t m = 0;
+
+        if (d[i].done)
+            continue;
+        for (size_t j = i; j < n && m < max; j++) {
+            if (d[j].done || d[j].lk->store != s)
+                continue;
+            d[j].done = 1;
+            batch[m++] = &d[j];
+        }
+        renew_batch(batch, m);
+    }
 }
 
 static void free_lock(struct dlock_lock *lk)
@@ -230,48 +450,76 @@ static void free_lock(struct dlock_lock *lk)
 
 static void *renew_main(void *arg)
 {
+    /* On the stack (32 KiB), not allocated: a failure would have nobody
+     * to tell. */
+    struct due d[RENEW_PASS_MAX];
+
     (void)arg;
     on_renew_thread = 1;
+#ifdef __linux__
+    /* Named, so a profiler or dlock-bench can find its CPU time. */
+    (void)prctl(PR_SET_NAME, "dlock-renew", 0, 0, 0);
+#endif
     pthread_mutex_lock(&reg_mu);
     while (!renew_stop) {
-        struct dlock_lock *lk, *due = NULL;
-        int64_t now = dlock__now_ms(), earliest = INT64_MAX;
-        pid_t me = getpid();
+        int64_t now = dlock__now_ms();
+        size_t n = 0;
 
-        for (lk = reg_head; lk != NULL; lk = lk->next) {
-            int64_t when;
-
-            if (lk->renewable <= 0 || !lk->auto_renew || lk->pid != me)
-                continue;
-            /* Due at its renewal time, and at the latest when its lease
-             * ends: a lock whose renewal fell behind is reported LOST
-             * then, not whenever the thread gets round to it. */
-            when = lk->next_renew < lease_end_of(lk) ? lk->next_renew
-                                                     : lease_end_of(lk);
-            if (when <= now) {
-                due = lk;
-                break;
-            }
-            if (when < earliest)
-                earliest = when;
-        }
-        if (due == NULL) {
-            if (earliest == INT64_MAX)
-                pthread_cond_wait(&reg_cv, &reg_mu);
-            else
-                cond_wait_until(&reg_cv, earliest);
+        if (heap_len == 0) {
+            pthread_cond_wait(&reg_cv, &reg_mu);
             continue;
         }
-        /* Not picked again until renew_one() has rescheduled it. */
-        due->next_renew = INT64_MAX;
-        due->refs++;
+        if (heap[0]->due > now) {
+            cond_wait_until(&reg_cv, heap[0]->due);
+            continue;
+        }
+        /* Due at its renewal time, and at the latest when its lease ends:
+         * a lock whose renewal fell behind is reported LOST then, not
+         * whenever the thread gets round to it.  Those due a little later
+         * come along. */
+        while (heap_len > 0 && n < RENEW_PASS_MAX) {
+            struct dlock_lock *lk = heap[0];
+
+            if (lk->due > now + lk->ttl_ms / RENEW_EARLY_DIV)
+                break;
+            /* Out of the heap (not picked again) until renewed. */
+            heap_remove(lk);
+            lk->refs++;
+            d[n].lk = lk;
+            d[n].next = 0;
+            d[n].cb = NULL;
+            d[n].busy = 0;
+            d[n++].done = 0;
+        }
         pthread_mutex_unlock(&reg_mu);
-        renew_one(due);
+        renew_pass(d, n);
         pthread_mutex_lock(&reg_mu);
-        due->refs--;
+        for (size_t i = 0; i < n; i++) {
+            if (d[i].next == 0)
+                continue;
+            if (d[i].busy) {
+                heap_put(d[i].lk, d[i].next);
+                continue;
+            }
+            d[i].lk->next_renew = d[i].next;
+            heap_set(d[i].lk);
+        }
+        for (size_t i = 0; i < n; i++) {
+            /* An earlier callback may have released this lock: its owner
+             * no longer wants to hear of it. */
+            if (d[i].cb == NULL || d[i].lk->free_on_unref)
+                continue;
+            pthread_mutex_unlock(&reg_mu);
+            d[i].cb(d[i].lk, d[i].lk->payload);
+            pthread_mutex_lock(&reg_mu);
+        }
+        for (size_t i = 0; i < n; i++) {
+            struct dlock_lock *lk = d[i].lk;
+
+            if (--lk->refs == 0 && lk->free_on_unref)
+                free_lock(lk);
+        }
         pthread_cond_broadcast(&unref_cv);
-        if (due->refs == 0 && due->free_on_unref)
-            free_lock(due);
     }
     pthread_mutex_unlock(&reg_mu);
     return NULL;
@@ -305,7 +553,7 @@ static void reg_add(struct dlock_lock *lk)
         reg_head->prev = lk;
     reg_head = lk;
     lk->renewable = 1;
-    pthread_cond_broadcast(&reg_cv);
+    heap_set(lk);
     pthread_mutex_unlock(&reg_mu);
 }
 
@@ -320,6 +568,7 @@ static void reg_unlink_locked(struct dlock_lock *lk)
         lk->next->prev = lk->prev;
     lk->prev = lk->next = NULL;
     lk->renewable = 0;
+    heap_unreserve(lk);
 }
 
 /* --- acquire --------------------------------------------------------- */
@@ -497,6 +746,18 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
         return rc;
     }
     pthread_mutex_init(&lk->mu, NULL);
+    lk->heap_idx = SIZE_MAX;
+    if (opts->auto_renew) {
+        /* Its place in the renew thread's heap, so that registering it
+         * once acquired cannot fail. */
+        pthread_mutex_lock(&reg_mu);
+        rc = heap_reserve(lk);
+        pthread_mutex_unlock(&reg_mu);
+        if (rc != DLOCK_OK) {
+            free_lock(lk);
+            return rc;
+        }
+    }
     lk->store = s;
     lk->name_len = name_len;
     lk->ttl_ms = opts->ttl_ms;
@@ -535,6 +796,9 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
         if (rc == DLOCK_BUSY && dlock_errmsg()[0] == '\0')
             dlock__seterr(DLOCK_BUSY, "lock '%s' is held by someone else",
                           lk->name);
+        pthread_mutex_lock(&reg_mu);
+        heap_unreserve(lk);
+        pthread_mutex_unlock(&reg_mu);
         free_lock(lk);
         return rc;
     }
@@ -799,6 +1063,7 @@ static void detach_where(struct dlock_store *only)
             break;
         /* renewable = -1 marks "being detached" so the loop moves on. */
         lk->renewable = -1;
+        heap_remove(lk);
         while (lk->refs > 0 && !on_renew_thread)
             pthread_cond_wait(&unref_cv, &reg_mu);
         pthread_mutex_unlock(&reg_mu);
@@ -810,6 +1075,11 @@ static void detach_where(struct dlock_store *only)
         pthread_mutex_lock(&reg_mu);
     }
     pthread_mutex_unlock(&reg_mu);
+}
+
+uint64_t dlock__renewals(void)
+{
+    return __atomic_load_n(&renewals, __ATOMIC_RELAXED);
 }
 
 void dlock__registry_detach_store(struct dlock_store *s)

@@ -118,6 +118,9 @@ struct dlock_lock {
                          * the core writes it, a waiting store may too */
     int64_t next_renew; /* monotonic ms */
     /* under the registry mutex */
+    int64_t due;        /* heap key: min(next_renew, lease_end) */
+    size_t heap_idx;    /* place in the renew thread's heap, or SIZE_MAX */
+    int heap_slot;      /* a place in that heap is reserved for it */
     unsigned refs;      /* renew thread (and store close) using it now */
     int renewable;      /* the renew thread may pick it */
     int free_on_unref;  /* released from its own on_lost callback */
@@ -166,6 +169,17 @@ struct dlock_store_ops {
      * DLOCK_OK or DLOCK_LOST. */
     int (*extend)(struct dlock_store *store, struct dlock_lock *lk,
                   int64_t ttl_ms);
+    /* Optional: renew many leases of this store in one round trip (the
+     * renew thread's batches, at most DLOCK_RENEW_BATCH locks).  Each
+     * locks[i] is held (the core holds its mu) and is renewed to its own
+     * lk->ttl_ms from now.  Returns DLOCK_OK with rcs[i] set to what
+     * extend() would answer for locks[i] (DLOCK_OK, DLOCK_LOST, or a
+     * transient failure), or a failure code when nothing is known of any
+     * of them (the connection broke before an answer): rcs untouched, the
+     * code stands for every lock.  NULL: the core calls extend() per
+     * lock. */
+    int (*extend_many)(struct dlock_store *store,
+                       struct dlock_lock *const *locks, size_t n, int *rcs);
     /* Lease left per the store: DLOCK_OK with *left_ms > 0, or
      * DLOCK_LOST. */
     int (*ttl_left)(struct dlock_store *store, struct dlock_lock *lk,
@@ -199,6 +213,9 @@ struct dlock_store_ops {
     /* The DDL init() runs, as text for a DBA (malloc'd); no connection. */
     int (*ddl)(char **out, const struct dlock_url *url);
 };
+
+/* The most locks the renew thread hands one extend_many() call. */
+#define DLOCK_RENEW_BATCH 500
 
 /* The longest lease dlock grants (lock.c).  A store may treat a row whose
  * lease ends later than now + this as corrupt: no dlock wrote it. */
@@ -275,5 +292,8 @@ int dlock__store_usable(const struct dlock_store *store);
 /* lock.c: the store is closing; release (best effort) and detach the locks
  * this process holds through it. */
 void dlock__registry_detach_store(struct dlock_store *store);
+/* lock.c: leases the renew thread has renewed in this process so far
+ * (dlock-bench reads it; the thread is named "dlock-renew" on Linux). */
+uint64_t dlock__renewals(void);
 
 #endif /* DLOCK_CORE_STORE_H */

@@ -735,6 +735,69 @@ static int sqlite_release(struct dlock_store *st, struct dlock_lock *lk)
     return DLOCK_OK;
 }
 
+/* --- batched renewal (the renew thread's extend_many) ---------------- */
+
+/* Every lease of the batch in one BEGIN IMMEDIATE transaction: one wait
+ * for the write lock and one commit (one WAL append) instead of one per
+ * lock, and the same UPDATE per row as sqlite_extend().  A row that is
+ * gone or past its lease is tidied away in the same transaction, and that
+ * lock is LOST.  If the transaction fails nothing was written: the whole
+ * batch gets the failure (a transient one, retried while leases last). */
+static int sqlite_extend_many(struct dlock_store *st,
+                              struct dlock_lock *const *locks, size_t n,
+                              int *rcs)
+{
+    struct sqlite_store *ss = (struct sqlite_store *)st;
+    sqlite3_stmt *s;
+    int64_t now;
+    int rc;
+
+    lock_db(ss, op_deadline(ss));
+    if (begin(ss) != SQLITE_OK) {
+        rc = db_error(ss, "renew");
+        goto out;
+    }
+    now = boot_ms();
+    for (size_t i = 0; i < n; i++) {
+        const struct dlock_lock *lk = locks[i];
+
+        s = stmt(ss, Q_EXTEND);
+        if (s == NULL)
+            goto sqlerr;
+        bind_name(s, 1, lk);
+        sqlite3_bind_text(s, 2, lk->token, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s, 3, now + lk->ttl_ms);
+        sqlite3_bind_text(s, 4, self.boot_id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s, 5, now);
+        if (sqlite3_step(s) != SQLITE_DONE)
+            goto sqlerr;
+        sqlite3_reset(s);
+        if (sqlite3_changes(ss->db) > 0) {
+            rcs[i] = DLOCK_OK;
+            continue;
+        }
+        s = stmt(ss, Q_FORGET);
+        if (s == NULL)
+            goto sqlerr;
+        bind_name(s, 1, lk);
+        sqlite3_bind_text(s, 2, lk->token, -1, SQLITE_STATIC);
+        if (sqlite3_step(s) != SQLITE_DONE)
+            goto sqlerr;
+        sqlite3_reset(s);
+        rcs[i] = dlock__lost(lk, LOST_WHY);
+    }
+    if (exec_q(ss, Q_COMMIT) != SQLITE_OK)
+        goto sqlerr;
+    rc = DLOCK_OK;
+    goto out;
+sqlerr:
+    rc = db_error(ss, "renew");
+    rollback(ss);
+out:
+    unlock_db(ss);
+    return rc;
+}
+
 /* --- status, list, force_release ------------------------------------ */
 
 /* Fill out from the live rows of name (caller holds the connection). */
@@ -867,6 +930,7 @@ const struct dlock_store_ops dlock__sqlite_ops = {
     .try_acquire = sqlite_try_acquire,
     .wait_slice = NULL, /* the core polls with jittered backoff */
     .extend = sqlite_extend,
+    .extend_many = sqlite_extend_many,
     .ttl_left = sqlite_ttl_left,
     .release = sqlite_release,
     .forget = NULL,

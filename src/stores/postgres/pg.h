@@ -7,6 +7,7 @@
  *   session.c  session mode: advisory locks on pooled sessions, the wait
  *   store.c    the ops table: open, lease mode, per-lock calls, status
  *   xact.c     dlock_pg_xact_lock() on the caller's connection
+ *   renew.c    the renew thread's batches: many extends in one UPDATE
  *
  * postgres://[user[:password]@]host[:port]/db[?keys=hashtext][&mode=lease]
  *                                          [&timeout=5s][&<libpq options>]
@@ -169,5 +170,13 @@ struct dlock__pg_acq_params {
 void dlock__pg_acq_params(struct dlock__pg_acq_params *p,
                           const struct dlock_lock *lk,
                           int64_t lock_timeout_ms, const char *sess);
+
+/* The session holding lk's key (an opaque identity), or NULL. */
+const void *dlock__pg_held_session(const struct dlock_lock *lk);
+
+/* --- renew.c --------------------------------------------------------- */
+
+int dlock__pg_extend_many(struct dlock_store *s,
+                          struct dlock_lock *const *locks, size_t n, int *rcs);
 
 #endif /* DLOCK_STORES_PG_H */

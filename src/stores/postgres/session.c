@@ -589,3 +589,12 @@ void dlock__pg_sessions_close(struct pg_store *ps)
         sess_free(ps, ps->mux);
     ps->mux = NULL;
 }
+
+/* The session lk's key is on (renew.c groups a batch by it), or NULL when
+ * it is on none any more. */
+const void *dlock__pg_held_session(const struct dlock_lock *lk)
+{
+    const struct held *h = lk->priv;
+
+    return h != NULL && h->keyed ? h->s : NULL;
+}

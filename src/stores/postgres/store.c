@@ -565,6 +565,7 @@ const struct dlock_store_ops dlock__postgres_ops = {
     .try_acquire = pg_try_acquire,
     .wait_slice = dlock__pg_wait_slice,
     .extend = pg_extend,
+    .extend_many = dlock__pg_extend_many,
     .ttl_left = pg_ttl_left,
     .release = pg_release,
     .forget = dlock__pg_forget,

@@ -11,6 +11,7 @@
  *              events and polling for foreign holders
  *   store.c    the ops table: open, close, acquire, extend, release,
  *              status, list, force-release
+ *   renew.c    the renew thread's batches: many extends in one pipeline
  *
  * redis://[user:pass@]host[:port][/db][?prefix=dlock:&connect_timeout=5s
  *                                      &timeout=5s]
@@ -225,5 +226,11 @@ void dlock__redis_chans_free(struct redis_store *rs);
 int dlock__redis_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
                             int64_t slice_ms, int64_t *retry_ms);
 void dlock__redis_forget(struct dlock_store *s, struct dlock_lock *lk);
+
+/* --- renew.c -------------------------------------------------------- */
+
+int dlock__redis_extend_many(struct dlock_store *s,
+                             struct dlock_lock *const *locks, size_t n,
+                             int *rcs);
 
 #endif /* DLOCK_STORES_REDIS_H */

@@ -470,6 +470,7 @@ const struct dlock_store_ops dlock__redis_ops = {
     .try_acquire = redis_try_acquire,
     .wait_slice = dlock__redis_wait_slice,
     .extend = redis_extend,
+    .extend_many = dlock__redis_extend_many,
     .ttl_left = redis_ttl_left,
     .release = redis_release,
     .forget = dlock__redis_forget,

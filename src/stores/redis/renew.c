@@ -1,0 +1,162 @@
+/*
+ * renew.c - the renew thread's batches (extend_many): the extend script
+ * of every lock in the batch, EVALSHA by EVALSHA in one pipeline, written
+ * at once and answered in order: one round trip for the batch, and each
+ * renewal still the same atomic compare-and-PEXPIRE as redis_extend().
+ *
+ * Why a pipeline of per-lock scripts and not one script over every key
+ * of the batch: in Redis Cluster a script may only touch keys of one hash
+ * slot, and a batch's names hash anywhere.  Per-lock scripts let a
+ * Cluster-aware connection later split the same batch by node (one
+ * pipeline per node) without changing what is sent.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "redis.h"
+
+struct renew_call {
+    struct redis_store *rs;
+    struct dlock_lock *const *locks;
+    size_t n;
+    int *rcs;
+    unsigned char *again; /* [i]: answered NOSCRIPT, send once more */
+};
+
+/* Append EVALSHA of lk's extend script to c's output buffer. */
+static int append_extend(struct redis_store *rs, redisContext *c,
+                         const struct dlock_lock *lk)
+{
+    int s = lk->shared ? S_EXT_SHARED : S_EXT;
+    struct dlock__rkeys k;
+    const char *argv[9];
+    size_t lens[9];
+    char ttl[24];
+    int rc;
+
+    rc = dlock__redis_keys_of(rs, lk->name, lk->name_len, &k);
+    if (rc != DLOCK_OK)
+        return rc;
+    snprintf(ttl, sizeof(ttl), "%lld", (long long)lk->ttl_ms);
+    argv[0] = "EVALSHA";
+    argv[1] = rs->sha[s];
+    argv[2] = "4";
+    for (int i = 0; i < 4; i++) {
+        argv[3 + i] = k.k[i];
+        lens[3 + i] = k.klen[i];
+    }
+    argv[7] = lk->token;
+    argv[8] = ttl;
+    lens[0] = 7;
+    lens[1] = 40;
+    lens[2] = 1;
+    lens[7] = strlen(lk->token);
+    lens[8] = strlen(ttl);
+    rc = redisAppendCommandArgv(c, 9, argv, lens) == REDIS_OK ? DLOCK_OK
+                                                              : dlock__enomem();
+    free(k.buf);
+    return rc;
+}
+
+/* Send the extend of every lock with want[i] (NULL: all) and read the
+ * answers.  A NOSCRIPT answer sets again[i]. */
+static int pipeline(struct renew_call *r, redisContext *c,
+                    const unsigned char *want, int *dead)
+{
+    size_t sent = 0;
+    int rc = DLOCK_OK;
+
+    for (size_t i = 0; i < r->n; i++) {
+        if (want != NULL && !want[i])
+            continue;
+        rc = append_extend(r->rs, c, r->locks[i]);
+        if (rc != DLOCK_OK) {
+            /* What was appended cannot be taken back: the connection's
+             * stream is no longer ours to reuse. */
+            *dead = sent > 0;
+            return rc;
+        }
+        sent++;
+    }
+    for (size_t i = 0; i < r->n; i++) {
+        const struct dlock_lock *lk = r->locks[i];
+        redisReply *rep = NULL;
+
+        if (want != NULL && !want[i])
+            continue;
+        if (redisGetReply(c, (void **)&rep) != REDIS_OK || rep == NULL) {
+            *dead = 1;
+            return dlock__seterr(DLOCK_EUNAVAIL,
+                                 "lost the connection to %s: %s", r->rs->url,
+                                 c->errstr);
+        }
+        r->again[i] = 0;
+        if (rep->type == REDIS_REPLY_INTEGER)
+            r->rcs[i] = rep->integer == 1
+                            ? DLOCK_OK
+                            : dlock__lost(lk, "its lease ran out, it was "
+                                              "broken, or the server lost "
+                                              "it");
+        else if (rep->type == REDIS_REPLY_ERROR && rep->str != NULL &&
+                 strncmp(rep->str, "NOSCRIPT", 8) == 0)
+            r->again[i] = 1;
+        else if (rep->type == REDIS_REPLY_ERROR)
+            r->rcs[i] = dlock__redis_reply_error(r->rs, rep, "renew");
+        else
+            r->rcs[i] = dlock__seterr(DLOCK_ESTORE, "unexpected reply from %s",
+                                      r->rs->url);
+        freeReplyObject(rep);
+    }
+    return DLOCK_OK;
+}
+
+static int renew_fn(void *conn, void *arg, int *dead)
+{
+    struct renew_call *r = arg;
+    redisContext *c = conn;
+    int rc, any = 0;
+
+    rc = pipeline(r, c, NULL, dead);
+    if (rc != DLOCK_OK)
+        return rc;
+    for (size_t i = 0; i < r->n; i++)
+        any |= r->again[i];
+    if (!any)
+        return DLOCK_OK;
+    /* The server forgot the scripts (SCRIPT FLUSH, a failover): load them
+     * again on this connection and send the rest once more. */
+    rc = dlock__redis_load_scripts(r->rs, c);
+    if (rc != DLOCK_OK) {
+        *dead = c->err != 0;
+        return rc;
+    }
+    rc = pipeline(r, c, r->again, dead);
+    if (rc != DLOCK_OK)
+        return rc;
+    for (size_t i = 0; i < r->n; i++)
+        if (r->again[i])
+            r->rcs[i] = dlock__seterr(DLOCK_ESTORE,
+                                      "redis renew: the server keeps "
+                                      "forgetting the scripts (%s)",
+                                      r->rs->url);
+    return DLOCK_OK;
+}
+
+int dlock__redis_extend_many(struct dlock_store *s,
+                             struct dlock_lock *const *locks, size_t n,
+                             int *rcs)
+{
+    struct redis_store *rs = (struct redis_store *)s;
+    struct renew_call r = {rs, locks, n, rcs, calloc(n, 1)};
+    int rc;
+
+    if (r.again == NULL)
+        return dlock__enomem();
+    /* Renewing twice is harmless: under the pool's retry-once policy. */
+    pthread_mutex_lock(&rs->mu);
+    rc = dlock__redis_exec(rs, renew_fn, &r, 1);
+    pthread_mutex_unlock(&rs->mu);
+    free(r.again);
+    return rc;
+}
