@@ -24,7 +24,13 @@
  *   P NAME \xff fence   the fence counter (INCR, never expires)
  *   P NAME \xff readers shared holders: a sorted set token -> lease end
  *   P NAME \xff info    holder host, pid, since, fence (same TTL)
- *   P NAME \xff release the channel a release is published on
+ *   P NAME \xff queue   waiting dlock clients: a sorted set token ->
+ *                       arrival number (FIFO)
+ *   P NAME \xff waiters their entries: token -> "ttl deadline pid host"
+ *   P NAME \xff release the channel a release that hands the lock to
+ *                       nobody is published on
+ *   P NAME \xff w TOKEN a waiter's own channel: "g" + fence when a
+ *                       release hands the lock to it
  * Names are valid UTF-8, which never contains the byte 0xff, so no lock
  * key can be mistaken for a derived one, whatever the names (keys.c).
  *
@@ -37,8 +43,11 @@
  * a connection, so more connections would only add load on the server.
  * The connection sits in a core pool of one (conn.c), for the pool's
  * retry-once policy.  Waiting uses a second connection, subscribed to the
- * channels of the names this handle waits on, read by a listener thread
- * that wakes one waiter per release message (first come, first woken).
+ * channels of the names this handle waits on and its waiters' own
+ * channels, read by a listener thread.  With ?fair=1 (the default) a
+ * waiter queues on the server and a release hands the lock to the head
+ * of the queue, telling only it (scripts.c: handoff); otherwise a release
+ * message wakes one waiter per handle (first come, first woken).
  * A holder that is not dlock (its value lacks "dlock1:") never publishes:
  * waiters on it also subscribe to the lock key's keyspace channel when the
  * server sends keyspace events, and poll every 50..250 ms when it does
@@ -69,16 +78,24 @@ enum {
     S_TTL_SHARED,
     S_STATUS,
     S_FORCE,
+    S_LEAVE,
     S_COUNT
 };
 
 /* --- the handle ------------------------------------------------------ */
 
-/* A waiter parked on a channel (wait.c keeps one in lk->priv). */
+/* What an acquire does about the waiter queue (ARGV[5] of S_ACQ). */
+#define Q_WAIT "q"   /* busy: join the queue, or keep its place in it */
+#define Q_TRY "n"    /* busy: do not queue; free: queued waiters first */
+#define Q_UNFAIR "u" /* ?fair=0: neither queue nor let the queue go first */
+
+/* A waiter parked on a channel (wait.c keeps two in lk->priv: one on the
+ * name's channel, one on its own; both signal the same cv). */
 struct waiter {
     struct waiter *next;
-    pthread_cond_t cv;
+    pthread_cond_t *cv;
     int woken;
+    uint64_t granted; /* a hand-off on its own channel: the fence */
 };
 
 /* A channel this handle is (or is getting) subscribed to: the release
@@ -95,6 +112,7 @@ struct chan {
     char *ks;       /* keyspace channel, once SUBSCRIBE was sent, or NULL */
     size_t ks_len;
     int ks_subscribed;
+    int own; /* a waiter's own channel: its messages are hand-offs */
     struct waiter *head, *tail;
 };
 
@@ -117,6 +135,7 @@ struct redis_store {
     size_t prefix_len;
     int64_t connect_timeout_ms;
     int64_t timeout_ms;
+    int fair; /* ?fair=1 (default): waiters queue, FIFO hand-off */
     const char *url; /* redacted, for messages */
 
     /* commands: the one connection (a redisContext) is used under mu */
@@ -187,11 +206,16 @@ redisReply *dlock__redis_run(struct redis_store *rs, int s,
 
 int dlock__redis_keys_of(struct redis_store *rs, const char *name,
                          size_t name_len, struct dlock__rkeys *k);
-/* One attempt.  BUSY: *retry_ms is the holder's lease left (-1 unknown)
- * and *foreign is set if the holder is not a dlock client (its value is
- * not "dlock1:" + a token), which will not publish when it lets go. */
+/* One attempt; q is Q_WAIT, Q_TRY or Q_UNFAIR.  BUSY: *retry_ms is the
+ * holder's lease left (-1 unknown), *foreign is set if the holder is not
+ * a dlock client (its value is not "dlock1:" + a token), which will not
+ * publish when it lets go, and *place is the place in the queue (0: not
+ * queued). */
 int dlock__redis_attempt(struct redis_store *rs, struct dlock_lock *lk,
-                         int64_t *retry_ms, int *foreign);
+                         const char *q, int64_t *retry_ms, int *foreign,
+                         long long *place);
+/* A wait that ended without the lock: leave the queue (best effort). */
+void dlock__redis_leave(struct redis_store *rs, struct dlock_lock *lk);
 
 /* --- sub.c (all under smu) ------------------------------------------- */
 
@@ -204,11 +228,10 @@ void dlock__redis_sub_stop(struct redis_store *rs);
  * -1 when not sent (no connection, out of memory, write failed). */
 int dlock__redis_sub_cmd(struct redis_store *rs, const char *verb,
                          const char *chan, size_t len, unsigned char kind);
-/* Join w to the waiters of k's release channel, subscribing it if it is
- * new.  NULL: out of memory. */
-struct chan *dlock__redis_chan_join(struct redis_store *rs,
-                                    const struct dlock__rkeys *k,
-                                    struct waiter *w);
+/* Join w to the waiters of channel name[0..len), subscribing it if it
+ * is new; own: a waiter's own channel.  NULL: out of memory. */
+struct chan *dlock__redis_chan_join(struct redis_store *rs, const char *name,
+                                    size_t len, int own, struct waiter *w);
 /* Take w off c (passing on a wake-up it did not use); the last waiter
  * unsubscribes and frees c. */
 void dlock__redis_chan_leave(struct redis_store *rs, struct chan *c,

@@ -60,8 +60,10 @@ static int parse_int(const char *s, int lo, int hi, int *out)
 
 static int redis_open(struct dlock_store **out, const struct dlock_url *u)
 {
-    static const char *const known[] = {"prefix", "connect_timeout",
-                                        "timeout", "db", "password", NULL};
+    static const char *const known[] = {"prefix",   "connect_timeout",
+                                        "timeout",  "db",
+                                        "password", "fair",
+                                        NULL};
     struct redis_store *rs;
     const char *v;
     void *c;
@@ -86,6 +88,13 @@ static int redis_open(struct dlock_store **out, const struct dlock_url *u)
         goto fail;
     if (rs->connect_timeout_ms <= 0 || rs->timeout_ms <= 0) {
         rc = dlock__seterr(DLOCK_EINVAL, "timeouts must be positive in %s",
+                           u->redacted);
+        goto fail;
+    }
+    v = dlock__url_param(u, "fair");
+    rs->fair = 1;
+    if (v != NULL && parse_int(v, 0, 1, &rs->fair) != 0) {
+        rc = dlock__seterr(DLOCK_EINVAL, "fair must be 0 or 1 in %s",
                            u->redacted);
         goto fail;
     }
@@ -166,15 +175,15 @@ static void lock_args(const struct dlock_lock *lk, int64_t ttl, char *ttlbuf,
     al[3] = strlen(pidbuf);
 }
 
-/* Run script s for lk with ARGV token, ttl (a release: the channel to
- * publish on), host and pid, the first nargs of them. */
+/* Run script s for lk with ARGV token, ttl, host, pid and the queue
+ * mode q, the first nargs of them. */
 static redisReply *lock_script(struct redis_store *rs, int s,
                                struct dlock_lock *lk, int64_t ttl, int nargs,
-                               int retry, int *rc)
+                               const char *q, int retry, int *rc)
 {
     char ttlbuf[24], pidbuf[24];
-    const char *a[4];
-    size_t al[4];
+    const char *a[5];
+    size_t al[5];
     struct dlock__rkeys k;
     redisReply *r;
 
@@ -182,10 +191,8 @@ static redisReply *lock_script(struct redis_store *rs, int s,
     if (*rc != DLOCK_OK)
         return NULL;
     lock_args(lk, ttl, ttlbuf, pidbuf, a, al);
-    if (s == S_REL || s == S_REL_SHARED) {
-        a[1] = k.chan; /* ARGV[2]: the channel to publish on */
-        al[1] = k.chan_len;
-    }
+    a[4] = q != NULL ? q : "";
+    al[4] = strlen(a[4]);
     pthread_mutex_lock(&rs->mu);
     r = dlock__redis_run(rs, s, &k, nargs, a, al, retry, rc);
     pthread_mutex_unlock(&rs->mu);
@@ -195,11 +202,13 @@ static redisReply *lock_script(struct redis_store *rs, int s,
 
 /* One attempt (redis.h). */
 int dlock__redis_attempt(struct redis_store *rs, struct dlock_lock *lk,
-                         int64_t *retry_ms, int *foreign)
+                         const char *q, int64_t *retry_ms, int *foreign,
+                         long long *place)
 {
     int rc;
     redisReply *r = lock_script(rs, lk->shared ? S_ACQ_SHARED : S_ACQ, lk,
-                                lk->ttl_ms, 4, 1, &rc);
+                                lk->ttl_ms, 5, rs->fair ? q : Q_UNFAIR, 1,
+                                &rc);
 
     if (r == NULL)
         return rc;
@@ -215,20 +224,32 @@ int dlock__redis_attempt(struct redis_store *rs, struct dlock_lock *lk,
         *foreign = r->elements < 3 ||
                    r->element[2]->type != REDIS_REPLY_INTEGER ||
                    r->element[2]->integer == 0;
+        *place = r->elements >= 4 && r->element[3]->type ==
+                                         REDIS_REPLY_INTEGER
+                     ? r->element[3]->integer
+                     : 0;
         rc = DLOCK_BUSY;
     }
     freeReplyObject(r);
     return rc;
 }
 
+void dlock__redis_leave(struct redis_store *rs, struct dlock_lock *lk)
+{
+    int rc;
+
+    freeReplyObject(lock_script(rs, S_LEAVE, lk, lk->ttl_ms, 1, NULL, 0, &rc));
+}
+
 static int redis_try_acquire(struct dlock_store *s, struct dlock_lock *lk,
                              int64_t deadline, int64_t *retry_ms)
 {
     int foreign = 0;
+    long long place = 0;
 
     (void)deadline; /* one round trip, bounded by the timeout */
-    return dlock__redis_attempt((struct redis_store *)s, lk, retry_ms,
-                                &foreign);
+    return dlock__redis_attempt((struct redis_store *)s, lk, Q_TRY, retry_ms,
+                                &foreign, &place);
 }
 
 static int lost(const struct dlock_lock *lk)
@@ -255,7 +276,7 @@ static int int_script(struct redis_store *rs, int s, struct dlock_lock *lk,
                       int64_t ttl_or_0, int retry, long long *out)
 {
     int rc;
-    redisReply *r = lock_script(rs, s, lk, ttl_or_0, 2, retry, &rc);
+    redisReply *r = lock_script(rs, s, lk, ttl_or_0, 2, NULL, retry, &rc);
 
     return int_reply(rs, r, rc, out);
 }
