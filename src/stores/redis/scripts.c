@@ -36,15 +36,19 @@
 #define OWN "('dlock1:' .. ARGV[1])"
 #define DLOCK_VAL(v) "(#" v " == 39 and string.match(" v ", '^dlock1:%x+$'))"
 
-/* The next fence: the counter, seeded from the server's clock (in us) the
- * first time, and again after the server lost it (a restart without
- * persistence, a failover to a replica that had not seen it). */
+/* The next fence: the counter, but never less than the server's clock in
+ * us.  A server that lost the counter (a restart without persistence) or
+ * has an old value of it (a replica promoted before it saw the last INCRs,
+ * an AOF that lost its last second) still hands out more than before, as
+ * long as it was away longer than the servers' clocks differ. */
 #define FN_FENCE                                                             \
     "local function fence(now) "                                            \
-    "  if redis.call('EXISTS', KEYS[2]) == 0 then "                          \
-    "    redis.call('SET', KEYS[2], string.format('%d', now * 1000)) "      \
+    "  local f = redis.call('INCR', KEYS[2]) "                               \
+    "  if f < now * 1000 then "                                              \
+    "    f = now * 1000 "                                                    \
+    "    redis.call('SET', KEYS[2], string.format('%d', f)) "               \
     "  end "                                                                 \
-    "  return redis.call('INCR', KEYS[2]) "                                  \
+    "  return f "                                                            \
     "end "
 
 /* Make tok the exclusive holder, with fence f. */
