@@ -58,6 +58,7 @@
 
 #include <hiredis/hiredis.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -136,6 +137,19 @@ struct redis_store {
     int64_t connect_timeout_ms;
     int64_t timeout_ms;
     int fair; /* ?fair=1 (default): waiters queue, FIFO hand-off */
+
+    /* Sentinel (topo.c): the sentinels, the master's name, where it was
+     * last, and the epoch: how many times the command connection found
+     * the master somewhere else.  A lock taken in an older epoch is LOST
+     * (the promoted replica may lack it, or have it without its holder
+     * knowing what happened meanwhile). */
+    char *master;
+    int nsent;
+    char **sent_host;
+    int *sent_port;
+    pthread_mutex_t tmu;
+    char cur_master[300];
+    uint64_t epoch;
     const char *url; /* redacted, for messages */
 
     /* commands: the one connection (a redisContext) is used under mu */
@@ -167,9 +181,21 @@ struct redis_store {
 /* The pool's callbacks (ctx: the struct redis_store); a new connection
  * has its database selected and the scripts loaded. */
 extern const struct dlock__pool_ops dlock__redis_pool_ops;
-/* Connect, authenticate and check that the peer speaks Redis.  Returns a
- * ready context, or NULL with *rc and the message set. */
-redisContext *dlock__redis_connect(struct redis_store *rs, int *rc);
+/* Connect to host:port (NULL: the unix socket), authenticate and check
+ * that the peer speaks Redis.  Returns a ready context, or NULL with *rc
+ * and the message set. */
+redisContext *dlock__redis_connect_to(struct redis_store *rs, const char *host,
+                                      int port, int *rc);
+
+/* --- topo.c ---------------------------------------------------------- */
+
+/* A connection to the master: the configured server, or with Sentinel
+ * the one the sentinels name (and which says it is master).  main: the
+ * command connection, whose master change starts a new epoch. */
+redisContext *dlock__redis_connect(struct redis_store *rs, int main, int *rc);
+/* Parse redis-sentinel://host:port,host:port/MASTER into rs. */
+int dlock__redis_topo_parse(struct redis_store *rs, const struct dlock_url *u);
+void dlock__redis_topo_free(struct redis_store *rs);
 /* DLOCK_ESTORE with the server's error answer r (not freed). */
 int dlock__redis_reply_error(struct redis_store *rs, const redisReply *r,
                              const char *what);
@@ -181,6 +207,13 @@ int dlock__redis_bad_reply(struct redis_store *rs, redisReply *r);
 int dlock__redis_send(struct redis_store *rs, redisContext *c, int argc,
                       const char **argv, const size_t *lens, redisReply **out,
                       int *dead);
+/* SIGPIPE blocked in this thread from begin to end (conn.c). */
+struct dlock__nopipe {
+    sigset_t old;
+    int was_pending;
+};
+void dlock__redis_nopipe_begin(struct dlock__nopipe *np);
+void dlock__redis_nopipe_end(struct dlock__nopipe *np);
 /* fn on the command connection (caller holds mu).  retry: under the
  * pool's retry-once policy; 0 for what must not run twice. */
 int dlock__redis_exec(struct redis_store *rs, dlock__pool_fn fn, void *arg,
@@ -206,14 +239,19 @@ redisReply *dlock__redis_run(struct redis_store *rs, int s,
 
 int dlock__redis_keys_of(struct redis_store *rs, const char *name,
                          size_t name_len, struct dlock__rkeys *k);
-/* One attempt; q is Q_WAIT, Q_TRY or Q_UNFAIR.  BUSY: *retry_ms is the
+/* One attempt (OK: *epoch is the epoch it ran in); q is Q_WAIT, Q_TRY or Q_UNFAIR.  BUSY: *retry_ms is the
  * holder's lease left (-1 unknown), *foreign is set if the holder is not
  * a dlock client (its value is not "dlock1:" + a token), which will not
  * publish when it lets go, and *place is the place in the queue (0: not
  * queued). */
 int dlock__redis_attempt(struct redis_store *rs, struct dlock_lock *lk,
                          const char *q, int64_t *retry_ms, int *foreign,
-                         long long *place);
+                         long long *place, uint64_t *epoch);
+/* The current epoch (topo.c); a held lock's lk->priv records the one it
+ * was taken in (dlock__redis_held), tagged so it is no wait's pointer. */
+uint64_t dlock__redis_epoch(struct redis_store *rs);
+void dlock__redis_held(struct dlock_lock *lk, uint64_t epoch);
+int dlock__redis_is_held_tag(const void *priv);
 /* A wait that ended without the lock: leave the queue (best effort). */
 void dlock__redis_leave(struct redis_store *rs, struct dlock_lock *lk);
 

@@ -226,7 +226,8 @@ int dlock__redis_sub_cmd(struct redis_store *rs, const char *verb,
 {
     const char *argv[2] = {verb, chan};
     size_t lens[2] = {strlen(verb), len};
-    int done = 0;
+    struct dlock__nopipe np;
+    int done = 0, rc = 0;
 
     if (rs->sc == NULL || pend_push(rs, kind) != 0)
         return -1;
@@ -234,14 +235,17 @@ int dlock__redis_sub_cmd(struct redis_store *rs, const char *verb,
         rs->pend_len--; /* not sent: no answer will come */
         return -1;
     }
-    while (!done)
+    dlock__redis_nopipe_begin(&np);
+    while (!done && rc == 0)
         if (redisBufferWrite(rs->sc, &done) != REDIS_OK)
-            return -1;
-    return 0;
+            rc = -1;
+    dlock__redis_nopipe_end(&np);
+    return rc;
 }
 
 int dlock__redis_sub_ensure(struct redis_store *rs)
 {
+    struct dlock__nopipe np;
     redisContext *c;
     int rc = DLOCK_OK;
 
@@ -259,7 +263,9 @@ int dlock__redis_sub_ensure(struct redis_store *rs)
             return DLOCK_OK; /* another waiter restarted it meanwhile */
     }
     pthread_mutex_unlock(&rs->smu);
-    c = dlock__redis_connect(rs, &rc);
+    dlock__redis_nopipe_begin(&np);
+    c = dlock__redis_connect(rs, 0, &rc);
+    dlock__redis_nopipe_end(&np);
     pthread_mutex_lock(&rs->smu);
     if (c == NULL)
         return rc;

@@ -334,6 +334,7 @@ int dlock__redis_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
     int64_t end = dlock__now_ms() + slice_ms, sent, retry = -1;
     struct wait *wt;
     const char *q;
+    uint64_t epoch = 0;
     int rc, foreign = 1;
 
     if (lk->priv == NULL) {
@@ -349,17 +350,20 @@ int dlock__redis_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
     wt = lk->priv;
     if (take_grant(rs, wt, lk)) {
         wait_free(rs, lk);
+        dlock__redis_held(lk, dlock__redis_epoch(rs));
         return DLOCK_OK;
     }
     q = queue_mode(rs, wt);
     sent = dlock__now_ms();
-    rc = dlock__redis_attempt(rs, lk, q, &retry, &foreign, &wt->place);
+    rc = dlock__redis_attempt(rs, lk, q, &retry, &foreign, &wt->place,
+                              &epoch);
     if (rc == DLOCK_OK) {
         /* The lease started when the winning script was sent, at the
          * earliest. */
         if (sent + lk->ttl_ms > lk->lease_end)
             lk->lease_end = sent + lk->ttl_ms;
         wait_free(rs, lk);
+        dlock__redis_held(lk, epoch);
         return DLOCK_OK;
     }
     if (rc != DLOCK_BUSY)
@@ -380,8 +384,10 @@ void dlock__redis_forget(struct dlock_store *s, struct dlock_lock *lk)
     struct redis_store *rs = (struct redis_store *)s;
     struct wait *wt = lk->priv;
 
-    if (wt == NULL)
+    if (wt == NULL || dlock__redis_is_held_tag(wt)) {
+        lk->priv = NULL; /* a held lock's epoch: nothing to free */
         return;
+    }
     if (wt->queued)
         dlock__redis_leave(rs, lk);
     wait_free(rs, lk);
