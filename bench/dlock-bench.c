@@ -4,7 +4,7 @@
  * same run, so the numbers hold on a noisy machine.
  *
  *   dlock-bench URL [--json FILE] [--quick] [--many N] [--only PART]
- *               [--renew N] [--renew-seconds S]
+ *               [--renew N] [--renew-seconds S] [--waiters N]
  *
  * 1. uncontended: acquire + release on one name, one client, in blocks
  *    alternating with blocks of no-ops (PING, SELECT 1, DO 1, or an empty
@@ -545,7 +545,9 @@ static void bench_renew(void)
     dlock_store_close(s);
 }
 
-/* --- 3b. a herd: 100 waiters on one name ------------------------------- */
+/* --- 3b. a herd: 100 (--waiters) waiters on one name ------------------- */
+
+static int herd_w = 100;
 
 struct herd {
     volatile int ready, stop;
@@ -583,7 +585,7 @@ static void herd_waiter(struct herd *h, const char *name, int k)
 
 static void bench_herd(void)
 {
-    enum { W = 100 };
+    const int W = herd_w;
     const int k = quick ? 100 : 300;
     size_t size = sizeof(struct herd) + sizeof(int64_t) * (2 * k + 2);
     struct herd *h = mmap(NULL, size, PROT_READ | PROT_WRITE,
@@ -595,11 +597,11 @@ static void bench_herd(void)
     int64_t *hand = malloc(sizeof(int64_t) * (size_t)k), t0, t1;
     long long r0 = -1, r1 = -1;
     double base = -1;
-    pid_t pids[W];
+    pid_t *pids = calloc((size_t)W, sizeof(*pids));
     char name[128];
     int nh = 0;
 
-    if (h == MAP_FAILED || hand == NULL)
+    if (h == MAP_FAILED || hand == NULL || pids == NULL)
         exit(1);
     snprintf(name, sizeof(name), "%s/herd", run_id);
     o.auto_renew = 0;
@@ -650,8 +652,8 @@ static void bench_herd(void)
         int64_t p50 = pct(hand, (size_t)nh, 0.5);
         int64_t p99 = pct(hand, (size_t)nh, 0.99);
 
-        printf("100 waiters  %d hand-offs in %.2f s: hand-off p50 %7.1f us  "
-               "p99 %7.1f us; ", k, (t1 - t0) / 1e9, p50 / 1e3, p99 / 1e3);
+        printf("%d waiters  %d hand-offs in %.2f s: hand-off p50 %7.1f us  "
+               "p99 %7.1f us; ", W, k, (t1 - t0) / 1e9, p50 / 1e3, p99 / 1e3);
         if (per >= 0)
             printf("%.2f client requests per hand-off, %.2f per "
                    "uncontended acquire + release\n", per, base);
@@ -673,6 +675,7 @@ static void bench_herd(void)
     bench_noop_close(noop);
     dlock_store_close(s);
     free(hand);
+    free(pids);
     munmap(h, size);
 }
 
@@ -747,7 +750,7 @@ int main(int argc, char **argv)
     if (argc < 2) {
         fprintf(stderr, "usage: dlock-bench URL [--json FILE] [--quick] "
                         "[--many N] [--only PART] [--renew N] "
-                        "[--renew-seconds S]\n");
+                        "[--renew-seconds S] [--waiters N]\n");
         return 64;
     }
     url = argv[1];
@@ -758,6 +761,9 @@ int main(int argc, char **argv)
             quick = 1;
         else if (strcmp(argv[i], "--many") == 0 && i + 1 < argc)
             many_n = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--waiters") == 0 && i + 1 < argc &&
+                 atoi(argv[i + 1]) > 0)
+            herd_w = atoi(argv[++i]);
         else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
             only = argv[++i];
         else if (strcmp(argv[i], "--renew") == 0 && i + 1 < argc)

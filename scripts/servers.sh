@@ -47,3 +47,25 @@ for store in redis postgres mysql; do
         problems=$((problems + 1))
     fi
 done
+
+# Redis beyond one server: a Sentinel topology (master, replica, three
+# sentinels), when the redis store is compiled in (and a cluster, once
+# scripts/server-redis-cluster.sh exists).
+case ",$schemes," in
+*redis-sentinel*)
+    for topo in redis-sentinel redis-cluster; do
+        [ -x "$here/server-$topo.sh" ] || continue
+        upper=$(echo "$topo" | tr a-z- A-Z_)
+        mkdir -p "$tmp/$topo"
+        started+=("$topo")
+        if url=$("$here/server-$topo.sh" start "$tmp/$topo"); then
+            echo "== $topo: $url"
+            export "DLOCK_TEST_${upper}_URL=$url" \
+                "DLOCK_TEST_${upper}_DIR=$tmp/$topo"
+        else
+            echo "== $topo: the servers did not start"
+            problems=$((problems + 1))
+        fi
+    done
+    ;;
+esac

@@ -42,6 +42,8 @@ static const struct scheme {
     {.scheme = "sqlite", .label = "sqlite://", .ops = SQLITE_OPS},
     {.scheme = "redis", .label = "redis://", .ops = REDIS_OPS},
     {.scheme = "unix", .label = "unix:// (Redis)", .ops = REDIS_OPS},
+    {.scheme = "redis-sentinel", .label = "redis-sentinel://",
+     .ops = REDIS_OPS},
     {.scheme = "postgres", .label = "postgres://", .ops = POSTGRES_OPS},
     {.scheme = "postgresql", .label = "postgresql://", .ops = POSTGRES_OPS},
     {.scheme = "mysql", .label = "mysql://", .ops = MYSQL_OPS},
@@ -53,7 +55,7 @@ static const char *const compiled =
     "sqlite,"
 #endif
 #ifdef DLOCK_HAVE_REDIS
-    "redis,unix,"
+    "redis,unix,redis-sentinel,"
 #endif
 #ifdef DLOCK_HAVE_POSTGRES
     "postgres,postgresql,"
@@ -143,7 +145,8 @@ static int lookup(struct dlock_url **out, const struct dlock_store_ops **ops,
     }
     rc = dlock__seterr(DLOCK_EINVAL,
                        "unknown store scheme \"%s\" in %s (known: sqlite, "
-                       "redis, unix, postgres, postgresql, mysql, mariadb)",
+                       "redis, unix, redis-sentinel, postgres, postgresql, "
+                       "mysql, mariadb)",
                        (*out)->scheme, (*out)->redacted);
 done:
     if (rc != DLOCK_OK) {

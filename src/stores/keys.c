@@ -126,8 +126,9 @@ size_t dlock__mysql_key(const char *name, size_t len, int mariadb,
 
 /* --- Redis ------------------------------------------------------------- */
 
-static const char *const suffix[] = {"", "\xff" "fence", "\xff" "readers",
-                                     "\xff" "info"};
+static const char *const suffix[DLOCK__RKEYS] = {
+    "", "\xff" "fence", "\xff" "readers", "\xff" "info", "\xff" "queue",
+    "\xff" "waiters"};
 #define CHAN_SUFFIX "\xff" "release"
 
 int dlock__redis_keys(const char *prefix, size_t prefix_len,
@@ -136,20 +137,20 @@ int dlock__redis_keys(const char *prefix, size_t prefix_len,
 {
     size_t base = prefix_len + name_len, total = 0, off = 0;
 
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < DLOCK__RKEYS; i++)
         total += base + strlen(suffix[i]) + 1;
     total += base + sizeof(CHAN_SUFFIX);
     k->buf = malloc(total);
     if (k->buf == NULL)
         return dlock__enomem();
-    for (int i = 0; i < 5; i++) {
-        const char *suf = i < 4 ? suffix[i] : CHAN_SUFFIX;
+    for (int i = 0; i <= DLOCK__RKEYS; i++) {
+        const char *suf = i < DLOCK__RKEYS ? suffix[i] : CHAN_SUFFIX;
         char *p = k->buf + off;
 
         memcpy(p, prefix, prefix_len);
         memcpy(p + prefix_len, name, name_len);
         memcpy(p + base, suf, strlen(suf) + 1);
-        if (i < 4) {
+        if (i < DLOCK__RKEYS) {
             k->k[i] = p;
             k->klen[i] = base + strlen(suf);
         } else {

@@ -46,6 +46,7 @@ static const struct caps {
 } all_caps[] = {
     {"sqlite", 1, 1},         /* dead pid on this host */
     {"redis", 1, 0},          /* only the lease */
+    {"redis-sentinel", 1, 0}, /* the same, on the sentinels' master */
     {"postgres", 1, 1},       /* the session ends */
     {"postgres-hashtext", 1, 1},
     {"postgres-lease", 1, 0}, /* table only: the lease */

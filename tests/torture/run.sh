@@ -11,6 +11,8 @@
 #         crash-restart  kill -9 the server, then start it (crash recovery)
 #         kill-clients   kill every client connection on the server side
 #         script-flush   Redis's SCRIPT FLUSH
+#         failover       Redis Sentinel: SENTINEL FAILOVER (settled)
+#         kill-master    Redis Sentinel: kill -9 of the master (settled)
 #       KIND says what the store promises under that fault: `revokes` (the
 #       locks are gone: a holder must be told, and fences must keep a late
 #       holder's writes out) or `keeps` (the locks stay, no holder may
@@ -28,11 +30,17 @@ if [ "${4:-}" = server ]; then
     shift 6
     [ "$secs" -ge 6 ] || secs=6 # room for faults and a recovery after them
     for f in "$@"; do
+        every=700 quiet=2000
         case ${f%%:*} in
         restart) cmd=restart ;;
         crash-restart) cmd=crash-restart ;;
         kill-clients) cmd=kill-clients ;;
         script-flush) cmd="cli SCRIPT FLUSH" ;;
+        # A failover takes seconds, and Sentinel will not fail the same
+        # master over again within 2 x failover-timeout (3 s).
+        # (A fault takes up to 10 s: none starts in the last 12 s.)
+        failover) cmd=failover every=6000 quiet=12000 ;;
+        kill-master) cmd=kill-master every=6000 quiet=12000 ;;
         *) echo "run.sh: unknown server fault $f" >&2; exit 64 ;;
         esac
         case ${f#*:} in
@@ -42,7 +50,7 @@ if [ "${4:-}" = server ]; then
         esac
         # Holds long enough to span a fault: up to 400 ms in a 1 s lease.
         run --workload fenced --fault none --ttl 1000 --hold 400 \
-            --nemesis "'$script' ctl '$dir' $cmd >/dev/null" --every 700 $kind
+            --nemesis "'$script' ctl '$dir' $cmd >/dev/null" --every $every --quiet $quiet $kind
     done
 else
     run --workload mutex --fault kill

@@ -4,7 +4,8 @@
  *
  *   torture URL [--workers N] [--seconds S] [--ttl MS] [--hold MS]
  *               [--workload mutex|counter|fenced] [--fault none|kill|stop]
- *               [--expect-violation] [--nemesis CMD [--every MS] [--revokes]]
+ *               [--expect-violation] [--nemesis CMD [--every MS] [--revokes]
+ *               [--quiet MS]]
  *
  * Workers loop: acquire (random wait), critical section, release, logging
  * every step with CLOCK_MONOTONIC timestamps to their own file.  Faults are
@@ -79,6 +80,7 @@ struct cfg {
     int expect_violation;
     const char *nemesis;
     int every_ms;
+    int quiet_ms; /* no fault starts in the run's last quiet_ms */
     char name[64];
 };
 
@@ -681,6 +683,8 @@ int main(int argc, char **argv)
             c.nemesis = v;
         else if (strcmp(a, "--every") == 0)
             c.every_ms = atoi(v);
+        else if (strcmp(a, "--quiet") == 0)
+            c.quiet_ms = atoi(v);
         else if (strcmp(a, "--workload") == 0)
             c.workload = !strcmp(v, "mutex")     ? W_MUTEX
                          : !strcmp(v, "counter") ? W_COUNTER
@@ -718,6 +722,8 @@ int main(int argc, char **argv)
 
     if (c.every_ms <= 0)
         c.every_ms = 500;
+    if (c.quiet_ms <= 0)
+        c.quiet_ms = 2000;
     end = now_ms() + c.seconds * 1000LL;
     nem_at = now_ms() + rand() % (2 * c.every_ms);
     for (int i = 0; i < c.workers; i++)
@@ -738,10 +744,10 @@ int main(int argc, char **argv)
             nemesis_runs++;
             continue;
         }
-        /* No server fault in the last 2 s: the run must show that the
-         * store serves again after one. */
+        /* No server fault in the last --quiet ms (2 s): the run must show
+         * that the store serves again after one. */
         if (c.nemesis != NULL && nem < 0 && now_ms() >= nem_at &&
-            now_ms() < end - 2000 &&
+            now_ms() < end - c.quiet_ms &&
             n_nemeses < sizeof(nemeses) / sizeof(nemeses[0])) {
             nemeses[n_nemeses++].start = now_us();
             nem = fork();

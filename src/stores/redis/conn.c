@@ -10,6 +10,7 @@
  * while idle (server restart, idle timeout, CLIENT KILL) is replaced and
  * the command sent once more; a fresh connection's failure is final.
  */
+#include <signal.h>
 #include <string.h>
 #include <time.h>
 
@@ -36,15 +37,16 @@ int dlock__redis_bad_reply(struct redis_store *rs, redisReply *r)
 }
 
 /* Connect, authenticate, and check that the peer speaks Redis. */
-redisContext *dlock__redis_connect(struct redis_store *rs, int *rc)
+redisContext *dlock__redis_connect_to(struct redis_store *rs, const char *host,
+                                      int port, int *rc)
 {
     redisContext *c;
     redisReply *r;
 
-    c = rs->sock != NULL
+    c = host == NULL
             ? redisConnectUnixWithTimeout(rs->sock,
                                           tv_ms(rs->connect_timeout_ms))
-            : redisConnectWithTimeout(rs->host, rs->port,
+            : redisConnectWithTimeout(host, port,
                                       tv_ms(rs->connect_timeout_ms));
     if (c == NULL) {
         *rc = dlock__enomem();
@@ -57,7 +59,7 @@ redisContext *dlock__redis_connect(struct redis_store *rs, int *rc)
         return NULL;
     }
     redisSetTimeout(c, tv_ms(rs->timeout_ms));
-    if (rs->sock == NULL)
+    if (host != NULL)
         redisEnableKeepAlive(c);
     if (rs->password != NULL) {
         r = rs->user != NULL && rs->user[0] != '\0'
@@ -94,11 +96,26 @@ redisContext *dlock__redis_connect(struct redis_store *rs, int *rc)
     return c;
 }
 
+static int exec_once(struct redis_store *rs, dlock__pool_fn fn, void *arg,
+                     int retry);
+
 int dlock__redis_send(struct redis_store *rs, redisContext *c, int argc,
                       const char **argv, const size_t *lens, redisReply **out,
                       int *dead)
 {
     *out = redisCommandArgv(c, argc, argv, lens);
+    /* A master that became a replica (a failover) answers READONLY, one
+     * still loading its data LOADING: this connection is of no more use,
+     * a new one asks the sentinels where the master is now. */
+    if (*out != NULL && (*out)->type == REDIS_REPLY_ERROR &&
+        (strncmp((*out)->str, "READONLY", 8) == 0 ||
+         strncmp((*out)->str, "LOADING", 7) == 0)) {
+        *dead = 1;
+        dlock__seterr(DLOCK_EUNAVAIL, "%s: %s", rs->url, (*out)->str);
+        freeReplyObject(*out);
+        *out = NULL;
+        return DLOCK_EUNAVAIL;
+    }
     if (*out != NULL)
         return DLOCK_OK;
     *dead = 1;
@@ -106,8 +123,50 @@ int dlock__redis_send(struct redis_store *rs, redisContext *c, int argc,
                          rs->url, c->errstr);
 }
 
+/* hiredis writes with write(): a server that went away (a killed master)
+ * would end the program with SIGPIPE.  Blocked in this thread while we
+ * write, and a SIGPIPE we caused is taken off again (libpq does the
+ * same where it cannot use MSG_NOSIGNAL). */
+void dlock__redis_nopipe_begin(struct dlock__nopipe *np)
+{
+    sigset_t pipe, pend;
+
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    sigpending(&pend);
+    np->was_pending = sigismember(&pend, SIGPIPE) == 1;
+    pthread_sigmask(SIG_BLOCK, &pipe, &np->old);
+}
+
+void dlock__redis_nopipe_end(struct dlock__nopipe *np)
+{
+    sigset_t pipe, pend;
+
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    sigpending(&pend);
+    if (!np->was_pending && sigismember(&pend, SIGPIPE) == 1) {
+        struct timespec zero = {0, 0};
+
+        (void)sigtimedwait(&pipe, NULL, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &np->old, NULL);
+}
+
 int dlock__redis_exec(struct redis_store *rs, dlock__pool_fn fn, void *arg,
                       int retry)
+{
+    struct dlock__nopipe np;
+    int rc;
+
+    dlock__redis_nopipe_begin(&np);
+    rc = exec_once(rs, fn, arg, retry);
+    dlock__redis_nopipe_end(&np);
+    return rc;
+}
+
+static int exec_once(struct redis_store *rs, dlock__pool_fn fn, void *arg,
+                     int retry)
 {
     void *c;
     int dead = 0, rc;
@@ -165,7 +224,7 @@ static int pool_open(void *ctx, void **out)
     int rc = DLOCK_OK;
 
     *out = NULL;
-    c = dlock__redis_connect(rs, &rc);
+    c = dlock__redis_connect(rs, 1, &rc);
     if (c == NULL)
         return rc;
     if (rs->db != 0) {

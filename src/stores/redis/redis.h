@@ -25,7 +25,13 @@
  *   P NAME \xff fence   the fence counter (INCR, never expires)
  *   P NAME \xff readers shared holders: a sorted set token -> lease end
  *   P NAME \xff info    holder host, pid, since, fence (same TTL)
- *   P NAME \xff release the channel a release is published on
+ *   P NAME \xff queue   waiting dlock clients: a sorted set token ->
+ *                       arrival number (FIFO)
+ *   P NAME \xff waiters their entries: token -> "ttl deadline pid host"
+ *   P NAME \xff release the channel a release that hands the lock to
+ *                       nobody is published on
+ *   P NAME \xff w TOKEN a waiter's own channel: "g" + fence when a
+ *                       release hands the lock to it
  * Names are valid UTF-8, which never contains the byte 0xff, so no lock
  * key can be mistaken for a derived one, whatever the names (keys.c).
  *
@@ -38,8 +44,11 @@
  * a connection, so more connections would only add load on the server.
  * The connection sits in a core pool of one (conn.c), for the pool's
  * retry-once policy.  Waiting uses a second connection, subscribed to the
- * channels of the names this handle waits on, read by a listener thread
- * that wakes one waiter per release message (first come, first woken).
+ * channels of the names this handle waits on and its waiters' own
+ * channels, read by a listener thread.  With ?fair=1 (the default) a
+ * waiter queues on the server and a release hands the lock to the head
+ * of the queue, telling only it (scripts.c: handoff); otherwise a release
+ * message wakes one waiter per handle (first come, first woken).
  * A holder that is not dlock (its value lacks "dlock1:") never publishes:
  * waiters on it also subscribe to the lock key's keyspace channel when the
  * server sends keyspace events, and poll every 50..250 ms when it does
@@ -50,6 +59,7 @@
 
 #include <hiredis/hiredis.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -70,16 +80,24 @@ enum {
     S_TTL_SHARED,
     S_STATUS,
     S_FORCE,
+    S_LEAVE,
     S_COUNT
 };
 
 /* --- the handle ------------------------------------------------------ */
 
-/* A waiter parked on a channel (wait.c keeps one in lk->priv). */
+/* What an acquire does about the waiter queue (ARGV[5] of S_ACQ). */
+#define Q_WAIT "q"   /* busy: join the queue, or keep its place in it */
+#define Q_TRY "n"    /* busy: do not queue; free: queued waiters first */
+#define Q_UNFAIR "u" /* ?fair=0: neither queue nor let the queue go first */
+
+/* A waiter parked on a channel (wait.c keeps two in lk->priv: one on the
+ * name's channel, one on its own; both signal the same cv). */
 struct waiter {
     struct waiter *next;
-    pthread_cond_t cv;
+    pthread_cond_t *cv;
     int woken;
+    uint64_t granted; /* a hand-off on its own channel: the fence */
 };
 
 /* A channel this handle is (or is getting) subscribed to: the release
@@ -96,6 +114,7 @@ struct chan {
     char *ks;       /* keyspace channel, once SUBSCRIBE was sent, or NULL */
     size_t ks_len;
     int ks_subscribed;
+    int own; /* a waiter's own channel: its messages are hand-offs */
     struct waiter *head, *tail;
 };
 
@@ -118,6 +137,20 @@ struct redis_store {
     size_t prefix_len;
     int64_t connect_timeout_ms;
     int64_t timeout_ms;
+    int fair; /* ?fair=1 (default): waiters queue, FIFO hand-off */
+
+    /* Sentinel (topo.c): the sentinels, the master's name, where it was
+     * last, and the epoch: how many times the command connection found
+     * the master somewhere else.  A lock taken in an older epoch is LOST
+     * (the promoted replica may lack it, or have it without its holder
+     * knowing what happened meanwhile). */
+    char *master;
+    int nsent;
+    char **sent_host;
+    int *sent_port;
+    pthread_mutex_t tmu;
+    char cur_master[300];
+    uint64_t epoch;
     const char *url; /* redacted, for messages */
 
     /* commands: the one connection (a redisContext) is used under mu */
@@ -149,9 +182,21 @@ struct redis_store {
 /* The pool's callbacks (ctx: the struct redis_store); a new connection
  * has its database selected and the scripts loaded. */
 extern const struct dlock__pool_ops dlock__redis_pool_ops;
-/* Connect, authenticate and check that the peer speaks Redis.  Returns a
- * ready context, or NULL with *rc and the message set. */
-redisContext *dlock__redis_connect(struct redis_store *rs, int *rc);
+/* Connect to host:port (NULL: the unix socket), authenticate and check
+ * that the peer speaks Redis.  Returns a ready context, or NULL with *rc
+ * and the message set. */
+redisContext *dlock__redis_connect_to(struct redis_store *rs, const char *host,
+                                      int port, int *rc);
+
+/* --- topo.c ---------------------------------------------------------- */
+
+/* A connection to the master: the configured server, or with Sentinel
+ * the one the sentinels name (and which says it is master).  main: the
+ * command connection, whose master change starts a new epoch. */
+redisContext *dlock__redis_connect(struct redis_store *rs, int main, int *rc);
+/* Parse redis-sentinel://host:port,host:port/MASTER into rs. */
+int dlock__redis_topo_parse(struct redis_store *rs, const struct dlock_url *u);
+void dlock__redis_topo_free(struct redis_store *rs);
 /* DLOCK_ESTORE with the server's error answer r (not freed). */
 int dlock__redis_reply_error(struct redis_store *rs, const redisReply *r,
                              const char *what);
@@ -163,6 +208,13 @@ int dlock__redis_bad_reply(struct redis_store *rs, redisReply *r);
 int dlock__redis_send(struct redis_store *rs, redisContext *c, int argc,
                       const char **argv, const size_t *lens, redisReply **out,
                       int *dead);
+/* SIGPIPE blocked in this thread from begin to end (conn.c). */
+struct dlock__nopipe {
+    sigset_t old;
+    int was_pending;
+};
+void dlock__redis_nopipe_begin(struct dlock__nopipe *np);
+void dlock__redis_nopipe_end(struct dlock__nopipe *np);
 /* fn on the command connection (caller holds mu).  retry: under the
  * pool's retry-once policy; 0 for what must not run twice. */
 int dlock__redis_exec(struct redis_store *rs, dlock__pool_fn fn, void *arg,
@@ -188,11 +240,25 @@ redisReply *dlock__redis_run(struct redis_store *rs, int s,
 
 int dlock__redis_keys_of(struct redis_store *rs, const char *name,
                          size_t name_len, struct dlock__rkeys *k);
-/* One attempt.  BUSY: *retry_ms is the holder's lease left (-1 unknown)
- * and *foreign is set if the holder is not a dlock client (its value is
- * not "dlock1:" + a token), which will not publish when it lets go. */
+/* One attempt (OK: *epoch is the epoch it ran in); q is Q_WAIT, Q_TRY or Q_UNFAIR.  BUSY: *retry_ms is the
+ * holder's lease left (-1 unknown), *foreign is set if the holder is not
+ * a dlock client (its value is not "dlock1:" + a token), which will not
+ * publish when it lets go, and *place is the place in the queue (0: not
+ * queued). */
 int dlock__redis_attempt(struct redis_store *rs, struct dlock_lock *lk,
-                         int64_t *retry_ms, int *foreign);
+                         const char *q, int64_t *retry_ms, int *foreign,
+                         long long *place, uint64_t *epoch);
+/* The current epoch (topo.c); a held lock's lk->priv records the one it
+ * was taken in (dlock__redis_held), tagged so it is no wait's pointer. */
+uint64_t dlock__redis_epoch(struct redis_store *rs);
+void dlock__redis_held(struct dlock_lock *lk, uint64_t epoch);
+int dlock__redis_is_held_tag(const void *priv);
+/* Was lk taken in an epoch before now_epoch (a failover since)? */
+int dlock__redis_stale(const struct dlock_lock *lk, uint64_t now_epoch);
+/* Let go of a stale lock on the new master; returns DLOCK_LOST. */
+int dlock__redis_drop_stale(struct redis_store *rs, struct dlock_lock *lk);
+/* A wait that ended without the lock: leave the queue (best effort). */
+void dlock__redis_leave(struct redis_store *rs, struct dlock_lock *lk);
 
 /* --- sub.c (all under smu) ------------------------------------------- */
 
@@ -205,11 +271,10 @@ void dlock__redis_sub_stop(struct redis_store *rs);
  * -1 when not sent (no connection, out of memory, write failed). */
 int dlock__redis_sub_cmd(struct redis_store *rs, const char *verb,
                          const char *chan, size_t len, unsigned char kind);
-/* Join w to the waiters of k's release channel, subscribing it if it is
- * new.  NULL: out of memory. */
-struct chan *dlock__redis_chan_join(struct redis_store *rs,
-                                    const struct dlock__rkeys *k,
-                                    struct waiter *w);
+/* Join w to the waiters of channel name[0..len), subscribing it if it
+ * is new; own: a waiter's own channel.  NULL: out of memory. */
+struct chan *dlock__redis_chan_join(struct redis_store *rs, const char *name,
+                                    size_t len, int own, struct waiter *w);
 /* Take w off c (passing on a wake-up it did not use); the last waiter
  * unsubscribes and frees c. */
 void dlock__redis_chan_leave(struct redis_store *rs, struct chan *c,

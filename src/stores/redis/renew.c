@@ -158,5 +158,15 @@ int dlock__redis_extend_many(struct dlock_store *s,
     rc = dlock__redis_exec(rs, renew_fn, &r, 1);
     pthread_mutex_unlock(&rs->mu);
     free(r.again);
+    /* As extend(): a lock taken before the master changed (Sentinel
+     * failover, by the epoch read after the batch) is never trusted, even
+     * if the new master has its key (replicated); it is let go there. */
+    if (rc == DLOCK_OK) {
+        uint64_t epoch = dlock__redis_epoch(rs);
+
+        for (size_t i = 0; i < n; i++)
+            if (rcs[i] == DLOCK_OK && dlock__redis_stale(locks[i], epoch))
+                rcs[i] = dlock__redis_drop_stale(rs, locks[i]);
+    }
     return rc;
 }

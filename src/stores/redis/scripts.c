@@ -10,10 +10,13 @@
 
 #include "redis.h"
 
-/* KEYS: 1 lock, 2 fence, 3 readers, 4 info.  ARGV: 1 token, 2 ttl ms (or
- * the channel), 3 host, 4 pid.  PUBLISH goes through pcall: a user whose
- * ACL has no channel rights still releases (waiters then notice by their
- * timers). */
+/* KEYS: 1 lock, 2 fence, 3 readers, 4 info, 5 queue, 6 waiters.  ARGV: 1
+ * token, 2 ttl ms, 3 host, 4 pid, 5 (an acquire) how it treats the queue:
+ * Q_WAIT, Q_TRY or Q_UNFAIR (redis.h).  Channels are not keys: the name's
+ * release channel is KEYS[1] .. 0xff "release", a waiter's own channel
+ * KEYS[1] .. 0xff "w" .. its token.  PUBLISH goes through pcall: a user
+ * whose ACL has no channel rights still releases (waiters then notice by
+ * their timers). */
 #define NOW                                                                  \
     "local t = redis.call('TIME') "                                          \
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) "
@@ -33,30 +36,143 @@
 #define OWN "('dlock1:' .. ARGV[1])"
 #define DLOCK_VAL(v) "(#" v " == 39 and string.match(" v ", '^dlock1:%x+$'))"
 
+/* The next fence: the counter, but never less than the server's clock in
+ * us.  A server that lost the counter (a restart without persistence) or
+ * has an old value of it (a replica promoted before it saw the last INCRs,
+ * an AOF that lost its last second) still hands out more than before, as
+ * long as it was away longer than the servers' clocks differ. */
+#define FN_FENCE                                                             \
+    "local function fence(now) "                                            \
+    "  local f = redis.call('INCR', KEYS[2]) "                               \
+    "  if f < now * 1000 then "                                              \
+    "    f = now * 1000 "                                                    \
+    "    redis.call('SET', KEYS[2], string.format('%d', f)) "               \
+    "  end "                                                                 \
+    "  return f "                                                            \
+    "end "
+
+/* Make tok the exclusive holder, with fence f. */
+#define FN_HOLD                                                              \
+    "local function hold(tok, ttl, host, pid, f, now) "                      \
+    "  redis.call('SET', KEYS[1], 'dlock1:' .. tok, 'PX', ttl) "             \
+    "  redis.call('DEL', KEYS[4]) "                                          \
+    "  redis.call('HSET', KEYS[4], 'fence', f, 'host', host, 'pid', pid, "   \
+    "    'since', now) "                                                     \
+    "  redis.call('PEXPIRE', KEYS[4], ttl) "                                 \
+    "end "
+
+/* The lock is free: hand it to the longest waiting live waiter, the
+ * caller `me` included.  An entry past its deadline is dropped unasked;
+ * the others are told on their own channel, and PUBLISH counts who
+ * listens: none means the waiter died or gave up (its process closed the
+ * connection, or it unsubscribed), and it is dropped too.  Each loop
+ * drops one entry, so it ends.  Returns the new holder and its fence, or
+ * false when nobody waits. */
+#define FN_HANDOFF                                                           \
+    FN_FENCE FN_HOLD                                                         \
+    "local function handoff(now, me) "                                       \
+    "  while true do "                                                       \
+    "    local w = redis.call('ZRANGE', KEYS[5], 0, 0)[1] "                  \
+    "    if not w then "                                                     \
+    "      redis.call('DEL', KEYS[5], KEYS[6]) "                             \
+    "      return false "                                                    \
+    "    end "                                                               \
+    "    local v = redis.call('HGET', KEYS[6], w) "                          \
+    "    redis.call('ZREM', KEYS[5], w) "                                    \
+    "    redis.call('HDEL', KEYS[6], w) "                                    \
+    "    local ttl, dl, pid, host = "                                        \
+    "      string.match(v or '', '^(%d+) (%d+) (%d+) (.*)$') "               \
+    "    if ttl and tonumber(dl) > now then "                                \
+    "      local f = fence(now) "                                            \
+    "      local ok = w == me "                                              \
+    "      if not ok then "                                                  \
+    "        local n = redis.pcall('PUBLISH', KEYS[1] .. '\\255w' .. w, "    \
+    "          'g' .. string.format('%d', f)) "                              \
+    "        ok = type(n) ~= 'number' or n > 0 "                             \
+    "      end "                                                             \
+    "      if ok then "                                                      \
+    "        hold(w, ttl, host, pid, f, now) "                               \
+    "        return w, f "                                                   \
+    "      end "                                                             \
+    "    end "                                                               \
+    "  end "                                                                 \
+    "end "
+
+/* The lock is gone from its holder: the next waiter has it, else the
+ * name's channel hears of it (waiters not in the queue). */
+#define PASS_ON                                                              \
+    "if not handoff(now, '') then "                                          \
+    "  redis.pcall('PUBLISH', KEYS[1] .. '\\255release', 'r') "              \
+    "end "
+
+/* Let go of an exclusive lock if it is still ours: 1, else 0. */
+#define RELEASE_OWN                                                          \
+    "if redis.call('GET', KEYS[1]) == " OWN " then "                         \
+    "  redis.call('DEL', KEYS[1], KEYS[4]) "                                 \
+    PASS_ON                                                                  \
+    "  return 1 "                                                            \
+    "end "                                                                   \
+    "return 0"
+
+/* A busy attempt that waits joins the queue (or keeps its place) with a
+ * deadline past the holder's lease by QUEUE_GRACE_MS: a waiter looks
+ * again at that lease end at the latest, which renews its entry, so only
+ * an entry whose waiter is gone (or hangs) runs out.  Returns the place
+ * in the queue (1: next), 0 when not queued. */
+#define QUEUE_GRACE "10000"
+#define FN_ENQUEUE                                                           \
+    "local function enqueue(now, left) "                                     \
+    "  if ARGV[5] ~= 'q' then return 0 end "                                 \
+    "  local dl = now + math.max(left, 1000) + " QUEUE_GRACE " "             \
+    "  if not redis.call('ZSCORE', KEYS[5], ARGV[1]) then "                  \
+    "    redis.call('ZADD', KEYS[5], redis.call('HINCRBY', KEYS[6], '#', 1), " \
+    "      ARGV[1]) "                                                        \
+    "  end "                                                                 \
+    "  redis.call('HSET', KEYS[6], ARGV[1], ARGV[2] .. ' ' .. "              \
+    "    string.format('%d', dl) .. ' ' .. ARGV[4] .. ' ' .. ARGV[3]) "      \
+    "  if redis.call('PTTL', KEYS[5]) < dl - now then "                      \
+    "    redis.call('PEXPIREAT', KEYS[5], dl) "                              \
+    "    redis.call('PEXPIREAT', KEYS[6], dl) "                              \
+    "  end "                                                                 \
+    "  return redis.call('ZRANK', KEYS[5], ARGV[1]) + 1 "                    \
+    "end "
+
 static const char *const lua[S_COUNT] = {
-    [S_ACQ] = NOW
+    /* Ours already (a hand-off whose message we did not wait for): the
+     * lease restarts now, so the caller can count it from this call. */
+    [S_ACQ] = NOW FN_HANDOFF FN_ENQUEUE
     "local cur = redis.call('GET', KEYS[1]) "
     "if cur == " OWN " then "
+    "  redis.call('PEXPIRE', KEYS[1], ARGV[2]) "
+    "  redis.call('PEXPIRE', KEYS[4], ARGV[2]) "
     "  return {1, tonumber(redis.call('HGET', KEYS[4], 'fence') or '0')} "
     "end "
     "redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now) "
     "if cur and cur ~= " MARK " then "
-    "  return {0, redis.call('PTTL', KEYS[1]), "
-    "  " DLOCK_VAL("cur") " and 1 or 0} end "
-    "local top = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES') "
-    "if top[2] then return {0, tonumber(top[2]) - now, 1} end "
-    "redis.call('SET', KEYS[1], " OWN ", 'PX', ARGV[2]) "
-    "if redis.call('EXISTS', KEYS[2]) == 0 then "
-    "  redis.call('SET', KEYS[2], string.format('%d', now * 1000)) "
+    "  local left = redis.call('PTTL', KEYS[1]) "
+    "  return {0, left, " DLOCK_VAL("cur") " and 1 or 0, enqueue(now, left)} "
     "end "
-    "local f = redis.call('INCR', KEYS[2]) "
-    "redis.call('DEL', KEYS[4]) "
-    "redis.call('HSET', KEYS[4], 'fence', f, 'host', ARGV[3], 'pid', "
-    "  ARGV[4], 'since', now) "
-    "redis.call('PEXPIRE', KEYS[4], ARGV[2]) "
+    "local top = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES') "
+    "if top[2] then "
+    "  local left = tonumber(top[2]) - now "
+    "  return {0, left, 1, enqueue(now, left)} "
+    "end "
+    /* Free: those who queued come first, unless the caller opted out. */
+    "if ARGV[5] ~= 'u' then "
+    "  local g, f = handoff(now, ARGV[1]) "
+    "  if g == ARGV[1] then return {1, f} end "
+    "  if g then "
+    "    local left = redis.call('PTTL', KEYS[1]) "
+    "    return {0, left, 1, enqueue(now, left)} "
+    "  end "
+    "end "
+    "local f = fence(now) "
+    "hold(ARGV[1], ARGV[2], ARGV[3], ARGV[4], f, now) "
     "return {1, f}",
 
-    [S_ACQ_SHARED] = NOW
+    /* Readers do not queue, and do not pass queued writers: a writer
+     * that waits is not starved by readers that keep coming. */
+    [S_ACQ_SHARED] = NOW FN_HANDOFF
     "local cur = redis.call('GET', KEYS[1]) "
     "if cur and cur ~= " MARK " then "
     "  return {0, redis.call('PTTL', KEYS[1]), "
@@ -66,11 +182,15 @@ static const char *const lua[S_COUNT] = {
     "if mine and redis.call('ZSCORE', KEYS[3], ARGV[1]) then "
     "  return {1, tonumber(mine)} "
     "end "
-    "redis.call('ZADD', KEYS[3], now + tonumber(ARGV[2]), ARGV[1]) "
-    "if redis.call('EXISTS', KEYS[2]) == 0 then "
-    "  redis.call('SET', KEYS[2], string.format('%d', now * 1000)) "
+    "if ARGV[5] ~= 'u' and redis.call('EXISTS', KEYS[5]) == 1 then "
+    "  local top = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES') "
+    "  if top[2] then return {0, tonumber(top[2]) - now, 1} end "
+    "  if handoff(now, '') then "
+    "    return {0, redis.call('PTTL', KEYS[1]), 1} "
+    "  end "
     "end "
-    "local f = redis.call('INCR', KEYS[2]) "
+    "redis.call('ZADD', KEYS[3], now + tonumber(ARGV[2]), ARGV[1]) "
+    "local f = fence(now) "
     "local top = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES') "
     "redis.call('PEXPIREAT', KEYS[3], tonumber(top[2])) "
     "redis.call('HSET', KEYS[4], 'f:' .. ARGV[1], f, 'host', ARGV[3], "
@@ -80,15 +200,10 @@ static const char *const lua[S_COUNT] = {
     "  string.format('%d', math.max(1, tonumber(top[2]) - now))) "
     "return {1, f}",
 
-    [S_REL] =
-    "if redis.call('GET', KEYS[1]) == " OWN " then "
-    "  redis.call('DEL', KEYS[1], KEYS[4]) "
-    "  redis.pcall('PUBLISH', ARGV[2], 'r') "
-    "  return 1 "
-    "end "
-    "return 0",
+    [S_REL] = NOW FN_HANDOFF
+    RELEASE_OWN,
 
-    [S_REL_SHARED] = NOW
+    [S_REL_SHARED] = NOW FN_HANDOFF
     "local s = redis.call('ZSCORE', KEYS[3], ARGV[1]) "
     "redis.call('ZREM', KEYS[3], ARGV[1]) "
     "redis.call('HDEL', KEYS[4], 'f:' .. ARGV[1]) "
@@ -97,8 +212,10 @@ static const char *const lua[S_COUNT] = {
     "local top = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES') "
     "if not top[2] then "
     "  if marked then redis.call('DEL', KEYS[1]) end "
-    "  redis.call('DEL', KEYS[4]) "
-    "  redis.pcall('PUBLISH', ARGV[2], 'r') "
+    "  if redis.call('EXISTS', KEYS[1]) == 0 then "
+    "    redis.call('DEL', KEYS[4]) "
+    PASS_ON
+    "  end "
     "elseif marked then "
     "  redis.call('PEXPIREAT', KEYS[1], tonumber(top[2])) "
     "end "
@@ -156,13 +273,21 @@ static const char *const lua[S_COUNT] = {
     "return {cur and 1 or 0, n, left, redis.call('GET', KEYS[2]) or '0', "
     "  h[1] or '', h[2] or '0', h[3] or '0'}",
 
-    [S_FORCE] =
+    [S_FORCE] = NOW FN_HANDOFF
     "local n = redis.call('EXISTS', KEYS[1]) "
     "if redis.call('GET', KEYS[1]) == " MARK " then n = 0 end "
     "n = n + redis.call('ZCARD', KEYS[3]) "
     "redis.call('DEL', KEYS[1], KEYS[3], KEYS[4]) "
-    "redis.pcall('PUBLISH', ARGV[2], 'r') "
+    PASS_ON
     "return n",
+
+    /* A wait that ends without the lock leaves the queue; a hand-off that
+     * crossed its end (the lock is ours) is passed on at once. */
+    [S_LEAVE] = NOW FN_HANDOFF
+    "redis.call('ZREM', KEYS[5], ARGV[1]) "
+    "redis.call('HDEL', KEYS[6], ARGV[1]) "
+    "if redis.call('ZCARD', KEYS[5]) == 0 then redis.call('DEL', KEYS[6]) end "
+    RELEASE_OWN,
 };
 
 int dlock__redis_load_scripts(struct redis_store *rs, redisContext *c)
@@ -225,21 +350,21 @@ redisReply *dlock__redis_run(struct redis_store *rs, int s,
                              const char **args, const size_t *alen, int retry,
                              int *rc)
 {
-    const char *argv[12];
-    size_t lens[12];
+    const char *argv[3 + DLOCK__RKEYS + 6];
+    size_t lens[3 + DLOCK__RKEYS + 6];
     struct eval e = {rs, s, 0, argv, lens, NULL};
 
-    argv[2] = "4";
+    argv[2] = "6";
     lens[2] = 1;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < DLOCK__RKEYS; i++) {
         argv[3 + i] = k->k[i];
         lens[3 + i] = k->klen[i];
     }
-    for (int i = 0; i < nargs; i++) {
-        argv[7 + i] = args[i];
-        lens[7 + i] = alen[i];
+    for (int i = 0; i < nargs && i < 6; i++) {
+        argv[3 + DLOCK__RKEYS + i] = args[i];
+        lens[3 + DLOCK__RKEYS + i] = alen[i];
     }
-    e.argc = 7 + nargs;
+    e.argc = 3 + DLOCK__RKEYS + (nargs < 6 ? nargs : 6);
     *rc = dlock__redis_exec(rs, eval_fn, &e, retry);
     if (*rc != DLOCK_OK)
         return NULL;

@@ -32,7 +32,9 @@ static void redis_close(struct dlock_store *s)
     if (rs->pool.ops != NULL)
         dlock__pool_destroy(&rs->pool);
     dlock__redis_chans_free(rs);
+    dlock__redis_topo_free(rs);
     free(rs->pend);
+    pthread_mutex_destroy(&rs->tmu);
     pthread_mutex_destroy(&rs->mu);
     pthread_mutex_destroy(&rs->smu);
     free(rs->host);
@@ -60,12 +62,16 @@ static int parse_int(const char *s, int lo, int hi, int *out)
 
 static int redis_open(struct dlock_store **out, const struct dlock_url *u)
 {
-    static const char *const known[] = {"prefix", "connect_timeout",
-                                        "timeout", "db", "password", NULL};
+    static const char *const known[] = {"prefix",   "connect_timeout",
+                                        "timeout",  "db",
+                                        "password", "fair",
+                                        NULL};
     struct redis_store *rs;
+    struct dlock__nopipe np;
     const char *v;
     void *c;
-    int rc, is_unix = strcmp(u->scheme, "unix") == 0;
+    int rc, is_unix = strcmp(u->scheme, "unix") == 0,
+            is_sentinel = strcmp(u->scheme, "redis-sentinel") == 0;
 
     rc = dlock__url_check_params(u, known);
     if (rc != DLOCK_OK)
@@ -75,6 +81,7 @@ static int redis_open(struct dlock_store **out, const struct dlock_url *u)
         return dlock__enomem();
     pthread_mutex_init(&rs->mu, NULL);
     pthread_mutex_init(&rs->smu, NULL);
+    pthread_mutex_init(&rs->tmu, NULL);
     rs->url = u->redacted;
     rs->connect_timeout_ms = DEFAULT_TIMEOUT_MS;
     rs->timeout_ms = DEFAULT_TIMEOUT_MS;
@@ -86,6 +93,13 @@ static int redis_open(struct dlock_store **out, const struct dlock_url *u)
         goto fail;
     if (rs->connect_timeout_ms <= 0 || rs->timeout_ms <= 0) {
         rc = dlock__seterr(DLOCK_EINVAL, "timeouts must be positive in %s",
+                           u->redacted);
+        goto fail;
+    }
+    v = dlock__url_param(u, "fair");
+    rs->fair = 1;
+    if (v != NULL && parse_int(v, 0, 1, &rs->fair) != 0) {
+        rc = dlock__seterr(DLOCK_EINVAL, "fair must be 0 or 1 in %s",
                            u->redacted);
         goto fail;
     }
@@ -104,12 +118,11 @@ static int redis_open(struct dlock_store **out, const struct dlock_url *u)
             goto fail;
         }
         rs->sock = dlock__strdup(u->path);
-        v = dlock__url_param(u, "db");
-        if (v != NULL && parse_int(v, 0, 100000, &rs->db) != 0) {
-            rc = dlock__seterr(DLOCK_EINVAL, "bad db=%s in %s", v,
-                               u->redacted);
+    } else if (is_sentinel) {
+        rc = dlock__redis_topo_parse(rs, u);
+        if (rc != DLOCK_OK)
             goto fail;
-        }
+        rs->host = dlock__strdup(rs->sent_host[0]); /* until asked */
     } else {
         rs->host = dlock__strdup(u->host != NULL && u->host[0] != '\0'
                                      ? u->host
@@ -121,6 +134,12 @@ static int redis_open(struct dlock_store **out, const struct dlock_url *u)
                                "the database number: %s", u->redacted);
             goto fail;
         }
+    }
+    v = dlock__url_param(u, "db");
+    if ((is_unix || is_sentinel) && v != NULL &&
+        parse_int(v, 0, 100000, &rs->db) != 0) {
+        rc = dlock__seterr(DLOCK_EINVAL, "bad db=%s in %s", v, u->redacted);
+        goto fail;
     }
     if ((is_unix && rs->sock == NULL) || (!is_unix && rs->host == NULL)) {
         rc = dlock__enomem();
@@ -138,7 +157,9 @@ static int redis_open(struct dlock_store **out, const struct dlock_url *u)
     /* Connect now: a wrong address or password is reported by open, not
      * by the first acquire.  The connection waits in the pool. */
     dlock__pool_init(&rs->pool, &dlock__redis_pool_ops, rs, 1);
+    dlock__redis_nopipe_begin(&np);
     rc = dlock__pool_open(&rs->pool, &c);
+    dlock__redis_nopipe_end(&np);
     if (rc != DLOCK_OK)
         goto fail;
     dlock__pool_put(&rs->pool, c);
@@ -166,15 +187,16 @@ static void lock_args(const struct dlock_lock *lk, int64_t ttl, char *ttlbuf,
     al[3] = strlen(pidbuf);
 }
 
-/* Run script s for lk with ARGV token, ttl (a release: the channel to
- * publish on), host and pid, the first nargs of them. */
+/* Run script s for lk with ARGV token, ttl, host, pid and the queue
+ * mode q, the first nargs of them. */
 static redisReply *lock_script(struct redis_store *rs, int s,
                                struct dlock_lock *lk, int64_t ttl, int nargs,
-                               int retry, int *rc)
+                               const char *q, int retry, int *rc,
+                               uint64_t *epoch)
 {
     char ttlbuf[24], pidbuf[24];
-    const char *a[4];
-    size_t al[4];
+    const char *a[5];
+    size_t al[5];
     struct dlock__rkeys k;
     redisReply *r;
 
@@ -182,24 +204,63 @@ static redisReply *lock_script(struct redis_store *rs, int s,
     if (*rc != DLOCK_OK)
         return NULL;
     lock_args(lk, ttl, ttlbuf, pidbuf, a, al);
-    if (s == S_REL || s == S_REL_SHARED) {
-        a[1] = k.chan; /* ARGV[2]: the channel to publish on */
-        al[1] = k.chan_len;
-    }
+    a[4] = q != NULL ? q : "";
+    al[4] = strlen(a[4]);
     pthread_mutex_lock(&rs->mu);
     r = dlock__redis_run(rs, s, &k, nargs, a, al, retry, rc);
     pthread_mutex_unlock(&rs->mu);
+    if (epoch != NULL)
+        *epoch = dlock__redis_epoch(rs);
     free(k.buf);
     return r;
 }
 
+/* --- epochs ---------------------------------------------------------- */
+
+/* A held lock's lk->priv is not a pointer but the epoch it was taken in,
+ * tagged: 2 epoch + 1 (a wait's state in wait.c is a pointer, so even). */
+uint64_t dlock__redis_epoch(struct redis_store *rs)
+{
+    uint64_t e;
+
+    pthread_mutex_lock(&rs->tmu);
+    e = rs->epoch;
+    pthread_mutex_unlock(&rs->tmu);
+    return e;
+}
+
+void dlock__redis_held(struct dlock_lock *lk, uint64_t epoch)
+{
+    lk->priv = (void *)(uintptr_t)(epoch * 2 + 1);
+}
+
+int dlock__redis_is_held_tag(const void *priv)
+{
+    return ((uintptr_t)priv & 1) != 0;
+}
+
+/* Taken before the master changed, per the epoch read after the call. */
+int dlock__redis_stale(const struct dlock_lock *lk, uint64_t now_epoch)
+{
+    return dlock__redis_is_held_tag(lk->priv) &&
+           (uint64_t)((uintptr_t)lk->priv >> 1) != now_epoch;
+}
+
+static int lost_to_failover(const struct dlock_lock *lk)
+{
+    return dlock__lost(lk, "the master changed (a failover) since it was "
+                           "taken");
+}
+
 /* One attempt (redis.h). */
 int dlock__redis_attempt(struct redis_store *rs, struct dlock_lock *lk,
-                         int64_t *retry_ms, int *foreign)
+                         const char *q, int64_t *retry_ms, int *foreign,
+                         long long *place, uint64_t *epoch)
 {
     int rc;
     redisReply *r = lock_script(rs, lk->shared ? S_ACQ_SHARED : S_ACQ, lk,
-                                lk->ttl_ms, 4, 1, &rc);
+                                lk->ttl_ms, 5, rs->fair ? q : Q_UNFAIR, 1,
+                                &rc, epoch);
 
     if (r == NULL)
         return rc;
@@ -215,20 +276,37 @@ int dlock__redis_attempt(struct redis_store *rs, struct dlock_lock *lk,
         *foreign = r->elements < 3 ||
                    r->element[2]->type != REDIS_REPLY_INTEGER ||
                    r->element[2]->integer == 0;
+        *place = r->elements >= 4 && r->element[3]->type ==
+                                         REDIS_REPLY_INTEGER
+                     ? r->element[3]->integer
+                     : 0;
         rc = DLOCK_BUSY;
     }
     freeReplyObject(r);
     return rc;
 }
 
+void dlock__redis_leave(struct redis_store *rs, struct dlock_lock *lk)
+{
+    int rc;
+
+    freeReplyObject(
+        lock_script(rs, S_LEAVE, lk, lk->ttl_ms, 1, NULL, 0, &rc, NULL));
+}
+
 static int redis_try_acquire(struct dlock_store *s, struct dlock_lock *lk,
                              int64_t deadline, int64_t *retry_ms)
 {
-    int foreign = 0;
+    int foreign = 0, rc;
+    long long place = 0;
+    uint64_t epoch = 0;
 
     (void)deadline; /* one round trip, bounded by the timeout */
-    return dlock__redis_attempt((struct redis_store *)s, lk, retry_ms,
-                                &foreign);
+    rc = dlock__redis_attempt((struct redis_store *)s, lk, Q_TRY, retry_ms,
+                              &foreign, &place, &epoch);
+    if (rc == DLOCK_OK)
+        dlock__redis_held(lk, epoch);
+    return rc;
 }
 
 static int lost(const struct dlock_lock *lk)
@@ -250,14 +328,36 @@ static int int_reply(struct redis_store *rs, redisReply *r, int rc,
     return DLOCK_OK;
 }
 
-/* Run a per-lock script returning an integer. */
+/* Run a per-lock script returning an integer; a lock taken before the
+ * master changed (by the epoch after the call) is LOST, and let go of on
+ * the new master if it is there (0 to release). */
 static int int_script(struct redis_store *rs, int s, struct dlock_lock *lk,
                       int64_t ttl_or_0, int retry, long long *out)
 {
     int rc;
-    redisReply *r = lock_script(rs, s, lk, ttl_or_0, 2, retry, &rc);
+    uint64_t epoch = 0;
+    redisReply *r =
+        lock_script(rs, s, lk, ttl_or_0, 2, NULL, retry, &rc, &epoch);
 
-    return int_reply(rs, r, rc, out);
+    rc = int_reply(rs, r, rc, out);
+    if (rc == DLOCK_OK && dlock__redis_stale(lk, epoch)) {
+        if (s != S_REL && s != S_REL_SHARED)
+            freeReplyObject(lock_script(rs, lk->shared ? S_REL_SHARED : S_REL,
+                                        lk, 0, 2, NULL, 0, &rc, NULL));
+        return lost_to_failover(lk);
+    }
+    return rc;
+}
+
+/* A batch renewed a lock from before a failover: let go of it on the new
+ * master (best effort) and say LOST, as int_script() does. */
+int dlock__redis_drop_stale(struct redis_store *rs, struct dlock_lock *lk)
+{
+    int rc;
+
+    freeReplyObject(lock_script(rs, lk->shared ? S_REL_SHARED : S_REL, lk, 0,
+                                2, NULL, 0, &rc, NULL));
+    return lost_to_failover(lk);
 }
 
 static int redis_extend(struct dlock_store *s, struct dlock_lock *lk,
@@ -296,6 +396,7 @@ static int redis_release(struct dlock_store *s, struct dlock_lock *lk)
     int rc = int_script((struct redis_store *)s,
                         lk->shared ? S_REL_SHARED : S_REL, lk, 0, 0, &v);
 
+    lk->priv = NULL;
     if (rc != DLOCK_OK)
         return rc;
     return v == 1 ? DLOCK_OK : lost(lk);

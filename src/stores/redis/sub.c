@@ -20,7 +20,7 @@ static void wake_all(struct redis_store *rs)
 {
     for (struct chan *c = rs->chans; c != NULL; c = c->next)
         for (struct waiter *w = c->head; w != NULL; w = w->next)
-            pthread_cond_signal(&w->cv);
+            pthread_cond_signal(w->cv);
 }
 
 /* Wake the longest waiting of c's waiters not yet woken. */
@@ -29,7 +29,7 @@ static void wake_one(struct chan *c)
     for (struct waiter *w = c->head; w != NULL; w = w->next)
         if (!w->woken) {
             w->woken = 1;
-            pthread_cond_signal(&w->cv);
+            pthread_cond_signal(w->cv);
             return;
         }
 }
@@ -145,7 +145,15 @@ static void on_push(struct redis_store *rs, redisReply *r)
         else
             c->subscribed = 1;
         for (struct waiter *w = c->head; w != NULL; w = w->next)
-            pthread_cond_signal(&w->cv);
+            pthread_cond_signal(w->cv);
+    } else if (strcmp(kind, "message") == 0 && c->own) {
+        /* "g" + fence: the lock was handed to this waiter. */
+        if (c->head != NULL && r->element[2]->type == REDIS_REPLY_STRING &&
+            r->element[2]->str[0] == 'g') {
+            c->head->granted = strtoull(r->element[2]->str + 1, NULL, 10);
+            c->head->woken = 1;
+            pthread_cond_signal(c->head->cv);
+        }
     } else if (strcmp(kind, "message") == 0 &&
                (!ks || ks_gone(r->element[2]))) {
         wake_one(c);
@@ -218,7 +226,8 @@ int dlock__redis_sub_cmd(struct redis_store *rs, const char *verb,
 {
     const char *argv[2] = {verb, chan};
     size_t lens[2] = {strlen(verb), len};
-    int done = 0;
+    struct dlock__nopipe np;
+    int done = 0, rc = 0;
 
     if (rs->sc == NULL || pend_push(rs, kind) != 0)
         return -1;
@@ -226,14 +235,17 @@ int dlock__redis_sub_cmd(struct redis_store *rs, const char *verb,
         rs->pend_len--; /* not sent: no answer will come */
         return -1;
     }
-    while (!done)
+    dlock__redis_nopipe_begin(&np);
+    while (!done && rc == 0)
         if (redisBufferWrite(rs->sc, &done) != REDIS_OK)
-            return -1;
-    return 0;
+            rc = -1;
+    dlock__redis_nopipe_end(&np);
+    return rc;
 }
 
 int dlock__redis_sub_ensure(struct redis_store *rs)
 {
+    struct dlock__nopipe np;
     redisContext *c;
     int rc = DLOCK_OK;
 
@@ -251,7 +263,9 @@ int dlock__redis_sub_ensure(struct redis_store *rs)
             return DLOCK_OK; /* another waiter restarted it meanwhile */
     }
     pthread_mutex_unlock(&rs->smu);
-    c = dlock__redis_connect(rs, &rc);
+    dlock__redis_nopipe_begin(&np);
+    c = dlock__redis_connect(rs, 0, &rc);
+    dlock__redis_nopipe_end(&np);
     pthread_mutex_lock(&rs->smu);
     if (c == NULL)
         return rc;
@@ -282,20 +296,19 @@ int dlock__redis_sub_ensure(struct redis_store *rs)
     return DLOCK_OK;
 }
 
-struct chan *dlock__redis_chan_join(struct redis_store *rs,
-                                    const struct dlock__rkeys *k,
-                                    struct waiter *w)
+struct chan *dlock__redis_chan_join(struct redis_store *rs, const char *name,
+                                    size_t len, int own, struct waiter *w)
 {
-    struct chan *c = find_chan(rs, k->chan, k->chan_len);
+    struct chan *c = find_chan(rs, name, len);
 
     if (c == NULL) {
         c = calloc(1, sizeof(*c));
-        if (c == NULL ||
-            (c->name = dlock__strndup(k->chan, k->chan_len)) == NULL) {
+        if (c == NULL || (c->name = dlock__strndup(name, len)) == NULL) {
             free(c);
             return NULL;
         }
-        c->len = k->chan_len;
+        c->len = len;
+        c->own = own;
         c->next = rs->chans;
         rs->chans = c;
     }

@@ -40,9 +40,15 @@
 #define CONFIRM_TICK_MS 100
 
 struct wait {
-    struct waiter w;
-    struct chan *c;
+    pthread_cond_t cv;
+    struct waiter w;  /* on the name's release channel */
+    struct waiter ow; /* on its own channel: hand-offs to it */
+    struct chan *c, *oc;
     struct dlock__rkeys k;
+    int64_t floor;   /* monotonic ms: when the last busy attempt was sent;
+                      * a hand-off came later */
+    long long place; /* in the queue, per the last attempt (0: none) */
+    int queued;      /* an attempt asked to queue: leave it at the end */
     int64_t look_at; /* monotonic ms: attempt by then, woken or not */
     int tick;        /* look_at is a poll tick: the sleep ends there (else
                       * it is the holder's lease end, and the core ends
@@ -112,21 +118,44 @@ static void wait_free(struct redis_store *rs, struct dlock_lock *lk)
     struct wait *wt = lk->priv;
 
     pthread_mutex_lock(&rs->smu);
-    dlock__redis_chan_leave(rs, wt->c, &wt->w);
+    if (wt->c != NULL)
+        dlock__redis_chan_leave(rs, wt->c, &wt->w);
+    if (wt->oc != NULL)
+        dlock__redis_chan_leave(rs, wt->oc, &wt->ow);
     pthread_mutex_unlock(&rs->smu);
-    pthread_cond_destroy(&wt->w.cv);
+    pthread_cond_destroy(&wt->cv);
     free(wt->k.buf);
     free(wt);
     lk->priv = NULL;
 }
 
-/* The first slice: join the name's channel and wait (until `end` at the
- * latest) for the server to confirm the subscription. */
+/* The waiter's own channel: the lock key, 0xff, "w" and its token (the
+ * scripts' hand-off publishes there).  NULL: out of memory. */
+static char *own_channel(const struct wait *wt, const struct dlock_lock *lk,
+                         size_t *len)
+{
+    size_t tl = strlen(lk->token);
+    char *ch = malloc(wt->k.klen[0] + 2 + tl + 1);
+
+    if (ch == NULL)
+        return NULL;
+    memcpy(ch, wt->k.k[0], wt->k.klen[0]);
+    memcpy(ch + wt->k.klen[0], "\xff" "w", 2);
+    memcpy(ch + wt->k.klen[0] + 2, lk->token, tl + 1);
+    *len = wt->k.klen[0] + 2 + tl;
+    return ch;
+}
+
+/* The first slice: join the name's channel and the waiter's own (with
+ * ?fair=0 only the first), and wait (until `end` at the latest) for the
+ * server to confirm the subscriptions. */
 static int wait_start(struct redis_store *rs, struct dlock_lock *lk,
                       int64_t end)
 {
     struct wait *wt = calloc(1, sizeof(*wt));
     pthread_condattr_t ca;
+    char *own = NULL;
+    size_t own_len = 0;
     int rc, subscribed_ok;
 
     if (wt == NULL)
@@ -136,29 +165,38 @@ static int wait_start(struct redis_store *rs, struct dlock_lock *lk,
         free(wt);
         return rc;
     }
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&wt->w.cv, &ca);
-    pthread_condattr_destroy(&ca);
-
-    pthread_mutex_lock(&rs->smu);
-    subscribed_ok = dlock__redis_sub_ensure(rs) == DLOCK_OK && !rs->sub_denied;
-    wt->c = dlock__redis_chan_join(rs, &wt->k, &wt->w);
-    if (wt->c == NULL) {
-        pthread_mutex_unlock(&rs->smu);
-        pthread_cond_destroy(&wt->w.cv);
+    if (rs->fair && !lk->shared &&
+        (own = own_channel(wt, lk, &own_len)) == NULL) {
         free(wt->k.buf);
         free(wt);
         return dlock__enomem();
     }
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&wt->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    wt->w.cv = wt->ow.cv = &wt->cv;
     lk->priv = wt;
-    /* Try only once the subscription is confirmed: a release between the
-     * last attempt and the subscription would otherwise go unheard. */
-    while (subscribed_ok && !wt->c->subscribed && !rs->sub_broken &&
-           !rs->sub_denied && dlock__now_ms() < end) {
+
+    pthread_mutex_lock(&rs->smu);
+    subscribed_ok = dlock__redis_sub_ensure(rs) == DLOCK_OK && !rs->sub_denied;
+    wt->c = dlock__redis_chan_join(rs, wt->k.chan, wt->k.chan_len, 0, &wt->w);
+    if (wt->c != NULL && own != NULL)
+        wt->oc = dlock__redis_chan_join(rs, own, own_len, 1, &wt->ow);
+    free(own);
+    if (wt->c == NULL || (own != NULL && wt->oc == NULL)) {
+        pthread_mutex_unlock(&rs->smu);
+        wait_free(rs, lk);
+        return dlock__enomem();
+    }
+    /* Try only once the subscriptions are confirmed: a release between
+     * the last attempt and the subscription would otherwise go unheard. */
+    while (subscribed_ok &&
+           (!wt->c->subscribed || (wt->oc != NULL && !wt->oc->subscribed)) &&
+           !rs->sub_broken && !rs->sub_denied && dlock__now_ms() < end) {
         int64_t until = dlock__now_ms() + CONFIRM_TICK_MS;
 
-        cond_wait_until(&wt->w.cv, &rs->smu, until < end ? until : end);
+        cond_wait_until(&wt->cv, &rs->smu, until < end ? until : end);
     }
     pthread_mutex_unlock(&rs->smu);
     return DLOCK_OK;
@@ -175,12 +213,12 @@ static int sleep_on(struct redis_store *rs, struct wait *wt, int64_t end)
 
     pthread_mutex_lock(&rs->smu);
     while (
-        !wt->w.woken && dlock__now_ms() < wake &&
+        !wt->w.woken && !wt->ow.woken && dlock__now_ms() < wake &&
         rs->sub_broken == wt->broken &&
         !(wt->ks_wait && (c->ks_subscribed || rs->ks_denied || rs->sub_denied)))
-        cond_wait_until(&wt->w.cv, &rs->smu, wake);
-    woken = wt->w.woken;
-    wt->w.woken = 0;
+        cond_wait_until(&wt->cv, &rs->smu, wake);
+    woken = wt->w.woken || wt->ow.woken;
+    wt->w.woken = wt->ow.woken = 0;
     changed =
         rs->sub_broken != wt->broken ||
         (wt->ks_wait && (c->ks_subscribed || rs->ks_denied || rs->sub_denied));
@@ -207,11 +245,16 @@ static void plan(struct redis_store *rs, struct wait *wt, int64_t retry,
     wt->ks_wait = 0;
     wt->tick = 1;
     pthread_mutex_lock(&rs->smu);
-    if (!c->subscribed || rs->sub_broken || rs->sub_denied) {
+    if (!c->subscribed || (wt->oc != NULL && !wt->oc->subscribed) ||
+        rs->sub_broken || rs->sub_denied) {
         look = now + dlock__backoff_ms(wt->backoffs++, dlock__rand32());
         if (!rs->sub_denied && dlock__redis_sub_ensure(rs) == DLOCK_OK &&
             !c->subscribed)
             (void)dlock__redis_sub_cmd(rs, "SUBSCRIBE", c->name, c->len, P_SUB);
+        if (!rs->sub_denied && rs->sc != NULL && wt->oc != NULL &&
+            !wt->oc->subscribed)
+            (void)dlock__redis_sub_cmd(rs, "SUBSCRIBE", wt->oc->name,
+                                       wt->oc->len, P_SUB);
     } else if (!foreign) {
         /* A dlock holder publishes when it lets go, and its key expires
          * at retry: no polling. */
@@ -226,6 +269,11 @@ static void plan(struct redis_store *rs, struct wait *wt, int64_t retry,
             dlock__redis_chan_want_ks(rs, c, &wt->k);
         if (ks && c->ks != NULL && !rs->ks_denied) {
             wt->ks_wait = !c->ks_subscribed;
+            look = now + SAFETY_POLL_MS;
+        } else if (wt->place > 1) {
+            /* Queued behind another: the head polls, and hands the lock
+             * on; this one only looks now and then, in case the head is
+             * gone (its entry runs out). */
             look = now + SAFETY_POLL_MS;
         } else {
             look = now + foreign_poll_ms(wt->polls++);
@@ -242,12 +290,51 @@ static void plan(struct redis_store *rs, struct wait *wt, int64_t retry,
     wt->look_at = look;
 }
 
+/* A hand-off message came: the lock is ours, with the fence it names,
+ * from a moment after wt->floor (our last busy attempt).  The lease
+ * counts from there, which is safe but may be long ago: if less than half
+ * of it is left by that count, one attempt (the script sees our token and
+ * restarts the lease) gives the exact start instead.  1: taken. */
+static int take_grant(struct redis_store *rs, struct wait *wt,
+                      struct dlock_lock *lk)
+{
+    uint64_t f;
+
+    pthread_mutex_lock(&rs->smu);
+    f = wt->ow.granted;
+    wt->ow.granted = 0;
+    pthread_mutex_unlock(&rs->smu);
+    if (f == 0 || wt->floor + lk->ttl_ms - dlock__now_ms() < lk->ttl_ms / 2)
+        return 0;
+    lk->fence = f;
+    if (wt->floor + lk->ttl_ms < lk->lease_end)
+        lk->lease_end = wt->floor + lk->ttl_ms;
+    return 1;
+}
+
+/* Queue (Q_WAIT) only where a hand-off can reach us: our own channel is
+ * subscribed.  Else the name's channel and the timers do, as without
+ * ?fair. */
+static const char *queue_mode(struct redis_store *rs, struct wait *wt)
+{
+    int ok;
+
+    if (wt->oc == NULL)
+        return Q_TRY;
+    pthread_mutex_lock(&rs->smu);
+    ok = wt->oc->subscribed && !rs->sub_broken && !rs->sub_denied;
+    pthread_mutex_unlock(&rs->smu);
+    return ok ? Q_WAIT : Q_TRY;
+}
+
 int dlock__redis_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
                             int64_t slice_ms, int64_t *retry_ms)
 {
     struct redis_store *rs = (struct redis_store *)s;
     int64_t end = dlock__now_ms() + slice_ms, sent, retry = -1;
     struct wait *wt;
+    const char *q;
+    uint64_t epoch = 0;
     int rc, foreign = 1;
 
     if (lk->priv == NULL) {
@@ -261,18 +348,28 @@ int dlock__redis_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
         return DLOCK_BUSY;
     }
     wt = lk->priv;
+    if (take_grant(rs, wt, lk)) {
+        wait_free(rs, lk);
+        dlock__redis_held(lk, dlock__redis_epoch(rs));
+        return DLOCK_OK;
+    }
+    q = queue_mode(rs, wt);
     sent = dlock__now_ms();
-    rc = dlock__redis_attempt(rs, lk, &retry, &foreign);
+    rc = dlock__redis_attempt(rs, lk, q, &retry, &foreign, &wt->place,
+                              &epoch);
     if (rc == DLOCK_OK) {
         /* The lease started when the winning script was sent, at the
          * earliest. */
         if (sent + lk->ttl_ms > lk->lease_end)
             lk->lease_end = sent + lk->ttl_ms;
         wait_free(rs, lk);
+        dlock__redis_held(lk, epoch);
         return DLOCK_OK;
     }
     if (rc != DLOCK_BUSY)
         return rc; /* the core forgets the wait */
+    wt->floor = sent;
+    wt->queued |= strcmp(q, Q_WAIT) == 0;
     plan(rs, wt, retry, foreign);
     *retry_ms = wt->look_at - dlock__now_ms();
     if (*retry_ms < 0)
@@ -280,9 +377,18 @@ int dlock__redis_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
     return DLOCK_BUSY;
 }
 
-/* A wait that ended without the lock: leave the channel. */
+/* A wait that ended without the lock: leave the queue (and pass on a
+ * hand-off that crossed the end of the wait), then the channels. */
 void dlock__redis_forget(struct dlock_store *s, struct dlock_lock *lk)
 {
-    if (lk->priv != NULL)
-        wait_free((struct redis_store *)s, lk);
+    struct redis_store *rs = (struct redis_store *)s;
+    struct wait *wt = lk->priv;
+
+    if (wt == NULL || dlock__redis_is_held_tag(wt)) {
+        lk->priv = NULL; /* a held lock's epoch: nothing to free */
+        return;
+    }
+    if (wt->queued)
+        dlock__redis_leave(rs, lk);
+    wait_free(rs, lk);
 }

@@ -1,0 +1,227 @@
+#!/bin/bash
+# A throwaway Redis Sentinel topology for tests, everything in one
+# directory: one master, one replica, three sentinels (quorum 2).
+#   scripts/server-redis-sentinel.sh start DIR   print the store URL (also DIR/url)
+#   scripts/server-redis-sentinel.sh stop DIR    stop it all (0 if not running)
+#   scripts/server-redis-sentinel.sh ctl DIR CMD..  for tests:
+#       failover      SENTINEL FAILOVER, then wait (<= 30 s) until the
+#                     sentinels name the other node and it is master
+#       kill-master   kill -9 the master, wait the same way, then start
+#                     the old one again (it rejoins as a replica)
+#       master        print the master's port
+#       cli PORT ARGS...  redis-cli against one of the nodes
+# Listens on 127.0.0.1 only, on free ports in 21000-29999 (five in a row).
+# No RDB, no AOF.  Sentinels run as `redis-sentinel` (Debian's
+# redis-sentinel package) or, without it, `redis-server --sentinel`.
+set -euo pipefail
+. "$(dirname "$0")/server-lib.sh"
+
+NAME=dlockm
+
+die() {
+    echo "server-redis-sentinel.sh: $*" >&2
+    exit 1
+}
+
+port_free() {
+    ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+cli() {
+    redis-cli -h 127.0.0.1 -p "$@"
+}
+
+# wait_for SECONDS CMD...: run CMD every 0.1 s until it succeeds.
+wait_for() {
+    local n=$(($1 * 10)) i
+    shift
+    for i in $(seq 1 "$n"); do
+        "$@" >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+pong() {
+    [ "$(cli "$1" ping 2>/dev/null)" = PONG ]
+}
+
+node_start() { # DIR PORT [replicaof PORT]
+    local dir=$1 port=$2 args
+    mkdir -p "$dir/n$port"
+    args=(--port "$port" --bind 127.0.0.1 --save '' --appendonly no
+        --dir "$dir/n$port" --daemonize yes --pidfile "$dir/n$port/pid"
+        --logfile "$dir/n$port/log" --protected-mode no)
+    [ -z "${3:-}" ] || args+=(--replicaof 127.0.0.1 "$3")
+    redis-server "${args[@]}" >/dev/null 2>&1 || return 1
+    wait_for 30 pong "$port"
+}
+
+sentinel_start() { # DIR PORT MASTERPORT
+    local dir=$1 port=$2 m=$3 bin=(redis-sentinel)
+    mkdir -p "$dir/s$port"
+    cat >"$dir/s$port/sentinel.conf" <<EOF
+port $port
+bind 127.0.0.1
+daemonize yes
+pidfile $dir/s$port/pid
+logfile $dir/s$port/log
+dir $dir/s$port
+protected-mode no
+sentinel monitor $NAME 127.0.0.1 $m 2
+sentinel down-after-milliseconds $NAME 1000
+sentinel failover-timeout $NAME 1500
+sentinel parallel-syncs $NAME 1
+EOF
+    command -v redis-sentinel >/dev/null || bin=(redis-server)
+    "${bin[@]}" "$dir/s$port/sentinel.conf" --sentinel >/dev/null 2>&1 ||
+        return 1
+    wait_for 30 pong "$port"
+}
+
+ports() { cat "$1/ports"; }
+
+# The master's port as the first sentinel that answers says.
+master_port() {
+    local dir=$1 s
+    for s in $(ports "$dir" | cut -d' ' -f3-); do
+        cli "$s" sentinel get-master-addr-by-name "$NAME" 2>/dev/null |
+            sed -n 2p && return 0
+    done
+    return 1
+}
+
+is_master() {
+    cli "$1" role 2>/dev/null | head -1 | grep -qx master
+}
+
+# Every sentinel names NEW as master, and NEW says it is.
+settled_on() {
+    local dir=$1 new=$2 s
+    is_master "$new" || return 1
+    for s in $(ports "$dir" | cut -d' ' -f3-); do
+        [ "$(cli "$s" sentinel get-master-addr-by-name "$NAME" 2>/dev/null |
+            sed -n 2p)" = "$new" ] || return 1
+    done
+}
+
+# Each sentinel knows the replica and the other sentinels.
+ready() {
+    local dir=$1 s
+    for s in $(ports "$dir" | cut -d' ' -f3-); do
+        cli "$s" sentinel master "$NAME" 2>/dev/null |
+            awk 'p{v[k]=$0;p=0;next}{k=$0;p=1}END{exit !(v["num-slaves"]>=1 && v["num-other-sentinels"]>=2)}' ||
+            return 1
+    done
+}
+
+# PORT is a replica in sync, and every sentinel lists it as a healthy
+# replica: only then can a later failover promote it.
+replica_ok() {
+    local dir=$1 port=$2 s
+    [ "$(cli "$port" role 2>/dev/null | sed -n 4p)" = connected ] || return 1
+    for s in $(ports "$dir" | cut -d' ' -f3-); do
+        cli "$s" sentinel replicas "$NAME" 2>/dev/null |
+            awk -v p="$port" 'k{if(k=="port")cur=$0; if(k=="flags"&&cur==p&&$0=="slave")ok=1; k="";next}{k=$0}END{exit !ok}' ||
+            return 1
+    done
+}
+
+start() {
+    local dir=$1 base try p
+    [ -d "$dir" ] || die "no directory $dir"
+    dir=$(cd "$dir" && pwd)
+    for try in 1 2 3 4 5 6 7 8; do
+        base=$((21000 + RANDOM % 8990))
+        for p in 0 1 2 3 4; do port_free $((base + p)) || continue 2; done
+        echo "$base $((base + 1)) $((base + 2)) $((base + 3)) $((base + 4))" \
+            >"$dir/ports"
+        node_start "$dir" "$base" &&
+            node_start "$dir" $((base + 1)) "$base" &&
+            sentinel_start "$dir" $((base + 2)) "$base" &&
+            sentinel_start "$dir" $((base + 3)) "$base" &&
+            sentinel_start "$dir" $((base + 4)) "$base" &&
+            wait_for 30 ready "$dir" &&
+            wait_for 30 replica_ok "$dir" $((base + 1)) || {
+            echo "sentinel topology in $dir did not come up; logs:" >&2
+            tail -n 5 "$dir"/*/log >&2 2>/dev/null || true
+            stop "$dir"
+            return 1
+        }
+        echo "redis-sentinel://127.0.0.1:$((base + 2)),127.0.0.1:$((base + 3)),127.0.0.1:$((base + 4))/$NAME" \
+            >"$dir/url"
+        cat "$dir/url"
+        return 0
+    done
+    die "no free ports found"
+}
+
+stop() {
+    local dir=$1 f
+    for f in "$dir"/*/pid; do
+        [ -f "$f" ] || continue
+        stop_pid "$(cat "$f")" TERM
+        rm -f "$f"
+    done
+    return 0
+}
+
+# The replica is known to every sentinel as a healthy one, so a failover
+# can promote it.  After a fault the sentinels would find a replica that
+# came back only at their next look at the master's INFO (every 10 s):
+# SENTINEL RESET makes them look at once (and find each other again by
+# their hello messages, every 2 s).
+other_ready() {
+    local dir=$1 old=$2 new s
+    new=$(ports "$dir" | cut -d' ' -f1-2 | tr ' ' '\n' | grep -vx "$old")
+    if ! wait_for 1 replica_ok "$dir" "$new"; then
+        for s in $(ports "$dir" | cut -d' ' -f3-); do
+            cli "$s" sentinel reset "$NAME" >/dev/null 2>&1 || true
+        done
+    fi
+    wait_for 30 ready "$dir" && wait_for 30 replica_ok "$dir" "$new" ||
+        die "replica $new not ready"
+    echo "$new"
+}
+
+failover() {
+    local dir=$1 old new
+    old=$(master_port "$dir") || die "no sentinel answers"
+    new=$(other_ready "$dir" "$old")
+    cli "$(ports "$dir" | cut -d' ' -f3)" sentinel failover "$NAME" >/dev/null
+    wait_for 30 settled_on "$dir" "$new" || die "failover did not settle"
+    # What the sentinels will do too: a SENTINEL RESET (other_ready) must
+    # not leave the old master a master.
+    cli "$old" replicaof 127.0.0.1 "$new" >/dev/null
+}
+
+kill_master() {
+    local dir=$1 old new
+    old=$(master_port "$dir") || die "no sentinel answers"
+    new=$(other_ready "$dir" "$old")
+    kill -KILL "$(cat "$dir/n$old/pid")"
+    wait_for 30 settled_on "$dir" "$new" || die "failover did not settle"
+    # The old master comes back empty, as a replica of the new one.
+    node_start "$dir" "$old" "$new" || die "old master did not restart"
+}
+
+cmd=${1:-}
+dir=${2:-}
+[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 start|stop|ctl DIR [...]"
+shift 2
+case $cmd in
+start) start "$dir" ;;
+stop) stop "$dir" ;;
+ctl)
+    sub=${1:-}
+    shift || true
+    case $sub in
+    failover) failover "$dir" ;;
+    kill-master) kill_master "$dir" ;;
+    master) master_port "$dir" ;;
+    cli) exec redis-cli -h 127.0.0.1 -p "$@" ;;
+    *) die "unknown ctl command '$sub' (failover, kill-master, master, cli)" ;;
+    esac
+    ;;
+*) die "unknown command '$cmd' (start, stop, ctl)" ;;
+esac

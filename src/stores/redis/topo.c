@@ -1,0 +1,171 @@
+/*
+ * topo.c - where the master is: the one configured server, or the one the
+ * sentinels name.
+ *
+ * redis-sentinel://[user:pass@]host:port[,host:port...]/MASTER[?db=N&...]
+ * (lettuce spells it redis-sentinel:// too; redis-py and go-redis take a
+ * list of sentinels and a master name in code, not a URL.)  user:pass is
+ * for the data nodes; the sentinels are asked without AUTH.
+ *
+ * Each new connection asks the sentinels in turn (starting with the one
+ * that answered last) SENTINEL get-master-addr-by-name, connects there and
+ * checks ROLE: during a failover a sentinel may still name the old master,
+ * now a replica, which is refused (EUNAVAIL: a waiter waits it out, a
+ * renewal retries while its lease runs).  Commands that meet a demoted
+ * master (READONLY) drop the connection (conn.c), so the next one asks
+ * again.  When the command connection finds the master at another address
+ * than before, a new epoch starts: locks taken before are LOST (store.c),
+ * because the promoted replica may lack them (asynchronous replication)
+ * and someone may have taken them there meanwhile.  Fences stay rising:
+ * the fence script never hands out less than the server's clock in us
+ * (scripts.c), which covers a replica that had not seen the last INCRs as
+ * long as the failover takes longer than the clocks of the two servers
+ * differ.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "redis.h"
+
+int dlock__redis_topo_parse(struct redis_store *rs, const struct dlock_url *u)
+{
+    const char *p = u->host != NULL ? u->host : "";
+    int n = 1;
+
+    if (u->path == NULL || strlen(u->path) < 2 || strchr(u->path + 1, '/'))
+        return dlock__seterr(DLOCK_EINVAL, "expected redis-sentinel://host:"
+                             "port[,host:port...]/MASTERNAME, got %s",
+                             u->redacted);
+    rs->master = dlock__strdup(u->path + 1);
+    for (const char *c = p; *c; c++)
+        n += *c == ',';
+    rs->sent_host = calloc((size_t)n, sizeof(char *));
+    rs->sent_port = calloc((size_t)n, sizeof(int));
+    if (rs->master == NULL || rs->sent_host == NULL || rs->sent_port == NULL)
+        return dlock__enomem();
+    while (*p != '\0' || rs->nsent == 0) {
+        size_t len = strcspn(p, ",");
+        const char *colon = memchr(p, ':', len);
+        char *end;
+        long port = 26379;
+
+        if (colon != NULL) {
+            port = strtol(colon + 1, &end, 10);
+            if (end != p + len || port < 1 || port > 65535)
+                return dlock__seterr(DLOCK_EINVAL, "bad sentinel port in %s",
+                                     u->redacted);
+        }
+        if ((colon != NULL ? (size_t)(colon - p) : len) == 0)
+            return dlock__seterr(DLOCK_EINVAL, "empty sentinel host in %s",
+                                 u->redacted);
+        rs->sent_host[rs->nsent] =
+            dlock__strndup(p, colon != NULL ? (size_t)(colon - p) : len);
+        if (rs->sent_host[rs->nsent] == NULL)
+            return dlock__enomem();
+        rs->sent_port[rs->nsent++] = (int)port;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return DLOCK_OK;
+}
+
+void dlock__redis_topo_free(struct redis_store *rs)
+{
+    for (int i = 0; i < rs->nsent; i++)
+        free(rs->sent_host[i]);
+    free(rs->sent_host);
+    free(rs->sent_port);
+    free(rs->master);
+}
+
+/* Ask sentinel i where the master is: 0 with host and *port. */
+static int ask_sentinel(struct redis_store *rs, int i, char *host,
+                        size_t hlen, int *port)
+{
+    struct timeval tv = {(time_t)(rs->connect_timeout_ms / 1000),
+                         (suseconds_t)(rs->connect_timeout_ms % 1000) * 1000};
+    redisContext *c = redisConnectWithTimeout(rs->sent_host[i],
+                                              rs->sent_port[i], tv);
+    redisReply *r = NULL;
+    int ok = -1;
+
+    if (c != NULL && !c->err) {
+        redisSetTimeout(c, tv);
+        r = redisCommand(c, "SENTINEL get-master-addr-by-name %s",
+                         rs->master);
+    }
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[0]->type == REDIS_REPLY_STRING &&
+        r->element[1]->type == REDIS_REPLY_STRING) {
+        dlock__strlcpy(host, r->element[0]->str, hlen);
+        *port = atoi(r->element[1]->str);
+        ok = 0;
+    }
+    freeReplyObject(r);
+    redisFree(c);
+    return ok;
+}
+
+/* Is the server on c the master (ROLE)? */
+static int is_master(redisContext *c)
+{
+    redisReply *r = redisCommand(c, "ROLE");
+    int yes = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+              r->element[0]->type == REDIS_REPLY_STRING &&
+              strcmp(r->element[0]->str, "master") == 0;
+
+    freeReplyObject(r);
+    return yes;
+}
+
+static redisContext *sentinel_connect(struct redis_store *rs, int main,
+                                      int *rc)
+{
+    static _Thread_local int first; /* the sentinel that answered last */
+    char host[256], where[300];
+    int port = 0;
+
+    for (int k = 0; k < rs->nsent; k++) {
+        int i = (first + k) % rs->nsent;
+        redisContext *c;
+
+        if (ask_sentinel(rs, i, host, sizeof(host), &port) != 0)
+            continue;
+        first = i;
+        c = dlock__redis_connect_to(rs, host, port, rc);
+        if (c == NULL)
+            return NULL;
+        if (!is_master(c)) {
+            redisFree(c);
+            *rc = dlock__seterr(DLOCK_EUNAVAIL, "%s: %s:%d is not (yet) the "
+                                "master of %s", rs->url, host, port,
+                                rs->master);
+            return NULL;
+        }
+        snprintf(where, sizeof(where), "%s:%d", host, port);
+        if (main) {
+            pthread_mutex_lock(&rs->tmu);
+            if (strcmp(where, rs->cur_master) != 0) {
+                if (rs->cur_master[0] != '\0')
+                    rs->epoch++;
+                dlock__strlcpy(rs->cur_master, where,
+                               sizeof(rs->cur_master));
+            }
+            pthread_mutex_unlock(&rs->tmu);
+        }
+        return c;
+    }
+    *rc = dlock__seterr(DLOCK_EUNAVAIL, "%s: no sentinel answered where the "
+                        "master %s is", rs->url, rs->master);
+    return NULL;
+}
+
+redisContext *dlock__redis_connect(struct redis_store *rs, int main, int *rc)
+{
+    if (rs->master != NULL)
+        return sentinel_connect(rs, main, rc);
+    return dlock__redis_connect_to(rs, rs->sock != NULL ? NULL : rs->host,
+                                   rs->port, rc);
+}

@@ -1,0 +1,219 @@
+/*
+ * test_queue.c - the Redis store's waiter queue (issue 16): what one
+ * release costs among many waiters, the order they get the lock in, and
+ * waiters that die or give up while queued.
+ *
+ *     test_queue URL TEST
+ *
+ * Every waiter has its own store handle (its own connections, as a
+ * process of its own would), in a thread.  Arrival order is made certain
+ * by a barrier on the queue itself: waiter i+1 starts once the server
+ * lists i+1 entries (ZCARD), not after a sleep.
+ */
+#include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "rtest.h"
+
+static const char *url;
+
+struct qw {
+    dlock_store *store;
+    const char *name;
+    int64_t wait_ms;
+    int rc;
+    int order; /* 1-based: the how-many-th to get the lock */
+};
+
+static int served;
+
+static void *qw_main(void *arg)
+{
+    struct qw *w = arg;
+    dlock_options o = opts(w->wait_ms, 30000, 0);
+    dlock_lock *l = NULL;
+
+    w->rc = dlock_acquire(&l, w->store, w->name, &o);
+    if (w->rc == DLOCK_OK) {
+        w->order = __atomic_add_fetch(&served, 1, __ATOMIC_SEQ_CST);
+        w->rc = dlock_release(l);
+    }
+    return NULL;
+}
+
+/* Wait (bounded) until the queue of `key` has n entries. */
+static int await_queued(redisContext *c, const char *key, long long n)
+{
+    int64_t end = now_ms() + 10000;
+
+    while (now_ms() < end) {
+        redisReply *r = redisCommand(c, "ZCARD %s\xffqueue", key);
+        long long got = r != NULL && r->type == REDIS_REPLY_INTEGER
+                            ? r->integer
+                            : -1;
+
+        freeReplyObject(r);
+        if (got >= n)
+            return 1;
+        sleep_ms(1);
+    }
+    return 0;
+}
+
+/* n waiters queue one after another behind a holder, which lets go: each
+ * gets the lock in its order of arrival, and all n together ran at most
+ * 3 n acquire scripts (the server counts; releases left out). */
+static void herd(int n)
+{
+    dlock_store *s = must_open(url), **hs = calloc((size_t)n, sizeof(*hs));
+    struct qw *w = calloc((size_t)n, sizeof(*w));
+    pthread_t *t = calloc((size_t)n, sizeof(*t));
+    redisContext *c = raw_open(url);
+    dlock_options o = opts(0, 30000, 0);
+    dlock_lock *a;
+    char name[64], key[600];
+    long long before, calls;
+    int in_order = 0;
+
+    snprintf(name, sizeof(name), "herd%d", n);
+    snprintf(key, sizeof(key), "dlock:%s", nm(name));
+    for (int i = 0; i < n; i++)
+        hs[i] = must_open(url);
+    served = 0;
+    before = script_calls(c);
+    CHECK_RC(dlock_acquire(&a, s, nm(name), &o), DLOCK_OK);
+    for (int i = 0; i < n; i++) {
+        w[i] = (struct qw){hs[i], nm(name), 20000, -99, 0};
+        CHECK(pthread_create(&t[i], NULL, qw_main, &w[i]) == 0);
+        CHECK(await_queued(c, key, i + 1));
+    }
+    CHECK_RC(dlock_release(a), DLOCK_OK);
+    for (int i = 0; i < n; i++) {
+        pthread_join(t[i], NULL);
+        CHECK_RC(w[i].rc, DLOCK_OK);
+        in_order += w[i].order == i + 1;
+    }
+    /* Less the holder's acquire and release, and each waiter's release. */
+    calls = script_calls(c) - before - 2 - n;
+    printf("  %d waiters: %.2f acquire scripts per waiting process, %d of "
+           "%d served in arrival order\n",
+           n, (double)calls / n, in_order, n);
+    CHECK(calls <= 3LL * n);
+    CHECK(in_order == n);
+    CHECK(strcmp(raw_str(c, "EXISTS %s\xffqueue %s\xffwaiters", key, key),
+                 "0") == 0);
+    for (int i = 0; i < n; i++)
+        dlock_store_close(hs[i]);
+    dlock_store_close(s);
+    redisFree(c);
+    free(hs);
+    free(w);
+    free(t);
+}
+
+static void t_herd20(void)
+{
+    herd(20);
+}
+
+static void t_herd100(void)
+{
+    herd(100);
+}
+
+/* A queued waiter whose process dies (kill -9: its connections close) is
+ * skipped by the hand-off at once, and one whose wait runs out leaves the
+ * queue: the waiter behind both has the lock right after the release. */
+static void t_dead_waiter(void)
+{
+    dlock_store *s = must_open(url), *s3 = must_open(url),
+                *s4 = must_open(url);
+    redisContext *c = raw_open(url);
+    dlock_options o = opts(0, 30000, 0);
+    struct qw late = {s3, nm("dead"), 300, -99, 0},
+              last = {s4, nm("dead"), 20000, -99, 0};
+    dlock_lock *a;
+    pthread_t t1, t2;
+    char key[600];
+    int64_t released;
+    pid_t pid;
+
+    snprintf(key, sizeof(key), "dlock:%s", nm("dead"));
+    served = 0;
+    CHECK_RC(dlock_acquire(&a, s, nm("dead"), &o), DLOCK_OK);
+    pid = fork();
+    if (pid == 0) {
+        dlock_store *cs = must_open(url);
+        dlock_options w = opts(60000, 30000, 0);
+        dlock_lock *l;
+
+        _exit(dlock_acquire(&l, cs, nm("dead"), &w) == DLOCK_OK ? 0 : 1);
+    }
+    CHECK(await_queued(c, key, 1));
+    CHECK(pthread_create(&t1, NULL, qw_main, &late) == 0);
+    CHECK(await_queued(c, key, 2));
+    CHECK(pthread_create(&t2, NULL, qw_main, &last) == 0);
+    CHECK(await_queued(c, key, 3));
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    pthread_join(t1, NULL);
+    CHECK_RC(late.rc, DLOCK_BUSY); /* its wait ran out: it left */
+    CHECK(strcmp(raw_str(c, "ZCARD %s\xffqueue", key), "2") == 0);
+    released = now_ms();
+    CHECK_RC(dlock_release(a), DLOCK_OK);
+    pthread_join(t2, NULL);
+    CHECK_RC(last.rc, DLOCK_OK);
+    printf("  past a dead and a departed waiter: lock %lld ms after the "
+           "release\n", (long long)(now_ms() - released));
+    CHECK(now_ms() - released < 1000);
+    dlock_store_close(s);
+    dlock_store_close(s3);
+    dlock_store_close(s4);
+    redisFree(c);
+}
+
+/* ?fair=0: a waiter does not queue (the old wake-and-retry), and still
+ * gets the lock promptly when it is let go. */
+static void t_unfair(void)
+{
+    const char *u = with_param(url, "fair=0");
+    dlock_store *s = must_open(url), *s2 = must_open(u);
+    redisContext *c = raw_open(url);
+    struct qw w = {s2, nm("unfair"), 5000, -99, 0};
+    dlock_options o = opts(0, 30000, 0);
+    dlock_lock *a;
+    pthread_t t;
+    char key[600];
+
+    snprintf(key, sizeof(key), "dlock:%s", nm("unfair"));
+    CHECK_RC(dlock_acquire(&a, s, nm("unfair"), &o), DLOCK_OK);
+    CHECK(pthread_create(&t, NULL, qw_main, &w) == 0);
+    CHECK(await_subscribers(c, key, 1));
+    CHECK(strcmp(raw_str(c, "EXISTS %s\xffqueue", key), "0") == 0);
+    CHECK_RC(dlock_release(a), DLOCK_OK);
+    pthread_join(t, NULL);
+    CHECK_RC(w.rc, DLOCK_OK);
+    dlock_store_close(s);
+    dlock_store_close(s2);
+    redisFree(c);
+}
+
+static const struct rt_test tests[] = {
+    {"herd20", t_herd20, 0},
+    {"herd100", t_herd100, 0},
+    {"dead_waiter", t_dead_waiter, 0},
+    {"unfair", t_unfair, 0},
+};
+
+int main(int argc, char **argv)
+{
+    return rt_main(argc, argv, "queue-test", tests,
+                   sizeof(tests) / sizeof(tests[0]), &url, &failures);
+}
