@@ -9,6 +9,10 @@
 #                               socket, print tab-separated rows
 #   server-mysql.sh ctl DIR restart
 #                               stop and start the same server, same port
+#   server-mysql.sh ctl DIR crash-restart
+#                               kill -9 the server (nothing flushed, MyISAM
+#                               tables left open, InnoDB recovers from its
+#                               log), then start it, same port
 #   server-mysql.sh ctl DIR kill-clients
 #                               KILL every connection of the test user
 #   server-mysql.sh ctl DIR pid print the server's pid
@@ -168,6 +172,13 @@ ctl)
         port=$(cat "$dir/port")
         stop_server
         launch || die "restart failed"
+        ;;
+    crash-restart)
+        port=$(cat "$dir/port")
+        if pid=$(server_pid); then
+            stop_pid "$pid" KILL
+        fi
+        launch || die "start after the crash failed"
         ;;
     kill-clients)
         root_sql "KILL CONNECTION USER $user"

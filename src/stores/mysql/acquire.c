@@ -138,9 +138,11 @@ static int read_row(struct my_store *ms, struct conn *c,
     return DLOCK_OK;
 }
 
-/* Take a fence and insert our row with it, in one transaction: one
- * commit (the cost of a lock is mostly its commits).  *dup: a row for the
- * key is there already (nothing changed). */
+/* Insert our row, then take a fence as its holder and write it into the
+ * row, in one transaction where the tables are transactional (InnoDB:
+ * one commit; on MyISAM each statement stands alone, and a failure
+ * deletes the row again).  *dup: a row for the key is there already
+ * (nothing changed). */
 static int insert_row(struct my_store *ms, struct conn *c,
                       struct dlock_lock *lk, const struct my_lock *ml, int *dup)
 {
@@ -156,35 +158,20 @@ static int insert_row(struct my_store *ms, struct conn *c,
             rc = dlock__my_db_err(ms, c, "acquire");
             break;
         }
-        /* LAST_INSERT_ID(expr) hands the new value back to this session
-         * only: an atomic per-name increment in one statement. */
-        dlock__my_sb_reset(&b);
-        dlock__my_sb_add(&b, "INSERT INTO %s (name, fence) VALUES (",
-                         ms->fences);
-        dlock__my_sb_key(&b, c, ml);
-        dlock__my_sb_add(&b, ", LAST_INSERT_ID(1)) ON DUPLICATE KEY UPDATE "
-                             "fence = LAST_INSERT_ID(fence + 1)");
-        if (b.oom) {
-            rc = dlock__enomem();
-            goto rollback;
-        }
-        if (mysql_real_query(c->db, b.p, (unsigned long)b.len) != 0)
-            goto failed;
-        fence = (uint64_t)mysql_insert_id(c->db);
         dlock__my_sb_reset(&b);
         dlock__my_sb_add(
             &b,
             "INSERT INTO %s (name, connection_id, created, ttl, "
-            "lock_acquired, owner, fence, expires_ms, acquired_ms, host, "
+            "lock_acquired, owner, expires_ms, acquired_ms, host, "
             "pid, full_name) VALUES (",
             ms->table);
         dlock__my_sb_key(&b, c, ml);
         dlock__my_sb_add(&b,
                          ", CONNECTION_ID(), UNIX_TIMESTAMP(), %lld, %d, '%s', "
-                         "%llu, " NOWMS " + %lld, " NOWMS ", ",
+                         NOWMS " + %lld, " NOWMS ", ",
                          (long long)((lk->ttl_ms + 999) / 1000),
                          ms->lease_mode ? 0 : 1, lk->token,
-                         (unsigned long long)fence, (long long)lk->ttl_ms);
+                         (long long)lk->ttl_ms);
         dlock__my_sb_lit(&b, c, dlock__hostname(), strlen(dlock__hostname()));
         dlock__my_sb_add(&b, ", %lld, ", (long long)getpid());
         dlock__my_sb_lit(&b, c, lk->name, lk->name_len);
@@ -215,7 +202,28 @@ static int insert_row(struct my_store *ms, struct conn *c,
                 ms, lk->name, "the server stored it with substitutions");
             break;
         }
-        if (mysql_real_query(c->db, "COMMIT", 6) != 0)
+        /* LAST_INSERT_ID(expr) hands the new value back to this session
+         * only: an atomic per-name increment in one statement. */
+        dlock__my_sb_reset(&b);
+        dlock__my_sb_fence(&b, ms, c, ml->key, ml->key_len, ms->lease_mode);
+        if (b.oom) {
+            rc = dlock__enomem();
+            goto undo;
+        }
+        if (mysql_real_query(c->db, b.p, (unsigned long)b.len) != 0)
+            goto failed;
+        fence = (uint64_t)mysql_insert_id(c->db);
+        dlock__my_sb_reset(&b);
+        dlock__my_sb_add(&b, "UPDATE %s SET fence = %llu WHERE name = ",
+                         ms->table, (unsigned long long)fence);
+        dlock__my_sb_key(&b, c, ml);
+        dlock__my_sb_add(&b, " AND owner = '%s'", lk->token);
+        if (b.oom) {
+            rc = dlock__enomem();
+            goto undo;
+        }
+        if (mysql_real_query(c->db, b.p, (unsigned long)b.len) != 0 ||
+            mysql_real_query(c->db, "COMMIT", 6) != 0)
             goto failed;
         if (fence == 0) {
             rc = dlock__seterr(DLOCK_ESTORE,
@@ -232,9 +240,16 @@ static int insert_row(struct my_store *ms, struct conn *c,
         rc = dlock__my_db_err(ms, c, "acquire");
         (void)mysql_real_query(c->db, "ROLLBACK", 8);
         /* A deadlock or lock wait timeout undid the whole transaction:
-         * run it again. */
-        if ((e == ER_LOCK_DEADLOCK || e == ER_LOCK_WAIT_TIMEOUT) && tries < 20)
+         * run it again (a MyISAM row stays: ours, deleted first). */
+        if ((e == ER_LOCK_DEADLOCK || e == ER_LOCK_WAIT_TIMEOUT) && tries < 20) {
+            (void)dlock__my_delete_own_row(ms, c, lk, ml);
             continue;
+        }
+        /* The caller deletes our row if the connection still works. */
+        break;
+    undo:
+        (void)mysql_real_query(c->db, "ROLLBACK", 8);
+        (void)dlock__my_delete_own_row(ms, c, lk, ml);
         break;
     rollback:
         (void)mysql_real_query(c->db, "ROLLBACK", 8);
@@ -378,6 +393,105 @@ static int get_lock(struct my_store *ms, struct conn *c,
     return rc;
 }
 
+/* The procedure was refused or is gone (dropped, EXECUTE revoked, a
+ * server of another version): the plain statements from now on. */
+static int proc_unusable(unsigned e)
+{
+    return e == ER_SP_DOES_NOT_EXIST || e == ER_PROCACCESS_DENIED_ERROR ||
+           e == ER_SP_WRONG_NO_OF_ARGS || e == ER_TABLEACCESS_DENIED_ERROR ||
+           e == ER_DBACCESS_DENIED_ERROR || e == ER_NO_SUCH_TABLE;
+}
+
+/* Read the one-row answer of a CALL and the end of the CALL after it. */
+static int call_result(struct my_store *ms, struct conn *c, long long *v0,
+                       long long *v1, const char *what)
+{
+    MYSQL_RES *res = mysql_store_result(c->db);
+    MYSQL_ROW row;
+    int rc = DLOCK_OK, st;
+
+    if (res == NULL)
+        return mysql_errno(c->db) != 0
+                   ? dlock__my_db_err(ms, c, what)
+                   : dlock__seterr(DLOCK_ESTORE, "%s on %s: no result", what,
+                                   ms->base.url);
+    row = mysql_fetch_row(res);
+    if (row == NULL || row[0] == NULL)
+        rc = dlock__seterr(DLOCK_ESTORE, "%s on %s: no result", what,
+                           ms->base.url);
+    else {
+        *v0 = strtoll(row[0], NULL, 10);
+        if (v1 != NULL)
+            *v1 = mysql_num_fields(res) > 1 && row[1] != NULL
+                      ? strtoll(row[1], NULL, 10)
+                      : 0;
+    }
+    mysql_free_result(res);
+    while ((st = mysql_next_result(c->db)) == 0) {
+        res = mysql_store_result(c->db);
+        mysql_free_result(res);
+    }
+    if (st > 0 && rc == DLOCK_OK)
+        rc = dlock__my_db_err(ms, c, what);
+    return rc;
+}
+
+/* Run a CALL of a session-mode procedure: DLOCK_OK with its answer, a
+ * failure, or DLOCK_ENOTSUP (nothing happened) if the procedure cannot be
+ * used, and then never again on this handle. */
+int dlock__my_call(struct my_store *ms, struct conn *c, struct sb *b,
+                   long long *v0, long long *v1, const char *what)
+{
+    if (b->oom)
+        return dlock__enomem();
+    if (mysql_real_query(c->db, b->p, (unsigned long)b->len) != 0) {
+        if (proc_unusable(mysql_errno(c->db))) {
+            __atomic_store_n(&ms->have_proc, 0, __ATOMIC_RELAXED);
+            return DLOCK_ENOTSUP;
+        }
+        return dlock__my_db_err(ms, c, what);
+    }
+    return call_result(ms, c, v0, v1, what);
+}
+
+/* The uncontended acquire in one statement: CALL NAME_acq1 (see ddl_procs
+ * in schema.c).  *got: 0, the GET_LOCK is taken and nothing happened; 1,
+ * acquired (lk->fence set); 2, we hold the GET_LOCK and a row is there.
+ * DLOCK_ENOTSUP: use the plain statements. */
+static int call_acquire(struct my_store *ms, struct dlock_lock *lk,
+                        const struct my_lock *ml, int *got)
+{
+    struct conn *c = ml->c;
+    struct sb b = {0};
+    long long v = 0, fence = 0;
+    int rc;
+
+    dlock__my_sb_add(&b, "CALL %s(", ms->proc_acq);
+    dlock__my_sb_key(&b, c, ml);
+    dlock__my_sb_add(&b, ", ");
+    dlock__my_sb_lit(&b, c, lk->name, lk->name_len);
+    dlock__my_sb_add(&b, ", '%s', %lld, ", lk->token, (long long)lk->ttl_ms);
+    dlock__my_sb_lit(&b, c, dlock__hostname(), strlen(dlock__hostname()));
+    dlock__my_sb_add(&b, ", %lld)", (long long)getpid());
+    rc = dlock__my_call(ms, c, &b, &v, &fence, "acquire");
+    dlock__my_sb_free(&b);
+    if (rc != DLOCK_OK)
+        return rc;
+    if (v == 1 && fence <= 0) {
+        /* Cannot happen: the row and the GET_LOCK go again. */
+        (void)dlock__my_delete_own_row(ms, c, lk, ml);
+        dlock__my_release_getlock(ms, c, ml);
+        return dlock__seterr(DLOCK_ESTORE,
+                             "taking a fence on %s: the server returned "
+                             "no value",
+                             ms->base.url);
+    }
+    if (v == 1)
+        lk->fence = (uint64_t)fence;
+    *got = (int)v;
+    return DLOCK_OK;
+}
+
 /* One attempt on ml->c: GET_LOCK(key, 0), then our row.  have_gl: this
  * session holds the key's GET_LOCK already (from a wait).  Unless we
  * return DLOCK_OK, the GET_LOCK is given up again. */
@@ -386,12 +500,24 @@ static int attempt(struct my_store *ms, struct dlock_lock *lk,
                    int64_t *retry_ms)
 {
     struct conn *c = ml->c;
-    int rc, got;
+    int rc, got = -1;
 
-    if (!ms->lease_mode && !have_gl) {
-        rc = get_lock(ms, c, ml, 0, &got);
-        if (rc != DLOCK_OK)
+    if (!ms->lease_mode && !have_gl &&
+        __atomic_load_n(&ms->have_proc, __ATOMIC_RELAXED)) {
+        rc = call_acquire(ms, lk, ml, &got);
+        if (rc == DLOCK_OK && got == 1)
+            return DLOCK_OK;
+        if (rc != DLOCK_OK && rc != DLOCK_ENOTSUP)
             return rc;
+        if (rc == DLOCK_ENOTSUP)
+            got = -1; /* nothing happened: the plain statements */
+    }
+    if (!ms->lease_mode && !have_gl && got != 2) {
+        if (got != 0) {
+            rc = get_lock(ms, c, ml, 0, &got);
+            if (rc != DLOCK_OK)
+                return rc;
+        }
         if (!got) {
             struct holder h;
             int found, killed = 0;

@@ -144,7 +144,7 @@ static int conn_open(void *ctx, void **out)
         mysql_optionsv(c->db, MYSQL_OPT_SSL_KEY, ms->ssl_key);
     if (mysql_real_connect(c->db, ms->host, ms->user, ms->password,
                            ms->database, ms->port, ms->socket,
-                           CLIENT_FOUND_ROWS) == NULL) {
+                           CLIENT_FOUND_ROWS | CLIENT_MULTI_RESULTS) == NULL) {
         unsigned e = mysql_errno(c->db);
         int rc =
             dlock__seterr(e >= 2000 && e < 3000 ? DLOCK_EUNAVAIL : DLOCK_ESTORE,

@@ -81,6 +81,9 @@
 /* The server's clock in ms; every connection runs with time_zone +00:00,
  * so this has no daylight-saving jumps. */
 #define NOWMS "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)"
+/* The server's clock in microseconds: the floor of every fence (see
+ * FENCE_NEXT in schema.c). */
+#define NOWUS "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS UNSIGNED)"
 
 /* The expiry of a row in server ms: ours carry expires_ms; rows of
  * its-mieger's library only created + ttl, which that library considers
@@ -118,9 +121,16 @@ struct my_store {
     int64_t timeout_ms;
     char table[TABLE_MAX + 3]; /* quoted identifiers */
     char fences[TABLE_MAX + 10];
+    char seq[TABLE_MAX + 7];      /* NAME_seq: session mode's fences */
+    char proc_acq[TABLE_MAX + 8]; /* NAME_acq1: GET_LOCK + row + fence */
+    char proc_rel[TABLE_MAX + 8]; /* NAME_rel1: row + RELEASE_LOCK */
     char index[TABLE_MAX + 7];
     char raw_table[TABLE_MAX + 1];
     char name_charset[65]; /* of the table's name column ("" unknown) */
+    int have_seq;          /* NAME_seq is there */
+    int have_proc;         /* the procedures are there and usable
+                              (atomic: cleared by any thread that finds
+                              them gone or not executable) */
 };
 
 /* A lock's priv: held, or (held 0) waiting for it on c. */
@@ -195,9 +205,15 @@ void dlock__my_read_holder(MYSQL_ROW row, unsigned long *lens, struct holder *h,
                            int want_name);
 /* A row whose holder is gone. */
 int dlock__my_holder_dead(const struct holder *h);
-/* Table and quote settings of the URL (shared by open and ddl). */
-int dlock__my_parse_names(const struct dlock_url *u, char *t, char *f, char *ix,
-                          char *raw);
+/* Table and quote settings of the URL (shared by open and ddl): the
+ * quoted identifiers of ms (table, fences, seq, procedures, index) and
+ * the table's bare name. */
+int dlock__my_parse_names(const struct dlock_url *u, struct my_store *ms);
+/* The statement that takes the next fence of the name whose key is at
+ * the end of b (lease: in the durable NAME_fences, else in NAME_seq) and
+ * leaves it in LAST_INSERT_ID(); see FENCE_NEXT in schema.c. */
+void dlock__my_sb_fence(struct sb *b, struct my_store *ms, struct conn *c,
+                        const char *key, size_t key_len, int durable);
 /* On open: use the tables if they are there, else create them. */
 int dlock__my_ensure_tables(struct my_store *ms, struct conn *c);
 int dlock__my_init(struct dlock_store *s);
@@ -217,6 +233,12 @@ int dlock__my_try_acquire(struct dlock_store *s, struct dlock_lock *lk,
                           int64_t deadline, int64_t *retry_ms);
 int dlock__my_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
                          int64_t slice_ms, int64_t *retry_ms);
+/* A CALL of a session-mode procedure answering one row: DLOCK_OK (*v0,
+ * *v1 its first two columns; v1 may be NULL), a failure, or DLOCK_ENOTSUP
+ * when the procedure cannot be used (nothing happened; have_proc is
+ * cleared). */
+int dlock__my_call(struct my_store *ms, struct conn *c, struct sb *b,
+                   long long *v0, long long *v1, const char *what);
 /* Free a wait's state (not held): its connection goes back. */
 void dlock__my_unwait(struct my_store *ms, struct dlock_lock *lk);
 

@@ -55,7 +55,14 @@ int dlock__my_holder_dead(const struct holder *h)
 
 /* --- DDL ------------------------------------------------------------------ */
 
-static void ddl_locks(struct sb *b, const char *t, const char *ix)
+/* The lock table.  Session mode creates it MyISAM, the engine of
+ * its-mieger's own DDL: its rows die with their sessions anyway (a row
+ * whose session is gone is tidied by the next acquirer), and an InnoDB
+ * row costs a durable commit (an fsync) per acquire and per release.
+ * Lease mode creates it InnoDB: there the row is all there is of a lock,
+ * it must survive anything the server survives, and on Galera only InnoDB
+ * tables are replicated.  Either mode works on either engine. */
+static void ddl_locks(struct sb *b, const char *t, const char *ix, int lease)
 {
     dlock__my_sb_add(
         b,
@@ -74,10 +81,12 @@ static void ddl_locks(struct sb *b, const char *t, const char *ix)
         "    pid           BIGINT NULL,\n"
         "    full_name     VARBINARY(1024) NULL,\n"
         "    UNIQUE KEY %s (name)\n"
-        ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
-        t, ix);
+        ") ENGINE=%s DEFAULT CHARSET=utf8mb4",
+        t, ix, lease ? "InnoDB" : "MyISAM");
 }
 
+/* The durable fence floor: lease mode's counters (a durable commit per
+ * acquire, like its rows), and the counters of dlock 0.1. */
 static void ddl_fences(struct sb *b, const char *f)
 {
     dlock__my_sb_add(
@@ -88,6 +97,133 @@ static void ddl_fences(struct sb *b, const char *f)
         "    fence BIGINT UNSIGNED NOT NULL  -- highest fence handed out\n"
         ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
         f);
+}
+
+/* Session mode's counters: no durable commit.  What a crash may lose of
+ * them is made up for by the clock floor of FENCE_NEXT. */
+static void ddl_seq(struct sb *b, const char *q)
+{
+    dlock__my_sb_add(
+        b,
+        "CREATE TABLE IF NOT EXISTS %s (\n"
+        "    name  VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin "
+        "NOT NULL PRIMARY KEY,\n"
+        "    fence BIGINT UNSIGNED NOT NULL  -- highest fence handed out\n"
+        ") ENGINE=MyISAM DEFAULT CHARSET=utf8mb4",
+        q);
+}
+
+/* The next fence of a name: above both counters of the name (either mode
+ * may have handed out the last one) and at least the server's clock in
+ * microseconds, so that a counter a crash took back, or lost, is
+ * overtaken at once.  The caller takes it after its row is in, as the
+ * holder, so that fences follow the order in which holders held the lock
+ * whatever excluded them (GET_LOCK, the row, its-mieger's library).  key
+ * is a literal for c, or (c NULL) SQL text such as a variable's name. */
+void dlock__my_sb_fence(struct sb *b, struct my_store *ms, struct conn *c,
+                        const char *key, size_t key_len, int durable)
+{
+    const char *mine = durable || !ms->have_seq ? ms->fences : ms->seq;
+    const char *other = mine == ms->fences ? ms->seq : ms->fences;
+    struct sb k = {0};
+
+    if (c != NULL)
+        dlock__my_sb_lit(&k, c, key, key_len);
+    else
+        dlock__my_sb_add(&k, "%.*s", (int)key_len, key);
+    if (k.oom) {
+        b->oom = 1;
+        return;
+    }
+    dlock__my_sb_add(b, "INSERT INTO %s (name, fence) VALUES (%s, ", mine,
+                     k.p);
+    if (ms->have_seq)
+        dlock__my_sb_add(b,
+                         "LAST_INSERT_ID(GREATEST(" NOWUS
+                         ", IFNULL((SELECT fence FROM %s WHERE name = %s), "
+                         "0) + 1))) ON DUPLICATE KEY UPDATE fence = "
+                         "LAST_INSERT_ID(GREATEST(fence + 1, " NOWUS
+                         ", IFNULL((SELECT fence FROM %s WHERE name = %s), "
+                         "0) + 1))",
+                         other, k.p, other, k.p);
+    else
+        dlock__my_sb_add(b,
+                         "LAST_INSERT_ID(" NOWUS ")) ON DUPLICATE KEY UPDATE "
+                         "fence = LAST_INSERT_ID(GREATEST(fence + 1, " NOWUS
+                         "))");
+    dlock__my_sb_free(&k);
+}
+
+/* The session-mode procedures: an uncontended acquire is one CALL, and so
+ * is a release (the server counts a CALL as one statement, whatever runs
+ * inside).  acq1 answers one row (got, fence): got 0, GET_LOCK is taken
+ * and nothing happened; 1, acquired with fence; 2, we hold the GET_LOCK
+ * but a row is there (the caller judges it, still holding the GET_LOCK).
+ * Any error inside undoes what acq1 did (its row, its GET_LOCK) before it
+ * reaches the caller.  rel1 answers the number of rows deleted, and lets
+ * go of the GET_LOCK only if it deleted our row.  The names carry a
+ * version: a later dlock with other procedures makes new ones. */
+static void ddl_procs(struct sb *b, struct my_store *ms, const char *sep)
+{
+    dlock__my_sb_add(
+        b,
+        "CREATE PROCEDURE %s(p_key VARCHAR(64) CHARACTER SET utf8mb4, "
+        "p_full VARBINARY(1024), p_owner CHAR(32) CHARACTER SET ascii, "
+        "p_ttl_ms BIGINT, p_host VARCHAR(255) CHARACTER SET utf8mb4, "
+        "p_pid BIGINT)\n"
+        "    MODIFIES SQL DATA SQL SECURITY INVOKER\n"
+        "BEGIN\n"
+        "    DECLARE v_got INT DEFAULT 0;\n"
+        "    DECLARE v_fence BIGINT UNSIGNED DEFAULT 0;\n"
+        "    DECLARE EXIT HANDLER FOR 1062 SELECT 2, 0;\n"
+        "    DECLARE EXIT HANDLER FOR SQLEXCEPTION\n"
+        "    BEGIN\n"
+        "        IF v_got = 1 THEN\n"
+        "            DELETE FROM %s WHERE name = p_key AND owner = p_owner;\n"
+        "            DO RELEASE_LOCK(p_key);\n"
+        "        END IF;\n"
+        "        RESIGNAL;\n"
+        "    END;\n"
+        "    SET v_got = IFNULL(GET_LOCK(p_key, 0), 0);\n"
+        "    IF v_got <> 1 THEN\n"
+        "        SELECT 0, 0;\n"
+        "    ELSE\n"
+        "        INSERT INTO %s (name, connection_id, created, ttl, "
+        "lock_acquired, owner, expires_ms, acquired_ms, host, pid, "
+        "full_name)\n"
+        "            VALUES (p_key, CONNECTION_ID(), UNIX_TIMESTAMP(), "
+        "(p_ttl_ms + 999) DIV 1000, 1, p_owner, " NOWMS " + p_ttl_ms, " NOWMS
+        ", p_host, p_pid, p_full);\n"
+        "        ",
+        ms->proc_acq, ms->table, ms->table);
+    dlock__my_sb_fence(b, ms, NULL, "p_key", 5, 0);
+    dlock__my_sb_add(
+        b,
+        ";\n"
+        "        SET v_fence = LAST_INSERT_ID();\n"
+        "        UPDATE %s SET fence = v_fence WHERE name = p_key AND "
+        "owner = p_owner;\n"
+        "        SELECT 1, v_fence;\n"
+        "    END IF;\n"
+        "END%s",
+        ms->table, sep);
+    dlock__my_sb_add(
+        b,
+        "CREATE PROCEDURE %s(p_key VARCHAR(64) CHARACTER SET utf8mb4, "
+        "p_owner CHAR(32) CHARACTER SET ascii)\n"
+        "    MODIFIES SQL DATA SQL SECURITY INVOKER\n"
+        "BEGIN\n"
+        "    DECLARE v_n INT DEFAULT 0;\n"
+        "    DELETE FROM %s WHERE name = p_key AND owner = p_owner AND "
+        EXPIRES " > " NOWMS " AND connection_id = CONNECTION_ID() AND "
+        "IS_USED_LOCK(p_key) = CONNECTION_ID();\n"
+        "    SET v_n = ROW_COUNT();\n"
+        "    IF v_n = 1 THEN\n"
+        "        DO RELEASE_LOCK(p_key);\n"
+        "    END IF;\n"
+        "    SELECT v_n;\n"
+        "END%s",
+        ms->proc_rel, ms->table, sep);
 }
 
 static void ddl_alter(struct sb *b, const char *t)
@@ -107,11 +243,14 @@ static void ddl_alter(struct sb *b, const char *t)
         "-- as Greek, CJK or emoji, are refused until then):\n"
         "-- ALTER TABLE %s\n"
         "--     MODIFY name VARCHAR(64) CHARACTER SET utf8mb4 "
-        "COLLATE utf8mb4_bin NOT NULL;\n",
-        t, t);
+        "COLLATE utf8mb4_bin NOT NULL;\n"
+        "-- For a session-mode table of dlock 0.1 (InnoDB: a durable\n"
+        "-- commit per acquire and per release):\n"
+        "-- ALTER TABLE %s ENGINE=MyISAM;\n",
+        t, t, t);
 }
 
-/* Are both tables there, with our columns? */
+/* Are the tables there, with our columns? */
 static int check_tables(struct my_store *ms, struct conn *c)
 {
     struct sb b = {0};
@@ -135,8 +274,8 @@ static int check_tables(struct my_store *ms, struct conn *c)
     if (rc == DLOCK_OK) {
         MYSQL_ROW row;
 
-        /* For messages only (a name it cannot store is refused by the
-         * server): best effort. */
+        /* For messages, and whether the procedures fit (a name it cannot
+         * store is refused by the server): best effort. */
         dlock__my_sb_reset(&b);
         dlock__my_sb_add(
             &b, "SELECT CHARACTER_SET_NAME FROM information_schema.COLUMNS "
@@ -163,7 +302,7 @@ static int create_tables(struct my_store *ms, struct conn *c)
     for (int i = 0; i < 2 && rc == DLOCK_OK; i++) {
         dlock__my_sb_reset(&b);
         if (i == 0)
-            ddl_locks(&b, ms->table, ms->index);
+            ddl_locks(&b, ms->table, ms->index, ms->lease_mode);
         else
             ddl_fences(&b, ms->fences);
         if (b.oom) {
@@ -188,16 +327,74 @@ static int create_tables(struct my_store *ms, struct conn *c)
     return rc;
 }
 
+/* What makes session mode fast, none of it required (a user who may not
+ * create it, or tables of dlock 0.1 a DBA made, work without): NAME_seq,
+ * then the procedures.  Created if missing and allowed, then looked for.
+ * The procedures are used only on a utf8mb4 name column: on another
+ * one, a name it cannot store takes the checks of the plain path. */
+static void ensure_extras(struct my_store *ms, struct conn *c)
+{
+    struct sb b = {0};
+    MYSQL_RES *res;
+
+    ddl_seq(&b, ms->seq);
+    if (!b.oom)
+        (void)dlock__my_query(c, b.p, b.len);
+    dlock__my_sb_reset(&b);
+    dlock__my_sb_add(&b, "SELECT name, fence FROM %s LIMIT 0", ms->seq);
+    ms->have_seq = dlock__my_run(ms, c, &b, &res, "seq") == DLOCK_OK;
+    mysql_free_result(res);
+    __atomic_store_n(&ms->have_proc, 0, __ATOMIC_RELAXED);
+    if (ms->lease_mode || !ms->have_seq ||
+        strcmp(ms->name_charset, "utf8mb4") != 0)
+        goto out;
+    dlock__my_sb_reset(&b);
+    ddl_procs(&b, ms, "\n;;\n");
+    for (char *p = b.oom ? NULL : b.p; p != NULL && *p != '\0';) {
+        char *end = strstr(p, "\n;;\n");
+        size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
+
+        /* ER_SP_ALREADY_EXISTS, or no CREATE ROUTINE: looked for below. */
+        (void)dlock__my_query(c, p, n);
+        p = end != NULL ? end + 4 : NULL;
+    }
+    dlock__my_sb_reset(&b);
+    dlock__my_sb_add(&b,
+                     "SELECT COUNT(*) FROM information_schema.ROUTINES "
+                     "WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_TYPE = "
+                     "'PROCEDURE' AND ROUTINE_NAME IN (");
+    dlock__my_sb_lit(&b, c, ms->proc_acq + 1, strlen(ms->proc_acq) - 2);
+    dlock__my_sb_add(&b, ", ");
+    dlock__my_sb_lit(&b, c, ms->proc_rel + 1, strlen(ms->proc_rel) - 2);
+    dlock__my_sb_add(&b, ")");
+    {
+        long long n = 0;
+        int found;
+
+        if (dlock__my_run_int(ms, c, &b, &n, &found, "procedures") ==
+                DLOCK_OK &&
+            found && n == 2)
+            __atomic_store_n(&ms->have_proc, 1, __ATOMIC_RELAXED);
+    }
+out:
+    dlock__clearerr();
+    dlock__my_sb_free(&b);
+}
+
 /* On open: use the tables if they are there (a DBA may have made them for
  * a user without CREATE), else create them. */
 int dlock__my_ensure_tables(struct my_store *ms, struct conn *c)
 {
     int rc = check_tables(ms, c);
 
-    if (rc == DLOCK_OK || mysql_errno(c->db) != ER_NO_SUCH_TABLE)
-        return rc;
-    rc = create_tables(ms, c);
-    return rc == DLOCK_OK ? check_tables(ms, c) : rc;
+    if (rc != DLOCK_OK && mysql_errno(c->db) == ER_NO_SUCH_TABLE) {
+        rc = create_tables(ms, c);
+        if (rc == DLOCK_OK)
+            rc = check_tables(ms, c);
+    }
+    if (rc == DLOCK_OK)
+        ensure_extras(ms, c);
+    return rc;
 }
 
 static int init_fn(void *conn, void *arg, int *dead)
@@ -208,6 +405,8 @@ static int init_fn(void *conn, void *arg, int *dead)
 
     if (rc == DLOCK_OK)
         rc = check_tables(ms, c);
+    if (rc == DLOCK_OK)
+        ensure_extras(ms, c);
     *dead = rc != DLOCK_OK && dlock__my_conn_error(mysql_errno(c->db));
     return rc;
 }
@@ -236,10 +435,8 @@ static int valid_table(const char *t)
     return 1;
 }
 
-/* Table and quote settings (shared by open and ddl): the quoted lock
- * table, fence table and index names, and the table's bare name. */
-int dlock__my_parse_names(const struct dlock_url *u, char *t, char *f, char *ix,
-                          char *raw)
+/* Table and quote settings (shared by open and ddl). */
+int dlock__my_parse_names(const struct dlock_url *u, struct my_store *ms)
 {
     const char *table = dlock__url_param(u, "table");
     const char *quote = dlock__url_param(u, "quote");
@@ -261,28 +458,49 @@ int dlock__my_parse_names(const struct dlock_url *u, char *t, char *f, char *ix,
                                  "quote=backtick",
                                  quote, u->redacted);
     }
-    snprintf(raw, TABLE_MAX + 1, "%s", table);
-    snprintf(t, TABLE_MAX + 3, "%c%s%c", q, table, q);
-    snprintf(f, TABLE_MAX + 10, "%c%s_fences%c", q, table, q);
-    snprintf(ix, TABLE_MAX + 7, "%c%s_ix1%c", q, table, q);
+    snprintf(ms->raw_table, sizeof(ms->raw_table), "%s", table);
+    snprintf(ms->table, sizeof(ms->table), "%c%s%c", q, table, q);
+    snprintf(ms->fences, sizeof(ms->fences), "%c%s_fences%c", q, table, q);
+    snprintf(ms->seq, sizeof(ms->seq), "%c%s_seq%c", q, table, q);
+    snprintf(ms->proc_acq, sizeof(ms->proc_acq), "%c%s_acq1%c", q, table, q);
+    snprintf(ms->proc_rel, sizeof(ms->proc_rel), "%c%s_rel1%c", q, table, q);
+    snprintf(ms->index, sizeof(ms->index), "%c%s_ix1%c", q, table, q);
     return DLOCK_OK;
 }
 
-/* The DDL for a DBA: both tables, and the ALTER for its-mieger's. */
+/* The DDL for a DBA: the tables and procedures, and the ALTERs for
+ * its-mieger's table and for dlock 0.1's. */
 int dlock__my_ddl(char **out, const struct dlock_url *u)
 {
-    char t[TABLE_MAX + 3], f[TABLE_MAX + 10], ix[TABLE_MAX + 7],
-        raw[TABLE_MAX + 1];
+    struct my_store *ms = calloc(1, sizeof(*ms));
+    const char *mode = dlock__url_param(u, "mode");
     struct sb b = {0};
-    int rc = dlock__my_parse_names(u, t, f, ix, raw);
+    int rc;
 
-    if (rc != DLOCK_OK)
+    if (ms == NULL)
+        return dlock__enomem();
+    rc = dlock__my_parse_names(u, ms);
+    if (rc != DLOCK_OK) {
+        free(ms);
         return rc;
-    ddl_locks(&b, t, ix);
+    }
+    ms->lease_mode = mode != NULL && strcmp(mode, "lease") == 0;
+    ms->have_seq = 1;
+    ddl_locks(&b, ms->table, ms->index, ms->lease_mode);
     dlock__my_sb_add(&b, ";\n");
-    ddl_fences(&b, f);
+    ddl_fences(&b, ms->fences);
     dlock__my_sb_add(&b, ";\n");
-    ddl_alter(&b, t);
+    ddl_seq(&b, ms->seq);
+    dlock__my_sb_add(&b, ";\n");
+    if (!ms->lease_mode) {
+        dlock__my_sb_add(&b, "-- Session mode's two statements per lock "
+                             "(optional; needs CREATE ROUTINE once,\n"
+                             "-- then EXECUTE):\nDELIMITER //\n");
+        ddl_procs(&b, ms, "\n//\n");
+        dlock__my_sb_add(&b, "DELIMITER ;\n");
+    }
+    ddl_alter(&b, ms->table);
+    free(ms);
     if (b.oom) {
         dlock__my_sb_free(&b);
         return dlock__enomem();

@@ -77,8 +77,7 @@ static int my_open(struct dlock_store **out, const struct dlock_url *u)
                            u->redacted);
         goto fail;
     }
-    rc = dlock__my_parse_names(u, ms->table, ms->fences, ms->index,
-                               ms->raw_table);
+    rc = dlock__my_parse_names(u, ms);
     if (rc != DLOCK_OK)
         goto fail;
     mode = dlock__url_param(u, "mode");
@@ -317,6 +316,23 @@ static int release_op(struct held_call *k, struct conn *c)
     struct sb b = {0};
     int rc;
 
+    if (!k->ms->lease_mode &&
+        __atomic_load_n(&k->ms->have_proc, __ATOMIC_RELAXED)) {
+        /* One statement: CALL NAME_rel1 (see ddl_procs in schema.c). */
+        long long n = 0;
+
+        dlock__my_sb_add(&b, "CALL %s(", k->ms->proc_rel);
+        dlock__my_sb_key(&b, c, k->ml);
+        dlock__my_sb_add(&b, ", '%s')", k->lk->token);
+        rc = dlock__my_call(k->ms, c, &b, &n, NULL, "release");
+        dlock__my_sb_free(&b);
+        if (rc == DLOCK_OK && n != 1) {
+            tidy_lost(k->ms, c, k->lk, k->ml);
+            return dlock__lost(k->lk, "its lease ran out or it was broken");
+        }
+        if (rc != DLOCK_ENOTSUP)
+            return rc;
+    }
     dlock__my_sb_add(&b, "DELETE FROM %s", k->ms->table);
     sb_own(&b, k->ms, c, k->lk, k->ml);
     rc = dlock__my_run(k->ms, c, &b, NULL, "release");
@@ -415,10 +431,19 @@ static int status_fn(void *conn, void *arg, int *dead)
 
     ml.key_len = dlock__mysql_key(name, strlen(name), ms->mariadb, ml.key);
     c->name = name;
-    dlock__my_sb_add(&b, "SELECT %s, (SELECT fence FROM %s WHERE name = ",
+    dlock__my_sb_add(&b,
+                     "SELECT %s, GREATEST(IFNULL((SELECT fence FROM %s "
+                     "WHERE name = ",
                      dlock__my_columns(ms), ms->fences);
     dlock__my_sb_key(&b, c, &ml);
-    dlock__my_sb_add(&b, "), IFNULL(IS_USED_LOCK(");
+    if (ms->have_seq) {
+        dlock__my_sb_add(&b, "), 0), IFNULL((SELECT fence FROM %s WHERE "
+                             "name = ", ms->seq);
+        dlock__my_sb_key(&b, c, &ml);
+    } else {
+        dlock__my_sb_add(&b, "), 0), IFNULL((SELECT 0");
+    }
+    dlock__my_sb_add(&b, "), 0)), IFNULL(IS_USED_LOCK(");
     dlock__my_sb_key(&b, c, &ml);
     dlock__my_sb_add(
         &b, "), 0) FROM (SELECT 1) AS one LEFT JOIN %s ON name = ", ms->table);
