@@ -594,11 +594,9 @@ static int check_options(const dlock_options *o, const dlock_store *s)
                              "ttl_ms %lld is out of range (%d..%lld)",
                              (long long)o->ttl_ms, DLOCK_TTL_MIN_MS,
                              (long long)TTL_MAX_MS);
-    if (o->shared && !s->ops->has_shared)
-        return dlock__seterr(DLOCK_ENOTSUP,
-                             "the %s store has no shared (read) locks",
-                             s->ops->name);
-    /* limit exists from version 2 on: a version 1 struct ends before it. */
+    /* limit exists from version 2 on: a version 1 struct ends before it.
+     * Bad arguments first (EINVAL on every store), then what this store
+     * cannot do (ENOTSUP). */
     if (o->version >= 2 && o->limit > 1) {
         if (o->limit > DLOCK_LIMIT_MAX)
             return dlock__seterr(DLOCK_EINVAL,
@@ -607,6 +605,12 @@ static int check_options(const dlock_options *o, const dlock_store *s)
         if (o->shared)
             return dlock__seterr(DLOCK_EINVAL, "a semaphore (limit %u) "
                                  "cannot be shared as well", o->limit);
+    }
+    if (o->shared && !s->ops->has_shared)
+        return dlock__seterr(DLOCK_ENOTSUP,
+                             "the %s store has no shared (read) locks",
+                             s->ops->name);
+    if (o->version >= 2 && o->limit > 1) {
         if (!s->ops->has_limit)
             return dlock__seterr(DLOCK_ENOTSUP,
                                  "the %s store has no semaphores (limit %u)",
