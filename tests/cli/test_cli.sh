@@ -292,7 +292,7 @@ case $STORE in sqlite://*)
         hex() { printf "$1" | od -An -tx1 | tr -d ' \n'; }
         evil="$run_id/evil\033[31m\n\377"
         exp=$(awk '{ printf "%d", ($1 + 600) * 1000 }' /proc/uptime)
-        sqlite3 "$db" "INSERT INTO dlock_locks VALUES (CAST(X'$(hex "$evil")' AS TEXT), 'tok', 0, 1, $exp, '$(cat /proc/sys/kernel/random/boot_id)', 0, CAST(X'$(hex 'h\033]0;pwned\007')' AS TEXT), 4242, 1, 'ns')"
+        sqlite3 "$db" "INSERT INTO dlock_locks (name, owner, shared, fence, expires_at, boot_id, acquired_at, host, pid, pid_start, pid_ns) VALUES (CAST(X'$(hex "$evil")' AS TEXT), 'tok', 0, 1, $exp, '$(cat /proc/sys/kernel/random/boot_id)', 0, CAST(X'$(hex 'h\033]0;pwned\007')' AS TEXT), 4242, 1, 'ns')"
         out=$("$DLOCK" list "$run_id/evil")
         case $out in *"$(printf '\033')"*) fail "list printed a raw ESC: $out" ;;
         *'\x1b[31m\x0a\xff'*'h\x1b]0;pwned\x07'*) ok "list escapes the name and host" ;;
