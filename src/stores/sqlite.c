@@ -581,7 +581,7 @@ static int row_dead(sqlite3_stmt *s, int64_t now_boot)
     if (sqlite3_column_type(s, 2) != SQLITE_INTEGER ||
         sqlite3_column_int64(s, 2) <= now_boot)
         return 1; /* lease ran out, or not a lease at all */
-    if (sqlite3_column_int64(s, 2) > now_boot + DLOCK_TTL_MAX_MS)
+    if (sqlite3_column_int64(s, 2) > now_boot + 1 + DLOCK_TTL_MAX_MS)
         return 1; /* longer than dlock ever grants: planted, not ours */
     /* Only a process in our own pid namespace on our host can be looked
      * up; anything else keeps its lease. */
@@ -688,7 +688,12 @@ static int sqlite_try_acquire(struct dlock_store *st, struct dlock_lock *lk,
     sqlite3_bind_text(s, 2, lk->token, -1, SQLITE_STATIC);
     sqlite3_bind_int(s, 3, lk->shared);
     sqlite3_bind_int64(s, 4, (sqlite3_int64)lk->fence);
-    sqlite3_bind_int64(s, 5, now_boot + lk->ttl_ms);
+    /* boot_ms() rounds down, up to 1 ms before now: the row would end
+     * that much before the lease the holder counts (from its attempt, on
+     * CLOCK_MONOTONIC, whose ms do not line up with these), and another
+     * holder could be admitted while this one still holds its slot (the
+     * semaphore torture caught it).  Round up instead. */
+    sqlite3_bind_int64(s, 5, now_boot + 1 + lk->ttl_ms);
     sqlite3_bind_text(s, 6, self.boot_id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 7, dlock__wall_ms());
     sqlite3_bind_text(s, 8, dlock__hostname(), -1, SQLITE_STATIC);
