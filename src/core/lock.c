@@ -345,6 +345,10 @@ static int check_options(const dlock_options *o, const dlock_store *s)
                              "ttl_ms %lld is out of range (%d..%lld)",
                              (long long)o->ttl_ms, DLOCK_TTL_MIN_MS,
                              (long long)TTL_MAX_MS);
+    /* Wrong on every store: say so before what this store lacks. */
+    if (o->version >= 2 && o->limit > 1 && o->shared)
+        return dlock__seterr(DLOCK_EINVAL, "a semaphore (limit %u) "
+                             "cannot be shared as well", o->limit);
     if (o->shared && !s->ops->has_shared)
         return dlock__seterr(DLOCK_ENOTSUP,
                              "the %s store has no shared (read) locks",
@@ -355,9 +359,6 @@ static int check_options(const dlock_options *o, const dlock_store *s)
             return dlock__seterr(DLOCK_EINVAL,
                                  "limit %u is over %d", o->limit,
                                  DLOCK_LIMIT_MAX);
-        if (o->shared)
-            return dlock__seterr(DLOCK_EINVAL, "a semaphore (limit %u) "
-                                 "cannot be shared as well", o->limit);
         if (!s->ops->has_limit)
             return dlock__seterr(DLOCK_ENOTSUP,
                                  "the %s store has no semaphores (limit %u)",
