@@ -181,7 +181,8 @@ typedef struct dlock_info {
     int held;
     /** Nonzero if the current holders hold it shared. */
     int shared;
-    /** Number of current holders (more than 1 only for shared locks). */
+    /** Number of current holders (more than 1 only for shared locks and
+     * semaphores). */
     unsigned holders;
     /** Highest fence handed out for this name so far (0 if unknown). */
     uint64_t fence;

@@ -59,6 +59,7 @@ struct run_opts {
     int64_t grace_ms;
     int conflict_code;
     int shared;
+    unsigned limit; /* 1: a lock; N > 1: one of N holders (semaphore) */
 };
 int cli_run_parse(struct run_opts *o, int argc, char **argv);
 

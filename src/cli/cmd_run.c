@@ -47,6 +47,9 @@ static const char help[] =
     "  -E, --conflict-exit-code CODE\n"
     "                        exit CODE (default 1) if not acquired in time\n"
     "  -S, --shared          a shared (read) lock\n"
+    "  -l, --limit N         a semaphore: CMD runs as one of at most N\n"
+    "                        holders of NAME (up to 1024; default 1, a\n"
+    "                        lock); every holder must give the same N\n"
     "      --grace SEC       between SIGTERM and SIGKILL on loss (default 10)\n"
     "\n"
     "exit: CMD's status (128+N if killed by signal N), 1 or CODE if not\n"
@@ -118,9 +121,11 @@ int cli_run_parse(struct run_opts *o, int argc, char **argv)
     o->ttl_ms = DLOCK_DEFAULT_TTL_MS;
     o->grace_ms = DEFAULT_GRACE_MS;
     o->conflict_code = EXIT_BUSY;
+    o->limit = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = NULL;
         int64_t *ms = NULL;
+        int is_limit = 0;
 
         if (strcmp(a, "--") == 0) {
             if (o->name == NULL && i + 1 < argc)
@@ -155,6 +160,9 @@ int cli_run_parse(struct run_opts *o, int argc, char **argv)
             ms = &o->ttl_ms;
         else if (cli_is(a, "--grace", NULL) || !strncmp(a, "--grace=", 8))
             ms = &o->grace_ms;
+        else if (cli_is(a, "-l", "--limit") || !strncmp(a, "--limit=", 8) ||
+                 (!strncmp(a, "-l", 2) && a[2]))
+            is_limit = 1;
         else if (!(cli_is(a, "-E", "--conflict-exit-code") ||
                    !strncmp(a, "--conflict-exit-code=", 21) ||
                    (!strncmp(a, "-E", 2) && a[2]))) {
@@ -183,6 +191,18 @@ int cli_run_parse(struct run_opts *o, int argc, char **argv)
                         "could not keep such a lease", val, DLOCK_TTL_MIN_MS);
                 return EXIT_USAGE;
             }
+        } else if (is_limit) {
+            char *end;
+            long v = strtol(val, &end, 10);
+
+            /* Digits only: strtol would also take " 3", "+3" and "-0". */
+            if (strspn(val, "0123456789") != strlen(val) || *val == '\0' ||
+                *end != '\0' || v < 1 || v > DLOCK_LIMIT_MAX) {
+                cli_err("run: the limit must be 1..%d, not '%s'",
+                        DLOCK_LIMIT_MAX, val);
+                return EXIT_USAGE;
+            }
+            o->limit = (unsigned)v;
         } else {
             char *end;
             long v = strtol(val, &end, 10);
@@ -307,6 +327,9 @@ static void say_holder(dlock_store *store, const char *name)
         else if (!cli_quiet) {
             /* The host comes from the store: escaped, never raw. */
             fprintf(stderr, "dlock: waiting for '%s': held by ", name);
+            if (info->limit > 1)
+                fprintf(stderr, "%u of %u (semaphore), the longest lease "
+                        "by ", info->holders, info->limit);
             cli_print_safe(stderr, info->host[0] ? info->host : "?");
             fprintf(stderr, " pid %lld since %s (lease %lld ms left)\n",
                     (long long)info->pid,
@@ -325,6 +348,7 @@ static int acquire(const struct cli *c, const struct run_opts *o,
 
     opts.ttl_ms = o->ttl_ms;
     opts.shared = o->shared;
+    opts.limit = o->limit;
     opts.on_lost = on_lost;
     opts.wait_ms = o->wait_ms;
     if (c->verbose && o->wait_ms != 0) {

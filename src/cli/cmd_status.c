@@ -10,6 +10,8 @@ static const char help[] =
     "\n"
     "Show whether NAME is held, by whom (host, pid, since when), how much\n"
     "lease is left and the highest fence handed out.  Exit 0 either way.\n"
+    "A semaphore (run --limit N) shows how many of its N slots are taken\n"
+    "and the holder whose lease lasts longest.\n"
     "  --json   one JSON object\n";
 
 void cli_print_info(const dlock_info *in)
@@ -22,7 +24,10 @@ void cli_print_info(const dlock_info *in)
         /* Seen only by the server: nothing more is known of it. */
         printf(" by another client (not dlock)");
     } else if (in->held) {
-        if (in->shared)
+        if (in->limit > 1)
+            printf(" by %u of %u (semaphore), the longest lease", in->holders,
+                   in->limit);
+        else if (in->shared)
             printf(" (shared, %u holder%s)", in->holders,
                    in->holders == 1 ? "" : "s");
         fputs(" by ", stdout);

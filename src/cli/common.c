@@ -219,6 +219,11 @@ void cli_json_info(FILE *f, const dlock_info *in)
     fprintf(f, ",\"held\":%s,\"shared\":%s,\"holders\":%u,\"fence\":%llu",
             in->held ? "true" : "false", in->shared ? "true" : "false",
             in->holders, (unsigned long long)in->fence);
+    /* 1 a lock, N a semaphore of N; null when free or not known. */
+    if (in->limit != 0)
+        fprintf(f, ",\"limit\":%u", in->limit);
+    else
+        fputs(",\"limit\":null", f);
     /* What is not known is null, never a made-up 0 or "". */
     if (in->ttl_ms >= 0)
         fprintf(f, ",\"ttl_ms\":%lld", (long long)in->ttl_ms);

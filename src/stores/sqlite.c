@@ -59,12 +59,20 @@
     "    pid         INTEGER NOT NULL,\n"                                    \
     "    pid_start   INTEGER NOT NULL,  -- /proc/PID/stat starttime\n"       \
     "    pid_ns      TEXT    NOT NULL,\n"                                    \
+    "    \"limit\"     INTEGER NOT NULL DEFAULT 1, -- 1 lock, N semaphore\n"   \
     "    PRIMARY KEY (name, owner)\n"                                        \
     ") WITHOUT ROWID;\n"                                                     \
     "CREATE TABLE IF NOT EXISTS dlock_fences (\n"                            \
     "    name  TEXT    PRIMARY KEY,\n"                                       \
     "    fence INTEGER NOT NULL      -- highest fence handed out\n"          \
     ") WITHOUT ROWID;\n"
+
+/* Files made by dlock 0.1 and 0.2 have no limit column: init() adds it.
+ * Their rows (and those of a 0.2 client still running, which knows no
+ * semaphores and takes any row as a conflict) are locks: limit 1. */
+#define MIGRATE_LIMIT                                                        \
+    "ALTER TABLE dlock_locks ADD COLUMN \"limit\" INTEGER NOT NULL "         \
+    "DEFAULT 1"
 
 /* Statements, prepared once per handle. */
 enum {
@@ -90,16 +98,16 @@ static const char *const sql[Q_COUNT] = {
     [Q_COMMIT] = "COMMIT",
     [Q_ROLLBACK] = "ROLLBACK",
     [Q_HOLDERS] = "SELECT owner, shared, expires_at, boot_id, host, pid, "
-                  "pid_start, pid_ns, acquired_at FROM dlock_locks "
-                  "WHERE name = ?1",
+                  "pid_start, pid_ns, acquired_at, \"limit\" "
+                  "FROM dlock_locks WHERE name = ?1",
     [Q_DELETE_ROW] = "DELETE FROM dlock_locks WHERE name = ?1 AND owner = ?2",
     [Q_BUMP_FENCE] = "INSERT INTO dlock_fences (name, fence) VALUES (?1, 1) "
                      "ON CONFLICT (name) DO UPDATE SET fence = fence + 1 "
                      "RETURNING fence",
     [Q_INSERT] = "INSERT INTO dlock_locks (name, owner, shared, fence, "
                  "expires_at, boot_id, acquired_at, host, pid, pid_start, "
-                 "pid_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
-                 "?11)",
+                 "pid_ns, \"limit\") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+                 "?9, ?10, ?11, ?12)",
     [Q_EXTEND] = "UPDATE dlock_locks SET expires_at = ?3 WHERE name = ?1 "
                  "AND owner = ?2 AND boot_id = ?4 AND expires_at > ?5",
     [Q_TTL] = "SELECT expires_at - ?3 FROM dlock_locks WHERE name = ?1 AND "
@@ -385,6 +393,44 @@ static void sqlite_close(struct dlock_store *s)
     free(ss);
 }
 
+/* Does dlock_locks have the limit column?  1, 0, or -1 on error. */
+static int has_limit_column(struct sqlite_store *ss)
+{
+    sqlite3_stmt *s = NULL;
+    int rc;
+
+    if (sqlite3_prepare_v2(ss->db, "SELECT 1 FROM pragma_table_info("
+                           "'dlock_locks') WHERE name = 'limit'",
+                           -1, &s, NULL) != SQLITE_OK)
+        return -1;
+    rc = sqlite3_step(s);
+    sqlite3_finalize(s);
+    return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* Add the limit column to a file made before semaphores.  Looked at
+ * without the write lock first (every open comes here; only the first
+ * after an upgrade migrates), then again under it, since another process
+ * may be migrating the same file right now. */
+static int migrate_limit(struct sqlite_store *ss, char **err)
+{
+    int have = has_limit_column(ss);
+
+    if (have != 0)
+        return have > 0 ? SQLITE_OK : SQLITE_ERROR;
+    if (begin(ss) != SQLITE_OK)
+        return SQLITE_ERROR;
+    have = has_limit_column(ss);
+    if (have < 0 ||
+        (have == 0 &&
+         sqlite3_exec(ss->db, MIGRATE_LIMIT, NULL, NULL, err) != SQLITE_OK) ||
+        exec_q(ss, Q_COMMIT) != SQLITE_OK) {
+        rollback(ss);
+        return SQLITE_ERROR;
+    }
+    return SQLITE_OK;
+}
+
 static int sqlite_init(struct dlock_store *s)
 {
     struct sqlite_store *ss = (struct sqlite_store *)s;
@@ -393,10 +439,13 @@ static int sqlite_init(struct dlock_store *s)
 
     lock_db(ss, op_deadline(ss));
     rc = sqlite3_exec(ss->db, DDL, NULL, NULL, &err);
+    if (rc == SQLITE_OK)
+        rc = migrate_limit(ss, &err);
     unlock_db(ss);
     if (rc != SQLITE_OK) {
         rc = dlock__seterr(DLOCK_ESTORE, "cannot create the lock tables in "
-                           "%s: %s", ss->base.url, err ? err : "?");
+                           "%s: %s", ss->base.url,
+                           err ? err : sqlite3_errmsg(ss->db));
         sqlite3_free(err);
         return rc;
     }
@@ -505,6 +554,19 @@ static void bind_name(sqlite3_stmt *s, int i, const struct dlock_lock *lk)
     sqlite3_bind_text(s, i, lk->name, (int)lk->name_len, SQLITE_STATIC);
 }
 
+/* The limit a holder in the current row of Q_HOLDERS asked.  A value
+ * dlock could not have written (planted, or garbage) counts as 1: the
+ * strictest reading, and a mismatch for any semaphore. */
+static unsigned row_limit(sqlite3_stmt *s)
+{
+    sqlite3_int64 v = sqlite3_column_int64(s, 9);
+
+    return sqlite3_column_type(s, 9) == SQLITE_INTEGER && v >= 1 &&
+                   v <= DLOCK_LIMIT_MAX
+               ? (unsigned)v
+               : 1;
+}
+
 /* Is the holder in the current row of Q_HOLDERS gone for good? */
 static int row_dead(sqlite3_stmt *s, int64_t now_boot)
 {
@@ -519,7 +581,7 @@ static int row_dead(sqlite3_stmt *s, int64_t now_boot)
     if (sqlite3_column_type(s, 2) != SQLITE_INTEGER ||
         sqlite3_column_int64(s, 2) <= now_boot)
         return 1; /* lease ran out, or not a lease at all */
-    if (sqlite3_column_int64(s, 2) > now_boot + DLOCK_TTL_MAX_MS)
+    if (sqlite3_column_int64(s, 2) > now_boot + 1 + DLOCK_TTL_MAX_MS)
         return 1; /* longer than dlock ever grants: planted, not ours */
     /* Only a process in our own pid namespace on our host can be looked
      * up; anything else keeps its lease. */
@@ -537,6 +599,7 @@ static int sqlite_try_acquire(struct dlock_store *st, struct dlock_lock *lk,
     char dead[16][DLOCK_TOKEN_HEX + 1];
     size_t ndead = 0;
     int64_t now_boot, wait = -1;
+    unsigned live = 0, in_force = 0;
     int conflict = 0, rc, src;
     sqlite3_stmt *s;
 
@@ -558,10 +621,16 @@ static int sqlite_try_acquire(struct dlock_store *st, struct dlock_lock *lk,
                 dlock__strlcpy(dead[ndead++], owner, sizeof(dead[0]));
             continue;
         }
+        /* Every live holder counts against the limit, and the soonest
+         * lease to end is when a slot may free.  Shared holders (limit 1)
+         * only conflict with exclusive ones. */
+        live++;
+        if (row_limit(s) != lk->limit)
+            in_force = row_limit(s);
         if (!lk->shared || !sqlite3_column_int(s, 1)) {
             int64_t left = sqlite3_column_int64(s, 2) - now_boot;
 
-            conflict = 1;
+            conflict++;
             if (wait < 0 || left < wait)
                 wait = left;
         }
@@ -569,6 +638,9 @@ static int sqlite_try_acquire(struct dlock_store *st, struct dlock_lock *lk,
     sqlite3_reset(s);
     if (src != SQLITE_DONE)
         goto sqlerr;
+    /* A semaphore of N admits while fewer than N hold it; a lock (N = 1)
+     * and a shared lock keep the rule above. */
+    conflict = (unsigned)conflict >= lk->limit;
     for (size_t i = 0; i < ndead; i++) {
         s = stmt(ss, Q_DELETE_ROW);
         if (s == NULL)
@@ -579,10 +651,21 @@ static int sqlite_try_acquire(struct dlock_store *st, struct dlock_lock *lk,
             goto sqlerr;
         sqlite3_reset(s);
     }
-    if (conflict) {
+    if (in_force != 0 || conflict) {
         /* Keep the clean-up of dead rows. */
         if (exec_q(ss, Q_COMMIT) != SQLITE_OK)
             goto sqlerr;
+        if (in_force != 0) {
+            /* Admitting under two limits would let the larger one in past
+             * the smaller: refuse, whatever the caller's wait. */
+            rc = dlock__seterr(DLOCK_EINVAL,
+                               "'%s' is held with limit %u (%u holder%s); "
+                               "this acquire asked for limit %u: every "
+                               "holder of a name must ask the same limit",
+                               lk->name, in_force, live,
+                               live == 1 ? "" : "s", lk->limit);
+            goto out;
+        }
         *retry_ms = wait;
         rc = DLOCK_BUSY;
         goto out;
@@ -605,13 +688,19 @@ static int sqlite_try_acquire(struct dlock_store *st, struct dlock_lock *lk,
     sqlite3_bind_text(s, 2, lk->token, -1, SQLITE_STATIC);
     sqlite3_bind_int(s, 3, lk->shared);
     sqlite3_bind_int64(s, 4, (sqlite3_int64)lk->fence);
-    sqlite3_bind_int64(s, 5, now_boot + lk->ttl_ms);
+    /* boot_ms() rounds down, up to 1 ms before now: the row would end
+     * that much before the lease the holder counts (from its attempt, on
+     * CLOCK_MONOTONIC, whose ms do not line up with these), and another
+     * holder could be admitted while this one still holds its slot (the
+     * semaphore torture caught it).  Round up instead. */
+    sqlite3_bind_int64(s, 5, now_boot + 1 + lk->ttl_ms);
     sqlite3_bind_text(s, 6, self.boot_id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 7, dlock__wall_ms());
     sqlite3_bind_text(s, 8, dlock__hostname(), -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 9, (sqlite3_int64)getpid());
     sqlite3_bind_int64(s, 10, my_start());
     sqlite3_bind_text(s, 11, self.pid_ns, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 12, (sqlite3_int64)lk->limit);
     if (sqlite3_step(s) != SQLITE_DONE)
         goto sqlerr;
     sqlite3_reset(s);
@@ -821,6 +910,8 @@ static int describe(struct sqlite_store *ss, const char *name,
         out->held = 1;
         out->holders++;
         out->shared = sqlite3_column_int(s, 1);
+        if (row_limit(s) > out->limit)
+            out->limit = row_limit(s);
         if (left > last) {
             const char *host = (const char *)sqlite3_column_text(s, 4);
 
@@ -917,7 +1008,9 @@ static int sqlite_force_release(struct dlock_store *st, const char *name,
 static int sqlite_ddl(char **out, const struct dlock_url *u)
 {
     (void)u;
-    *out = dlock__strdup(DDL);
+    *out = dlock__strdup(DDL "-- A file from dlock 0.1 or 0.2 (no limit "
+                         "column) is migrated on first use, or by:\n-- "
+                         MIGRATE_LIMIT ";\n");
     return *out != NULL ? DLOCK_OK : dlock__enomem();
 }
 
@@ -925,6 +1018,7 @@ const struct dlock_store_ops dlock__sqlite_ops = {
     .version = DLOCK_STORE_OPS_VERSION,
     .name = "sqlite",
     .has_shared = 1,
+    .has_limit = 1,
     .open = sqlite_open,
     .close = sqlite_close,
     .try_acquire = sqlite_try_acquire,

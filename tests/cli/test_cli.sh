@@ -292,7 +292,7 @@ case $STORE in sqlite://*)
         hex() { printf "$1" | od -An -tx1 | tr -d ' \n'; }
         evil="$run_id/evil\033[31m\n\377"
         exp=$(awk '{ printf "%d", ($1 + 600) * 1000 }' /proc/uptime)
-        sqlite3 "$db" "INSERT INTO dlock_locks VALUES (CAST(X'$(hex "$evil")' AS TEXT), 'tok', 0, 1, $exp, '$(cat /proc/sys/kernel/random/boot_id)', 0, CAST(X'$(hex 'h\033]0;pwned\007')' AS TEXT), 4242, 1, 'ns')"
+        sqlite3 "$db" "INSERT INTO dlock_locks (name, owner, shared, fence, expires_at, boot_id, acquired_at, host, pid, pid_start, pid_ns) VALUES (CAST(X'$(hex "$evil")' AS TEXT), 'tok', 0, 1, $exp, '$(cat /proc/sys/kernel/random/boot_id)', 0, CAST(X'$(hex 'h\033]0;pwned\007')' AS TEXT), 4242, 1, 'ns')"
         out=$("$DLOCK" list "$run_id/evil")
         case $out in *"$(printf '\033')"*) fail "list printed a raw ESC: $out" ;;
         *'\x1b[31m\x0a\xff'*'h\x1b]0;pwned\x07'*) ok "list escapes the name and host" ;;
@@ -373,6 +373,69 @@ elif [ "${CI:-}" = true ] && [ -z "${DLOCK_UNDER_VALGRIND:-}" ]; then
 else
     echo "skip: the per-user default store (needs root, runuser and user nobody)"
 fi
+
+# --- semaphores (run --limit N) --------------------------------------------
+"$DLOCK" run -l 0 "$run_id/sem" -- true 2>/dev/null
+check "--limit 0 is a usage error" 64 $?
+"$DLOCK" run --limit=x "$run_id/sem" -- true 2>/dev/null
+check "--limit x is a usage error" 64 $?
+case $STORE in
+sqlite://*)
+    # Two holders of a semaphore of 2, each saying so through its FIFO.
+    for k in 1 2; do
+        mkfifo "$T/sem-ready-$k" "$T/sem-go-$k"
+        "$DLOCK" run -l 2 "$run_id/sem" -- sh -c "echo x >'$T/sem-ready-$k'; read _ <'$T/sem-go-$k'" &
+        eval "sem_pid_$k=\$!"
+        read _ <"$T/sem-ready-$k"
+    done
+    out=$("$DLOCK" status "$run_id/sem")
+    case $out in *": held by 2 of 2 (semaphore), "*) ok "status shows 2 of 2" ;;
+    *) fail "status of a semaphore: $out" ;; esac
+    out=$("$DLOCK" list "$run_id/sem" --json)
+    case $out in *'"holders":2,'*'"limit":2,'*) ok "list --json has holders and limit" ;;
+    *) fail "list --json of a semaphore: $out" ;; esac
+    "$DLOCK" run -n --limit 2 "$run_id/sem" -- true
+    check "a third holder of 2 is not admitted" 1 $?
+    out=$("$DLOCK" run -n "$run_id/sem" -- true 2>&1)
+    check "a lock on a held semaphore is a usage error" 64 $?
+    case $out in *"limit 2"*) ok "the error names the limit in force" ;;
+    *) fail "mismatch message: $out" ;; esac
+    echo go >"$T/sem-go-1"
+    wait "$sem_pid_1"
+    check "the first holder exits 0" 0 $?
+    out=$("$DLOCK" run -n -l 2 "$run_id/sem" -- sh -c 'echo "$DLOCK_FENCE"')
+    check "a freed slot is taken" 3 "$out"
+    echo go >"$T/sem-go-2"
+    wait "$sem_pid_2"
+    out=$("$DLOCK" status "$run_id/sem" --json)
+    case $out in *'"held":false,'*'"holders":0,'*'"limit":null,'*) ok "a free name has limit null" ;;
+    *) fail "status --json of a free semaphore: $out" ;; esac
+    "$DLOCK" run -n -l 5 "$run_id/sem" -- true
+    check "once free, another limit may be used" 0 $?
+    "$DLOCK" init --print | grep -q '"limit"'
+    check "init --print shows the limit column" 0 $?
+    # A lock file from dlock 0.2 (no limit column) is migrated on open and
+    # its rows read as locks.
+    if command -v sqlite3 >/dev/null; then
+        old=$T/old.db
+        sqlite3 "$old" "CREATE TABLE dlock_locks (name TEXT NOT NULL, owner TEXT NOT NULL, shared INTEGER NOT NULL, fence INTEGER NOT NULL, expires_at INTEGER NOT NULL, boot_id TEXT NOT NULL, acquired_at INTEGER NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL, pid_start INTEGER NOT NULL, pid_ns TEXT NOT NULL, PRIMARY KEY (name, owner)) WITHOUT ROWID; CREATE TABLE dlock_fences (name TEXT PRIMARY KEY, fence INTEGER NOT NULL) WITHOUT ROWID; INSERT INTO dlock_fences VALUES ('old', 41);"
+        exp=$(awk '{ printf "%d", ($1 + 600) * 1000 }' /proc/uptime)
+        sqlite3 "$old" "INSERT INTO dlock_locks VALUES ('old', 'tok', 0, 41, $exp, '$(cat /proc/sys/kernel/random/boot_id)', 0, 'elsewhere', 4242, 1, 'ns')"
+        out=$("$DLOCK" -s "sqlite://$old" status old --json)
+        case $out in *'"holders":1,'*'"limit":1,'*) ok "a 0.2 file is migrated, its row a lock" ;;
+        *) fail "status on a 0.2 file: $out" ;; esac
+        "$DLOCK" -s "sqlite://$old" run -n -l 2 old -- true 2>/dev/null
+        check "a semaphore on a name a 0.2 row holds is refused" 64 $?
+        "$DLOCK" -s "sqlite://$old" release --force old >/dev/null
+        out=$("$DLOCK" -s "sqlite://$old" run -n -l 2 old -- sh -c 'echo "$DLOCK_FENCE"')
+        check "the migrated file keeps its fences" 42 "$out"
+    else
+        fail "sqlite3 shell missing: cannot make a 0.2 lock file"
+    fi ;;
+*)
+    "$DLOCK" run -n -l 2 "$run_id/sem" -- true 2>/dev/null
+    check "--limit on a store without semaphores exits 69" 69 $? ;;
+esac
 
 # --- init -----------------------------------------------------------------
 [ -n "$("$DLOCK" init --print)" ]

@@ -43,15 +43,16 @@ static const struct caps {
     const char *kind;
     int shared;     /* shared (read) locks */
     int sees_death; /* a dead holder's lock is free before its lease ends */
+    int semaphore;  /* limit > 1 (else it must answer DLOCK_ENOTSUP) */
 } all_caps[] = {
-    {"sqlite", 1, 1},         /* dead pid on this host */
-    {"redis", 1, 0},          /* only the lease */
-    {"redis-sentinel", 1, 0}, /* the same, on the sentinels' master */
-    {"postgres", 1, 1},       /* the session ends */
-    {"postgres-hashtext", 1, 1},
-    {"postgres-lease", 1, 0}, /* table only: the lease */
-    {"mysql", 0, 1},          /* the session ends */
-    {"mysql-lease", 0, 0},
+    {"sqlite", 1, 1, 1},         /* dead pid on this host */
+    {"redis", 1, 0, 0},          /* only the lease */
+    {"redis-sentinel", 1, 0, 0}, /* the same, on the sentinels' master */
+    {"postgres", 1, 1, 0},       /* the session ends */
+    {"postgres-hashtext", 1, 1, 0},
+    {"postgres-lease", 1, 0, 0}, /* table only: the lease */
+    {"mysql", 0, 1, 0},          /* the session ends */
+    {"mysql-lease", 0, 0, 0},
 };
 static const struct caps *caps;
 static const char *self_exe;
@@ -769,7 +770,7 @@ static void child_hold(const char *ttl)
         pause();
 }
 
-static pid_t spawn_holder(const char *ttl, int *rfd)
+static pid_t spawn_holder_as(const char *role, const char *arg, int *rfd)
 {
     int p[2];
     pid_t pid;
@@ -780,13 +781,18 @@ static pid_t spawn_holder(const char *ttl, int *rfd)
     if (pid == 0) {
         dup2(p[1], 1);
         close(p[0]);
-        execl(self_exe, self_exe, kind, url, "--child", "hold", run_id, ttl,
+        execl(self_exe, self_exe, kind, url, "--child", role, run_id, arg,
               (char *)NULL);
         _exit(127);
     }
     close(p[1]);
     *rfd = p[0];
     return pid;
+}
+
+static pid_t spawn_holder(const char *ttl, int *rfd)
+{
+    return spawn_holder_as("hold", ttl, rfd);
 }
 
 static void t_sigkill_holder(dlock_store *s)
@@ -935,6 +941,253 @@ static void t_shared(dlock_store *s)
     dlock_store_close(s2);
 }
 
+/* --- semaphores (limit N > 1) ------------------------------------------ */
+
+#define SEM_N 3
+
+static dlock_options sem_opts(int64_t wait_ms, int64_t ttl_ms, int renew,
+                              unsigned limit)
+{
+    dlock_options o = opts(wait_ms, ttl_ms, renew);
+
+    o.limit = limit;
+    return o;
+}
+
+/* A store whose row says no semaphores must say so, never hand out a
+ * lock of one in disguise.  1: go on with the test. */
+static int sem_supported(dlock_store *s, const char *base)
+{
+    dlock_options o = sem_opts(0, 5000, 1, SEM_N);
+    dlock_lock *l = (dlock_lock *)&l;
+    int rc = dlock_acquire(&l, s, nm(base), &o);
+
+    if (caps->semaphore) {
+        EXPECT_RC(rc, DLOCK_OK);
+        dlock_release(rc == DLOCK_OK ? l : NULL);
+        return rc == DLOCK_OK;
+    }
+    EXPECT_RC(rc, DLOCK_ENOTSUP);
+    EXPECT(l == NULL);
+    printf("  (%s has no semaphores: ENOTSUP, as promised)\n", kind);
+    return 0;
+}
+
+/* N holders (on two handles) are admitted, the N+1st is BUSY, status
+ * counts them, and fences rise across all of them. */
+static void t_sem_admit(dlock_store *s)
+{
+    dlock_options o = sem_opts(0, 5000, 1, SEM_N);
+    dlock_store *s2;
+    dlock_lock *l[SEM_N], *x = (dlock_lock *)&x;
+    dlock_info info;
+    uint64_t last = 0;
+
+    if (!sem_supported(s, "sem-admit"))
+        return;
+    s2 = open_store();
+    for (int i = 0; i < SEM_N; i++) {
+        EXPECT_RC(dlock_acquire(&l[i], i % 2 ? s2 : s, nm("sem-admit"), &o),
+                  DLOCK_OK);
+        EXPECT(dlock_fence(l[i]) > last);
+        last = dlock_fence(l[i]);
+    }
+    EXPECT_RC(dlock_acquire(&x, s, nm("sem-admit"), &o), DLOCK_BUSY);
+    EXPECT(x == NULL);
+    EXPECT_RC(dlock_acquire(&x, s2, nm("sem-admit"), &o), DLOCK_BUSY);
+    EXPECT_RC(test_status(s, nm("sem-admit"), &info), DLOCK_OK);
+    EXPECT(info.held && info.holders == SEM_N && info.limit == SEM_N);
+    EXPECT(!info.shared && info.fence == last);
+    /* Each holder has its own lease and releases only itself. */
+    EXPECT_RC(dlock_extend(l[1], 0), DLOCK_OK);
+    EXPECT_RC(dlock_assert_ttl(l[2], 1000), DLOCK_OK);
+    EXPECT_RC(dlock_release(l[1]), DLOCK_OK);
+    EXPECT_RC(test_status(s, nm("sem-admit"), &info), DLOCK_OK);
+    EXPECT(info.holders == SEM_N - 1 && info.limit == SEM_N);
+    EXPECT_RC(dlock_acquire(&l[1], s2, nm("sem-admit"), &o), DLOCK_OK);
+    EXPECT(dlock_fence(l[1]) > last);
+    for (int i = 0; i < SEM_N; i++)
+        EXPECT_RC(dlock_release(l[i]), DLOCK_OK);
+    EXPECT_RC(test_status(s, nm("sem-admit"), &info), DLOCK_OK);
+    EXPECT(!info.held && info.holders == 0 && info.limit == 0);
+    dlock_store_close(s2);
+}
+
+struct sem_waiter {
+    dlock_store *store;
+    int rc;
+    int64_t done;
+    uint64_t fence;
+};
+
+static void *sem_waiter_main(void *arg)
+{
+    struct sem_waiter *w = arg;
+    dlock_options o = sem_opts(5000, 5000, 1, SEM_N);
+    dlock_lock *l = NULL;
+
+    w->rc = dlock_acquire(&l, w->store, nm("sem-wait"), &o);
+    w->done = now_ms();
+    w->fence = dlock_fence(l);
+    dlock_release(l);
+    return NULL;
+}
+
+/* A waiter gets a slot soon after one of the N holders lets go. */
+static void t_sem_waiter(dlock_store *s)
+{
+    dlock_options o = sem_opts(0, 5000, 1, SEM_N);
+    struct sem_waiter w = {NULL, -99, 0, 0};
+    dlock_lock *l[SEM_N];
+    pthread_t t;
+    int64_t released;
+
+    if (!sem_supported(s, "sem-wait"))
+        return;
+    w.store = open_store();
+    for (int i = 0; i < SEM_N; i++)
+        CHECK_RC(dlock_acquire(&l[i], s, nm("sem-wait"), &o), DLOCK_OK);
+    CHECK(pthread_create(&t, NULL, sem_waiter_main, &w) == 0);
+    /* Time passing is the point: the waiter must be deep in its wait. */
+    sleep_ms(200);
+    EXPECT(w.rc == -99); /* still waiting: all N slots are taken */
+    released = now_ms();
+    EXPECT_RC(dlock_release(l[1]), DLOCK_OK);
+    pthread_join(t, NULL);
+    EXPECT_RC(w.rc, DLOCK_OK);
+    EXPECT(w.done >= released && w.done - released < 1000);
+    EXPECT(w.fence > dlock_fence(l[2]));
+    EXPECT_RC(dlock_release(l[0]), DLOCK_OK);
+    EXPECT_RC(dlock_release(l[2]), DLOCK_OK);
+    dlock_store_close(w.store);
+}
+
+/* A holder whose lease runs out (no renewal) frees its slot, and only
+ * its own: the other holders keep theirs. */
+static void t_sem_expiry(dlock_store *s)
+{
+    dlock_options o = sem_opts(0, 5000, 1, SEM_N);
+    dlock_options short_lease = sem_opts(0, 300, 0, SEM_N);
+    dlock_options w = sem_opts(3000, 5000, 1, SEM_N);
+    dlock_lock *l[SEM_N], *x;
+    int64_t t0;
+
+    if (!sem_supported(s, "sem-expiry"))
+        return;
+    CHECK_RC(dlock_acquire(&l[0], s, nm("sem-expiry"), &short_lease),
+             DLOCK_OK);
+    for (int i = 1; i < SEM_N; i++)
+        CHECK_RC(dlock_acquire(&l[i], s, nm("sem-expiry"), &o), DLOCK_OK);
+    t0 = now_ms();
+    EXPECT_RC(dlock_acquire(&x, s, nm("sem-expiry"), &w), DLOCK_OK);
+    EXPECT(now_ms() - t0 >= 200); /* not before that lease ran out */
+    EXPECT(dlock_fence(x) > dlock_fence(l[SEM_N - 1]));
+    EXPECT_RC(dlock_release(l[0]), DLOCK_LOST);
+    EXPECT_RC(dlock_assert_ttl(l[1], 1000), DLOCK_OK);
+    EXPECT_RC(dlock_acquire(&l[0], s, nm("sem-expiry"), &o), DLOCK_BUSY);
+    for (int i = 1; i < SEM_N; i++)
+        EXPECT_RC(dlock_release(l[i]), DLOCK_OK);
+    EXPECT_RC(dlock_release(x), DLOCK_OK);
+}
+
+/* A holder of one slot, in a child process: "--child holdsem RUN TTL". */
+static void child_hold_sem(const char *ttl)
+{
+    dlock_options o = sem_opts(0, atoi(ttl), 1, SEM_N);
+    dlock_store *s = open_store();
+    dlock_lock *l;
+
+    if (dlock_acquire(&l, s, nm("sem-killed"), &o) != DLOCK_OK)
+        exit(105);
+    (void)!write(1, "H", 1);
+    for (;;)
+        pause();
+}
+
+/* kill -9 of one holder frees its slot (at once where the store sees the
+ * death, else at its lease end); the others keep theirs. */
+static void t_sem_sigkill(dlock_store *s)
+{
+    dlock_options o = sem_opts(0, 5000, 1, SEM_N);
+    dlock_options w = sem_opts(6000, 5000, 1, SEM_N);
+    dlock_lock *l[SEM_N];
+    int rfd, status;
+    char c = 0;
+    pid_t pid;
+    int64_t t0;
+
+    if (!sem_supported(s, "sem-killed"))
+        return;
+    pid = spawn_holder_as("holdsem", "3000", &rfd);
+    CHECK(pid > 0);
+    CHECK(read(rfd, &c, 1) == 1 && c == 'H'); /* it holds a slot */
+    close(rfd);
+    for (int i = 0; i < SEM_N - 1; i++)
+        EXPECT_RC(dlock_acquire(&l[i], s, nm("sem-killed"), &o), DLOCK_OK);
+    EXPECT_RC(dlock_acquire(&l[SEM_N - 1], s, nm("sem-killed"), &o),
+              DLOCK_BUSY);
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    t0 = now_ms();
+    EXPECT_RC(dlock_acquire(&l[SEM_N - 1], s, nm("sem-killed"), &w),
+              DLOCK_OK);
+    if (caps->sees_death)
+        EXPECT(now_ms() - t0 < 1000);
+    for (int i = 0; i < SEM_N - 1; i++)
+        EXPECT_RC(dlock_assert_ttl(l[i], 1000), DLOCK_OK);
+    for (int i = 0; i < SEM_N; i++)
+        EXPECT_RC(dlock_release(l[i]), DLOCK_OK);
+}
+
+/* Holders that disagree on the limit: EINVAL naming the limit in force,
+ * at once even for a waiter (waiting would not make it right), never an
+ * over-admission; once all have let go, a new limit may be used. */
+static void t_sem_limit_mismatch(dlock_store *s)
+{
+    dlock_options o = sem_opts(0, 5000, 1, SEM_N);
+    dlock_options other = sem_opts(2000, 5000, 1, SEM_N + 2);
+    dlock_options lock = opts(0, 5000, 1);
+    dlock_options shared = lock;
+    dlock_store *s2;
+    dlock_lock *a, *b, *x = (dlock_lock *)&x;
+    dlock_info info;
+    int64_t t0;
+
+    if (!sem_supported(s, "sem-limit"))
+        return;
+    s2 = open_store();
+    shared.shared = 1;
+    CHECK_RC(dlock_acquire(&a, s, nm("sem-limit"), &o), DLOCK_OK);
+    t0 = now_ms();
+    EXPECT_RC(dlock_acquire(&x, s2, nm("sem-limit"), &other), DLOCK_EINVAL);
+    EXPECT(now_ms() - t0 < 1000);
+    EXPECT(x == NULL);
+    EXPECT(strstr(dlock_errmsg(), "limit 3") != NULL);
+    EXPECT_RC(dlock_acquire(&x, s2, nm("sem-limit"), &lock), DLOCK_EINVAL);
+    EXPECT(strstr(dlock_errmsg(), "limit 3") != NULL);
+    if (caps->shared) {
+        EXPECT_RC(dlock_acquire(&x, s2, nm("sem-limit"), &shared),
+                  DLOCK_EINVAL);
+    }
+    EXPECT_RC(test_status(s, nm("sem-limit"), &info), DLOCK_OK);
+    EXPECT(info.holders == 1 && info.limit == SEM_N);
+    /* And the other way round: a lock held, a semaphore asked. */
+    CHECK_RC(dlock_acquire(&b, s, nm("sem-limit-lock"), &lock), DLOCK_OK);
+    EXPECT_RC(dlock_acquire(&x, s2, nm("sem-limit-lock"), &o), DLOCK_EINVAL);
+    EXPECT(strstr(dlock_errmsg(), "limit 1") != NULL);
+    EXPECT_RC(dlock_release(b), DLOCK_OK);
+    EXPECT_RC(dlock_release(a), DLOCK_OK);
+    /* Free again: the next holders decide. */
+    EXPECT_RC(dlock_acquire(&a, s2, nm("sem-limit"), &other), DLOCK_OK);
+    EXPECT_RC(test_status(s, nm("sem-limit"), &info), DLOCK_OK);
+    EXPECT(info.limit == SEM_N + 2);
+    EXPECT_RC(dlock_release(a), DLOCK_OK);
+    EXPECT_RC(dlock_acquire(&a, s2, nm("sem-limit"), &lock), DLOCK_OK);
+    EXPECT_RC(dlock_acquire(&x, s, nm("sem-limit"), &lock), DLOCK_BUSY);
+    EXPECT_RC(dlock_release(a), DLOCK_OK);
+    dlock_store_close(s2);
+}
+
 static void t_bad_options(dlock_store *s)
 {
     dlock_options o = DLOCK_OPTIONS_INIT;
@@ -1033,6 +1286,11 @@ static const struct {
     {"errmsg", t_errmsg},
     {"bad_options", t_bad_options},
     {"close_with_held", t_close_with_held},
+    {"sem_admit", t_sem_admit},
+    {"sem_waiter", t_sem_waiter},
+    {"sem_expiry", t_sem_expiry},
+    {"sem_sigkill", t_sem_sigkill},
+    {"sem_limit_mismatch", t_sem_limit_mismatch},
 };
 
 int main(int argc, char **argv)
@@ -1067,6 +1325,8 @@ int main(int argc, char **argv)
             child_hold(argv[5]);
         if (strcmp(argv[3], "renew") == 0)
             child_renew();
+        if (strcmp(argv[3], "holdsem") == 0)
+            child_hold_sem(argv[5]);
         if (strcmp(argv[3], "atexit") == 0)
             child_exit_holding();
         return 100;

@@ -4,6 +4,10 @@
 #   run.sh TORTURE_BINARY URL [SECONDS_PER_RUN]
 #       every workload under the holder faults (kill -9, SIGSTOP past the
 #       lease), and the control that must show a violation;
+#   run.sh TORTURE_BINARY URL SECONDS_PER_RUN semaphore
+#       a semaphore of 3 under kill -9 and SIGSTOP (never more than 3
+#       holders at once), and the control whose workers ask for 4, which
+#       the checker must catch;
 #   run.sh TORTURE_BINARY URL SECONDS_PER_RUN server SCRIPT DIR FAULT:KIND...
 #       the fenced counter under server-wide faults, one run per FAULT,
 #       injected from outside with `SCRIPT ctl DIR ...`:
@@ -52,6 +56,11 @@ if [ "${4:-}" = server ]; then
         run --workload fenced --fault none --ttl 1000 --hold 400 \
             --nemesis "'$script' ctl '$dir' $cmd >/dev/null" --every $every --quiet $quiet $kind
     done
+elif [ "${4:-}" = semaphore ]; then
+    # Holds up to 20 ms, so that 3 (and, in the control, 4) overlap often.
+    run --workload semaphore --limit 3 --hold 20 --fault kill
+    run --workload semaphore --limit 3 --hold 20 --fault stop
+    run --workload semaphore --limit 3 --hold 20 --fault none --expect-violation
 else
     run --workload mutex --fault kill
     run --workload counter --fault kill

@@ -3,9 +3,9 @@
  * whole history.  One machine, one clock: real-time order is exact.
  *
  *   torture URL [--workers N] [--seconds S] [--ttl MS] [--hold MS]
- *               [--workload mutex|counter|fenced] [--fault none|kill|stop]
- *               [--expect-violation] [--nemesis CMD [--every MS] [--revokes]
- *               [--quiet MS]]
+ *               [--workload mutex|counter|fenced|semaphore] [--limit N]
+ *               [--fault none|kill|stop] [--expect-violation]
+ *               [--nemesis CMD [--every MS] [--revokes] [--quiet MS]]
  *
  * Workers loop: acquire (random wait), critical section, release, logging
  * every step with CLOCK_MONOTONIC timestamps to their own file.  Faults are
@@ -21,7 +21,12 @@
  *  - fences strictly increase in acquisition order;
  *  - counter: the final value equals the acknowledged writes (no lost
  *    update); fenced: the same, with a store that refuses stale fences;
- *  - a holder resumed after its lease ran out gets DLOCK_LOST.
+ *  - a holder resumed after its lease ran out gets DLOCK_LOST;
+ *  - semaphore (--limit N, default 3): no more than N of the same windows
+ *    ever overlap, N do (else the run proved nothing), fences are unique
+ *    and follow real-time order (an acquire that returned before another
+ *    was invoked has the smaller fence: concurrent holders may log their
+ *    acquisitions in either order).
  * Auto-renew is off: each lease is exactly the time a holder may use, so
  * pausing a holder past it is the fault under test.
  *
@@ -45,6 +50,9 @@
  *
  * --expect-violation turns it around: the unfenced counter under `stop`
  * MUST show lost updates, proof that the harness can see a violation.
+ * With the semaphore workload the workers ignore the limit (they ask the
+ * store for N + 1) and the checker, still counting to N, MUST see N + 1
+ * holders at once.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -64,7 +72,7 @@
 #define MAX_WORKERS 64
 #define FAULT_ONE_IN 12 /* a fault in about one critical section of 12 */
 
-enum workload { W_MUTEX, W_COUNTER, W_FENCED };
+enum workload { W_MUTEX, W_COUNTER, W_FENCED, W_SEM };
 enum fault { F_NONE, F_KILL, F_STOP };
 
 struct cfg {
@@ -76,6 +84,7 @@ struct cfg {
     int hold_ms;
     int revokes;
     enum workload workload;
+    unsigned limit; /* semaphore: at most this many holders */
     enum fault fault;
     int expect_violation;
     const char *nemesis;
@@ -234,6 +243,9 @@ static int worker(const struct cfg *c, int idx, int gen, int64_t end)
         o.wait_ms = rand() % 4 == 0 ? 0 : rand() % 200;
         o.ttl_ms = c->ttl;
         o.auto_renew = 0;
+        /* The control ignores the limit the checker counts to. */
+        if (c->workload == W_SEM)
+            o.limit = c->limit + (c->expect_violation ? 1 : 0);
         logf_("I");
         rc = dlock_acquire(&l, s, c->name, &o);
         if (rc == DLOCK_BUSY) {
@@ -249,6 +261,7 @@ static int worker(const struct cfg *c, int idx, int gen, int64_t end)
         logf_("A %llu", (unsigned long long)fence);
         switch (c->workload) {
         case W_MUTEX:
+        case W_SEM:
             maybe_fault(c);
             sleep_us(hold_us(c));
             break;
@@ -469,12 +482,116 @@ static void apply_revocations(struct history *h, long *spanned, long told[3])
 
 static long nemesis_runs, crashes;
 
+struct edge {
+    int64_t t;
+    int delta; /* +1 a window starts, -1 one ends */
+};
+
+static int by_edge(const void *a, const void *b)
+{
+    const struct edge *x = a, *y = b;
+
+    /* An end at the very moment of a start comes first: windows that
+     * only touch do not overlap (as in the mutex check). */
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return x->delta - y->delta;
+}
+
+static int by_invoke(const void *a, const void *b)
+{
+    const struct window *x = a, *y = b;
+
+    return x->invoke < y->invoke ? -1 : x->invoke > y->invoke;
+}
+
+static int by_fence(const void *a, const void *b)
+{
+    const struct window *x = a, *y = b;
+
+    return x->fence < y->fence ? -1 : x->fence > y->fence;
+}
+
+/* Semaphore: the most windows open at once, how many windows started
+ * with N or more already open (*over), and the ms with N open. */
+static unsigned max_overlap(const struct history *h, unsigned n, long *over,
+                            double *full_ms)
+{
+    struct edge *e = calloc(2 * h->n + 1, sizeof(*e));
+    unsigned open = 0, most = 0;
+    int64_t full_since = 0, full_us = 0;
+
+    if (e == NULL)
+        exit(93);
+    for (size_t i = 0; i < h->n; i++) {
+        e[2 * i] = (struct edge){h->w[i].start, +1};
+        /* A window cut before it began (a revocation) never opened. */
+        e[2 * i + 1] = (struct edge){h->w[i].end > h->w[i].start
+                                         ? h->w[i].end
+                                         : h->w[i].start,
+                                     -1};
+    }
+    qsort(e, 2 * h->n, sizeof(*e), by_edge);
+    *over = 0;
+    for (size_t i = 0; i < 2 * h->n; i++) {
+        if (e[i].delta > 0) {
+            if (open >= n)
+                (*over)++;
+            if (++open > most)
+                most = open;
+            if (open == n)
+                full_since = e[i].t;
+        } else {
+            if (open == n)
+                full_us += e[i].t - full_since;
+            open--;
+        }
+    }
+    free(e);
+    *full_ms = full_us / 1000.0;
+    return most;
+}
+
+/* Semaphore fences: unique, and an acquire that returned before another
+ * was invoked has the smaller one.  Reorders h->w. */
+static long sem_fence_errors(struct history *h)
+{
+    struct window *by_start_w = malloc(h->n * sizeof(*by_start_w) + 1);
+    uint64_t done_max = 0;
+    long errors = 0;
+    size_t j = 0;
+
+    if (by_start_w == NULL)
+        exit(93);
+    memcpy(by_start_w, h->w, h->n * sizeof(*by_start_w));
+    qsort(by_start_w, h->n, sizeof(*by_start_w), by_start);
+    qsort(h->w, h->n, sizeof(*h->w), by_invoke);
+    for (size_t i = 0; i < h->n; i++) {
+        while (j < h->n && by_start_w[j].start < h->w[i].invoke) {
+            if (by_start_w[j].fence > done_max)
+                done_max = by_start_w[j].fence;
+            j++;
+        }
+        if (h->w[i].fence <= done_max)
+            errors++;
+    }
+    free(by_start_w);
+    qsort(h->w, h->n, sizeof(*h->w), by_fence);
+    for (size_t i = 1; i < h->n; i++)
+        errors += h->w[i].fence == h->w[i - 1].fence;
+    qsort(h->w, h->n, sizeof(*h->w), by_start);
+    return errors;
+}
+
 static int check(const struct cfg *c, int gens[])
 {
     struct history h = {0};
     long overlaps = 0, fence_errors = 0, final, lost_updates;
     long spanned = 0, told[3] = {0}; /* OK, LOST, an error */
     const struct window *last_fence = NULL;
+    long over = 0;
+    unsigned most = 0;
+    double full_ms = 0;
     int64_t max_end = 0;
     char path[512];
     int fails = 0;
@@ -491,7 +608,7 @@ static int check(const struct cfg *c, int gens[])
     for (size_t i = 0; i < h.n; i++) {
         if (i > 0 && h.w[i].start < max_end) {
             overlaps++;
-            if (overlaps <= 3)
+            if (overlaps <= 3 && c->workload != W_SEM)
                 fprintf(stderr, "  overlap: worker %d fence %llu starts at "
                         "%lld, before %lld\n", h.w[i].worker,
                         (unsigned long long)h.w[i].fence,
@@ -508,7 +625,7 @@ static int check(const struct cfg *c, int gens[])
             continue;
         if (last_fence != NULL && h.w[i].fence <= last_fence->fence) {
             fence_errors++;
-            if (fence_errors <= 3)
+            if (fence_errors <= 3 && c->workload != W_SEM)
                 fprintf(stderr, "  fence: worker %d fence %llu at %lld "
                         "after worker %d fence %llu at %lld\n",
                         h.w[i].worker, (unsigned long long)h.w[i].fence,
@@ -517,6 +634,10 @@ static int check(const struct cfg *c, int gens[])
                         (long long)last_fence->start);
         }
         last_fence = &h.w[i];
+    }
+    if (c->workload == W_SEM) {
+        most = max_overlap(&h, c->limit, &over, &full_ms);
+        fence_errors = sem_fence_errors(&h);
     }
     snprintf(path, sizeof(path), "%s/counter", c->dir);
     if (c->workload == W_FENCED) {
@@ -527,7 +648,8 @@ static int check(const struct cfg *c, int gens[])
     } else {
         final = counter_read(path);
     }
-    lost_updates = c->workload == W_MUTEX ? 0 : h.writes - final;
+    lost_updates =
+        c->workload == W_MUTEX || c->workload == W_SEM ? 0 : h.writes - final;
 
     printf("history: %ld ops, %ld acquired, %ld busy, %ld unknown, %ld "
            "holder faults, %ld server faults\n", h.ops, h.acquired, h.busy,
@@ -536,7 +658,10 @@ static int check(const struct cfg *c, int gens[])
         if (h.errors[i] > 0)
             printf("  errors: %ld x %s, first: %s\n", h.errors[i],
                    dlock_strerror(-i), h.first_error[i]);
-    if (h.nkills > 0) {
+    /* With N slots, someone else may take one right after a kill whether
+     * or not the dead holder's slot was freed: the measure says nothing
+     * there (the contract suite times a freed slot). */
+    if (h.nkills > 0 && c->workload != W_SEM) {
         /* How soon after a holder's death someone held the lock again. */
         int64_t *gap = calloc(h.nkills, sizeof(*gap));
         size_t ngap = 0, j = 0;
@@ -569,17 +694,45 @@ static int check(const struct cfg *c, int gens[])
                crashes);
         fails++;
     }
+    if (c->workload == W_SEM && !c->expect_violation) {
+        /* The windows are cut as for the mutex: at the lease and at the
+         * holder's death. */
+        int bad = most > c->limit || over != 0;
+
+        printf("%s semaphore: at most %u holders at once (limit %u), %ld "
+               "admitted past the limit, %.0f ms with all %u slots taken\n",
+               bad ? "FAIL" : "PASS", most, c->limit, over, full_ms,
+               c->limit);
+        fails += bad;
+        if (most < c->limit) {
+            printf("FAIL semaphore: never %u holders at once: the run "
+                   "proved nothing\n", c->limit);
+            fails++;
+        }
+        printf("%s fences: %ld duplicate or out of real-time order\n",
+               fence_errors ? "FAIL" : "PASS", fence_errors);
+        fails += fence_errors != 0;
+    } else if (c->workload == W_SEM) {
+        printf("%s control: at most %u holders at once (workers asked for "
+               "%u, the checker counts to %u), %ld admitted past %u; the "
+               "harness %s a violation\n",
+               over > 0 ? "PASS" : "FAIL", most, c->limit + 1, c->limit,
+               over, c->limit, over > 0 ? "sees" : "did NOT see");
+        fails += over <= 0;
+    }
     if (!c->expect_violation) {
         /* Overlaps of lease windows are only meaningful as a check of the
          * lock; with stop faults a paused holder's window is cut at its
          * lease, which is what the lock promises. */
-        printf("%s mutex: %ld overlapping holders\n",
-               overlaps ? "FAIL" : "PASS", overlaps);
-        fails += overlaps != 0;
-        printf("%s fences: %ld out of order\n",
-               fence_errors ? "FAIL" : "PASS", fence_errors);
-        fails += fence_errors != 0;
-        if (c->workload != W_MUTEX) {
+        if (c->workload != W_SEM) {
+            printf("%s mutex: %ld overlapping holders\n",
+                   overlaps ? "FAIL" : "PASS", overlaps);
+            fails += overlaps != 0;
+            printf("%s fences: %ld out of order\n",
+                   fence_errors ? "FAIL" : "PASS", fence_errors);
+            fails += fence_errors != 0;
+        }
+        if (c->workload == W_COUNTER || c->workload == W_FENCED) {
             printf("%s counter: final %ld, %ld acknowledged writes, %ld lost "
                    "updates, %ld stale writes refused\n",
                    lost_updates ? "FAIL" : "PASS", final, h.writes,
@@ -620,7 +773,7 @@ static int check(const struct cfg *c, int gens[])
             printf("FAIL progress: only %ld acquisitions\n", h.acquired);
             fails++;
         }
-    } else {
+    } else if (c->workload != W_SEM) {
         printf("%s control: %ld lost updates (final %ld, %ld acknowledged); "
                "the harness %s a violation\n",
                lost_updates > 0 ? "PASS" : "FAIL", lost_updates, final,
@@ -637,7 +790,8 @@ static int check(const struct cfg *c, int gens[])
 static void usage(void)
 {
     fprintf(stderr, "usage: torture URL [--workers N] [--seconds S] "
-                    "[--ttl MS] [--hold MS] [--workload mutex|counter|fenced] "
+                    "[--ttl MS] [--hold MS] "
+                    "[--workload mutex|counter|fenced|semaphore] [--limit N] "
                     "[--fault none|kill|stop] [--expect-violation] "
                     "[--nemesis CMD [--every MS] [--revokes]]\n");
     exit(64);
@@ -674,6 +828,7 @@ int main(int argc, char **argv)
     c.seconds = 5;
     c.ttl = 300;
     c.hold_ms = 2;
+    c.limit = 3;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
@@ -696,6 +851,8 @@ int main(int argc, char **argv)
             c.ttl = atoi(v);
         else if (strcmp(a, "--hold") == 0)
             c.hold_ms = atoi(v);
+        else if (strcmp(a, "--limit") == 0)
+            c.limit = (unsigned)atoi(v);
         else if (strcmp(a, "--nemesis") == 0)
             c.nemesis = v;
         else if (strcmp(a, "--every") == 0)
@@ -703,10 +860,11 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--quiet") == 0)
             c.quiet_ms = atoi(v);
         else if (strcmp(a, "--workload") == 0)
-            c.workload = !strcmp(v, "mutex")     ? W_MUTEX
-                         : !strcmp(v, "counter") ? W_COUNTER
-                         : !strcmp(v, "fenced")  ? W_FENCED
-                                                 : (usage(), W_MUTEX);
+            c.workload = !strcmp(v, "mutex")       ? W_MUTEX
+                         : !strcmp(v, "counter")   ? W_COUNTER
+                         : !strcmp(v, "fenced")    ? W_FENCED
+                         : !strcmp(v, "semaphore") ? W_SEM
+                                                   : (usage(), W_MUTEX);
         else if (strcmp(a, "--fault") == 0)
             c.fault = !strcmp(v, "none")   ? F_NONE
                       : !strcmp(v, "kill") ? F_KILL
@@ -716,7 +874,8 @@ int main(int argc, char **argv)
             usage();
     }
     if (c.workers < 1 || c.workers > MAX_WORKERS || c.seconds < 1 ||
-        c.ttl < 50 || c.hold_ms < 0 || c.hold_ms > 60000 ||
+        c.ttl < 50 || c.hold_ms < 0 || c.hold_ms > 60000 || c.limit < 2 ||
+        c.limit >= DLOCK_LIMIT_MAX ||
         (c.nemesis != NULL && c.seconds < 3))
         usage();
     snprintf(c.dir, sizeof(c.dir), "/tmp/dlock-torture.XXXXXX");
@@ -730,7 +889,9 @@ int main(int argc, char **argv)
            c.workers, c.seconds, (long long)c.ttl, c.hold_ms,
            c.workload == W_MUTEX     ? "mutex"
            : c.workload == W_COUNTER ? "counter"
-                                     : "fenced",
+           : c.workload == W_FENCED  ? "fenced"
+           : c.expect_violation      ? "semaphore (workers ask one more)"
+                                     : "semaphore",
            c.fault == F_NONE ? "none" : c.fault == F_KILL ? "kill" : "stop",
            c.nemesis ? ", nemesis: " : "", c.nemesis ? c.nemesis : "",
            c.revokes ? " (revokes every lock)" : "");
