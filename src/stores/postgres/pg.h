@@ -69,12 +69,15 @@ enum {
     Q_STATUS,
     Q_STATUS2,
     Q_FORCE_KILL,
+    Q_SEM,
+    Q_RELEASE_M,
     Q_KEYED,
     /* Key-independent, prepared too (ids for dlock__pg_runp()). */
     Q_EXTEND = Q_KEYED,
     Q_TTL,
     Q_RELEASE_L,
-    Q_UNLOCK_ALL
+    Q_UNLOCK_ALL,
+    Q_SEM_WAIT
 };
 
 /* Keyed statements, indexed by Q_*: hashtextextended keys, hashtext keys. */
@@ -88,6 +91,8 @@ extern const char *const dlock__pg_sql_names[2];
 extern const char *const dlock__pg_sql_force[2];
 extern const char dlock__pg_sql_release_l[];
 extern const char dlock__pg_sql_unlock_all[];
+extern const char dlock__pg_sql_sem_wait[];
+extern const char dlock__pg_sql_lease_sem_fmt[];
 extern const char dlock__pg_sql_status_l[];
 extern const char dlock__pg_sql_status2_l[];
 extern const char dlock__pg_sql_lease_fmt[];
