@@ -250,7 +250,7 @@
 #define ACQ_WAIT(FN, K)                                                      \
     "WITH l AS (SELECT true AS got, " FN "(" K ") FROM (SELECT "             \
     "set_config('lock_timeout', $7::text, true) AS c OFFSET 0) s)"
-#define ACQ_REST(K, G)                                                       \
+#define ACQ_REST(K, G, X)                                                    \
     ", d AS (DELETE FROM dlock_held WHERE ctid IN (SELECT t.ctid FROM "      \
     "dlock_held t WHERE (SELECT got FROM " G ") AND t.name = $1 AND t.sess <> "  \
     "$8::bigint AND (NOT $3::boolean OR NOT t.shared OR t.expires_at <= "    \
@@ -258,13 +258,14 @@
     "OF t SKIP LOCKED))"                                                     \
     ", f AS (SELECT CASE WHEN s.v < 1000000000000000 THEN "                  \
     "dlock_fence_seed_v2() ELSE s.v END AS fence FROM (SELECT "              \
-    "nextval('dlock_fence_seq') AS v FROM " G " WHERE got OFFSET 0) s)"        \
+    "nextval('dlock_fence_seq') AS v FROM " G " WHERE " G ".got OFFSET 0) "  \
+    "s)"                                                                     \
     ", i AS (INSERT INTO dlock_held (name, owner, shared, fence, "           \
     "backend_pid, sess, host, pid, expires_at, acquired_at) SELECT $1, $2, " \
     "$3::boolean, f.fence, pg_backend_pid(), $8::bigint, $5, $6::bigint, "   \
     "clock_timestamp() + $4::bigint * interval '1 millisecond', "            \
     "clock_timestamp() FROM f RETURNING fence)"                              \
-    " SELECT " G ".got, (SELECT fence FROM i) FROM " G
+    " SELECT " G ".got, (SELECT fence FROM i)" X " FROM " G
 
 /* Shared locks only: a semaphore's holders hold the name's key shared
  * too, and the semaphore key (KEY_SEM) as well.  Having taken the key, a
@@ -280,7 +281,7 @@
     "OFFSET 0), u AS (SELECT pg_advisory_unlock_shared(" K ") FROM l, m "    \
     "WHERE l.got AND NOT m.got)"
 #define ACQ_REST_S(K)                                                        \
-    SEM_GATE(K) ACQ_REST(K, "m") ", (SELECT count(*) FROM u)"
+    SEM_GATE(K) ACQ_REST(K, "m", ", (SELECT count(*) FROM u)")
 
 /* $1 name, $2 shared: the dlock holders in our way, by their rows. */
 #define HOLDERS(K)                                                           \
@@ -335,9 +336,9 @@
 
 #define KEYED_SQL(K)                                                         \
     {                                                                        \
-        [Q_TRY_X] = ACQ_TRY("pg_try_advisory_lock", K) ACQ_REST(K, "l"),     \
+        [Q_TRY_X] = ACQ_TRY("pg_try_advisory_lock", K) ACQ_REST(K, "l", ""), \
         [Q_TRY_S] = ACQ_TRY("pg_try_advisory_lock_shared", K) ACQ_REST_S(K), \
-        [Q_WAIT_X] = ACQ_WAIT("pg_advisory_lock", K) ACQ_REST(K, "l"),       \
+        [Q_WAIT_X] = ACQ_WAIT("pg_advisory_lock", K) ACQ_REST(K, "l", ""),   \
         [Q_WAIT_S] = ACQ_WAIT("pg_advisory_lock_shared", K) ACQ_REST_S(K),   \
         [Q_HOLDERS] = HOLDERS(K),                                            \
         [Q_TERMINATE] = TERMINATE(K),                                        \
