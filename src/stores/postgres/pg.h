@@ -29,6 +29,14 @@
  * fenced off by pg_terminate_backend(), after pg_locks shows that this
  * backend holds that very key; pg_locks is read only on that path.
  *
+ * Semaphores (limit N > 1).  Session mode: a holder holds one of N slot
+ * keys hashtextextended(name, slot + 1) exclusively, plus the semaphore
+ * key hashtextextended(name, -1) and the name's key shared, all taken by
+ * one call of the SQL function dlock_sem_acquire_v1, which admits under a
+ * per-name transaction lock (hashtextextended(name, -2)) so it sees every
+ * earlier holder's row and limit.  A wait blocks on one taken slot's key
+ * per slice.  Lease mode counts live rows.  Rows record lim and slot.
+ *
  * Lease mode (?mode=lease).  Rows only, no session state, so it works
  * through PgBouncer's transaction pooling, durably (dlock_locks and the
  * per-name dlock_fences): an acquire locks the name's fence row, drops expired rows, and inserts its own row if no live row
@@ -70,12 +78,15 @@ enum {
     Q_STATUS,
     Q_STATUS2,
     Q_FORCE_KILL,
+    Q_SEM,
+    Q_RELEASE_M,
     Q_KEYED,
     /* Key-independent, prepared too (ids for dlock__pg_runp()). */
     Q_EXTEND = Q_KEYED,
     Q_TTL,
     Q_RELEASE_L,
-    Q_UNLOCK_ALL
+    Q_UNLOCK_ALL,
+    Q_SEM_WAIT
 };
 
 /* Keyed statements, indexed by Q_*: hashtextextended keys, hashtext keys. */
@@ -89,6 +100,8 @@ extern const char *const dlock__pg_sql_names[2];
 extern const char *const dlock__pg_sql_force[2];
 extern const char dlock__pg_sql_release_l[];
 extern const char dlock__pg_sql_unlock_all[];
+extern const char dlock__pg_sql_sem_wait[];
+extern const char dlock__pg_sql_lease_sem_fmt[];
 extern const char dlock__pg_sql_status_l[];
 extern const char dlock__pg_sql_status2_l[];
 extern const char dlock__pg_sql_lease_fmt[];

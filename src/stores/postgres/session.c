@@ -56,6 +56,7 @@ struct sess {
 struct held {
     struct sess *s;
     int keyed; /* its key and row are still on s */
+    int slot;  /* a semaphore's slot; -1 for a lock */
 };
 
 /* A session on a pooled connection, or with `fresh` on a new one (the
@@ -254,6 +255,7 @@ struct holders {
     char why[300];   /* why a hung holder could not be terminated */
     char host[256];
     int64_t pid, backend;
+    int64_t lim; /* the largest limit they asked */
 };
 
 /* Who holds the key we could not get, and fence off those past their
@@ -279,6 +281,7 @@ static void session_holders(struct pg_store *ps, struct sess *s,
         dlock__strlcpy(h->host, PQgetvalue(res, 0, 3), sizeof(h->host));
     h->pid = dlock__pg_col_i64(res, 0, 4, 0);
     h->backend = dlock__pg_col_i64(res, 0, 5, 0);
+    h->lim = dlock__pg_col_i64(res, 0, 6, 0);
     PQclear(res);
     if (h->expired == 0)
         return;
@@ -297,8 +300,19 @@ static void session_holders(struct pg_store *ps, struct sess *s,
     }
 }
 
+/* An acquire that asked limit `want` of a name held with limit `held`. */
+static int limit_msg(const struct dlock_lock *lk, int64_t held)
+{
+    return dlock__seterr(DLOCK_EINVAL,
+                         "lock '%s' is held with limit %lld; this acquire "
+                         "asked limit %u (every holder of a name must ask "
+                         "the same limit)",
+                         lk->name, (long long)held, lk->limit);
+}
+
 static int busy_msg(const struct dlock_lock *lk, const struct holders *h)
 {
+
     if (h->why[0] != '\0')
         return dlock__seterr(DLOCK_BUSY,
                              "lock '%s' is held past its lease by backend "
@@ -324,6 +338,7 @@ static int hold(struct dlock_lock *lk, struct sess *s, int keyed)
         return dlock__enomem();
     h->s = s;
     h->keyed = keyed;
+    h->slot = -1;
     lk->priv = h;
     return DLOCK_OK;
 }
@@ -331,13 +346,16 @@ static int hold(struct dlock_lock *lk, struct sess *s, int keyed)
 /* The lock was granted on s but cannot be kept (no memory): give it
  * back (caller holds s->mu). */
 static void session_undo(struct pg_store *ps, struct sess *s,
-                         struct dlock_lock *lk)
+                         struct dlock_lock *lk, int slot)
 {
-    const char *v[2] = {lk->name, lk->token};
-    int q = lk->shared ? Q_RELEASE_S : Q_RELEASE_X;
+    char sl[16];
+    const char *v[3] = {lk->name, lk->token, sl};
+    int q = lk->limit > 1 ? Q_RELEASE_M : lk->shared ? Q_RELEASE_S : Q_RELEASE_X;
     PGresult *res;
 
-    if (s->c != NULL && dlock__pg_runp(s->c, ps->base.url, "release", q, ps->sql[q], 2, v,
+    snprintf(sl, sizeof(sl), "%d", slot);
+    if (s->c != NULL && dlock__pg_runp(s->c, ps->base.url, "release", q, ps->sql[q],
+                             lk->limit > 1 ? 3 : 2, v,
                              ps->op_timeout_ms, &res, NULL) == DLOCK_OK)
         PQclear(res);
     else
@@ -350,8 +368,104 @@ static void session_undo(struct pg_store *ps, struct sess *s,
  * other (renewed, healthy) locks with it.  dlock__pool's policy: a session
  * that died while idle (a server restart) is replaced by one on a fresh
  * connection, once; a fresh one's failure is final. */
+/* --- semaphores (limit > 1) ----------------------------------------- */
+
+/* After a semaphore's full slot is waited for, how soon to look at all
+ * slots again: a waiter blocks on one slot's key, so a release of
+ * another slot is seen only when the slice ends. */
+#define SEM_LOOK_MS 250
+
+/* What an admission that did not get in says. */
+struct sem_out {
+    int64_t lim;     /* the limit in force, if another than ours; else 0 */
+    int slot;        /* got: our slot */
+    int64_t left_ms; /* full: soonest lease end of its holders, -1 */
+    int wait;        /* full: the slot to wait on */
+    int64_t killed;  /* full: hung holders terminated now (-1: refused) */
+    char host[256];
+    int64_t pid;
+};
+
+/* One admission (dlock_sem_acquire_v1) on s, caller holding s->mu.  have:
+ * the slot whose key s already holds (after a wait), or -1 to try them
+ * all.  DLOCK_OK with lk->fence and o->slot set; DLOCK_BUSY with o
+ * filled; DLOCK_EINVAL when the name is held with another limit. */
+static int sem_attempt(struct pg_store *ps, struct sess *s,
+                       struct dlock_lock *lk, int have, struct sem_out *o)
+{
+    char lim[16], ttl[24], pid[24], hv[16];
+    const char *v[8] = {lk->name, lk->token, lim, ttl,
+                        dlock__hostname(), pid, s->id, hv};
+    PGresult *res;
+    int rc;
+
+    memset(o, 0, sizeof(*o));
+    o->left_ms = -1;
+    o->wait = -1;
+    if (s->c == NULL)
+        return dlock__seterr(DLOCK_EUNAVAIL,
+                             "postgres acquire: the session is gone (%s)",
+                             ps->base.url);
+    snprintf(lim, sizeof(lim), "%u", lk->limit);
+    snprintf(ttl, sizeof(ttl), "%lld", (long long)lk->ttl_ms);
+    snprintf(pid, sizeof(pid), "%ld", (long)getpid());
+    snprintf(hv, sizeof(hv), "%d", have);
+    rc = dlock__pg_runp(s->c, ps->base.url, "acquire", Q_SEM, ps->sql[Q_SEM],
+                        8, v, ps->op_timeout_ms, &res, NULL);
+    if (rc == DLOCK_EUNAVAIL) {
+        sess_retire(ps, s, 1);
+        return rc;
+    }
+    if (rc == DLOCK_ESTORE) {
+        /* The function may have taken session keys before it failed:
+         * let them go as session_attempt() does. */
+        if (s->is_mux) {
+            s->dirty = 1;
+            sess_retire(ps, s, 0);
+        } else {
+            PGresult *r2;
+            int rc2 = dlock__pg_runp(s->c, ps->base.url, "acquire",
+                                     Q_UNLOCK_ALL, dlock__pg_sql_unlock_all, 0,
+                                     NULL, ps->op_timeout_ms, &r2, NULL);
+
+            if (rc2 != DLOCK_OK) {
+                sess_retire(ps, s, 1);
+                return rc2;
+            }
+            PQclear(r2);
+        }
+        return rc;
+    }
+    o->lim = dlock__pg_col_i64(res, 0, 2, 0);
+    if (dlock__pg_col_bool(res, 0, 0)) {
+        lk->fence = (uint64_t)dlock__pg_col_i64(res, 0, 1, 0);
+        o->slot = (int)dlock__pg_col_i64(res, 0, 3, 0);
+        PQclear(res);
+        return DLOCK_OK;
+    }
+    o->left_ms = dlock__pg_col_i64(res, 0, 4, -1);
+    o->wait = (int)dlock__pg_col_i64(res, 0, 5, -1);
+    if (PQntuples(res) > 0 && !PQgetisnull(res, 0, 6))
+        dlock__strlcpy(o->host, PQgetvalue(res, 0, 6), sizeof(o->host));
+    o->pid = dlock__pg_col_i64(res, 0, 7, 0);
+    o->killed = dlock__pg_col_i64(res, 0, 8, 0);
+    PQclear(res);
+    if (o->lim > 0)
+        return limit_msg(lk, o->lim);
+    if (o->host[0] != '\0')
+        return dlock__seterr(DLOCK_BUSY,
+                             "semaphore '%s' has all %u slots taken (one by "
+                             "%s pid %lld)",
+                             lk->name, lk->limit, o->host, (long long)o->pid);
+    return dlock__seterr(DLOCK_BUSY,
+                         "semaphore '%s' is not available: its slots are "
+                         "taken, or its name is locked by a session with no "
+                         "dlock row",
+                         lk->name);
+}
+
 static int mux_attempt(struct pg_store *ps, struct dlock_lock *lk,
-                       struct sess **sp)
+                       struct sess **sp, struct sem_out *o)
 {
     for (int fresh = 0;; fresh = 1) {
         struct sess *s = NULL;
@@ -362,7 +476,8 @@ static int mux_attempt(struct pg_store *ps, struct dlock_lock *lk,
         if (rc != DLOCK_OK)
             return rc;
         pthread_mutex_lock(&s->mu);
-        rc = session_attempt(ps, s, lk, 0);
+        rc = lk->limit > 1 ? sem_attempt(ps, s, lk, -1, o)
+                           : session_attempt(ps, s, lk, 0);
         s->reused = 1;
         pthread_mutex_unlock(&s->mu);
         if (rc == DLOCK_EUNAVAIL && reused && !fresh) {
@@ -378,14 +493,45 @@ static int mux_attempt(struct pg_store *ps, struct dlock_lock *lk,
     }
 }
 
+/* A semaphore's try, on the mux session (or its own, as for locks).  A
+ * hung holder just terminated frees its slot within moments: the core's
+ * wait (or the caller's next try) finds it. */
+static int sem_try(struct pg_store *ps, struct dlock_lock *lk,
+                   int64_t *retry_ms)
+{
+    struct sem_out o;
+    struct sess *s = NULL;
+    int rc = mux_attempt(ps, lk, &s, &o);
+
+    if (rc != DLOCK_OK && rc != DLOCK_BUSY)
+        return rc;
+    if (rc == DLOCK_BUSY) {
+        *retry_ms = o.killed > 0 ? 0 : o.left_ms;
+    } else {
+        rc = hold(lk, s, 1);
+        if (rc == DLOCK_OK) {
+            ((struct held *)lk->priv)->slot = o.slot;
+            return rc;
+        }
+        pthread_mutex_lock(&s->mu);
+        session_undo(ps, s, lk, o.slot);
+        pthread_mutex_unlock(&s->mu);
+    }
+    sess_unref(ps, s);
+    return rc;
+}
+
 int dlock__pg_session_try(struct pg_store *ps, struct dlock_lock *lk,
                           int64_t deadline, int64_t *retry_ms)
 {
     struct holders h;
+    struct sem_out o;
     struct sess *s = NULL;
     int rc;
 
-    rc = mux_attempt(ps, lk, &s);
+    if (lk->limit > 1)
+        return sem_try(ps, lk, retry_ms);
+    rc = mux_attempt(ps, lk, &s, &o);
     if (rc != DLOCK_OK && rc != DLOCK_BUSY)
         return rc;
     if (rc == DLOCK_BUSY) {
@@ -408,7 +554,10 @@ int dlock__pg_session_try(struct pg_store *ps, struct dlock_lock *lk,
             rc = session_attempt(ps, s, lk, 0);
             pthread_mutex_unlock(&s->mu);
         }
-        if (rc == DLOCK_BUSY) {
+        /* Refused by a semaphore's holders: no amount of waiting helps. */
+        if (rc == DLOCK_BUSY && h.lim > 1) {
+            rc = limit_msg(lk, h.lim);
+        } else if (rc == DLOCK_BUSY) {
             *retry_ms = h.left_ms;
             busy_msg(lk, &h);
         }
@@ -418,7 +567,7 @@ int dlock__pg_session_try(struct pg_store *ps, struct dlock_lock *lk,
         if (rc == DLOCK_OK)
             return rc;
         pthread_mutex_lock(&s->mu);
-        session_undo(ps, s, lk);
+        session_undo(ps, s, lk, -1);
         pthread_mutex_unlock(&s->mu);
     }
     sess_unref(ps, s);
@@ -429,6 +578,69 @@ int dlock__pg_session_try(struct pg_store *ps, struct dlock_lock *lk,
  * a session of the wait's own, kept in lk->priv from slice to slice.
  * Between slices, a look at the holders: one past its lease is fenced
  * off, and the next slice ends when the live holder's lease does. */
+/* One slice of a semaphore's wait, on the wait's own session s (caller
+ * holds s->mu): look at every slot; if all are taken, block natively on
+ * one of them (chosen at random among those held) under lock_timeout;
+ * granted, be admitted on the slot already held.  So a release of that
+ * slot, or its holder's death, wakes the waiter at once; a release of
+ * another slot is seen when the slice ends, SEM_LOOK_MS at most. */
+static int sem_slice(struct pg_store *ps, struct sess *s,
+                     struct dlock_lock *lk, int64_t slice_ms,
+                     int64_t *retry_ms)
+{
+    struct held *h = lk->priv;
+    struct sem_out o;
+    char slot[16], tmo[24];
+    const char *v[3] = {lk->name, slot, tmo};
+    PGresult *res;
+    char state[6];
+    int64_t sent = dlock__now_ms();
+    int rc = sem_attempt(ps, s, lk, -1, &o), wait;
+
+    if (rc != DLOCK_BUSY)
+        goto out;
+    if (o.killed > 0) {
+        /* Its slot goes within moments: look again soon. */
+        *retry_ms = 0;
+        return rc;
+    }
+    wait = o.wait;
+    if (slice_ms > SEM_LOOK_MS)
+        slice_ms = SEM_LOOK_MS;
+    snprintf(slot, sizeof(slot), "%d", wait);
+    snprintf(tmo, sizeof(tmo), "%lld", (long long)slice_ms);
+    rc = dlock__pg_runp(s->c, ps->base.url, "acquire", Q_SEM_WAIT,
+                        dlock__pg_sql_sem_wait, 3, v,
+                        slice_ms + ps->op_timeout_ms, &res, state);
+    if (rc == DLOCK_EUNAVAIL) {
+        sess_retire(ps, s, 1);
+        return rc;
+    }
+    if (rc == DLOCK_ESTORE) {
+        /* The statement only waits for the key: timed out, it has none. */
+        if (strcmp(state, "55P03") != 0)
+            return rc;
+        *retry_ms = o.left_ms;
+        return dlock__seterr(DLOCK_BUSY,
+                             "semaphore '%s' has all %u slots taken%s%s%s",
+                             lk->name, lk->limit, o.host[0] ? " (one by " : "",
+                             o.host, o.host[0] ? ")" : "");
+    }
+    PQclear(res);
+    sent = dlock__now_ms();
+    rc = sem_attempt(ps, s, lk, wait, &o);
+    if (rc == DLOCK_BUSY)
+        *retry_ms = 0; /* the slot was ours but the name's key was not */
+out:
+    if (rc == DLOCK_OK) {
+        h->keyed = 1;
+        h->slot = o.slot;
+        if (sent + lk->ttl_ms > lk->lease_end)
+            lk->lease_end = sent + lk->ttl_ms;
+    }
+    return rc;
+}
+
 int dlock__pg_wait_slice(struct dlock_store *st, struct dlock_lock *lk,
                          int64_t slice_ms, int64_t *retry_ms)
 {
@@ -452,6 +664,11 @@ int dlock__pg_wait_slice(struct dlock_store *st, struct dlock_lock *lk,
     }
     s = h->s;
     pthread_mutex_lock(&s->mu);
+    if (lk->limit > 1) {
+        rc = sem_slice(ps, s, lk, slice_ms, retry_ms);
+        pthread_mutex_unlock(&s->mu);
+        return rc;
+    }
     sent = dlock__now_ms();
     rc = session_attempt(ps, s, lk, slice_ms);
     if (rc == DLOCK_OK) {
@@ -462,13 +679,16 @@ int dlock__pg_wait_slice(struct dlock_store *st, struct dlock_lock *lk,
             lk->lease_end = sent + lk->ttl_ms;
     } else if (rc == DLOCK_BUSY) {
         session_holders(ps, s, lk, &hd);
-        if (hd.killed > 0)
+        if (hd.lim > 1)
+            rc = limit_msg(lk, hd.lim);
+        else if (hd.killed > 0)
             *retry_ms = TERMINATE_GRACE_MS; /* its key goes within that */
         else if (hd.why[0] != '\0')
             *retry_ms = 1000; /* try to fence it off again soon */
         else
             *retry_ms = hd.left_ms;
-        busy_msg(lk, &hd);
+        if (rc == DLOCK_BUSY)
+            busy_msg(lk, &hd);
     }
     pthread_mutex_unlock(&s->mu);
     return rc;
@@ -514,15 +734,18 @@ int dlock__pg_held_drop(struct pg_store *ps, struct dlock_lock *lk,
                         int *live)
 {
     struct held *h = lk->priv;
-    const char *v[2] = {lk->name, lk->token};
-    int q = lk->shared ? Q_RELEASE_S : Q_RELEASE_X;
+    char sl[16];
+    const char *v[3] = {lk->name, lk->token, sl};
+    int q = lk->limit > 1 ? Q_RELEASE_M : lk->shared ? Q_RELEASE_S : Q_RELEASE_X;
     PGresult *res;
     int rc;
 
     *live = 0;
     if (h == NULL || !h->keyed)
         return DLOCK_OK;
-    rc = dlock__pg_held_run(ps, lk, "release", q, ps->sql[q], 2, v, &res);
+    snprintf(sl, sizeof(sl), "%d", h->slot);
+    rc = dlock__pg_held_run(ps, lk, "release", q, ps->sql[q],
+                            lk->limit > 1 ? 3 : 2, v, &res);
     if (rc == DLOCK_LOST)
         return rc;
     h->keyed = 0;

@@ -9,6 +9,142 @@
 
 /* clang-format off */
 
+#define LEFT_MS(E)                                                           \
+    "ceil(extract(epoch FROM " E " - clock_timestamp()) * 1000)::bigint"
+
+/* Semaphores (limit N > 1): holder rows say their limit and slot (added
+ * columns: dlock 0.2.0's tables get them on the next init).  Keys, all
+ * hashtextextended(name, seed) whatever ?keys= says: seed i + 1 is slot
+ * i, held exclusively by that slot's holder; seed -1 ("the semaphore
+ * key") is held shared by every semaphore holder; seed -2 serialises
+ * admissions as a transaction lock.  Every holder also holds the name's
+ * own key K (the limit-1 key) shared, so a limit-1 lock and a semaphore
+ * exclude each other on the server. */
+#define SEM_KEYMATCH(K)                                                      \
+    "p.locktype = 'advisory' AND p.granted AND p.objsubid = 1 AND "          \
+    "p.database = db AND ((p.classid::bigint << 32) | p.objid::bigint) = " K
+#define SEM_DDL                                                              \
+    "ALTER TABLE dlock_held ADD COLUMN IF NOT EXISTS lim integer NOT NULL "  \
+    "DEFAULT 1, ADD COLUMN IF NOT EXISTS slot integer NOT NULL DEFAULT 0;\n" \
+    "ALTER TABLE dlock_locks ADD COLUMN IF NOT EXISTS lim integer NOT NULL " \
+    "DEFAULT 1;\n"                                                           \
+    "-- One admission to a semaphore of session mode: under the name's\n"    \
+    "-- admission lock (so it reads every earlier admission's row), check\n" \
+    "-- the limit in force, take a free slot (or p_have, already taken),\n"  \
+    "-- the semaphore key and the name's key k0 shared, and write the row.\n"\
+    "CREATE OR REPLACE FUNCTION dlock_sem_acquire_v1(p_name text,\n"         \
+    "    p_owner text, p_lim integer, p_ttl bigint, p_host text,\n"          \
+    "    p_pid bigint, p_sess bigint, p_k0 bigint, p_have integer,\n"        \
+    "    OUT o_got boolean, OUT o_fence bigint, OUT o_lim integer,\n"        \
+    "    OUT o_slot integer, OUT o_left bigint, OUT o_wait integer,\n"       \
+    "    OUT o_host text, OUT o_pid bigint, OUT o_killed integer)\n"         \
+    "LANGUAGE plpgsql AS $$\n"                                               \
+    "DECLARE\n"                                                              \
+    "    db oid;\n"                                                          \
+    "    ks bigint := hashtextextended(p_name, -1);\n"                       \
+    "    s integer;\n"                                                       \
+    "    have_slot boolean := false;\n"                                      \
+    "BEGIN\n"                                                                \
+    "    o_got := false; o_slot := -1; o_wait := -1; o_killed := 0;\n"       \
+    "    PERFORM pg_advisory_xact_lock(hashtextextended(p_name, -2));\n"     \
+    "    SELECT d.oid INTO db FROM pg_database d\n"                          \
+    "        WHERE d.datname = current_database();\n"                        \
+    "    -- A live holder of another limit (its key still held).\n"          \
+    "    SELECT h.lim INTO o_lim FROM dlock_held h WHERE h.name = p_name\n"  \
+    "        AND h.lim <> p_lim AND h.expires_at > clock_timestamp()\n"      \
+    "        AND EXISTS (SELECT 1 FROM pg_locks p WHERE p.pid =\n"           \
+    "        h.backend_pid AND " SEM_KEYMATCH("CASE WHEN h.lim > 1 THEN "    \
+    "hashtextextended(p_name, h.slot + 1) ELSE p_k0 END") ") LIMIT 1;\n"     \
+    "    IF o_lim IS NOT NULL THEN\n"                                        \
+    "        IF p_have >= 0 THEN\n"                                          \
+    "            PERFORM pg_advisory_unlock(hashtextextended(p_name,\n"      \
+    "                                                        p_have + 1));\n"\
+    "        END IF;\n"                                                      \
+    "        RETURN;\n"                                                      \
+    "    END IF;\n"                                                          \
+    "    IF p_have >= 0 THEN\n"                                              \
+    "        s := p_have; have_slot := true;\n"                              \
+    "    ELSE\n"                                                             \
+    "        -- Slots without a row first; never one this session holds\n"   \
+    "        -- (session advisory locks stack).\n"                           \
+    "        FOR s IN SELECT g FROM generate_series(0, p_lim - 1) g\n"       \
+    "            LEFT JOIN (SELECT h.slot, bool_or(h.sess = p_sess) AS\n"    \
+    "            mine FROM dlock_held h WHERE h.name = p_name AND h.lim > 1\n"\
+    "            GROUP BY h.slot) o ON o.slot = g WHERE o.mine IS NOT TRUE\n"\
+    "            ORDER BY o.slot IS NOT NULL, g LOOP\n"                      \
+    "            IF pg_try_advisory_lock(hashtextextended(p_name, s + 1))\n" \
+    "            THEN\n"                                                     \
+    "                have_slot := true;\n"                                   \
+    "                EXIT;\n"                                                \
+    "            END IF;\n"                                                  \
+    "        END LOOP;\n"                                                    \
+    "    END IF;\n"                                                          \
+    "    IF NOT have_slot THEN\n"                                            \
+    "        -- Full.  Fence off holders past their lease whose session\n"   \
+    "        -- still holds their slot (hung), then say who holds it and\n"  \
+    "        -- which slot to wait on (a random one of other sessions).\n"   \
+    "        BEGIN\n"                                                        \
+    "            SELECT count(*) FILTER (WHERE pg_terminate_backend(\n"      \
+    "                h.backend_pid)) INTO o_killed FROM dlock_held h\n"      \
+    "                WHERE h.name = p_name AND h.lim > 1 AND h.expires_at\n" \
+    "                <= clock_timestamp() AND h.backend_pid <>\n"            \
+    "                pg_backend_pid() AND EXISTS (SELECT 1 FROM pg_locks p\n"\
+    "                WHERE p.pid = h.backend_pid AND " SEM_KEYMATCH(         \
+    "hashtextextended(p_name, h.slot + 1)") ");\n"                           \
+    "        EXCEPTION WHEN insufficient_privilege THEN\n"                   \
+    "            o_killed := -1;\n"                                          \
+    "        END;\n"                                                         \
+    "        SELECT min(" LEFT_MS("h.expires_at") ") INTO o_left\n"          \
+    "            FROM dlock_held h WHERE h.name = p_name AND h.lim > 1\n"    \
+    "            AND h.expires_at > clock_timestamp();\n"                    \
+    "        SELECT h.slot, h.host, h.pid INTO o_wait, o_host, o_pid\n"      \
+    "            FROM dlock_held h WHERE h.name = p_name AND h.lim > 1\n"    \
+    "            AND h.sess <> p_sess AND h.slot < p_lim\n"                  \
+    "            ORDER BY random() LIMIT 1;\n"                               \
+    "        IF o_wait IS NULL THEN\n"                                       \
+    "            o_wait := floor(random() * p_lim)::integer;\n"              \
+    "        END IF;\n"                                                      \
+    "        RETURN;\n"                                                      \
+    "    END IF;\n"                                                          \
+    "    PERFORM pg_advisory_lock_shared(ks);\n"                             \
+    "    -- k0 held exclusively (a limit-1 lock), or shared by a session\n"  \
+    "    -- without the semaphore key (a shared lock, another client):\n"    \
+    "    -- not admitted.  The rows check above named the limit if the\n"    \
+    "    -- holder is dlock's and committed.\n"                              \
+    "    IF NOT pg_try_advisory_lock_shared(p_k0) THEN\n"                    \
+    "        PERFORM pg_advisory_unlock_shared(ks);\n"                       \
+    "        PERFORM pg_advisory_unlock(hashtextextended(p_name, s + 1));\n" \
+    "        RETURN;\n"                                                      \
+    "    END IF;\n"                                                          \
+    "    IF EXISTS (SELECT 1\n"                                              \
+    "        FROM (SELECT p.pid, bool_or(k = p_k0) AS k0, bool_or(k = ks)\n" \
+    "        AS s FROM (SELECT p.pid, (p.classid::bigint << 32) |\n"         \
+    "        p.objid::bigint AS k FROM pg_locks p WHERE p.locktype =\n"      \
+    "        'advisory' AND p.granted AND p.objsubid = 1 AND p.database =\n" \
+    "        db) p WHERE p.k IN (p_k0, ks) GROUP BY p.pid) x WHERE x.k0\n"   \
+    "        AND NOT x.s AND x.pid <> pg_backend_pid()) THEN\n"              \
+    "        PERFORM pg_advisory_unlock_shared(p_k0);\n"                     \
+    "        PERFORM pg_advisory_unlock_shared(ks);\n"                       \
+    "        PERFORM pg_advisory_unlock(hashtextextended(p_name, s + 1));\n" \
+    "        RETURN;\n"                                                      \
+    "    END IF;\n"                                                          \
+    "    -- Ours now: rows of other sessions for this slot, or of an\n"      \
+    "    -- exclusive lock, are a dead session's.\n"                         \
+    "    DELETE FROM dlock_held h WHERE h.name = p_name AND h.sess <>\n"     \
+    "        p_sess AND ((h.lim > 1 AND h.slot = s) OR (h.lim = 1 AND NOT\n" \
+    "        h.shared));\n"                                                  \
+    "    o_fence := nextval('dlock_fence_seq');\n"                           \
+    "    IF o_fence < 1000000000000000 THEN\n"                               \
+    "        o_fence := dlock_fence_seed_v2();\n"                            \
+    "    END IF;\n"                                                          \
+    "    INSERT INTO dlock_held (name, owner, shared, fence, backend_pid,\n" \
+    "        sess, host, pid, expires_at, acquired_at, lim, slot) VALUES\n"  \
+    "        (p_name, p_owner, false, o_fence, pg_backend_pid(), p_sess,\n"  \
+    "        p_host, p_pid, clock_timestamp() + p_ttl *\n"                   \
+    "        interval '1 millisecond', clock_timestamp(), p_lim, s);\n"      \
+    "    o_got := true; o_slot := s;\n"                                      \
+    "END $$;\n"
+
 /* Lease mode's rows and the per-name fences of lease mode (and of dlock
  * 0.1's session mode) are durable.  Session mode's rows and its fence
  * sequence are UNLOGGED: a holder row dies with its session anyway, so
@@ -76,7 +212,8 @@
     "            greatest(x.fence, excluded.fence);\n"                       \
     "    END IF;\n"                                                          \
     "    RETURN f;\n"                                                        \
-    "END $$;\n"
+    "END $$;\n"                                                              \
+    SEM_DDL
 
 #define KEY_X "hashtextextended($1::text, 0)"
 #define KEY_H "hashtext($1::text)::bigint"
@@ -91,9 +228,6 @@
 #define HOLDS(PID, K)                                                        \
     "EXISTS (SELECT 1 FROM pg_locks p WHERE p.pid = " PID " AND "            \
     KEYMATCH(K) ")"
-
-#define LEFT_MS(E)                                                           \
-    "ceil(extract(epoch FROM " E " - clock_timestamp()) * 1000)::bigint"
 
 /* $1 name, $2 owner, $3 shared, $4 ttl ms, $5 host, $6 pid, $7 wait ms
  * (0: try), $8 the session's id.  The advisory lock, then (if granted) the
@@ -116,28 +250,46 @@
 #define ACQ_WAIT(FN, K)                                                      \
     "WITH l AS (SELECT true AS got, " FN "(" K ") FROM (SELECT "             \
     "set_config('lock_timeout', $7::text, true) AS c OFFSET 0) s)"
-#define ACQ_REST(K)                                                          \
+#define ACQ_REST(K, G, X)                                                    \
     ", d AS (DELETE FROM dlock_held WHERE ctid IN (SELECT t.ctid FROM "      \
-    "dlock_held t WHERE (SELECT got FROM l) AND t.name = $1 AND t.sess <> "  \
+    "dlock_held t WHERE (SELECT got FROM " G ") AND t.name = $1 AND t.sess <> "  \
     "$8::bigint AND (NOT $3::boolean OR NOT t.shared OR t.expires_at <= "    \
     "clock_timestamp() OR NOT " HOLDS("t.backend_pid", K) ") FOR UPDATE "   \
     "OF t SKIP LOCKED))"                                                     \
     ", f AS (SELECT CASE WHEN s.v < 1000000000000000 THEN "                  \
     "dlock_fence_seed_v2() ELSE s.v END AS fence FROM (SELECT "              \
-    "nextval('dlock_fence_seq') AS v FROM l WHERE l.got OFFSET 0) s)"        \
+    "nextval('dlock_fence_seq') AS v FROM " G " WHERE " G ".got OFFSET 0) "  \
+    "s)"                                                                     \
     ", i AS (INSERT INTO dlock_held (name, owner, shared, fence, "           \
     "backend_pid, sess, host, pid, expires_at, acquired_at) SELECT $1, $2, " \
     "$3::boolean, f.fence, pg_backend_pid(), $8::bigint, $5, $6::bigint, "   \
     "clock_timestamp() + $4::bigint * interval '1 millisecond', "            \
     "clock_timestamp() FROM f RETURNING fence)"                              \
-    " SELECT l.got, (SELECT fence FROM i) FROM l"
+    " SELECT " G ".got, (SELECT fence FROM i)" X " FROM " G
+
+/* Shared locks only: a semaphore's holders hold the name's key shared
+ * too, and the semaphore key (KEY_SEM) as well.  Having taken the key, a
+ * shared acquire looks for KEY_SEM in pg_locks and, if someone holds it,
+ * lets the key go again and reports it not got (its holders then say
+ * the limit in force).  The semaphore's admission takes KEY_SEM before
+ * it looks for holders of the name's key without it, so of two that
+ * race at least one sees the other. */
+#define KEY_SEM "hashtextextended($1::text, -1)"
+#define SEM_GATE(K)                                                          \
+    ", m AS (SELECT CASE WHEN l.got THEN NOT EXISTS (SELECT 1 FROM "         \
+    "pg_locks p WHERE " KEYMATCH(KEY_SEM) ") ELSE false END AS got FROM l "  \
+    "OFFSET 0), u AS (SELECT pg_advisory_unlock_shared(" K ") FROM l, m "    \
+    "WHERE l.got AND NOT m.got)"
+#define ACQ_REST_S(K)                                                        \
+    SEM_GATE(K) ACQ_REST(K, "m", ", (SELECT count(*) FROM u)")
 
 /* $1 name, $2 shared: the dlock holders in our way, by their rows. */
 #define HOLDERS(K)                                                           \
     "SELECT count(*), max(" LEFT_MS("t.expires_at") ") FILTER (WHERE "       \
     "t.expires_at > clock_timestamp()), count(*) FILTER (WHERE "             \
     "t.expires_at <= clock_timestamp()), max(t.host), max(t.pid), "          \
-    "max(t.backend_pid) FROM dlock_held t WHERE t.name = $1 AND (NOT "       \
+    "max(t.backend_pid), max(t.lim) FROM dlock_held t WHERE t.name = $1 "    \
+    "AND (NOT "                                                              \
     "$2::boolean OR NOT t.shared) AND " HOLDS("t.backend_pid", K)
 /* $1 name, $2 shared: fence off holders past their lease. */
 #define TERMINATE(K)                                                         \
@@ -153,8 +305,9 @@
 /* $1 name: live holders (lease mode: any live row, see below). */
 #define STATUS(K)                                                            \
     "SELECT t.shared, t.host, t.pid, greatest(1, " LEFT_MS("t.expires_at")   \
-    "), floor(extract(epoch FROM t.acquired_at) * 1000)::bigint FROM "       \
-    "dlock_held t WHERE t.name = $1 AND t.expires_at > clock_timestamp() "   \
+    "), floor(extract(epoch FROM t.acquired_at) * 1000)::bigint, t.lim "     \
+    "FROM dlock_held t WHERE t.name = $1 AND t.expires_at > "                \
+    "clock_timestamp() "                                                     \
     "AND " HOLDS("t.backend_pid", K)
 /* $1 name: the highest fence known for it, and sessions holding the key. */
 #define STATUS2(K)                                                           \
@@ -167,13 +320,26 @@
     "SELECT pg_terminate_backend(p.pid) FROM pg_locks p WHERE p.pid = "      \
     "ANY($2::int[]) AND p.pid <> pg_backend_pid() AND " KEYMATCH(K)
 
+/* Semaphores (session mode).  $1 name, $2 owner, $3 limit, $4 ttl ms,
+ * $5 host, $6 pid, $7 the session's id, $8 the slot this session already
+ * holds (after a wait) or -1. */
+#define SEM(K)                                                               \
+    "SELECT * FROM dlock_sem_acquire_v1($1::text, $2, $3::integer, "         \
+    "$4::bigint, $5, $6::bigint, $7::bigint, " K ", $8::integer)"
+/* $1 name, $2 owner, $3 slot: row, slot key, semaphore key, name's key. */
+#define RELEASE_M(K)                                                         \
+    "WITH d AS (DELETE FROM dlock_held WHERE name = $1 AND owner = $2 "      \
+    "RETURNING expires_at > clock_timestamp() AS live) SELECT (SELECT live " \
+    "FROM d), pg_advisory_unlock(hashtextextended($1::text, $3::integer + "  \
+    "1)) AND pg_advisory_unlock_shared(" KEY_SEM ") AND "                    \
+    "pg_advisory_unlock_shared(" K ")"
 
 #define KEYED_SQL(K)                                                         \
     {                                                                        \
-        [Q_TRY_X] = ACQ_TRY("pg_try_advisory_lock", K) ACQ_REST(K),          \
-        [Q_TRY_S] = ACQ_TRY("pg_try_advisory_lock_shared", K) ACQ_REST(K),   \
-        [Q_WAIT_X] = ACQ_WAIT("pg_advisory_lock", K) ACQ_REST(K),            \
-        [Q_WAIT_S] = ACQ_WAIT("pg_advisory_lock_shared", K) ACQ_REST(K),     \
+        [Q_TRY_X] = ACQ_TRY("pg_try_advisory_lock", K) ACQ_REST(K, "l", ""), \
+        [Q_TRY_S] = ACQ_TRY("pg_try_advisory_lock_shared", K) ACQ_REST_S(K), \
+        [Q_WAIT_X] = ACQ_WAIT("pg_advisory_lock", K) ACQ_REST(K, "l", ""),   \
+        [Q_WAIT_S] = ACQ_WAIT("pg_advisory_lock_shared", K) ACQ_REST_S(K),   \
         [Q_HOLDERS] = HOLDERS(K),                                            \
         [Q_TERMINATE] = TERMINATE(K),                                        \
         [Q_RELEASE_X] = RELEASE_S("pg_advisory_unlock", K),                  \
@@ -181,6 +347,8 @@
         [Q_STATUS] = STATUS(K),                                              \
         [Q_STATUS2] = STATUS2(K),                                            \
         [Q_FORCE_KILL] = FORCE_KILL(K),                                      \
+        [Q_SEM] = SEM(K),                                                    \
+        [Q_RELEASE_M] = RELEASE_M(K),                                        \
     }
 
 const char *const dlock__pg_sql_x[Q_KEYED] = KEYED_SQL(KEY_X);
@@ -213,11 +381,17 @@ const char dlock__pg_sql_release_l[] =
     "DELETE FROM dlock_locks WHERE name = $1 AND owner = $2 RETURNING "
     "expires_at > clock_timestamp()";
 const char dlock__pg_sql_unlock_all[] = "SELECT pg_advisory_unlock_all()";
+/* A semaphore's wait: block on one slot's key, $1 name, $2 slot, $3
+ * lock_timeout ms. */
+const char dlock__pg_sql_sem_wait[] =
+    "SELECT pg_advisory_lock(hashtextextended($1::text, $2::integer + 1)) "
+    "FROM (SELECT set_config('lock_timeout', $3::text, true) AS c OFFSET 0) "
+    "s";
 /* Lease mode's status: $1 name. */
 const char dlock__pg_sql_status_l[] =
     "SELECT t.shared, t.host, t.pid, greatest(1, " LEFT_MS("t.expires_at")
-    "), floor(extract(epoch FROM t.acquired_at) * 1000)::bigint FROM "
-    "dlock_locks t WHERE t.name = $1 AND t.expires_at > clock_timestamp()";
+    "), floor(extract(epoch FROM t.acquired_at) * 1000)::bigint, t.lim "
+    "FROM dlock_locks t WHERE t.name = $1 AND t.expires_at > clock_timestamp()";
 const char dlock__pg_sql_status2_l[] =
     "SELECT (SELECT fence FROM dlock_fences WHERE name = $1), 0, false";
 /* Lease mode, one round trip: two statements in one implicit
@@ -226,7 +400,8 @@ const char dlock__pg_sql_status2_l[] =
  * row committed before it and decides.  Literals, not parameters: a
  * multi-statement query cannot take them, and poolers in transaction mode
  * cannot follow prepared statements.  Arguments: name, name, name,
- * shared, name, name, owner, shared, host, pid, ttl ms. */
+ * shared, name, name, name, owner, shared, host, pid, ttl ms.  The third
+ * column says the largest limit of the live rows (a semaphore's). */
 const char dlock__pg_sql_lease_fmt[] =
     "INSERT INTO dlock_fences AS x (name, fence) VALUES (%s, 0) ON "
     "CONFLICT (name) DO UPDATE SET fence = x.fence; "
@@ -234,20 +409,42 @@ const char dlock__pg_sql_lease_fmt[] =
     "<= clock_timestamp()), c AS (SELECT count(*) AS n, max("
     LEFT_MS("expires_at") ") AS left_ms FROM dlock_locks WHERE name = %s "
     "AND expires_at > clock_timestamp() AND (NOT %s OR NOT shared)), "
+    "lim AS (SELECT max(lim) AS hi FROM dlock_locks WHERE name = %s AND "
+    "expires_at > clock_timestamp()), "
     "f AS (UPDATE dlock_fences SET fence = fence + 1 WHERE name = %s AND "
     "(SELECT n FROM c) = 0 RETURNING fence), i AS (INSERT INTO "
     "dlock_locks (name, owner, shared, fence, backend_pid, host, pid, "
     "expires_at, acquired_at) SELECT %s, '%s', %s, f.fence, 0, %s, "
     "%s::bigint, clock_timestamp() + %s::bigint * interval '1 "
     "millisecond', clock_timestamp() FROM f RETURNING fence) "
-    "SELECT (SELECT fence FROM i), (SELECT left_ms FROM c)";
+    "SELECT (SELECT fence FROM i), (SELECT left_ms FROM c), (SELECT hi FROM "
+    "lim)";
+/* Lease mode's semaphores: admitted while fewer than the limit live rows
+ * hold the name and all of them asked the same limit.  Arguments: name x4,
+ * limit x5, name, owner, host, pid, ttl ms, limit x2. */
+const char dlock__pg_sql_lease_sem_fmt[] =
+    "INSERT INTO dlock_fences AS x (name, fence) VALUES (%s, 0) ON "
+    "CONFLICT (name) DO UPDATE SET fence = x.fence; "
+    "WITH del AS (DELETE FROM dlock_locks WHERE name = %s AND expires_at "
+    "<= clock_timestamp()), c AS (SELECT count(*) AS n, min("
+    LEFT_MS("expires_at") ") AS left_ms, min(lim) AS lo, max(lim) AS hi "
+    "FROM dlock_locks WHERE name = %s AND expires_at > clock_timestamp()), "
+    "f AS (UPDATE dlock_fences SET fence = fence + 1 WHERE name = %s AND "
+    "(SELECT n < %u AND coalesce(lo, %u) = %u AND coalesce(hi, %u) = %u "
+    "FROM c) RETURNING fence), i AS (INSERT INTO dlock_locks (name, owner, "
+    "shared, fence, backend_pid, host, pid, expires_at, acquired_at, lim) "
+    "SELECT %s, '%s', false, f.fence, 0, %s, %s::bigint, clock_timestamp() "
+    "+ %s::bigint * interval '1 millisecond', clock_timestamp(), %u FROM f "
+    "RETURNING fence) SELECT (SELECT fence FROM i), (SELECT left_ms FROM "
+    "c), (SELECT CASE WHEN lo <> %u THEN lo ELSE hi END FROM c)";
 /* Every object of the DDL (an 0.1 server has only the first two). */
 const char dlock__pg_sql_have_tables[] =
     "SELECT to_regclass('dlock_locks') IS NOT NULL AND "
     "to_regclass('dlock_fences') IS NOT NULL AND "
     "to_regclass('dlock_held') IS NOT NULL AND "
     "to_regclass('dlock_fence_seq') IS NOT NULL AND "
-    "to_regproc('dlock_fence_seed_v2') IS NOT NULL";
+    "to_regproc('dlock_fence_seed_v2') IS NOT NULL AND "
+    "to_regproc('dlock_sem_acquire_v1') IS NOT NULL";
 /* Serialised by a transaction-scoped advisory lock: concurrent CREATE
  * TABLE IF NOT EXISTS can otherwise fail on the catalog's unique keys. */
 const char dlock__pg_sql_init[] =

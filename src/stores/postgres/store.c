@@ -256,23 +256,44 @@ static int lease_fn(void *conn, void *arg, int *dead)
         rc = dlock__enomem();
         goto out;
     }
-    len = strlen(dlock__pg_sql_lease_fmt) + 5 * strlen(name) + strlen(host) +
-          200;
+    len = strlen(dlock__pg_sql_lease_sem_fmt) + 6 * strlen(name) +
+          strlen(host) + 300;
     sql = malloc(len);
     if (sql == NULL) {
         rc = dlock__enomem();
         goto out;
     }
-    snprintf(sql, len, dlock__pg_sql_lease_fmt, name, name, name, sh, name,
-             name, lk->token, sh, host, p.pid, p.ttl);
+    if (lk->limit > 1) {
+        unsigned n = lk->limit;
+
+        snprintf(sql, len, dlock__pg_sql_lease_sem_fmt, name, name, name,
+                 name, n, n, n, n, n, name, lk->token, host, p.pid, p.ttl, n,
+                 n);
+    } else {
+        snprintf(sql, len, dlock__pg_sql_lease_fmt, name, name, name, sh,
+                 name, name, name, lk->token, sh, host, p.pid, p.ttl);
+    }
     rc = dlock__pg_run(c, ps->base.url, "acquire", sql, 0, NULL,
                        ps->op_timeout_ms, &res, NULL);
     if (rc != DLOCK_OK)
         goto out;
     if (PQgetisnull(res, 0, 0)) {
+        int64_t held = dlock__pg_col_i64(res, 0, 2, 0);
+
         *k->retry_ms = dlock__pg_col_i64(res, 0, 1, -1);
-        rc = dlock__seterr(DLOCK_BUSY, "lock '%s' is held by someone else",
-                           lk->name);
+        if (held > 0 && held != (int64_t)lk->limit)
+            rc = dlock__seterr(DLOCK_EINVAL,
+                               "lock '%s' is held with limit %lld; this "
+                               "acquire asked limit %u (every holder of a "
+                               "name must ask the same limit)",
+                               lk->name, (long long)held, lk->limit);
+        else if (lk->limit > 1)
+            rc = dlock__seterr(DLOCK_BUSY,
+                               "semaphore '%s' has all %u slots taken",
+                               lk->name, lk->limit);
+        else
+            rc = dlock__seterr(DLOCK_BUSY,
+                               "lock '%s' is held by someone else", lk->name);
     } else {
         lk->fence = (uint64_t)dlock__pg_col_i64(res, 0, 0, 0);
     }
@@ -423,6 +444,7 @@ static int describe_fn(void *conn, void *arg, int *dead)
         out->held = 1;
         out->holders++;
         out->shared = dlock__pg_col_bool(res, i, 0);
+        out->limit = (unsigned)dlock__pg_col_i64(res, i, 5, 1);
         if (left > last) {
             last = left;
             out->ttl_ms = left;
@@ -560,6 +582,7 @@ const struct dlock_store_ops dlock__postgres_ops = {
     .version = DLOCK_STORE_OPS_VERSION,
     .name = "postgres",
     .has_shared = 1,
+    .has_limit = 1,
     .open = pg_open,
     .close = pg_close,
     .try_acquire = pg_try_acquire,

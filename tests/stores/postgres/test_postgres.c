@@ -24,6 +24,12 @@
  *   lease       ?mode=lease writes rows only: no advisory lock is taken
  *   mux         hundreds of locks held through one session; locks of one
  *               process on one session still exclude each other
+ *   semaphore   limit N: N holders on separate handles (and N on one
+ *               session), the N+1st BUSY, a waiter gets a released slot,
+ *               fences rise, status says limit and holders, disagreeing
+ *               limits (and a limit-1 lock, shared or not) are EINVAL;
+ *               kill -9 of a holder frees its slot at once; also with
+ *               ?keys=hashtext and ?mode=lease
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -711,13 +717,256 @@ static void t_lease(void)
     dlock_store_close(s);
 }
 
+/* --- semaphores ------------------------------------------------------------ */
+
+static dlock_options sem(int64_t wait_ms, unsigned limit)
+{
+    dlock_options o = opts(wait_ms, 5000, 1);
+
+    o.limit = limit;
+    return o;
+}
+
+static int msg_has(const char *what)
+{
+    if (strstr(dlock_errmsg(), what) != NULL)
+        return 1;
+    fprintf(stderr, "  message \"%s\" lacks \"%s\"\n", dlock_errmsg(), what);
+    return 0;
+}
+
+struct sem_waiter {
+    dlock_store *s;
+    const char *name;
+    unsigned limit;
+    int done[2]; /* written when the acquire returns */
+    int rc;
+    dlock_lock *l;
+};
+
+static void *sem_wait_main(void *arg)
+{
+    struct sem_waiter *w = arg;
+    dlock_options o = sem(10000, w->limit);
+
+    w->rc = dlock_acquire(&w->l, w->s, w->name, &o);
+    (void)!write(w->done[1], "W", 1);
+    return NULL;
+}
+
+/* 1 if fd becomes readable within ms. */
+static int readable(int fd, int ms)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+
+    return poll(&p, 1, ms) == 1;
+}
+
+/* A process holding one slot (its own store, default lease) until it is
+ * killed; returns once it holds it. */
+static pid_t spawn_sem_holder(const char *u, const char *name, unsigned limit)
+{
+    int p[2];
+    pid_t pid;
+    char c = 0;
+
+    if (pipe(p) != 0)
+        exit(2);
+    pid = fork();
+    if (pid == 0) {
+        dlock_options o = sem(0, limit);
+        dlock_store *s;
+        dlock_lock *l;
+
+        close(p[0]);
+        o.ttl_ms = 30000;
+        if (dlock_store_open(&s, u) != DLOCK_OK ||
+            dlock_acquire(&l, s, name, &o) != DLOCK_OK) {
+            fprintf(stderr, "sem holder: %s\n", dlock_errmsg());
+            _exit(3);
+        }
+        (void)!write(p[1], "H", 1);
+        for (;;)
+            pause();
+    }
+    close(p[1]);
+    EXPECT(read(p[0], &c, 1) == 1 && c == 'H');
+    close(p[0]);
+    return pid;
+}
+
+static void sem_case(const char *u, const char *base, int session)
+{
+    enum { N = 3 };
+    const char *n = nm(base);
+    char other[300];
+    dlock_store *s[N + 1];
+    dlock_lock *l[N], *x = NULL, *m[N];
+    dlock_options o;
+    dlock_info *info = NULL;
+    struct sem_waiter w;
+    pthread_t th;
+    uint64_t last = 0;
+    int64_t t0;
+    char c;
+
+    snprintf(other, sizeof(other), "%s-other", n);
+    for (int i = 0; i <= N; i++)
+        s[i] = open_url(u);
+    /* N holders, each on a handle of its own; fences rise. */
+    for (int i = 0; i < N; i++) {
+        o = sem(0, N);
+        EXPECT(dlock_acquire(&l[i], s[i], n, &o) == DLOCK_OK);
+        EXPECT(dlock_fence(l[i]) > last);
+        last = dlock_fence(l[i]);
+    }
+    o = sem(0, N);
+    EXPECT(dlock_acquire(&x, s[N], n, &o) == DLOCK_BUSY);
+    EXPECT(dlock_status(&info, s[N], n) == DLOCK_OK);
+    EXPECT(info != NULL && info->held && info->holders == N &&
+           info->limit == N && !info->shared && info->fence >= last);
+    dlock_info_free(info);
+    /* Another limit, or a lock, while it is held: EINVAL naming it. */
+    o = sem(0, N + 1);
+    EXPECT(dlock_acquire(&x, s[N], n, &o) == DLOCK_EINVAL && msg_has("limit 3"));
+    o = sem(2000, 2);
+    EXPECT(dlock_acquire(&x, s[N], n, &o) == DLOCK_EINVAL && msg_has("limit 3"));
+    o = opts(0, 5000, 1);
+    EXPECT(dlock_acquire(&x, s[N], n, &o) == DLOCK_EINVAL && msg_has("limit 3"));
+    o.shared = 1;
+    EXPECT(dlock_acquire(&x, s[N], n, &o) == DLOCK_EINVAL && msg_has("limit 3"));
+    o = opts(300, 5000, 1);
+    EXPECT(dlock_acquire(&x, s[N], n, &o) == DLOCK_EINVAL && msg_has("limit 3"));
+
+    /* A waiter blocks, and gets the slot released. */
+    w.s = s[N];
+    w.name = n;
+    w.limit = N;
+    w.l = NULL;
+    if (pipe(w.done) != 0)
+        exit(2);
+    pthread_create(&th, NULL, sem_wait_main, &w);
+    EXPECT(!readable(w.done[0], 300)); /* still waiting */
+    t0 = now_ms();
+    EXPECT(dlock_release(l[1]) == DLOCK_OK);
+    EXPECT(readable(w.done[0], 3000) && read(w.done[0], &c, 1) == 1);
+    pthread_join(th, NULL);
+    EXPECT(w.rc == DLOCK_OK && dlock_fence(w.l) > last);
+    EXPECT(now_ms() - t0 < 1500);
+    if (w.l != NULL)
+        last = dlock_fence(w.l);
+    close(w.done[0]);
+    close(w.done[1]);
+    l[1] = w.l;
+    o = sem(0, N);
+    EXPECT(dlock_acquire(&x, s[N], n, &o) == DLOCK_BUSY);
+    for (int i = 0; i < N; i++)
+        EXPECT(dlock_release(l[i]) == DLOCK_OK);
+
+    /* N holders through one handle (one session in session mode). */
+    for (int i = 0; i < N; i++) {
+        o = sem(0, N);
+        EXPECT(dlock_acquire(&m[i], s[0], n, &o) == DLOCK_OK);
+        EXPECT(dlock_fence(m[i]) > last);
+        last = dlock_fence(m[i]);
+    }
+    o = sem(0, N);
+    EXPECT(dlock_acquire(&x, s[0], n, &o) == DLOCK_BUSY);
+    EXPECT(dlock_acquire(&x, s[1], n, &o) == DLOCK_BUSY);
+    o = opts(0, 5000, 1);
+    EXPECT(dlock_acquire(&x, s[0], n, &o) == DLOCK_EINVAL && msg_has("limit 3"));
+    o.shared = 1;
+    EXPECT(dlock_acquire(&x, s[0], n, &o) == DLOCK_EINVAL && msg_has("limit 3"));
+    for (int i = 0; i < N; i++)
+        EXPECT(dlock_release(m[i]) == DLOCK_OK);
+    EXPECT(dlock_status(&info, s[N], n) == DLOCK_OK);
+    EXPECT(info != NULL && !info->held && info->holders == 0);
+    dlock_info_free(info);
+
+    /* A lock (exclusive, then shared) in force refuses a semaphore. */
+    o = opts(0, 5000, 1);
+    EXPECT(dlock_acquire(&x, s[0], other, &o) == DLOCK_OK);
+    o = sem(0, N);
+    EXPECT(dlock_acquire(&l[0], s[1], other, &o) == DLOCK_EINVAL &&
+           msg_has("limit 1"));
+    EXPECT(dlock_release(x) == DLOCK_OK);
+    o = opts(0, 5000, 1);
+    o.shared = 1;
+    EXPECT(dlock_acquire(&x, s[0], other, &o) == DLOCK_OK);
+    o = sem(0, N);
+    EXPECT(dlock_acquire(&l[0], s[1], other, &o) == DLOCK_EINVAL &&
+           msg_has("limit 1"));
+    EXPECT(dlock_acquire(&l[0], s[0], other, &o) == DLOCK_EINVAL &&
+           msg_has("limit 1"));
+    EXPECT(dlock_release(x) == DLOCK_OK);
+    EXPECT(dlock_acquire(&l[0], s[1], other, &o) == DLOCK_OK);
+    EXPECT(dlock_release(l[0]) == DLOCK_OK);
+
+    if (session) {
+        /* kill -9 of a holder: its session ends, its slot is free at
+         * once (its lease has 30 s left). */
+        pid_t pid;
+        int st;
+
+        for (int i = 0; i < N - 1; i++) {
+            o = sem(0, N);
+            EXPECT(dlock_acquire(&l[i], s[i], n, &o) == DLOCK_OK);
+        }
+        pid = spawn_sem_holder(u, n, N);
+        o = sem(0, N);
+        EXPECT(dlock_acquire(&x, s[N], n, &o) == DLOCK_BUSY);
+        t0 = now_ms();
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        o = sem(5000, N);
+        EXPECT(dlock_acquire(&x, s[N], n, &o) == DLOCK_OK);
+        EXPECT(now_ms() - t0 < 2000);
+        EXPECT(x != NULL && dlock_fence(x) > last);
+        EXPECT(dlock_release(x) == DLOCK_OK);
+        for (int i = 0; i < N - 1; i++)
+            EXPECT(dlock_release(l[i]) == DLOCK_OK);
+    }
+    for (int i = 0; i <= N; i++)
+        dlock_store_close(s[i]);
+}
+
+static void t_semaphore(void)
+{
+    PGconn *c = raw();
+    dlock_store *s = open_url(url);
+    dlock_options o = sem(0, 2);
+    const char *n = nm("sem-raw");
+    dlock_lock *l;
+
+    sem_case(url, "sem", 1);
+    sem_case(with("keys=hashtext"), "sem-ht", 1);
+    sem_case(with("mode=lease"), "sem-lease", 0);
+    /* A client that is not dlock holding the name's key: BUSY, not
+     * EINVAL (no limit is known). */
+    EXPECT(q1_is(c, "SELECT pg_try_advisory_lock(hashtextextended($1, 0))", n,
+                 "t"));
+    EXPECT(dlock_acquire(&l, s, n, &o) == DLOCK_BUSY);
+    EXPECT(q1_is(c, "SELECT pg_advisory_unlock(hashtextextended($1, 0))", n,
+                 "t"));
+    EXPECT(dlock_acquire(&l, s, n, &o) == DLOCK_OK);
+    EXPECT(dlock_release(l) == DLOCK_OK);
+    /* Nothing left behind. */
+    EXPECT(q1_is(c,
+                 "SELECT count(*) FROM pg_locks WHERE locktype = "
+                 "'advisory' AND pid IN (SELECT pid FROM "
+                 "pg_stat_activity WHERE application_name = 'dlock')",
+                 NULL, "0"));
+    PQfinish(c);
+    dlock_store_close(s);
+}
+
 static const struct {
     const char *name;
     void (*fn)(void);
 } cases[] = {
     {"interop", t_interop}, {"xact", t_xact},         {"hung", t_hung},
     {"killed", t_killed},   {"badinput", t_badinput}, {"lease", t_lease},
-    {"mux", t_mux},
+    {"mux", t_mux},         {"semaphore", t_semaphore},
 };
 
 int main(int argc, char **argv)
