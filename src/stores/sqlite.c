@@ -737,7 +737,8 @@ static int run_on_row(struct sqlite_store *ss, int q,
     bind_name(s, 1, lk);
     sqlite3_bind_text(s, 2, lk->token, -1, SQLITE_STATIC);
     if (q == Q_EXTEND) {
-        sqlite3_bind_int64(s, 3, now + ttl_ms);
+        /* + 1: boot_ms() rounds down (see the insert). */
+        sqlite3_bind_int64(s, 3, now + 1 + ttl_ms);
         sqlite3_bind_text(s, 4, self.boot_id, -1, SQLITE_STATIC);
         sqlite3_bind_int64(s, 5, now);
     } else if (q == Q_RELEASE) {
@@ -855,7 +856,7 @@ static int sqlite_extend_many(struct dlock_store *st,
             goto sqlerr;
         bind_name(s, 1, lk);
         sqlite3_bind_text(s, 2, lk->token, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(s, 3, now + lk->ttl_ms);
+        sqlite3_bind_int64(s, 3, now + 1 + lk->ttl_ms); /* as extend */
         sqlite3_bind_text(s, 4, self.boot_id, -1, SQLITE_STATIC);
         sqlite3_bind_int64(s, 5, now);
         if (sqlite3_step(s) != SQLITE_DONE)

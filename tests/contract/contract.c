@@ -48,9 +48,9 @@ static const struct caps {
     {"sqlite", 1, 1, 1},         /* dead pid on this host */
     {"redis", 1, 0, 0},          /* only the lease */
     {"redis-sentinel", 1, 0, 0}, /* the same, on the sentinels' master */
-    {"postgres", 1, 1, 0},       /* the session ends */
-    {"postgres-hashtext", 1, 1, 0},
-    {"postgres-lease", 1, 0, 0}, /* table only: the lease */
+    {"postgres", 1, 1, 1},       /* the session ends */
+    {"postgres-hashtext", 1, 1, 1},
+    {"postgres-lease", 1, 0, 1}, /* table only: the lease */
     {"mysql", 0, 1, 0},          /* the session ends */
     {"mysql-lease", 0, 0, 0},
 };
