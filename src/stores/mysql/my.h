@@ -128,6 +128,7 @@ struct my_store {
     char raw_table[TABLE_MAX + 1];
     char name_charset[65]; /* of the table's name column ("" unknown) */
     int have_seq;          /* NAME_seq is there */
+    int have_lim;          /* the lim and slot columns are there */
     int have_proc;         /* the procedures are there and usable
                               (atomic: cleared by any thread that finds
                               them gone or not executable) */
@@ -195,11 +196,12 @@ struct holder {
     long long left, created, pid, since;
     unsigned long long fence;
     char host[256];
+    unsigned lim; /* the limit it asked (1: a lock, or an older row) */
     char *name; /* malloc'd, want_name only */
     size_t name_len;
 };
 
-/* The select list of a lock table row (11 columns). */
+/* The select list of a lock table row (12 columns). */
 const char *dlock__my_columns(const struct my_store *ms);
 void dlock__my_read_holder(MYSQL_ROW row, unsigned long *lens, struct holder *h,
                            int want_name);

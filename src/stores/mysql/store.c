@@ -455,13 +455,13 @@ static int status_fn(void *conn, void *arg, int *dead)
         if (row != NULL) {
             struct holder h;
 
-            out->fence = row[11] ? strtoull(row[11], NULL, 10) : 0;
+            out->fence = row[12] ? strtoull(row[12], NULL, 10) : 0;
             if (row[0] != NULL) {
                 dlock__my_read_holder(row, mysql_fetch_lengths(res), &h, 0);
                 if (!dlock__my_holder_dead(&h))
                     fill_info(out, &h);
-            } else if (!ms->lease_mode && row[12] != NULL &&
-                       strcmp(row[12], "0") != 0) {
+            } else if (!ms->lease_mode && row[13] != NULL &&
+                       strcmp(row[13], "0") != 0) {
                 /* A GET_LOCK-only holder (an application using the key
                  * directly): held, nothing more known. */
                 out->held = 1;
