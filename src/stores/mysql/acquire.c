@@ -898,6 +898,8 @@ static int sem_attempt(struct my_store *ms, struct dlock_lock *lk,
             if (r >= 0 && (best < 0 || r < best))
                 best = r;
         }
+        if (used_have)
+            have_slot = -1; /* its GET_LOCK went with the attempt */
         if (raced)
             continue;
         rc = DLOCK_BUSY;
@@ -914,8 +916,12 @@ static int sem_attempt(struct my_store *ms, struct dlock_lock *lk,
     }
 out:
     if (have_slot >= 0 && !used_have && !ms->lease_mode) {
-        set_slot(ml, (unsigned)have_slot);
-        dlock__my_release_getlock(ms, c, ml);
+        /* Not used: its GET_LOCK goes (ml keeps the slot it holds). */
+        hd.prefix[0] = '\0';
+        memcpy(hd.prefix, ml->prefix, sizeof(hd.prefix));
+        hd.slot = -1;
+        set_slot(&hd, (unsigned)have_slot);
+        dlock__my_release_getlock(ms, c, &hd);
     }
     free(taken);
     return rc;
