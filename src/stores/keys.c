@@ -124,6 +124,28 @@ size_t dlock__mysql_key(const char *name, size_t len, int mariadb,
     return cut + 40;
 }
 
+/* The prefix of a semaphore's slot keys: the SHA1 hex of the name, a NUL
+ * byte and "dlock-sem", then '#'; slot i's key is the prefix and i in
+ * decimal (at most 45 ASCII characters).  No name holds a NUL byte, so
+ * the hashed text is no name: the prefix equals the SHA1 part of a long
+ * name's key only by a SHA1 collision.  Only a name spelt on purpose as
+ * "<40 hex>#<digits>" is its own key equal to a slot key. */
+void dlock__mysql_sem_prefix(const char *name, size_t len,
+                             char out[DLOCK__MYSQL_SEM_PREFIX + 1])
+{
+    static const char tail[] = "dlock-sem";
+    char buf[1024 + sizeof(tail) + 1];
+
+    if (len > 1024)
+        len = 1024; /* names are at most DLOCK_NAME_MAX bytes */
+    memcpy(buf, name, len);
+    buf[len] = '\0';
+    memcpy(buf + len + 1, tail, sizeof(tail) - 1);
+    sha1_hex(buf, len + sizeof(tail), out);
+    out[40] = '#';
+    out[41] = '\0';
+}
+
 /* --- Redis ------------------------------------------------------------- */
 
 static const char *const suffix[DLOCK__RKEYS] = {

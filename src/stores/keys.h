@@ -19,6 +19,14 @@
 size_t dlock__mysql_key(const char *name, size_t len, int mariadb,
                         char out[DLOCK__MYSQL_KEY_MAX + 1]);
 
+/* MySQL/MariaDB semaphores: the prefix of the name's slot keys ("<SHA1
+ * hex of name, NUL, "dlock-sem">#"); slot i's key is the prefix and i in
+ * decimal.  Writes a NUL-terminated prefix of DLOCK__MYSQL_SEM_PREFIX
+ * characters. */
+#define DLOCK__MYSQL_SEM_PREFIX 41
+void dlock__mysql_sem_prefix(const char *name, size_t len,
+                             char out[DLOCK__MYSQL_SEM_PREFIX + 1]);
+
 /* Redis: the keys of one lock name, all in one allocation (free buf).
  * k[0] the lock (prefix + name, the plain SET NX key), k[1] the fence
  * counter, k[2] the shared holders, k[3] the holder info, k[4] the waiter

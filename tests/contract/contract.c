@@ -51,8 +51,8 @@ static const struct caps {
     {"postgres", 1, 1, 1},       /* the session ends */
     {"postgres-hashtext", 1, 1, 1},
     {"postgres-lease", 1, 0, 1}, /* table only: the lease */
-    {"mysql", 0, 1, 0},          /* the session ends */
-    {"mysql-lease", 0, 0, 0},
+    {"mysql", 0, 1, 1},          /* the session ends */
+    {"mysql-lease", 0, 0, 1},
 };
 static const struct caps *caps;
 static const char *self_exe;

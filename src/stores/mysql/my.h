@@ -128,6 +128,7 @@ struct my_store {
     char raw_table[TABLE_MAX + 1];
     char name_charset[65]; /* of the table's name column ("" unknown) */
     int have_seq;          /* NAME_seq is there */
+    int have_lim;          /* the lim and slot columns are there */
     int have_proc;         /* the procedures are there and usable
                               (atomic: cleared by any thread that finds
                               them gone or not executable) */
@@ -145,6 +146,14 @@ struct my_lock {
     unsigned long long seen_conn;
     int64_t seen_until, rowless_since;
     unsigned spins; /* backoff naps of the wait so far */
+    /* The name's own key: its fence counter's, and (semaphores) its head
+     * row's.  For a lock, equal to key; for a semaphore key is the key of
+     * its slot (taken, or tried last). */
+    size_t nkey_len;
+    char nkey[KEY_MAX + 1];
+    char prefix[DLOCK__MYSQL_SEM_PREFIX + 1]; /* semaphores: slot keys' */
+    int slot;      /* semaphores: the slot key is set for (-1 none) */
+    int wait_slot; /* semaphores: a taken slot to wait on (-1 none) */
 };
 
 /* --- conn.c ------------------------------------------------------------ */
@@ -195,11 +204,12 @@ struct holder {
     long long left, created, pid, since;
     unsigned long long fence;
     char host[256];
+    unsigned lim; /* the limit it asked (1: a lock, or an older row) */
     char *name; /* malloc'd, want_name only */
     size_t name_len;
 };
 
-/* The select list of a lock table row (11 columns). */
+/* The select list of a lock table row (12 columns). */
 const char *dlock__my_columns(const struct my_store *ms);
 void dlock__my_read_holder(MYSQL_ROW row, unsigned long *lens, struct holder *h,
                            int want_name);
@@ -239,6 +249,14 @@ int dlock__my_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
  * cleared). */
 int dlock__my_call(struct my_store *ms, struct conn *c, struct sb *b,
                    long long *v0, long long *v1, const char *what);
+/* Semaphores: after releasing a slot, delete the name's head row if no
+ * live holder is left (best effort). */
+void dlock__my_sem_tidy(struct my_store *ms, struct conn *c,
+                        const struct dlock_lock *lk, const struct my_lock *ml);
+/* Semaphores: the status of a name whose row is a head (h, read with its
+ * name): holders, limit, the longest lease left. */
+int dlock__my_sem_status(struct my_store *ms, struct conn *c,
+                         const struct holder *h, dlock_info *out);
 /* Free a wait's state (not held): its connection goes back. */
 void dlock__my_unwait(struct my_store *ms, struct dlock_lock *lk);
 

@@ -13,16 +13,21 @@
  * refuses IS_USED_LOCK() of a name over 192 bytes (and fails the whole
  * query): such a row, which only another tool can have written, reads as
  * not holding the GET_LOCK there. */
-#define COLUMNS(used)                                                          \
+#define COLUMNS(used, lim)                                                     \
     "connection_id, owner, lock_acquired, " EXPIRES " - " NOWMS                \
     ", IFNULL(" used ", 0), created, fence, host, pid, "                       \
-    "COALESCE(acquired_ms, created * 1000), COALESCE(full_name, name)"
+    "COALESCE(acquired_ms, created * 1000), COALESCE(full_name, name), " lim
+#define MARIA_USED "IF(LENGTH(" ROW_KEY ") > 192, NULL, IS_USED_LOCK(" ROW_KEY "))"
+#define MY_USED "IS_USED_LOCK(" ROW_KEY ")"
 
+/* The twelfth column is the holder's limit: NULL (1) where the table has
+ * no lim column (a table of dlock 0.2 or of its-mieger not yet altered). */
 const char *dlock__my_columns(const struct my_store *ms)
 {
-    return ms->mariadb ? COLUMNS("IF(LENGTH(" ROW_KEY ") > 192, NULL, "
-                                 "IS_USED_LOCK(" ROW_KEY "))")
-                       : COLUMNS("IS_USED_LOCK(" ROW_KEY ")");
+    if (ms->have_lim)
+        return ms->mariadb ? COLUMNS(MARIA_USED, "lim")
+                           : COLUMNS(MY_USED, "lim");
+    return ms->mariadb ? COLUMNS(MARIA_USED, "NULL") : COLUMNS(MY_USED, "NULL");
 }
 
 void dlock__my_read_holder(MYSQL_ROW row, unsigned long *lens, struct holder *h,
@@ -40,6 +45,9 @@ void dlock__my_read_holder(MYSQL_ROW row, unsigned long *lens, struct holder *h,
     dlock__strlcpy(h->host, row[7] ? row[7] : "", sizeof(h->host));
     h->pid = row[8] ? strtoll(row[8], NULL, 10) : 0;
     h->since = row[9] ? strtoll(row[9], NULL, 10) : 0;
+    h->lim = row[11] ? (unsigned)strtoul(row[11], NULL, 10) : 1;
+    if (h->lim == 0)
+        h->lim = 1;
     if (want_name && row[10] != NULL) {
         h->name = dlock__strndup(row[10], lens[10]);
         h->name_len = lens[10];
@@ -80,6 +88,8 @@ static void ddl_locks(struct sb *b, const char *t, const char *ix, int lease)
         "    host          VARCHAR(255) CHARACTER SET utf8mb4 NULL,\n"
         "    pid           BIGINT NULL,\n"
         "    full_name     VARBINARY(1024) NULL,\n"
+        "    lim           INT NULL,             -- semaphore limit (NULL: 1)\n"
+        "    slot          INT NULL,             -- semaphore slot\n"
         "    UNIQUE KEY %s (name)\n"
         ") ENGINE=%s DEFAULT CHARSET=utf8mb4",
         t, ix, lease ? "InnoDB" : "MyISAM");
@@ -238,7 +248,11 @@ static void ddl_alter(struct sb *b, const char *t)
         "--     ADD COLUMN acquired_ms BIGINT NULL,\n"
         "--     ADD COLUMN host VARCHAR(255) CHARACTER SET utf8mb4 NULL,\n"
         "--     ADD COLUMN pid BIGINT NULL,\n"
-        "--     ADD COLUMN full_name VARBINARY(1024) NULL;\n"
+        "--     ADD COLUMN full_name VARBINARY(1024) NULL,\n"
+        "--     ADD COLUMN lim INT NULL,\n"
+        "--     ADD COLUMN slot INT NULL;\n"
+        "-- (a table of dlock 0.2: only the last two, which a client that\n"
+        "-- may ALTER the table adds by itself; semaphores need them)\n"
         "-- and, as its name column is latin1 (names outside latin1, such\n"
         "-- as Greek, CJK or emoji, are refused until then):\n"
         "-- ALTER TABLE %s\n"
@@ -336,6 +350,24 @@ static void ensure_extras(struct my_store *ms, struct conn *c)
 {
     struct sb b = {0};
     MYSQL_RES *res;
+
+    /* Semaphores' columns, added after 0.2 (nullable: rows of older
+     * clients and of its-mieger's library are limit-1 holders). */
+    for (int i = 0; i < 2 && !ms->have_lim; i++) {
+        dlock__my_sb_reset(&b);
+        dlock__my_sb_add(&b, "SELECT lim, slot FROM %s LIMIT 0", ms->table);
+        ms->have_lim = dlock__my_run(ms, c, &b, &res, "lim") == DLOCK_OK;
+        mysql_free_result(res);
+        if (ms->have_lim || i == 1)
+            break;
+        dlock__my_sb_reset(&b);
+        dlock__my_sb_add(&b, "ALTER TABLE %s ADD COLUMN lim INT NULL, "
+                             "ADD COLUMN slot INT NULL", ms->table);
+        /* No ALTER right, or another client added them meanwhile. */
+        if (!b.oom)
+            (void)dlock__my_query(c, b.p, b.len);
+    }
+    dlock__my_sb_reset(&b);
 
     ddl_seq(&b, ms->seq);
     if (!b.oom)

@@ -330,6 +330,8 @@ static int release_op(struct held_call *k, struct conn *c)
             tidy_lost(k->ms, c, k->lk, k->ml);
             return dlock__lost(k->lk, "its lease ran out or it was broken");
         }
+        if (rc == DLOCK_OK && k->lk->limit > 1)
+            dlock__my_sem_tidy(k->ms, c, k->lk, k->ml);
         if (rc != DLOCK_ENOTSUP)
             return rc;
     }
@@ -345,6 +347,8 @@ static int release_op(struct held_call *k, struct conn *c)
     }
     if (!k->ms->lease_mode)
         dlock__my_release_getlock(k->ms, c, k->ml);
+    if (k->lk->limit > 1)
+        dlock__my_sem_tidy(k->ms, c, k->lk, k->ml);
     return DLOCK_OK;
 }
 
@@ -401,6 +405,7 @@ static void fill_info(dlock_info *out, const struct holder *h)
 {
     out->held = 1;
     out->holders = 1;
+    out->limit = 1;
     out->shared = 0;
     out->ttl_ms = h->left;
     out->pid = h->pid;
@@ -455,17 +460,27 @@ static int status_fn(void *conn, void *arg, int *dead)
         if (row != NULL) {
             struct holder h;
 
-            out->fence = row[11] ? strtoull(row[11], NULL, 10) : 0;
+            out->fence = row[12] ? strtoull(row[12], NULL, 10) : 0;
             if (row[0] != NULL) {
-                dlock__my_read_holder(row, mysql_fetch_lengths(res), &h, 0);
-                if (!dlock__my_holder_dead(&h))
+                dlock__my_read_holder(row, mysql_fetch_lengths(res), &h, 1);
+                if (h.lim > 1 && !h.has_owner) {
+                    /* A semaphore's head: its live slot rows say. */
+                    MYSQL_RES *r2 = res;
+
+                    res = NULL;
+                    mysql_free_result(r2);
+                    rc = dlock__my_sem_status(ms, c, &h, out);
+                } else if (!dlock__my_holder_dead(&h)) {
                     fill_info(out, &h);
-            } else if (!ms->lease_mode && row[12] != NULL &&
-                       strcmp(row[12], "0") != 0) {
+                }
+                free(h.name);
+            } else if (!ms->lease_mode && row[13] != NULL &&
+                       strcmp(row[13], "0") != 0) {
                 /* A GET_LOCK-only holder (an application using the key
                  * directly): held, nothing more known. */
                 out->held = 1;
                 out->holders = 1;
+                out->limit = 1;
             }
         }
         mysql_free_result(res);
@@ -617,6 +632,7 @@ const struct dlock_store_ops dlock__mysql_ops = {
     .version = DLOCK_STORE_OPS_VERSION,
     .name = "mysql",
     .has_shared = 0,
+    .has_limit = 1,
     .open = my_open,
     .close = my_close,
     .try_acquire = dlock__my_try_acquire,
