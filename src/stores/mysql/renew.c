@@ -79,9 +79,10 @@ static void sb_join(struct sb *b, struct conn *c, const struct batch *g,
         long long ms = (long long)lk->ttl_ms;
 
         dlock__my_sb_add(b,
-                         i == 0 ? "SELECT %zu AS i, '%s' AS tok, %lld AS ms, "
-                                  "%lld AS s"
-                                : " UNION ALL SELECT %zu, '%s', %lld, %lld",
+                         i == 0 ? "SELECT %zu AS i, _ascii'%s' AS tok, %lld "
+                                  "AS ms, %lld AS s"
+                                : " UNION ALL SELECT %zu, _ascii'%s', %lld, "
+                                  "%lld",
                          i, lk->token, ms, (ms + 999) / 1000);
         if (!lease) {
             const struct my_lock *ml = ml_of(lk);
