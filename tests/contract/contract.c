@@ -544,7 +544,7 @@ static void t_many_and_list(dlock_store *s)
  * process of its own (t_renew_many below). */
 static void renew_many_body(dlock_store *s)
 {
-    int n = strncmp(kind, "mysql", 5) == 0  ? 500
+    int n = strncmp(kind, "mysql", 5) == 0  ? 2000
             : strcmp(kind, "redis") == 0     ? 4000
                                              : 2000;
     dlock_options o = opts(0, 600, 1);
