@@ -592,6 +592,7 @@ int dlock__my_call(struct my_store *ms, struct conn *c, struct sb *b,
 {
     if (b->oom)
         return dlock__enomem();
+    c->used_ms = dlock__now_ms();
     if (mysql_real_query(c->db, b->p, (unsigned long)b->len) != 0) {
         if (proc_unusable(mysql_errno(c->db))) {
             __atomic_store_n(&ms->have_proc, 0, __ATOMIC_RELAXED);

@@ -142,9 +142,14 @@ static int conn_open(void *ctx, void **out)
         mysql_optionsv(c->db, MYSQL_OPT_SSL_CERT, ms->ssl_cert);
     if (ms->ssl_key != NULL)
         mysql_optionsv(c->db, MYSQL_OPT_SSL_KEY, ms->ssl_key);
+    /* Multi-statements: the renew thread's batch is a SET, an UPDATE and
+     * the SELECT that reads back which rows it renewed, in one round trip
+     * (renew.c).  Every statement is built here, values as escaped
+     * literals (dlock__my_sb_lit) or numbers, never from outside SQL. */
     if (mysql_real_connect(c->db, ms->host, ms->user, ms->password,
                            ms->database, ms->port, ms->socket,
-                           CLIENT_FOUND_ROWS | CLIENT_MULTI_RESULTS) == NULL) {
+                           CLIENT_FOUND_ROWS | CLIENT_MULTI_RESULTS |
+                               CLIENT_MULTI_STATEMENTS) == NULL) {
         unsigned e = mysql_errno(c->db);
         int rc =
             dlock__seterr(e >= 2000 && e < 3000 ? DLOCK_EUNAVAIL : DLOCK_ESTORE,
@@ -156,7 +161,7 @@ static int conn_open(void *ctx, void **out)
     }
     info = mysql_get_server_info(c->db);
     c->frac = info != NULL && strstr(info, "MariaDB") != NULL;
-    if (mysql_query(c->db, "SELECT CONNECTION_ID()") != 0 ||
+    if (mysql_query(c->db, "SELECT CONNECTION_ID(), @@wait_timeout") != 0 ||
         (res = mysql_store_result(c->db)) == NULL) {
         int rc = dlock__my_db_err(ms, c, "connect");
 
@@ -165,6 +170,10 @@ static int conn_open(void *ctx, void **out)
     }
     row = mysql_fetch_row(res);
     c->id = row != NULL && row[0] != NULL ? strtoul(row[0], NULL, 10) : 0;
+    c->idle_max_ms = row != NULL && row[1] != NULL
+                         ? strtoll(row[1], NULL, 10) * 1000
+                         : 0;
+    c->used_ms = dlock__now_ms();
     mysql_free_result(res);
     *out = c;
     return DLOCK_OK;
@@ -270,6 +279,7 @@ int dlock__my_query(struct conn *c, const char *sql, size_t len)
     for (int tries = 0;; tries++) {
         unsigned e;
 
+        c->used_ms = dlock__now_ms();
         if (mysql_real_query(c->db, sql, (unsigned long)len) == 0)
             return 0;
         e = mysql_errno(c->db);

@@ -106,6 +106,9 @@ struct conn {
     unsigned long id; /* CONNECTION_ID() */
     int frac;         /* GET_LOCK takes fractional seconds (MariaDB) */
     const char *name; /* the lock name it works for, for messages */
+    int64_t used_ms;  /* monotonic ms of its last statement (connect) */
+    int64_t idle_max_ms; /* the server ends it after this idle
+                            (@@wait_timeout); 0 unknown */
 };
 
 struct my_store {
@@ -192,6 +195,24 @@ int dlock__my_run(struct my_store *ms, struct conn *c, struct sb *b,
 /* Run a statement returning one integer (or NULL, or no row: *found 0). */
 int dlock__my_run_int(struct my_store *ms, struct conn *c, struct sb *b,
                       long long *val, int *found, const char *what);
+
+/* --- store.c ----------------------------------------------------------- */
+
+/* The ops' extend: on the lock's pinned connection (lease mode: a pooled
+ * one). */
+int dlock__my_extend(struct dlock_store *s, struct dlock_lock *lk,
+                     int64_t ttl_ms);
+/* After finding lk lost on c (its pinned connection, or in lease mode any
+ * one): best effort, delete its row and (lock mode) drop its GET_LOCK if
+ * c still holds it. */
+void dlock__my_tidy_lost(struct my_store *ms, struct conn *c,
+                         const struct dlock_lock *lk, struct my_lock *ml);
+
+/* --- renew.c ----------------------------------------------------------- */
+
+/* The ops' extend_many: the renew thread's batches (see renew.c). */
+int dlock__my_extend_many(struct dlock_store *s,
+                          struct dlock_lock *const *locks, size_t n, int *rcs);
 
 /* --- schema.c ---------------------------------------------------------- */
 

@@ -189,7 +189,7 @@ static void sb_own(struct sb *b, struct my_store *ms, struct conn *c,
 }
 
 /* After finding the lock lost: tidy our row and GET_LOCK away. */
-static void tidy_lost(struct my_store *ms, struct conn *c,
+void dlock__my_tidy_lost(struct my_store *ms, struct conn *c,
                       const struct dlock_lock *lk, struct my_lock *ml)
 {
     (void)dlock__my_delete_own_row(ms, c, lk, ml);
@@ -263,13 +263,13 @@ static int extend_op(struct held_call *k, struct conn *c)
     rc = dlock__my_run(k->ms, c, &b, NULL, "extend");
     dlock__my_sb_free(&b);
     if (rc == DLOCK_OK && mysql_affected_rows(c->db) != 1) {
-        tidy_lost(k->ms, c, k->lk, k->ml);
+        dlock__my_tidy_lost(k->ms, c, k->lk, k->ml);
         rc = dlock__lost(k->lk, "its lease ran out or it was broken");
     }
     return rc;
 }
 
-static int my_extend(struct dlock_store *s, struct dlock_lock *lk,
+int dlock__my_extend(struct dlock_store *s, struct dlock_lock *lk,
                      int64_t ttl_ms)
 {
     struct held_call k = {
@@ -290,7 +290,7 @@ static int ttl_op(struct held_call *k, struct conn *c)
     rc = dlock__my_run_int(k->ms, c, &b, &left, &found, "assert_ttl");
     dlock__my_sb_free(&b);
     if (rc == DLOCK_OK && !found) {
-        tidy_lost(k->ms, c, k->lk, k->ml);
+        dlock__my_tidy_lost(k->ms, c, k->lk, k->ml);
         rc = dlock__lost(k->lk, "its lease ran out or it was broken");
     } else if (rc == DLOCK_OK) {
         k->left_ms = left > 0 ? left : 1;
@@ -327,7 +327,7 @@ static int release_op(struct held_call *k, struct conn *c)
         rc = dlock__my_call(k->ms, c, &b, &n, NULL, "release");
         dlock__my_sb_free(&b);
         if (rc == DLOCK_OK && n != 1) {
-            tidy_lost(k->ms, c, k->lk, k->ml);
+            dlock__my_tidy_lost(k->ms, c, k->lk, k->ml);
             return dlock__lost(k->lk, "its lease ran out or it was broken");
         }
         if (rc == DLOCK_OK && k->lk->limit > 1)
@@ -342,7 +342,7 @@ static int release_op(struct held_call *k, struct conn *c)
     if (rc != DLOCK_OK)
         return rc;
     if (mysql_affected_rows(c->db) != 1) {
-        tidy_lost(k->ms, c, k->lk, k->ml);
+        dlock__my_tidy_lost(k->ms, c, k->lk, k->ml);
         return dlock__lost(k->lk, "its lease ran out or it was broken");
     }
     if (!k->ms->lease_mode)
@@ -637,7 +637,8 @@ const struct dlock_store_ops dlock__mysql_ops = {
     .close = my_close,
     .try_acquire = dlock__my_try_acquire,
     .wait_slice = dlock__my_wait_slice,
-    .extend = my_extend,
+    .extend = dlock__my_extend,
+    .extend_many = dlock__my_extend_many,
     .ttl_left = my_ttl_left,
     .release = my_release,
     .forget = my_forget,
