@@ -171,7 +171,34 @@ static int mux_get(struct pg_store *ps, struct sess **out, int fresh)
     return DLOCK_OK;
 }
 
-/* One statement that takes the advisory lock and writes the row, on s (caller holds s->mu).  lock_timeout_ms 0: try;
+/* A failed acquire statement may have taken session keys (advisory locks
+ * are not transactional): let them go.  A shared session (other locks
+ * live on it) takes no new ones and is closed once they are gone; a
+ * session of the attempt's own unlocks everything.  DLOCK_OK, or the
+ * error that retired the session. */
+static int let_keys_go(struct pg_store *ps, struct sess *s)
+{
+    PGresult *r;
+    int rc;
+
+    if (s->is_mux) {
+        s->dirty = 1;
+        sess_retire(ps, s, 0);
+        return DLOCK_OK;
+    }
+    rc = dlock__pg_runp(s->c, ps->base.url, "acquire", Q_UNLOCK_ALL,
+                        dlock__pg_sql_unlock_all, 0, NULL, ps->op_timeout_ms,
+                        &r, NULL);
+    if (rc != DLOCK_OK) {
+        sess_retire(ps, s, 1);
+        return rc;
+    }
+    PQclear(r);
+    return DLOCK_OK;
+}
+
+/* One statement that takes the advisory lock and writes the row, on s
+ * (caller holds s->mu).  lock_timeout_ms 0: try;
  * else wait up to that long (server side; only on a session of the
  * attempt's own). */
 static int session_attempt(struct pg_store *ps, struct sess *s,
@@ -180,7 +207,7 @@ static int session_attempt(struct pg_store *ps, struct sess *s,
     struct dlock__pg_acq_params p;
     PGresult *res;
     char state[6];
-    int q, rc;
+    int q, rc, rc2;
 
     if (s->c == NULL)
         return dlock__seterr(DLOCK_EUNAVAIL,
@@ -210,23 +237,9 @@ static int session_attempt(struct pg_store *ps, struct sess *s,
          * now. */
         if (timed_out && !lk->shared && !s->is_mux)
             return DLOCK_BUSY;
-        if (s->is_mux) {
-            /* Other locks live on this session: it takes no new ones and
-             * is closed when they are gone. */
-            s->dirty = 1;
-            sess_retire(ps, s, 0);
-        } else {
-            PGresult *r2;
-            int rc2 = dlock__pg_runp(s->c, ps->base.url, "acquire",
-                                     Q_UNLOCK_ALL, dlock__pg_sql_unlock_all, 0,
-                                     NULL, ps->op_timeout_ms, &r2, NULL);
-
-            if (rc2 != DLOCK_OK) {
-                sess_retire(ps, s, 1);
-                return rc2;
-            }
-            PQclear(r2);
-        }
+        rc2 = let_keys_go(ps, s);
+        if (rc2 != DLOCK_OK)
+            return rc2;
         return timed_out ? DLOCK_BUSY : rc;
     }
     if (!dlock__pg_col_bool(res, 0, 0)) {
@@ -419,22 +432,9 @@ static int sem_attempt(struct pg_store *ps, struct sess *s,
     if (rc == DLOCK_ESTORE) {
         /* The function may have taken session keys before it failed:
          * let them go as session_attempt() does. */
-        if (s->is_mux) {
-            s->dirty = 1;
-            sess_retire(ps, s, 0);
-        } else {
-            PGresult *r2;
-            int rc2 = dlock__pg_runp(s->c, ps->base.url, "acquire",
-                                     Q_UNLOCK_ALL, dlock__pg_sql_unlock_all, 0,
-                                     NULL, ps->op_timeout_ms, &r2, NULL);
+        int rc2 = let_keys_go(ps, s);
 
-            if (rc2 != DLOCK_OK) {
-                sess_retire(ps, s, 1);
-                return rc2;
-            }
-            PQclear(r2);
-        }
-        return rc;
+        return rc2 != DLOCK_OK ? rc2 : rc;
     }
     o->lim = dlock__pg_col_i64(res, 0, 2, 0);
     if (dlock__pg_col_bool(res, 0, 0)) {
