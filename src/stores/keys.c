@@ -128,7 +128,7 @@ size_t dlock__mysql_key(const char *name, size_t len, int mariadb,
 
 static const char *const suffix[DLOCK__RKEYS] = {
     "", "\xff" "fence", "\xff" "readers", "\xff" "info", "\xff" "queue",
-    "\xff" "waiters"};
+    "\xff" "waiters", "\xff" "sem"};
 #define CHAN_SUFFIX "\xff" "release"
 
 int dlock__redis_keys(const char *prefix, size_t prefix_len,
