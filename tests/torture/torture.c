@@ -528,10 +528,10 @@ static unsigned max_overlap(const struct history *h, unsigned n, long *over,
     if (e == NULL)
         exit(93);
     for (size_t i = 0; i < h->n; i++) {
-        int64_t end = h->w[i].end;
+        int64_t end = lease_us > 0 && h->w[i].killed
+                          ? h->w[i].invoke + lease_us
+                          : h->w[i].end;
 
-        if (lease_us > 0 && h->w[i].killed)
-            end = h->w[i].invoke + lease_us;
         e[2 * i] = (struct edge){h->w[i].start, +1};
         /* A window cut before it began (a revocation) never opened. */
         e[2 * i + 1] = (struct edge){end > h->w[i].start ? end
@@ -647,13 +647,9 @@ static int check(const struct cfg *c, int gens[])
         double full_slots_ms;
 
         most = max_overlap(&h, c->limit, &over, &full_ms, 0);
-        /* The proof that the run filled the semaphore counts a killed
-         * holder's slot as taken until its lease ends: a store that only
-         * has leases (Redis) keeps it that long, as it may (DESIGN 1:
-         * a dead holder blocks others for at most the lease), and with a
-         * kill in one hold of FAULT_ONE_IN, each keeping a slot 15 times
-         * longer than a hold, N live holders at once are then too rare
-         * for a run to show. */
+        /* The proof of a full semaphore counts a killed holder's slot
+         * until its lease end: a store with only leases (Redis) may keep
+         * it that long (DESIGN 1), making N live holders at once rare. */
         most_slots = max_overlap(&h, c->limit, &over_slots, &full_slots_ms,
                                  (int64_t)c->ttl * 1000);
         fence_errors = sem_fence_errors(&h);
