@@ -150,7 +150,7 @@ void dlock__mysql_sem_prefix(const char *name, size_t len,
 
 static const char *const suffix[DLOCK__RKEYS] = {
     "", "\xff" "fence", "\xff" "readers", "\xff" "info", "\xff" "queue",
-    "\xff" "waiters"};
+    "\xff" "waiters", "\xff" "sem"};
 #define CHAN_SUFFIX "\xff" "release"
 
 int dlock__redis_keys(const char *prefix, size_t prefix_len,

@@ -31,9 +31,12 @@ void dlock__mysql_sem_prefix(const char *name, size_t len,
  * k[0] the lock (prefix + name, the plain SET NX key), k[1] the fence
  * counter, k[2] the shared holders, k[3] the holder info, k[4] the waiter
  * queue (a sorted set, token -> arrival), k[5] the waiters' entries (a
- * hash, token -> lease, deadline, pid, host), chan the release channel: the derived ones end in 0xff + a word, and 0xff never occurs in
- * UTF-8, so no lock's key is another's derived key. */
-#define DLOCK__RKEYS 6
+ * hash, token -> lease, deadline, pid, host; "l:" token -> a semaphore
+ * waiter's limit), k[6] a semaphore's holders (a sorted set, token ->
+ * lease end), chan the release channel: the derived ones end in 0xff + a
+ * word, and 0xff never occurs in UTF-8, so no lock's key is another's
+ * derived key. */
+#define DLOCK__RKEYS 7
 struct dlock__rkeys {
     char *buf;
     const char *k[DLOCK__RKEYS];

@@ -46,8 +46,8 @@ static const struct caps {
     int semaphore;  /* limit > 1 (else it must answer DLOCK_ENOTSUP) */
 } all_caps[] = {
     {"sqlite", 1, 1, 1},         /* dead pid on this host */
-    {"redis", 1, 0, 0},          /* only the lease */
-    {"redis-sentinel", 1, 0, 0}, /* the same, on the sentinels' master */
+    {"redis", 1, 0, 1},          /* only the lease */
+    {"redis-sentinel", 1, 0, 1}, /* the same, on the sentinels' master */
     {"postgres", 1, 1, 1},       /* the session ends */
     {"postgres-hashtext", 1, 1, 1},
     {"postgres-lease", 1, 0, 1}, /* table only: the lease */

@@ -304,6 +304,7 @@ struct window {
     int64_t invoke, start, end;
     int64_t released; /* release invoke or death; 0 while unknown */
     int rel_rc;       /* the release's answer; 1 if none came */
+    int killed;       /* the holder was killed while it held */
     uint64_t fence;
     int worker;
 };
@@ -406,7 +407,7 @@ static void read_log(const struct cfg *c, const char *path, int worker,
             if (h->n == h->cap)
                 h->w = grow(h->w, &h->cap, sizeof(*h->w));
             h->w[h->n] = (struct window){invoke, t, invoke + ttl_us, 0, 1,
-                                         fence, worker};
+                                         0, fence, worker};
             open_w = (long)h->n++;
             h->acquired++;
             break;
@@ -431,6 +432,7 @@ static void read_log(const struct cfg *c, const char *path, int worker,
                 h->kills[h->nkills++] = t;
             }
             if (open_w >= 0) {
+                h->w[open_w].killed = ev == 'K';
                 if (t < h->w[open_w].end)
                     h->w[open_w].end = t;
                 h->w[open_w].released = t;
@@ -513,9 +515,11 @@ static int by_fence(const void *a, const void *b)
 }
 
 /* Semaphore: the most windows open at once, how many windows started
- * with N or more already open (*over), and the ms with N open. */
+ * with N or more already open (*over), and the ms with N open.  lease_us
+ * > 0: a killed holder's window runs to its lease end instead of its
+ * death (its slot, not its work: see the caller). */
 static unsigned max_overlap(const struct history *h, unsigned n, long *over,
-                            double *full_ms)
+                            double *full_ms, int64_t lease_us)
 {
     struct edge *e = calloc(2 * h->n + 1, sizeof(*e));
     unsigned open = 0, most = 0;
@@ -524,11 +528,14 @@ static unsigned max_overlap(const struct history *h, unsigned n, long *over,
     if (e == NULL)
         exit(93);
     for (size_t i = 0; i < h->n; i++) {
+        int64_t end = lease_us > 0 && h->w[i].killed
+                          ? h->w[i].invoke + lease_us
+                          : h->w[i].end;
+
         e[2 * i] = (struct edge){h->w[i].start, +1};
         /* A window cut before it began (a revocation) never opened. */
-        e[2 * i + 1] = (struct edge){h->w[i].end > h->w[i].start
-                                         ? h->w[i].end
-                                         : h->w[i].start,
+        e[2 * i + 1] = (struct edge){end > h->w[i].start ? end
+                                                         : h->w[i].start,
                                      -1};
     }
     qsort(e, 2 * h->n, sizeof(*e), by_edge);
@@ -590,7 +597,7 @@ static int check(const struct cfg *c, int gens[])
     long spanned = 0, told[3] = {0}; /* OK, LOST, an error */
     const struct window *last_fence = NULL;
     long over = 0;
-    unsigned most = 0;
+    unsigned most = 0, most_slots = 0;
     double full_ms = 0;
     int64_t max_end = 0;
     char path[512];
@@ -636,7 +643,15 @@ static int check(const struct cfg *c, int gens[])
         last_fence = &h.w[i];
     }
     if (c->workload == W_SEM) {
-        most = max_overlap(&h, c->limit, &over, &full_ms);
+        long over_slots;
+        double full_slots_ms;
+
+        most = max_overlap(&h, c->limit, &over, &full_ms, 0);
+        /* The proof of a full semaphore counts a killed holder's slot
+         * until its lease end: a store with only leases (Redis) may keep
+         * it that long (DESIGN 1), making N live holders at once rare. */
+        most_slots = max_overlap(&h, c->limit, &over_slots, &full_slots_ms,
+                                 (int64_t)c->ttl * 1000);
         fence_errors = sem_fence_errors(&h);
     }
     snprintf(path, sizeof(path), "%s/counter", c->dir);
@@ -704,10 +719,14 @@ static int check(const struct cfg *c, int gens[])
                bad ? "FAIL" : "PASS", most, c->limit, over, full_ms,
                c->limit);
         fails += bad;
-        if (most < c->limit) {
+        if (most_slots < c->limit) {
             printf("FAIL semaphore: never %u holders at once: the run "
                    "proved nothing\n", c->limit);
             fails++;
+        } else if (most < c->limit) {
+            printf("PASS semaphore: all %u slots taken at once only with "
+                   "killed holders' slots counted to their lease end\n",
+                   c->limit);
         }
         printf("%s fences: %ld duplicate or out of real-time order\n",
                fence_errors ? "FAIL" : "PASS", fence_errors);

@@ -28,6 +28,9 @@
  *   P NAME \xff queue   waiting dlock clients: a sorted set token ->
  *                       arrival number (FIFO)
  *   P NAME \xff waiters their entries: token -> "ttl deadline pid host"
+ *   P NAME \xff sem     a semaphore's holders: a sorted set token ->
+ *                       lease end (the lock key holds "\xffsem" while
+ *                       it has any, the info hash their limit)
  *   P NAME \xff release the channel a release that hands the lock to
  *                       nobody is published on
  *   P NAME \xff w TOKEN a waiter's own channel: "g" + fence when a
@@ -69,20 +72,31 @@
 
 /* --- scripts.c ------------------------------------------------------- */
 
+/* Per-lock scripts come in threes: a lock, a shared lock, a semaphore
+ * (dlock__redis_script picks one). */
 enum {
     S_ACQ,
     S_ACQ_SHARED,
+    S_ACQ_SEM,
     S_REL,
     S_REL_SHARED,
+    S_REL_SEM,
     S_EXT,
     S_EXT_SHARED,
+    S_EXT_SEM,
     S_TTL,
     S_TTL_SHARED,
+    S_TTL_SEM,
     S_STATUS,
     S_FORCE,
     S_LEAVE,
     S_COUNT
 };
+
+/* How many keys every script gets (the numkeys of EVALSHA): all of
+ * struct dlock__rkeys. */
+#define RKEYS_STR "7"
+_Static_assert(DLOCK__RKEYS == 7, "RKEYS_STR must match DLOCK__RKEYS");
 
 /* --- the handle ------------------------------------------------------ */
 
@@ -240,6 +254,9 @@ redisReply *dlock__redis_run(struct redis_store *rs, int s,
 
 int dlock__redis_keys_of(struct redis_store *rs, const char *name,
                          size_t name_len, struct dlock__rkeys *k);
+/* The script of kind base (S_ACQ, S_REL, S_EXT or S_TTL) for lk: a
+ * lock's, a shared lock's or a semaphore's. */
+int dlock__redis_script(const struct dlock_lock *lk, int base);
 /* One attempt (OK: *epoch is the epoch it ran in); q is Q_WAIT, Q_TRY or Q_UNFAIR.  BUSY: *retry_ms is the
  * holder's lease left (-1 unknown), *foreign is set if the holder is not
  * a dlock client (its value is not "dlock1:" + a token), which will not

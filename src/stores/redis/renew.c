@@ -28,10 +28,10 @@ struct renew_call {
 static int append_extend(struct redis_store *rs, redisContext *c,
                          const struct dlock_lock *lk)
 {
-    int s = lk->shared ? S_EXT_SHARED : S_EXT;
+    int s = dlock__redis_script(lk, S_EXT);
     struct dlock__rkeys k;
-    const char *argv[9];
-    size_t lens[9];
+    const char *argv[5 + DLOCK__RKEYS];
+    size_t lens[5 + DLOCK__RKEYS];
     char ttl[24];
     int rc;
 
@@ -41,20 +41,23 @@ static int append_extend(struct redis_store *rs, redisContext *c,
     snprintf(ttl, sizeof(ttl), "%lld", (long long)lk->ttl_ms);
     argv[0] = "EVALSHA";
     argv[1] = rs->sha[s];
-    argv[2] = "4";
-    for (int i = 0; i < 4; i++) {
+    /* Every key, as dlock__redis_run() sends them: a semaphore's holders
+     * are the last. */
+    argv[2] = RKEYS_STR;
+    for (int i = 0; i < DLOCK__RKEYS; i++) {
         argv[3 + i] = k.k[i];
         lens[3 + i] = k.klen[i];
     }
-    argv[7] = lk->token;
-    argv[8] = ttl;
+    argv[3 + DLOCK__RKEYS] = lk->token;
+    argv[4 + DLOCK__RKEYS] = ttl;
     lens[0] = 7;
     lens[1] = 40;
     lens[2] = 1;
-    lens[7] = strlen(lk->token);
-    lens[8] = strlen(ttl);
-    rc = redisAppendCommandArgv(c, 9, argv, lens) == REDIS_OK ? DLOCK_OK
-                                                              : dlock__enomem();
+    lens[3 + DLOCK__RKEYS] = strlen(lk->token);
+    lens[4 + DLOCK__RKEYS] = strlen(ttl);
+    rc = redisAppendCommandArgv(c, 5 + DLOCK__RKEYS, argv, lens) == REDIS_OK
+             ? DLOCK_OK
+             : dlock__enomem();
     free(k.buf);
     return rc;
 }

@@ -10,21 +10,23 @@
 
 #include "redis.h"
 
-/* KEYS: 1 lock, 2 fence, 3 readers, 4 info, 5 queue, 6 waiters.  ARGV: 1
- * token, 2 ttl ms, 3 host, 4 pid, 5 (an acquire) how it treats the queue:
- * Q_WAIT, Q_TRY or Q_UNFAIR (redis.h).  Channels are not keys: the name's
- * release channel is KEYS[1] .. 0xff "release", a waiter's own channel
- * KEYS[1] .. 0xff "w" .. its token.  PUBLISH goes through pcall: a user
- * whose ACL has no channel rights still releases (waiters then notice by
- * their timers). */
+/* KEYS: 1 lock, 2 fence, 3 readers, 4 info, 5 queue, 6 waiters, 7 sem.
+ * ARGV: 1 token, 2 ttl ms, 3 host, 4 pid, 5 (an acquire) how it treats
+ * the queue: Q_WAIT, Q_TRY or Q_UNFAIR (redis.h), 6 (a semaphore's
+ * acquire) its limit.  Channels are not keys: the name's release channel
+ * is KEYS[1] .. 0xff "release", a waiter's own channel KEYS[1] .. 0xff
+ * "w" .. its token.  PUBLISH goes through pcall: a user whose ACL has no
+ * channel rights still releases (waiters then notice by their timers). */
 #define NOW                                                                  \
     "local t = redis.call('TIME') "                                          \
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) "
 
 /* While readers hold a name, its lock key holds MARK (with the longest
  * reader lease), so clients that only know the plain SET NX pattern are
- * kept out by readers too.  Values are "dlock1:" + hex: none is MARK. */
+ * kept out by readers too; while a semaphore's holders do, SEM.  Values
+ * are "dlock1:" + hex: none is a marker. */
 #define MARK "'\\255shared'"
+#define SEM "'\\255sem'"
 
 /* An exclusive holder's value is OWN: "dlock1:" and its owner token (32 hex
  * digits), not the bare token.  Other clients' tokens are often 32 hex
@@ -61,28 +63,79 @@
     "  redis.call('PEXPIRE', KEYS[4], ttl) "                                 \
     "end "
 
-/* The lock is free: hand it to the longest waiting live waiter, the
- * caller `me` included.  An entry past its deadline is dropped unasked;
- * the others are told on their own channel, and PUBLISH counts who
- * listens: none means the waiter died or gave up (its process closed the
- * connection, or it unsubscribed), and it is dropped too.  Each loop
- * drops one entry, so it ends.  Returns the new holder and its fence, or
- * false when nobody waits. */
+/* Add tok, with fence f, to the holders in sorted set z (readers: KEYS[3]
+ * and MARK; a semaphore's: KEYS[7], SEM and its limit lim), scored by
+ * lease end; z, the info and the lock key's marker live as long as the
+ * last lease.  The first holder starts a fresh info hash. */
+#define FN_JOIN                                                              \
+    "local function join(z, mark, tok, ttl, host, pid, f, now, lim) "        \
+    "  if redis.call('EXISTS', z) == 0 then redis.call('DEL', KEYS[4]) end " \
+    "  redis.call('ZADD', z, now + tonumber(ttl), tok) "                     \
+    "  local top = tonumber(redis.call('ZRANGE', z, -1, -1, 'WITHSCORES')[2]) " \
+    "  redis.call('PEXPIREAT', z, top) "                                     \
+    "  redis.call('HSET', KEYS[4], 'f:' .. tok, f, 'host', host, 'pid', pid, " \
+    "    'since', now) "                                                     \
+    "  if lim then redis.call('HSET', KEYS[4], 'limit', lim) end "          \
+    "  redis.call('PEXPIREAT', KEYS[4], top) "                               \
+    "  redis.call('SET', KEYS[1], mark, 'PX', "                              \
+    "    string.format('%d', math.max(1, top - now))) "                      \
+    "end "
+
+/* Who holds the name now (expired shared and semaphore holders dropped):
+ * how many, the limit they hold it with (want when a semaphore's limit
+ * is unknown: its info was deleted), and whether the holder is foreign
+ * (a value that is neither dlock's nor a marker). */
+#define FN_HOLDERS                                                           \
+    "local function holders(now, want) "                                     \
+    "  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now) "                \
+    "  redis.call('ZREMRANGEBYSCORE', KEYS[7], '-inf', now) "                \
+    "  local n = redis.call('ZCARD', KEYS[3]) "                              \
+    "  if n > 0 then return n, 1, false end "                                \
+    "  n = redis.call('ZCARD', KEYS[7]) "                                    \
+    "  if n > 0 then "                                                       \
+    "    return n, tonumber(redis.call('HGET', KEYS[4], 'limit') or want), " \
+    "      false "                                                           \
+    "  end "                                                                 \
+    "  local cur = redis.call('GET', KEYS[1]) "                              \
+    "  if cur and cur ~= " MARK " and cur ~= " SEM " then "                  \
+    "    return 1, 1, not " DLOCK_VAL("cur") " "                             \
+    "  end "                                                                 \
+    "  return 0, 0, false "                                                  \
+    "end "
+
+/* The name is free, or a slot of it is: hand it to the longest waiting
+ * live waiters, the caller `me` included, while they fit (a lock waiter
+ * needs the name free, a semaphore waiter of limit L one of L slots; the
+ * first that does not fit stops the hand-off: first come, first served).
+ * An entry past its deadline is dropped unasked; the others are told on
+ * their own channel, and PUBLISH counts who listens: none means the
+ * waiter died or gave up (its process closed the connection, or it
+ * unsubscribed), and it is dropped too.  Each loop drops one entry or
+ * stops, so it ends.  Returns whether anyone got it, and the fence of
+ * `me` if it did. */
 #define FN_HANDOFF                                                           \
-    FN_FENCE FN_HOLD                                                         \
+    FN_FENCE FN_HOLD FN_JOIN FN_HOLDERS                                      \
+    "local function room(now, lim) "                                         \
+    "  local n, l = holders(now, lim) "                                      \
+    "  return n == 0 or (lim > 1 and l == lim and n < lim) "                 \
+    "end "                                                                   \
     "local function handoff(now, me) "                                       \
+    "  local gave, mine = false, nil "                                       \
     "  while true do "                                                       \
     "    local w = redis.call('ZRANGE', KEYS[5], 0, 0)[1] "                  \
     "    if not w then "                                                     \
     "      redis.call('DEL', KEYS[5], KEYS[6]) "                             \
-    "      return false "                                                    \
+    "      return gave, mine "                                               \
     "    end "                                                               \
     "    local v = redis.call('HGET', KEYS[6], w) "                          \
-    "    redis.call('ZREM', KEYS[5], w) "                                    \
-    "    redis.call('HDEL', KEYS[6], w) "                                    \
+    "    local lim = tonumber(redis.call('HGET', KEYS[6], 'l:' .. w) or '1') " \
     "    local ttl, dl, pid, host = "                                        \
     "      string.match(v or '', '^(%d+) (%d+) (%d+) (.*)$') "               \
-    "    if ttl and tonumber(dl) > now then "                                \
+    "    local live = ttl and tonumber(dl) > now "                           \
+    "    if live and not room(now, lim) then return gave, mine end "         \
+    "    redis.call('ZREM', KEYS[5], w) "                                    \
+    "    redis.call('HDEL', KEYS[6], w, 'l:' .. w) "                         \
+    "    if live then "                                                      \
     "      local f = fence(now) "                                            \
     "      local ok = w == me "                                              \
     "      if not ok then "                                                  \
@@ -91,34 +144,91 @@
     "        ok = type(n) ~= 'number' or n > 0 "                             \
     "      end "                                                             \
     "      if ok then "                                                      \
-    "        hold(w, ttl, host, pid, f, now) "                               \
-    "        return w, f "                                                   \
+    "        gave = true "                                                   \
+    "        if w == me then mine = f end "                                  \
+    "        if lim > 1 then "                                               \
+    "          join(KEYS[7], " SEM ", w, ttl, host, pid, f, now, lim) "      \
+    "        else "                                                          \
+    "          hold(w, ttl, host, pid, f, now) "                             \
+    "        end "                                                           \
     "      end "                                                             \
     "    end "                                                               \
     "  end "                                                                 \
-    "end "
-
-/* The lock is gone from its holder: the next waiter has it, else the
- * name's channel hears of it (waiters not in the queue). */
-#define PASS_ON                                                              \
-    "if not handoff(now, '') then "                                          \
-    "  redis.pcall('PUBLISH', KEYS[1] .. '\\255release', 'r') "              \
+    "end "                                                                   \
+    /* The lock (or a slot: slots) is gone from its holder: the next       \
+     * waiters have it; else, or when slots may be left over with nobody   \
+     * queued, the name's channel hears of it (waiters not in the queue). */ \
+    "local function pass_on(now, slots) "                                    \
+    "  local gave = handoff(now, '') "                                       \
+    "  if not gave or (slots and redis.call('EXISTS', KEYS[5]) == 0) then "  \
+    "    redis.pcall('PUBLISH', KEYS[1] .. '\\255release', 'r') "            \
+    "  end "                                                                 \
     "end "
 
 /* Let go of an exclusive lock if it is still ours: 1, else 0. */
 #define RELEASE_OWN                                                          \
     "if redis.call('GET', KEYS[1]) == " OWN " then "                         \
     "  redis.call('DEL', KEYS[1], KEYS[4]) "                                 \
-    PASS_ON                                                                  \
+    "  pass_on(now, false) "                                                 \
     "  return 1 "                                                            \
     "end "                                                                   \
     "return 0"
 
+/* Take tok off the holders in z (marked by mark on the lock key): the
+ * marker goes with the last of them.  Returns whether tok held a live
+ * place, and whether z is now empty. */
+#define FN_UNJOIN                                                            \
+    "local function unjoin(z, mark, tok, now) "                              \
+    "  local s = redis.call('ZSCORE', z, tok) "                              \
+    "  redis.call('ZREM', z, tok) "                                          \
+    "  redis.call('HDEL', KEYS[4], 'f:' .. tok) "                            \
+    "  redis.call('ZREMRANGEBYSCORE', z, '-inf', now) "                      \
+    "  local marked = redis.call('GET', KEYS[1]) == mark "                   \
+    "  local top = redis.call('ZRANGE', z, -1, -1, 'WITHSCORES') "           \
+    "  if not top[2] then "                                                  \
+    "    if marked then redis.call('DEL', KEYS[1]) end "                     \
+    "    if redis.call('EXISTS', KEYS[1]) == 0 then "                        \
+    "      redis.call('DEL', KEYS[4]) "                                      \
+    "    end "                                                               \
+    "  elseif marked then "                                                  \
+    "    redis.call('PEXPIREAT', KEYS[1], tonumber(top[2])) "                \
+    "  end "                                                                 \
+    "  return s and tonumber(s) > now, not top[2] "                          \
+    "end "
+
+/* Renew tok's place among the holders in z: 1, or 0 when it has none. */
+#define FN_EXT                                                               \
+    "local function ext(z, mark, tok, ttl, now) "                            \
+    "  local s = redis.call('ZSCORE', z, tok) "                              \
+    "  if redis.call('GET', KEYS[1]) ~= mark or not s or "                   \
+    "     tonumber(s) <= now then "                                          \
+    "    redis.call('ZREM', z, tok) "                                        \
+    "    return 0 "                                                          \
+    "  end "                                                                 \
+    "  redis.call('ZADD', z, now + tonumber(ttl), tok) "                     \
+    "  local top = redis.call('ZRANGE', z, -1, -1, 'WITHSCORES') "           \
+    "  redis.call('PEXPIREAT', z, tonumber(top[2])) "                        \
+    "  redis.call('PEXPIREAT', KEYS[4], tonumber(top[2])) "                  \
+    "  redis.call('PEXPIREAT', KEYS[1], tonumber(top[2])) "                  \
+    "  return 1 "                                                            \
+    "end "
+
+/* The lease left of tok's place in z, or -3 when it has none. */
+#define TTL_IN(z, mark)                                                      \
+    NOW                                                                      \
+    "local s = redis.call('ZSCORE', " z ", ARGV[1]) "                        \
+    "if s and tonumber(s) > now and "                                        \
+    "   redis.call('GET', KEYS[1]) == " mark " then "                        \
+    "  return tonumber(s) - now "                                            \
+    "end "                                                                   \
+    "return -3"
+
 /* A busy attempt that waits joins the queue (or keeps its place) with a
  * deadline past the holder's lease by QUEUE_GRACE_MS: a waiter looks
  * again at that lease end at the latest, which renews its entry, so only
- * an entry whose waiter is gone (or hangs) runs out.  Returns the place
- * in the queue (1: next), 0 when not queued. */
+ * an entry whose waiter is gone (or hangs) runs out.  A semaphore's
+ * waiter notes its limit ("l:" token).  Returns the place in the queue
+ * (1: next), 0 when not queued. */
 #define QUEUE_GRACE "10000"
 #define FN_ENQUEUE                                                           \
     "local function enqueue(now, left) "                                     \
@@ -130,6 +240,7 @@
     "  end "                                                                 \
     "  redis.call('HSET', KEYS[6], ARGV[1], ARGV[2] .. ' ' .. "              \
     "    string.format('%d', dl) .. ' ' .. ARGV[4] .. ' ' .. ARGV[3]) "      \
+    "  if ARGV[6] then redis.call('HSET', KEYS[6], 'l:' .. ARGV[1], ARGV[6]) end " \
     "  if redis.call('PTTL', KEYS[5]) < dl - now then "                      \
     "    redis.call('PEXPIREAT', KEYS[5], dl) "                              \
     "    redis.call('PEXPIREAT', KEYS[6], dl) "                              \
@@ -137,47 +248,63 @@
     "  return redis.call('ZRANK', KEYS[5], ARGV[1]) + 1 "                    \
     "end "
 
+/* An acquire's answer when the name is taken: {0, lease left (when to
+ * look again; -1 unknown), 1 if a dlock holder (it publishes when it lets
+ * go), place in the queue}; held with another limit: {-1, that limit,
+ * holders}.  soonest and last: the first and the last lease end in z. */
+#define FN_BUSY                                                              \
+    "local function busy(now, left, dlock) "                                 \
+    "  return {0, left, dlock and 1 or 0, enqueue(now, left)} "              \
+    "end "                                                                   \
+    "local function edge(z, i, now) "                                        \
+    "  local e = redis.call('ZRANGE', z, i, i, 'WITHSCORES')[2] "             \
+    "  return e and tonumber(e) - now or -1 "                                \
+    "end "                                                                   \
+    "local function soonest(z, now) return edge(z, 0, now) end "             \
+    "local function last(z, now) return edge(z, -1, now) end "
+
 static const char *const lua[S_COUNT] = {
     /* Ours already (a hand-off whose message we did not wait for): the
      * lease restarts now, so the caller can count it from this call. */
-    [S_ACQ] = NOW FN_HANDOFF FN_ENQUEUE
+    [S_ACQ] = NOW FN_HANDOFF FN_ENQUEUE FN_BUSY
     "local cur = redis.call('GET', KEYS[1]) "
     "if cur == " OWN " then "
     "  redis.call('PEXPIRE', KEYS[1], ARGV[2]) "
     "  redis.call('PEXPIRE', KEYS[4], ARGV[2]) "
     "  return {1, tonumber(redis.call('HGET', KEYS[4], 'fence') or '0')} "
     "end "
-    "redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now) "
-    "if cur and cur ~= " MARK " then "
-    "  local left = redis.call('PTTL', KEYS[1]) "
-    "  return {0, left, " DLOCK_VAL("cur") " and 1 or 0, enqueue(now, left)} "
+    "local function look() "
+    "  local n, lim, foreign = holders(now, 1) "
+    "  if n > 0 and lim ~= 1 then return {-1, lim, n} end "
+    "  cur = redis.call('GET', KEYS[1]) "
+    "  if cur and cur ~= " MARK " and cur ~= " SEM " then "
+    "    return busy(now, redis.call('PTTL', KEYS[1]), not foreign) "
+    "  end "
+    "  if n > 0 then return busy(now, last(KEYS[3], now), true) end "
+    "  return nil "
     "end "
-    "local top = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES') "
-    "if top[2] then "
-    "  local left = tonumber(top[2]) - now "
-    "  return {0, left, 1, enqueue(now, left)} "
-    "end "
+    "local r = look() "
+    "if r then return r end "
     /* Free: those who queued come first, unless the caller opted out. */
     "if ARGV[5] ~= 'u' then "
-    "  local g, f = handoff(now, ARGV[1]) "
-    "  if g == ARGV[1] then return {1, f} end "
-    "  if g then "
-    "    local left = redis.call('PTTL', KEYS[1]) "
-    "    return {0, left, 1, enqueue(now, left)} "
-    "  end "
+    "  local gave, mine = handoff(now, ARGV[1]) "
+    "  if mine then return {1, mine} end "
+    "  r = gave and look() "
+    "  if r then return r end "
     "end "
     "local f = fence(now) "
     "hold(ARGV[1], ARGV[2], ARGV[3], ARGV[4], f, now) "
     "return {1, f}",
 
-    /* Readers do not queue, and do not pass queued writers: a writer
+    /* Readers do not queue, and do not pass queued waiters: a writer
      * that waits is not starved by readers that keep coming. */
     [S_ACQ_SHARED] = NOW FN_HANDOFF
+    "local n, lim = holders(now, 1) "
+    "if n > 0 and lim ~= 1 then return {-1, lim, n} end "
     "local cur = redis.call('GET', KEYS[1]) "
-    "if cur and cur ~= " MARK " then "
+    "if cur and cur ~= " MARK " and cur ~= " SEM " then "
     "  return {0, redis.call('PTTL', KEYS[1]), "
     "  " DLOCK_VAL("cur") " and 1 or 0} end "
-    "redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now) "
     "local mine = redis.call('HGET', KEYS[4], 'f:' .. ARGV[1]) "
     "if mine and redis.call('ZSCORE', KEYS[3], ARGV[1]) then "
     "  return {1, tonumber(mine)} "
@@ -189,38 +316,58 @@ static const char *const lua[S_COUNT] = {
     "    return {0, redis.call('PTTL', KEYS[1]), 1} "
     "  end "
     "end "
-    "redis.call('ZADD', KEYS[3], now + tonumber(ARGV[2]), ARGV[1]) "
     "local f = fence(now) "
-    "local top = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES') "
-    "redis.call('PEXPIREAT', KEYS[3], tonumber(top[2])) "
-    "redis.call('HSET', KEYS[4], 'f:' .. ARGV[1], f, 'host', ARGV[3], "
-    "  'pid', ARGV[4], 'since', now) "
-    "redis.call('PEXPIREAT', KEYS[4], tonumber(top[2])) "
-    "redis.call('SET', KEYS[1], " MARK ", 'PX', "
-    "  string.format('%d', math.max(1, tonumber(top[2]) - now))) "
+    "join(KEYS[3], " MARK ", ARGV[1], ARGV[2], ARGV[3], ARGV[4], f, now) "
+    "return {1, f}",
+
+    /* A semaphore of L = ARGV[6]: admitted while fewer than L hold it,
+     * all with limit L; queued waiters first, in order.  Ours already (a
+     * hand-off): the lease restarts now. */
+    [S_ACQ_SEM] = NOW FN_HANDOFF FN_ENQUEUE FN_BUSY FN_EXT
+    "local L = tonumber(ARGV[6]) "
+    "if ext(KEYS[7], " SEM ", ARGV[1], ARGV[2], now) == 1 then "
+    "  return {1, tonumber(redis.call('HGET', KEYS[4], 'f:' .. ARGV[1]) "
+    "    or '0')} "
+    "end "
+    "local function look() "
+    "  local n, lim, foreign = holders(now, L) "
+    "  if foreign then return busy(now, redis.call('PTTL', KEYS[1]), false) end "
+    "  if n > 0 and lim ~= L then return {-1, lim, n} end "
+    "  if n >= L then return busy(now, soonest(KEYS[7], now), true) end "
+    "  return nil "
+    "end "
+    "local r = look() "
+    "if r then return r end "
+    "if ARGV[5] ~= 'u' then "
+    "  local gave, mine = handoff(now, ARGV[1]) "
+    "  if mine then return {1, mine} end "
+    "  r = look() "
+    "  if r then return r end "
+    /* Queued waiters that do not fit yet (a lock waiter behind the
+     * holders) are not passed. */
+    "  if redis.call('EXISTS', KEYS[5]) == 1 then "
+    "    return busy(now, soonest(KEYS[7], now), true) "
+    "  end "
+    "end "
+    "local f = fence(now) "
+    "join(KEYS[7], " SEM ", ARGV[1], ARGV[2], ARGV[3], ARGV[4], f, now, L) "
     "return {1, f}",
 
     [S_REL] = NOW FN_HANDOFF
     RELEASE_OWN,
 
-    [S_REL_SHARED] = NOW FN_HANDOFF
-    "local s = redis.call('ZSCORE', KEYS[3], ARGV[1]) "
-    "redis.call('ZREM', KEYS[3], ARGV[1]) "
-    "redis.call('HDEL', KEYS[4], 'f:' .. ARGV[1]) "
-    "redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now) "
-    "local marked = redis.call('GET', KEYS[1]) == " MARK " "
-    "local top = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES') "
-    "if not top[2] then "
-    "  if marked then redis.call('DEL', KEYS[1]) end "
-    "  if redis.call('EXISTS', KEYS[1]) == 0 then "
-    "    redis.call('DEL', KEYS[4]) "
-    PASS_ON
-    "  end "
-    "elseif marked then "
-    "  redis.call('PEXPIREAT', KEYS[1], tonumber(top[2])) "
+    [S_REL_SHARED] = NOW FN_HANDOFF FN_UNJOIN
+    "local held, empty = unjoin(KEYS[3], " MARK ", ARGV[1], now) "
+    "if empty and redis.call('EXISTS', KEYS[1]) == 0 then "
+    "  pass_on(now, false) "
     "end "
-    "if s and tonumber(s) > now then return 1 end "
-    "return 0",
+    "return held and 1 or 0",
+
+    /* A slot freed: the queue's head may fit now. */
+    [S_REL_SEM] = NOW FN_HANDOFF FN_UNJOIN
+    "local held = unjoin(KEYS[7], " SEM ", ARGV[1], now) "
+    "pass_on(now, true) "
+    "return held and 1 or 0",
 
     [S_EXT] =
     "if redis.call('GET', KEYS[1]) == " OWN " then "
@@ -230,19 +377,11 @@ static const char *const lua[S_COUNT] = {
     "end "
     "return 0",
 
-    [S_EXT_SHARED] = NOW
-    "local s = redis.call('ZSCORE', KEYS[3], ARGV[1]) "
-    "if redis.call('GET', KEYS[1]) ~= " MARK " or not s or "
-    "   tonumber(s) <= now then "
-    "  redis.call('ZREM', KEYS[3], ARGV[1]) "
-    "  return 0 "
-    "end "
-    "redis.call('ZADD', KEYS[3], now + tonumber(ARGV[2]), ARGV[1]) "
-    "local top = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES') "
-    "redis.call('PEXPIREAT', KEYS[3], tonumber(top[2])) "
-    "redis.call('PEXPIREAT', KEYS[4], tonumber(top[2])) "
-    "redis.call('PEXPIREAT', KEYS[1], tonumber(top[2])) "
-    "return 1",
+    [S_EXT_SHARED] = NOW FN_EXT
+    "return ext(KEYS[3], " MARK ", ARGV[1], ARGV[2], now)",
+
+    [S_EXT_SEM] = NOW FN_EXT
+    "return ext(KEYS[7], " SEM ", ARGV[1], ARGV[2], now)",
 
     [S_TTL] =
     "if redis.call('GET', KEYS[1]) == " OWN " then "
@@ -250,43 +389,50 @@ static const char *const lua[S_COUNT] = {
     "end "
     "return -3",
 
-    [S_TTL_SHARED] = NOW
-    "local s = redis.call('ZSCORE', KEYS[3], ARGV[1]) "
-    "if s and tonumber(s) > now and "
-    "   redis.call('GET', KEYS[1]) == " MARK " then "
-    "  return tonumber(s) - now "
-    "end "
-    "return -3",
+    [S_TTL_SHARED] = TTL_IN("KEYS[3]", MARK),
 
+    [S_TTL_SEM] = TTL_IN("KEYS[7]", SEM),
+
+    /* {exclusive holder, readers, lease left (the longest), last fence,
+     *  host, pid, since, semaphore holders, their limit} */
     [S_STATUS] = NOW
     "local cur = false "
     "if redis.call('TYPE', KEYS[1]).ok == 'string' then "
     "  cur = redis.call('GET', KEYS[1]) "
     "end "
-    "if cur == " MARK " then cur = false end "
+    "if cur == " MARK " or cur == " SEM " then cur = false end "
     "local n = redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf') "
-    "local top = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES') "
+    "local z = KEYS[3] "
+    "local m = redis.call('ZCOUNT', KEYS[7], '(' .. now, '+inf') "
+    "if m > 0 then z = KEYS[7] end "
+    "local top = redis.call('ZRANGE', z, -1, -1, 'WITHSCORES') "
     "local left = -1 "
     "if cur then left = redis.call('PTTL', KEYS[1]) "
-    "elseif n > 0 then left = tonumber(top[2]) - now end "
-    "local h = redis.call('HMGET', KEYS[4], 'host', 'pid', 'since') "
+    "elseif n + m > 0 then left = tonumber(top[2]) - now end "
+    "local h = redis.call('HMGET', KEYS[4], 'host', 'pid', 'since', 'limit') "
     "return {cur and 1 or 0, n, left, redis.call('GET', KEYS[2]) or '0', "
-    "  h[1] or '', h[2] or '0', h[3] or '0'}",
+    "  h[1] or '', h[2] or '0', h[3] or '0', m, tonumber(h[4] or '0')}",
 
     [S_FORCE] = NOW FN_HANDOFF
     "local n = redis.call('EXISTS', KEYS[1]) "
-    "if redis.call('GET', KEYS[1]) == " MARK " then n = 0 end "
-    "n = n + redis.call('ZCARD', KEYS[3]) "
-    "redis.call('DEL', KEYS[1], KEYS[3], KEYS[4]) "
-    PASS_ON
+    "local cur = redis.call('GET', KEYS[1]) "
+    "if cur == " MARK " or cur == " SEM " then n = 0 end "
+    "n = n + redis.call('ZCARD', KEYS[3]) + redis.call('ZCARD', KEYS[7]) "
+    "redis.call('DEL', KEYS[1], KEYS[3], KEYS[4], KEYS[7]) "
+    "pass_on(now, true) "
     "return n",
 
     /* A wait that ends without the lock leaves the queue; a hand-off that
-     * crossed its end (the lock is ours) is passed on at once. */
-    [S_LEAVE] = NOW FN_HANDOFF
+     * crossed its end (the lock or a slot is ours) is passed on at once. */
+    [S_LEAVE] = NOW FN_HANDOFF FN_UNJOIN
     "redis.call('ZREM', KEYS[5], ARGV[1]) "
-    "redis.call('HDEL', KEYS[6], ARGV[1]) "
+    "redis.call('HDEL', KEYS[6], ARGV[1], 'l:' .. ARGV[1]) "
     "if redis.call('ZCARD', KEYS[5]) == 0 then redis.call('DEL', KEYS[6]) end "
+    "if redis.call('ZSCORE', KEYS[7], ARGV[1]) then "
+    "  unjoin(KEYS[7], " SEM ", ARGV[1], now) "
+    "  pass_on(now, true) "
+    "  return 1 "
+    "end "
     RELEASE_OWN,
 };
 
@@ -354,7 +500,7 @@ redisReply *dlock__redis_run(struct redis_store *rs, int s,
     size_t lens[3 + DLOCK__RKEYS + 6];
     struct eval e = {rs, s, 0, argv, lens, NULL};
 
-    argv[2] = "6";
+    argv[2] = RKEYS_STR;
     lens[2] = 1;
     for (int i = 0; i < DLOCK__RKEYS; i++) {
         argv[3 + i] = k->k[i];

@@ -22,6 +22,11 @@ int dlock__redis_keys_of(struct redis_store *rs, const char *name,
     return dlock__redis_keys(rs->prefix, rs->prefix_len, name, name_len, k);
 }
 
+int dlock__redis_script(const struct dlock_lock *lk, int base)
+{
+    return base + (lk->limit > 1 ? 2 : lk->shared ? 1 : 0);
+}
+
 /* --- open / close ------------------------------------------------------ */
 
 static void redis_close(struct dlock_store *s)
@@ -187,16 +192,16 @@ static void lock_args(const struct dlock_lock *lk, int64_t ttl, char *ttlbuf,
     al[3] = strlen(pidbuf);
 }
 
-/* Run script s for lk with ARGV token, ttl, host, pid and the queue
- * mode q, the first nargs of them. */
+/* Run script s for lk with ARGV token, ttl, host, pid, the queue mode q
+ * and the limit, the first nargs of them. */
 static redisReply *lock_script(struct redis_store *rs, int s,
                                struct dlock_lock *lk, int64_t ttl, int nargs,
                                const char *q, int retry, int *rc,
                                uint64_t *epoch)
 {
-    char ttlbuf[24], pidbuf[24];
-    const char *a[5];
-    size_t al[5];
+    char ttlbuf[24], pidbuf[24], limbuf[24];
+    const char *a[6];
+    size_t al[6];
     struct dlock__rkeys k;
     redisReply *r;
 
@@ -206,6 +211,9 @@ static redisReply *lock_script(struct redis_store *rs, int s,
     lock_args(lk, ttl, ttlbuf, pidbuf, a, al);
     a[4] = q != NULL ? q : "";
     al[4] = strlen(a[4]);
+    snprintf(limbuf, sizeof(limbuf), "%u", lk->limit);
+    a[5] = limbuf;
+    al[5] = strlen(limbuf);
     pthread_mutex_lock(&rs->mu);
     r = dlock__redis_run(rs, s, &k, nargs, a, al, retry, rc);
     pthread_mutex_unlock(&rs->mu);
@@ -258,9 +266,9 @@ int dlock__redis_attempt(struct redis_store *rs, struct dlock_lock *lk,
                          long long *place, uint64_t *epoch)
 {
     int rc;
-    redisReply *r = lock_script(rs, lk->shared ? S_ACQ_SHARED : S_ACQ, lk,
-                                lk->ttl_ms, 5, rs->fair ? q : Q_UNFAIR, 1,
-                                &rc, epoch);
+    redisReply *r = lock_script(rs, dlock__redis_script(lk, S_ACQ), lk,
+                                lk->ttl_ms, lk->limit > 1 ? 6 : 5,
+                                rs->fair ? q : Q_UNFAIR, 1, &rc, epoch);
 
     if (r == NULL)
         return rc;
@@ -271,6 +279,20 @@ int dlock__redis_attempt(struct redis_store *rs, struct dlock_lock *lk,
     if (r->element[0]->integer == 1) {
         lk->fence = (uint64_t)r->element[1]->integer;
         rc = DLOCK_OK;
+    } else if (r->element[0]->integer == -1) {
+        /* Held with another limit: admitting under two limits would let
+         * the larger one in past the smaller; waiting would not help. */
+        long long held = r->element[1]->integer,
+                  n = r->elements >= 3 &&
+                              r->element[2]->type == REDIS_REPLY_INTEGER
+                          ? r->element[2]->integer
+                          : 1;
+
+        rc = dlock__seterr(DLOCK_EINVAL,
+                           "'%s' is held with limit %lld (%lld holder%s); "
+                           "this acquire asked for limit %u: every holder "
+                           "of a name must ask the same limit",
+                           lk->name, held, n, n == 1 ? "" : "s", lk->limit);
     } else {
         *retry_ms = r->element[1]->integer >= 0 ? r->element[1]->integer : -1;
         *foreign = r->elements < 3 ||
@@ -341,8 +363,8 @@ static int int_script(struct redis_store *rs, int s, struct dlock_lock *lk,
 
     rc = int_reply(rs, r, rc, out);
     if (rc == DLOCK_OK && dlock__redis_stale(lk, epoch)) {
-        if (s != S_REL && s != S_REL_SHARED)
-            freeReplyObject(lock_script(rs, lk->shared ? S_REL_SHARED : S_REL,
+        if (s != dlock__redis_script(lk, S_REL))
+            freeReplyObject(lock_script(rs, dlock__redis_script(lk, S_REL),
                                         lk, 0, 2, NULL, 0, &rc, NULL));
         return lost_to_failover(lk);
     }
@@ -355,8 +377,8 @@ int dlock__redis_drop_stale(struct redis_store *rs, struct dlock_lock *lk)
 {
     int rc;
 
-    freeReplyObject(lock_script(rs, lk->shared ? S_REL_SHARED : S_REL, lk, 0,
-                                2, NULL, 0, &rc, NULL));
+    freeReplyObject(lock_script(rs, dlock__redis_script(lk, S_REL), lk, 0, 2,
+                                NULL, 0, &rc, NULL));
     return lost_to_failover(lk);
 }
 
@@ -365,7 +387,7 @@ static int redis_extend(struct dlock_store *s, struct dlock_lock *lk,
 {
     long long v = 0;
     int rc = int_script((struct redis_store *)s,
-                        lk->shared ? S_EXT_SHARED : S_EXT, lk, ttl_ms, 1, &v);
+                        dlock__redis_script(lk, S_EXT), lk, ttl_ms, 1, &v);
 
     if (rc != DLOCK_OK)
         return rc;
@@ -377,7 +399,7 @@ static int redis_ttl_left(struct dlock_store *s, struct dlock_lock *lk,
 {
     long long v = 0;
     int rc = int_script((struct redis_store *)s,
-                        lk->shared ? S_TTL_SHARED : S_TTL, lk, 0, 1, &v);
+                        dlock__redis_script(lk, S_TTL), lk, 0, 1, &v);
 
     if (rc != DLOCK_OK)
         return rc;
@@ -394,7 +416,7 @@ static int redis_release(struct dlock_store *s, struct dlock_lock *lk)
 {
     long long v = 0;
     int rc = int_script((struct redis_store *)s,
-                        lk->shared ? S_REL_SHARED : S_REL, lk, 0, 0, &v);
+                        dlock__redis_script(lk, S_REL), lk, 0, 0, &v);
 
     lk->priv = NULL;
     if (rc != DLOCK_OK)
@@ -422,15 +444,23 @@ static int describe(struct redis_store *rs, const char *name,
     free(k.buf);
     if (r == NULL)
         return rc;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 7)
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 9)
         return dlock__redis_bad_reply(rs, r);
     {
         redisReply **e = r->element;
-        long long held = e[0]->integer, readers = e[1]->integer;
+        long long held = e[0]->integer, readers = e[1]->integer,
+                  sem = e[7]->integer;
 
-        out->held = held == 1 || readers > 0;
+        out->held = held == 1 || readers > 0 || sem > 0;
         out->shared = held != 1 && readers > 0;
-        out->holders = held == 1 ? 1 : (unsigned)readers;
+        out->holders = held == 1     ? 1
+                       : readers > 0 ? (unsigned)readers
+                                     : (unsigned)sem;
+        /* A lock (shared or not) has limit 1, a semaphore the one its
+         * holders asked. */
+        out->limit = held != 1 && readers == 0 && sem > 0
+                         ? (unsigned)e[8]->integer
+                         : (unsigned)(out->held != 0);
         out->ttl_ms = out->held ? e[2]->integer : -1;
         if (e[3]->type == REDIS_REPLY_STRING)
             out->fence = strtoull(e[3]->str, NULL, 10);
@@ -566,6 +596,7 @@ const struct dlock_store_ops dlock__redis_ops = {
     .version = DLOCK_STORE_OPS_VERSION,
     .name = "redis",
     .has_shared = 1,
+    .has_limit = 1,
     .open = redis_open,
     .close = redis_close,
     .try_acquire = redis_try_acquire,

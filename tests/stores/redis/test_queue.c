@@ -30,6 +30,7 @@ struct qw {
     int64_t wait_ms;
     int rc;
     int order; /* 1-based: the how-many-th to get the lock */
+    unsigned limit; /* 0 or 1: a lock; N: a semaphore of N */
 };
 
 static int served;
@@ -40,6 +41,7 @@ static void *qw_main(void *arg)
     dlock_options o = opts(w->wait_ms, 30000, 0);
     dlock_lock *l = NULL;
 
+    o.limit = w->limit;
     w->rc = dlock_acquire(&l, w->store, w->name, &o);
     if (w->rc == DLOCK_OK) {
         w->order = __atomic_add_fetch(&served, 1, __ATOMIC_SEQ_CST);
@@ -90,7 +92,7 @@ static void herd(int n)
     before = script_calls(c);
     CHECK_RC(dlock_acquire(&a, s, nm(name), &o), DLOCK_OK);
     for (int i = 0; i < n; i++) {
-        w[i] = (struct qw){hs[i], nm(name), 20000, -99, 0};
+        w[i] = (struct qw){hs[i], nm(name), 20000, -99, 0, 1};
         CHECK(pthread_create(&t[i], NULL, qw_main, &w[i]) == 0);
         CHECK(await_queued(c, key, i + 1));
     }
@@ -137,8 +139,8 @@ static void t_dead_waiter(void)
                 *s4 = must_open(url);
     redisContext *c = raw_open(url);
     dlock_options o = opts(0, 30000, 0);
-    struct qw late = {s3, nm("dead"), 300, -99, 0},
-              last = {s4, nm("dead"), 20000, -99, 0};
+    struct qw late = {s3, nm("dead"), 300, -99, 0, 1},
+              last = {s4, nm("dead"), 20000, -99, 0, 1};
     dlock_lock *a;
     pthread_t t1, t2;
     char key[600];
@@ -186,7 +188,7 @@ static void t_unfair(void)
     const char *u = with_param(url, "fair=0");
     dlock_store *s = must_open(url), *s2 = must_open(u);
     redisContext *c = raw_open(url);
-    struct qw w = {s2, nm("unfair"), 5000, -99, 0};
+    struct qw w = {s2, nm("unfair"), 5000, -99, 0, 1};
     dlock_options o = opts(0, 30000, 0);
     dlock_lock *a;
     pthread_t t;
@@ -205,11 +207,68 @@ static void t_unfair(void)
     redisFree(c);
 }
 
+/* A semaphore of 2 (issue 17): its holders keep plain SET NX clients out
+ * (the lock key holds a marker while any hold); waiters queue behind
+ * them, each slot let go is handed to the next, at most 3 acquire scripts
+ * per waiter, and nothing is left behind; a foreign holder keeps a
+ * semaphore out (BUSY, not EINVAL: it may let go). */
+static void t_sem(void)
+{
+    enum { N = 6 };
+    dlock_store *s = must_open(url), *hs[N];
+    redisContext *c = raw_open(url);
+    dlock_options o = opts(0, 30000, 0);
+    struct qw w[N];
+    pthread_t t[N];
+    dlock_lock *a[2];
+    char key[600];
+    long long before, calls;
+    int late = 0;
+
+    o.limit = 2;
+    snprintf(key, sizeof(key), "dlock:%s", nm("sem"));
+    served = 0;
+    CHECK_RC(dlock_acquire(&a[0], s, nm("sem"), &o), DLOCK_OK);
+    CHECK_RC(dlock_acquire(&a[1], s, nm("sem"), &o), DLOCK_OK);
+    CHECK(strcmp(raw_str(c, "SET %s x NX PX 60000", key), "(nil)") == 0);
+    before = script_calls(c);
+    for (int i = 0; i < N; i++) {
+        hs[i] = must_open(url);
+        w[i] = (struct qw){hs[i], nm("sem"), 20000, -99, 0, 2};
+        CHECK(pthread_create(&t[i], NULL, qw_main, &w[i]) == 0);
+        CHECK(await_queued(c, key, i + 1));
+    }
+    CHECK_RC(dlock_release(a[0]), DLOCK_OK);
+    CHECK_RC(dlock_release(a[1]), DLOCK_OK);
+    for (int i = 0; i < N; i++) {
+        pthread_join(t[i], NULL);
+        CHECK_RC(w[i].rc, DLOCK_OK);
+        /* Two slots: the next two in line may finish in either order. */
+        late += w[i].order > i + 2;
+    }
+    calls = script_calls(c) - before - 2 - N;
+    printf("  %d waiters on a semaphore of 2: %.2f acquire scripts each, "
+           "%d served later than their turn\n", N, (double)calls / N, late);
+    CHECK(calls <= 3LL * N);
+    CHECK(late == 0);
+    CHECK(strcmp(raw_str(c, "EXISTS %s %s\xffsem %s\xffqueue", key, key,
+                         key),
+                 "0") == 0);
+    CHECK(strcmp(raw_str(c, "SET %s x NX PX 60000", key), "OK") == 0);
+    CHECK_RC(dlock_acquire(&a[0], s, nm("sem"), &o), DLOCK_BUSY);
+    freeReplyObject(redisCommand(c, "DEL %s", key));
+    for (int i = 0; i < N; i++)
+        dlock_store_close(hs[i]);
+    dlock_store_close(s);
+    redisFree(c);
+}
+
 static const struct rt_test tests[] = {
     {"herd20", t_herd20, 0},
     {"herd100", t_herd100, 0},
     {"dead_waiter", t_dead_waiter, 0},
     {"unfair", t_unfair, 0},
+    {"sem", t_sem, 0},
 };
 
 int main(int argc, char **argv)
