@@ -1,5 +1,6 @@
 /*
- * lock.c - acquire, the wait loop, renewal, loss, release, atexit and fork.
+ * lock.c - what happens to a held lock: the registry, renewal, loss,
+ * release, atexit and fork (acquiring and waiting: acquire.c).
  *
  * Every held lock of this process is in one registry (a list behind
  * reg_mu).  The registry exists for three reasons: the renew thread finds
@@ -7,8 +8,8 @@
  * what the program forgot, and closing a store detaches the locks taken
  * through it.  The auto-renewed locks are also in a min-heap keyed by when
  * each is due (its renewal time, and at the latest its lease end), so the
- * renew thread looks at the due ones only, never at all of them.  A fork child inherits the registry: its parent's locks stay
- * listed there (never renewed or released by the child) until the child
+ * renew thread looks at the due ones only, never at all of them.  A fork
+ * child inherits the registry: its parent's locks stay listed there (never renewed or released by the child) until the child
  * frees them with dlock_release(), which hands them to the store's
  * forget_inherited().
  *
@@ -46,19 +47,6 @@
  * (Stores rely on this bound: store.h.) */
 #define TTL_MAX_MS DLOCK_TTL_MAX_MS
 
-/* How long one attempt may wait for the store's own short-lived internal
- * contention (SQLite's write lock, say) when the caller asked not to wait
- * or is waiting forever.  Not the lock being busy: that is answered at
- * once. */
-#define ATTEMPT_BUDGET_MS 2000
-
-/* The native wait's slices: at most this long, so a holder is looked at
- * again now and then even when its lease is not known, and this long past
- * the end of the holder's lease when it is (the store's clock may round
- * it down). */
-#define SLICE_MAX_MS 5000
-#define SLICE_MARGIN_MS 20
-
 /* After a renewal fails for a transient reason, retry this soon (bounded
  * by what is left of the lease). */
 #define RENEW_RETRY_MS 250
@@ -77,10 +65,6 @@
  * locks of a busy process renew in a few large batches, not many small. */
 #define RENEW_EARLY_DIV 10
 
-/* A waiter whose store went away (a restart, a failover, a dropped
- * connection) tries again after this, doubling up to OUTAGE_MAX_MS. */
-#define OUTAGE_FIRST_MS 100
-#define OUTAGE_MAX_MS 2000
 
 static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -571,263 +555,46 @@ static void reg_unlink_locked(struct dlock_lock *lk)
     heap_unreserve(lk);
 }
 
-/* --- acquire --------------------------------------------------------- */
+/* --- what acquire.c needs of the registry ------------------------------ */
 
-static int check_options(const dlock_options *o, const dlock_store *s)
+int dlock__registry_start(int auto_renew)
 {
-    /* Every version up to ours: fields are only ever added at the end, and
-     * version 1 is all there is so far. */
-    if (o->version < 1 || o->version > DLOCK_OPTIONS_VERSION)
-        return dlock__seterr(DLOCK_EINVAL,
-                             "dlock_options version %u is not one of "
-                             "1..%u; initialise with DLOCK_OPTIONS_INIT",
-                             o->version, (unsigned)DLOCK_OPTIONS_VERSION);
-    if (o->wait_ms < DLOCK_WAIT_FOREVER)
-        return dlock__seterr(DLOCK_EINVAL,
-                             "wait_ms %lld is negative (use "
-                             "DLOCK_WAIT_FOREVER to wait forever)",
-                             (long long)o->wait_ms);
-    /* A lease shorter than DLOCK_TTL_MIN_MS would be lost before the
-     * first renewal could keep it. */
-    if (o->ttl_ms < DLOCK_TTL_MIN_MS || o->ttl_ms > TTL_MAX_MS)
-        return dlock__seterr(DLOCK_EINVAL,
-                             "ttl_ms %lld is out of range (%d..%lld)",
-                             (long long)o->ttl_ms, DLOCK_TTL_MIN_MS,
-                             (long long)TTL_MAX_MS);
-    /* limit exists from version 2 on: a version 1 struct ends before it.
-     * Bad arguments first (EINVAL on every store), then what this store
-     * cannot do (ENOTSUP). */
-    if (o->version >= 2 && o->limit > 1) {
-        if (o->limit > DLOCK_LIMIT_MAX)
-            return dlock__seterr(DLOCK_EINVAL,
-                                 "limit %u is over %d", o->limit,
-                                 DLOCK_LIMIT_MAX);
-        if (o->shared)
-            return dlock__seterr(DLOCK_EINVAL, "a semaphore (limit %u) "
-                                 "cannot be shared as well", o->limit);
-    }
-    if (o->shared && !s->ops->has_shared)
-        return dlock__seterr(DLOCK_ENOTSUP,
-                             "the %s store has no shared (read) locks",
-                             s->ops->name);
-    if (o->version >= 2 && o->limit > 1) {
-        if (!s->ops->has_limit)
-            return dlock__seterr(DLOCK_ENOTSUP,
-                                 "the %s store has no semaphores (limit %u)",
-                                 s->ops->name, o->limit);
-    }
-    return DLOCK_OK;
-}
-
-/* One attempt.  *retry_ms: the holder's lease left when the store knows
- * it, else -1. */
-static int attempt(struct dlock_store *s, struct dlock_lock *lk,
-                   int64_t deadline, int try_once, int64_t *retry_ms)
-{
-    int64_t now = dlock__now_ms(), budget;
-
-    /* A try-lock (or an endless wait) must not report BUSY just because
-     * another client was mid-transaction; a finite wait's answer is due
-     * at its deadline, whatever the reason. */
-    if (deadline == DLOCK_WAIT_FOREVER || try_once)
-        budget = now + ATTEMPT_BUDGET_MS;
-    else
-        budget = deadline;
-    /* If this attempt succeeds, the lease started no earlier than now:
-     * the end we assume must not be later than the store's. */
-    lk->lease_end = now + lk->ttl_ms;
-    *retry_ms = -1;
-    return s->ops->try_acquire(s, lk, budget, retry_ms);
-}
-
-/* The core's wait loop, for stores without a native wait: one attempt,
- * then jittered exponential backoff (capped by DLOCK_POLL_MAX_MS and by
- * when the holder's lease ends, when the store knows), until deadline. */
-static int poll_acquire(struct dlock_store *s, struct dlock_lock *lk,
-                        int64_t deadline, int try_once)
-{
-    unsigned attempts;
-
-    for (attempts = 0;; attempts++) {
-        int64_t retry, rem, delay;
-        int rc = attempt(s, lk, deadline, try_once, &retry);
-
-        if (rc != DLOCK_BUSY)
-            return rc;
-        rem = dlock__remaining_ms(deadline);
-        if (rem == 0 || try_once)
-            return DLOCK_BUSY;
-        delay = dlock__backoff_ms(attempts, dlock__rand32());
-        if (retry >= 0 && retry + 1 < delay)
-            delay = retry + 1;
-        if (delay > rem)
-            delay = rem;
-        dlock__sleep_ms(delay);
-    }
-}
-
-/* The core's wait loop for a store that can block natively: one attempt
- * (a free lock needs no wait), then bounded slices of the store's own
- * wait.  A slice ends at the deadline, SLICE_MAX_MS at the latest, and
- * SLICE_MARGIN_MS after the holder's lease does: between slices the store
- * looks at the holder again, so one that hangs past its lease is fenced
- * off in time, whenever it started to hang. */
-static int slice_acquire(struct dlock_store *s, struct dlock_lock *lk,
-                         int64_t deadline)
-{
-    int64_t retry;
-    int rc = attempt(s, lk, deadline, 0, &retry);
-
-    while (rc == DLOCK_BUSY) {
-        int64_t slice = dlock__remaining_ms(deadline);
-
-        if (slice == 0)
-            break;
-        if (slice > SLICE_MAX_MS)
-            slice = SLICE_MAX_MS;
-        if (retry >= 0 && retry + SLICE_MARGIN_MS < slice)
-            slice = retry + SLICE_MARGIN_MS;
-        retry = -1;
-        /* As in attempt(): the store may move it later, never earlier. */
-        lk->lease_end = dlock__now_ms() + lk->ttl_ms;
-        rc = s->ops->wait_slice(s, lk, slice, &retry);
-    }
-    /* What a store kept in priv between slices (its waiting session). */
-    if (rc != DLOCK_OK && lk->priv != NULL && s->ops->forget != NULL)
-        s->ops->forget(s, lk);
-    return rc;
-}
-
-dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
-                           size_t name_len, const dlock_options *opts)
-{
-    static const dlock_options defaults = DLOCK_OPTIONS_INIT;
-    struct dlock_lock *lk;
-    int64_t t0, deadline;
-    int rc;
-
-    dlock__clearerr();
-    if (out == NULL)
-        return dlock__seterr(DLOCK_EINVAL, "out is NULL");
-    *out = NULL;
-    rc = dlock__store_usable(s);
-    if (rc != DLOCK_OK)
-        return rc;
-    if (opts == NULL)
-        opts = &defaults;
-    rc = check_options(opts, s);
-    if (rc != DLOCK_OK)
-        return rc;
-    if (name != NULL && memchr(name, '\0', name_len) != NULL)
-        return dlock__seterr(DLOCK_EINVAL, "lock name contains a NUL byte");
-    rc = dlock__check_name(name, name_len);
-    if (rc != DLOCK_OK)
-        return rc;
+    int rc = DLOCK_OK;
 
     pthread_once(&reg_once, reg_init);
-    if (opts->auto_renew) {
-        /* Before acquiring: failing to start the thread afterwards would
-         * leave a lock held that nobody renews. */
+    if (auto_renew) {
         pthread_mutex_lock(&reg_mu);
         rc = renew_start_locked();
         pthread_mutex_unlock(&reg_mu);
-        if (rc != DLOCK_OK)
-            return rc;
     }
-
-    lk = calloc(1, sizeof(*lk));
-    if (lk == NULL)
-        return dlock__enomem();
-    lk->name = dlock__strndup(name, name_len);
-    if (lk->name == NULL) {
-        free(lk);
-        return dlock__enomem();
-    }
-    rc = dlock__token(lk->token);
-    if (rc != DLOCK_OK) {
-        free(lk->name);
-        free(lk);
-        return rc;
-    }
-    pthread_mutex_init(&lk->mu, NULL);
-    lk->heap_idx = SIZE_MAX;
-    if (opts->auto_renew) {
-        /* Its place in the renew thread's heap, so that registering it
-         * once acquired cannot fail. */
-        pthread_mutex_lock(&reg_mu);
-        rc = heap_reserve(lk);
-        pthread_mutex_unlock(&reg_mu);
-        if (rc != DLOCK_OK) {
-            free_lock(lk);
-            return rc;
-        }
-    }
-    lk->store = s;
-    lk->name_len = name_len;
-    lk->ttl_ms = opts->ttl_ms;
-    lk->shared = opts->shared != 0;
-    lk->limit = opts->version >= 2 && opts->limit > 1 ? opts->limit : 1;
-    lk->pid = getpid();
-    lk->auto_renew = opts->auto_renew != 0;
-    lk->on_lost = opts->on_lost;
-    lk->payload = opts->payload;
-
-    t0 = dlock__now_ms();
-    deadline = opts->wait_ms == DLOCK_WAIT_FOREVER ? DLOCK_WAIT_FOREVER
-                                                   : t0 + opts->wait_ms;
-    for (int64_t outage = OUTAGE_FIRST_MS;; outage *= 2) {
-        int64_t rem;
-
-        if (opts->wait_ms != 0 && s->ops->wait_slice != NULL &&
-            !s->poll_wait) {
-            rc = slice_acquire(s, lk, deadline);
-        } else {
-            rc = poll_acquire(s, lk, deadline, opts->wait_ms == 0);
-        }
-        /* The store went away while we waited: a caller who asked to wait
-         * waits for it to come back too, within the same deadline (the
-         * stores reconnect on the next call).  A try-lock answers now. */
-        if (rc != DLOCK_EUNAVAIL || opts->wait_ms == 0)
-            break;
-        if (outage > OUTAGE_MAX_MS)
-            outage = OUTAGE_MAX_MS;
-        rem = dlock__remaining_ms(deadline);
-        if (rem <= outage)
-            break; /* still unreachable at the deadline: say so */
-        dlock__sleep_ms(outage);
-    }
-    if (rc != DLOCK_OK) {
-        if (rc == DLOCK_BUSY && dlock_errmsg()[0] == '\0')
-            dlock__seterr(DLOCK_BUSY, "lock '%s' is held by someone else",
-                          lk->name);
-        pthread_mutex_lock(&reg_mu);
-        heap_unreserve(lk);
-        pthread_mutex_unlock(&reg_mu);
-        free_lock(lk);
-        return rc;
-    }
-    /* lease_end was set before the successful attempt was sent: never
-     * later than the store's, so loss is never noticed late. */
-    t0 = dlock__now_ms();
-    lk->next_renew = lk->lease_end - lk->ttl_ms + lk->ttl_ms / 3;
-    if (lk->next_renew < t0)
-        lk->next_renew = t0;
-    lk->state = DLOCK_STATE_HELD;
-    reg_add(lk);
-    dlock__clearerr();
-    *out = lk;
-    return DLOCK_OK;
+    return rc;
 }
 
-dlock_rc dlock_acquire(dlock_lock **out, dlock_store *s, const char *name,
-                  const dlock_options *opts)
+int dlock__registry_reserve(struct dlock_lock *lk)
 {
-    if (name == NULL) {
-        if (out != NULL)
-            *out = NULL;
-        return dlock__seterr(DLOCK_EINVAL, "lock name is NULL");
-    }
-    return dlock_acquire_len(out, s, name, strlen(name), opts);
+    int rc;
+
+    pthread_mutex_lock(&reg_mu);
+    rc = heap_reserve(lk);
+    pthread_mutex_unlock(&reg_mu);
+    return rc;
+}
+
+void dlock__registry_unreserve(struct dlock_lock *lk)
+{
+    pthread_mutex_lock(&reg_mu);
+    heap_unreserve(lk);
+    pthread_mutex_unlock(&reg_mu);
+}
+
+void dlock__registry_add(struct dlock_lock *lk)
+{
+    reg_add(lk);
+}
+
+void dlock__lock_free(struct dlock_lock *lk)
+{
+    free_lock(lk);
 }
 
 /* --- calls on a held lock -------------------------------------------- */

@@ -149,7 +149,7 @@ struct dlock_store_ops {
     /* Optional: block natively on the store for ONE bounded slice:
      * DLOCK_OK when acquired (lk->fence set, as try_acquire), DLOCK_BUSY
      * when the slice ran out (it may end sooner).  The core's wait loop
-     * (lock.c) does one try_acquire first, then calls this with slices it
+     * (acquire.c) does one try_acquire first, then calls this with slices it
      * sizes itself: never past the caller's deadline, never longer than
      * its cap, and ending just after the holder's lease when *retry_ms
      * (from try_acquire or the previous slice) said when that is.  On
@@ -288,6 +288,17 @@ void dlock__names_free(struct dlock__names *l);
 /* store.c: DLOCK_OK, or DLOCK_EINVAL for NULL or a fork child's use of its
  * parent's store. */
 int dlock__store_usable(const struct dlock_store *store);
+
+/* lock.c, for acquire.c: the registry of held locks.  start() installs
+ * the process hooks once and, for an auto-renewed lock, starts the renew
+ * thread; reserve() makes room in the renew heap before the store is
+ * asked (so registering a held lock cannot fail), unreserve() gives it
+ * back when the acquire fails; add() registers a held lock. */
+int dlock__registry_start(int auto_renew);
+int dlock__registry_reserve(struct dlock_lock *lk);
+void dlock__registry_unreserve(struct dlock_lock *lk);
+void dlock__registry_add(struct dlock_lock *lk);
+void dlock__lock_free(struct dlock_lock *lk);
 
 /* lock.c: the store is closing; release (best effort) and detach the locks
  * this process holds through it. */

@@ -1,6 +1,7 @@
 /*
- * acquire.c - acquiring a MySQL lock: GET_LOCK, the row, taking over a
- * holder that is dead or past its lease, the try and the wait's slices.
+ * acquire.c - one attempt at a MySQL lock or semaphore slot: GET_LOCK,
+ * the row, taking over a holder that is dead or past its lease (the try
+ * and the wait's slices around it: wait.c).
  */
 #include <mysqld_error.h>
 #include <stdio.h>
@@ -161,7 +162,7 @@ static int read_row(struct my_store *ms, struct conn *c,
  * admission and a deletion of the head that overlap cannot both win. */
 
 /* Slot key i of ml's semaphore into ml->key. */
-static void set_slot(struct my_lock *ml, unsigned i)
+void dlock__my_set_slot(struct my_lock *ml, unsigned i)
 {
     if (ml->slot != (int)i) {
         ml->seen_conn = 0;
@@ -442,7 +443,7 @@ static int claim_row(struct my_store *ms, struct conn *c, struct dlock_lock *lk,
     return rc;
 }
 
-/* Remember who holds the key with a row (see rowless()). */
+/* Remember who holds the key with a row (see dlock__my_rowless()). */
 static void saw_row(struct my_lock *ml, const struct holder *h)
 {
     if (h->conn_id == 0 || h->used_by != h->conn_id)
@@ -463,7 +464,7 @@ static void saw_row(struct my_lock *ml, const struct holder *h)
  * GET_LOCK directly, mpyw/laravel-database-advisory-lock) is a legitimate
  * holder with no lease, waited for without bound, never KILLed.  *retry_ms
  * is when to look again (-1: when it lets go). */
-static int rowless(struct my_store *ms, struct conn *c, struct my_lock *ml,
+int dlock__my_rowless(struct my_store *ms, struct conn *c, struct my_lock *ml,
                    int64_t *retry_ms, int *killed)
 {
     struct sb b = {0};
@@ -514,7 +515,7 @@ static int rowless(struct my_store *ms, struct conn *c, struct my_lock *ml,
 }
 
 /* GET_LOCK(key, wait_ms): *got 1 if this session now holds it. */
-static int get_lock(struct my_store *ms, struct conn *c,
+int dlock__my_get_lock(struct my_store *ms, struct conn *c,
                     const struct my_lock *ml, int64_t wait_ms, int *got)
 {
     struct sb b = {0};
@@ -644,7 +645,7 @@ static int call_acquire(struct my_store *ms, struct dlock_lock *lk,
 /* One attempt on ml->c: GET_LOCK(key, 0), then our row.  have_gl: this
  * session holds the key's GET_LOCK already (from a wait).  Unless we
  * return DLOCK_OK, the GET_LOCK is given up again. */
-static int attempt(struct my_store *ms, struct dlock_lock *lk,
+int dlock__my_attempt(struct my_store *ms, struct dlock_lock *lk,
                    struct my_lock *ml, int have_gl, int64_t deadline,
                    int64_t *retry_ms)
 {
@@ -663,7 +664,7 @@ static int attempt(struct my_store *ms, struct dlock_lock *lk,
     }
     if (!ms->lease_mode && !have_gl && got != 2) {
         if (got != 0) {
-            rc = get_lock(ms, c, ml, 0, &got);
+            rc = dlock__my_get_lock(ms, c, ml, 0, &got);
             if (rc != DLOCK_OK)
                 return rc;
         }
@@ -677,7 +678,7 @@ static int attempt(struct my_store *ms, struct dlock_lock *lk,
             if (rc != DLOCK_OK)
                 return rc;
             if (!found) {
-                rc = rowless(ms, c, ml, retry_ms, &killed);
+                rc = dlock__my_rowless(ms, c, ml, retry_ms, &killed);
             } else if (lk->limit == 1 && h.lim > 1 && !h.has_owner) {
                 int gone;
 
@@ -703,7 +704,7 @@ static int attempt(struct my_store *ms, struct dlock_lock *lk,
                 wait = 2000;
             if (wait > dlock__my_max_slice(ms->timeout_ms))
                 wait = dlock__my_max_slice(ms->timeout_ms);
-            rc = get_lock(ms, c, ml, wait, &got);
+            rc = dlock__my_get_lock(ms, c, ml, wait, &got);
             if (rc != DLOCK_OK)
                 return rc;
             if (!got)
@@ -796,7 +797,7 @@ static int bump_head(struct my_store *ms, struct conn *c,
  * EINVAL for another limit), then a free slot, in random order.
  * have_slot: the slot whose GET_LOCK this session holds already (a
  * wait's), -1 none; given up again unless admitted to it. */
-static int sem_attempt(struct my_store *ms, struct dlock_lock *lk,
+int dlock__my_sem_attempt(struct my_store *ms, struct dlock_lock *lk,
                        struct my_lock *ml, int have_slot, int64_t deadline,
                        int64_t *retry_ms)
 {
@@ -875,9 +876,9 @@ static int sem_attempt(struct my_store *ms, struct dlock_lock *lk,
                     ml->wait_slot = (int)i;
                 continue;
             }
-            set_slot(ml, i);
+            dlock__my_set_slot(ml, i);
             used_have |= mine;
-            rc = attempt(ms, lk, ml, mine, deadline, &r);
+            rc = dlock__my_attempt(ms, lk, ml, mine, deadline, &r);
             if (rc == DLOCK_OK) {
                 rc = bump_head(ms, c, lk, &hd, &ok);
                 if (rc == DLOCK_OK && ok)
@@ -921,283 +922,11 @@ out:
         hd.prefix[0] = '\0';
         memcpy(hd.prefix, ml->prefix, sizeof(hd.prefix));
         hd.slot = -1;
-        set_slot(&hd, (unsigned)have_slot);
+        dlock__my_set_slot(&hd, (unsigned)have_slot);
         dlock__my_release_getlock(ms, c, &hd);
     }
     free(taken);
     return rc;
-}
-
-/* --- the try and the wait ---------------------------------------------- */
-
-static struct my_lock *new_lock(struct my_store *ms, struct dlock_lock *lk)
-{
-    struct my_lock *ml = calloc(1, sizeof(*ml));
-
-    if (ml == NULL)
-        return NULL;
-    ml->key_len = dlock__mysql_key(lk->name, lk->name_len, ms->mariadb, ml->key);
-    ml->nkey_len = ml->key_len;
-    memcpy(ml->nkey, ml->key, ml->key_len + 1);
-    ml->slot = ml->wait_slot = -1;
-    if (lk->limit > 1)
-        dlock__mysql_sem_prefix(lk->name, lk->name_len, ml->prefix);
-    return ml;
-}
-
-/* Pin a connection to ml: a pooled one, or with `fresh` a new one (the
- * retry of dlock__pool's policy).  *pooled: it came from the pool. */
-static int pin(struct my_store *ms, struct dlock_lock *lk, struct my_lock *ml,
-               int fresh, int *pooled)
-{
-    void *c = NULL;
-    int rc;
-
-    *pooled = 0;
-    rc = fresh ? dlock__pool_open(&ms->pool, &c)
-               : dlock__pool_get(&ms->pool, &c, pooled);
-    if (rc != DLOCK_OK)
-        return rc;
-    ml->c = c;
-    ml->c->name = lk->name;
-    return DLOCK_OK;
-}
-
-/* Let go of ml's pinned connection: back to the pool after a clean
- * outcome, closed after a failure (its session's state is unknown). */
-static void unpin(struct my_store *ms, struct my_lock *ml, int ok)
-{
-    if (ok)
-        dlock__pool_put(&ms->pool, ml->c);
-    else
-        dlock__pool_discard(&ms->pool, ml->c);
-    ml->c = NULL;
-}
-
-/* One try on a pinned connection (lock mode).  dlock__pool's policy: a
- * pooled connection that died while idle (a server restart, wait_timeout,
- * a KILL) fails before the server saw anything, so the try runs once more
- * on a fresh one; a fresh one's failure is final. */
-static int pinned_try(struct my_store *ms, struct dlock_lock *lk,
-                      struct my_lock *ml, int64_t deadline, int64_t *retry_ms)
-{
-    for (int fresh = 0;; fresh = 1) {
-        int pooled, rc = pin(ms, lk, ml, fresh, &pooled);
-
-        if (rc != DLOCK_OK)
-            return rc;
-        rc = lk->limit > 1 ? sem_attempt(ms, lk, ml, -1, deadline, retry_ms)
-                           : attempt(ms, lk, ml, 0, deadline, retry_ms);
-        if (rc == DLOCK_EUNAVAIL && pooled &&
-            dlock__my_conn_error(mysql_errno(ml->c->db))) {
-            unpin(ms, ml, 0);
-            continue;
-        }
-        return rc;
-    }
-}
-
-struct lease_call {
-    struct my_store *ms;
-    struct dlock_lock *lk;
-    struct my_lock *ml;
-    int64_t deadline, *retry_ms;
-};
-
-/* One try in lease mode, on a pooled connection lent for the call. */
-static int lease_fn(void *conn, void *arg, int *dead)
-{
-    struct lease_call *k = arg;
-    struct conn *c = conn;
-    int rc;
-
-    c->name = k->lk->name;
-    k->ml->c = c;
-    rc = k->lk->limit > 1
-             ? sem_attempt(k->ms, k->lk, k->ml, -1, k->deadline, k->retry_ms)
-             : attempt(k->ms, k->lk, k->ml, 0, k->deadline, k->retry_ms);
-    k->ml->c = NULL;
-    *dead = rc == DLOCK_EUNAVAIL && dlock__my_conn_error(mysql_errno(c->db));
-    return rc;
-}
-
-int dlock__my_try_acquire(struct dlock_store *s, struct dlock_lock *lk,
-                          int64_t deadline, int64_t *retry_ms)
-{
-    struct my_store *ms = (struct my_store *)s;
-    struct my_lock *ml = new_lock(ms, lk);
-    int rc;
-
-    if (ml == NULL)
-        return dlock__enomem();
-    if (lk->limit > 1 && !ms->have_lim) {
-        free(ml);
-        return dlock__seterr(DLOCK_ENOTSUP,
-                             "semaphores on %s need the columns lim and "
-                             "slot in %s, which this user may not add: ask "
-                             "a DBA to run the ALTER of `dlock init --print`",
-                             ms->base.url, ms->raw_table);
-    }
-    if (ms->lease_mode) {
-        /* Nothing is pinned in lease mode. */
-        struct lease_call k = {ms, lk, ml, deadline, retry_ms};
-
-        rc = dlock__pool_run(&ms->pool, lease_fn, &k);
-    } else {
-        rc = pinned_try(ms, lk, ml, deadline, retry_ms);
-        if (rc != DLOCK_OK && ml->c != NULL)
-            unpin(ms, ml, rc == DLOCK_BUSY || rc == DLOCK_EINVAL);
-    }
-    if (rc != DLOCK_OK) {
-        free(ml);
-        return rc;
-    }
-    ml->held = 1;
-    lk->priv = ml;
-    return DLOCK_OK;
-}
-
-/* A backoff nap of the wait, at most max_ms. */
-static void nap(struct my_lock *ml, int64_t max_ms)
-{
-    int64_t d = dlock__backoff_ms(ml->spins++, dlock__rand32());
-
-    dlock__sleep_ms(d < max_ms ? d : max_ms);
-}
-
-/* The longest GET_LOCK on one slot in a semaphore's wait: a release of
- * another slot is seen when it ends. */
-#define SEM_SLICE_MS 250
-
-/* One slice of a semaphore's wait: the admission, then GET_LOCK on one
- * taken slot (chosen at random) for at most SEM_SLICE_MS; granted, the
- * admission again with that slot.  MySQL's GET_LOCK takes whole seconds:
- * there a nap stands for it (polling). */
-static int sem_slice(struct my_store *ms, struct dlock_lock *lk,
-                     struct my_lock *ml, int first, int64_t slice_ms,
-                     int64_t *retry_ms)
-{
-    int64_t end = dlock__now_ms() + slice_ms, left;
-    int rc, got = 0;
-
-    if (first) {
-        rc = sem_attempt(ms, lk, ml, -1, end, retry_ms);
-        if (rc != DLOCK_BUSY)
-            return rc;
-        *retry_ms = -1;
-    }
-    left = dlock__remaining_ms(end);
-    if (left > SEM_SLICE_MS)
-        left = SEM_SLICE_MS;
-    if (ml->wait_slot < 0 || !ml->c->frac) {
-        nap(ml, left);
-        return sem_attempt(ms, lk, ml, -1, end, retry_ms);
-    }
-    set_slot(ml, (unsigned)ml->wait_slot);
-    rc = get_lock(ms, ml->c, ml, left, &got);
-    if (rc != DLOCK_OK)
-        return rc;
-    return sem_attempt(ms, lk, ml, got ? ml->slot : -1, end, retry_ms);
-}
-
-/* The body of one slice on ml->c (see dlock__my_wait_slice). */
-static int slice(struct my_store *ms, struct dlock_lock *lk, struct my_lock *ml,
-                 int first, int64_t slice_ms, int64_t *retry_ms)
-{
-    int64_t end = dlock__now_ms() + slice_ms, left, sent;
-    int rc, got = 0;
-
-    if (lk->limit > 1)
-        return sem_slice(ms, lk, ml, first, slice_ms, retry_ms);
-
-    /* The try before the wait looked at the holder on a connection it
-     * has given back: look again on this one, so that a holder whose row
-     * goes while we wait is known to have had one (see rowless()). */
-    if (first) {
-        rc = attempt(ms, lk, ml, 0, end, retry_ms);
-        if (rc != DLOCK_BUSY)
-            return rc;
-        *retry_ms = -1;
-    }
-    left = dlock__remaining_ms(end);
-    if (!ml->c->frac && left < 1000) {
-        /* The sub-second tail on MySQL, whose GET_LOCK takes whole seconds
-         * only: a nap, then one more look. */
-        nap(ml, left);
-        return attempt(ms, lk, ml, 0, end, retry_ms);
-    }
-    rc = get_lock(ms, ml->c, ml, left, &got);
-    if (rc != DLOCK_OK)
-        return rc;
-    if (!got) {
-        /* Slice over: look at the holder again (past its lease? its lease
-         * left for the next slice). */
-        return attempt(ms, lk, ml, 0, end, retry_ms);
-    }
-    sent = dlock__now_ms();
-    rc = attempt(ms, lk, ml, 1, end, retry_ms);
-    if (rc == DLOCK_OK) {
-        /* The row was written after the GET_LOCK came back: the lease
-         * started then at the earliest. */
-        if (sent + lk->ttl_ms > lk->lease_end)
-            lk->lease_end = sent + lk->ttl_ms;
-    } else if (rc == DLOCK_BUSY) {
-        /* The GET_LOCK was free but a row is still there (a lease-mode or
-         * half-made holder): do not spin on it. */
-        nap(ml, dlock__remaining_ms(end));
-    }
-    return rc;
-}
-
-/* One slice of a wait, natively: GET_LOCK(key, slice) sleeps on the
- * server until the holder lets go or its session ends, on a connection of
- * the wait's own, kept in lk->priv from slice to slice (and with it what
- * the wait has seen of the holder).  The core sizes the slices; a slice
- * is clipped to what the connection's read timeout allows. */
-int dlock__my_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
-                         int64_t slice_ms, int64_t *retry_ms)
-{
-    struct my_store *ms = (struct my_store *)s;
-    struct my_lock *ml = lk->priv;
-    int first = ml == NULL, rc;
-
-    if (first) {
-        int pooled;
-
-        if (lk->limit > 1 && !ms->have_lim)
-            return dlock__my_try_acquire(s, lk, 0, retry_ms); /* ENOTSUP */
-        ml = new_lock(ms, lk);
-        if (ml == NULL)
-            return dlock__enomem();
-        rc = pin(ms, lk, ml, 0, &pooled);
-        if (rc != DLOCK_OK) {
-            free(ml);
-            return rc;
-        }
-        lk->priv = ml;
-    }
-    if (slice_ms > dlock__my_max_slice(ms->timeout_ms))
-        slice_ms = dlock__my_max_slice(ms->timeout_ms);
-    rc = slice(ms, lk, ml, first, slice_ms, retry_ms);
-    if (rc == DLOCK_OK) {
-        ml->held = 1;
-    } else if (rc != DLOCK_BUSY) {
-        /* The wait is over, and the connection's state unknown. */
-        unpin(ms, ml, 0);
-        free(ml);
-        lk->priv = NULL;
-    }
-    return rc;
-}
-
-void dlock__my_unwait(struct my_store *ms, struct dlock_lock *lk)
-{
-    struct my_lock *ml = lk->priv;
-
-    lk->priv = NULL;
-    if (ml->c != NULL)
-        unpin(ms, ml, 1);
-    free(ml);
 }
 
 /* --- semaphores: release and status ------------------------------------ */

@@ -6,8 +6,10 @@
  *              and escaping, running statements, errors
  *   schema.c   the tables: DDL, checking and creating them, the columns
  *              read from a row
- *   acquire.c  acquiring: GET_LOCK, the row, taking over a dead holder,
- *              the try and the wait's slices
+ *   acquire.c  one attempt: GET_LOCK, the row, taking over a dead
+ *              holder, a semaphore's head row and slots
+ *   wait.c     the try and the wait's slices around an attempt
+ *   renew.c    the renew thread's batches (extend_many)
  *   store.c    the ops table: open and close, extend, assert, release,
  *              status, list, force-release
  *
@@ -280,5 +282,18 @@ int dlock__my_sem_status(struct my_store *ms, struct conn *c,
                          const struct holder *h, dlock_info *out);
 /* Free a wait's state (not held): its connection goes back. */
 void dlock__my_unwait(struct my_store *ms, struct dlock_lock *lk);
+
+/* acquire.c, for wait.c: one attempt and its parts. */
+void dlock__my_set_slot(struct my_lock *ml, unsigned i);
+int dlock__my_rowless(struct my_store *ms, struct conn *c, struct my_lock *ml,
+                   int64_t *retry_ms, int *killed);
+int dlock__my_get_lock(struct my_store *ms, struct conn *c,
+                    const struct my_lock *ml, int64_t wait_ms, int *got);
+int dlock__my_attempt(struct my_store *ms, struct dlock_lock *lk,
+                   struct my_lock *ml, int have_gl, int64_t deadline,
+                   int64_t *retry_ms);
+int dlock__my_sem_attempt(struct my_store *ms, struct dlock_lock *lk,
+                       struct my_lock *ml, int have_slot, int64_t deadline,
+                       int64_t *retry_ms);
 
 #endif /* DLOCK_STORES_MY_H */
