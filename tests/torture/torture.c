@@ -231,6 +231,8 @@ static int worker(const struct cfg *c, int idx, int gen, int64_t end)
     srand((unsigned)(getpid() ^ now_us()));
     if (dlock_store_open(&s, c->url) != DLOCK_OK) {
         logf_("E open %s", dlock_errmsg());
+        fprintf(stderr, "worker %d: cannot open the store: %s\n", idx,
+                dlock_errmsg());
         return 81;
     }
     while (now_ms() < end) {

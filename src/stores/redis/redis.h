@@ -270,6 +270,13 @@ int dlock__redis_attempt(struct redis_store *rs, struct dlock_lock *lk,
 uint64_t dlock__redis_epoch(struct redis_store *rs);
 void dlock__redis_held(struct dlock_lock *lk, uint64_t epoch);
 int dlock__redis_is_held_tag(const void *priv);
+/* The lease the server is asked for: one ms more than the holder counts.
+ * The server's clock counts whole ms (rounded down) from when the script
+ * runs, which can be up to 1 ms before the holder's count began: without
+ * the margin a lease (a lock's PX, a semaphore slot's score) could end
+ * before the holder's own end, and its slot be handed on while it still
+ * holds (the semaphore torture saw 4 holders of 3). */
+#define DLOCK__REDIS_LEASE(ttl) ((ttl) > 0 ? (ttl) + 1 : (ttl))
 /* Was lk taken in an epoch before now_epoch (a failover since)? */
 int dlock__redis_stale(const struct dlock_lock *lk, uint64_t now_epoch);
 /* Let go of a stale lock on the new master; returns DLOCK_LOST. */

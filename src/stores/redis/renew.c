@@ -38,7 +38,8 @@ static int append_extend(struct redis_store *rs, redisContext *c,
     rc = dlock__redis_keys_of(rs, lk->name, lk->name_len, &k);
     if (rc != DLOCK_OK)
         return rc;
-    snprintf(ttl, sizeof(ttl), "%lld", (long long)lk->ttl_ms);
+    snprintf(ttl, sizeof(ttl), "%lld",
+             (long long)DLOCK__REDIS_LEASE(lk->ttl_ms));
     argv[0] = "EVALSHA";
     argv[1] = rs->sha[s];
     /* Every key, as dlock__redis_run() sends them: a semaphore's holders

@@ -180,7 +180,7 @@ fail:
 static void lock_args(const struct dlock_lock *lk, int64_t ttl, char *ttlbuf,
                       char *pidbuf, const char **a, size_t *al)
 {
-    snprintf(ttlbuf, 24, "%lld", (long long)ttl);
+    snprintf(ttlbuf, 24, "%lld", (long long)DLOCK__REDIS_LEASE(ttl));
     snprintf(pidbuf, 24, "%ld", (long)getpid());
     a[0] = lk->token;
     al[0] = strlen(lk->token);
