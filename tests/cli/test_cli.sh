@@ -277,8 +277,15 @@ for w in 0x10 1e3 inf ' 5' +5 -1 .; do
 done
 "$DLOCK" run "$run_id/num" --ttl 1ms -- true 2>/dev/null
 check "--ttl 1ms is a usage error" 64 $?
-"$DLOCK" run "$run_id/num" -w .5 --ttl 100ms -- true
-check "-w .5 --ttl 100ms is accepted" 0 $?
+"$DLOCK" run "$run_id/num" -w .5 -- true
+check "-w .5 is accepted" 0 $?
+# The shortest lease allowed is parsed, not refused.  Whether renewal keeps
+# a 100 ms lease depends on the machine (under valgrind on a loaded CI host
+# it may not, and the run then ends 75, lost): either is not a usage error.
+"$DLOCK" run "$run_id/num" --ttl 100ms -- true 2>"$T/ttl100.err"
+rc=$?
+case $rc in 0|75) rc=ok ;; esac
+check "--ttl 100ms is accepted" ok "$rc"
 
 # --- what a store holds is shown escaped, never raw -----------------------
 # A row planted by another writer of the SQLite file: a name with a
