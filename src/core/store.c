@@ -44,6 +44,8 @@ static const struct scheme {
     {.scheme = "unix", .label = "unix:// (Redis)", .ops = REDIS_OPS},
     {.scheme = "redis-sentinel", .label = "redis-sentinel://",
      .ops = REDIS_OPS},
+    {.scheme = "redis-cluster", .label = "redis-cluster://",
+     .ops = REDIS_OPS},
     {.scheme = "postgres", .label = "postgres://", .ops = POSTGRES_OPS},
     {.scheme = "postgresql", .label = "postgresql://", .ops = POSTGRES_OPS},
     {.scheme = "mysql", .label = "mysql://", .ops = MYSQL_OPS},
@@ -55,7 +57,7 @@ static const char *const compiled =
     "sqlite,"
 #endif
 #ifdef DLOCK_HAVE_REDIS
-    "redis,unix,redis-sentinel,"
+    "redis,unix,redis-sentinel,redis-cluster,"
 #endif
 #ifdef DLOCK_HAVE_POSTGRES
     "postgres,postgresql,"
@@ -145,7 +147,8 @@ static int lookup(struct dlock_url **out, const struct dlock_store_ops **ops,
     }
     rc = dlock__seterr(DLOCK_EINVAL,
                        "unknown store scheme \"%s\" in %s (known: sqlite, "
-                       "redis, unix, redis-sentinel, postgres, postgresql, "
+                       "redis, unix, redis-sentinel, redis-cluster, postgres, "
+                       "postgresql, "
                        "mysql, mariadb)",
                        (*out)->scheme, (*out)->redacted);
 done:

@@ -35,7 +35,9 @@ void dlock__mysql_sem_prefix(const char *name, size_t len,
  * waiter's limit), k[6] a semaphore's holders (a sorted set, token ->
  * lease end), chan the release channel: the derived ones end in 0xff + a
  * word, and 0xff never occurs in UTF-8, so no lock's key is another's
- * derived key. */
+ * derived key.  cluster: the derived keys also carry a hash tag that puts
+ * them in the lock key's hash slot (Redis Cluster runs a script only over
+ * keys of one slot); the lock key and the channel stay as they are. */
 #define DLOCK__RKEYS 7
 struct dlock__rkeys {
     char *buf;
@@ -45,8 +47,12 @@ struct dlock__rkeys {
     size_t chan_len;
 };
 int dlock__redis_keys(const char *prefix, size_t prefix_len,
-                      const char *name, size_t name_len,
+                      const char *name, size_t name_len, int cluster,
                       struct dlock__rkeys *k);
+
+/* Redis Cluster's hash slot of a key (CRC16 of its hash tag, or of the
+ * whole key, mod 16384). */
+unsigned dlock__redis_slot(const char *key, size_t len);
 
 /* The name a Redis key belongs to, if it is a lock key (k[0]) or a shared
  * holders key (k[2]) under prefix: 1 and *name_len (the name starts at

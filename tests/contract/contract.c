@@ -48,6 +48,7 @@ static const struct caps {
     {"sqlite", 1, 1, 1},         /* dead pid on this host */
     {"redis", 1, 0, 1},          /* only the lease */
     {"redis-sentinel", 1, 0, 1}, /* the same, on the sentinels' master */
+    {"redis-cluster", 1, 0, 1},  /* the same, on the slot's master */
     {"postgres", 1, 1, 1},       /* the session ends */
     {"postgres-hashtext", 1, 1, 1},
     {"postgres-lease", 1, 0, 1}, /* table only: the lease */

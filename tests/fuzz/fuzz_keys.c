@@ -70,7 +70,7 @@ static void check_redis(const char *name, size_t len,
 {
     size_t nlen;
 
-    if (dlock__redis_keys(PREFIX, PLEN, name, len, k) != DLOCK_OK)
+    if (dlock__redis_keys(PREFIX, PLEN, name, len, 0, k) != DLOCK_OK)
         abort();
     if (k->klen[0] != PLEN + len || memcmp(k->k[0], PREFIX, PLEN) != 0 ||
         memcmp(k->k[0] + PLEN, name, len) != 0)
@@ -88,6 +88,31 @@ static void check_redis(const char *name, size_t len,
     }
 }
 
+/* Redis Cluster: the lock key is unchanged, every derived key hashes to
+ * its slot, no two keys are equal, and a prefix that is itself empty
+ * works as well. */
+static void check_redis_cluster(const char *prefix, size_t plen,
+                                const char *name, size_t len)
+{
+    struct dlock__rkeys k;
+    unsigned slot;
+
+    if (dlock__redis_keys(prefix, plen, name, len, 1, &k) != DLOCK_OK)
+        abort();
+    if (k.klen[0] != plen + len || memcmp(k.k[0], prefix, plen) != 0 ||
+        memcmp(k.k[0] + plen, name, len) != 0)
+        abort();
+    slot = dlock__redis_slot(k.k[0], k.klen[0]);
+    for (int i = 1; i < DLOCK__RKEYS; i++) {
+        if (dlock__redis_slot(k.k[i], k.klen[i]) != slot)
+            abort();
+        for (int j = 0; j < i; j++)
+            if (k.klen[i] == k.klen[j] && memcmp(k.k[i], k.k[j], k.klen[i]) == 0)
+                abort();
+    }
+    free(k.buf);
+}
+
 static int same_key(const char *a, size_t al, const char *b, size_t bl)
 {
     return al == bl && memcmp(a, b, al) == 0;
@@ -102,7 +127,7 @@ static void check_any_key(const char *d, size_t n)
         return;
     if (!valid(d + PLEN, nlen))
         abort();
-    if (dlock__redis_keys(PREFIX, PLEN, d + PLEN, nlen, &k) != DLOCK_OK)
+    if (dlock__redis_keys(PREFIX, PLEN, d + PLEN, nlen, 0, &k) != DLOCK_OK)
         abort();
     if (!same_key(d, n, k.k[0], k.klen[0]) &&
         !same_key(d, n, k.k[2], k.klen[2]))
@@ -151,6 +176,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_mysql(n[i], l[i], 0, mk[i][0]);
         check_mysql(n[i], l[i], 1, mk[i][1]);
         check_redis(n[i], l[i], &rk[i]);
+        check_redis_cluster(PREFIX, PLEN, n[i], l[i]);
+        check_redis_cluster("", 0, n[i], l[i]);
+    }
+    if (ok[0] && ok[1] && !same_key(n[0], l[0], n[1], l[1])) {
+        /* Two names never share a key in the cluster layout either, with
+         * an empty prefix ("a" and "{a}" are different locks). */
+        struct dlock__rkeys ck[2];
+
+        if (dlock__redis_keys("", 0, n[0], l[0], 1, &ck[0]) != DLOCK_OK ||
+            dlock__redis_keys("", 0, n[1], l[1], 1, &ck[1]) != DLOCK_OK)
+            abort();
+        for (int i = 0; i < DLOCK__RKEYS; i++)
+            for (int j = 0; j < DLOCK__RKEYS; j++)
+                if (same_key(ck[0].k[i], ck[0].klen[i], ck[1].k[j],
+                             ck[1].klen[j]))
+                    abort();
+        free(ck[0].buf);
+        free(ck[1].buf);
     }
     if (ok[0] && ok[1] && !same_key(n[0], l[0], n[1], l[1])) {
         for (int m = 0; m < 2; m++)

@@ -11,6 +11,7 @@
  * the command sent once more; a fresh connection's failure is final.
  */
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -96,14 +97,93 @@ redisContext *dlock__redis_connect_to(struct redis_store *rs, const char *host,
     return c;
 }
 
-static int exec_once(struct redis_store *rs, dlock__pool_fn fn, void *arg,
+static int exec_once(struct dlock__pool *pool, dlock__pool_fn fn, void *arg,
                      int retry);
+
+/* "MOVED 3999 127.0.0.1:6381" or "ASK ...": where to, into rs->redir
+ * (an empty host is the one the answer came from).  0 if it parsed. */
+static int parse_redirect(struct redis_store *rs, redisContext *c,
+                          const char *msg)
+{
+    const char *p = strchr(msg, ' '), *colon;
+    char *end;
+    unsigned long slot;
+    long port;
+
+    if (p == NULL)
+        return -1;
+    slot = strtoul(p + 1, &end, 10);
+    if (end == p + 1 || *end != ' ' || slot > 16383)
+        return -1;
+    p = end + 1;
+    colon = strrchr(p, ':');
+    if (colon == NULL || (size_t)(colon - p) >= sizeof(rs->redir.host))
+        return -1;
+    port = strtol(colon + 1, &end, 10);
+    if (*end != '\0' || port < 1 || port > 65535)
+        return -1;
+    if (colon == p && c->tcp.host != NULL)
+        dlock__strlcpy(rs->redir.host, c->tcp.host, sizeof(rs->redir.host));
+    else {
+        memcpy(rs->redir.host, p, (size_t)(colon - p));
+        rs->redir.host[colon - p] = '\0';
+    }
+    rs->redir.slot = (unsigned)slot;
+    rs->redir.port = (int)port;
+    rs->redir.kind = msg[0] == 'M' ? R_MOVED : R_ASK;
+    return 0;
+}
+
+/* An error answer that says where the key is (MOVED, ASK) or that the
+ * cluster cannot serve it now (CLUSTERDOWN, TRYAGAIN during a slot's
+ * migration): DLOCK_EUNAVAIL, the connection still good; a redirection
+ * is left in rs->redir for dlock__redis_cluster_exec().  Without Cluster
+ * a MOVED says the URL is wrong.  0: none of these. */
+static int cluster_answer(struct redis_store *rs, redisContext *c,
+                          const char *msg)
+{
+    if (strncmp(msg, "MOVED ", 6) == 0 || strncmp(msg, "ASK ", 4) == 0) {
+        if (!rs->cluster)
+            return dlock__seterr(DLOCK_ESTORE, "%s is a node of a Redis "
+                                 "Cluster: use redis-cluster://", rs->url);
+        if (parse_redirect(rs, c, msg) != 0)
+            return dlock__seterr(DLOCK_ESTORE, "%s: bad redirection: %.80s",
+                                 rs->url, msg);
+        return dlock__seterr(DLOCK_EUNAVAIL, "%s: %.80s", rs->url, msg);
+    }
+    if (strncmp(msg, "CLUSTERDOWN", 11) == 0 ||
+        strncmp(msg, "TRYAGAIN", 8) == 0)
+        return dlock__seterr(DLOCK_EUNAVAIL, "%s: %.80s", rs->url, msg);
+    return 0;
+}
 
 int dlock__redis_send(struct redis_store *rs, redisContext *c, int argc,
                       const char **argv, const size_t *lens, redisReply **out,
                       int *dead)
 {
+    int rc;
+
+    /* A slot being imported answers a key it does not have yet only
+     * right after ASKING, on the same connection. */
+    if (rs->asking) {
+        redisReply *a = redisCommand(c, "ASKING");
+
+        if (a == NULL) {
+            *out = NULL;
+            *dead = 1;
+            return dlock__seterr(DLOCK_EUNAVAIL, "lost the connection to "
+                                 "%s: %s", rs->url, c->errstr);
+        }
+        freeReplyObject(a);
+    }
     *out = redisCommandArgv(c, argc, argv, lens);
+    if (*out != NULL && (*out)->type == REDIS_REPLY_ERROR &&
+        (*out)->str != NULL &&
+        (rc = cluster_answer(rs, c, (*out)->str)) != 0) {
+        freeReplyObject(*out);
+        *out = NULL;
+        return rc;
+    }
     /* A master that became a replica (a failover) answers READONLY, one
      * still loading its data LOADING: this connection is of no more use,
      * a new one asks the sentinels where the master is now. */
@@ -153,36 +233,44 @@ void dlock__redis_nopipe_end(struct dlock__nopipe *np)
     pthread_sigmask(SIG_SETMASK, &np->old, NULL);
 }
 
-int dlock__redis_exec(struct redis_store *rs, dlock__pool_fn fn, void *arg,
-                      int retry)
+int dlock__redis_exec_on(struct dlock__pool *pool, dlock__pool_fn fn,
+                         void *arg, int retry)
 {
     struct dlock__nopipe np;
     int rc;
 
     dlock__redis_nopipe_begin(&np);
-    rc = exec_once(rs, fn, arg, retry);
+    rc = exec_once(pool, fn, arg, retry);
     dlock__redis_nopipe_end(&np);
     return rc;
 }
 
-static int exec_once(struct redis_store *rs, dlock__pool_fn fn, void *arg,
+int dlock__redis_exec(struct redis_store *rs, int slot, dlock__pool_fn fn,
+                      void *arg, int retry)
+{
+    if (rs->cluster)
+        return dlock__redis_cluster_exec(rs, slot, fn, arg, retry);
+    return dlock__redis_exec_on(&rs->pool, fn, arg, retry);
+}
+
+static int exec_once(struct dlock__pool *pool, dlock__pool_fn fn, void *arg,
                      int retry)
 {
     void *c;
     int dead = 0, rc;
 
     if (retry)
-        return dlock__pool_run(&rs->pool, fn, arg);
+        return dlock__pool_run(pool, fn, arg);
     /* Not idempotent (a release): an answer lost on the way back may
      * mean it ran, so it is sent once, whatever the connection. */
-    rc = dlock__pool_get(&rs->pool, &c, NULL);
+    rc = dlock__pool_get(pool, &c, NULL);
     if (rc != DLOCK_OK)
         return rc;
     rc = fn(c, arg, &dead);
     if (dead)
-        dlock__pool_discard(&rs->pool, c);
+        dlock__pool_discard(pool, c);
     else
-        dlock__pool_put(&rs->pool, c);
+        dlock__pool_put(pool, c);
     return rc;
 }
 
@@ -202,11 +290,12 @@ static int cmd_fn(void *conn, void *arg, int *dead)
                              dead);
 }
 
-int dlock__redis_cmd(struct redis_store *rs, int retry, redisReply **out,
-                     int argc, const char **argv, const size_t *lens)
+int dlock__redis_cmd(struct redis_store *rs, int slot, int retry,
+                     redisReply **out, int argc, const char **argv,
+                     const size_t *lens)
 {
     struct cmd m = {rs, argc, argv, lens, NULL};
-    int rc = dlock__redis_exec(rs, cmd_fn, &m, retry);
+    int rc = dlock__redis_exec(rs, slot, cmd_fn, &m, retry);
 
     *out = m.reply;
     return rc;

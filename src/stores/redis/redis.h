@@ -167,10 +167,34 @@ struct redis_store {
     uint64_t epoch;
     const char *url; /* redacted, for messages */
 
+    /* Cluster (cluster.c): the seed nodes are sent_host/sent_port; the
+     * nodes met so far, each with its own pool of one command connection;
+     * which master serves each hash slot; a per-slot epoch, which moves
+     * when a slot's master is no longer a master (a failover), as the
+     * Sentinel epoch does.  nodes, slot_node and slot_epoch change under
+     * mu and tmu, and are read under either. */
+    int cluster;
+    struct cnode **nodes;
+    int nnodes, cap_nodes;
+    int16_t *slot_node;   /* [16384]: index into nodes, -1 unknown */
+    uint32_t *slot_epoch; /* [16384] */
+    int64_t map_at;       /* monotonic ms of the last CLUSTER SLOTS */
+    /* A redirection met by dlock__redis_send (under mu): MOVED or ASK,
+     * the slot and where to; asking: send ASKING before each command. */
+    struct {
+        int kind; /* 0, R_MOVED, R_ASK */
+        unsigned slot;
+        char host[256];
+        int port;
+    } redir;
+    int asking;
+
     /* commands: the one connection (a redisContext) is used under mu */
     pthread_mutex_t mu;
     struct dlock__pool pool;
     char sha[S_COUNT][41];
+    const char *lua[S_COUNT]; /* the scripts' text (scripts.c) */
+    char *lua_buf[S_COUNT];   /* ... those made for Cluster */
 
     /* pub/sub */
     pthread_mutex_t smu;
@@ -191,6 +215,44 @@ struct redis_store {
     int64_t ks_checked; /* ... at this time */
 };
 
+/* --- cluster.c ------------------------------------------------------- */
+
+enum { R_MOVED = 1, R_ASK };
+
+/* A node of the cluster: where it is and its command connection. */
+struct cnode {
+    struct redis_store *rs;
+    char host[256];
+    int port;
+    int master_of; /* a replica: index of its master in nodes, else -1 */
+    int is_master; /* serves slots in the last map */
+    struct dlock__pool pool;
+};
+
+/* Parse redis-cluster://host:port[,host:port...][/0] into rs, ask the
+ * seeds for the slot map (which also checks the address and the password). */
+int dlock__redis_cluster_open(struct redis_store *rs,
+                              const struct dlock_url *u);
+void dlock__redis_cluster_free(struct redis_store *rs);
+/* The hash slot of a lock name (of its lock key). */
+unsigned dlock__redis_name_slot(const struct redis_store *rs,
+                                const char *name, size_t len);
+/* fn on the command connection of the master of slot (-1: any master),
+ * following MOVED and ASK, and asking for the map again when a node did
+ * not answer (caller holds mu). */
+int dlock__redis_cluster_exec(struct redis_store *rs, int slot,
+                              dlock__pool_fn fn, void *arg, int retry);
+/* The node that serves slot, or -1 (caller holds mu; may ask for the
+ * map). */
+int dlock__redis_cluster_owner(struct redis_store *rs, unsigned slot);
+/* Each master once: calls fn with a slot it serves (caller holds mu). */
+int dlock__redis_cluster_each_master(struct redis_store *rs,
+                                     int (*fn)(struct redis_store *, int slot,
+                                               void *),
+                                     void *arg);
+/* A connection to any node, for the subscriber. */
+redisContext *dlock__redis_cluster_any(struct redis_store *rs, int *rc);
+
 /* --- conn.c ---------------------------------------------------------- */
 
 /* The pool's callbacks (ctx: the struct redis_store); a new connection
@@ -210,6 +272,10 @@ redisContext *dlock__redis_connect_to(struct redis_store *rs, const char *host,
 redisContext *dlock__redis_connect(struct redis_store *rs, int main, int *rc);
 /* Parse redis-sentinel://host:port,host:port/MASTER into rs. */
 int dlock__redis_topo_parse(struct redis_store *rs, const struct dlock_url *u);
+/* Parse host[:port][,host[:port]...] (the sentinels, a cluster's seed
+ * nodes) into sent_host and sent_port; what names them in messages. */
+int dlock__redis_hosts_parse(struct redis_store *rs, const struct dlock_url *u,
+                             int default_port, const char *what);
 void dlock__redis_topo_free(struct redis_store *rs);
 /* DLOCK_ESTORE with the server's error answer r (not freed). */
 int dlock__redis_reply_error(struct redis_store *rs, const redisReply *r,
@@ -229,17 +295,26 @@ struct dlock__nopipe {
 };
 void dlock__redis_nopipe_begin(struct dlock__nopipe *np);
 void dlock__redis_nopipe_end(struct dlock__nopipe *np);
-/* fn on the command connection (caller holds mu).  retry: under the
- * pool's retry-once policy; 0 for what must not run twice. */
-int dlock__redis_exec(struct redis_store *rs, dlock__pool_fn fn, void *arg,
-                      int retry);
+/* fn on the command connection (caller holds mu): with Cluster, that of
+ * the master of slot (-1: any).  retry: under the pool's retry-once
+ * policy; 0 for what must not run twice. */
+int dlock__redis_exec(struct redis_store *rs, int slot, dlock__pool_fn fn,
+                      void *arg, int retry);
+/* As dlock__redis_exec(), on one pool (the single-server path, and each
+ * cluster node's). */
+int dlock__redis_exec_on(struct dlock__pool *pool, dlock__pool_fn fn,
+                         void *arg, int retry);
 /* One command on the command connection, retried as dlock__redis_exec
  * does (caller holds mu): DLOCK_OK with *out as dlock__redis_send. */
-int dlock__redis_cmd(struct redis_store *rs, int retry, redisReply **out,
-                     int argc, const char **argv, const size_t *lens);
+int dlock__redis_cmd(struct redis_store *rs, int slot, int retry,
+                     redisReply **out, int argc, const char **argv,
+                     const size_t *lens);
 
 /* --- scripts.c ------------------------------------------------------- */
 
+/* The scripts' text for rs (its Cluster variants: scripts.c, HEARD). */
+int dlock__redis_scripts_init(struct redis_store *rs);
+void dlock__redis_scripts_free(struct redis_store *rs);
 /* SCRIPT LOAD every script on a new connection, into rs->sha. */
 int dlock__redis_load_scripts(struct redis_store *rs, redisContext *c);
 /* Run script s with the 4 keys of k and nargs arguments (caller holds
@@ -267,7 +342,8 @@ int dlock__redis_attempt(struct redis_store *rs, struct dlock_lock *lk,
                          long long *place, uint64_t *epoch);
 /* The current epoch (topo.c); a held lock's lk->priv records the one it
  * was taken in (dlock__redis_held), tagged so it is no wait's pointer. */
-uint64_t dlock__redis_epoch(struct redis_store *rs);
+uint64_t dlock__redis_epoch(struct redis_store *rs,
+                            const struct dlock_lock *lk);
 void dlock__redis_held(struct dlock_lock *lk, uint64_t epoch);
 int dlock__redis_is_held_tag(const void *priv);
 /* The lease the server is asked for: one ms more than the holder counts.

@@ -6,9 +6,10 @@
  *
  * Why a pipeline of per-lock scripts and not one script over every key
  * of the batch: in Redis Cluster a script may only touch keys of one hash
- * slot, and a batch's names hash anywhere.  Per-lock scripts let a
- * Cluster-aware connection later split the same batch by node (one
- * pipeline per node) without changing what is sent.
+ * slot, and a batch's names hash anywhere.  With Cluster the batch is
+ * split by master, one pipeline each; a lock whose answer is a
+ * redirection (its slot moved meanwhile) or TRYAGAIN is extended alone
+ * afterwards, through the path that follows redirections.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,8 @@ struct renew_call {
     size_t n;
     int *rcs;
     unsigned char *again; /* [i]: answered NOSCRIPT, send once more */
+    const unsigned char *only; /* NULL, or [i]: in this batch */
+    unsigned char *alone; /* [i]: redirected, extend it alone */
 };
 
 /* Append EVALSHA of lk's extend script to c's output buffer. */
@@ -72,7 +75,7 @@ static int pipeline(struct renew_call *r, redisContext *c,
     int rc = DLOCK_OK;
 
     for (size_t i = 0; i < r->n; i++) {
-        if (want != NULL && !want[i])
+        if ((want != NULL && !want[i]) || (r->only != NULL && !r->only[i]))
             continue;
         rc = append_extend(r->rs, c, r->locks[i]);
         if (rc != DLOCK_OK) {
@@ -87,7 +90,7 @@ static int pipeline(struct renew_call *r, redisContext *c,
         const struct dlock_lock *lk = r->locks[i];
         redisReply *rep = NULL;
 
-        if (want != NULL && !want[i])
+        if ((want != NULL && !want[i]) || (r->only != NULL && !r->only[i]))
             continue;
         if (redisGetReply(c, (void **)&rep) != REDIS_OK || rep == NULL) {
             *dead = 1;
@@ -105,6 +108,13 @@ static int pipeline(struct renew_call *r, redisContext *c,
         else if (rep->type == REDIS_REPLY_ERROR && rep->str != NULL &&
                  strncmp(rep->str, "NOSCRIPT", 8) == 0)
             r->again[i] = 1;
+        else if (r->alone != NULL && rep->type == REDIS_REPLY_ERROR &&
+                 rep->str != NULL &&
+                 (strncmp(rep->str, "MOVED ", 6) == 0 ||
+                  strncmp(rep->str, "ASK ", 4) == 0 ||
+                  strncmp(rep->str, "TRYAGAIN", 8) == 0 ||
+                  strncmp(rep->str, "CLUSTERDOWN", 11) == 0))
+            r->alone[i] = 1;
         else if (rep->type == REDIS_REPLY_ERROR)
             r->rcs[i] = dlock__redis_reply_error(r->rs, rep, "renew");
         else
@@ -125,7 +135,7 @@ static int renew_fn(void *conn, void *arg, int *dead)
     if (rc != DLOCK_OK)
         return rc;
     for (size_t i = 0; i < r->n; i++)
-        any |= r->again[i];
+        any |= r->again[i] && (r->only == NULL || r->only[i]);
     if (!any)
         return DLOCK_OK;
     /* The server forgot the scripts (SCRIPT FLUSH, a failover): load them
@@ -139,7 +149,7 @@ static int renew_fn(void *conn, void *arg, int *dead)
     if (rc != DLOCK_OK)
         return rc;
     for (size_t i = 0; i < r->n; i++)
-        if (r->again[i])
+        if (r->again[i] && (r->only == NULL || r->only[i]))
             r->rcs[i] = dlock__seterr(DLOCK_ESTORE,
                                       "redis renew: the server keeps "
                                       "forgetting the scripts (%s)",
@@ -147,30 +157,85 @@ static int renew_fn(void *conn, void *arg, int *dead)
     return DLOCK_OK;
 }
 
+/* Cluster (caller holds mu): one pipeline per master; a redirected
+ * lock is marked alone[] for later.  A master that fails fails only its
+ * own locks' renewals. */
+static void cluster_renew(struct renew_call *r, unsigned *slots,
+                          unsigned char *todo, unsigned char *only)
+{
+    struct redis_store *rs = r->rs;
+
+    for (size_t i = 0; i < r->n; i++) {
+        slots[i] = dlock__redis_name_slot(rs, r->locks[i]->name,
+                                          r->locks[i]->name_len);
+        todo[i] = 1;
+    }
+    r->only = only;
+    for (size_t first = 0;; first++) {
+        int owner, rc;
+
+        while (first < r->n && !todo[first])
+            first++;
+        if (first == r->n)
+            break;
+        owner = dlock__redis_cluster_owner(rs, slots[first]);
+        for (size_t i = first; i < r->n; i++) {
+            only[i] = todo[i] && (i == first ||
+                                  (owner >= 0 &&
+                                   rs->slot_node[slots[i]] == owner));
+            todo[i] &= !only[i];
+        }
+        rc = dlock__redis_exec(rs, (int)slots[first], renew_fn, r, 1);
+        for (size_t i = first; i < r->n && rc != DLOCK_OK; i++)
+            if (only[i]) {
+                r->rcs[i] = rc;
+                r->alone[i] = 0;
+            }
+    }
+    r->only = NULL;
+}
+
 int dlock__redis_extend_many(struct dlock_store *s,
                              struct dlock_lock *const *locks, size_t n,
                              int *rcs)
 {
     struct redis_store *rs = (struct redis_store *)s;
-    struct renew_call r = {rs, locks, n, rcs, calloc(n, 1)};
-    int rc;
+    struct renew_call r = {rs, locks, n, rcs, calloc(n, 1), NULL, NULL};
+    int rc = DLOCK_OK;
 
     if (r.again == NULL)
         return dlock__enomem();
     /* Renewing twice is harmless: under the pool's retry-once policy. */
     pthread_mutex_lock(&rs->mu);
-    rc = dlock__redis_exec(rs, renew_fn, &r, 1);
+    if (rs->cluster) {
+        unsigned *slots = malloc(n * sizeof(*slots));
+        unsigned char *flags = calloc(n, 2);
+
+        r.alone = calloc(n, 1);
+        if (slots == NULL || flags == NULL || r.alone == NULL)
+            rc = dlock__enomem();
+        else
+            cluster_renew(&r, slots, flags, flags + n);
+        free(slots);
+        free(flags);
+    } else
+        rc = dlock__redis_exec(rs, -1, renew_fn, &r, 1);
     pthread_mutex_unlock(&rs->mu);
     free(r.again);
-    /* As extend(): a lock taken before the master changed (Sentinel
-     * failover, by the epoch read after the batch) is never trusted, even
-     * if the new master has its key (replicated); it is let go there. */
-    if (rc == DLOCK_OK) {
-        uint64_t epoch = dlock__redis_epoch(rs);
-
+    /* Redirected: alone, through the path that follows the cluster. */
+    if (r.alone != NULL && rc == DLOCK_OK)
         for (size_t i = 0; i < n; i++)
-            if (rcs[i] == DLOCK_OK && dlock__redis_stale(locks[i], epoch))
+            if (r.alone[i])
+                rcs[i] = s->ops->extend(s, locks[i], locks[i]->ttl_ms);
+    free(r.alone);
+    /* As extend(): a lock taken before the master changed (a Sentinel
+     * failover, a cluster slot's: by the epoch read after the batch) is
+     * never trusted, even if the new master has its key (replicated); it
+     * is let go there. */
+    if (rc == DLOCK_OK)
+        for (size_t i = 0; i < n; i++)
+            if (rcs[i] == DLOCK_OK &&
+                dlock__redis_stale(locks[i], dlock__redis_epoch(rs, locks[i])))
                 rcs[i] = dlock__redis_drop_stale(rs, locks[i]);
-    }
     return rc;
 }

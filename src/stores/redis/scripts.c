@@ -6,6 +6,7 @@
  * EVALSHA; when the server answers NOSCRIPT (SCRIPT FLUSH, a restart, a
  * failover) the text goes with EVAL, which also caches it again.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "redis.h"
@@ -113,6 +114,14 @@
  * unsubscribed), and it is dropped too.  Each loop drops one entry or
  * stops, so it ends.  Returns whether anyone got it, and the fence of
  * `me` if it did. */
+#define HEARD "(type(n) ~= 'number' or n > 0)"
+/* Redis Cluster: PUBLISH counts the subscribers of the node it runs on
+ * only, while the message reaches every node's.  A count of 0 there does
+ * not mean nobody heard (the waiter may have, on another node, and would
+ * take the lock as handed over): the hand-off is made to every live
+ * entry, and a waiter that died holds what it was handed until its lease
+ * runs out, as any dead holder does. */
+#define HEARD_CLUSTER "true"
 #define FN_HANDOFF                                                           \
     FN_FENCE FN_HOLD FN_JOIN FN_HOLDERS                                      \
     "local function room(now, lim) "                                         \
@@ -141,7 +150,7 @@
     "      if not ok then "                                                  \
     "        local n = redis.pcall('PUBLISH', KEYS[1] .. '\\255w' .. w, "    \
     "          'g' .. string.format('%d', f)) "                              \
-    "        ok = type(n) ~= 'number' or n > 0 "                             \
+    "        ok = " HEARD " "                                                \
     "      end "                                                             \
     "      if ok then "                                                      \
     "        gave = true "                                                   \
@@ -436,10 +445,39 @@ static const char *const lua[S_COUNT] = {
     RELEASE_OWN,
 };
 
+int dlock__redis_scripts_init(struct redis_store *rs)
+{
+    static const char heard[] = HEARD;
+
+    for (int i = 0; i < S_COUNT; i++) {
+        const char *at = strstr(lua[i], heard);
+        size_t len = strlen(lua[i]), hl = strlen(HEARD_CLUSTER);
+        char *v;
+
+        rs->lua[i] = lua[i];
+        if (!rs->cluster || at == NULL)
+            continue;
+        v = malloc(len - (sizeof(heard) - 1) + hl + 1);
+        if (v == NULL)
+            return dlock__enomem();
+        memcpy(v, lua[i], (size_t)(at - lua[i]));
+        memcpy(v + (at - lua[i]), HEARD_CLUSTER, hl);
+        strcpy(v + (at - lua[i]) + hl, at + sizeof(heard) - 1);
+        rs->lua[i] = rs->lua_buf[i] = v;
+    }
+    return DLOCK_OK;
+}
+
+void dlock__redis_scripts_free(struct redis_store *rs)
+{
+    for (int i = 0; i < S_COUNT; i++)
+        free(rs->lua_buf[i]);
+}
+
 int dlock__redis_load_scripts(struct redis_store *rs, redisContext *c)
 {
     for (int i = 0; i < S_COUNT; i++) {
-        redisReply *r = redisCommand(c, "SCRIPT LOAD %s", lua[i]);
+        redisReply *r = redisCommand(c, "SCRIPT LOAD %s", rs->lua[i]);
         int rc;
 
         if (r == NULL || r->type != REDIS_REPLY_STRING || r->len != 40) {
@@ -483,8 +521,8 @@ static int eval_fn(void *conn, void *arg, int *dead)
         freeReplyObject(e->reply);
         e->argv[0] = "EVAL";
         e->lens[0] = 4;
-        e->argv[1] = lua[e->s];
-        e->lens[1] = strlen(lua[e->s]);
+        e->argv[1] = e->rs->lua[e->s];
+        e->lens[1] = strlen(e->rs->lua[e->s]);
         rc = dlock__redis_send(e->rs, conn, e->argc, e->argv, e->lens,
                                &e->reply, dead);
     }
@@ -511,7 +549,11 @@ redisReply *dlock__redis_run(struct redis_store *rs, int s,
         lens[3 + DLOCK__RKEYS + i] = alen[i];
     }
     e.argc = 3 + DLOCK__RKEYS + (nargs < 6 ? nargs : 6);
-    *rc = dlock__redis_exec(rs, eval_fn, &e, retry);
+    *rc = dlock__redis_exec(rs,
+                            rs->cluster ? (int)dlock__redis_slot(k->k[0],
+                                                                k->klen[0])
+                                        : -1,
+                            eval_fn, &e, retry);
     if (*rc != DLOCK_OK)
         return NULL;
     if (e.reply->type == REDIS_REPLY_ERROR) {

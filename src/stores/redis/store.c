@@ -19,7 +19,8 @@
 int dlock__redis_keys_of(struct redis_store *rs, const char *name,
                          size_t name_len, struct dlock__rkeys *k)
 {
-    return dlock__redis_keys(rs->prefix, rs->prefix_len, name, name_len, k);
+    return dlock__redis_keys(rs->prefix, rs->prefix_len, name, name_len,
+                             rs->cluster, k);
 }
 
 int dlock__redis_script(const struct dlock_lock *lk, int base)
@@ -37,6 +38,8 @@ static void redis_close(struct dlock_store *s)
     if (rs->pool.ops != NULL)
         dlock__pool_destroy(&rs->pool);
     dlock__redis_chans_free(rs);
+    dlock__redis_cluster_free(rs);
+    dlock__redis_scripts_free(rs);
     dlock__redis_topo_free(rs);
     free(rs->pend);
     pthread_mutex_destroy(&rs->tmu);
@@ -76,7 +79,8 @@ static int redis_open(struct dlock_store **out, const struct dlock_url *u)
     const char *v;
     void *c;
     int rc, is_unix = strcmp(u->scheme, "unix") == 0,
-            is_sentinel = strcmp(u->scheme, "redis-sentinel") == 0;
+            is_sentinel = strcmp(u->scheme, "redis-sentinel") == 0,
+            is_cluster = strcmp(u->scheme, "redis-cluster") == 0;
 
     rc = dlock__url_check_params(u, known);
     if (rc != DLOCK_OK)
@@ -123,6 +127,9 @@ static int redis_open(struct dlock_store **out, const struct dlock_url *u)
             goto fail;
         }
         rs->sock = dlock__strdup(u->path);
+    } else if (is_cluster) {
+        rs->cluster = 1;
+        rs->host = dlock__strdup(""); /* the nodes have theirs */
     } else if (is_sentinel) {
         rc = dlock__redis_topo_parse(rs, u);
         if (rc != DLOCK_OK)
@@ -159,8 +166,21 @@ static int redis_open(struct dlock_store **out, const struct dlock_url *u)
         rc = dlock__enomem();
         goto fail;
     }
+    rc = dlock__redis_scripts_init(rs);
+    if (rc != DLOCK_OK)
+        goto fail;
     /* Connect now: a wrong address or password is reported by open, not
-     * by the first acquire.  The connection waits in the pool. */
+     * by the first acquire.  The connection waits in the pool.  A cluster
+     * is asked for its slot map (cluster.c). */
+    if (is_cluster) {
+        pthread_mutex_lock(&rs->mu);
+        rc = dlock__redis_cluster_open(rs, u);
+        pthread_mutex_unlock(&rs->mu);
+        if (rc != DLOCK_OK)
+            goto fail;
+        *out = &rs->base;
+        return DLOCK_OK;
+    }
     dlock__pool_init(&rs->pool, &dlock__redis_pool_ops, rs, 1);
     dlock__redis_nopipe_begin(&np);
     rc = dlock__pool_open(&rs->pool, &c);
@@ -218,7 +238,7 @@ static redisReply *lock_script(struct redis_store *rs, int s,
     r = dlock__redis_run(rs, s, &k, nargs, a, al, retry, rc);
     pthread_mutex_unlock(&rs->mu);
     if (epoch != NULL)
-        *epoch = dlock__redis_epoch(rs);
+        *epoch = dlock__redis_epoch(rs, lk);
     free(k.buf);
     return r;
 }
@@ -226,13 +246,17 @@ static redisReply *lock_script(struct redis_store *rs, int s,
 /* --- epochs ---------------------------------------------------------- */
 
 /* A held lock's lk->priv is not a pointer but the epoch it was taken in,
- * tagged: 2 epoch + 1 (a wait's state in wait.c is a pointer, so even). */
-uint64_t dlock__redis_epoch(struct redis_store *rs)
+ * tagged: 2 epoch + 1 (a wait's state in wait.c is a pointer, so even).
+ * With Cluster the epoch is that of the lock's hash slot. */
+uint64_t dlock__redis_epoch(struct redis_store *rs,
+                            const struct dlock_lock *lk)
 {
+    unsigned slot =
+        rs->cluster ? dlock__redis_name_slot(rs, lk->name, lk->name_len) : 0;
     uint64_t e;
 
     pthread_mutex_lock(&rs->tmu);
-    e = rs->epoch;
+    e = rs->cluster ? rs->slot_epoch[slot] : rs->epoch;
     pthread_mutex_unlock(&rs->tmu);
     return e;
 }
@@ -484,34 +508,26 @@ static int redis_status(struct dlock_store *s, const char *name,
     return describe((struct redis_store *)s, name, out);
 }
 
-static int redis_list(struct dlock_store *s, const char *prefix,
-                      int (*cb)(const dlock_info *info, void *payload),
-                      void *payload)
+/* SCAN one server (with Cluster: the master of slot) for the lock keys
+ * that match pattern, into names. */
+struct scan {
+    const char *pattern;
+    struct dlock__names *names;
+};
+
+static int scan_node(struct redis_store *rs, int slot, void *arg)
 {
-    struct redis_store *rs = (struct redis_store *)s;
-    size_t plen = strlen(prefix);
-    char *lit = malloc(rs->prefix_len + plen + 1), *pattern, cursor[32] = "0";
-    struct dlock__names names = {NULL, 0, 0};
+    struct scan *sc = arg;
+    char cursor[32] = "0";
     int rc = DLOCK_OK;
 
-    if (lit == NULL)
-        return dlock__enomem();
-    memcpy(lit, rs->prefix, rs->prefix_len);
-    memcpy(lit + rs->prefix_len, prefix, plen + 1);
-    pattern = dlock__redis_glob_prefix(lit, rs->prefix_len + plen);
-    free(lit);
-    if (pattern == NULL)
-        return dlock__enomem();
-    /* Collect first (SCAN may return a key twice), then describe each
-     * without the connection held, so cb may call into the library. */
-    pthread_mutex_lock(&rs->mu);
     do {
-        const char *argv[6] = {"SCAN", cursor, "MATCH", pattern, "COUNT",
+        const char *argv[6] = {"SCAN", cursor, "MATCH", sc->pattern, "COUNT",
                                "1000"};
-        size_t lens[6] = {4, strlen(cursor), 5, strlen(pattern), 5, 4};
+        size_t lens[6] = {4, strlen(cursor), 5, strlen(sc->pattern), 5, 4};
         redisReply *r;
 
-        rc = dlock__redis_cmd(rs, 1, &r, 6, argv, lens);
+        rc = dlock__redis_cmd(rs, slot, 1, &r, 6, argv, lens);
         if (rc != DLOCK_OK)
             break;
         if (r->type == REDIS_REPLY_ERROR) {
@@ -531,14 +547,47 @@ static int redis_list(struct dlock_store *s, const char *prefix,
             redisReply *key = r->element[1]->element[i];
             size_t cut;
 
+            /* With Cluster only the lock keys: a shared lock's key is
+             * there while it has readers, and a tagged derived key (with
+             * an empty prefix) is no name. */
             if (key->type != REDIS_REPLY_STRING ||
+                (rs->cluster && memchr(key->str, 0xff, key->len) != NULL) ||
                 !dlock__redis_key_name(key->str, key->len, rs->prefix,
                                        rs->prefix_len, &cut))
                 continue;
-            rc = dlock__names_add(&names, key->str + rs->prefix_len, cut);
+            rc = dlock__names_add(sc->names, key->str + rs->prefix_len, cut);
         }
         freeReplyObject(r);
     } while (rc == DLOCK_OK && strcmp(cursor, "0") != 0);
+    return rc;
+}
+
+static int redis_list(struct dlock_store *s, const char *prefix,
+                      int (*cb)(const dlock_info *info, void *payload),
+                      void *payload)
+{
+    struct redis_store *rs = (struct redis_store *)s;
+    size_t plen = strlen(prefix);
+    char *lit = malloc(rs->prefix_len + plen + 1), *pattern;
+    struct dlock__names names = {NULL, 0, 0};
+    struct scan sc = {NULL, &names};
+    int rc;
+
+    if (lit == NULL)
+        return dlock__enomem();
+    memcpy(lit, rs->prefix, rs->prefix_len);
+    memcpy(lit + rs->prefix_len, prefix, plen + 1);
+    pattern = dlock__redis_glob_prefix(lit, rs->prefix_len + plen);
+    free(lit);
+    if (pattern == NULL)
+        return dlock__enomem();
+    sc.pattern = pattern;
+    /* Collect first (SCAN may return a key twice), then describe each
+     * without the connection held, so cb may call into the library.  A
+     * cluster's masters are scanned one after the other. */
+    pthread_mutex_lock(&rs->mu);
+    rc = rs->cluster ? dlock__redis_cluster_each_master(rs, scan_node, &sc)
+                     : scan_node(rs, -1, &sc);
     pthread_mutex_unlock(&rs->mu);
     free(pattern);
     if (rc != DLOCK_OK) {

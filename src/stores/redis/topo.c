@@ -30,34 +30,42 @@
 
 int dlock__redis_topo_parse(struct redis_store *rs, const struct dlock_url *u)
 {
-    const char *p = u->host != NULL ? u->host : "";
-    int n = 1;
-
     if (u->path == NULL || strlen(u->path) < 2 || strchr(u->path + 1, '/'))
         return dlock__seterr(DLOCK_EINVAL, "expected redis-sentinel://host:"
                              "port[,host:port...]/MASTERNAME, got %s",
                              u->redacted);
     rs->master = dlock__strdup(u->path + 1);
+    if (rs->master == NULL)
+        return dlock__enomem();
+    return dlock__redis_hosts_parse(rs, u, 26379, "sentinel");
+}
+
+int dlock__redis_hosts_parse(struct redis_store *rs, const struct dlock_url *u,
+                             int default_port, const char *what)
+{
+    const char *p = u->host != NULL ? u->host : "";
+    int n = 1;
+
     for (const char *c = p; *c; c++)
         n += *c == ',';
     rs->sent_host = calloc((size_t)n, sizeof(char *));
     rs->sent_port = calloc((size_t)n, sizeof(int));
-    if (rs->master == NULL || rs->sent_host == NULL || rs->sent_port == NULL)
+    if (rs->sent_host == NULL || rs->sent_port == NULL)
         return dlock__enomem();
     while (*p != '\0' || rs->nsent == 0) {
         size_t len = strcspn(p, ",");
         const char *colon = memchr(p, ':', len);
         char *end;
-        long port = 26379;
+        long port = default_port;
 
         if (colon != NULL) {
             port = strtol(colon + 1, &end, 10);
             if (end != p + len || port < 1 || port > 65535)
-                return dlock__seterr(DLOCK_EINVAL, "bad sentinel port in %s",
+                return dlock__seterr(DLOCK_EINVAL, "bad %s port in %s", what,
                                      u->redacted);
         }
         if ((colon != NULL ? (size_t)(colon - p) : len) == 0)
-            return dlock__seterr(DLOCK_EINVAL, "empty sentinel host in %s",
+            return dlock__seterr(DLOCK_EINVAL, "empty %s host in %s", what,
                                  u->redacted);
         rs->sent_host[rs->nsent] =
             dlock__strndup(p, colon != NULL ? (size_t)(colon - p) : len);
@@ -164,6 +172,8 @@ static redisContext *sentinel_connect(struct redis_store *rs, int main,
 
 redisContext *dlock__redis_connect(struct redis_store *rs, int main, int *rc)
 {
+    if (rs->cluster)
+        return dlock__redis_cluster_any(rs, rc);
     if (rs->master != NULL)
         return sentinel_connect(rs, main, rc);
     return dlock__redis_connect_to(rs, rs->sock != NULL ? NULL : rs->host,

@@ -80,12 +80,17 @@ static int ks_usable(struct redis_store *rs)
     static const size_t lens[] = {6, 3, 22};
     int on;
 
+    /* A cluster node sends keyspace events only for its own keys, to its
+     * own subscribers: the one subscriber connection would miss most. */
+    if (rs->cluster)
+        return 0;
+
     pthread_mutex_lock(&rs->mu);
     if (!rs->ks_known || dlock__now_ms() - rs->ks_checked >= KS_RECHECK_MS) {
         redisReply *r = NULL;
 
         rs->ks_on = 0;
-        (void)dlock__redis_cmd(rs, 1, &r, 3, (const char **)argv, lens);
+        (void)dlock__redis_cmd(rs, -1, 1, &r, 3, (const char **)argv, lens);
         if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
             r->element[1]->type == REDIS_REPLY_STRING) {
             const char *f = r->element[1]->str;
@@ -350,7 +355,7 @@ int dlock__redis_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
     wt = lk->priv;
     if (take_grant(rs, wt, lk)) {
         wait_free(rs, lk);
-        dlock__redis_held(lk, dlock__redis_epoch(rs));
+        dlock__redis_held(lk, dlock__redis_epoch(rs, lk));
         return DLOCK_OK;
     }
     q = queue_mode(rs, wt);
