@@ -15,8 +15,9 @@
 #         crash-restart  kill -9 the server, then start it (crash recovery)
 #         kill-clients   kill every client connection on the server side
 #         script-flush   Redis's SCRIPT FLUSH
-#         failover       Redis Sentinel: SENTINEL FAILOVER (settled)
-#         kill-master    Redis Sentinel: kill -9 of the master (settled)
+#         failover       Redis Sentinel or Cluster: a graceful failover (settled)
+#         kill-master    Redis Sentinel or Cluster: kill -9 of the master (of the
+#                        torture name's slot for Cluster; settled)
 #       KIND says what the store promises under that fault: `revokes` (the
 #       locks are gone: a holder must be told, and fences must keep a late
 #       holder's writes out) or `keeps` (the locks stay, no holder may

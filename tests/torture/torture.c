@@ -903,6 +903,9 @@ int main(int argc, char **argv)
     if (mkdtemp(c.dir) == NULL)
         return 70;
     snprintf(c.name, sizeof(c.name), "torture-%d", (int)getpid());
+    /* For a nemesis that aims (the cluster script kills the master that
+     * serves this name). */
+    setenv("DLOCK_TORTURE_NAME", c.name, 1);
     if (dlock_url_redact(&shown, c.url) != DLOCK_OK)
         shown = NULL;
     printf("torture: %s, %d workers, %d s, lease %lld ms, hold <= %d ms, "

@@ -54,8 +54,13 @@ redisContext *dlock__redis_connect_to(struct redis_store *rs, const char *host,
         return NULL;
     }
     if (c->err) {
-        *rc = dlock__seterr(DLOCK_EUNAVAIL, "cannot connect to %s: %s", rs->url,
-                            c->errstr);
+        /* With Sentinel or Cluster the URL names several servers: which. */
+        if (host != NULL && (rs->cluster || rs->master != NULL))
+            *rc = dlock__seterr(DLOCK_EUNAVAIL, "cannot connect to %s:%d "
+                                "(%s): %s", host, port, rs->url, c->errstr);
+        else
+            *rc = dlock__seterr(DLOCK_EUNAVAIL, "cannot connect to %s: %s",
+                                rs->url, c->errstr);
         redisFree(c);
         return NULL;
     }
@@ -138,10 +143,13 @@ static int parse_redirect(struct redis_store *rs, redisContext *c,
  * cluster cannot serve it now (CLUSTERDOWN, TRYAGAIN during a slot's
  * migration): DLOCK_EUNAVAIL, the connection still good; a redirection
  * is left in rs->redir for dlock__redis_cluster_exec().  Without Cluster
- * a MOVED says the URL is wrong.  0: none of these. */
+ * a MOVED or CROSSSLOT says the URL is wrong.  0: none of these. */
 static int cluster_answer(struct redis_store *rs, redisContext *c,
                           const char *msg)
 {
+    if (!rs->cluster && strncmp(msg, "CROSSSLOT", 9) == 0)
+        return dlock__seterr(DLOCK_ESTORE, "%s is a node of a Redis Cluster: "
+                             "use redis-cluster://", rs->url);
     if (strncmp(msg, "MOVED ", 6) == 0 || strncmp(msg, "ASK ", 4) == 0) {
         if (!rs->cluster)
             return dlock__seterr(DLOCK_ESTORE, "%s is a node of a Redis "

@@ -56,7 +56,8 @@ int dlock__redis_hosts_parse(struct redis_store *rs, const struct dlock_url *u,
         size_t len = strcspn(p, ",");
         const char *colon = memchr(p, ':', len);
         char *end;
-        long port = default_port;
+        /* One host: the URL parser has already taken its port apart. */
+        long port = n == 1 && u->port != 0 ? u->port : default_port;
 
         if (colon != NULL) {
             port = strtol(colon + 1, &end, 10);
