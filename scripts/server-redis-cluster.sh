@@ -14,7 +14,7 @@
 #                     again (same port, same nodes.conf, no data) and wait
 #                     (<= 30 s) until it is a replica of the new master, in
 #                     sync; prints the new master's port
-#       failover      CLUSTER FAILOVER on the replica of the owner of slot 0,
+#       failover      CLUSTER FAILOVER on the replica of that same master,
 #                     wait (<= 30 s) until the roles have swapped and the
 #                     cluster is whole; prints the new master's port
 #       migrate SLOT [PORT]  move hash slot SLOT and its keys to another
@@ -318,12 +318,7 @@ kill_master() {
     local dir=$1 old=${2:-} new p slots
     wait_for 30 healthy "$dir" || fail "$dir" "the cluster is not whole"
     p=$(any_node "$dir") || fail "$dir" "no node answers"
-    # Under the torture harness: the master of the lock it hammers.
-    if [ -z "$old" ] && [ -n "${DLOCK_TORTURE_NAME:-}" ]; then
-        old=$(owner "$p" "$(cli "$p" cluster keyslot \
-            "${DLOCK_TORTURE_PREFIX:-dlock:}$DLOCK_TORTURE_NAME")")
-    fi
-    [ -n "$old" ] || old=$(owner "$p" 0)
+    [ -n "$old" ] || old=$(target "$p")
     slots=$(view "$p" | awk -v o="$old" '$1 == o && $2 == "master" {
         $1 = $2 = $3 = ""; sub(/^ +/, ""); print }')
     [ -n "$slots" ] || die "$old is not a master with slots"
@@ -346,11 +341,21 @@ swapped() {
     role_is "$3" master && role_is "$2" slave "$3" && healthy "$1"
 }
 
+# target NODE: the master a fault aims at: under the torture harness the
+# one serving the lock it hammers, else the owner of slot 0.
+target() {
+    local slot=0
+    if [ -n "${DLOCK_TORTURE_NAME:-}" ]; then
+        slot=$(cli "$1" cluster keyslot "dlock:$DLOCK_TORTURE_NAME")
+    fi
+    owner "$1" "$slot"
+}
+
 failover() {
     local dir=$1 old new p end
     wait_for 30 healthy "$dir" || fail "$dir" "the cluster is not whole"
     p=$(any_node "$dir") || fail "$dir" "no node answers"
-    old=$(owner "$p" 0)
+    old=$(target "$p")
     new=$(replica_of "$p" "$old")
     [ -n "$new" ] || die "master $old has no replica"
     pace "$dir"

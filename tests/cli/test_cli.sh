@@ -387,7 +387,7 @@ check "--limit 0 is a usage error" 64 $?
 "$DLOCK" run --limit=x "$run_id/sem" -- true 2>/dev/null
 check "--limit x is a usage error" 64 $?
 case $STORE in
-sqlite://*|redis://*|unix://*|redis-sentinel://*|postgres://*|postgresql://*|mysql://*|mariadb://*)
+sqlite://*|redis://*|unix://*|redis-sentinel://*|redis-cluster://*|postgres://*|postgresql://*|mysql://*|mariadb://*)
     # Two holders of a semaphore of 2, each saying so through its FIFO.
     for k in 1 2; do
         mkfifo "$T/sem-ready-$k" "$T/sem-go-$k"
