@@ -10,6 +10,29 @@ ci=false
 . "$here/servers.sh"
 out=$here/../bench/results
 mkdir -p "$out"
+# DLOCK_BENCH_PIN=CPU: the servers (every thread, and the processes they
+# start later) and dlock-bench on one CPU.  On a VM a wake-up across
+# vCPUs can cost more than the work (here ~90 us, against 8 us on one
+# CPU), and which one a run gets changes from block to block: pinned,
+# the ratios measure the CPU work of client and server, and hold still.
+pin=()
+pinned=()
+if [ -n "${DLOCK_BENCH_PIN:-}" ]; then
+    # Only the servers benchmarked: the Sentinel and Cluster nodes'
+    # background chatter stays off that CPU.
+    for f in "$tmp"/{redis,postgres,mysql}/*pid \
+        "$tmp"/postgres/data/postmaster.pid; do
+        [ -f "$f" ] || continue
+        p=$(head -1 "$f")
+        # and what it started already (PostgreSQL's background workers)
+        for q in "$p" $(pgrep -P "$p" || true); do
+            taskset -a -pc "$DLOCK_BENCH_PIN" "$q" >/dev/null 2>&1 &&
+                pinned+=("$q")
+        done
+    done
+    pin=(taskset -c "$DLOCK_BENCH_PIN")
+    echo "== pinned to CPU $DLOCK_BENCH_PIN: dlock-bench and ${#pinned[@]} server processes (${pinned[*]})"
+fi
 urls=("sqlite://$tmp/bench.db")
 for v in DLOCK_TEST_REDIS_URL DLOCK_TEST_POSTGRES_URL DLOCK_TEST_MYSQL_URL; do
     [ -n "${!v:-}" ] && urls+=("${!v}")
@@ -31,7 +54,7 @@ for u in "${urls[@]}"; do
     esac
     # The renewal part holds its locks for DLOCK_BENCH_RENEW_SECONDS
     # (default 60; --quick: 5).
-    "$build/dlock-bench" "$u" --json "$out/$name.json" "${many[@]}" "$@"
+    "${pin[@]}" "$build/dlock-bench" "$u" --json "$out/$name.json" "${many[@]}" "$@"
 done
 echo
 echo "JSON in bench/results/"
