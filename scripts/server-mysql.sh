@@ -14,7 +14,8 @@
 #                               tables left open, InnoDB recovers from its
 #                               log), then start it, same port
 #   server-mysql.sh ctl DIR kill-clients
-#                               KILL every connection of the test user
+#                               KILL every connection of the test user,
+#                               and wait (<= 5 s) until they are gone
 #   server-mysql.sh ctl DIR pid print the server's pid
 #
 # The server listens on 127.0.0.1 only, on a free unusual port, and never
@@ -181,7 +182,17 @@ ctl)
         launch || die "start after the crash failed"
         ;;
     kill-clients)
+        # KILL returns before the connection is gone (its locks go with
+        # it): wait (<= 5 s) until none of those killed is left, so the
+        # torture harness dates the fault right.
+        ids=$(root_sql "SELECT GROUP_CONCAT(ID) FROM information_schema.PROCESSLIST WHERE USER = '$user'")
         root_sql "KILL CONNECTION USER $user"
+        case $ids in ''|NULL) ;; *)
+            for _ in $(seq 1 50); do
+                [ "$(root_sql "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID IN ($ids)")" = 0 ] && break
+                sleep 0.1
+            done ;;
+        esac
         ;;
     pid)
         server_pid || die "not running"

@@ -18,7 +18,8 @@
 #                                  recovery), then start, same port
 #   server-postgres.sh ctl DIR kill-clients
 #                                  pg_terminate_backend() every backend of
-#                                  the test roles; prints how many
+#                                  the test roles, and wait until they are
+#                                  gone; prints how many
 #   server-postgres.sh ctl DIR pid       print the postmaster's pid
 #   server-postgres.sh ctl DIR port      print the port
 #
@@ -226,8 +227,18 @@ ctl)
         launch || die "start after the crash failed"
         ;;
     kill-clients)
-        psql_super "$database" "SELECT count(pg_terminate_backend(pid))
-            FROM pg_stat_activity WHERE usename IN ('$role', 'other')"
+        # PostgreSQL 14+: wait (<= 5 s) until each backend is gone.  The
+        # signal alone returns at once and a backend dies a moment later,
+        # after this command: the torture harness would date the fault
+        # too early, and see a lock taken in that moment and then dropped
+        # by the kill as held past it.
+        if [ "$(psql_super "$database" "SHOW server_version_num")" -ge 140000 ]; then
+            psql_super "$database" "SELECT count(pg_terminate_backend(pid, 5000))
+                FROM pg_stat_activity WHERE usename IN ('$role', 'other')"
+        else
+            psql_super "$database" "SELECT count(pg_terminate_backend(pid))
+                FROM pg_stat_activity WHERE usename IN ('$role', 'other')"
+        fi
         ;;
     pid)
         server_pid || die "not running"

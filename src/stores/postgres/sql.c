@@ -399,10 +399,15 @@ const char dlock__pg_sql_status2_l[] =
  * name queue there; the second (a new snapshot, READ COMMITTED) sees every
  * row committed before it and decides.  Literals, not parameters: a
  * multi-statement query cannot take them, and poolers in transaction mode
- * cannot follow prepared statements.  Arguments: name, name, name,
+ * cannot follow prepared statements.  SET LOCAL: no bitmap scans in
+ * this transaction only (a plain index scan marks the dead rows of the
+ * name it steps on, a bitmap scan revisits them at every acquire until
+ * autovacuum: postgres.md), nothing a pooler could leak.  Arguments:
+ * name, name, name,
  * shared, name, name, name, owner, shared, host, pid, ttl ms.  The third
  * column says the largest limit of the live rows (a semaphore's). */
 const char dlock__pg_sql_lease_fmt[] =
+    "SET LOCAL enable_bitmapscan = off; "
     "INSERT INTO dlock_fences AS x (name, fence) VALUES (%s, 0) ON "
     "CONFLICT (name) DO UPDATE SET fence = x.fence; "
     "WITH del AS (DELETE FROM dlock_locks WHERE name = %s AND expires_at "
@@ -423,6 +428,7 @@ const char dlock__pg_sql_lease_fmt[] =
  * hold the name and all of them asked the same limit.  Arguments: name x4,
  * limit x5, name, owner, host, pid, ttl ms, limit x2. */
 const char dlock__pg_sql_lease_sem_fmt[] =
+    "SET LOCAL enable_bitmapscan = off; "
     "INSERT INTO dlock_fences AS x (name, fence) VALUES (%s, 0) ON "
     "CONFLICT (name) DO UPDATE SET fence = x.fence; "
     "WITH del AS (DELETE FROM dlock_locks WHERE name = %s AND expires_at "
