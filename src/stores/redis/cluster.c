@@ -42,6 +42,8 @@
 
 /* --- each node's pool -------------------------------------------------- */
 
+/* A node's command connection: as the single server's (conn.c), at the
+ * node's address. */
 static int node_open(void *ctx, void **out)
 {
     struct cnode *n = ctx;
@@ -52,32 +54,13 @@ static int node_open(void *ctx, void **out)
     c = dlock__redis_connect_to(n->rs, n->host, n->port, &rc);
     if (c == NULL)
         return rc;
-    rc = dlock__redis_load_scripts(n->rs, c);
-    if (rc != DLOCK_OK) {
-        redisFree(c);
-        return rc;
-    }
-    *out = c;
-    return DLOCK_OK;
-}
-
-static void node_close(void *ctx, void *c)
-{
-    (void)ctx;
-    redisFree(c);
-}
-
-static int node_healthy(void *ctx, void *c, int64_t idle_ms)
-{
-    (void)ctx;
-    (void)idle_ms;
-    return ((redisContext *)c)->err == 0;
+    return dlock__redis_ready(n->rs, c, out);
 }
 
 static const struct dlock__pool_ops node_ops = {
     .open = node_open,
-    .close = node_close,
-    .healthy = node_healthy,
+    .close = dlock__redis_pool_close,
+    .healthy = dlock__redis_pool_healthy,
 };
 
 /* The node at host:port, added if new (caller holds mu); -1 when out of

@@ -311,19 +311,12 @@ int dlock__redis_cmd(struct redis_store *rs, int slot, int retry,
 
 /* --- the pool's callbacks -------------------------------------------- */
 
-/* A command connection: connected, its database selected, the scripts
- * loaded. */
-static int pool_open(void *ctx, void **out)
+int dlock__redis_ready(struct redis_store *rs, redisContext *c, void **out)
 {
-    struct redis_store *rs = ctx;
-    redisContext *c;
     redisReply *r;
-    int rc = DLOCK_OK;
+    int rc;
 
     *out = NULL;
-    c = dlock__redis_connect(rs, 1, &rc);
-    if (c == NULL)
-        return rc;
     if (rs->db != 0) {
         r = redisCommand(c, "SELECT %d", rs->db);
         if (r == NULL || r->type == REDIS_REPLY_ERROR) {
@@ -345,7 +338,21 @@ static int pool_open(void *ctx, void **out)
     return DLOCK_OK;
 }
 
-static void pool_close(void *ctx, void *c)
+/* The command connection: the server's, or the sentinels' master's. */
+static int pool_open(void *ctx, void **out)
+{
+    struct redis_store *rs = ctx;
+    redisContext *c;
+    int rc = DLOCK_OK;
+
+    *out = NULL;
+    c = dlock__redis_connect(rs, 1, &rc);
+    if (c == NULL)
+        return rc;
+    return dlock__redis_ready(rs, c, out);
+}
+
+void dlock__redis_pool_close(void *ctx, void *c)
 {
     (void)ctx;
     redisFree(c);
@@ -353,7 +360,7 @@ static void pool_close(void *ctx, void *c)
 
 /* A local check only: a connection that died while idle still looks
  * fine here, and is found out by its next command (the retry). */
-static int pool_healthy(void *ctx, void *c, int64_t idle_ms)
+int dlock__redis_pool_healthy(void *ctx, void *c, int64_t idle_ms)
 {
     (void)ctx;
     (void)idle_ms;
@@ -362,6 +369,6 @@ static int pool_healthy(void *ctx, void *c, int64_t idle_ms)
 
 const struct dlock__pool_ops dlock__redis_pool_ops = {
     .open = pool_open,
-    .close = pool_close,
-    .healthy = pool_healthy,
+    .close = dlock__redis_pool_close,
+    .healthy = dlock__redis_pool_healthy,
 };

@@ -258,6 +258,13 @@ redisContext *dlock__redis_cluster_any(struct redis_store *rs, int *rc);
 /* The pool's callbacks (ctx: the struct redis_store); a new connection
  * has its database selected and the scripts loaded. */
 extern const struct dlock__pool_ops dlock__redis_pool_ops;
+/* A connection made ready for commands: its database selected, the
+ * scripts loaded; *out = c, or c freed and an error. */
+int dlock__redis_ready(struct redis_store *rs, redisContext *c, void **out);
+/* The close and healthy callbacks of every Redis pool (cluster nodes'
+ * too); ctx unused. */
+void dlock__redis_pool_close(void *ctx, void *c);
+int dlock__redis_pool_healthy(void *ctx, void *c, int64_t idle_ms);
 /* Connect to host:port (NULL: the unix socket), authenticate and check
  * that the peer speaks Redis.  Returns a ready context, or NULL with *rc
  * and the message set. */
