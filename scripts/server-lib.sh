@@ -26,3 +26,35 @@ stop_pid() {
     done
     return 0
 }
+
+# port_free PORT: no one listens on it, nor (if ss is there) uses it at
+# all: a Redis Cluster's bus ports (+ 10000) are in the range of the
+# ephemeral ones, which outgoing connections take.
+port_free() {
+    ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null || return 1
+    ! command -v ss >/dev/null || [ -z "$(ss -Htan "sport = :$1")" ]
+}
+
+# wait_for SECONDS CMD...: run CMD every 0.1 s until it succeeds, for at
+# most SECONDS (wall clock).
+wait_for() {
+    local end=$((SECONDS + $1))
+    shift
+    while [ "$SECONDS" -lt "$end" ]; do
+        "$@" >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# stop_pidfiles DIR: stop the process of every DIR/*/pid (a topology of
+# servers, one subdirectory each) and remove the pidfiles.  Always 0.
+stop_pidfiles() {
+    local f
+    for f in "$1"/*/pid; do
+        [ -f "$f" ] || continue
+        stop_pid "$(cat "$f")" TERM
+        rm -f "$f"
+    done
+    return 0
+}

@@ -42,10 +42,6 @@ admin=$(command -v mariadb-admin || command -v mysqladmin || true)
 installdb=$(command -v mariadb-install-db || command -v mysql_install_db ||
             true)
 
-port_free() {
-    ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
-
 server_pid() {
     [ -f "$dir/mysqld.pid" ] || return 1
     local pid

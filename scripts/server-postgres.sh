@@ -73,10 +73,6 @@ as_pg() {
     fi
 }
 
-port_free() {
-    ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
-
 server_pid() {
     local pid
     [ -f "$dir/data/postmaster.pid" ] || return 1

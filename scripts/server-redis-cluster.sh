@@ -42,28 +42,9 @@ die() {
     exit 1
 }
 
-# No one listens on the port, nor (if ss is there) uses it at all: the
-# bus ports (+ 10000) are in the range of the ephemeral ones.
-port_free() {
-    ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null || return 1
-    ! command -v ss >/dev/null || [ -z "$(ss -Htan "sport = :$1")" ]
-}
-
 # Bounded: a node that does not answer must not hang a wait.
 cli() {
     timeout 5 redis-cli -h 127.0.0.1 -p "$@"
-}
-
-# wait_for SECONDS CMD...: run CMD every 0.1 s until it succeeds, for at
-# most SECONDS (wall clock).
-wait_for() {
-    local end=$((SECONDS + $1))
-    shift
-    while [ "$SECONDS" -lt "$end" ]; do
-        "$@" >/dev/null 2>&1 && return 0
-        sleep 0.1
-    done
-    return 1
 }
 
 ports() { cat "$1/ports"; }
@@ -287,15 +268,7 @@ start() {
     die "no free ports found"
 }
 
-stop() {
-    local dir=$1 f
-    for f in "$dir"/n*/pid; do
-        [ -f "$f" ] || continue
-        stop_pid "$(cat "$f")" TERM
-        rm -f "$f"
-    done
-    return 0
-}
+stop() { stop_pidfiles "$1"; }
 
 # Leave 2.5 s (2 x node timeout and some) between the end of one fault
 # and the next: a master votes for the replicas of a given master once in

@@ -23,23 +23,8 @@ die() {
     exit 1
 }
 
-port_free() {
-    ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
-
 cli() {
     redis-cli -h 127.0.0.1 -p "$@"
-}
-
-# wait_for SECONDS CMD...: run CMD every 0.1 s until it succeeds.
-wait_for() {
-    local n=$(($1 * 10)) i
-    shift
-    for i in $(seq 1 "$n"); do
-        "$@" >/dev/null 2>&1 && return 0
-        sleep 0.1
-    done
-    return 1
 }
 
 pong() {
@@ -156,15 +141,7 @@ start() {
     die "no free ports found"
 }
 
-stop() {
-    local dir=$1 f
-    for f in "$dir"/*/pid; do
-        [ -f "$f" ] || continue
-        stop_pid "$(cat "$f")" TERM
-        rm -f "$f"
-    done
-    return 0
-}
+stop() { stop_pidfiles "$1"; }
 
 # The replica is known to every sentinel as a healthy one, so a failover
 # can promote it.  After a fault the sentinels would find a replica that

@@ -19,10 +19,6 @@ die() {
     exit 1
 }
 
-port_free() {
-    ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
-
 # start_in DIR PORT [PASSWORD]: start and wait (<= 30 s) for PING.
 start_in() {
     local dir=$1 port=$2 pass=${3:-} i
