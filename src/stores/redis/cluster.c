@@ -80,7 +80,6 @@ static int node_get(struct redis_store *rs, const char *host, int port)
     n->rs = rs;
     dlock__strlcpy(n->host, host, sizeof(n->host));
     n->port = port;
-    n->master_of = -1;
     dlock__pool_init(&n->pool, &node_ops, n, 1);
     pthread_mutex_lock(&rs->tmu);
     if (rs->nnodes == rs->cap_nodes) {
@@ -127,8 +126,7 @@ static int apply_map(struct redis_store *rs, const redisReply *r,
                      const char *asked)
 {
     int16_t *owner = malloc(SLOTS * sizeof(*owner));
-    unsigned char *master = NULL;
-    int rc = DLOCK_OK;
+    unsigned char *master;
 
     if (owner == NULL)
         return dlock__enomem();
@@ -157,14 +155,12 @@ static int apply_map(struct redis_store *rs, const redisReply *r,
         }
         for (long long s = lo < 0 ? 0 : lo; s <= hi && s < SLOTS; s++)
             owner[s] = (int16_t)m;
+        /* Its replicas: known, so refresh() can ask them for the map. */
         for (size_t j = 3; j < e->elements; j++) {
-            int rp, ri;
+            int rp;
 
-            if (entry_addr(e->element[j], asked, &host, &rp) != 0)
-                continue;
-            ri = node_get(rs, host, rp);
-            if (ri >= 0)
-                rs->nodes[ri]->master_of = m;
+            if (entry_addr(e->element[j], asked, &host, &rp) == 0)
+                (void)node_get(rs, host, rp);
         }
     }
     master = calloc((size_t)rs->nnodes, 1);
@@ -176,11 +172,8 @@ static int apply_map(struct redis_store *rs, const redisReply *r,
         if (owner[s] >= 0)
             master[owner[s]] = 1;
     pthread_mutex_lock(&rs->tmu);
-    for (int i = 0; i < rs->nnodes; i++) {
+    for (int i = 0; i < rs->nnodes; i++)
         rs->nodes[i]->is_master = master[i];
-        if (master[i])
-            rs->nodes[i]->master_of = -1;
-    }
     for (int s = 0; s < SLOTS; s++) {
         int old = rs->slot_node[s];
 
@@ -194,7 +187,7 @@ static int apply_map(struct redis_store *rs, const redisReply *r,
     pthread_mutex_unlock(&rs->tmu);
     free(master);
     free(owner);
-    return rc;
+    return DLOCK_OK;
 }
 
 /* Ask host:port for the map: DLOCK_OK, or an error with the message set

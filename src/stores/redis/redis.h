@@ -224,7 +224,6 @@ struct cnode {
     struct redis_store *rs;
     char host[256];
     int port;
-    int master_of; /* a replica: index of its master in nodes, else -1 */
     int is_master; /* serves slots in the last map */
     struct dlock__pool pool;
 };
