@@ -367,6 +367,29 @@ static int sqlite_init(struct dlock_store *s)
     return DLOCK_OK;
 }
 
+/* Switching a new file to WAL writes its header from inside a read
+ * transaction.  When several processes open the same new file at once,
+ * one of them holds the write lock while another wants it with its read
+ * transaction open: SQLite answers SQLITE_BUSY at once, without asking the
+ * busy handler (waiting there could deadlock).  Nothing is held between
+ * two tries here, so retrying until the deadline is safe. */
+static int set_wal(struct sqlite_store *ss, char **err)
+{
+    int rc, tries = 0;
+
+    for (;;) {
+        rc = sqlite3_exec(ss->db, "PRAGMA journal_mode = WAL; "
+                                  "PRAGMA synchronous = FULL;",
+                          NULL, NULL, err);
+        if (rc == SQLITE_OK || !is_busy(ss) ||
+            dlock__now_ms() >= ss->busy_deadline)
+            return rc;
+        sqlite3_free(*err);
+        *err = NULL;
+        dlock__sleep_ms(tries++ < 4 ? 1 : 5);
+    }
+}
+
 static int sqlite_open(struct dlock_store **out, const struct dlock_url *u)
 {
     static const char *const known[] = {"timeout", NULL};
@@ -443,9 +466,7 @@ static int sqlite_open(struct dlock_store **out, const struct dlock_url *u)
     /* WAL: readers never wait for the writer.  FULL: a lock handed out is
      * on disk before anyone is told, so a crash never hands it out twice
      * (and never lets a fence go back). */
-    rc = sqlite3_exec(ss->db,
-                      "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;",
-                      NULL, NULL, &err);
+    rc = set_wal(ss, &err);
     if (rc != SQLITE_OK) {
         rc = dlock__seterr(DLOCK_EUNAVAIL, "cannot use %s as a lock "
                            "database: %s", ss->path, err ? err : "?");

@@ -2,7 +2,8 @@
  * test_sqlite.c - what only the SQLite store promises: a holder whose
  * process is gone (or whose pid now belongs to another process, or whose
  * row is from an earlier boot) is taken over at once; a live holder keeps
- * its lease; SQLite's "database is locked" never reaches the caller.
+ * its lease; SQLite's "database is locked" never reaches the caller, not
+ * even when many processes open one new file at once.
  *
  *     test_sqlite DBFILE
  *
@@ -144,6 +145,61 @@ static void test_write_lock_held_outside(void)
     sqlite3_close(db);
 }
 
+/* Processes that open the same new file at the same moment all get the
+ * store: the first open turns the file into WAL, and SQLite answers the
+ * others "database is locked" without calling the busy handler.  Runs
+ * first, while this process has no threads, because it forks. */
+static void test_fresh_file_race(void)
+{
+    enum { ROUNDS = 40, PROCS = 8 };
+    char fresh[4200], side[4300];
+    int bad = 0;
+
+    snprintf(fresh, sizeof(fresh), "%s.fresh", path);
+    for (int r = 0; r < ROUNDS; r++) {
+        int go[2];
+        pid_t kids[PROCS];
+
+        unlink(fresh);
+        snprintf(side, sizeof(side), "%s-wal", fresh);
+        unlink(side);
+        snprintf(side, sizeof(side), "%s-shm", fresh);
+        unlink(side);
+        if (pipe(go) != 0)
+            exit(7);
+        for (int i = 0; i < PROCS; i++) {
+            kids[i] = fork();
+            if (kids[i] < 0)
+                exit(7);
+            if (kids[i] == 0) {
+                char u[4300], c;
+                dlock_store *s;
+
+                close(go[1]);
+                (void)!read(go[0], &c, 1); /* EOF: everyone starts */
+                snprintf(u, sizeof(u), "sqlite://%s", fresh);
+                if (dlock_store_open(&s, u) != DLOCK_OK) {
+                    fprintf(stderr, "round %d: %s\n", r, dlock_errmsg());
+                    _exit(1);
+                }
+                dlock_store_close(s);
+                _exit(0);
+            }
+        }
+        close(go[0]);
+        close(go[1]);
+        for (int i = 0; i < PROCS; i++) {
+            int st;
+
+            if (waitpid(kids[i], &st, 0) != kids[i] || !WIFEXITED(st) ||
+                WEXITSTATUS(st) != 0)
+                bad++;
+        }
+    }
+    EXPECT(bad == 0);
+    unlink(fresh);
+}
+
 /* Not a database: a clear error, no crash. */
 static void test_garbage_file(void)
 {
@@ -177,6 +233,7 @@ int main(int argc, char **argv)
     path = argv[1];
     unlink(path);
     snprintf(url, sizeof(url), "sqlite://%s", path);
+    test_fresh_file_race();
     test_dead_holders();
     test_write_lock_held_outside();
     test_garbage_file();
