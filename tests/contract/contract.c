@@ -1015,6 +1015,47 @@ static void t_sem_admit(dlock_store *s)
     dlock_store_close(s2);
 }
 
+/* Breaking a semaphore from outside breaks every holder: each is told
+ * LOST, and the name is free for a plain lock (a limit-1 acquire) at once,
+ * as after breaking a lock. */
+static void t_sem_broken(dlock_store *s)
+{
+    dlock_options o = sem_opts(0, 600, 1, SEM_N);
+    dlock_options one = opts(0, 5000, 0);
+    dlock_store *s2, *s3;
+    dlock_lock *l[SEM_N], *x = NULL;
+    unsigned removed = 0;
+    int64_t until;
+    int lost;
+
+    if (!sem_supported(s, "sem-broken"))
+        return;
+    s2 = open_store();
+    s3 = open_store();
+    for (int i = 0; i < SEM_N; i++)
+        EXPECT_RC(dlock_acquire(&l[i], i % 2 ? s2 : s, nm("sem-broken"), &o),
+                  DLOCK_OK);
+    EXPECT_RC(dlock_force_release(&removed, s3, nm("sem-broken")), DLOCK_OK);
+    EXPECT(removed == SEM_N);
+    EXPECT_RC(dlock_acquire(&x, s3, nm("sem-broken"), &one), DLOCK_OK);
+    /* Renewal at ttl/3 finds each holder gone. */
+    until = now_ms() + 3000;
+    do {
+        lost = 0;
+        for (int i = 0; i < SEM_N; i++)
+            lost += dlock_is_lost(l[i]);
+        if (lost < SEM_N)
+            sleep_ms(20);
+    } while (lost < SEM_N && now_ms() < until);
+    EXPECT(lost == SEM_N);
+    for (int i = 0; i < SEM_N; i++)
+        EXPECT_RC(dlock_release(l[i]), DLOCK_LOST);
+    EXPECT_RC(dlock_assert_ttl(x, 100), DLOCK_OK);
+    EXPECT_RC(dlock_release(x), DLOCK_OK);
+    dlock_store_close(s3);
+    dlock_store_close(s2);
+}
+
 struct sem_waiter {
     dlock_store *store;
     int rc;
@@ -1289,6 +1330,7 @@ static const struct {
     {"bad_options", t_bad_options},
     {"close_with_held", t_close_with_held},
     {"sem_admit", t_sem_admit},
+    {"sem_broken", t_sem_broken},
     {"sem_waiter", t_sem_waiter},
     {"sem_expiry", t_sem_expiry},
     {"sem_sigkill", t_sem_sigkill},

@@ -541,6 +541,130 @@ static int my_list(struct dlock_store *s, const char *prefix,
                             payload);
 }
 
+/* One holder to break: the connection holding GET_LOCK(key), session
+ * mode only. */
+struct victim {
+    unsigned long long conn_id;
+    char key[KEY_MAX + 1]; /* GET_LOCK's key, raw */
+    size_t key_len;
+    int killed;
+};
+
+/* KILL the victims' connections; then, since KILL returns before the
+ * session ends, wait (bounded) until their GET_LOCKs are free, so an
+ * acquire right after us succeeds. */
+static int kill_victims(struct my_store *ms, struct conn *c, const char *name,
+                        struct victim *v, size_t n)
+{
+    struct sb b = {0};
+    int rc = DLOCK_OK;
+
+    for (size_t i = 0; i < n && rc == DLOCK_OK; i++) {
+        dlock__my_sb_reset(&b);
+        dlock__my_sb_add(&b, "KILL CONNECTION %llu", v[i].conn_id);
+        if (dlock__my_query(c, b.p, b.len) == 0)
+            v[i].killed = 1;
+        else if (mysql_errno(c->db) == ER_KILL_DENIED_ERROR)
+            rc = dlock__seterr(DLOCK_ESTORE,
+                               "'%s': row removed, but this user may not "
+                               "KILL the holder's connection %llu (needs "
+                               "CONNECTION ADMIN or SUPER); it keeps its "
+                               "GET_LOCK until it notices: %s",
+                               name, v[i].conn_id, mysql_error(c->db));
+        else if (mysql_errno(c->db) != ER_NO_SUCH_THREAD)
+            rc = dlock__my_db_err(ms, c, "release --force");
+    }
+    for (size_t i = 0; i < n && rc == DLOCK_OK; i++) {
+        for (int64_t until = dlock__now_ms() + ms->timeout_ms;
+             v[i].killed && dlock__now_ms() < until;) {
+            long long used = 0;
+            int found;
+
+            dlock__my_sb_reset(&b);
+            dlock__my_sb_add(&b, "SELECT IFNULL(IS_USED_LOCK(");
+            dlock__my_sb_lit(&b, c, v[i].key, v[i].key_len);
+            dlock__my_sb_add(&b, "), 0)");
+            rc = dlock__my_run_int(ms, c, &b, &used, &found,
+                                   "release --force");
+            if (rc != DLOCK_OK || (unsigned long long)used != v[i].conn_id)
+                break;
+            dlock__sleep_ms(2);
+        }
+    }
+    dlock__my_sb_free(&b);
+    return rc;
+}
+
+/* A semaphore's head h: its holders are the slot rows.  Delete them and
+ * the head; *v (malloc'd, *nv entries) the connections still holding
+ * their slot's GET_LOCK. */
+static int force_sem(struct my_store *ms, struct conn *c,
+                     const struct my_lock *ml, const struct holder *h,
+                     unsigned *removed, struct victim **v, size_t *nv)
+{
+    char prefix[DLOCK__MYSQL_SEM_PREFIX + 1];
+    struct sb b = {0};
+    MYSQL_RES *res = NULL;
+    MYSQL_ROW row;
+    size_t cap = 0;
+    int rc;
+
+    dlock__mysql_sem_prefix(h->name, h->name_len, prefix);
+    /* An admission that slips in between this read and the delete loses
+     * its row too, unkilled: like every holder here it is told LOST at its
+     * next renewal, and its slot's GET_LOCK lasts only until then. */
+    dlock__my_sb_add(&b, "SELECT %s FROM %s WHERE name LIKE '%s%%'",
+                     dlock__my_columns(ms), ms->table, prefix);
+    rc = dlock__my_run(ms, c, &b, &res, "release --force");
+    while (rc == DLOCK_OK && res != NULL && (row = mysql_fetch_row(res))) {
+        struct holder s;
+
+        dlock__my_read_holder(row, mysql_fetch_lengths(res), &s, 1);
+        if (s.name == NULL) {
+            rc = dlock__enomem();
+            break;
+        }
+        if (!ms->lease_mode && s.conn_id != 0 && s.used_by == s.conn_id &&
+            s.name_len <= KEY_MAX) {
+            if (*nv == cap) {
+                struct victim *nvp;
+
+                cap = cap ? 2 * cap : 8;
+                nvp = realloc(*v, cap * sizeof(**v));
+                if (nvp == NULL) {
+                    free(s.name);
+                    rc = dlock__enomem();
+                    break;
+                }
+                *v = nvp;
+            }
+            (*v)[*nv].conn_id = s.conn_id;
+            memcpy((*v)[*nv].key, s.name, s.name_len);
+            (*v)[*nv].key_len = s.name_len;
+            (*v)[*nv].killed = 0;
+            (*nv)++;
+        }
+        free(s.name);
+    }
+    mysql_free_result(res);
+    if (rc == DLOCK_OK) {
+        dlock__my_sb_reset(&b);
+        dlock__my_sb_add(&b, "DELETE FROM %s WHERE name LIKE '%s%%'",
+                         ms->table, prefix);
+        rc = dlock__my_run(ms, c, &b, NULL, "release --force");
+        if (rc == DLOCK_OK)
+            *removed = (unsigned)mysql_affected_rows(c->db);
+    }
+    if (rc == DLOCK_OK) {
+        dlock__my_sb_reset(&b);
+        dlock__my_sb_add(&b, "DELETE FROM %s WHERE name = ", ms->table);
+        dlock__my_sb_key(&b, c, ml);
+        rc = dlock__my_run(ms, c, &b, NULL, "release --force");
+    }
+    dlock__my_sb_free(&b);
+    return rc;
+}
+
 static int force_fn(void *conn, void *arg, int *dead)
 {
     struct name_call *k = arg;
@@ -552,9 +676,12 @@ static int force_fn(void *conn, void *arg, int *dead)
     struct sb b = {0};
     MYSQL_RES *res;
     MYSQL_ROW row;
-    struct holder h;
-    int rc, have = 0, killed = 0;
+    struct holder h = {0};
+    struct victim *v = NULL;
+    size_t nv = 0;
+    int rc, have = 0;
 
+    *removed = 0;
     ml.key_len = dlock__mysql_key(name, strlen(name), ms->mariadb, ml.key);
     c->name = name;
     dlock__my_sb_add(&b,
@@ -565,56 +692,43 @@ static int force_fn(void *conn, void *arg, int *dead)
     if (rc == DLOCK_OK && res != NULL) {
         row = mysql_fetch_row(res);
         if (row != NULL) {
-            dlock__my_read_holder(row, mysql_fetch_lengths(res), &h, 0);
+            dlock__my_read_holder(row, mysql_fetch_lengths(res), &h, 1);
             have = 1;
+            if (h.name == NULL)
+                rc = dlock__enomem();
         }
         mysql_free_result(res);
     }
-    if (rc != DLOCK_OK || !have) {
-        *removed = 0;
+    if (rc != DLOCK_OK || !have)
         goto out;
-    }
-    /* take_over() with the row treated as dead whatever its lease. */
-    h.left = 0;
-    dlock__my_sb_reset(&b);
-    dlock__my_sb_add(&b, "DELETE FROM %s WHERE name = ", ms->table);
-    dlock__my_sb_key(&b, c, &ml);
-    rc = dlock__my_run(ms, c, &b, NULL, "release --force");
-    if (rc != DLOCK_OK)
-        goto out;
-    *removed = (unsigned)mysql_affected_rows(c->db);
-    if (!ms->lease_mode && h.conn_id != 0 && h.used_by == h.conn_id) {
+    if (h.lim > 1 && !h.has_owner) {
+        /* A semaphore: break every holder, not just the head row. */
+        rc = force_sem(ms, c, &ml, &h, removed, &v, &nv);
+    } else {
         dlock__my_sb_reset(&b);
-        dlock__my_sb_add(&b, "KILL CONNECTION %llu", h.conn_id);
-        if (dlock__my_query(c, b.p, b.len) == 0)
-            killed = 1;
-        else if (mysql_errno(c->db) == ER_KILL_DENIED_ERROR)
-            rc = dlock__seterr(DLOCK_ESTORE,
-                               "'%s': row removed, but this user may not "
-                               "KILL the holder's connection %llu (needs "
-                               "CONNECTION ADMIN or SUPER); it keeps its "
-                               "GET_LOCK until it notices: %s",
-                               name, h.conn_id, mysql_error(c->db));
-        else if (mysql_errno(c->db) != ER_NO_SUCH_THREAD)
-            rc = dlock__my_db_err(ms, c, "release --force");
-    }
-    /* KILL returns before the session ends: wait (bounded) until its
-     * GET_LOCK is free, so an acquire right after us succeeds. */
-    for (int64_t until = dlock__now_ms() + ms->timeout_ms;
-         killed && rc == DLOCK_OK && dlock__now_ms() < until;) {
-        long long used = 0;
-        int found;
-
-        dlock__my_sb_reset(&b);
-        dlock__my_sb_add(&b, "SELECT IFNULL(IS_USED_LOCK(");
+        dlock__my_sb_add(&b, "DELETE FROM %s WHERE name = ", ms->table);
         dlock__my_sb_key(&b, c, &ml);
-        dlock__my_sb_add(&b, "), 0)");
-        rc = dlock__my_run_int(ms, c, &b, &used, &found, "release --force");
-        if (rc != DLOCK_OK || (unsigned long long)used != h.conn_id)
-            break;
-        dlock__sleep_ms(2);
+        rc = dlock__my_run(ms, c, &b, NULL, "release --force");
+        if (rc == DLOCK_OK)
+            *removed = (unsigned)mysql_affected_rows(c->db);
+        if (rc == DLOCK_OK && !ms->lease_mode && h.conn_id != 0 &&
+            h.used_by == h.conn_id) {
+            v = calloc(1, sizeof(*v));
+            if (v == NULL) {
+                rc = dlock__enomem();
+            } else {
+                v->conn_id = h.conn_id;
+                memcpy(v->key, ml.key, ml.key_len);
+                v->key_len = ml.key_len;
+                nv = 1;
+            }
+        }
     }
+    if (rc == DLOCK_OK && nv > 0)
+        rc = kill_victims(ms, c, name, v, nv);
 out:
+    free(v);
+    free(h.name);
     dlock__my_sb_free(&b);
     *dead = rc != DLOCK_OK && dlock__my_conn_error(mysql_errno(c->db));
     return rc;
