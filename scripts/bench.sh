@@ -7,6 +7,9 @@ build=${1:?usage: scripts/bench.sh BUILD_DIR}
 shift
 here=$(cd "$(dirname "$0")" && pwd)
 ci=false
+# Servers that commit durably, as in production (the tests' PostgreSQL
+# skips fsync).
+export DLOCK_SERVER_DURABLE=1
 . "$here/servers.sh"
 out=$here/../bench/results
 mkdir -p "$out"

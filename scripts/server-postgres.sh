@@ -96,9 +96,16 @@ launch() {
     [ "$(id -u)" -ne 0 ] || chown postgres "$dir/server.log"
     [ -f "$bindir/../lib/pg_stat_statements.so" ] &&
         extra=(-c shared_preload_libraries=pg_stat_statements)
+    # Tests skip fsync; make bench (DLOCK_SERVER_DURABLE=1) measures a
+    # server that commits durably, as in production.
+    if [ "${DLOCK_SERVER_DURABLE:-0}" = 1 ]; then
+        extra+=(-c fsync=on -c full_page_writes=on)
+    else
+        extra+=(-c fsync=off -c full_page_writes=off)
+    fi
     as_pg "$bindir/postgres" -D "$dir/data" -k "$dir" -p "$port" \
         -c listen_addresses=127.0.0.1 -c max_connections=300 \
-        -c shared_buffers=16MB -c fsync=off -c full_page_writes=off \
+        -c shared_buffers=16MB \
         -c logging_collector=off -c log_min_messages=warning "${extra[@]}" \
         </dev/null >>"$dir/server.log" 2>&1 &
     echo $! >"$dir/launcher.pid"
