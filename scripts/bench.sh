@@ -13,14 +13,18 @@ export DLOCK_SERVER_DURABLE=1
 . "$here/servers.sh"
 out=$here/../bench/results
 mkdir -p "$out"
-# DLOCK_BENCH_PIN=CPU: the servers (every thread, and the processes they
-# start later) and dlock-bench on one CPU.  On a VM a wake-up across
-# vCPUs can cost more than the work (here ~90 us, against 8 us on one
-# CPU), and which one a run gets changes from block to block: pinned,
-# the ratios measure the CPU work of client and server, and hold still.
+# Pinning: the servers (every thread, and the processes they started)
+# and dlock-bench on one CPU.  On a VM a wake-up across vCPUs can cost
+# more than the work (here ~90 us, against 8 us on one CPU), and which
+# one a run gets changes from block to block: pinned, the ratios measure
+# the CPU work of client and server, and hold still.
+#   DLOCK_BENCH_PIN=CPU  the whole run pinned to CPU
+#   (unset)              the uncontended part pinned to CPU 0 first
+#                        (bench/results/*-pinned.json), then the run as
+#                        the scheduler places it
 pin=()
-pinned=()
-if [ -n "${DLOCK_BENCH_PIN:-}" ]; then
+pin_servers() {
+    local pinned=() f p q
     # Only the servers benchmarked: the Sentinel and Cluster nodes'
     # background chatter stays off that CPU.
     for f in "$tmp"/{redis,postgres,mysql}/*pid \
@@ -29,17 +33,34 @@ if [ -n "${DLOCK_BENCH_PIN:-}" ]; then
         p=$(head -1 "$f")
         # and what it started already (PostgreSQL's background workers)
         for q in "$p" $(pgrep -P "$p" || true); do
-            taskset -a -pc "$DLOCK_BENCH_PIN" "$q" >/dev/null 2>&1 &&
-                pinned+=("$q")
+            taskset -a -pc "$1" "$q" >/dev/null 2>&1 && pinned+=("$q")
         done
     done
-    pin=(taskset -c "$DLOCK_BENCH_PIN")
-    echo "== pinned to CPU $DLOCK_BENCH_PIN: dlock-bench and ${#pinned[@]} server processes (${pinned[*]})"
+    pin=(taskset -c "$1")
+    echo "== CPU $1 for dlock-bench and ${#pinned[@]} server processes (${pinned[*]})"
+}
+if [ -n "${DLOCK_BENCH_PIN:-}" ]; then
+    pin_servers "$DLOCK_BENCH_PIN"
 fi
 urls=("sqlite://$tmp/bench.db")
 for v in DLOCK_TEST_REDIS_URL DLOCK_TEST_POSTGRES_URL DLOCK_TEST_MYSQL_URL; do
     [ -n "${!v:-}" ] && urls+=("${!v}")
 done
+# Unpinned runs first measure the uncontended cycle pinned to CPU 0, on
+# servers that have done nothing else yet (later, autovacuum and other
+# background work after the big parts would share that CPU).
+if [ -z "${DLOCK_BENCH_PIN:-}" ] && command -v taskset >/dev/null &&
+    [ "$(nproc)" -gt 1 ]; then
+    pin_servers 0
+    for u in "${urls[@]}"; do
+        name=$(echo "$u" | sed -E 's#:.*##')
+        "${pin[@]}" "$build/dlock-bench" "$u" --only uncontended \
+            --json "$out/$name-pinned.json"
+    done
+    pin_servers "0-$(($(nproc) - 1))"
+    pin=()
+    echo "== unpinned again: the run as the scheduler places it"
+fi
 for u in "${urls[@]}"; do
     name=$(echo "$u" | sed -E 's#:.*##')
     echo
