@@ -375,18 +375,16 @@ static int sqlite_init(struct dlock_store *s)
  * two tries here, so retrying until the deadline is safe. */
 static int set_wal(struct sqlite_store *ss, char **err)
 {
-    int rc, tries = 0;
+    for (int tries = 0;; tries++) {
+        int rc = sqlite3_exec(ss->db, "PRAGMA journal_mode = WAL; "
+                                      "PRAGMA synchronous = FULL;",
+                              NULL, NULL, err);
 
-    for (;;) {
-        rc = sqlite3_exec(ss->db, "PRAGMA journal_mode = WAL; "
-                                  "PRAGMA synchronous = FULL;",
-                          NULL, NULL, err);
-        if (rc == SQLITE_OK || !is_busy(ss) ||
-            dlock__now_ms() >= ss->busy_deadline)
+        /* The busy handler's own naps and deadline, called by hand. */
+        if (rc == SQLITE_OK || !is_busy(ss) || !busy_handler(ss, tries))
             return rc;
         sqlite3_free(*err);
         *err = NULL;
-        dlock__sleep_ms(tries++ < 4 ? 1 : 5);
     }
 }
 

@@ -541,25 +541,53 @@ static int my_list(struct dlock_store *s, const char *prefix,
                             payload);
 }
 
-/* One holder to break: the connection holding GET_LOCK(key), session
- * mode only. */
-struct victim {
-    unsigned long long conn_id;
-    char key[KEY_MAX + 1]; /* GET_LOCK's key, raw */
-    size_t key_len;
-    int killed;
+/* The holders to break: connections holding GET_LOCK(key), session mode
+ * only. */
+struct victims {
+    struct victim {
+        unsigned long long conn_id;
+        char key[KEY_MAX + 1]; /* GET_LOCK's key, raw */
+        size_t key_len;
+        int killed;
+    } *v;
+    size_t n, cap;
 };
+
+/* Holder h's connection, if it still holds key (nothing in lease mode). */
+static int add_victim(struct my_store *ms, struct victims *vs,
+                      const struct holder *h, const char *key, size_t len)
+{
+    if (ms->lease_mode || h->conn_id == 0 || h->used_by != h->conn_id ||
+        len > KEY_MAX)
+        return DLOCK_OK;
+    if (vs->n == vs->cap) {
+        size_t cap = vs->cap ? 2 * vs->cap : 8;
+        struct victim *nv = realloc(vs->v, cap * sizeof(*nv));
+
+        if (nv == NULL)
+            return dlock__enomem();
+        vs->v = nv;
+        vs->cap = cap;
+    }
+    vs->v[vs->n].conn_id = h->conn_id;
+    memcpy(vs->v[vs->n].key, key, len);
+    vs->v[vs->n].key_len = len;
+    vs->v[vs->n].killed = 0;
+    vs->n++;
+    return DLOCK_OK;
+}
 
 /* KILL the victims' connections; then, since KILL returns before the
  * session ends, wait (bounded) until their GET_LOCKs are free, so an
  * acquire right after us succeeds. */
 static int kill_victims(struct my_store *ms, struct conn *c, const char *name,
-                        struct victim *v, size_t n)
+                        struct victims *vs)
 {
+    struct victim *v = vs->v;
     struct sb b = {0};
     int rc = DLOCK_OK;
 
-    for (size_t i = 0; i < n && rc == DLOCK_OK; i++) {
+    for (size_t i = 0; i < vs->n && rc == DLOCK_OK; i++) {
         dlock__my_sb_reset(&b);
         dlock__my_sb_add(&b, "KILL CONNECTION %llu", v[i].conn_id);
         if (dlock__my_query(c, b.p, b.len) == 0)
@@ -574,7 +602,7 @@ static int kill_victims(struct my_store *ms, struct conn *c, const char *name,
         else if (mysql_errno(c->db) != ER_NO_SUCH_THREAD)
             rc = dlock__my_db_err(ms, c, "release --force");
     }
-    for (size_t i = 0; i < n && rc == DLOCK_OK; i++) {
+    for (size_t i = 0; i < vs->n && rc == DLOCK_OK; i++) {
         for (int64_t until = dlock__now_ms() + ms->timeout_ms;
              v[i].killed && dlock__now_ms() < until;) {
             long long used = 0;
@@ -595,18 +623,17 @@ static int kill_victims(struct my_store *ms, struct conn *c, const char *name,
     return rc;
 }
 
-/* A semaphore's head h: its holders are the slot rows.  Delete them and
- * the head; *v (malloc'd, *nv entries) the connections still holding
- * their slot's GET_LOCK. */
-static int force_sem(struct my_store *ms, struct conn *c,
-                     const struct my_lock *ml, const struct holder *h,
-                     unsigned *removed, struct victim **v, size_t *nv)
+/* A semaphore's head h: its holders are the slot rows.  Delete them
+ * (*removed: how many) and add the connections still holding their
+ * slot's GET_LOCK to vs. */
+static int force_slots(struct my_store *ms, struct conn *c,
+                       const struct holder *h, unsigned *removed,
+                       struct victims *vs)
 {
     char prefix[DLOCK__MYSQL_SEM_PREFIX + 1];
     struct sb b = {0};
     MYSQL_RES *res = NULL;
     MYSQL_ROW row;
-    size_t cap = 0;
     int rc;
 
     dlock__mysql_sem_prefix(h->name, h->name_len, prefix);
@@ -620,30 +647,8 @@ static int force_sem(struct my_store *ms, struct conn *c,
         struct holder s;
 
         dlock__my_read_holder(row, mysql_fetch_lengths(res), &s, 1);
-        if (s.name == NULL) {
-            rc = dlock__enomem();
-            break;
-        }
-        if (!ms->lease_mode && s.conn_id != 0 && s.used_by == s.conn_id &&
-            s.name_len <= KEY_MAX) {
-            if (*nv == cap) {
-                struct victim *nvp;
-
-                cap = cap ? 2 * cap : 8;
-                nvp = realloc(*v, cap * sizeof(**v));
-                if (nvp == NULL) {
-                    free(s.name);
-                    rc = dlock__enomem();
-                    break;
-                }
-                *v = nvp;
-            }
-            (*v)[*nv].conn_id = s.conn_id;
-            memcpy((*v)[*nv].key, s.name, s.name_len);
-            (*v)[*nv].key_len = s.name_len;
-            (*v)[*nv].killed = 0;
-            (*nv)++;
-        }
+        rc = s.name == NULL ? dlock__enomem()
+                            : add_victim(ms, vs, &s, s.name, s.name_len);
         free(s.name);
     }
     mysql_free_result(res);
@@ -654,12 +659,6 @@ static int force_sem(struct my_store *ms, struct conn *c,
         rc = dlock__my_run(ms, c, &b, NULL, "release --force");
         if (rc == DLOCK_OK)
             *removed = (unsigned)mysql_affected_rows(c->db);
-    }
-    if (rc == DLOCK_OK) {
-        dlock__my_sb_reset(&b);
-        dlock__my_sb_add(&b, "DELETE FROM %s WHERE name = ", ms->table);
-        dlock__my_sb_key(&b, c, ml);
-        rc = dlock__my_run(ms, c, &b, NULL, "release --force");
     }
     dlock__my_sb_free(&b);
     return rc;
@@ -677,9 +676,8 @@ static int force_fn(void *conn, void *arg, int *dead)
     MYSQL_RES *res;
     MYSQL_ROW row;
     struct holder h = {0};
-    struct victim *v = NULL;
-    size_t nv = 0;
-    int rc, have = 0;
+    struct victims vs = {0};
+    int rc, have = 0, sem;
 
     *removed = 0;
     ml.key_len = dlock__mysql_key(name, strlen(name), ms->mariadb, ml.key);
@@ -701,33 +699,23 @@ static int force_fn(void *conn, void *arg, int *dead)
     }
     if (rc != DLOCK_OK || !have)
         goto out;
-    if (h.lim > 1 && !h.has_owner) {
-        /* A semaphore: break every holder, not just the head row. */
-        rc = force_sem(ms, c, &ml, &h, removed, &v, &nv);
-    } else {
+    /* A semaphore's head row: break every holder (the slot rows), not just
+     * the head.  A lock's row: break its holder. */
+    sem = h.lim > 1 && !h.has_owner;
+    rc = sem ? force_slots(ms, c, &h, removed, &vs)
+             : add_victim(ms, &vs, &h, ml.key, ml.key_len);
+    if (rc == DLOCK_OK) {
         dlock__my_sb_reset(&b);
         dlock__my_sb_add(&b, "DELETE FROM %s WHERE name = ", ms->table);
         dlock__my_sb_key(&b, c, &ml);
         rc = dlock__my_run(ms, c, &b, NULL, "release --force");
-        if (rc == DLOCK_OK)
+        if (rc == DLOCK_OK && !sem)
             *removed = (unsigned)mysql_affected_rows(c->db);
-        if (rc == DLOCK_OK && !ms->lease_mode && h.conn_id != 0 &&
-            h.used_by == h.conn_id) {
-            v = calloc(1, sizeof(*v));
-            if (v == NULL) {
-                rc = dlock__enomem();
-            } else {
-                v->conn_id = h.conn_id;
-                memcpy(v->key, ml.key, ml.key_len);
-                v->key_len = ml.key_len;
-                nv = 1;
-            }
-        }
     }
-    if (rc == DLOCK_OK && nv > 0)
-        rc = kill_victims(ms, c, name, v, nv);
+    if (rc == DLOCK_OK)
+        rc = kill_victims(ms, c, name, &vs);
 out:
-    free(v);
+    free(vs.v);
     free(h.name);
     dlock__my_sb_free(&b);
     *dead = rc != DLOCK_OK && dlock__my_conn_error(mysql_errno(c->db));
