@@ -37,7 +37,7 @@ test:
 
 bench: build
 	@scripts/deps.sh test
-	@cmake --build $(BUILD) -j$(JOBS) --target dlock-bench
+	@cmake --build $(BUILD) -j$(JOBS) --target dlock-bench dlock-floors
 	@scripts/bench.sh $(BUILD)
 
 # libFuzzer, FUZZ_SECONDS per target; new finds go to tests/fuzz/corpus.

@@ -19,6 +19,11 @@ int bench_noop_durable(struct bench_noop *n);
  * pg_stat_statements). */
 long long bench_server_requests(struct bench_noop *n);
 void bench_noop_close(struct bench_noop *n);
+/* The no-op's own connection (PGconn *, MYSQL *, redisContext *,
+ * sqlite3 *) and its kind ('p', 'm', 'r', 's'), for dlock-floors, which
+ * times its candidates on the connection its no-op uses. */
+void *bench_noop_conn(struct bench_noop *n);
+char bench_noop_kind(struct bench_noop *n);
 /* "SQLite 3.40.1", "Redis 7.0.15", ... (static buffer). */
 const char *bench_server_version(const char *url);
 

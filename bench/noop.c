@@ -303,6 +303,30 @@ void bench_noop_close(struct bench_noop *n)
     free(n);
 }
 
+void *bench_noop_conn(struct bench_noop *n)
+{
+    switch (n->kind) {
+#ifdef DLOCK_HAVE_REDIS
+    case 'r':
+        return n->rc;
+#endif
+#ifdef DLOCK_HAVE_POSTGRES
+    case 'p':
+        return n->pg;
+#endif
+#ifdef DLOCK_HAVE_MYSQL
+    case 'm':
+        return n->my;
+#endif
+    }
+    return n->db;
+}
+
+char bench_noop_kind(struct bench_noop *n)
+{
+    return n->kind;
+}
+
 const char *bench_server_version(const char *url)
 {
     struct bench_noop *n;

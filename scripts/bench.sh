@@ -39,6 +39,14 @@ pin_servers() {
     pin=(taskset -c "$1")
     echo "== CPU $1 for dlock-bench and ${#pinned[@]} server processes (${pinned[*]})"
 }
+# What each part of a SQL cycle costs on the same server, as the same
+# ratio (bench/floors.c): the least a cycle keeping that part can cost.
+floors() {
+    case $2 in
+    postgres|postgresql|mysql|mariadb)
+        "${pin[@]}" "$build/dlock-floors" "$1" --json "$out/$2-floors.json" ;;
+    esac
+}
 if [ -n "${DLOCK_BENCH_PIN:-}" ]; then
     pin_servers "$DLOCK_BENCH_PIN"
 fi
@@ -56,6 +64,7 @@ if [ -z "${DLOCK_BENCH_PIN:-}" ] && command -v taskset >/dev/null &&
         name=$(echo "$u" | sed -E 's#:.*##')
         "${pin[@]}" "$build/dlock-bench" "$u" --only uncontended \
             --json "$out/$name-pinned.json"
+        floors "$u" "$name"
     done
     pin_servers "0-$(($(nproc) - 1))"
     pin=()
@@ -79,6 +88,7 @@ for u in "${urls[@]}"; do
     # The renewal part holds its locks for DLOCK_BENCH_RENEW_SECONDS
     # (default 60; --quick: 5).
     "${pin[@]}" "$build/dlock-bench" "$u" --json "$out/$name.json" "${many[@]}" "$@"
+    if [ -n "${DLOCK_BENCH_PIN:-}" ]; then floors "$u" "$name"; fi
 done
 echo
 echo "JSON in bench/results/"
