@@ -187,6 +187,10 @@ static const struct floor my_floors[] = {
      "DO RELEASE_LOCK('dlock-floor')", 1},
     {"calls", "two CALLs of an empty procedure", "CALL dlock_floor_noop()",
      "CALL dlock_floor_noop()", 0},
+    {"calls_answer",
+     "two CALLs of a procedure that only answers a row (SELECT 1): the "
+     "shape of dlock's cycle, doing nothing",
+     "CALL dlock_floor_answer()", "CALL dlock_floor_answer()", 3},
     {"row_myisam",
      "a row alone: INSERT + DELETE of a MyISAM row "
      "(its-mieger's engine), no GET_LOCK, no fence",
@@ -239,6 +243,8 @@ static void my_setup(MYSQL *c)
         my_ok(c, sql);
     }
     my_ok(c, "CREATE PROCEDURE IF NOT EXISTS dlock_floor_noop() BEGIN END");
+    my_ok(c, "CREATE PROCEDURE IF NOT EXISTS dlock_floor_answer() BEGIN "
+             "SELECT 1; END");
 }
 
 /* One statement; -1 on error, else 1 if it answered a true first column
@@ -281,6 +287,7 @@ static void my_teardown(MYSQL *c)
     my_ok(c, "DROP TABLE IF EXISTS dlock_floor_myisam, dlock_floor_memory");
     my_ok(c, "DROP SEQUENCE IF EXISTS dlock_floor_seq");
     my_ok(c, "DROP PROCEDURE IF EXISTS dlock_floor_noop");
+    my_ok(c, "DROP PROCEDURE IF EXISTS dlock_floor_answer");
 }
 #endif
 
