@@ -352,6 +352,16 @@ static int insert_row(struct my_store *ms, struct conn *c,
         if (mysql_real_query(c->db, b.p, (unsigned long)b.len) != 0)
             goto failed;
         fence = (uint64_t)mysql_insert_id(c->db);
+        if (ms->lease_mode && ms->have_seq && fence != 0) {
+            dlock__my_sb_reset(&b);
+            dlock__my_sb_seq_raise(&b, ms, c, ml->nkey, ml->nkey_len, fence);
+            if (b.oom) {
+                rc = dlock__enomem();
+                goto undo;
+            }
+            if (mysql_real_query(c->db, b.p, (unsigned long)b.len) != 0)
+                goto failed;
+        }
         dlock__my_sb_reset(&b);
         dlock__my_sb_add(&b, "UPDATE %s SET fence = %llu WHERE name = ",
                          ms->table, (unsigned long long)fence);
@@ -604,7 +614,7 @@ int dlock__my_call(struct my_store *ms, struct conn *c, struct sb *b,
     return call_result(ms, c, v0, v1, what);
 }
 
-/* The uncontended acquire in one statement: CALL NAME_acq1 (see ddl_procs
+/* The uncontended acquire in one statement: CALL NAME_acq2 (see ddl_procs
  * in schema.c).  *got: 0, the GET_LOCK is taken and nothing happened; 1,
  * acquired (lk->fence set); 2, we hold the GET_LOCK and a row is there.
  * DLOCK_ENOTSUP: use the plain statements. */

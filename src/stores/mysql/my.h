@@ -242,11 +242,15 @@ int dlock__my_holder_dead(const struct holder *h);
  * quoted identifiers of ms (table, fences, seq, procedures, index) and
  * the table's bare name. */
 int dlock__my_parse_names(const struct dlock_url *u, struct my_store *ms);
-/* The statement that takes the next fence of the name whose key is at
- * the end of b (lease: in the durable NAME_fences, else in NAME_seq) and
- * leaves it in LAST_INSERT_ID(); see FENCE_NEXT in schema.c. */
+/* The statement that takes the next fence of the name key (lease: in the
+ * durable NAME_fences, else in NAME_seq) and leaves it in
+ * LAST_INSERT_ID(); see schema.c. */
 void dlock__my_sb_fence(struct sb *b, struct my_store *ms, struct conn *c,
                         const char *key, size_t key_len, int durable);
+/* Lease mode, with NAME_seq: the statement that raises the name's
+ * session-mode counter to the fence it just took. */
+void dlock__my_sb_seq_raise(struct sb *b, struct my_store *ms, struct conn *c,
+                            const char *key, size_t key_len, uint64_t fence);
 /* On open: use the tables if they are there, else create them. */
 int dlock__my_ensure_tables(struct my_store *ms, struct conn *c);
 int dlock__my_init(struct dlock_store *s);

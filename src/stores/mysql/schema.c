@@ -123,18 +123,21 @@ static void ddl_seq(struct sb *b, const char *q)
         q);
 }
 
-/* The next fence of a name: above both counters of the name (either mode
- * may have handed out the last one) and at least the server's clock in
- * microseconds, so that a counter a crash took back, or lost, is
- * overtaken at once.  The caller takes it after its row is in, as the
- * holder, so that fences follow the order in which holders held the lock
- * whatever excluded them (GET_LOCK, the row, its-mieger's library).  key
- * is a literal for c, or (c NULL) SQL text such as a variable's name. */
+/* The next fence of a name: above the name's counter and at least the
+ * server's clock in microseconds, so that a counter a crash took back, or
+ * lost, is overtaken at once.  Lease mode (durable) also reads session
+ * mode's counter, and passes each fence it hands out on to it
+ * (dlock__my_sb_seq_raise): so session mode's counter is never below a
+ * fence of either mode, and session mode reads only its own (MyISAM)
+ * counter, not the InnoDB one, in its one-CALL acquire.  The caller takes
+ * it after its row is in, as the holder, so that fences follow the order
+ * in which holders held the lock whatever excluded them (GET_LOCK, the
+ * row, its-mieger's library).  key is a literal for c, or (c NULL) SQL
+ * text such as a variable's name. */
 void dlock__my_sb_fence(struct sb *b, struct my_store *ms, struct conn *c,
                         const char *key, size_t key_len, int durable)
 {
     const char *mine = durable || !ms->have_seq ? ms->fences : ms->seq;
-    const char *other = mine == ms->fences ? ms->seq : ms->fences;
     struct sb k = {0};
 
     if (c != NULL)
@@ -147,7 +150,7 @@ void dlock__my_sb_fence(struct sb *b, struct my_store *ms, struct conn *c,
     }
     dlock__my_sb_add(b, "INSERT INTO %s (name, fence) VALUES (%s, ", mine,
                      k.p);
-    if (ms->have_seq)
+    if (mine == ms->fences && ms->have_seq)
         dlock__my_sb_add(b,
                          "LAST_INSERT_ID(GREATEST(" NOWUS
                          ", IFNULL((SELECT fence FROM %s WHERE name = %s), "
@@ -155,7 +158,7 @@ void dlock__my_sb_fence(struct sb *b, struct my_store *ms, struct conn *c,
                          "LAST_INSERT_ID(GREATEST(fence + 1, " NOWUS
                          ", IFNULL((SELECT fence FROM %s WHERE name = %s), "
                          "0) + 1))",
-                         other, k.p, other, k.p);
+                         ms->seq, k.p, ms->seq, k.p);
     else
         dlock__my_sb_add(b,
                          "LAST_INSERT_ID(" NOWUS ")) ON DUPLICATE KEY UPDATE "
@@ -164,12 +167,26 @@ void dlock__my_sb_fence(struct sb *b, struct my_store *ms, struct conn *c,
     dlock__my_sb_free(&k);
 }
 
+/* Lease mode, after taking fence from the durable counter: raise session
+ * mode's counter to it (MyISAM: at once, whatever the transaction does
+ * next; a fence a rollback gives up leaves a gap, never a step back). */
+void dlock__my_sb_seq_raise(struct sb *b, struct my_store *ms, struct conn *c,
+                            const char *key, size_t key_len, uint64_t fence)
+{
+    dlock__my_sb_add(b, "INSERT INTO %s (name, fence) VALUES (", ms->seq);
+    dlock__my_sb_lit(b, c, key, key_len);
+    dlock__my_sb_add(b,
+                     ", %llu) ON DUPLICATE KEY UPDATE fence = "
+                     "GREATEST(fence, %llu)",
+                     (unsigned long long)fence, (unsigned long long)fence);
+}
+
 /* The session-mode procedures: an uncontended acquire is one CALL, and so
  * is a release (the server counts a CALL as one statement, whatever runs
- * inside).  acq1 answers one row (got, fence): got 0, GET_LOCK is taken
+ * inside).  acq2 answers one row (got, fence): got 0, GET_LOCK is taken
  * and nothing happened; 1, acquired with fence; 2, we hold the GET_LOCK
  * but a row is there (the caller judges it, still holding the GET_LOCK).
- * Any error inside undoes what acq1 did (its row, its GET_LOCK) before it
+ * Any error inside undoes what acq2 did (its row, its GET_LOCK) before it
  * reaches the caller.  rel1 answers the number of rows deleted, and lets
  * go of the GET_LOCK only if it deleted our row.  The names carry a
  * version: a later dlock with other procedures makes new ones. */
@@ -494,7 +511,7 @@ int dlock__my_parse_names(const struct dlock_url *u, struct my_store *ms)
     snprintf(ms->table, sizeof(ms->table), "%c%s%c", q, table, q);
     snprintf(ms->fences, sizeof(ms->fences), "%c%s_fences%c", q, table, q);
     snprintf(ms->seq, sizeof(ms->seq), "%c%s_seq%c", q, table, q);
-    snprintf(ms->proc_acq, sizeof(ms->proc_acq), "%c%s_acq1%c", q, table, q);
+    snprintf(ms->proc_acq, sizeof(ms->proc_acq), "%c%s_acq2%c", q, table, q);
     snprintf(ms->proc_rel, sizeof(ms->proc_rel), "%c%s_rel1%c", q, table, q);
     snprintf(ms->index, sizeof(ms->index), "%c%s_ix1%c", q, table, q);
     return DLOCK_OK;

@@ -252,6 +252,62 @@ static void t_sigstop_holder(dlock_store *s, const char *url,
     mysql_close(db);
 }
 
+/* Fences rise across modes on one name.  Lease mode's durable counter is
+ * planted far above the clock (as lease mode could have left it after the
+ * server's clock was set back); session mode, which reads only its own
+ * counter, must still hand out more than lease mode did: lease mode
+ * passes each fence it takes on to session mode's counter. */
+static void t_fences_across_modes(dlock_store *s, const char *url,
+                                  const struct target *t)
+{
+    const unsigned long long far = 4000000000000000000ULL; /* ~2^61.8 */
+    MYSQL *db = raw_connect(t);
+    dlock_options o = DLOCK_OPTIONS_INIT;
+    const char *n = uniq("fence-modes");
+    char lease_url[2048];
+    dlock_store *ls = NULL;
+    dlock_lock *l = NULL;
+    uint64_t f0 = 0, f1 = 0, f2 = 0;
+
+    o.ttl_ms = 5000;
+    o.auto_renew = 0;
+    snprintf(lease_url, sizeof(lease_url), "%s%cmode=lease", url,
+             strchr(url, '?') != NULL ? '&' : '?');
+    EXPECT_RC(dlock_store_open(&ls, lease_url), DLOCK_OK);
+    if (ls == NULL) {
+        mysql_close(db);
+        return;
+    }
+    EXPECT_RC(dlock_acquire(&l, s, n, &o), DLOCK_OK);
+    if (l != NULL) {
+        f0 = dlock_fence(l);
+        EXPECT_RC(dlock_release(l), DLOCK_OK);
+    }
+    EXPECT(sqlf(db, NULL,
+                "INSERT INTO `shared_locks_fences` (name, fence) VALUES "
+                "(%s, %llu) ON DUPLICATE KEY UPDATE fence = %llu",
+                lit(db, n), far, far) >= 1);
+    EXPECT_RC(dlock_acquire(&l, ls, n, &o), DLOCK_OK);
+    if (l != NULL) {
+        f1 = dlock_fence(l);
+        EXPECT_RC(dlock_release(l), DLOCK_OK);
+    }
+    EXPECT_RC(dlock_acquire(&l, s, n, &o), DLOCK_OK);
+    if (l != NULL) {
+        f2 = dlock_fence(l);
+        EXPECT_RC(dlock_release(l), DLOCK_OK);
+    }
+    EXPECT(f0 > 0 && f0 < far);
+    EXPECT(f1 > far);
+    EXPECT(f2 > f1);
+    if (!(f2 > f1))
+        fprintf(stderr, "  session %llu, lease %llu, session again %llu\n",
+                (unsigned long long)f0, (unsigned long long)f1,
+                (unsigned long long)f2);
+    dlock_store_close(ls);
+    mysql_close(db);
+}
+
 int main(int argc, char **argv)
 {
     const char *url = test_url(argc, argv);
@@ -270,6 +326,7 @@ int main(int argc, char **argv)
     t_dlock_holds(s, &t);
     t_kill_only_the_holder(s, &t);
     t_sigstop_holder(s, url, &t);
+    t_fences_across_modes(s, url, &t);
     dlock_store_close(s);
     printf("interop: %d failure(s)\n", failures);
     return failures != 0;
