@@ -58,7 +58,7 @@ static char *pg_conninfo(const char *url)
         for (tok = strtok_r(q + 1, "&", &save); tok != NULL;
              tok = strtok_r(NULL, "&", &save)) {
             if (!strncmp(tok, "keys=", 5) || !strncmp(tok, "mode=", 5) ||
-                !strncmp(tok, "timeout=", 8))
+                !strncmp(tok, "timeout=", 8) || !strncmp(tok, "max_keys=", 9))
                 continue;
             strcat(out, first ? "?" : "&");
             strcat(out, tok);

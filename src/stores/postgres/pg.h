@@ -10,6 +10,7 @@
  *   renew.c    the renew thread's batches: many extends in one UPDATE
  *
  * postgres://[user[:password]@]host[:port]/db[?keys=hashtext][&mode=lease]
+ *     [&max_keys=N]
  *                                          [&timeout=5s][&<libpq options>]
  *
  * Default (session) mode.  The lock itself is a session advisory lock on
@@ -119,6 +120,13 @@ struct pg_store {
     const char *const *sql;
     int lease_mode;
     int64_t op_timeout_ms;
+
+    /* Session mode's advisory keys held through this handle (a lock 1, a
+     * semaphore holder 3; atomic), and how many it may hold: ?max_keys=,
+     * else half the server's lock table (lock_table, read at open); 0:
+     * no limit. */
+    int64_t keys, max_keys, lock_table, locks_per_xact;
+    int max_keys_auto;
 
     struct dlock__pool pool; /* idle connections (PGconn *) */
     pthread_mutex_t sess_mu; /* mux, and every session's refs and is_mux */

@@ -57,7 +57,50 @@ struct held {
     struct sess *s;
     int keyed; /* its key and row are still on s */
     int slot;  /* a semaphore's slot; -1 for a lock */
+    int nkeys; /* counted in ps->keys until freed */
 };
+
+/* Advisory keys a holder of lk takes: a semaphore's slot, semaphore key
+ * and K; a lock's K. */
+static int keys_of(const struct dlock_lock *lk)
+{
+    return lk->limit > 1 ? 3 : 1;
+}
+
+/* Count lk's keys against the handle's limit before taking them: every
+ * session advisory key is an entry of the server's shared lock table,
+ * and when those run out every client of the server gets "out of shared
+ * memory", new connections included. */
+static int keys_take(struct pg_store *ps, const struct dlock_lock *lk)
+{
+    int64_t n = keys_of(lk);
+    int64_t now = __atomic_add_fetch(&ps->keys, n, __ATOMIC_RELAXED);
+
+    if (ps->max_keys == 0 || now <= ps->max_keys)
+        return DLOCK_OK;
+    __atomic_sub_fetch(&ps->keys, n, __ATOMIC_RELAXED);
+    if (!ps->max_keys_auto)
+        return dlock__seterr(DLOCK_ESTORE,
+                             "postgres acquire of '%s': this handle holds "
+                             "%lld advisory keys, and max_keys=%lld (%s)",
+                             lk->name, (long long)(now - n),
+                             (long long)ps->max_keys, ps->base.url);
+    return dlock__seterr(
+        DLOCK_ESTORE,
+        "postgres acquire of '%s': this handle holds %lld advisory keys, "
+        "half of the server's lock table (%lld entries: "
+        "max_locks_per_transaction %lld x its backends); more could leave "
+        "every client of the server with \"out of shared memory\". Raise "
+        "max_locks_per_transaction, or set ?max_keys=N (0: no limit), or "
+        "use ?mode=lease (%s)",
+        lk->name, (long long)(now - n), (long long)ps->lock_table,
+        (long long)ps->locks_per_xact, ps->base.url);
+}
+
+static void keys_give(struct pg_store *ps, int n)
+{
+    __atomic_sub_fetch(&ps->keys, (int64_t)n, __ATOMIC_RELAXED);
+}
 
 /* A session on a pooled connection, or with `fresh` on a new one (the
  * retry of dlock__pool's policy). */
@@ -352,6 +395,7 @@ static int hold(struct dlock_lock *lk, struct sess *s, int keyed)
     h->s = s;
     h->keyed = keyed;
     h->slot = -1;
+    h->nkeys = 0;
     lk->priv = h;
     return DLOCK_OK;
 }
@@ -521,8 +565,8 @@ static int sem_try(struct pg_store *ps, struct dlock_lock *lk,
     return rc;
 }
 
-int dlock__pg_session_try(struct pg_store *ps, struct dlock_lock *lk,
-                          int64_t deadline, int64_t *retry_ms)
+static int session_try(struct pg_store *ps, struct dlock_lock *lk,
+                       int64_t deadline, int64_t *retry_ms)
 {
     struct holders h;
     struct sem_out o;
@@ -571,6 +615,21 @@ int dlock__pg_session_try(struct pg_store *ps, struct dlock_lock *lk,
         pthread_mutex_unlock(&s->mu);
     }
     sess_unref(ps, s);
+    return rc;
+}
+
+int dlock__pg_session_try(struct pg_store *ps, struct dlock_lock *lk,
+                          int64_t deadline, int64_t *retry_ms)
+{
+    int rc = keys_take(ps, lk);
+
+    if (rc != DLOCK_OK)
+        return rc;
+    rc = session_try(ps, lk, deadline, retry_ms);
+    if (rc == DLOCK_OK)
+        ((struct held *)lk->priv)->nkeys = keys_of(lk);
+    else
+        keys_give(ps, keys_of(lk));
     return rc;
 }
 
@@ -652,15 +711,22 @@ int dlock__pg_wait_slice(struct dlock_store *st, struct dlock_lock *lk,
     int rc;
 
     if (h == NULL) {
-        rc = sess_new(ps, &s, 0);
+        /* The wait counts its keys from its first slice to its end. */
+        rc = keys_take(ps, lk);
         if (rc != DLOCK_OK)
             return rc;
-        rc = hold(lk, s, 0);
+        rc = sess_new(ps, &s, 0);
+        if (rc == DLOCK_OK) {
+            rc = hold(lk, s, 0);
+            if (rc != DLOCK_OK)
+                sess_unref(ps, s);
+        }
         if (rc != DLOCK_OK) {
-            sess_unref(ps, s);
+            keys_give(ps, keys_of(lk));
             return rc;
         }
         h = lk->priv;
+        h->nkeys = keys_of(lk);
     }
     s = h->s;
     pthread_mutex_lock(&s->mu);
@@ -770,6 +836,7 @@ void dlock__pg_held_free(struct pg_store *ps, struct dlock_lock *lk)
 
     if (h == NULL)
         return;
+    keys_give(ps, h->nkeys);
     sess_unref(ps, h->s);
     free(h);
     lk->priv = NULL;

@@ -450,7 +450,17 @@ const char dlock__pg_sql_have_tables[] =
     "to_regclass('dlock_held') IS NOT NULL AND "
     "to_regclass('dlock_fence_seq') IS NOT NULL AND "
     "to_regproc('dlock_fence_seed_v2') IS NOT NULL AND "
-    "to_regproc('dlock_sem_acquire_v1') IS NOT NULL";
+    "to_regproc('dlock_sem_acquire_v1') IS NOT NULL, "
+    /* the shared lock table's entries (PostgreSQL's NLOCKENTS): every
+     * session advisory key takes one, and when they run out every client
+     * of the server gets "out of shared memory" */
+    "current_setting('max_locks_per_transaction')::bigint * "
+    "(current_setting('max_connections')::bigint + "
+    "current_setting('autovacuum_max_workers')::bigint + 1 + "
+    "current_setting('max_worker_processes')::bigint + "
+    "current_setting('max_wal_senders')::bigint + "
+    "current_setting('max_prepared_transactions')::bigint), "
+    "current_setting('max_locks_per_transaction')::bigint";
 /* Serialised by a transaction-scoped advisory lock: concurrent CREATE
  * TABLE IF NOT EXISTS can otherwise fail on the catalog's unique keys. */
 const char dlock__pg_sql_init[] =

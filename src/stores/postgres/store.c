@@ -3,6 +3,7 @@
  * the per-lock calls, status, list and force-release (see pg.h for the
  * design).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +56,8 @@ static int ctl_run(struct pg_store *ps, const char *what, int id,
 /* The URL minus dlock's own query parameters, for libpq. */
 static char *strip_options(const char *raw)
 {
-    static const char *const ours[] = {"keys", "mode", "timeout", NULL};
+    static const char *const ours[] = {"keys", "mode", "timeout", "max_keys",
+                                       NULL};
     const char *q = strchr(raw, '?');
     size_t len = strlen(raw);
     char *out = malloc(len + 1), *o;
@@ -124,6 +126,10 @@ static int init_fn(void *conn, void *arg, int *dead)
         if (rc != DLOCK_OK)
             goto out;
         have = dlock__pg_col_bool(res, 0, 0);
+        ps->lock_table = dlock__pg_col_i64(res, 0, 1, 0);
+        ps->locks_per_xact = dlock__pg_col_i64(res, 0, 2, 0);
+        if (ps->max_keys_auto)
+            ps->max_keys = ps->lock_table / 2;
         PQclear(res);
     }
     if (!have) {
@@ -157,12 +163,25 @@ static int pg_init(struct dlock_store *s)
 }
 
 static int parse_options(const struct dlock_url *u, int *hashtext, int *lease,
-                         int64_t *timeout_ms)
+                         int64_t *timeout_ms, int64_t *max_keys)
 {
     const char *keys = dlock__url_param(u, "keys");
     const char *mode = dlock__url_param(u, "mode");
+    const char *mk = dlock__url_param(u, "max_keys");
     int rc;
 
+    *max_keys = -1; /* half the server's lock table */
+    if (mk != NULL) {
+        char *end = NULL;
+
+        errno = 0;
+        *max_keys = mk[0] >= '0' && mk[0] <= '9' ? strtoll(mk, &end, 10) : -1;
+        if (*max_keys < 0 || end == NULL || *end != '\0' || errno != 0)
+            return dlock__seterr(DLOCK_EINVAL,
+                                 "max_keys=%s: expected a whole number of "
+                                 "advisory keys, 0 for no limit (%s)",
+                                 mk, u->redacted);
+    }
     *hashtext = 0;
     *lease = 0;
     if (keys != NULL) {
@@ -197,9 +216,9 @@ static int pg_open(struct dlock_store **out, const struct dlock_url *u)
 {
     struct pg_store *ps;
     int rc, hashtext, lease;
-    int64_t timeout = DEFAULT_OP_TIMEOUT_MS;
+    int64_t timeout = DEFAULT_OP_TIMEOUT_MS, max_keys;
 
-    rc = parse_options(u, &hashtext, &lease, &timeout);
+    rc = parse_options(u, &hashtext, &lease, &timeout, &max_keys);
     if (rc != DLOCK_OK)
         return rc;
     ps = calloc(1, sizeof(*ps));
@@ -214,6 +233,8 @@ static int pg_open(struct dlock_store **out, const struct dlock_url *u)
     ps->lease_mode = lease;
     ps->base.poll_wait = lease; /* no native wait without a session */
     ps->op_timeout_ms = timeout;
+    ps->max_keys_auto = max_keys < 0;
+    ps->max_keys = max_keys < 0 ? 0 : max_keys;
     pthread_mutex_init(&ps->sess_mu, NULL);
     dlock__pool_init(&ps->pool, &dlock__pg_pool_ops, ps,
                      DLOCK__PG_POOL_MAX_IDLE);

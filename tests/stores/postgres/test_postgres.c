@@ -30,6 +30,9 @@
  *               limits (and a limit-1 lock, shared or not) are EINVAL;
  *               kill -9 of a holder frees its slot at once; also with
  *               ?keys=hashtext and ?mode=lease
+ *   max_keys    ?max_keys=N: past N advisory keys on a handle an acquire
+ *               (try or wait, lock or semaphore) is ESTORE at once and
+ *               takes nothing; a release, or a wait given up, makes room
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -960,6 +963,88 @@ static void t_semaphore(void)
     dlock_store_close(s);
 }
 
+/* --- the server's lock table ---------------------------------------------- */
+
+/* ?max_keys=N: a handle holds at most N session advisory keys (a lock 1,
+ * a semaphore holder 3).  Past it an acquire, try or wait, is ESTORE at
+ * once, naming the limit, and takes nothing; the held locks go on; a
+ * release makes room.  Bad values are EINVAL. */
+static void t_max_keys(void)
+{
+    dlock_store *s = open_url(with("max_keys=3")), *bad = NULL;
+    dlock_options o = opts(0, 10000, 1), w = opts(2000, 10000, 1),
+                  so = sem(0, 2);
+    dlock_lock *l[3] = {NULL, NULL, NULL}, *x = NULL;
+    PGconn *c = raw();
+    char four[256];
+    int64_t t0;
+
+    snprintf(four, sizeof(four), "%s", nm("mk/3")); /* nm's buffers rotate */
+    for (int i = 0; i < 3; i++) {
+        char base[32];
+
+        snprintf(base, sizeof(base), "mk/%d", i);
+        EXPECT(dlock_acquire(&l[i], s, nm(base), &o) == DLOCK_OK);
+    }
+    EXPECT(dlock_acquire(&x, s, four, &o) == DLOCK_ESTORE);
+    EXPECT(msg_has("max_keys=3"));
+    t0 = now_ms();
+    EXPECT(dlock_acquire(&x, s, four, &w) == DLOCK_ESTORE);
+    EXPECT(now_ms() - t0 < 1000); /* refused, not waited for */
+    EXPECT(dlock_acquire(&x, s, nm("mk/sem"), &so) == DLOCK_ESTORE);
+    /* Nothing of the refused ones was taken. */
+    EXPECT(q1_is(c, "SELECT pg_try_advisory_lock(hashtextextended($1, 0))",
+                 four, "t"));
+    EXPECT(q1_is(c, "SELECT pg_advisory_unlock(hashtextextended($1, 0))",
+                 four, "t"));
+    for (int i = 0; i < 3; i++)
+        EXPECT(dlock_assert_ttl(l[i], 1000) == DLOCK_OK);
+    /* A release makes room, for a lock, then (three free) a semaphore. */
+    EXPECT(dlock_release(l[0]) == DLOCK_OK);
+    EXPECT(dlock_acquire(&x, s, four, &o) == DLOCK_OK);
+    EXPECT(dlock_release(x) == DLOCK_OK);
+    EXPECT(dlock_acquire(&x, s, nm("mk/sem"), &so) == DLOCK_ESTORE);
+    EXPECT(dlock_release(l[1]) == DLOCK_OK);
+    EXPECT(dlock_release(l[2]) == DLOCK_OK);
+    EXPECT(dlock_acquire(&x, s, nm("mk/sem"), &so) == DLOCK_OK);
+    EXPECT(dlock_release(x) == DLOCK_OK);
+    /* A wait given up gives its count back. */
+    EXPECT(dlock_acquire(&l[0], s, nm("mk/0"), &o) == DLOCK_OK);
+    EXPECT(dlock_acquire(&l[1], s, nm("mk/1"), &o) == DLOCK_OK);
+    EXPECT(q1_is(c, "SELECT pg_try_advisory_lock(hashtextextended($1, 0))",
+                 four, "t"));
+    w.wait_ms = 100;
+    EXPECT(dlock_acquire(&x, s, four, &w) == DLOCK_BUSY);
+    EXPECT(dlock_acquire(&x, s, four, &w) == DLOCK_BUSY);
+    EXPECT(q1_is(c, "SELECT pg_advisory_unlock(hashtextextended($1, 0))",
+                 four, "t"));
+    EXPECT(dlock_acquire(&x, s, four, &o) == DLOCK_OK);
+    EXPECT(dlock_release(x) == DLOCK_OK);
+    EXPECT(dlock_release(l[0]) == DLOCK_OK);
+    EXPECT(dlock_release(l[1]) == DLOCK_OK);
+    /* ?max_keys=0: no limit. */
+    dlock_store_close(s);
+    s = open_url(with("max_keys=0"));
+    for (int i = 0; i < 3; i++) {
+        char base[32];
+
+        snprintf(base, sizeof(base), "mk/%d", i);
+        EXPECT(dlock_acquire(&l[i], s, nm(base), &o) == DLOCK_OK);
+    }
+    EXPECT(dlock_acquire(&x, s, four, &o) == DLOCK_OK);
+    EXPECT(dlock_release(x) == DLOCK_OK);
+    for (int i = 0; i < 3; i++)
+        EXPECT(dlock_release(l[i]) == DLOCK_OK);
+    dlock_store_close(s);
+    EXPECT(dlock_store_open(&bad, with("max_keys=-1")) == DLOCK_EINVAL);
+    EXPECT(msg_has("max_keys=-1"));
+    EXPECT(dlock_store_open(&bad, with("max_keys=lots")) == DLOCK_EINVAL);
+    EXPECT(dlock_store_open(&bad, with("max_keys=")) == DLOCK_EINVAL);
+    EXPECT(dlock_store_open(&bad, with("max_keys=99999999999999999999")) ==
+           DLOCK_EINVAL);
+    PQfinish(c);
+}
+
 static const struct {
     const char *name;
     void (*fn)(void);
@@ -967,6 +1052,7 @@ static const struct {
     {"interop", t_interop}, {"xact", t_xact},         {"hung", t_hung},
     {"killed", t_killed},   {"badinput", t_badinput}, {"lease", t_lease},
     {"mux", t_mux},         {"semaphore", t_semaphore},
+    {"max_keys", t_max_keys},
 };
 
 int main(int argc, char **argv)
