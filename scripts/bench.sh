@@ -77,7 +77,7 @@ for u in "${urls[@]}"; do
     # 1,000 names there, not 10,000 (a server's max_connections).
     # PostgreSQL's auto-renewed try-locks share one session (the mux), so
     # its renewal part holds the full 10,000; MySQL's GET_LOCK cannot
-    # (2,000: the test server allows 2,500 connections).
+    # (2,000: the test server allows 4,200 connections, a handle half).
     case $name in
     mysql|mariadb|postgres|postgresql) case $u in *mode=lease*) many=() ;; *) many=(--many 1000) ;; esac ;;
     *) many=() ;;

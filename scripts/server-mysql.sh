@@ -66,7 +66,7 @@ launch() {
         --port="$port" --bind-address=127.0.0.1 "${run_as[@]}" \
         --log-error="$dir/error.log" --skip-name-resolve \
         --innodb-buffer-pool-size=16M --innodb-log-file-size=8M \
-        --max-connections=2500 --performance-schema=OFF \
+        --max-connections=4200 --performance-schema=OFF \
         --tmpdir="$dir/tmp" </dev/null >>"$dir/stdout.log" 2>&1 &
     echo $! >"$dir/launcher.pid"
     local i

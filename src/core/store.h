@@ -68,6 +68,10 @@ int dlock__url_check_params(const struct dlock_url *url,
  * "ms" or "s" (no suffix: `unit_ms` per unit).  Absent: *out untouched. */
 int dlock__url_param_ms(const struct dlock_url *url, const char *key,
                         int64_t unit_ms, int64_t *out);
+/* Parse a whole number parameter, 0 or more (a count: ?max_keys=).
+ * Absent: *out untouched. */
+int dlock__url_param_count(const struct dlock_url *url, const char *key,
+                           int64_t *out);
 
 /* The base of every store handle. */
 struct dlock_store {

@@ -503,6 +503,30 @@ bad:
                          key, v, u->redacted);
 }
 
+int dlock__url_param_count(const struct dlock_url *u, const char *key,
+                           int64_t *out)
+{
+    const char *v = dlock__url_param(u, key);
+    int64_t n = 0;
+    const char *c;
+
+    if (v == NULL)
+        return DLOCK_OK;
+    for (c = v; isdigit((unsigned char)*c); c++) {
+        if (n > (INT64_MAX - 9) / 10)
+            return dlock__seterr(DLOCK_EINVAL, "%s=%s is too large in %s",
+                                 key, v, u->redacted);
+        n = n * 10 + (*c - '0');
+    }
+    if (c == v || *c != '\0')
+        return dlock__seterr(DLOCK_EINVAL,
+                             "%s=%s in %s: expected a whole number, 0 or "
+                             "more",
+                             key, v, u->redacted);
+    *out = n;
+    return DLOCK_OK;
+}
+
 void dlock_free(char *str)
 {
     free(str);

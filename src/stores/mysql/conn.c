@@ -161,7 +161,8 @@ static int conn_open(void *ctx, void **out)
     }
     info = mysql_get_server_info(c->db);
     c->frac = info != NULL && strstr(info, "MariaDB") != NULL;
-    if (mysql_query(c->db, "SELECT CONNECTION_ID(), @@wait_timeout") != 0 ||
+    if (mysql_query(c->db, "SELECT CONNECTION_ID(), @@wait_timeout, "
+                           "@@max_connections") != 0 ||
         (res = mysql_store_result(c->db)) == NULL) {
         int rc = dlock__my_db_err(ms, c, "connect");
 
@@ -173,6 +174,13 @@ static int conn_open(void *ctx, void **out)
     c->idle_max_ms = row != NULL && row[1] != NULL
                          ? strtoll(row[1], NULL, 10) * 1000
                          : 0;
+    if (row != NULL && row[2] != NULL) {
+        int64_t m = strtoll(row[2], NULL, 10);
+
+        __atomic_store_n(&ms->server_conns, m, __ATOMIC_RELAXED);
+        if (ms->max_conns_auto)
+            __atomic_store_n(&ms->max_conns, m / 2, __ATOMIC_RELAXED);
+    }
     c->used_ms = dlock__now_ms();
     mysql_free_result(res);
     *out = c;

@@ -127,7 +127,7 @@ struct my_store {
     char table[TABLE_MAX + 3]; /* quoted identifiers */
     char fences[TABLE_MAX + 10];
     char seq[TABLE_MAX + 7];      /* NAME_seq: session mode's fences */
-    char proc_acq[TABLE_MAX + 8]; /* NAME_acq1: GET_LOCK + row + fence */
+    char proc_acq[TABLE_MAX + 8]; /* NAME_acq2: GET_LOCK + row + fence */
     char proc_rel[TABLE_MAX + 8]; /* NAME_rel1: row + RELEASE_LOCK */
     char index[TABLE_MAX + 7];
     char raw_table[TABLE_MAX + 1];
@@ -137,6 +137,12 @@ struct my_store {
     int have_proc;         /* the procedures are there and usable
                               (atomic: cleared by any thread that finds
                               them gone or not executable) */
+    /* Session mode pins a server connection per held lock and per wait:
+     * conns counts them (atomic); max_conns is ?max_conns=, else half
+     * the server's @@max_connections (server_conns, read by every new
+     * connection); 0: no limit. */
+    int64_t conns, max_conns, server_conns;
+    int max_conns_auto;
 };
 
 /* A lock's priv: held, or (held 0) waiting for it on c. */
@@ -159,7 +165,13 @@ struct my_lock {
     char prefix[DLOCK__MYSQL_SEM_PREFIX + 1]; /* semaphores: slot keys' */
     int slot;      /* semaphores: the slot key is set for (-1 none) */
     int wait_slot; /* semaphores: a taken slot to wait on (-1 none) */
+    int counted;   /* in ms->conns until dlock__my_free_lock() */
 };
+
+/* --- wait.c ------------------------------------------------------------ */
+
+/* Free a lock's priv, giving back its count of pinned connections. */
+void dlock__my_free_lock(struct my_store *ms, struct my_lock *ml);
 
 /* --- conn.c ------------------------------------------------------------ */
 

@@ -52,7 +52,7 @@ static int my_open(struct dlock_store **out, const struct dlock_url *u)
 {
     static const char *const known[] = {
         "timeout", "table",  "quote",    "mode",    "socket",
-        "ssl",     "ssl-ca", "ssl-cert", "ssl-key", NULL};
+        "ssl",     "ssl-ca", "ssl-cert", "ssl-key", "max_conns", NULL};
     const char *mode, *ssl, *sock;
     struct my_store *ms;
     int rc;
@@ -80,6 +80,13 @@ static int my_open(struct dlock_store **out, const struct dlock_url *u)
     rc = dlock__my_parse_names(u, ms);
     if (rc != DLOCK_OK)
         goto fail;
+    ms->max_conns = -1; /* half the server's max_connections */
+    rc = dlock__url_param_count(u, "max_conns", &ms->max_conns);
+    if (rc != DLOCK_OK)
+        goto fail;
+    ms->max_conns_auto = ms->max_conns < 0;
+    if (ms->max_conns_auto)
+        ms->max_conns = 0; /* until a connection reads it */
     mode = dlock__url_param(u, "mode");
     if (mode != NULL && strcmp(mode, "lease") == 0)
         ms->lease_mode = ms->base.poll_wait = 1; /* no GET_LOCK: core polls */
@@ -366,7 +373,7 @@ static int my_release(struct dlock_store *s, struct dlock_lock *lk)
      * unless its last statement failed. */
     if (k.ml->c != NULL)
         dlock__pool_put(&ms->pool, k.ml->c);
-    free(k.ml);
+    dlock__my_free_lock(ms, k.ml);
     return rc;
 }
 

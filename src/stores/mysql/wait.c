@@ -28,6 +28,47 @@ static struct my_lock *new_lock(struct my_store *ms, struct dlock_lock *lk)
     return ml;
 }
 
+/* Session mode pins a server connection per held lock and per wait:
+ * count lk's against the handle's limit before pinning one.  A server
+ * whose connections run out refuses every client ("Too many
+ * connections"), not only this one. */
+static int conns_take(struct my_store *ms, const struct dlock_lock *lk,
+                      struct my_lock *ml)
+{
+    int64_t max = __atomic_load_n(&ms->max_conns, __ATOMIC_RELAXED);
+    int64_t now = __atomic_add_fetch(&ms->conns, 1, __ATOMIC_RELAXED);
+
+    if (max == 0 || now <= max) {
+        ml->counted = 1;
+        return DLOCK_OK;
+    }
+    __atomic_sub_fetch(&ms->conns, 1, __ATOMIC_RELAXED);
+    if (!ms->max_conns_auto)
+        return dlock__seterr(DLOCK_ESTORE,
+                             "mysql acquire of '%s': this handle holds %lld "
+                             "locks and waits, a connection each, and "
+                             "max_conns=%lld (%s)",
+                             lk->name, (long long)(now - 1), (long long)max,
+                             ms->base.url);
+    return dlock__seterr(
+        DLOCK_ESTORE,
+        "mysql acquire of '%s': this handle holds %lld locks and waits, a "
+        "connection each, half of the server's max_connections (%lld); "
+        "more could leave its other clients with \"Too many connections\". "
+        "Raise max_connections, or set ?max_conns=N (0: no limit), or use "
+        "?mode=lease (%s)",
+        lk->name, (long long)(now - 1),
+        (long long)__atomic_load_n(&ms->server_conns, __ATOMIC_RELAXED),
+        ms->base.url);
+}
+
+void dlock__my_free_lock(struct my_store *ms, struct my_lock *ml)
+{
+    if (ml != NULL && ml->counted)
+        __atomic_sub_fetch(&ms->conns, 1, __ATOMIC_RELAXED);
+    free(ml);
+}
+
 /* Pin a connection to ml: a pooled one, or with `fresh` a new one (the
  * retry of dlock__pool's policy).  *pooled: it came from the pool. */
 static int pin(struct my_store *ms, struct dlock_lock *lk, struct my_lock *ml,
@@ -114,7 +155,7 @@ int dlock__my_try_acquire(struct dlock_store *s, struct dlock_lock *lk,
     if (ml == NULL)
         return dlock__enomem();
     if (lk->limit > 1 && !ms->have_lim) {
-        free(ml);
+        dlock__my_free_lock(ms, ml);
         return dlock__seterr(DLOCK_ENOTSUP,
                              "semaphores on %s need the columns lim and "
                              "slot in %s, which this user may not add: ask "
@@ -127,12 +168,14 @@ int dlock__my_try_acquire(struct dlock_store *s, struct dlock_lock *lk,
 
         rc = dlock__pool_run(&ms->pool, lease_fn, &k);
     } else {
-        rc = pinned_try(ms, lk, ml, deadline, retry_ms);
+        rc = conns_take(ms, lk, ml);
+        if (rc == DLOCK_OK)
+            rc = pinned_try(ms, lk, ml, deadline, retry_ms);
         if (rc != DLOCK_OK && ml->c != NULL)
             unpin(ms, ml, rc == DLOCK_BUSY || rc == DLOCK_EINVAL);
     }
     if (rc != DLOCK_OK) {
-        free(ml);
+        dlock__my_free_lock(ms, ml);
         return rc;
     }
     ml->held = 1;
@@ -252,9 +295,11 @@ int dlock__my_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
         ml = new_lock(ms, lk);
         if (ml == NULL)
             return dlock__enomem();
-        rc = pin(ms, lk, ml, 0, &pooled);
+        rc = conns_take(ms, lk, ml);
+        if (rc == DLOCK_OK)
+            rc = pin(ms, lk, ml, 0, &pooled);
         if (rc != DLOCK_OK) {
-            free(ml);
+            dlock__my_free_lock(ms, ml);
             return rc;
         }
         lk->priv = ml;
@@ -267,7 +312,7 @@ int dlock__my_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
     } else if (rc != DLOCK_BUSY) {
         /* The wait is over, and the connection's state unknown. */
         unpin(ms, ml, 0);
-        free(ml);
+        dlock__my_free_lock(ms, ml);
         lk->priv = NULL;
     }
     return rc;
@@ -280,5 +325,5 @@ void dlock__my_unwait(struct my_store *ms, struct dlock_lock *lk)
     lk->priv = NULL;
     if (ml->c != NULL)
         unpin(ms, ml, 1);
-    free(ml);
+    dlock__my_free_lock(ms, ml);
 }

@@ -3,7 +3,6 @@
  * the per-lock calls, status, list and force-release (see pg.h for the
  * design).
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,21 +166,12 @@ static int parse_options(const struct dlock_url *u, int *hashtext, int *lease,
 {
     const char *keys = dlock__url_param(u, "keys");
     const char *mode = dlock__url_param(u, "mode");
-    const char *mk = dlock__url_param(u, "max_keys");
     int rc;
 
     *max_keys = -1; /* half the server's lock table */
-    if (mk != NULL) {
-        char *end = NULL;
-
-        errno = 0;
-        *max_keys = mk[0] >= '0' && mk[0] <= '9' ? strtoll(mk, &end, 10) : -1;
-        if (*max_keys < 0 || end == NULL || *end != '\0' || errno != 0)
-            return dlock__seterr(DLOCK_EINVAL,
-                                 "max_keys=%s: expected a whole number of "
-                                 "advisory keys, 0 for no limit (%s)",
-                                 mk, u->redacted);
-    }
+    rc = dlock__url_param_count(u, "max_keys", max_keys);
+    if (rc != DLOCK_OK)
+        return rc;
     *hashtext = 0;
     *lease = 0;
     if (keys != NULL) {

@@ -308,6 +308,64 @@ static void t_fences_across_modes(dlock_store *s, const char *url,
     mysql_close(db);
 }
 
+/* ?max_conns=N: session mode pins a connection per held lock and per
+ * wait; past N on a handle an acquire (try or wait) is ESTORE at once,
+ * naming the limit, and takes nothing; a release, or a wait given up,
+ * makes room.  Bad values are EINVAL. */
+static void t_max_conns(const char *url, const struct target *t)
+{
+    MYSQL *db = raw_connect(t);
+    dlock_options o = DLOCK_OPTIONS_INIT, w = DLOCK_OPTIONS_INIT;
+    char u2[2048], third[256], other[256];
+    dlock_store *s = NULL, *bad = NULL;
+    dlock_lock *l[2] = {NULL, NULL}, *x = NULL;
+    long long t0;
+
+    o.ttl_ms = w.ttl_ms = 10000;
+    w.wait_ms = 2000;
+    snprintf(third, sizeof(third), "%s", uniq("maxc-3"));
+    snprintf(other, sizeof(other), "%s", uniq("maxc-o"));
+    snprintf(u2, sizeof(u2), "%s%cmax_conns=2", url,
+             strchr(url, '?') != NULL ? '&' : '?');
+    EXPECT_RC(dlock_store_open(&s, u2), DLOCK_OK);
+    if (s == NULL) {
+        mysql_close(db);
+        return;
+    }
+    EXPECT_RC(dlock_acquire(&l[0], s, uniq("maxc-1"), &o), DLOCK_OK);
+    EXPECT_RC(dlock_acquire(&l[1], s, uniq("maxc-2"), &o), DLOCK_OK);
+    EXPECT_RC(dlock_acquire(&x, s, third, &o), DLOCK_ESTORE);
+    EXPECT(strstr(dlock_errmsg(), "max_conns=2") != NULL);
+    t0 = mono_ms();
+    EXPECT_RC(dlock_acquire(&x, s, third, &w), DLOCK_ESTORE);
+    EXPECT(mono_ms() - t0 < 1000); /* refused, not waited for */
+    /* Nothing was taken for it. */
+    EXPECT(sqlf(db, NULL, "SELECT IS_FREE_LOCK(%s)", lit(db, third)) == 1);
+    EXPECT_RC(dlock_assert_ttl(l[0], 1000), DLOCK_OK);
+    EXPECT_RC(dlock_assert_ttl(l[1], 1000), DLOCK_OK);
+    /* A release makes room. */
+    EXPECT_RC(dlock_release(l[1]), DLOCK_OK);
+    EXPECT_RC(dlock_acquire(&x, s, third, &o), DLOCK_OK);
+    EXPECT_RC(dlock_release(x), DLOCK_OK);
+    /* A wait given up gives its connection back. */
+    EXPECT(sqlf(db, NULL, "SELECT GET_LOCK(%s, 0)", lit(db, other)) == 1);
+    w.wait_ms = 100;
+    EXPECT_RC(dlock_acquire(&x, s, other, &w), DLOCK_BUSY);
+    EXPECT_RC(dlock_acquire(&x, s, other, &w), DLOCK_BUSY);
+    EXPECT(sqlf(db, NULL, "SELECT RELEASE_LOCK(%s)", lit(db, other)) == 1);
+    EXPECT_RC(dlock_acquire(&x, s, third, &o), DLOCK_OK);
+    EXPECT_RC(dlock_release(x), DLOCK_OK);
+    EXPECT_RC(dlock_release(l[0]), DLOCK_OK);
+    dlock_store_close(s);
+    snprintf(u2, sizeof(u2), "%s%cmax_conns=-1", url,
+             strchr(url, '?') != NULL ? '&' : '?');
+    EXPECT_RC(dlock_store_open(&bad, u2), DLOCK_EINVAL);
+    snprintf(u2, sizeof(u2), "%s%cmax_conns=many", url,
+             strchr(url, '?') != NULL ? '&' : '?');
+    EXPECT_RC(dlock_store_open(&bad, u2), DLOCK_EINVAL);
+    mysql_close(db);
+}
+
 int main(int argc, char **argv)
 {
     const char *url = test_url(argc, argv);
@@ -327,6 +385,7 @@ int main(int argc, char **argv)
     t_kill_only_the_holder(s, &t);
     t_sigstop_holder(s, url, &t);
     t_fences_across_modes(s, url, &t);
+    t_max_conns(url, &t);
     dlock_store_close(s);
     printf("interop: %d failure(s)\n", failures);
     return failures != 0;
