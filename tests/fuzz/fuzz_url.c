@@ -61,6 +61,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             int64_t ms = 0;
 
             (void)dlock__url_param_ms(u, "timeout", 1000, &ms);
+            ms = -1;
+            if (dlock__url_param_count(u, "max_keys", &ms) == DLOCK_OK &&
+                dlock__url_param(u, "max_keys") != NULL && ms < 0)
+                abort(); /* a count is never negative */
         }
         dlock__url_free(u);
     }

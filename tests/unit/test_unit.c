@@ -93,6 +93,26 @@ static void test_parse(void)
         EXPECT(strstr(u->redacted, "p%40ss") == NULL);
         dlock__url_free(u);
     }
+    /* Counts (?max_keys=, ?max_conns=): whole numbers, 0 or more. */
+    EXPECT(dlock__url_parse(&u, "postgres://h/d?a=0&b=9223372036854775799"
+                                "&c=-1&d=&e=1x&f=99999999999999999999"
+                                "&g=0x10&h=+3") == DLOCK_OK);
+    if (u != NULL) {
+        int64_t n = -7;
+
+        EXPECT(dlock__url_param_count(u, "absent", &n) == DLOCK_OK && n == -7);
+        EXPECT(dlock__url_param_count(u, "a", &n) == DLOCK_OK && n == 0);
+        EXPECT(dlock__url_param_count(u, "b", &n) == DLOCK_OK &&
+               n == INT64_C(9223372036854775799));
+        for (const char *k = "cdefgh"; *k != '\0'; k++) {
+            char key[2] = {*k, '\0'};
+
+            n = -7;
+            EXPECT(dlock__url_param_count(u, key, &n) == DLOCK_EINVAL &&
+                   n == -7);
+        }
+        dlock__url_free(u);
+    }
     EXPECT(dlock__url_parse(&u, "sqlite:///var/tmp/x.db") == DLOCK_OK);
     if (u != NULL) {
         EXPECT(u->host == NULL || u->host[0] == '\0');
