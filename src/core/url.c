@@ -471,21 +471,35 @@ int dlock__url_check_params(const struct dlock_url *u,
     return DLOCK_OK;
 }
 
+/* The decimal digits at the start of v (?key=v) as *n, at most max;
+ * *end just after them.  DLOCK_EINVAL if over max. */
+static int leading_digits(const struct dlock_url *u, const char *key,
+                          const char *v, int64_t max, int64_t *n,
+                          const char **end)
+{
+    const char *c;
+
+    *n = 0;
+    for (c = v; isdigit((unsigned char)*c); c++) {
+        if (*n > (max - (*c - '0')) / 10)
+            return dlock__seterr(DLOCK_EINVAL, "%s=%s is too large in %s",
+                                 key, v, u->redacted);
+        *n = *n * 10 + (*c - '0');
+    }
+    *end = c;
+    return DLOCK_OK;
+}
+
 int dlock__url_param_ms(const struct dlock_url *u, const char *key,
                         int64_t unit_ms, int64_t *out)
 {
-    const char *v = dlock__url_param(u, key);
-    int64_t n = 0;
-    const char *c;
+    const char *v = dlock__url_param(u, key), *c;
+    int64_t n;
 
     if (v == NULL)
         return DLOCK_OK;
-    for (c = v; isdigit((unsigned char)*c); c++) {
-        if (n > INT64_MAX / 10000)
-            return dlock__seterr(DLOCK_EINVAL, "%s=%s is too large in %s",
-                                 key, v, u->redacted);
-        n = n * 10 + (*c - '0');
-    }
+    if (leading_digits(u, key, v, INT64_MAX / 1000, &n, &c) != DLOCK_OK)
+        return DLOCK_EINVAL;
     if (c == v)
         goto bad;
     if (strcmp(c, "ms") == 0)
@@ -506,18 +520,13 @@ bad:
 int dlock__url_param_count(const struct dlock_url *u, const char *key,
                            int64_t *out)
 {
-    const char *v = dlock__url_param(u, key);
-    int64_t n = 0;
-    const char *c;
+    const char *v = dlock__url_param(u, key), *c;
+    int64_t n;
 
     if (v == NULL)
         return DLOCK_OK;
-    for (c = v; isdigit((unsigned char)*c); c++) {
-        if (n > (INT64_MAX - 9) / 10)
-            return dlock__seterr(DLOCK_EINVAL, "%s=%s is too large in %s",
-                                 key, v, u->redacted);
-        n = n * 10 + (*c - '0');
-    }
+    if (leading_digits(u, key, v, INT64_MAX, &n, &c) != DLOCK_OK)
+        return DLOCK_EINVAL;
     if (c == v || *c != '\0')
         return dlock__seterr(DLOCK_EINVAL,
                              "%s=%s in %s: expected a whole number, 0 or "
