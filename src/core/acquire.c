@@ -153,10 +153,15 @@ static int slice_acquire(struct dlock_store *s, struct dlock_lock *lk,
         lk->lease_end = dlock__now_ms() + lk->ttl_ms;
         rc = s->ops->wait_slice(s, lk, slice, &retry);
     }
-    /* What a store kept in priv between slices (its waiting session). */
-    if (rc != DLOCK_OK && lk->priv != NULL && s->ops->forget != NULL)
-        s->ops->forget(s, lk);
     return rc;
+}
+
+/* What a store kept in priv for an acquire that did not get the lock (a
+ * session it waited on, what its try saw of the holder). */
+static void forget_attempts(struct dlock_store *s, struct dlock_lock *lk)
+{
+    if (lk->priv != NULL && s->ops->forget != NULL)
+        s->ops->forget(s, lk);
 }
 
 dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
@@ -243,6 +248,9 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
          * stores reconnect on the next call).  A try-lock answers now. */
         if (rc != DLOCK_EUNAVAIL || opts->wait_ms == 0)
             break;
+        /* Waiting out an outage starts afresh: the store's sessions of
+         * this acquire went with the server. */
+        forget_attempts(s, lk);
         if (outage > OUTAGE_MAX_MS)
             outage = OUTAGE_MAX_MS;
         rem = dlock__remaining_ms(deadline);
@@ -251,6 +259,7 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
         dlock__sleep_ms(outage);
     }
     if (rc != DLOCK_OK) {
+        forget_attempts(s, lk);
         if (rc == DLOCK_BUSY && dlock_errmsg()[0] == '\0')
             dlock__seterr(DLOCK_BUSY, "lock '%s' is held by someone else",
                           lk->name);

@@ -162,8 +162,11 @@ struct dlock_store_ops {
      * leave it -1, and leave a message saying who holds the lock.
      *
      * The store may keep state in lk->priv between slices (a session of
-     * its own to wait on).  If the wait ends without the lock, the core
-     * calls forget() to free it.  The core sets lk->lease_end to (call
+     * its own to wait on), and from a try_acquire that answered BUSY to
+     * the next call for the same acquire (what it saw of the holder).
+     * If the acquire ends without the lock, the core calls forget() to
+     * free whatever is in lk->priv (a store without forget() leaves
+     * nothing there).  The core sets lk->lease_end to (call
      * time + ttl) before each slice; a store may move it later, to (time
      * its successful statement was sent + ttl), never later than that.
      * NULL: the core polls try_acquire with jittered backoff (SQLite). */

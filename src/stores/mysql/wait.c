@@ -62,10 +62,18 @@ static int conns_take(struct my_store *ms, const struct dlock_lock *lk,
         ms->base.url);
 }
 
+/* ml pins no connection any more: its count goes back. */
+static void conns_give(struct my_store *ms, struct my_lock *ml)
+{
+    if (ml->counted)
+        __atomic_sub_fetch(&ms->conns, 1, __ATOMIC_RELAXED);
+    ml->counted = 0;
+}
+
 void dlock__my_free_lock(struct my_store *ms, struct my_lock *ml)
 {
-    if (ml != NULL && ml->counted)
-        __atomic_sub_fetch(&ms->conns, 1, __ATOMIC_RELAXED);
+    if (ml != NULL)
+        conns_give(ms, ml);
     free(ml);
 }
 
@@ -149,9 +157,12 @@ int dlock__my_try_acquire(struct dlock_store *s, struct dlock_lock *lk,
                           int64_t deadline, int64_t *retry_ms)
 {
     struct my_store *ms = (struct my_store *)s;
-    struct my_lock *ml = new_lock(ms, lk);
+    /* An earlier try of this acquire (BUSY) left what it saw of the
+     * holder: go on from it. */
+    struct my_lock *ml = lk->priv != NULL ? lk->priv : new_lock(ms, lk);
     int rc;
 
+    lk->priv = NULL;
     if (ml == NULL)
         return dlock__enomem();
     if (lk->limit > 1 && !ms->have_lim) {
@@ -173,6 +184,18 @@ int dlock__my_try_acquire(struct dlock_store *s, struct dlock_lock *lk,
             rc = pinned_try(ms, lk, ml, deadline, retry_ms);
         if (rc != DLOCK_OK && ml->c != NULL)
             unpin(ms, ml, rc == DLOCK_BUSY || rc == DLOCK_EINVAL);
+        if (rc == DLOCK_BUSY) {
+            /* Keep what it saw of the holder (which session held the key
+             * with a row, until when) for the wait that may follow: a
+             * row deleted by someone else between this try and the
+             * wait's first look must not turn a hung holder this acquire
+             * saw with a lease into one it waits for without bound (see
+             * dlock__my_rowless()).  No connection is kept; the core
+             * forgets it if the acquire ends here. */
+            conns_give(ms, ml);
+            lk->priv = ml;
+            return rc;
+        }
     }
     if (rc != DLOCK_OK) {
         dlock__my_free_lock(ms, ml);
@@ -285,15 +308,16 @@ int dlock__my_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
 {
     struct my_store *ms = (struct my_store *)s;
     struct my_lock *ml = lk->priv;
-    int first = ml == NULL, rc;
+    /* The first slice: nothing yet, or only what the try saw. */
+    int first = ml == NULL || ml->c == NULL, rc;
 
     if (first) {
         int pooled;
 
         if (lk->limit > 1 && !ms->have_lim)
             return dlock__my_try_acquire(s, lk, 0, retry_ms); /* ENOTSUP */
-        ml = new_lock(ms, lk);
-        if (ml == NULL)
+        lk->priv = NULL;
+        if (ml == NULL && (ml = new_lock(ms, lk)) == NULL)
             return dlock__enomem();
         rc = conns_take(ms, lk, ml);
         if (rc == DLOCK_OK)
