@@ -240,14 +240,18 @@ static void *waiter_main(void *arg)
 }
 
 /* Until a session other than `self` sleeps in GET_LOCK (the waiter has
- * looked at the row and waits natively): 1, or 0 after 5 s. */
+ * looked at the row and waits natively): 1, or 0 after 5 s.  A
+ * GET_LOCK(key, 0) is a try that has not looked at the row yet (deleted
+ * then, the waiter never saw it, and rightly waits without bound): only
+ * a GET_LOCK that waits counts. */
 static int waiter_sleeping(MYSQL *db, const char *n)
 {
     for (long long until = mono_ms() + 5000; mono_ms() < until;) {
         if (sqlf(db, NULL,
                  "SELECT COUNT(*) FROM information_schema.PROCESSLIST "
                  "WHERE ID <> CONNECTION_ID() AND INFO LIKE "
-                 "CONCAT('SELECT GET_LOCK(''', %s, '''%%')",
+                 "CONCAT('SELECT GET_LOCK(''', %s, '''%%') AND INFO NOT "
+                 "LIKE '%%, 0)' AND INFO NOT LIKE '%%, 0.000)'",
                  lit(db, n)) > 0)
             return 1;
         poll(NULL, 0, 5);
