@@ -51,8 +51,8 @@ static int open_fn(void *conn, void *arg, int *dead)
 static int my_open(struct dlock_store **out, const struct dlock_url *u)
 {
     static const char *const known[] = {
-        "timeout", "table",  "quote",    "mode",    "socket",
-        "ssl",     "ssl-ca", "ssl-cert", "ssl-key", "max_conns", NULL};
+        "timeout", "table",    "quote",   "mode",      "socket", "ssl",
+        "ssl-ca",  "ssl-cert", "ssl-key", "max_conns", NULL};
     const char *mode, *ssl, *sock;
     struct my_store *ms;
     int rc;

@@ -40,8 +40,9 @@
  *
  * Lease mode (?mode=lease).  Rows only, no session state, so it works
  * through PgBouncer's transaction pooling, durably (dlock_locks and the
- * per-name dlock_fences): an acquire locks the name's fence row, drops expired rows, and inserts its own row if no live row
- * conflicts.  Waiting polls with jittered backoff (the core's loop).
+ * per-name dlock_fences): an acquire locks the name's fence row, drops expired
+ * rows, and inserts its own row if no live row conflicts.  Waiting polls with
+ * jittered backoff (the core's loop).
  *
  * Leases are measured on the server's clock.  A server that stops
  * answering costs at most the operation timeout (?timeout=, default 5 s).

@@ -995,8 +995,8 @@ static void t_max_keys(void)
     /* Nothing of the refused ones was taken. */
     EXPECT(q1_is(c, "SELECT pg_try_advisory_lock(hashtextextended($1, 0))",
                  four, "t"));
-    EXPECT(q1_is(c, "SELECT pg_advisory_unlock(hashtextextended($1, 0))",
-                 four, "t"));
+    EXPECT(q1_is(c, "SELECT pg_advisory_unlock(hashtextextended($1, 0))", four,
+                 "t"));
     for (int i = 0; i < 3; i++)
         EXPECT(dlock_assert_ttl(l[i], 1000) == DLOCK_OK);
     /* A release makes room, for a lock, then (three free) a semaphore. */
@@ -1016,8 +1016,8 @@ static void t_max_keys(void)
     w.wait_ms = 100;
     EXPECT(dlock_acquire(&x, s, four, &w) == DLOCK_BUSY);
     EXPECT(dlock_acquire(&x, s, four, &w) == DLOCK_BUSY);
-    EXPECT(q1_is(c, "SELECT pg_advisory_unlock(hashtextextended($1, 0))",
-                 four, "t"));
+    EXPECT(q1_is(c, "SELECT pg_advisory_unlock(hashtextextended($1, 0))", four,
+                 "t"));
     EXPECT(dlock_acquire(&x, s, four, &o) == DLOCK_OK);
     EXPECT(dlock_release(x) == DLOCK_OK);
     EXPECT(dlock_release(l[0]) == DLOCK_OK);
@@ -1049,9 +1049,10 @@ static const struct {
     const char *name;
     void (*fn)(void);
 } cases[] = {
-    {"interop", t_interop}, {"xact", t_xact},         {"hung", t_hung},
-    {"killed", t_killed},   {"badinput", t_badinput}, {"lease", t_lease},
-    {"mux", t_mux},         {"semaphore", t_semaphore},
+    {"interop", t_interop},   {"xact", t_xact},
+    {"hung", t_hung},         {"killed", t_killed},
+    {"badinput", t_badinput}, {"lease", t_lease},
+    {"mux", t_mux},           {"semaphore", t_semaphore},
     {"max_keys", t_max_keys},
 };
 
