@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "quota.h"
 #include "store.h"
 
 static void redact_is(const char *in, const char *want)
@@ -206,6 +207,45 @@ static void test_store_urls(void)
     dlock_store_close(NULL);
 }
 
+/* A handle's share of a server resource (?max_keys=, ?max_conns=):
+ * without the option, half the server's capacity once read, and no limit
+ * before; with it, that limit whatever the server says; 0: no limit.
+ * A refused take counts nothing. */
+static void test_quota(void)
+{
+    struct dlock_url *u = NULL;
+    struct dlock__quota q;
+    int64_t held = -1;
+
+    EXPECT(dlock__url_parse(&u, "postgres://h/d?n=3&z=0&bad=x") == DLOCK_OK);
+    if (u == NULL)
+        return;
+    /* auto */
+    EXPECT(dlock__quota_init(&q, u, "absent") == DLOCK_OK && q.is_auto);
+    EXPECT(dlock__quota_take(&q, 1000, &held) && held == 0);
+    dlock__quota_give(&q, 1000);
+    dlock__quota_server(&q, 21);
+    EXPECT(q.max == 10 && q.server == 21);
+    EXPECT(dlock__quota_take(&q, 7, &held) && held == 0);
+    EXPECT(dlock__quota_take(&q, 3, &held) && held == 7);
+    EXPECT(!dlock__quota_take(&q, 1, &held) && held == 10 && q.used == 10);
+    dlock__quota_give(&q, 3);
+    EXPECT(!dlock__quota_take(&q, 4, &held) && q.used == 7);
+    EXPECT(dlock__quota_take(&q, 3, &held) && q.used == 10);
+    /* ?n=3: the server's capacity does not change it */
+    EXPECT(dlock__quota_init(&q, u, "n") == DLOCK_OK && !q.is_auto);
+    dlock__quota_server(&q, 1000);
+    EXPECT(q.max == 3);
+    EXPECT(dlock__quota_take(&q, 3, &held));
+    EXPECT(!dlock__quota_take(&q, 1, &held) && held == 3);
+    /* ?z=0: no limit */
+    EXPECT(dlock__quota_init(&q, u, "z") == DLOCK_OK && !q.is_auto);
+    dlock__quota_server(&q, 2);
+    EXPECT(dlock__quota_take(&q, 1000000, &held));
+    EXPECT(dlock__quota_init(&q, u, "bad") == DLOCK_EINVAL);
+    dlock__url_free(u);
+}
+
 int main(void)
 {
     test_redact();
@@ -215,6 +255,7 @@ int main(void)
     test_backoff();
     test_tokens_and_strings();
     test_store_urls();
+    test_quota();
     if (failures == 0)
         printf("unit: all passed\n");
     return failures != 0;

@@ -174,13 +174,8 @@ static int conn_open(void *ctx, void **out)
     c->idle_max_ms = row != NULL && row[1] != NULL
                          ? strtoll(row[1], NULL, 10) * 1000
                          : 0;
-    if (row != NULL && row[2] != NULL) {
-        int64_t m = strtoll(row[2], NULL, 10);
-
-        __atomic_store_n(&ms->server_conns, m, __ATOMIC_RELAXED);
-        if (ms->max_conns_auto)
-            __atomic_store_n(&ms->max_conns, m / 2, __ATOMIC_RELAXED);
-    }
+    if (row != NULL && row[2] != NULL)
+        dlock__quota_server(&ms->conns, strtoll(row[2], NULL, 10));
     c->used_ms = dlock__now_ms();
     mysql_free_result(res);
     *out = c;

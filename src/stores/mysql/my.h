@@ -68,6 +68,7 @@
 
 #include "../keys.h"
 #include "pool.h"
+#include "quota.h"
 #include "store.h"
 
 /* Longest single GET_LOCK wait (never longer than ?timeout=).  A
@@ -137,12 +138,10 @@ struct my_store {
     int have_proc;         /* the procedures are there and usable
                               (atomic: cleared by any thread that finds
                               them gone or not executable) */
-    /* Session mode pins a server connection per held lock and per wait:
-     * conns counts them (atomic); max_conns is ?max_conns=, else half
-     * the server's @@max_connections (server_conns, read by every new
-     * connection); 0: no limit. */
-    int64_t conns, max_conns, server_conns;
-    int max_conns_auto;
+    /* Session mode pins a server connection per held lock and per wait,
+     * counted against ?max_conns=, else half the server's
+     * @@max_connections (read by every new connection). */
+    struct dlock__quota conns;
 };
 
 /* A lock's priv: held, or (held 0) waiting for it on c. */
@@ -165,7 +164,7 @@ struct my_lock {
     char prefix[DLOCK__MYSQL_SEM_PREFIX + 1]; /* semaphores: slot keys' */
     int slot;      /* semaphores: the slot key is set for (-1 none) */
     int wait_slot; /* semaphores: a taken slot to wait on (-1 none) */
-    int counted;   /* in ms->conns until dlock__my_free_lock() */
+    int counted;   /* in ms->conns until conns_give() */
 };
 
 /* --- wait.c ------------------------------------------------------------ */

@@ -80,13 +80,9 @@ static int my_open(struct dlock_store **out, const struct dlock_url *u)
     rc = dlock__my_parse_names(u, ms);
     if (rc != DLOCK_OK)
         goto fail;
-    ms->max_conns = -1; /* half the server's max_connections */
-    rc = dlock__url_param_count(u, "max_conns", &ms->max_conns);
+    rc = dlock__quota_init(&ms->conns, u, "max_conns");
     if (rc != DLOCK_OK)
         goto fail;
-    ms->max_conns_auto = ms->max_conns < 0;
-    if (ms->max_conns_auto)
-        ms->max_conns = 0; /* until a connection reads it */
     mode = dlock__url_param(u, "mode");
     if (mode != NULL && strcmp(mode, "lease") == 0)
         ms->lease_mode = ms->base.poll_wait = 1; /* no GET_LOCK: core polls */

@@ -35,21 +35,19 @@ static struct my_lock *new_lock(struct my_store *ms, struct dlock_lock *lk)
 static int conns_take(struct my_store *ms, const struct dlock_lock *lk,
                       struct my_lock *ml)
 {
-    int64_t max = __atomic_load_n(&ms->max_conns, __ATOMIC_RELAXED);
-    int64_t now = __atomic_add_fetch(&ms->conns, 1, __ATOMIC_RELAXED);
+    int64_t held;
 
-    if (max == 0 || now <= max) {
+    if (dlock__quota_take(&ms->conns, 1, &held)) {
         ml->counted = 1;
         return DLOCK_OK;
     }
-    __atomic_sub_fetch(&ms->conns, 1, __ATOMIC_RELAXED);
-    if (!ms->max_conns_auto)
+    if (!ms->conns.is_auto)
         return dlock__seterr(DLOCK_ESTORE,
                              "mysql acquire of '%s': this handle holds %lld "
                              "locks and waits, a connection each, and "
                              "max_conns=%lld (%s)",
-                             lk->name, (long long)(now - 1), (long long)max,
-                             ms->base.url);
+                             lk->name, (long long)held,
+                             (long long)ms->conns.max, ms->base.url);
     return dlock__seterr(
         DLOCK_ESTORE,
         "mysql acquire of '%s': this handle holds %lld locks and waits, a "
@@ -57,8 +55,8 @@ static int conns_take(struct my_store *ms, const struct dlock_lock *lk,
         "more could leave its other clients with \"Too many connections\". "
         "Raise max_connections, or set ?max_conns=N (0: no limit), or use "
         "?mode=lease (%s)",
-        lk->name, (long long)(now - 1),
-        (long long)__atomic_load_n(&ms->server_conns, __ATOMIC_RELAXED),
+        lk->name, (long long)held,
+        (long long)__atomic_load_n(&ms->conns.server, __ATOMIC_RELAXED),
         ms->base.url);
 }
 
@@ -66,7 +64,7 @@ static int conns_take(struct my_store *ms, const struct dlock_lock *lk,
 static void conns_give(struct my_store *ms, struct my_lock *ml)
 {
     if (ml->counted)
-        __atomic_sub_fetch(&ms->conns, 1, __ATOMIC_RELAXED);
+        dlock__quota_give(&ms->conns, 1);
     ml->counted = 0;
 }
 

@@ -62,6 +62,7 @@
 #include <libpq-fe.h>
 
 #include "pool.h"
+#include "quota.h"
 #include "store.h"
 
 #define DLOCK__PG_POOL_MAX_IDLE 8
@@ -123,11 +124,10 @@ struct pg_store {
     int64_t op_timeout_ms;
 
     /* Session mode's advisory keys held through this handle (a lock 1, a
-     * semaphore holder 3; atomic), and how many it may hold: ?max_keys=,
-     * else half the server's lock table (lock_table, read at open); 0:
-     * no limit. */
-    int64_t keys, max_keys, lock_table, locks_per_xact;
-    int max_keys_auto;
+     * semaphore holder 3) against ?max_keys=, else half the server's lock
+     * table (read at open, with max_locks_per_transaction for messages). */
+    struct dlock__quota keys;
+    int64_t locks_per_xact;
 
     struct dlock__pool pool; /* idle connections (PGconn *) */
     pthread_mutex_t sess_mu; /* mux, and every session's refs and is_mux */

@@ -73,18 +73,16 @@ static int keys_of(const struct dlock_lock *lk)
  * memory", new connections included. */
 static int keys_take(struct pg_store *ps, const struct dlock_lock *lk)
 {
-    int64_t n = keys_of(lk);
-    int64_t now = __atomic_add_fetch(&ps->keys, n, __ATOMIC_RELAXED);
+    int64_t held;
 
-    if (ps->max_keys == 0 || now <= ps->max_keys)
+    if (dlock__quota_take(&ps->keys, keys_of(lk), &held))
         return DLOCK_OK;
-    __atomic_sub_fetch(&ps->keys, n, __ATOMIC_RELAXED);
-    if (!ps->max_keys_auto)
+    if (!ps->keys.is_auto)
         return dlock__seterr(DLOCK_ESTORE,
                              "postgres acquire of '%s': this handle holds "
                              "%lld advisory keys, and max_keys=%lld (%s)",
-                             lk->name, (long long)(now - n),
-                             (long long)ps->max_keys, ps->base.url);
+                             lk->name, (long long)held, (long long)ps->keys.max,
+                             ps->base.url);
     return dlock__seterr(
         DLOCK_ESTORE,
         "postgres acquire of '%s': this handle holds %lld advisory keys, "
@@ -93,13 +91,8 @@ static int keys_take(struct pg_store *ps, const struct dlock_lock *lk)
         "every client of the server with \"out of shared memory\". Raise "
         "max_locks_per_transaction, or set ?max_keys=N (0: no limit), or "
         "use ?mode=lease (%s)",
-        lk->name, (long long)(now - n), (long long)ps->lock_table,
+        lk->name, (long long)held, (long long)ps->keys.server,
         (long long)ps->locks_per_xact, ps->base.url);
-}
-
-static void keys_give(struct pg_store *ps, int n)
-{
-    __atomic_sub_fetch(&ps->keys, (int64_t)n, __ATOMIC_RELAXED);
 }
 
 /* A session on a pooled connection, or with `fresh` on a new one (the
@@ -629,7 +622,7 @@ int dlock__pg_session_try(struct pg_store *ps, struct dlock_lock *lk,
     if (rc == DLOCK_OK)
         ((struct held *)lk->priv)->nkeys = keys_of(lk);
     else
-        keys_give(ps, keys_of(lk));
+        dlock__quota_give(&ps->keys, keys_of(lk));
     return rc;
 }
 
@@ -722,7 +715,7 @@ int dlock__pg_wait_slice(struct dlock_store *st, struct dlock_lock *lk,
                 sess_unref(ps, s);
         }
         if (rc != DLOCK_OK) {
-            keys_give(ps, keys_of(lk));
+            dlock__quota_give(&ps->keys, keys_of(lk));
             return rc;
         }
         h = lk->priv;
@@ -836,7 +829,7 @@ void dlock__pg_held_free(struct pg_store *ps, struct dlock_lock *lk)
 
     if (h == NULL)
         return;
-    keys_give(ps, h->nkeys);
+    dlock__quota_give(&ps->keys, h->nkeys);
     sess_unref(ps, h->s);
     free(h);
     lk->priv = NULL;

@@ -125,10 +125,8 @@ static int init_fn(void *conn, void *arg, int *dead)
         if (rc != DLOCK_OK)
             goto out;
         have = dlock__pg_col_bool(res, 0, 0);
-        ps->lock_table = dlock__pg_col_i64(res, 0, 1, 0);
         ps->locks_per_xact = dlock__pg_col_i64(res, 0, 2, 0);
-        if (ps->max_keys_auto)
-            ps->max_keys = ps->lock_table / 2;
+        dlock__quota_server(&ps->keys, dlock__pg_col_i64(res, 0, 1, 0));
         PQclear(res);
     }
     if (!have) {
@@ -162,14 +160,13 @@ static int pg_init(struct dlock_store *s)
 }
 
 static int parse_options(const struct dlock_url *u, int *hashtext, int *lease,
-                         int64_t *timeout_ms, int64_t *max_keys)
+                         int64_t *timeout_ms, struct dlock__quota *max_keys)
 {
     const char *keys = dlock__url_param(u, "keys");
     const char *mode = dlock__url_param(u, "mode");
     int rc;
 
-    *max_keys = -1; /* half the server's lock table */
-    rc = dlock__url_param_count(u, "max_keys", max_keys);
+    rc = dlock__quota_init(max_keys, u, "max_keys");
     if (rc != DLOCK_OK)
         return rc;
     *hashtext = 0;
@@ -206,9 +203,10 @@ static int pg_open(struct dlock_store **out, const struct dlock_url *u)
 {
     struct pg_store *ps;
     int rc, hashtext, lease;
-    int64_t timeout = DEFAULT_OP_TIMEOUT_MS, max_keys;
+    int64_t timeout = DEFAULT_OP_TIMEOUT_MS;
+    struct dlock__quota keys;
 
-    rc = parse_options(u, &hashtext, &lease, &timeout, &max_keys);
+    rc = parse_options(u, &hashtext, &lease, &timeout, &keys);
     if (rc != DLOCK_OK)
         return rc;
     ps = calloc(1, sizeof(*ps));
@@ -223,8 +221,7 @@ static int pg_open(struct dlock_store **out, const struct dlock_url *u)
     ps->lease_mode = lease;
     ps->base.poll_wait = lease; /* no native wait without a session */
     ps->op_timeout_ms = timeout;
-    ps->max_keys_auto = max_keys < 0;
-    ps->max_keys = max_keys < 0 ? 0 : max_keys;
+    ps->keys = keys;
     pthread_mutex_init(&ps->sess_mu, NULL);
     dlock__pool_init(&ps->pool, &dlock__pg_pool_ops, ps,
                      DLOCK__PG_POOL_MAX_IDLE);
