@@ -98,6 +98,13 @@ typedef enum dlock_rc {
 /** Default lease, in milliseconds. */
 #define DLOCK_DEFAULT_TTL_MS 30000
 
+/** The clock-rate margin: a holder counts its lease as ending 1/DLOCK_DRIFT_DIV
+ * of the lease (at least 1 ms) before the store does, from the moment the
+ * request that started or renewed it left.  dlock assumes the holder's
+ * clock and the store's advance at rates within 1% of each other
+ * (docs/semantics.md says what happens outside that bound). */
+#define DLOCK_DRIFT_DIV 100
+
 /** Shortest lease dlock grants, in milliseconds: renewal (every third of
  * the lease) needs room for a round trip, and a shorter lease would be
  * lost as soon as it was taken. */
@@ -110,11 +117,16 @@ typedef struct dlock_store dlock_store;
 typedef struct dlock_lock dlock_lock;
 
 /**
- * Called once when a held lock is found lost (by the renew thread, or by
- * dlock_extend()/dlock_assert_ttl()).  It runs on the thread that found the
- * loss, without any library lock held; it may call dlock_release() on the
- * lock (which then returns DLOCK_LOST and frees it) but must not block for
- * long, since it delays renewal of other locks.
+ * Called once when a held lock is found lost: by the renew thread (the
+ * store says it is gone), by dlock_extend()/dlock_assert_ttl(), or by the
+ * library's lease thread at the lease end as this process counts it
+ * (DLOCK_DRIFT_DIV) when no renewal has confirmed a later end by then,
+ * whatever the store is doing: a renewal stuck in a store that stopped
+ * answering does not delay it.  It runs on the thread that found the loss,
+ * without any library lock held; it may call dlock_release() on the lock
+ * (which then returns DLOCK_LOST and frees it; from the lease thread that
+ * waits for a renewal in flight on the same lock, bounded by the lease)
+ * but must not block for long, since it delays the loss of other locks.
  */
 typedef void (*dlock_lost_cb)(dlock_lock *lock, void *payload);
 
@@ -367,6 +379,14 @@ DLOCK_EXTERN const char *dlock_lock_name(const dlock_lock *lock);
  * it.  dlock_extend(), dlock_assert_ttl() and dlock_release() say
  * DLOCK_LOST then too, without asking the store. */
 DLOCK_EXTERN int dlock_is_lost(const dlock_lock *lock);
+
+/** Milliseconds of lease left as this process counts it (the margin of
+ * DLOCK_DRIFT_DIV taken): when the lock will be LOST unless a renewal
+ * confirms a later end before then.  0 once lost (and for NULL).  Never
+ * blocks, not even while a renewal is in flight: a program that must stop
+ * using the resource before its lease ends (dlock run stops its command)
+ * reads it. */
+DLOCK_EXTERN int64_t dlock_lease_left(const dlock_lock *lock);
 
 /**
  * What the store knows about one name (held or not).

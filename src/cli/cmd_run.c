@@ -35,8 +35,12 @@ static const char help[] =
     "Signals sent to dlock (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, ...)\n"
     "are passed on to CMD.  If dlock itself dies (even by SIGKILL), CMD is\n"
     "killed with it, so it never runs on without the lock.\n"
-    "If the lock is lost while CMD runs, CMD gets SIGTERM, then SIGKILL after\n"
-    "the grace period, and dlock exits 75.\n"
+    "CMD is gone before the lease ends: if no renewal has confirmed the\n"
+    "lease when only the grace period and a kill margin (ttl/20, 20 ms..1 s)\n"
+    "are left of it, CMD gets SIGTERM, and SIGKILL at the kill margin before\n"
+    "the lease end.  If the lock is lost sooner (broken, taken over), CMD gets\n"
+    "SIGTERM at once, SIGKILL after the grace period.  Either way dlock\n"
+    "exits 75.\n"
     "\n"
     "options:\n"
     "  -w, --wait SEC        wait up to SEC seconds for the lock (default:\n"
@@ -50,7 +54,8 @@ static const char help[] =
     "  -l, --limit N         a semaphore: CMD runs as one of at most N\n"
     "                        holders of NAME (up to 1024; default 1, a\n"
     "                        lock); every holder must give the same N\n"
-    "      --grace SEC       between SIGTERM and SIGKILL on loss (default 10)\n"
+    "      --grace SEC       between SIGTERM and SIGKILL when the lock is\n"
+    "                        lost (default 10, at most a third of --ttl)\n"
     "\n"
     "exit: CMD's status (128+N if killed by signal N), 1 or CODE if not\n"
     "acquired, 64 usage, 69 store failing, 75 lock lost, 126/127 CMD not\n"
@@ -531,53 +536,107 @@ static pid_t spawn(char **cmd, char **env)
     return pid;
 }
 
+/* When CMD must be gone: SIGKILL this long before the lease ends, so
+ * that the kill has taken effect (and the kernel has reaped what it
+ * kills) before the store can give the lock to someone else.  A twentieth
+ * of the lease, between 20 ms and 1 s. */
+static int64_t kill_margin(int64_t ttl_ms)
+{
+    int64_t k = ttl_ms / 20;
+
+    return k < 20 ? 20 : k > 1000 ? 1000 : k;
+}
+
+/* The grace period in force: --grace, at most a third of the lease (what
+ * is left of a lease when its renewal is a third of it overdue), so that
+ * SIGTERM, the grace period and SIGKILL all fit before the lease ends. */
+static int64_t grace_of(const struct run_opts *o)
+{
+    return o->grace_ms < o->ttl_ms / 3 ? o->grace_ms : o->ttl_ms / 3;
+}
+
+/* Signal CMD: its process group when it has one of its own (so that what
+ * it started goes too), else CMD alone (it shares ours, the terminal's). */
+static void signal_cmd(pid_t child, int sig)
+{
+    if (getpgid(child) == child)
+        (void)kill(-child, sig);
+    else
+        (void)kill(child, sig);
+}
+
 /* Wait for the child, forwarding signals and acting on loss.  Returns the
  * child's exit status as a shell would report it; *lost is set if the lock
- * was lost meanwhile. */
+ * was lost meanwhile, or could not be renewed in time for CMD to go on.
+ *
+ * CMD is gone by the lease end, whatever the store is doing: when the
+ * lease left (as this process counts it, dlock_lease_left()) falls to the
+ * grace period plus the kill margin without a renewal having confirmed
+ * more, CMD gets SIGTERM, and SIGKILL at the kill margin before the lease
+ * ends.  A lock found lost sooner (broken by an administrator, taken
+ * over) gets SIGTERM at once and SIGKILL after the grace period. */
 static int supervise(pid_t child, int rfd, const struct run_opts *o,
-                     int *lost)
+                     dlock_lock *lock, int *lost)
 {
+    int64_t grace = grace_of(o), margin = kill_margin(o->ttl_ms);
     int64_t kill_at = -1;
 
     for (;;) {
         struct pollfd p = {rfd, POLLIN, 0};
-        int timeout = -1, status;
+        int64_t timeout = 60000, now = now_ms();
+        int status;
         unsigned char buf[64];
         ssize_t n;
         pid_t w;
 
-        if (kill_at >= 0) {
-            int64_t left = kill_at - now_ms();
+        if (!*lost) {
+            int64_t left = dlock_lease_left(lock);
 
-            if (left <= 0) {
-                kill(child, SIGKILL);
-                kill_at = -1;
+            if (left <= grace + margin) {
+                *lost = 1;
+                kill_at = left > 0 ? now + left - margin : now + grace;
+                if (left > 0)
+                    cli_err("run: lock '%s' was not renewed in time (%lld ms "
+                            "of lease left); stopping the command (SIGTERM, "
+                            "SIGKILL in %lld ms)", o->name, (long long)left,
+                            (long long)(kill_at - now));
+                else
+                    cli_err("run: lock '%s' was lost; stopping the command "
+                            "(SIGTERM, SIGKILL in %lld ms)", o->name,
+                            (long long)grace);
+                signal_cmd(child, SIGTERM);
             } else {
-                timeout = (int)(left > 60000 ? 60000 : left);
+                /* Look again when it would be time, unless a renewal has
+                 * confirmed more by then. */
+                timeout = left - grace - margin;
+            }
+        }
+        if (kill_at >= 0) {
+            if (kill_at <= now) {
+                signal_cmd(child, SIGKILL);
+                kill_at = -1;
+            } else if (kill_at - now < timeout) {
+                timeout = kill_at - now;
             }
         }
         w = waitpid(child, &status, WNOHANG);
-        if (w == child)
+        if (w == child) {
+            /* Stopped for the lock: what CMD started goes with it. */
+            if (*lost)
+                (void)kill(-child, SIGKILL);
             return WIFEXITED(status) ? WEXITSTATUS(status)
                                      : 128 + WTERMSIG(status);
-        if (poll(&p, 1, timeout) < 0 && errno != EINTR)
+        }
+        if (timeout > 60000)
+            timeout = 60000;
+        if (poll(&p, 1, (int)timeout) < 0 && errno != EINTR)
             return EXIT_INTERNAL;
         n = read(rfd, buf, sizeof(buf));
         for (ssize_t i = 0; i < n; i++) {
-            if (buf[i] == EV_CHILD)
-                continue; /* waitpid() above */
-            if (buf[i] == EV_LOST) {
-                if (*lost)
-                    continue;
-                *lost = 1;
-                cli_err("run: lock '%s' was lost; stopping the command "
-                        "(SIGTERM, SIGKILL in %lld ms)", o->name,
-                        (long long)o->grace_ms);
-                kill(child, SIGTERM);
-                kill_at = now_ms() + o->grace_ms;
-            } else if (buf[i] & 0x80) {
+            /* EV_CHILD: waitpid() above; EV_LOST: dlock_lease_left() is 0
+             * now, which the top of the loop acts on. */
+            if (buf[i] & 0x80)
                 kill(child, buf[i] & 0x7f);
-            }
         }
     }
 }
@@ -644,7 +703,7 @@ int cmd_run(const struct cli *c, int argc, char **argv)
         rc = -child;
         goto out;
     }
-    rc = supervise(child, pfd[0], &o, &lost);
+    rc = supervise(child, pfd[0], &o, lock, &lost);
     if (lost) {
         rc = EXIT_LOST;
     } else {

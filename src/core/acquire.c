@@ -211,15 +211,13 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
         return rc;
     }
     pthread_mutex_init(&lk->mu, NULL);
-    lk->heap_idx = SIZE_MAX;
-    if (opts->auto_renew) {
-        /* Its place in the renew thread's heap, so that registering it
-         * once acquired cannot fail. */
-        rc = dlock__registry_reserve(lk);
-        if (rc != DLOCK_OK) {
-            dlock__lock_free(lk);
-            return rc;
-        }
+    lk->heap_idx[0] = lk->heap_idx[1] = SIZE_MAX;
+    /* Its place in the lease thread's heap (and the renew thread's, when
+     * auto-renewed), so that registering it once acquired cannot fail. */
+    rc = dlock__registry_reserve(lk, opts->auto_renew);
+    if (rc != DLOCK_OK) {
+        dlock__lock_free(lk);
+        return rc;
     }
     lk->store = s;
     lk->name_len = name_len;

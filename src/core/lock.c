@@ -66,23 +66,44 @@
 #define RENEW_EARLY_DIV 10
 
 
+/* The clock-rate margin: a held lock is LOST this much before the end of
+ * the lease the store granted (1/DRIFT_DIV of the lease, at least 1 ms).
+ * Its rate is the clock-rate difference dlock assumes between the
+ * holder's clock and the store's (docs/semantics.md): a lease measured on
+ * a clock 1% slow still ends locally before it ends on the store. */
+#define DRIFT_DIV DLOCK_DRIFT_DIV
+
 static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t reg_cv;   /* wakes the renew thread */
+static pthread_cond_t lease_cv; /* wakes the lease thread */
 static pthread_cond_t unref_cv; /* a lock's refs dropped */
 static struct dlock_lock *reg_head;
-/* The heap of auto-renewed locks by due time.  heap_want places are
- * reserved (one per auto-renewed lock from its acquire until it leaves
- * the registry), so putting a lock in never has to allocate. */
-static struct dlock_lock **heap;
-static size_t heap_len, heap_cap, heap_want;
+/* Two heaps of held locks, each by its own key (struct dlock_lock's
+ * due[which]): the renew thread's holds the auto-renewed locks by when
+ * each is due, the lease thread's holds every held lock by its lease end.
+ * `want` places are reserved (one per lock from its acquire until it
+ * leaves the registry), so putting a lock in never has to allocate. */
+#define H_RENEW 0
+#define H_LEASE 1
+struct heap {
+    struct dlock_lock **v;
+    size_t len, cap, want;
+    int which;
+    pthread_cond_t *cv; /* signalled when a lock becomes the first due */
+};
+static struct heap heaps[2] = {{NULL, 0, 0, 0, H_RENEW, &reg_cv},
+                               {NULL, 0, 0, 0, H_LEASE, &lease_cv}};
 /* Leases renewed by the renew thread so far (for dlock-bench). */
 static uint64_t renewals;
-static pthread_t renew_thr;
-static int renew_running;
-static int renew_stop;
-static int at_exit; /* atexit ran: no new renew thread */
-static _Thread_local int on_renew_thread;
+/* The two threads: [H_RENEW] renews, [H_LEASE] declares lapsed leases
+ * LOST.  The lease thread never does I/O, so that a renewal stuck in a
+ * store that stopped answering cannot delay it. */
+static pthread_t thr[2];
+static int thr_running[2];
+static int thr_stop;
+static int at_exit; /* atexit ran: no new thread */
+static _Thread_local int on_lib_thread; /* 1 + H_RENEW or 1 + H_LEASE */
 
 static void release_all_at_exit(void);
 
@@ -103,25 +124,28 @@ static void init_conds(void)
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&reg_cv, &ca);
+    pthread_cond_init(&lease_cv, &ca);
     pthread_cond_init(&unref_cv, &ca);
     pthread_condattr_destroy(&ca);
 }
 
-/* The child has no renew thread, and the locks in the registry are its
+/* The child has no library threads, and the locks in the registry are its
  * parent's: it never renews or releases them (lock->pid tells).  The
- * condition variables are made anew: the parent's renew thread was
- * waiting on one, and a waiter that does not exist in the child would
- * make the child's first broadcast wait for it forever. */
+ * condition variables are made anew: the parent's threads were waiting
+ * on them, and a waiter that does not exist in the child would make the
+ * child's first broadcast wait for it forever. */
 static void fork_child(void)
 {
-    /* The parent's locks are never renewed here: out of the heap. */
-    for (size_t i = 0; i < heap_len; i++)
-        heap[i]->heap_idx = SIZE_MAX;
-    heap_len = 0;
+    /* The parent's locks are never renewed or watched here. */
+    for (int w = 0; w < 2; w++) {
+        for (size_t i = 0; i < heaps[w].len; i++)
+            heaps[w].v[i]->heap_idx[w] = SIZE_MAX;
+        heaps[w].len = 0;
+        thr_running[w] = 0;
+    }
     pthread_mutex_init(&reg_mu, NULL);
     init_conds();
-    renew_running = 0;
-    renew_stop = 0;
+    thr_stop = 0;
 }
 
 static void reg_init(void)
@@ -142,16 +166,29 @@ static void cond_wait_until(pthread_cond_t *cv, int64_t when_ms)
 
 /* --- loss ------------------------------------------------------------ */
 
-/* lease_end is written under lk->mu but read by the renew thread's scan
- * under reg_mu only: relaxed atomics keep those reads whole. */
+/* lease_end is written under lk->mu but read by the threads' scans under
+ * reg_mu only: relaxed atomics keep those reads whole. */
 static int64_t lease_end_of(const struct dlock_lock *lk)
 {
     return __atomic_load_n(&lk->lease_end, __ATOMIC_RELAXED);
 }
 
-static void set_lease_end(struct dlock_lock *lk, int64_t when)
+static int64_t drift_margin(int64_t ttl_ms)
 {
-    __atomic_store_n(&lk->lease_end, when, __ATOMIC_RELAXED);
+    return ttl_ms / DRIFT_DIV > 0 ? ttl_ms / DRIFT_DIV : 1;
+}
+
+/* A lease of ttl_ms the store started no earlier than t0 (the request
+ * left then) ends, for this process, at t0 + ttl_ms less the margin. */
+static void set_lease_end(struct dlock_lock *lk, int64_t t0, int64_t ttl_ms)
+{
+    __atomic_store_n(&lk->lease_end, t0 + ttl_ms - drift_margin(ttl_ms),
+                     __ATOMIC_RELAXED);
+}
+
+static int declared_lost(const struct dlock_lock *lk)
+{
+    return __atomic_load_n(&lk->lost_notified, __ATOMIC_ACQUIRE);
 }
 
 /* A held lock whose lease, as this process knows it, has run out without
@@ -159,10 +196,12 @@ static void set_lease_end(struct dlock_lock *lk, int64_t when)
  * have held it meanwhile (taken and released again) and only the local
  * clock can tell the holder that its exclusion lapsed.  The lease end is
  * set before each successful request is sent, so it is never later than
- * the store's. */
+ * the store's.  Once the lease thread has declared it lost, a renewal
+ * answered late cannot bring it back. */
 static int lapsed(const struct dlock_lock *lk, int64_t now)
 {
-    return lk->state == DLOCK_STATE_HELD && now >= lease_end_of(lk);
+    return lk->state == DLOCK_STATE_HELD &&
+           (now >= lease_end_of(lk) || declared_lost(lk));
 }
 
 static int lapsed_err(const struct dlock_lock *lk)
@@ -173,117 +212,135 @@ static int lapsed_err(const struct dlock_lock *lk)
                          lk->name);
 }
 
-/* --- the heap of due locks (all under reg_mu) ------------------------ */
-
-static int64_t due_of(const struct dlock_lock *lk)
+/* Declare lk lost, once: the callback to run, or NULL when it had been
+ * declared before (or has none).  Either thread, mu held or not. */
+static dlock_lost_cb declare_lost(struct dlock_lock *lk)
 {
-    int64_t end = lease_end_of(lk);
-
-    return lk->next_renew < end ? lk->next_renew : end;
+    if (__atomic_exchange_n(&lk->lost_notified, 1, __ATOMIC_ACQ_REL))
+        return NULL;
+    return lk->on_lost;
 }
 
-static void heap_swap(size_t a, size_t b)
-{
-    struct dlock_lock *t = heap[a];
+/* --- the heaps (all under reg_mu) ------------------------------------ */
 
-    heap[a] = heap[b];
-    heap[b] = t;
-    heap[a]->heap_idx = a;
-    heap[b]->heap_idx = b;
+static void heap_swap(struct heap *h, size_t a, size_t b)
+{
+    struct dlock_lock *t = h->v[a];
+
+    h->v[a] = h->v[b];
+    h->v[b] = t;
+    h->v[a]->heap_idx[h->which] = a;
+    h->v[b]->heap_idx[h->which] = b;
 }
 
-static void heap_up(size_t i)
+static void heap_up(struct heap *h, size_t i)
 {
-    while (i > 0 && heap[(i - 1) / 2]->due > heap[i]->due) {
-        heap_swap(i, (i - 1) / 2);
+    int w = h->which;
+
+    while (i > 0 && h->v[(i - 1) / 2]->due[w] > h->v[i]->due[w]) {
+        heap_swap(h, i, (i - 1) / 2);
         i = (i - 1) / 2;
     }
 }
 
-static void heap_down(size_t i)
+static void heap_down(struct heap *h, size_t i)
 {
+    int w = h->which;
+
     for (;;) {
         size_t l = 2 * i + 1, m = i;
 
-        if (l < heap_len && heap[l]->due < heap[m]->due)
+        if (l < h->len && h->v[l]->due[w] < h->v[m]->due[w])
             m = l;
-        if (l + 1 < heap_len && heap[l + 1]->due < heap[m]->due)
+        if (l + 1 < h->len && h->v[l + 1]->due[w] < h->v[m]->due[w])
             m = l + 1;
         if (m == i)
             return;
-        heap_swap(i, m);
+        heap_swap(h, i, m);
         i = m;
     }
 }
 
-static void heap_remove(struct dlock_lock *lk)
+static void heap_remove(struct heap *h, struct dlock_lock *lk)
 {
-    size_t i = lk->heap_idx;
+    size_t i = lk->heap_idx[h->which];
 
     if (i == SIZE_MAX)
         return;
-    lk->heap_idx = SIZE_MAX;
-    if (i != --heap_len) {
-        struct dlock_lock *moved = heap[heap_len];
+    lk->heap_idx[h->which] = SIZE_MAX;
+    if (i != --h->len) {
+        struct dlock_lock *moved = h->v[h->len];
 
-        heap[i] = moved;
-        moved->heap_idx = i;
-        heap_up(i);
-        heap_down(moved->heap_idx);
+        h->v[i] = moved;
+        moved->heap_idx[h->which] = i;
+        heap_up(h, i);
+        heap_down(h, moved->heap_idx[h->which]);
     }
 }
 
-/* Put lk in the heap (or move it) to be due at `due`, if the renew
- * thread is to renew it.  Wakes the thread when lk became the first due. */
-static void heap_put(struct dlock_lock *lk, int64_t due)
+/* Put lk in heap h (or move it) to be due at `due`, if that heap's thread
+ * is to look after it.  Wakes the thread when lk became the first due. */
+static void heap_put(struct heap *h, struct dlock_lock *lk, int64_t due)
 {
-    if (!lk->heap_slot || lk->renewable <= 0 || !lk->auto_renew ||
-        lk->pid != getpid()) {
-        heap_remove(lk);
+    int w = h->which;
+
+    if (!lk->heap_slot[w] || lk->renewable <= 0 || lk->pid != getpid() ||
+        (w == H_RENEW && !lk->auto_renew)) {
+        heap_remove(h, lk);
         return;
     }
-    lk->due = due;
-    if (lk->heap_idx == SIZE_MAX) {
-        lk->heap_idx = heap_len;
-        heap[heap_len++] = lk; /* reserved: heap_len <= heap_want <= cap */
+    lk->due[w] = due;
+    if (lk->heap_idx[w] == SIZE_MAX) {
+        lk->heap_idx[w] = h->len;
+        h->v[h->len++] = lk; /* reserved: len <= want <= cap */
     }
-    heap_up(lk->heap_idx);
-    heap_down(lk->heap_idx);
-    if (lk->heap_idx == 0)
-        pthread_cond_broadcast(&reg_cv);
+    heap_up(h, lk->heap_idx[w]);
+    heap_down(h, lk->heap_idx[w]);
+    if (lk->heap_idx[w] == 0)
+        pthread_cond_broadcast(h->cv);
 }
 
-/* Reserve lk's place in the heap (at acquire, before the store call). */
-static int heap_reserve(struct dlock_lock *lk)
+/* Reserve lk's place in heap h (at acquire, before the store call). */
+static int heap_reserve(struct heap *h, struct dlock_lock *lk)
 {
-    if (heap_want + 1 > heap_cap) {
-        size_t cap = heap_cap < 64 ? 64 : 2 * heap_cap;
-        struct dlock_lock **h = realloc(heap, cap * sizeof(*h));
+    if (h->want + 1 > h->cap) {
+        size_t cap = h->cap < 64 ? 64 : 2 * h->cap;
+        struct dlock_lock **v = realloc(h->v, cap * sizeof(*v));
 
-        if (h == NULL)
+        if (v == NULL)
             return dlock__enomem();
-        heap = h;
-        heap_cap = cap;
+        h->v = v;
+        h->cap = cap;
     }
-    heap_want++;
-    lk->heap_slot = 1;
+    h->want++;
+    lk->heap_slot[h->which] = 1;
     return DLOCK_OK;
 }
 
-/* As heap_put, due by its schedule: its renewal time, and at the latest
- * its lease end. */
-static void heap_set(struct dlock_lock *lk)
+static void heap_unreserve(struct heap *h, struct dlock_lock *lk)
 {
-    heap_put(lk, due_of(lk));
+    heap_remove(h, lk);
+    if (lk->heap_slot[h->which]) {
+        lk->heap_slot[h->which] = 0;
+        h->want--;
+    }
 }
 
-static void heap_unreserve(struct dlock_lock *lk)
+/* Both heaps by lk's schedule: the renew thread's at its renewal time (at
+ * the latest its lease end), the lease thread's at its lease end. */
+static void heap_set(struct dlock_lock *lk)
 {
-    heap_remove(lk);
-    if (lk->heap_slot) {
-        lk->heap_slot = 0;
-        heap_want--;
-    }
+    int64_t end = lease_end_of(lk);
+
+    heap_put(&heaps[H_RENEW], lk,
+             lk->next_renew < end ? lk->next_renew : end);
+    heap_put(&heaps[H_LEASE], lk, end);
+}
+
+static void heaps_remove(struct dlock_lock *lk)
+{
+    heap_remove(&heaps[H_RENEW], lk);
+    heap_remove(&heaps[H_LEASE], lk);
 }
 
 /* Mark lk lost (caller holds lk->mu).  Returns the callback to run once
@@ -293,12 +350,9 @@ static dlock_lost_cb mark_lost(struct dlock_lock *lk)
     lk->state = DLOCK_STATE_LOST;
     pthread_mutex_lock(&reg_mu);
     lk->renewable = 0;
-    heap_remove(lk);
+    heaps_remove(lk);
     pthread_mutex_unlock(&reg_mu);
-    if (lk->lost_notified)
-        return NULL;
-    lk->lost_notified = 1;
-    return lk->on_lost;
+    return declare_lost(lk);
 }
 
 static void schedule(struct dlock_lock *lk, int64_t when)
@@ -326,13 +380,15 @@ static void renewed(struct due *d, int rc, int64_t t0, int64_t now)
 {
     struct dlock_lock *lk = d->lk;
 
-    if (rc == DLOCK_OK) {
+    if (rc == DLOCK_OK && !lapsed(lk, now)) {
         /* The lease counts from when the request left, not when the
          * answer came: the store may have started it any time between. */
-        set_lease_end(lk, t0 + lk->ttl_ms);
+        set_lease_end(lk, t0, lk->ttl_ms);
         d->next = t0 + lk->ttl_ms / 3;
         __atomic_add_fetch(&renewals, 1, __ATOMIC_RELAXED);
-    } else if (rc == DLOCK_LOST || now >= lease_end_of(lk)) {
+    } else if (rc == DLOCK_OK || rc == DLOCK_LOST || lapsed(lk, now)) {
+        /* An answer that came after the lease ended here is too late:
+         * the holder has been told (or is being told) it lost the lock. */
         d->cb = mark_lost(lk);
     } else {
         /* Transient (store unreachable): try again soon, while the lease
@@ -384,6 +440,10 @@ static void renew_batch(struct due **d, size_t n)
     }
     if (k == 0)
         return;
+    /* Past the last of their leases, renewing them is of no use. */
+    for (size_t i = 0; i < k; i++)
+        if (lease_end_of(locks[i]) > dlock__io_deadline)
+            dlock__io_deadline = lease_end_of(locks[i]);
     if (s->ops->extend_many != NULL) {
         rc = s->ops->extend_many(s, locks, k, rcs);
         if (rc != DLOCK_OK)
@@ -393,6 +453,7 @@ static void renew_batch(struct due **d, size_t n)
         for (size_t i = 0; i < k; i++)
             rcs[i] = s->ops->extend(s, locks[i], locks[i]->ttl_ms);
     }
+    dlock__io_deadline = 0;
     now = dlock__now_ms();
     for (size_t i = 0; i < k; i++) {
         renewed(mine[i], rcs[i], t0, now);
@@ -432,42 +493,49 @@ static void free_lock(struct dlock_lock *lk)
     free(lk);
 }
 
+/* Drop a library thread's ref on lk (caller holds reg_mu): the last ref
+ * of a lock released from its own on_lost callback frees it. */
+static void unref_locked(struct dlock_lock *lk)
+{
+    if (--lk->refs == 0 && lk->free_on_unref)
+        free_lock(lk);
+}
+
 static void *renew_main(void *arg)
 {
     /* On the stack (32 KiB), not allocated: a failure would have nobody
      * to tell. */
     struct due d[RENEW_PASS_MAX];
+    struct heap *h = &heaps[H_RENEW];
 
     (void)arg;
-    on_renew_thread = 1;
+    on_lib_thread = 1 + H_RENEW;
 #ifdef __linux__
     /* Named, so a profiler or dlock-bench can find its CPU time. */
     (void)prctl(PR_SET_NAME, "dlock-renew", 0, 0, 0);
 #endif
     pthread_mutex_lock(&reg_mu);
-    while (!renew_stop) {
+    while (!thr_stop) {
         int64_t now = dlock__now_ms();
         size_t n = 0;
 
-        if (heap_len == 0) {
+        if (h->len == 0) {
             pthread_cond_wait(&reg_cv, &reg_mu);
             continue;
         }
-        if (heap[0]->due > now) {
-            cond_wait_until(&reg_cv, heap[0]->due);
+        if (h->v[0]->due[H_RENEW] > now) {
+            cond_wait_until(&reg_cv, h->v[0]->due[H_RENEW]);
             continue;
         }
-        /* Due at its renewal time, and at the latest when its lease ends:
-         * a lock whose renewal fell behind is reported LOST then, not
-         * whenever the thread gets round to it.  Those due a little later
-         * come along. */
-        while (heap_len > 0 && n < RENEW_PASS_MAX) {
-            struct dlock_lock *lk = heap[0];
+        /* Due at its renewal time, and at the latest when its lease ends.
+         * Those due a little later come along. */
+        while (h->len > 0 && n < RENEW_PASS_MAX) {
+            struct dlock_lock *lk = h->v[0];
 
-            if (lk->due > now + lk->ttl_ms / RENEW_EARLY_DIV)
+            if (lk->due[H_RENEW] > now + lk->ttl_ms / RENEW_EARLY_DIV)
                 break;
             /* Out of the heap (not picked again) until renewed. */
-            heap_remove(lk);
+            heap_remove(h, lk);
             lk->refs++;
             d[n].lk = lk;
             d[n].next = 0;
@@ -482,7 +550,7 @@ static void *renew_main(void *arg)
             if (d[i].next == 0)
                 continue;
             if (d[i].busy) {
-                heap_put(d[i].lk, d[i].next);
+                heap_put(h, d[i].lk, d[i].next);
                 continue;
             }
             d[i].lk->next_renew = d[i].next;
@@ -497,34 +565,82 @@ static void *renew_main(void *arg)
             d[i].cb(d[i].lk, d[i].lk->payload);
             pthread_mutex_lock(&reg_mu);
         }
-        for (size_t i = 0; i < n; i++) {
-            struct dlock_lock *lk = d[i].lk;
-
-            if (--lk->refs == 0 && lk->free_on_unref)
-                free_lock(lk);
-        }
+        for (size_t i = 0; i < n; i++)
+            unref_locked(d[i].lk);
         pthread_cond_broadcast(&unref_cv);
     }
     pthread_mutex_unlock(&reg_mu);
     return NULL;
 }
 
-/* Start the renew thread if it is not running (caller holds reg_mu). */
-static int renew_start_locked(void)
+/* The lease thread: declares a held lock LOST at its lease end (this
+ * process's, the margin taken) unless a renewal confirmed a later one by
+ * then.  It never calls a store, and takes no lock's mu, so a renewal
+ * stuck in a store that stopped answering (a cut network) cannot delay
+ * it: the holder hears of the loss when its lease ends, not when the
+ * store's timeout fires. */
+static void *lease_main(void *arg)
 {
+    struct heap *h = &heaps[H_LEASE];
+
+    (void)arg;
+    on_lib_thread = 1 + H_LEASE;
+#ifdef __linux__
+    (void)prctl(PR_SET_NAME, "dlock-lease", 0, 0, 0);
+#endif
+    pthread_mutex_lock(&reg_mu);
+    while (!thr_stop) {
+        int64_t now = dlock__now_ms(), end;
+        struct dlock_lock *lk;
+        dlock_lost_cb cb;
+
+        if (h->len == 0) {
+            pthread_cond_wait(&lease_cv, &reg_mu);
+            continue;
+        }
+        lk = h->v[0];
+        if (lk->due[H_LEASE] > now) {
+            cond_wait_until(&lease_cv, lk->due[H_LEASE]);
+            continue;
+        }
+        end = lease_end_of(lk);
+        if (end > now) {
+            heap_put(h, lk, end); /* renewed since it was put here */
+            continue;
+        }
+        heap_remove(h, lk);
+        cb = declare_lost(lk);
+        if (cb == NULL)
+            continue;
+        lk->refs++;
+        pthread_mutex_unlock(&reg_mu);
+        cb(lk, lk->payload);
+        pthread_mutex_lock(&reg_mu);
+        unref_locked(lk);
+        pthread_cond_broadcast(&unref_cv);
+    }
+    pthread_mutex_unlock(&reg_mu);
+    return NULL;
+}
+
+/* Start thread `which` if it is not running (caller holds reg_mu). */
+static int thread_start_locked(int which)
+{
+    static const char *const what[2] = {"renew", "lease"};
     int err;
 
-    if (renew_running)
+    if (thr_running[which])
         return DLOCK_OK;
     if (at_exit)
         return dlock__seterr(DLOCK_EINVAL, "the process is exiting");
-    renew_stop = 0;
-    err = pthread_create(&renew_thr, NULL, renew_main, NULL);
+    thr_stop = 0;
+    err = pthread_create(&thr[which], NULL,
+                         which == H_RENEW ? renew_main : lease_main, NULL);
     if (err != 0)
         return dlock__seterr(err == ENOMEM ? DLOCK_ENOMEM : DLOCK_EINVAL,
-                             "cannot start the renew thread: %s",
+                             "cannot start the %s thread: %s", what[which],
                              strerror(err));
-    renew_running = 1;
+    thr_running[which] = 1;
     return DLOCK_OK;
 }
 
@@ -537,6 +653,11 @@ static void reg_add(struct dlock_lock *lk)
         reg_head->prev = lk;
     reg_head = lk;
     lk->renewable = 1;
+    /* From here on lease_end is the end this process enforces: the
+     * store's less the clock-rate margin. */
+    __atomic_store_n(&lk->lease_end,
+                     lk->lease_end - drift_margin(lk->ttl_ms),
+                     __ATOMIC_RELAXED);
     heap_set(lk);
     pthread_mutex_unlock(&reg_mu);
 }
@@ -552,30 +673,36 @@ static void reg_unlink_locked(struct dlock_lock *lk)
         lk->next->prev = lk->prev;
     lk->prev = lk->next = NULL;
     lk->renewable = 0;
-    heap_unreserve(lk);
+    heap_unreserve(&heaps[H_RENEW], lk);
+    heap_unreserve(&heaps[H_LEASE], lk);
 }
 
 /* --- what acquire.c needs of the registry ------------------------------ */
 
 int dlock__registry_start(int auto_renew)
 {
-    int rc = DLOCK_OK;
+    int rc;
 
     pthread_once(&reg_once, reg_init);
-    if (auto_renew) {
-        pthread_mutex_lock(&reg_mu);
-        rc = renew_start_locked();
-        pthread_mutex_unlock(&reg_mu);
-    }
+    pthread_mutex_lock(&reg_mu);
+    rc = thread_start_locked(H_LEASE);
+    if (rc == DLOCK_OK && auto_renew)
+        rc = thread_start_locked(H_RENEW);
+    pthread_mutex_unlock(&reg_mu);
     return rc;
 }
 
-int dlock__registry_reserve(struct dlock_lock *lk)
+int dlock__registry_reserve(struct dlock_lock *lk, int auto_renew)
 {
     int rc;
 
     pthread_mutex_lock(&reg_mu);
-    rc = heap_reserve(lk);
+    rc = heap_reserve(&heaps[H_LEASE], lk);
+    if (rc == DLOCK_OK && auto_renew) {
+        rc = heap_reserve(&heaps[H_RENEW], lk);
+        if (rc != DLOCK_OK)
+            heap_unreserve(&heaps[H_LEASE], lk);
+    }
     pthread_mutex_unlock(&reg_mu);
     return rc;
 }
@@ -583,7 +710,8 @@ int dlock__registry_reserve(struct dlock_lock *lk)
 void dlock__registry_unreserve(struct dlock_lock *lk)
 {
     pthread_mutex_lock(&reg_mu);
-    heap_unreserve(lk);
+    heap_unreserve(&heaps[H_RENEW], lk);
+    heap_unreserve(&heaps[H_LEASE], lk);
     pthread_mutex_unlock(&reg_mu);
 }
 
@@ -652,10 +780,16 @@ dlock_rc dlock_extend(dlock_lock *lk, int64_t ttl_ms)
             cb(lk, lk->payload);
         return rc;
     }
+    dlock__io_deadline = lease_end_of(lk);
     rc = s->ops->extend(s, lk, ttl_ms);
-    if (rc == DLOCK_OK) {
+    dlock__io_deadline = 0;
+    if (rc != DLOCK_LOST && lapsed(lk, dlock__now_ms())) {
+        /* Answered (or failed) after the lease ended here: too late. */
+        rc = lapsed_err(lk);
+        cb = mark_lost(lk);
+    } else if (rc == DLOCK_OK) {
         lk->ttl_ms = ttl_ms;
-        set_lease_end(lk, t0 + ttl_ms);
+        set_lease_end(lk, t0, ttl_ms);
         next = t0 + ttl_ms / 3;
     } else if (rc == DLOCK_LOST) {
         cb = mark_lost(lk);
@@ -692,7 +826,9 @@ dlock_rc dlock_assert_ttl(dlock_lock *lk, int64_t min_remaining_ms)
         rc = lapsed_err(lk);
         cb = mark_lost(lk);
     } else {
+        dlock__io_deadline = lease_end_of(lk);
         rc = s->ops->ttl_left(s, lk, &left);
+        dlock__io_deadline = 0;
         if (rc == DLOCK_LOST)
             cb = mark_lost(lk);
     }
@@ -719,19 +855,31 @@ static int store_release(struct dlock_lock *lk)
 
     if (lapsed(lk, dlock__now_ms())) {
         /* Tidy the store if it is still ours there (nobody waits for an
-         * expired lease anyway), but the holder must hear it lapsed. */
+         * expired lease anyway), but the holder must hear it lapsed.
+         * Best effort, so briefly: a store cut off must not keep the
+         * holder (dlock run, say) for the URL's whole timeout. */
+        dlock__io_deadline = dlock__now_ms() + lk->ttl_ms / 3;
         (void)s->ops->release(s, lk);
+        dlock__io_deadline = 0;
         lk->state = DLOCK_STATE_LOST;
         return lapsed_err(lk);
     }
-    if (lk->state == DLOCK_STATE_HELD)
-        return s->ops->release(s, lk);
+    if (lk->state == DLOCK_STATE_HELD) {
+        /* Past the lease the store lets go by itself. */
+        dlock__io_deadline = lease_end_of(lk);
+        rc = s->ops->release(s, lk);
+        dlock__io_deadline = 0;
+        return rc;
+    }
     if (lk->state == DLOCK_STATE_LOST) {
         if (lk->priv != NULL) {
+            /* Tidying, as for a lapsed lease above: briefly. */
+            dlock__io_deadline = dlock__now_ms() + lk->ttl_ms / 3;
             if (s->ops->forget != NULL)
                 s->ops->forget(s, lk);
             else
                 (void)s->ops->release(s, lk);
+            dlock__io_deadline = 0;
         }
         return not_held(lk);
     }
@@ -764,9 +912,9 @@ dlock_rc dlock_release(dlock_lock *lk)
 
     pthread_mutex_lock(&reg_mu);
     reg_unlink_locked(lk);
-    /* Called from this lock's own on_lost callback on the renew thread,
-     * which holds one ref: the renew thread frees it afterwards. */
-    if (on_renew_thread && lk->refs > 0) {
+    /* Called from this lock's own on_lost callback on a library thread,
+     * which holds one ref: that thread frees it afterwards. */
+    if (on_lib_thread && lk->refs > 0) {
         pthread_mutex_unlock(&reg_mu);
         pthread_mutex_lock(&lk->mu);
         rc = store_release(lk);
@@ -800,18 +948,29 @@ const char *dlock_lock_name(const dlock_lock *lk)
     return lk != NULL ? lk->name : "";
 }
 
+/* What is left of lk's lease as this process knows it, 0 when lost.
+ * Without lk->mu (a renewal may hold it, stuck in a store that stopped
+ * answering): state is read whole, and a lock is never HELD again once it
+ * was not. */
+static int64_t lease_left(const struct dlock_lock *lk)
+{
+    int64_t left;
+
+    if (__atomic_load_n(&lk->state, __ATOMIC_ACQUIRE) != DLOCK_STATE_HELD ||
+        declared_lost(lk))
+        return 0;
+    left = lease_end_of(lk) - dlock__now_ms();
+    return left > 0 ? left : 0;
+}
+
 int dlock_is_lost(const dlock_lock *lk)
 {
-    int lost;
+    return lk == NULL || lease_left(lk) == 0;
+}
 
-    if (lk == NULL)
-        return 1;
-    /* state is written under lk->mu; reading it under the same mutex keeps
-     * the answer coherent with the last store call. */
-    pthread_mutex_lock((pthread_mutex_t *)&lk->mu);
-    lost = lk->state != DLOCK_STATE_HELD || lapsed(lk, dlock__now_ms());
-    pthread_mutex_unlock((pthread_mutex_t *)&lk->mu);
-    return lost;
+int64_t dlock_lease_left(const dlock_lock *lk)
+{
+    return lk == NULL ? 0 : lease_left(lk);
 }
 
 /* --- store close, process exit --------------------------------------- */
@@ -834,8 +993,8 @@ static void detach_where(struct dlock_store *only)
             break;
         /* renewable = -1 marks "being detached" so the loop moves on. */
         lk->renewable = -1;
-        heap_remove(lk);
-        while (lk->refs > 0 && !on_renew_thread)
+        heaps_remove(lk);
+        while (lk->refs > 0 && !on_lib_thread)
             pthread_cond_wait(&unref_cv, &reg_mu);
         pthread_mutex_unlock(&reg_mu);
         pthread_mutex_lock(&lk->mu);
@@ -861,19 +1020,21 @@ void dlock__registry_detach_store(struct dlock_store *s)
 
 static void release_all_at_exit(void)
 {
-    int join = 0;
+    int join[2] = {0, 0};
 
     pthread_mutex_lock(&reg_mu);
     at_exit = 1;
-    if (renew_running) {
-        renew_stop = 1;
-        pthread_cond_broadcast(&reg_cv);
-        /* exit() from an on_lost callback runs on the renew thread itself. */
-        join = !on_renew_thread;
-        renew_running = 0;
+    thr_stop = 1;
+    pthread_cond_broadcast(&reg_cv);
+    pthread_cond_broadcast(&lease_cv);
+    for (int w = 0; w < 2; w++) {
+        /* exit() from an on_lost callback runs on a library thread. */
+        join[w] = thr_running[w] && on_lib_thread != 1 + w;
+        thr_running[w] = 0;
     }
     pthread_mutex_unlock(&reg_mu);
-    if (join)
-        pthread_join(renew_thr, NULL);
+    for (int w = 0; w < 2; w++)
+        if (join[w])
+            pthread_join(thr[w], NULL);
     detach_where(NULL);
 }

@@ -99,8 +99,12 @@ int dlock__pool_run(struct dlock__pool *p, dlock__pool_fn fn, void *arg)
     if (rc != DLOCK_OK)
         return rc;
     rc = fn(c, arg, &dead);
-    if (dead && pooled) {
-        /* It died while idle: the server never saw the operation. */
+    if (dead && pooled &&
+        (dlock__io_deadline == 0 || dlock__now_ms() < dlock__io_deadline)) {
+        /* It died while idle: the server never saw the operation.  (Not
+         * when the call was for a lease that has ended meanwhile: it is
+         * of no use, and a store cut off would only make it wait out a
+         * connect timeout.) */
         dlock__pool_discard(p, c);
         rc = dlock__pool_open(p, &c);
         if (rc != DLOCK_OK)

@@ -115,19 +115,26 @@ struct dlock_lock {
     pid_t pid;
     enum dlock_state state;
     int auto_renew;
-    int lost_notified;
+    int lost_notified;  /* declared lost (atomic: the lease thread sets
+                         * it without mu); on_lost ran or is running */
     dlock_lost_cb on_lost;
     void *payload;
     int64_t lease_end;  /* monotonic ms: lease end as this process knows;
-                         * the core writes it, a waiting store may too */
+                         * the core writes it, a waiting store may too.
+                         * Once held: the store's end less the clock-rate
+                         * margin (lock.c), the moment the lock is LOST */
     int64_t next_renew; /* monotonic ms */
-    /* under the registry mutex */
-    int64_t due;        /* heap key: min(next_renew, lease_end) */
-    size_t heap_idx;    /* place in the renew thread's heap, or SIZE_MAX */
-    int heap_slot;      /* a place in that heap is reserved for it */
-    unsigned refs;      /* renew thread (and store close) using it now */
+    /* under the registry mutex: two heaps, [0] the renew thread's (key:
+     * min(next_renew, lease_end)), [1] the lease thread's (key: lease_end
+     * when last looked at) */
+    int64_t due[2];
+    size_t heap_idx[2]; /* place in each heap, or SIZE_MAX */
+    int heap_slot[2];   /* a place in that heap is reserved for it */
+    unsigned refs;      /* library threads (and store close) using it now */
     int renewable;      /* the renew thread may pick it */
     int free_on_unref;  /* released from its own on_lost callback */
+    int release_on_unref; /* ...while a renewal held mu: the last ref
+                           * tells the store */
     struct dlock_lock *prev, *next; /* registry list */
 };
 
@@ -249,6 +256,22 @@ int64_t dlock__wall_ms(void);     /* CLOCK_REALTIME, for display only */
 void dlock__sleep_ms(int64_t ms); /* restarts after EINTR */
 /* Remaining ms until deadline (>= 0); INT64_MAX for DLOCK_WAIT_FOREVER. */
 int64_t dlock__remaining_ms(int64_t deadline);
+/* A bound on store I/O for the calling thread (monotonic ms, 0: none).
+ * The core sets it around store calls made for a held lock (renewal,
+ * release, assert_ttl) to that lock's lease end: past it the call is of
+ * no use, and a store that stopped answering must not keep the renew
+ * thread or the holder waiting for the URL's whole timeout.  Stores pass
+ * their own timeout through dlock__io_bound() wherever they wait. */
+extern _Thread_local int64_t dlock__io_deadline;
+/* timeout_ms, or less when dlock__io_deadline comes sooner (at least 1). */
+int64_t dlock__io_bound(int64_t timeout_ms);
+/* iowatch.c: for a client library whose calls take no deadline: while
+ * armed, the socket fd is shut down at dlock__io_deadline, so that a
+ * call blocked on it fails then.  Armed only when that deadline comes
+ * before timeout_ms (the library's own); 0 when not armed.  Unwatch
+ * before the call returns to its caller (and before fd is closed). */
+uint64_t dlock__io_watch(int fd, int64_t timeout_ms);
+void dlock__io_unwatch(uint64_t id);
 int dlock__random(void *buf, size_t len);
 int dlock__token(char out[DLOCK_TOKEN_HEX + 1]);
 /* DLOCK_OK or DLOCK_EINVAL with a message: 1..DLOCK_NAME_MAX bytes, valid
@@ -302,7 +325,7 @@ int dlock__store_usable(const struct dlock_store *store);
  * asked (so registering a held lock cannot fail), unreserve() gives it
  * back when the acquire fails; add() registers a held lock. */
 int dlock__registry_start(int auto_renew);
-int dlock__registry_reserve(struct dlock_lock *lk);
+int dlock__registry_reserve(struct dlock_lock *lk, int auto_renew);
 void dlock__registry_unreserve(struct dlock_lock *lk);
 void dlock__registry_add(struct dlock_lock *lk);
 void dlock__lock_free(struct dlock_lock *lk);

@@ -52,6 +52,20 @@ int64_t dlock__remaining_ms(int64_t deadline)
     return left > 0 ? left : 0;
 }
 
+_Thread_local int64_t dlock__io_deadline;
+
+int64_t dlock__io_bound(int64_t timeout_ms)
+{
+    int64_t left;
+
+    if (dlock__io_deadline == 0)
+        return timeout_ms;
+    left = dlock__io_deadline - dlock__now_ms();
+    if (left < 1)
+        left = 1;
+    return left < timeout_ms ? left : timeout_ms;
+}
+
 int dlock__random(void *buf, size_t len)
 {
     unsigned char *p = buf;

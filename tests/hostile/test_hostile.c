@@ -300,6 +300,90 @@ static void one_mode(const char *url, enum mode m)
     dlock_store_close(s);
 }
 
+/* A holder whose store goes silent mid-lease (the answers stop, as in a
+ * network cut that drops packets): with a URL timeout longer than the
+ * lease, the renewal in flight cannot answer in time, and the holder
+ * must hear LOST at its own lease end, not when the timeout fires; the
+ * calls on the lost lock answer at once, the renewal's connection is
+ * given up by the lease end, and after the heal the handle serves. */
+static int lost_w = -1;
+
+static void on_lost_pipe(dlock_lock *lk, void *payload)
+{
+    int64_t t = now_ms();
+
+    (void)lk;
+    (void)payload;
+    (void)!write(lost_w, &t, sizeof(t));
+}
+
+static void silent_holder(const char *relayed)
+{
+    enum { TTL = 1500 };
+    char url[1024], name[64];
+    dlock_store *s = NULL;
+    dlock_lock *l = NULL;
+    dlock_options o = DLOCK_OPTIONS_INIT;
+    int pfd[2];
+    int64_t t0, lost_at = -1, took;
+    struct pollfd p;
+
+    /* The relay's URL with timeout=1s made timeout=20s. */
+    snprintf(url, sizeof(url), "%s", relayed);
+    {
+        char *t = strstr(url, "timeout=1s");
+
+        if (t == NULL || strlen(url) + 2 >= sizeof(url))
+            return;
+        memmove(t + 10, t + 9, strlen(t + 9) + 1);
+        memcpy(t, "timeout=20s", 11);
+    }
+    snprintf(name, sizeof(name), "hostile-lease-%d", (int)getpid());
+    CHECK(pipe(pfd) == 0);
+    lost_w = pfd[1];
+    atomic_store(&mode, M_PASS);
+    CHECK(dlock_store_open(&s, url) == DLOCK_OK);
+    o.ttl_ms = TTL;
+    o.on_lost = on_lost_pipe;
+    t0 = now_ms();
+    CHECK(dlock_acquire(&l, s, name, &o) == DLOCK_OK);
+    EXPECT(dlock_lease_left(l) > 0 && dlock_lease_left(l) <= TTL);
+    atomic_store(&mode, M_SILENT);
+    p.fd = pfd[0];
+    p.events = POLLIN;
+    if (poll(&p, 1, 20000) == 1 &&
+        read(pfd[0], &lost_at, sizeof(lost_at)) == (ssize_t)sizeof(lost_at))
+        printf("  silent  holder told LOST %lld ms after acquire-invoke "
+               "(lease %d ms)\n", (long long)(lost_at - t0), TTL);
+    else
+        printf("  silent  holder never told LOST\n");
+    /* At its lease end less the margin, not before, and not later than
+     * scheduling slack after it. */
+    EXPECT(lost_at >= t0 + TTL - TTL / DLOCK_DRIFT_DIV - 1);
+    EXPECT(lost_at >= 0 && lost_at <= t0 + TTL + 150);
+    EXPECT(dlock_is_lost(l));
+    EXPECT(dlock_lease_left(l) == 0);
+    t0 = now_ms();
+    EXPECT_RC(dlock_extend(l, 0), DLOCK_LOST);
+    EXPECT_RC(dlock_release(l), DLOCK_LOST);
+    took = now_ms() - t0;
+    printf("  silent  extend + release of the lost lock: %lld ms\n",
+           (long long)took);
+    EXPECT(took < TTL);
+
+    /* Healed: the same handle takes the name once the store's lease (as
+     * renewed by the commands the server still got) has run out. */
+    atomic_store(&mode, M_PASS);
+    o.wait_ms = 3 * TTL;
+    o.on_lost = NULL;
+    l = NULL;
+    EXPECT_RC(dlock_acquire(&l, s, name, &o), DLOCK_OK);
+    EXPECT_RC(dlock_release(l), DLOCK_OK);
+    dlock_store_close(s);
+    close(pfd[0]);
+    close(pfd[1]);
+}
+
 int main(int argc, char **argv)
 {
     char *url;
@@ -318,6 +402,7 @@ int main(int argc, char **argv)
     }
     for (int m = M_SILENT; m <= M_CLOSE; m++)
         one_mode(url, (enum mode)m);
+    silent_holder(url);
     relay_stop();
     free(url);
     printf("test_hostile: %s\n", failures ? "FAIL" : "PASS");

@@ -104,9 +104,10 @@ static unsigned secs_up(int64_t ms)
 static int conn_open(void *ctx, void **out)
 {
     struct my_store *ms = ctx;
-    unsigned ct = secs_up(ms->timeout_ms);
+    unsigned wt = secs_up(ms->timeout_ms);
     unsigned rt = secs_up(ms->timeout_ms + dlock__my_max_slice(ms->timeout_ms));
-    unsigned wt = ct;
+    /* For a held lock's call, within its lease (dlock__io_bound()). */
+    unsigned ct = secs_up(dlock__io_bound(ms->timeout_ms));
     my_bool off = 0, on = 1;
     struct conn *c;
     MYSQL_RES *res;

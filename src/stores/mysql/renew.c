@@ -210,11 +210,14 @@ static int batch_fn(void *conn, void *arg, int *dead)
     struct batch *g = arg;
     struct conn *c = conn;
     struct sb b = {0};
+    uint64_t w;
     int rc;
 
     c->name = NULL;
     sb_renew(&b, c, g, g->ms->lease_mode);
+    w = dlock__io_watch((int)mysql_get_socket(c->db), g->ms->timeout_ms);
     rc = run_batch(g->ms, c, &b, g);
+    dlock__io_unwatch(w);
     dlock__my_sb_free(&b);
     *dead = rc != DLOCK_OK && dlock__my_conn_error(mysql_errno(c->db));
     if (rc == DLOCK_OK && g->ms->lease_mode)

@@ -228,7 +228,11 @@ static int held_fn(void *conn, void *arg, int *dead)
 {
     struct held_call *k = arg;
     struct conn *c = conn;
+    uint64_t w = dlock__io_watch((int)mysql_get_socket(c->db),
+                                 k->ms->timeout_ms);
     int rc = k->op(k, c);
+
+    dlock__io_unwatch(w);
 
     *dead = rc != DLOCK_OK && rc != DLOCK_LOST &&
             dlock__my_conn_error(mysql_errno(c->db));
@@ -240,13 +244,18 @@ static int held_fn(void *conn, void *arg, int *dead)
  * session, and with it our GET_LOCK, is gone: the lock is lost. */
 static int held_run(struct held_call *k)
 {
+    uint64_t w;
     int rc;
 
     if (k->ml == NULL || (!k->ms->lease_mode && k->ml->c == NULL))
         return dlock__lost(k->lk, "its connection was lost earlier");
     if (k->ml->c == NULL)
         return dlock__pool_run(&k->ms->pool, held_fn, k);
+    /* Within the lease (the connector takes no deadline per call). */
+    w = dlock__io_watch((int)mysql_get_socket(k->ml->c->db),
+                        k->ms->timeout_ms);
     rc = k->op(k, k->ml->c);
+    dlock__io_unwatch(w);
     if (rc != DLOCK_OK && rc != DLOCK_LOST)
         rc = pinned_failed(k->ms, k->lk, k->ml);
     return rc;

@@ -83,7 +83,7 @@ static int run_op(PGconn *c, const char *url, const char *what, int op,
                   const char *const *v, int64_t timeout_ms, PGresult **out,
                   char state[6])
 {
-    int64_t deadline = dlock__now_ms() + timeout_ms;
+    int64_t deadline;
     PGresult *first = NULL;
     char msg[512];
     int sent, r;
@@ -91,6 +91,9 @@ static int run_op(PGconn *c, const char *url, const char *what, int op,
     *out = NULL;
     if (state != NULL)
         state[0] = '\0';
+    /* No longer than the lease of the lock it is for, if any. */
+    timeout_ms = dlock__io_bound(timeout_ms);
+    deadline = dlock__now_ms() + timeout_ms;
     if (c == NULL || PQstatus(c) != CONNECTION_OK) {
         return dlock__seterr(DLOCK_EUNAVAIL, "postgres %s: not connected (%s)",
                              what, url);

@@ -41,14 +41,15 @@ int dlock__redis_bad_reply(struct redis_store *rs, redisReply *r)
 redisContext *dlock__redis_connect_to(struct redis_store *rs, const char *host,
                                       int port, int *rc)
 {
+    /* A connection made for a held lock's call (a renewal reconnecting)
+     * is bounded by its lease too (dlock__io_bound()). */
+    int64_t ct = dlock__io_bound(rs->connect_timeout_ms);
+    int64_t t = dlock__io_bound(rs->timeout_ms);
     redisContext *c;
     redisReply *r;
 
-    c = host == NULL
-            ? redisConnectUnixWithTimeout(rs->sock,
-                                          tv_ms(rs->connect_timeout_ms))
-            : redisConnectWithTimeout(host, port,
-                                      tv_ms(rs->connect_timeout_ms));
+    c = host == NULL ? redisConnectUnixWithTimeout(rs->sock, tv_ms(ct))
+                     : redisConnectWithTimeout(host, port, tv_ms(ct));
     if (c == NULL) {
         *rc = dlock__enomem();
         return NULL;
@@ -64,7 +65,7 @@ redisContext *dlock__redis_connect_to(struct redis_store *rs, const char *host,
         redisFree(c);
         return NULL;
     }
-    redisSetTimeout(c, tv_ms(rs->timeout_ms));
+    redisSetTimeout(c, tv_ms(t));
     if (host != NULL)
         redisEnableKeepAlive(c);
     if (rs->password != NULL) {
@@ -99,6 +100,8 @@ redisContext *dlock__redis_connect_to(struct redis_store *rs, const char *host,
         return NULL;
     }
     freeReplyObject(r);
+    if (t != rs->timeout_ms)
+        redisSetTimeout(c, tv_ms(rs->timeout_ms));
     return c;
 }
 
@@ -165,9 +168,25 @@ static int cluster_answer(struct redis_store *rs, redisContext *c,
     return 0;
 }
 
-int dlock__redis_send(struct redis_store *rs, redisContext *c, int argc,
-                      const char **argv, const size_t *lens, redisReply **out,
-                      int *dead)
+int dlock__redis_bound(struct redis_store *rs, redisContext *c)
+{
+    int64_t t = dlock__io_bound(rs->timeout_ms);
+
+    if (t >= rs->timeout_ms)
+        return 0;
+    redisSetTimeout(c, tv_ms(t));
+    return 1;
+}
+
+void dlock__redis_unbound(struct redis_store *rs, redisContext *c, int bound)
+{
+    if (bound && c->err == 0)
+        redisSetTimeout(c, tv_ms(rs->timeout_ms));
+}
+
+static int send_once(struct redis_store *rs, redisContext *c, int argc,
+                     const char **argv, const size_t *lens, redisReply **out,
+                     int *dead)
 {
     int rc;
 
@@ -209,6 +228,17 @@ int dlock__redis_send(struct redis_store *rs, redisContext *c, int argc,
     *dead = 1;
     return dlock__seterr(DLOCK_EUNAVAIL, "lost the connection to %s: %s",
                          rs->url, c->errstr);
+}
+
+int dlock__redis_send(struct redis_store *rs, redisContext *c, int argc,
+                      const char **argv, const size_t *lens, redisReply **out,
+                      int *dead)
+{
+    int bound = dlock__redis_bound(rs, c);
+    int rc = send_once(rs, c, argc, argv, lens, out, dead);
+
+    dlock__redis_unbound(rs, c, bound);
+    return rc;
 }
 
 /* hiredis writes with write(): a server that went away (a killed master)

@@ -288,6 +288,12 @@ int dlock__redis_reply_error(struct redis_store *rs, const redisReply *r,
                              const char *what);
 /* Frees r: DLOCK_ESTORE, "unexpected reply". */
 int dlock__redis_bad_reply(struct redis_store *rs, redisReply *r);
+/* The socket timeout of c for the exchanges that follow: the URL's, or
+ * less when the call is for a held lock whose lease ends sooner
+ * (dlock__io_bound()).  Returns whether it changed it, for
+ * dlock__redis_unbound() to put the URL's back. */
+int dlock__redis_bound(struct redis_store *rs, redisContext *c);
+void dlock__redis_unbound(struct redis_store *rs, redisContext *c, int bound);
 /* Send one command on c and read its answer: DLOCK_OK with *out (an
  * error answer too: the caller looks), or DLOCK_EUNAVAIL with *dead set
  * when the connection broke or did not answer in time. */

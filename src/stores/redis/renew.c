@@ -68,8 +68,8 @@ static int append_extend(struct redis_store *rs, redisContext *c,
 
 /* Send the extend of every lock with want[i] (NULL: all) and read the
  * answers.  A NOSCRIPT answer sets again[i]. */
-static int pipeline(struct renew_call *r, redisContext *c,
-                    const unsigned char *want, int *dead)
+static int pipeline_once(struct renew_call *r, redisContext *c,
+                         const unsigned char *want, int *dead)
 {
     size_t sent = 0;
     int rc = DLOCK_OK;
@@ -123,6 +123,17 @@ static int pipeline(struct renew_call *r, redisContext *c,
         freeReplyObject(rep);
     }
     return DLOCK_OK;
+}
+
+/* As pipeline_once(), within the lease of the locks it is for. */
+static int pipeline(struct renew_call *r, redisContext *c,
+                    const unsigned char *want, int *dead)
+{
+    int bound = dlock__redis_bound(r->rs, c);
+    int rc = pipeline_once(r, c, want, dead);
+
+    dlock__redis_unbound(r->rs, c, bound);
+    return rc;
 }
 
 static int renew_fn(void *conn, void *arg, int *dead)
