@@ -596,9 +596,10 @@ static int supervise(pid_t child, int rfd, const struct run_opts *o,
                 *lost = 1;
                 kill_at = left > 0 ? now + left - margin : now + grace;
                 if (left > 0)
-                    cli_err("run: lock '%s' was not renewed in time (%lld ms "
-                            "of lease left); stopping the command (SIGTERM, "
-                            "SIGKILL in %lld ms)", o->name, (long long)left,
+                    cli_err("run: lock '%s' will be lost in %lld ms: no "
+                            "renewal has confirmed its lease; stopping the "
+                            "command (SIGTERM, SIGKILL in %lld ms)",
+                            o->name, (long long)left,
                             (long long)(kill_at - now));
                 else
                     cli_err("run: lock '%s' was lost; stopping the command "

@@ -191,7 +191,9 @@ check "release --force exits 0" 0 $?
 wait $pid
 check "run exits 75 when its lock is broken" 75 $?
 check "the child got SIGTERM on loss" TERM "$(cat "$T/steal-got" 2>/dev/null)"
-grep -q "was lost" "$T/steal-err"
+# Lost, or (when the renewal that would find it broken comes late: a
+# busy machine) about to be, as the lease runs out unconfirmed.
+grep -Eq "was lost|will be lost" "$T/steal-err"
 check "run says the lock was lost" 0 $?
 
 # A child that ignores SIGTERM is killed after the grace period.
