@@ -1,0 +1,208 @@
+#!/bin/bash
+# The CLI case of issue 24: a holder cut off from its store must have
+# stopped its command by the time the next holder starts.
+#
+#   test_cli_partition.sh DLOCK BEAT [CASE...]
+#
+# CASE: redis, postgres, postgres-lease, mysql, mysql-lease (default: every
+# one whose store is compiled into DLOCK; SQLite is not networked).  BEAT is
+# tests/partition/beat.c (timestamps on the monotonic clock, which every
+# namespace shares).
+#
+# Per case, in network namespaces (scripts/netns.sh): the store's server
+# on host srv; host c1 runs `dlock run --ttl 3 NAME -- beat` (a line every
+# 50 ms); once its command has written, c1 is cut off from srv (dropped
+# silently: no reset, no ICMP); host c2 runs `dlock run -w 30 NAME -- beat`.
+# The overlap is host 1's command's last line minus host 2's command's
+# first, and must be 0 (a line of host 1 at or after host 2's first fails).
+# Also: host 1's dlock exits 75 (lost) within the lease + 2 s of the cut, and
+# after the heal a new `dlock run` from c1 gets the lock.
+#
+# Root only.  Exits 77 (ctest: skipped) when the machine cannot run it,
+# except with CI=true, where that is a failure.
+set -euo pipefail
+DLOCK=$(realpath "${1:?usage: test_cli_partition.sh DLOCK BEAT [CASE...]}")
+BEAT=$(realpath "${2:?usage: test_cli_partition.sh DLOCK BEAT [CASE...]}")
+shift 2
+here=$(cd "$(dirname "$0")" && pwd)
+scripts=$here/../../scripts
+ttl=3              # host 1's lease, seconds
+exit_bound=$((ttl + 2)) # host 1's dlock must be gone by then after the cut
+ci=${CI:-false}
+
+cannot() {
+    echo "partition: cannot run: $*" >&2
+    if [ "$ci" = true ]; then
+        exit 1
+    fi
+    exit 77
+}
+
+# shellcheck source=SCRIPTDIR/../../scripts/netns.sh
+. "$scripts/netns.sh"
+netns_check || cannot "no network namespaces with nftables here"
+schemes=$("$DLOCK" --version)
+
+cases=("$@")
+if [ ${#cases[@]} -eq 0 ]; then
+    for s in redis postgres mysql; do
+        case ",${schemes#*: }" in
+        *"$s"*)
+            cases+=("$s")
+            [ "$s" = redis ] || cases+=("$s-lease")
+            ;;
+        esac
+    done
+fi
+[ ${#cases[@]} -gt 0 ] || cannot "no networked store compiled into $DLOCK"
+
+T=$(mktemp -d /tmp/dlock-partition.XXXXXX)
+chmod 755 "$T"
+netns_up "p$$" 2 || cannot "netns_up failed"
+netns_at_exit "rm -rf '$T'"
+srv=$(netns_addr srv)
+
+# Servers, started on demand, inside srv, listening on srv's address.
+declare -A url
+server() {
+    local s=$1 dir=$T/server-$1
+    [ -n "${url[$s]:-}" ] && return 0
+    [ -x "$scripts/server-$s.sh" ] || return 1
+    mkdir -p "$dir"
+    chmod 777 "$dir"
+    netns_at_exit "ip netns exec '$(netns_name srv)' '$scripts/server-$s.sh' stop '$dir' >/dev/null 2>&1"
+    url[$s]=$(netns_exec srv env DLOCK_SERVER_HOST="$srv" \
+        DLOCK_SERVER_CLIENTS="$NETNS_NET.0/24" \
+        "$scripts/server-$s.sh" start "$dir") || return 1
+}
+
+now() { "$BEAT" -n; }
+
+# wait_lines FILE SECONDS: FILE has a line, within SECONDS.
+wait_lines() {
+    local end=$((SECONDS + $2))
+    while [ "$SECONDS" -lt "$end" ]; do
+        [ -s "$1" ] && return 0
+        sleep 0.02
+    done
+    return 1
+}
+
+# secs A B: B - A, in seconds with two decimals.
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.2f", b - a }'; }
+
+fails=0
+checks=0
+ok() { checks=$((checks + 1)); echo "ok   $*"; }
+fail() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $*"; }
+table=()
+
+run_case() {
+    local c=$1 store=${1%-lease} u d name rc1 rc2 rc3
+    local cut first2 last1 exit1 overlap
+    server "$store" || {
+        fail "$c: the $store server did not start in the namespace"
+        return
+    }
+    u=${url[$store]}
+    if [ "$c" != "$store" ]; then
+        case $u in
+        *\?*) u="$u&mode=lease" ;;
+        *) u="$u?mode=lease" ;;
+        esac
+    fi
+    d=$T/$c
+    mkdir -p "$d"
+    name="partition-$c-$$"
+    # Every command is bounded by timeout(1): host 1 by 60 s (today's
+    # code keeps it 10 s past its lease), host 2 by its wait + its work.
+    # The wrapper notes when host 1's dlock exited.
+    # shellcheck disable=SC2016 # for sh -c
+    timeout -k 5 60 ip netns exec "$(netns_name c1)" sh -c \
+        'b=$1 o=$2; shift 2; "$@"; rc=$?; "$b" -n >"$o"; exit $rc' \
+        sh "$BEAT" "$d/exit1" "$DLOCK" -s "$u" run "$name" --ttl "$ttl" -- \
+        "$BEAT" "$d/beat1" 50 2>"$d/err1" &
+    local pid1=$!
+    if ! wait_lines "$d/beat1" 20; then
+        fail "$c: host 1's command did not start within 20 s: $(cat "$d/err1")"
+        kill "$pid1" 2>/dev/null || true
+        wait "$pid1" || true
+        return
+    fi
+    netns_cut c1 srv
+    cut=$(now)
+    # Host 2 holds for 20 beats (1 s), then releases.
+    timeout -k 5 60 ip netns exec "$(netns_name c2)" \
+        "$DLOCK" -s "$u" run "$name" -w 30 -- "$BEAT" "$d/beat2" 50 20 \
+        2>"$d/err2" &
+    local pid2=$!
+    rc1=0
+    wait "$pid1" || rc1=$?
+    rc2=0
+    wait "$pid2" || rc2=$?
+    netns_heal c1 srv
+    # After the heal, c1 gets the lock again (the store serves it anew).
+    rc3=0
+    timeout -k 5 40 ip netns exec "$(netns_name c1)" \
+        "$DLOCK" -s "$u" run "$name" -w 30 -- true 2>"$d/err3" || rc3=$?
+
+    first2=$(head -n1 "$d/beat2" 2>/dev/null || true)
+    last1=$(tail -n1 "$d/beat1")
+    exit1=$(cat "$d/exit1" 2>/dev/null || true)
+    if [ -z "$first2" ]; then
+        fail "$c: host 2 never ran its command (dlock exited $rc2: $(cat "$d/err2"))"
+        table+=("$(printf '%-15s %10s %10s %10s' "$c" never "$(secs "$cut" "$last1")" -)")
+        return
+    fi
+    overlap=$(awk -v a="$last1" -v b="$first2" \
+        'BEGIN { d = a - b; if (d < 0) d = 0; printf "%.2f", d }')
+    table+=("$(printf '%-15s %10s %10s %10s' "$c" "$(secs "$cut" "$first2")" \
+        "$(secs "$cut" "$last1")" "$overlap")")
+    # At or after: host 1 writing at host 2's first line is an overlap.
+    if awk -v a="$last1" -v b="$first2" 'BEGIN { exit !(a < b) }'; then
+        ok "$c: host 1's command was gone before host 2's started"
+    else
+        fail "$c: host 1's command ran ${overlap} s into host 2's hold"
+    fi
+    if [ "$rc1" = 75 ]; then
+        ok "$c: host 1's dlock exited 75 (lost)"
+    else
+        fail "$c: host 1's dlock exited $rc1, not 75: $(tail -n3 "$d/err1")"
+    fi
+    if [ -n "$exit1" ] &&
+        awk -v c="$cut" -v e="$exit1" -v b="$exit_bound" \
+            'BEGIN { exit !(e - c <= b) }'; then
+        ok "$c: host 1's dlock exited $(secs "$cut" "$exit1") s after the cut (bound ${exit_bound} s)"
+    else
+        fail "$c: host 1's dlock exited ${exit1:+$(secs "$cut" "$exit1") s }after the cut, past ${exit_bound} s"
+    fi
+    if [ "$rc2" = 0 ]; then
+        ok "$c: host 2 got the lock and released it"
+    else
+        fail "$c: host 2's dlock exited $rc2: $(tail -n3 "$d/err2")"
+    fi
+    if [ "$rc3" = 0 ]; then
+        ok "$c: after the heal, host 1 gets the lock again"
+    else
+        fail "$c: after the heal, host 1's dlock exited $rc3: $(tail -n3 "$d/err3")"
+    fi
+}
+
+for c in "${cases[@]}"; do
+    case $c in
+    redis | postgres | postgres-lease | mysql | mysql-lease) ;;
+    *)
+        echo "partition: unknown case $c" >&2
+        exit 64
+        ;;
+    esac
+    echo "--- $c"
+    run_case "$c"
+done
+
+echo
+echo "CLI case, seconds after the cut (lease ${ttl} s):"
+printf '%-15s %10s %10s %10s\n' store "host2-from" "host1-last" overlap
+printf '%s\n' "${table[@]}"
+echo "$fails of $checks checks failed"
+[ "$fails" = 0 ]
