@@ -24,6 +24,15 @@
 #                            delete them; the EXIT trap calls it
 #   netns_sweep              remove the namespaces of harnesses that are
 #                            gone (netns_up calls it)
+#   netns_use TAG N          use a topology another process made (its
+#                            owner tears it down)
+#
+# Run as a command, for programs that inject faults into a topology that
+# their caller made (a torture nemesis):
+#   scripts/netns.sh TAG N cut|heal A B
+#   scripts/netns.sh TAG N isolate HOST
+#   scripts/netns.sh TAG N heal_all
+#   scripts/netns.sh TAG N addr HOST
 #
 # The root namespace gets no address and no route: nothing the tests do
 # can reach any address outside their own namespaces.  Each host drops
@@ -166,8 +175,21 @@ netns_at_exit() {
     NETNS_EXIT_CMDS+=("$1")
 }
 
+# 10.77.X with X from the tag: two topologies never share a bridge
+# anyway; distinct nets make traces easier to tell apart.
+netns__net() {
+    echo "10.77.$(($(printf %s "$1" | cksum | cut -d' ' -f1) % 250 + 2))"
+}
+
+netns_use() {
+    [ -e "/run/netns/dl$1-srv" ] || netns__die "no topology $1" || return 1
+    NETNS_TAG=$1
+    NETNS_N=$2
+    NETNS_NET=$(netns__net "$1")
+}
+
 netns_up() {
-    local tag=$1 n=$2 x host ns hub
+    local tag=$1 n=$2 host ns hub
     [[ $tag =~ ^[A-Za-z0-9]{1,12}$ ]] || netns__die "bad tag '$tag'" ||
         return 1
     [[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 200 ] ||
@@ -189,10 +211,7 @@ netns_up() {
     trap netns__on_exit EXIT
     trap 'exit 130' INT
     trap 'exit 143' TERM
-    # 10.77.X.0/24 with X from the tag: two topologies never share a
-    # bridge anyway; distinct nets make traces easier to tell apart.
-    x=$(($(printf %s "$tag" | cksum | cut -d' ' -f1) % 250 + 2))
-    NETNS_NET=10.77.$x
+    NETNS_NET=$(netns__net "$tag")
     hub=$(netns_name hub)
     ip netns add "$hub" || return 1
     ip -n "$hub" link set lo up
@@ -268,3 +287,16 @@ netns_down() {
     fi
     return 0
 }
+
+# As a command: act on a topology that someone else owns.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    set -euo pipefail
+    [ $# -ge 3 ] || netns__die "usage: $0 TAG N cut|heal|isolate|heal_all|addr ..." || exit 64
+    netns_use "$1" "$2"
+    op=$3
+    shift 3
+    case $op in
+    cut | heal | isolate | heal_all | addr) "netns_$op" "$@" ;;
+    *) netns__die "unknown command $op" || exit 64 ;;
+    esac
+fi
