@@ -25,56 +25,17 @@ DLOCK=$(realpath "${1:?usage: test_cli_partition.sh DLOCK BEAT [CASE...]}")
 BEAT=$(realpath "${2:?usage: test_cli_partition.sh DLOCK BEAT [CASE...]}")
 shift 2
 here=$(cd "$(dirname "$0")" && pwd)
-scripts=$here/../../scripts
-ttl=3              # host 1's lease, seconds
+ttl=3                   # host 1's lease, seconds
 exit_bound=$((ttl + 2)) # host 1's dlock must be gone by then after the cut
-ci=${CI:-false}
 
-cannot() {
-    echo "partition: cannot run: $*" >&2
-    if [ "$ci" = true ]; then
-        exit 1
-    fi
-    exit 77
-}
-
-# shellcheck source=SCRIPTDIR/../../scripts/netns.sh
-. "$scripts/netns.sh"
-netns_check || cannot "no network namespaces with nftables here"
-schemes=$("$DLOCK" --version)
-
+# shellcheck source=SCRIPTDIR/lib.sh
+. "$here/lib.sh"
 cases=("$@")
 if [ ${#cases[@]} -eq 0 ]; then
-    for s in redis postgres mysql; do
-        case ",${schemes#*: }" in
-        *"$s"*)
-            cases+=("$s")
-            [ "$s" = redis ] || cases+=("$s-lease")
-            ;;
-        esac
-    done
+    mapfile -t cases < <(partition_cases "$DLOCK")
 fi
-[ ${#cases[@]} -gt 0 ] || cannot "no networked store compiled into $DLOCK"
-
-T=$(mktemp -d /tmp/dlock-partition.XXXXXX)
-chmod 755 "$T"
-netns_up "p$$" 2 || cannot "netns_up failed"
-netns_at_exit "rm -rf '$T'"
-srv=$(netns_addr srv)
-
-# Servers, started on demand, inside srv, listening on srv's address.
-declare -A url
-server() {
-    local s=$1 dir=$T/server-$1
-    [ -n "${url[$s]:-}" ] && return 0
-    [ -x "$scripts/server-$s.sh" ] || return 1
-    mkdir -p "$dir"
-    chmod 777 "$dir"
-    netns_at_exit "ip netns exec '$(netns_name srv)' '$scripts/server-$s.sh' stop '$dir' >/dev/null 2>&1"
-    url[$s]=$(netns_exec srv env DLOCK_SERVER_HOST="$srv" \
-        DLOCK_SERVER_CLIENTS="$NETNS_NET.0/24" \
-        "$scripts/server-$s.sh" start "$dir") || return 1
-}
+[ ${#cases[@]} -gt 0 ] || partition_cannot "no networked store in $DLOCK"
+partition_up 2
 
 now() { "$BEAT" -n; }
 
@@ -98,19 +59,13 @@ fail() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $*"; }
 table=()
 
 run_case() {
-    local c=$1 store=${1%-lease} u d name rc1 rc2 rc3
+    local c=$1 u d name rc1 rc2 rc3
     local cut first2 last1 exit1 overlap
-    server "$store" || {
-        fail "$c: the $store server did not start in the namespace"
+    partition_url "$c" || {
+        fail "$c: the ${c%-lease} server did not start in the namespace"
         return
     }
-    u=${url[$store]}
-    if [ "$c" != "$store" ]; then
-        case $u in
-        *\?*) u="$u&mode=lease" ;;
-        *) u="$u?mode=lease" ;;
-        esac
-    fi
+    u=$PARTITION_URL
     d=$T/$c
     mkdir -p "$d"
     name="partition-$c-$$"
