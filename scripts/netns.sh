@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+#!/bin/bash
 # Test topologies in Linux network namespaces: "hosts" joined by one
 # bridge, silent partitions with nftables.  Sourced by bash scripts (root):
 #
