@@ -18,6 +18,13 @@
 # Also: host 1's dlock exits 75 (lost) within the lease + 2 s of the cut, and
 # after the heal a new `dlock run` from c1 gets the lock.
 #
+# CASE@RATE runs host 1's dlock with its clock at RATE x real time
+# (libfaketime: monotonic and wall clock, sleeps and timeouts; its command
+# runs on the real clock).  At rates of 0.99 and above the checks are the
+# same; below, the overlap is measured and reported, not asserted (no
+# lease survives a client clock much slower than the server's: issue 24).
+# $DLOCK_PARTITION_RATES="0.5 0.99 1.01 2" runs every default case at each.
+#
 # Root only.  Exits 77 (ctest: skipped) when the machine cannot run it,
 # except with CI=true, where that is a failure.
 set -euo pipefail
@@ -33,6 +40,17 @@ exit_bound=$((ttl + 2)) # host 1's dlock must be gone by then after the cut
 cases=("$@")
 if [ ${#cases[@]} -eq 0 ]; then
     mapfile -t cases < <(partition_cases "$DLOCK")
+    # $DLOCK_PARTITION_RATES="0.5 2": every case at each of those rates.
+    if [ -n "${DLOCK_PARTITION_RATES:-}" ]; then
+        read -r -a rates <<<"$DLOCK_PARTITION_RATES"
+        plain=("${cases[@]}")
+        cases=()
+        for c in "${plain[@]}"; do
+            for r in "${rates[@]}"; do
+                cases+=("$c@$r")
+            done
+        done
+    fi
 fi
 [ ${#cases[@]} -gt 0 ] || partition_cannot "no networked store in $DLOCK"
 partition_up 2
@@ -58,11 +76,24 @@ ok() { checks=$((checks + 1)); echo "ok   $*"; }
 fail() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $*"; }
 table=()
 
+# libfaketime for the multi-threaded (dlock renews in a thread).
+libfaketime=$(find /usr/lib -path '*/faketime/libfaketimeMT.so.1' \
+    2>/dev/null | head -n1)
+
 run_case() {
-    local c=$1 u d name rc1 rc2 rc3
+    local c=$1 u d name rc1 rc2 rc3 rate='' strict=1
     local cut first2 last1 exit1 overlap
-    partition_url "$c" || {
-        fail "$c: the ${c%-lease} server did not start in the namespace"
+    local clock=() real=()
+    if [[ $c == *@* ]]; then
+        rate=${c#*@}
+        [ -n "$libfaketime" ] || partition_cannot "no libfaketime (faketime)"
+        clock=(env LD_PRELOAD="$libfaketime" FAKETIME="+0 x$rate"
+            ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0")
+        real=(env -u LD_PRELOAD -u FAKETIME)
+        awk -v r="$rate" 'BEGIN { exit !(r < 0.99) }' && strict=
+    fi
+    partition_url "${c%@*}" || {
+        fail "$c: its server did not start in the namespace"
         return
     }
     u=$PARTITION_URL
@@ -75,8 +106,8 @@ run_case() {
     # shellcheck disable=SC2016 # for sh -c
     timeout -k 5 60 ip netns exec "$(netns_name c1)" sh -c \
         'b=$1 o=$2; shift 2; "$@"; rc=$?; "$b" -n >"$o"; exit $rc' \
-        sh "$BEAT" "$d/exit1" "$DLOCK" -s "$u" run "$name" --ttl "$ttl" -- \
-        "$BEAT" "$d/beat1" 50 2>"$d/err1" &
+        sh "$BEAT" "$d/exit1" "${clock[@]}" "$DLOCK" -s "$u" run "$name" \
+        --ttl "$ttl" -- "${real[@]}" "$BEAT" "$d/beat1" 50 2>"$d/err1" &
     local pid1=$!
     if ! wait_lines "$d/beat1" 20; then
         fail "$c: host 1's command did not start within 20 s: $(cat "$d/err1")"
@@ -106,16 +137,18 @@ run_case() {
     exit1=$(cat "$d/exit1" 2>/dev/null || true)
     if [ -z "$first2" ]; then
         fail "$c: host 2 never ran its command (dlock exited $rc2: $(cat "$d/err2"))"
-        table+=("$(printf '%-15s %10s %10s %10s' "$c" never "$(secs "$cut" "$last1")" -)")
+        table+=("$(printf '%-20s %10s %10s %10s' "$c" never "$(secs "$cut" "$last1")" -)")
         return
     fi
     overlap=$(awk -v a="$last1" -v b="$first2" \
         'BEGIN { d = a - b; if (d < 0) d = 0; printf "%.2f", d }')
-    table+=("$(printf '%-15s %10s %10s %10s' "$c" "$(secs "$cut" "$first2")" \
+    table+=("$(printf '%-20s %10s %10s %10s' "$c" "$(secs "$cut" "$first2")" \
         "$(secs "$cut" "$last1")" "$overlap")")
     # At or after: host 1 writing at host 2's first line is an overlap.
     if awk -v a="$last1" -v b="$first2" 'BEGIN { exit !(a < b) }'; then
         ok "$c: host 1's command was gone before host 2's started"
+    elif [ -z "$strict" ]; then
+        echo "note $c: host 1's command ran ${overlap} s into host 2's hold (its clock at ${rate}x: measured, not asserted)"
     else
         fail "$c: host 1's command ran ${overlap} s into host 2's hold"
     fi
@@ -128,6 +161,8 @@ run_case() {
         awk -v c="$cut" -v e="$exit1" -v b="$exit_bound" \
             'BEGIN { exit !(e - c <= b) }'; then
         ok "$c: host 1's dlock exited $(secs "$cut" "$exit1") s after the cut (bound ${exit_bound} s)"
+    elif [ -z "$strict" ]; then
+        echo "note $c: host 1's dlock exited ${exit1:+$(secs "$cut" "$exit1") s }after the cut (its clock at ${rate}x: not asserted)"
     else
         fail "$c: host 1's dlock exited ${exit1:+$(secs "$cut" "$exit1") s }after the cut, past ${exit_bound} s"
     fi
@@ -146,6 +181,11 @@ run_case() {
 for c in "${cases[@]}"; do
     case $c in
     redis | postgres | postgres-lease | mysql | mysql-lease) ;;
+    redis@* | postgres@* | postgres-lease@* | mysql@* | mysql-lease@*)
+        [[ ${c#*@} =~ ^[0-9]+(\.[0-9]+)?$ ]] || {
+            echo "partition: bad rate in $c" >&2
+            exit 64
+        } ;;
     *)
         echo "partition: unknown case $c" >&2
         exit 64
@@ -157,7 +197,7 @@ done
 
 echo
 echo "CLI case, seconds after the cut (lease ${ttl} s):"
-printf '%-15s %10s %10s %10s\n' store "host2-from" "host1-last" overlap
+printf '%-20s %10s %10s %10s\n' store "host2-from" "host1-last" overlap
 printf '%s\n' "${table[@]}"
 echo "$fails of $checks checks failed"
 [ "$fails" = 0 ]

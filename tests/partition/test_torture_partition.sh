@@ -10,7 +10,7 @@
 # nemesis of tests/torture/netns-nemesis.sh (holder, waiter, server, flap:
 # cuts of 0.2..3 x the lease at random moments), with the checker's
 # definitions unchanged.  $DLOCK_TORTURE_SECONDS sets each run's length
-# (default 12: the last 6 s start no fault, so the run shows the store
+# (default 12: the last 4.5 s start no fault, so the run shows the store
 # serving again).  $DLOCK_PARTITION_NEMESES picks the nemeses.
 #
 # Root only; 77 (skipped) where the machine cannot, 1 with CI=true.
@@ -53,7 +53,7 @@ for c in "${cases[@]}"; do
             --workload fenced --fault none --ttl "$ttl" --hold 400 \
             --netns "$(netns_name c)" --hosts "$workers" \
             --nemesis "'$nemesis' '$partition_scripts/netns.sh' '$NETNS_TAG' $NETNS_N $m $ttl" \
-            --every 1500 --quiet 6000 >"$T/out" 2>&1 || rc=$?
+            --every 800 --quiet 4500 >"$T/out" 2>&1 || rc=$?
         cat "$T/out"
         if [ "$rc" = 0 ]; then
             summary+=("$(printf '%-15s %-7s PASS' "$c" "$m")")
