@@ -19,7 +19,10 @@
 #   server-mysql.sh ctl DIR pid print the server's pid
 #
 # The server listens on 127.0.0.1 only, on a free unusual port, and never
-# touches Debian's packaged service or /var/lib/mysql.
+# touches Debian's packaged service or /var/lib/mysql.  With
+# DLOCK_SERVER_HOST=ADDR (an address of this network namespace, for the
+# partition tests) it listens on ADDR too, the URL names ADDR, and the
+# test user may log in from DLOCK_SERVER_CLIENTS (a CIDR, default ADDR/32).
 set -euo pipefail
 . "$(dirname "$0")/server-lib.sh"
 
@@ -30,6 +33,8 @@ cmd=$1
 dir=$2
 shift 2
 
+host=${DLOCK_SERVER_HOST:-}
+clients=${DLOCK_SERVER_CLIENTS:-${host:+$host/32}}
 user=dlock
 password=dlock-test-pw
 database=dlocktest
@@ -63,7 +68,7 @@ launch() {
     rm -f "$dir/mysqld.pid"
     "$mariadbd" --no-defaults --datadir="$dir/data" \
         --socket="$dir/mysql.sock" --pid-file="$dir/mysqld.pid" \
-        --port="$port" --bind-address=127.0.0.1 "${run_as[@]}" \
+        --port="$port" --bind-address="127.0.0.1${host:+,$host}" "${run_as[@]}" \
         --log-error="$dir/error.log" --skip-name-resolve \
         --innodb-buffer-pool-size=16M --innodb-log-file-size=8M \
         --max-connections=4200 --performance-schema=OFF \
@@ -141,7 +146,18 @@ start)
         GRANT SELECT, INSERT, UPDATE, DELETE ON $database.*
             TO 'other'@'127.0.0.1';
         FLUSH PRIVILEGES;" || die "could not create the test user"
-    url="mysql://$user:$password@127.0.0.1:$port/$database"
+    if [ -n "$clients" ]; then
+        # MariaDB names a network as ADDR/NETMASK.
+        bits=${clients#*/}
+        mask=$(( (0xffffffff << (32 - bits)) & 0xffffffff ))
+        mask=$((mask >> 24)).$((mask >> 16 & 255)).$((mask >> 8 & 255)).$((mask & 255))
+        from="${clients%/*}/$mask"
+        root_sql "CREATE USER IF NOT EXISTS '$user'@'$from'
+                IDENTIFIED BY '$password';
+            GRANT ALL ON $database.* TO '$user'@'$from';
+            FLUSH PRIVILEGES;" || die "could not let $clients in"
+    fi
+    url="mysql://$user:$password@${host:-127.0.0.1}:$port/$database"
     echo "$url" >"$dir/url"
     echo "$url"
     ;;

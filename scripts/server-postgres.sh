@@ -23,6 +23,11 @@
 #   server-postgres.sh ctl DIR pid       print the postmaster's pid
 #   server-postgres.sh ctl DIR port      print the port
 #
+# With DLOCK_SERVER_HOST=ADDR (an address of this network namespace, for
+# the partition tests) the server listens on ADDR too, the URL names ADDR,
+# and TCP clients from DLOCK_SERVER_CLIENTS (a CIDR, default ADDR/32) may
+# log in with a password.
+#
 # Roles: "dlock" (password dlock-test-pw, owns database dlocktest; the URL
 # uses it) and "other" (password other-pw, may use dlocktest's tables but
 # cannot signal dlock's backends).  Local socket connections are trusted;
@@ -41,6 +46,8 @@ cmd=$1
 dir=$2
 shift 2
 
+host=${DLOCK_SERVER_HOST:-}
+clients=${DLOCK_SERVER_CLIENTS:-${host:+$host/32}}
 role=dlock
 password=dlock-test-pw
 database=dlocktest
@@ -104,7 +111,7 @@ launch() {
         extra+=(-c fsync=off -c full_page_writes=off)
     fi
     as_pg "$bindir/postgres" -D "$dir/data" -k "$dir" -p "$port" \
-        -c listen_addresses=127.0.0.1 -c max_connections=300 \
+        -c listen_addresses=127.0.0.1${host:+,$host} -c max_connections=300 \
         -c shared_buffers=16MB \
         -c logging_collector=off -c log_min_messages=warning "${extra[@]}" \
         </dev/null >>"$dir/server.log" 2>&1 &
@@ -151,6 +158,9 @@ start)
         die "initdb failed"
     fi
     rm -f "$pwfile"
+    if [ -n "$clients" ]; then
+        echo "host all all $clients scram-sha-256" >>"$dir/data/pg_hba.conf"
+    fi
     started=
     for attempt in $(seq 1 20); do
         port=$(( 21000 + (RANDOM % 20000) ))
@@ -188,7 +198,7 @@ start)
         psql_super "$database" "CREATE EXTENSION IF NOT EXISTS
             pg_stat_statements" >/dev/null || true
     fi
-    url="postgres://$role:$password@127.0.0.1:$port/$database"
+    url="postgres://$role:$password@${host:-127.0.0.1}:$port/$database"
     echo "$url" >"$dir/url"
     echo "$url"
     ;;

@@ -11,6 +11,8 @@
 #       stop-auth SUBDIR        stop that one
 # Listens on 127.0.0.1 only, on a free port in 21000-29999, plus a unix
 # socket DIR/redis.sock.  No RDB, no AOF: a restart loses every lock.
+# With DLOCK_SERVER_HOST=ADDR (an address of this network namespace, for
+# the partition tests) it listens on ADDR too, and the URL names ADDR.
 set -euo pipefail
 . "$(dirname "$0")/server-lib.sh"
 
@@ -22,8 +24,8 @@ die() {
 # start_in DIR PORT [PASSWORD]: start and wait (<= 30 s) for PING.
 start_in() {
     local dir=$1 port=$2 pass=${3:-} i
-    local args=(--port "$port" --bind 127.0.0.1 --save '' --appendonly no
-        --dir "$dir" --daemonize yes --pidfile "$dir/redis.pid"
+    local args=(--port "$port" --bind 127.0.0.1 ${host:+"$host"}
+        --save '' --appendonly no --dir "$dir" --daemonize yes --pidfile "$dir/redis.pid"
         --logfile "$dir/redis.log" --unixsocket "$dir/redis.sock"
         --unixsocketperm 700 --protected-mode no)
     local cli=(redis-cli -p "$port" -h 127.0.0.1)
@@ -69,9 +71,9 @@ start() {
         port_free "$port" || continue
         if start_in "$dir" "$port" "$pass"; then
             if [ -n "$pass" ]; then
-                echo "redis://:$pass@127.0.0.1:$port" >"$dir/url"
+                echo "redis://:$pass@${host:-127.0.0.1}:$port" >"$dir/url"
             else
-                echo "redis://127.0.0.1:$port" >"$dir/url"
+                echo "redis://${host:-127.0.0.1}:$port" >"$dir/url"
             fi
             cat "$dir/url"
             return 0
@@ -92,6 +94,7 @@ stop_in() {
     return 0
 }
 
+host=${DLOCK_SERVER_HOST:-}
 cmd=${1:-}
 dir=${2:-}
 [ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 start|stop|ctl DIR [...]"

@@ -6,6 +6,7 @@
  *               [--workload mutex|counter|fenced|semaphore] [--limit N]
  *               [--fault none|kill|stop] [--expect-violation]
  *               [--nemesis CMD [--every MS] [--revokes] [--quiet MS]]
+ *               [--netns PREFIX [--hosts K]]
  *
  * Workers loop: acquire (random wait), critical section, release, logging
  * every step with CLOCK_MONOTONIC timestamps to their own file.  Faults are
@@ -22,6 +23,9 @@
  *  - counter: the final value equals the acknowledged writes (no lost
  *    update); fenced: the same, with a store that refuses stale fences;
  *  - a holder resumed after its lease ran out gets DLOCK_LOST;
+ *  - no release is told DLOCK_OK after another holder acquired the lock
+ *    between the window's start and the release's invoke (the store handed
+ *    the lock on before the release, so it was no longer this holder's);
  *  - semaphore (--limit N, default 3): no more than N of the same windows
  *    ever overlap, N do (else the run proved nothing), fences are unique
  *    and follow real-time order (an acquire that returned before another
@@ -42,6 +46,13 @@
  * must still lose nothing.  Without --revokes the fault must not change
  * who holds what: windows are not cut.
  *
+ * --netns PREFIX puts worker i on "client host" PREFIX<i % K + 1> (K is
+ * --hosts, default every worker its own): after fork, before it opens the
+ * store, the worker joins the network namespace /run/netns/PREFIX<n>
+ * (scripts/netns.sh makes them).  A nemesis then cuts hosts off
+ * (tests/torture/netns-nemesis.sh); it finds the holders and waiters in
+ * the workers' logs, in $DLOCK_TORTURE_DIR.
+ *
  * Every run also reports the errors workers saw (by code, with the first
  * message), how soon a lock was taken again after a holder was killed,
  * and, with a nemesis, that workers acquired again after the last fault.
@@ -61,6 +72,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -90,6 +102,8 @@ struct cfg {
     const char *nemesis;
     int every_ms;
     int quiet_ms; /* no fault starts in the run's last quiet_ms */
+    const char *netns; /* worker i joins /run/netns/<netns><i % hosts + 1> */
+    int hosts;
     char name[64];
 };
 
@@ -229,6 +243,20 @@ static int worker(const struct cfg *c, int idx, int gen, int64_t end)
     if (wlog == NULL)
         return 80;
     srand((unsigned)(getpid() ^ now_us()));
+    if (c->netns != NULL) {
+        char ns[300];
+        int fd;
+
+        snprintf(ns, sizeof(ns), "/run/netns/%s%d", c->netns,
+                 idx % c->hosts + 1);
+        fd = open(ns, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
+            fprintf(stderr, "worker %d: cannot join %s: %s\n", idx, ns,
+                    strerror(errno));
+            return 82;
+        }
+        close(fd);
+    }
     if (dlock_store_open(&s, c->url) != DLOCK_OK) {
         logf_("E open %s", dlock_errmsg());
         fprintf(stderr, "worker %d: cannot open the store: %s\n", idx,
@@ -486,6 +514,33 @@ static void apply_revocations(struct history *h, long *spanned, long told[3])
 
 static long nemesis_runs, crashes;
 
+/* Releases told DLOCK_OK although another holder acquired the lock after
+ * this window began and before this release was invoked: the store had
+ * handed the lock on, so the token could no longer own it.  (A holder cut
+ * off from its store, or paused, past its lease.)  Mutex windows only,
+ * sorted by start: the next window is the first other holder. */
+static long late_releases(const struct history *h)
+{
+    long late = 0;
+
+    for (size_t i = 0; i + 1 < h->n; i++) {
+        const struct window *w = &h->w[i], *next = &h->w[i + 1];
+
+        if (w->rel_rc != DLOCK_OK || w->released == 0 || w->killed)
+            continue;
+        if (next->start < w->released) {
+            late++;
+            if (late <= 3)
+                fprintf(stderr, "  late release: worker %d fence %llu "
+                        "released at %lld told OK, worker %d acquired at "
+                        "%lld\n", w->worker, (unsigned long long)w->fence,
+                        (long long)w->released, next->worker,
+                        (long long)next->start);
+        }
+    }
+    return late;
+}
+
 struct edge {
     int64_t t;
     int delta; /* +1 a window starts, -1 one ends */
@@ -598,7 +653,7 @@ static int check(const struct cfg *c, int gens[])
     long overlaps = 0, fence_errors = 0, final, lost_updates;
     long spanned = 0, told[3] = {0}; /* OK, LOST, an error */
     const struct window *last_fence = NULL;
-    long over = 0;
+    long over = 0, late;
     unsigned most = 0, most_slots = 0;
     double full_ms = 0;
     int64_t max_end = 0;
@@ -752,6 +807,10 @@ static int check(const struct cfg *c, int gens[])
             printf("%s fences: %ld out of order\n",
                    fence_errors ? "FAIL" : "PASS", fence_errors);
             fails += fence_errors != 0;
+            late = late_releases(&h);
+            printf("%s late releases: %ld told OK after the lock had "
+                   "passed on\n", late ? "FAIL" : "PASS", late);
+            fails += late != 0;
         }
         if (c->workload == W_COUNTER || c->workload == W_FENCED) {
             printf("%s counter: final %ld, %ld acknowledged writes, %ld lost "
@@ -814,7 +873,8 @@ static void usage(void)
                     "[--ttl MS] [--hold MS] "
                     "[--workload mutex|counter|fenced|semaphore] [--limit N] "
                     "[--fault none|kill|stop] [--expect-violation] "
-                    "[--nemesis CMD [--every MS] [--revokes]]\n");
+                    "[--nemesis CMD [--every MS] [--revokes] [--quiet MS]] "
+                    "[--netns PREFIX [--hosts K]]\n");
     exit(64);
 }
 
@@ -880,6 +940,10 @@ int main(int argc, char **argv)
             c.every_ms = atoi(v);
         else if (strcmp(a, "--quiet") == 0)
             c.quiet_ms = atoi(v);
+        else if (strcmp(a, "--netns") == 0)
+            c.netns = v;
+        else if (strcmp(a, "--hosts") == 0)
+            c.hosts = atoi(v);
         else if (strcmp(a, "--workload") == 0)
             c.workload = !strcmp(v, "mutex")       ? W_MUTEX
                          : !strcmp(v, "counter")   ? W_COUNTER
@@ -896,7 +960,7 @@ int main(int argc, char **argv)
     }
     if (c.workers < 1 || c.workers > MAX_WORKERS || c.seconds < 1 ||
         c.ttl < 50 || c.hold_ms < 0 || c.hold_ms > 60000 || c.limit < 2 ||
-        c.limit >= DLOCK_LIMIT_MAX ||
+        c.limit >= DLOCK_LIMIT_MAX || c.hosts < 0 ||
         (c.nemesis != NULL && c.seconds < 3))
         usage();
     snprintf(c.dir, sizeof(c.dir), "/tmp/dlock-torture.XXXXXX");
@@ -906,6 +970,11 @@ int main(int argc, char **argv)
     /* For a nemesis that aims (the cluster script kills the master that
      * serves this name). */
     setenv("DLOCK_TORTURE_NAME", c.name, 1);
+    /* For a nemesis that aims at a holder or a waiter (netns-nemesis.sh
+     * reads the workers' logs). */
+    setenv("DLOCK_TORTURE_DIR", c.dir, 1);
+    if (c.hosts == 0 || c.hosts > c.workers)
+        c.hosts = c.workers;
     if (dlock_url_redact(&shown, c.url) != DLOCK_OK)
         shown = NULL;
     printf("torture: %s, %d workers, %d s, lease %lld ms, hold <= %d ms, "

@@ -1,0 +1,71 @@
+# shellcheck shell=bash
+# Sourced by the partition tests: a topology of N client hosts and a server
+# host (scripts/netns.sh), and the stores' servers on the server host.
+#
+#   partition_cannot MSG       77 (skipped), or 1 with CI=true
+#   partition_cases DLOCK      the cases DLOCK can test: redis, postgres,
+#                              postgres-lease, mysql, mysql-lease
+#   partition_up N             the topology (tag p<pid>), a temp dir $T,
+#                              all torn down on exit
+#   partition_url CASE         start CASE's server on srv (once per store),
+#                              set PARTITION_URL to the URL clients use (from
+#                              a client host); not in a subshell: the server
+#                              is stopped at exit
+
+partition_scripts=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../scripts" && pwd)
+# shellcheck source=SCRIPTDIR/../../scripts/netns.sh
+. "$partition_scripts/netns.sh"
+
+partition_cannot() {
+    echo "partition: cannot run: $*" >&2
+    if [ "${CI:-false}" = true ]; then
+        exit 1
+    fi
+    exit 77
+}
+
+partition_cases() {
+    local schemes s
+    schemes=$("$1" --version)
+    for s in redis postgres mysql; do
+        case ",${schemes#*: }" in
+        *"$s"*)
+            echo "$s"
+            [ "$s" = redis ] || echo "$s-lease"
+            ;;
+        esac
+    done
+}
+
+partition_up() {
+    netns_check || partition_cannot "no network namespaces with nftables"
+    T=$(mktemp -d /tmp/dlock-partition.XXXXXX)
+    chmod 755 "$T"
+    netns_up "p$$" "$1" || partition_cannot "netns_up failed"
+    netns_at_exit "rm -rf '$T'"
+}
+
+declare -A partition_urls
+partition_url() {
+    local c=$1 store=${1%-lease} dir u
+    dir=$T/server-$store
+    if [ -z "${partition_urls[$store]:-}" ]; then
+        [ -x "$partition_scripts/server-$store.sh" ] || return 1
+        mkdir -p "$dir"
+        chmod 777 "$dir"
+        netns_at_exit "ip netns exec '$(netns_name srv)' '$partition_scripts/server-$store.sh' stop '$dir' >/dev/null 2>&1"
+        partition_urls[$store]=$(netns_exec srv \
+            env DLOCK_SERVER_HOST="$(netns_addr srv)" \
+            DLOCK_SERVER_CLIENTS="$NETNS_NET.0/24" \
+            "$partition_scripts/server-$store.sh" start "$dir") || return 1
+    fi
+    u=${partition_urls[$store]}
+    if [ "$c" != "$store" ]; then
+        case $u in
+        *\?*) u="$u&mode=lease" ;;
+        *) u="$u?mode=lease" ;;
+        esac
+    fi
+    # shellcheck disable=SC2034 # for the caller
+    PARTITION_URL=$u
+}
