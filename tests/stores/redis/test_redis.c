@@ -209,6 +209,48 @@ static void t_shared_blocks_foreign(void)
     dlock_store_close(s2);
 }
 
+/* url without its path and query, then tail ("/1", "?db=1"...). */
+static const char *db_url(const char *tail)
+{
+    static char buf[4][1024];
+    static int i;
+    const char *auth = strstr(url, "://");
+    size_t n = auth != NULL ? (size_t)(auth + 3 - url) : 0;
+
+    n += strcspn(url + n, "/?");
+    i = (i + 1) % 4;
+    snprintf(buf[i], sizeof(buf[i]), "%.*s%s", (int)n, url, tail);
+    return buf[i];
+}
+
+/* One database, two spellings: /1 and ?db=1 exclude each other (?db=1
+ * was ignored: database 0).  A path and a ?db= that disagree are refused
+ * with a message naming db=, and /1 does not meet /0. */
+static void t_db_spellings(void)
+{
+    dlock_options o = opts(0, 5000, 1);
+    dlock_store *path = must_open(db_url("/1"));
+    dlock_store *query = must_open(db_url("?db=1"));
+    dlock_store *both = must_open(db_url("/1?db=1"));
+    dlock_store *zero = must_open(db_url("/0"));
+    dlock_store *s = (dlock_store *)&s;
+    dlock_lock *l, *l2;
+
+    CHECK_RC(dlock_acquire(&l, path, nm("db"), &o), DLOCK_OK);
+    EXPECT_RC(dlock_acquire(&l2, query, nm("db"), &o), DLOCK_BUSY);
+    EXPECT_RC(dlock_acquire(&l2, both, nm("db"), &o), DLOCK_BUSY);
+    CHECK_RC(dlock_acquire(&l2, zero, nm("db"), &o), DLOCK_OK);
+    CHECK_RC(dlock_release(l2), DLOCK_OK);
+    CHECK_RC(dlock_release(l), DLOCK_OK);
+    CHECK_RC(dlock_store_open(&s, db_url("/1?db=2")), DLOCK_EINVAL);
+    CHECK(s == NULL);
+    CHECK(strstr(dlock_errmsg(), "db=2") != NULL);
+    dlock_store_close(path);
+    dlock_store_close(query);
+    dlock_store_close(both);
+    dlock_store_close(zero);
+}
+
 /* SCRIPT FLUSH (or a restart) in the middle: EVALSHA answers NOSCRIPT and
  * the store falls back to EVAL; nothing breaks. */
 static void t_script_flush(void)
@@ -424,6 +466,8 @@ static void t_bad_urls(void)
         "redis://127.0.0.1/notadb",
         "redis://127.0.0.1/-1",
         "redis://127.0.0.1?bogus=1",
+        "redis://127.0.0.1?db=x",
+        "redis://127.0.0.1/1?db=2",
         "redis://127.0.0.1?timeout=abc",
         "redis://127.0.0.1?timeout=0",
         "redis://127.0.0.1?connect_timeout=5x",
@@ -896,6 +940,7 @@ static const struct rt_test tests[] = {
     {"stampede", t_stampede, 0},
     {"no_polling", t_no_polling, 0},
     {"foreign_keys_in_list", t_foreign_keys_in_list, 0},
+    {"db_spellings", t_db_spellings, 0},
     {"bad_urls", t_bad_urls, 1},
     {"not_redis", t_not_redis, 1},
     {"passwords", t_passwords, 1},
