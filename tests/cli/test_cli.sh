@@ -255,6 +255,14 @@ case $err in *"chmod 600"*) ok "it says chmod 600" ;; *) fail "store file messag
 case $err in *s3cr3tpw*) fail "store file error printed the password" ;; *) ok "store file error hides the password" ;; esac
 "$DLOCK" --store-file "$T/nonexistent" status x 2>/dev/null
 check "a missing store file exits 64" 64 $?
+# A FIFO is refused at once (opening it for reading used to wait for a
+# writer forever); timeout only bounds the old hang.
+mkfifo "$T/store-fifo"
+err=$(timeout 10 "$DLOCK" --store-file "$T/store-fifo" status x 2>&1 >/dev/null)
+check "a FIFO as --store-file exits 64" 64 $?
+case $err in *"not a regular file"*) ok "it says not a regular file" ;; *) fail "FIFO store file message: $err" ;; esac
+env -u DLOCK_STORE DLOCK_STORE_FILE="$T/store-fifo" timeout 10 "$DLOCK" status x 2>/dev/null
+check "a FIFO as DLOCK_STORE_FILE exits 64" 64 $?
 
 # -s with a password: ps (/proc/PID/cmdline) must not show it for the hold.
 if [ -z "${DLOCK_UNDER_VALGRIND:-}" ]; then
