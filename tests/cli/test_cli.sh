@@ -181,6 +181,19 @@ if command -v setsid >/dev/null && command -v perl >/dev/null; then
     exec 7<&-
 fi
 
+# A waiter (no command yet) dies of SIGPIPE as of any signal it does not
+# catch, 141, on every store: MariaDB's client library used to ignore it
+# process-wide.  -v says "waiting" once the store is open.
+hold pipewait
+mkfifo "$T/pw-err"
+"$DLOCK" -v run "$run_id/pipewait" -w 30 -- true 2>"$T/pw-err" &
+pid=$!
+read _ <"$T/pw-err"
+kill -PIPE $pid
+wait $pid
+check "SIGPIPE ends a waiting run with 141" 141 $?
+let_go pipewait
+
 # --- a stolen lock stops the command --------------------------------------
 mkfifo "$T/steal-ready"
 "$DLOCK" run "$run_id/steal" --ttl 0.6 --grace 5 -- sh -c "trap 'echo TERM >$T/steal-got; exit 0' TERM; echo x >$T/steal-ready; while :; do sleep 0.05; done" 2>"$T/steal-err" &
