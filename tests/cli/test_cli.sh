@@ -47,6 +47,9 @@ check "command not on PATH exits 127" 127 $?
 check "run without a command is a usage error" 64 $?
 "$DLOCK" run "$run_id/a" -w abc -- true 2>/dev/null
 check "bad -w is a usage error" 64 $?
+err=$("$DLOCK" run "$run_id/a" -w 1000000000 -- true 2>&1)
+check "-w over 365 days is a usage error" 64 $?
+case $err in *"365 days"*) ok "it names the 365-day maximum" ;; *) fail "-w 1000000000 says: $err" ;; esac
 "$DLOCK" bogus 2>/dev/null
 check "unknown command is a usage error" 64 $?
 "$DLOCK" release "$run_id/a" 2>/dev/null
