@@ -595,6 +595,57 @@ static void t_not_redis(void)
     }
 }
 
+/* redis:// pointed at a Sentinel: the message says so and names the
+ * scheme to use, without echoing dlock's Lua source (the Sentinel's
+ * "unknown command 'SCRIPT', with args beginning with: ..."). */
+static void t_sentinel_port(void)
+{
+    char d[] = "/tmp/dlock-sentinel-test.XXXXXX", conf[300], cmd[700];
+    char u[128];
+    struct fake f;
+    dlock_store *s = NULL;
+    redisContext *c = NULL;
+    FILE *fp;
+    int port, up = 0;
+
+    CHECK(mkdtemp(d) != NULL);
+    CHECK(fake_start(&f, NULL) == 0); /* a free port: bound, then freed */
+    port = f.port;
+    fake_stop(&f);
+    snprintf(conf, sizeof(conf), "%s/sentinel.conf", d);
+    fp = fopen(conf, "w");
+    CHECK(fp != NULL);
+    fprintf(fp, "port %d\nbind 127.0.0.1\ndaemonize yes\ndir %s\n"
+            "pidfile %s/s.pid\nlogfile %s/s.log\n", port, d, d, d);
+    fclose(fp);
+    snprintf(cmd, sizeof(cmd), "redis-sentinel '%s'", conf);
+    CHECK(system(cmd) == 0);
+    /* Readiness: a bounded wait for its PING. */
+    for (int i = 0; i < 200 && !up; i++) {
+        struct timeval tv = {1, 0};
+        redisReply *r;
+
+        c = redisConnectWithTimeout("127.0.0.1", port, tv);
+        r = c != NULL && !c->err ? redisCommand(c, "PING") : NULL;
+        up = r != NULL && r->type == REDIS_REPLY_STATUS;
+        freeReplyObject(r);
+        redisFree(c);
+        if (!up)
+            sleep_ms(50);
+    }
+    EXPECT(up);
+    snprintf(u, sizeof(u), "redis://127.0.0.1:%d", port);
+    EXPECT_RC(dlock_store_open(&s, u), DLOCK_ESTORE);
+    EXPECT(s == NULL);
+    printf("  %s\n", dlock_errmsg());
+    EXPECT(strstr(dlock_errmsg(), "Sentinel") != NULL);
+    EXPECT(strstr(dlock_errmsg(), "redis-sentinel://") != NULL);
+    EXPECT(strstr(dlock_errmsg(), "redis.call") == NULL);
+    snprintf(cmd, sizeof(cmd), "kill $(cat '%s/s.pid') 2>/dev/null; "
+             "rm -rf '%s'", d, d);
+    (void)!system(cmd);
+}
+
 /* --- faults with our own servers ------------------------------------ */
 
 
@@ -949,6 +1000,7 @@ static const struct rt_test tests[] = {
     {"db_spellings", t_db_spellings, 0},
     {"bad_urls", t_bad_urls, 1},
     {"not_redis", t_not_redis, 1},
+    {"sentinel_port", t_sentinel_port, 1},
     {"passwords", t_passwords, 1},
     {"acl_no_channels", t_acl_no_channels, 1},
     {"server_gone", t_server_gone, 1},
