@@ -1042,6 +1042,12 @@ static void t_max_keys(void)
     for (int i = 0; i < 3; i++)
         EXPECT(dlock_release(l[i]) == DLOCK_OK);
     dlock_store_close(s);
+    /* A semaphore holder needs 3: a limit under that says so, and what
+     * the handle holds (nothing). */
+    s = open_url(with("max_keys=2"));
+    EXPECT(dlock_acquire(&x, s, nm("mk/sem"), &so) == DLOCK_ESTORE);
+    EXPECT(msg_has("needs 3 advisory keys") && msg_has("holds 0") && msg_has("max_keys=2"));
+    dlock_store_close(s);
     EXPECT(dlock_store_open(&bad, with("max_keys=-1")) == DLOCK_EINVAL);
     EXPECT(msg_has("max_keys=-1"));
     EXPECT(dlock_store_open(&bad, with("max_keys=lots")) == DLOCK_EINVAL);
