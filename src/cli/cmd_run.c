@@ -183,7 +183,8 @@ int cli_run_parse(struct run_opts *o, int argc, char **argv)
             *ms = cli_parse_seconds(val);
             if (*ms == -2) {
                 cli_err("run: too many seconds for %s: '%s' (the maximum "
-                        "is 365 days, %lld)", a, val, CLI_SECONDS_MAX);
+                        "is 365 days, %lld)",
+                        a, val, CLI_SECONDS_MAX);
                 return EXIT_USAGE;
             }
             if (*ms < 0) {

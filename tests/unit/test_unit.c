@@ -140,8 +140,7 @@ static void test_parse(void)
     EXPECT(dlock__url_parse(&u, "postgres://h/d?mode=lease&m%6Fde=lease") ==
            DLOCK_EINVAL);
     EXPECT(strstr(dlock_errmsg(), "\"mode\"") != NULL);
-    EXPECT(dlock_store_open(&s, "sqlite:///tmp/x.db?a=1&a=1") ==
-               DLOCK_EINVAL &&
+    EXPECT(dlock_store_open(&s, "sqlite:///tmp/x.db?a=1&a=1") == DLOCK_EINVAL &&
            s == NULL);
     /* Unknown options are refused by name, without the password. */
     EXPECT(dlock__url_parse(&u, "redis://:pw@h/?bogus=1") == DLOCK_OK);

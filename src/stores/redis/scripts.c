@@ -498,10 +498,13 @@ static int load_error(struct redis_store *rs, redisContext *c,
     if (strncmp(r->str, unknown, sizeof(unknown) - 1) != 0)
         return dlock__redis_reply_error(rs, r, "SCRIPT LOAD");
     if (is_sentinel(c))
-        return dlock__seterr(DLOCK_ESTORE, "%s is a Redis Sentinel, not a "
+        return dlock__seterr(DLOCK_ESTORE,
+                             "%s is a Redis Sentinel, not a "
                              "data node: use redis-sentinel://HOST:PORT/"
-                             "MASTERNAME", rs->url);
-    return dlock__seterr(DLOCK_ESTORE, "%s does not know SCRIPT (%s): "
+                             "MASTERNAME",
+                             rs->url);
+    return dlock__seterr(DLOCK_ESTORE,
+                         "%s does not know SCRIPT (%s): "
                          "dlock needs Redis >= 6 with Lua scripting",
                          rs->url, unknown + 4);
 }

@@ -79,16 +79,18 @@ static int parse_db(struct redis_store *rs, const struct dlock_url *u,
 
     if (path_is_db && u->path != NULL && strcmp(u->path, "/") != 0 &&
         parse_int(u->path + 1, 0, 100000, &path_db) != 0)
-        return dlock__seterr(DLOCK_EINVAL, "the path of a redis URL is "
-                             "the database number: %s", u->redacted);
+        return dlock__seterr(DLOCK_EINVAL,
+                             "the path of a redis URL is "
+                             "the database number: %s",
+                             u->redacted);
     rs->db = path_db >= 0 ? path_db : 0;
     if (v == NULL)
         return DLOCK_OK;
     if (parse_int(v, 0, 100000, &db) != 0)
-        return dlock__seterr(DLOCK_EINVAL, "bad db=%s in %s", v,
-                             u->redacted);
+        return dlock__seterr(DLOCK_EINVAL, "bad db=%s in %s", v, u->redacted);
     if (path_db >= 0 && db != path_db)
-        return dlock__seterr(DLOCK_EINVAL, "db=%s disagrees with the "
+        return dlock__seterr(DLOCK_EINVAL,
+                             "db=%s disagrees with the "
                              "database /%d of the path in %s",
                              v, path_db, u->redacted);
     rs->db = db;

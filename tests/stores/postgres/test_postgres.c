@@ -1046,7 +1046,8 @@ static void t_max_keys(void)
      * the handle holds (nothing). */
     s = open_url(with("max_keys=2"));
     EXPECT(dlock_acquire(&x, s, nm("mk/sem"), &so) == DLOCK_ESTORE);
-    EXPECT(msg_has("needs 3 advisory keys") && msg_has("holds 0") && msg_has("max_keys=2"));
+    EXPECT(msg_has("needs 3 advisory keys") && msg_has("holds 0") &&
+           msg_has("max_keys=2"));
     dlock_store_close(s);
     EXPECT(dlock_store_open(&bad, with("max_keys=-1")) == DLOCK_EINVAL);
     EXPECT(msg_has("max_keys=-1"));

@@ -615,8 +615,10 @@ static void t_sentinel_port(void)
     snprintf(conf, sizeof(conf), "%s/sentinel.conf", d);
     fp = fopen(conf, "w");
     CHECK(fp != NULL);
-    fprintf(fp, "port %d\nbind 127.0.0.1\ndaemonize yes\ndir %s\n"
-            "pidfile %s/s.pid\nlogfile %s/s.log\n", port, d, d, d);
+    fprintf(fp,
+            "port %d\nbind 127.0.0.1\ndaemonize yes\ndir %s\n"
+            "pidfile %s/s.pid\nlogfile %s/s.log\n",
+            port, d, d, d);
     fclose(fp);
     snprintf(cmd, sizeof(cmd), "redis-sentinel '%s'", conf);
     CHECK(system(cmd) == 0);
@@ -641,8 +643,10 @@ static void t_sentinel_port(void)
     EXPECT(strstr(dlock_errmsg(), "Sentinel") != NULL);
     EXPECT(strstr(dlock_errmsg(), "redis-sentinel://") != NULL);
     EXPECT(strstr(dlock_errmsg(), "redis.call") == NULL);
-    snprintf(cmd, sizeof(cmd), "kill $(cat '%s/s.pid') 2>/dev/null; "
-             "rm -rf '%s'", d, d);
+    snprintf(cmd, sizeof(cmd),
+             "kill $(cat '%s/s.pid') 2>/dev/null; "
+             "rm -rf '%s'",
+             d, d);
     (void)!system(cmd);
 }
 
