@@ -146,7 +146,8 @@ typedef struct dlock_options {
     unsigned version;
     /** 0: try once; > 0: wait up to this many milliseconds;
      * DLOCK_WAIT_FOREVER: wait until acquired.  Measured on a monotonic
-     * clock. */
+     * clock.  A wait over 365 days (the longest lease; INT64_MAX, say) is
+     * the same as DLOCK_WAIT_FOREVER. */
     int64_t wait_ms;
     /** Lease in milliseconds (DLOCK_TTL_MIN_MS up to 365 days).  A holder
      * that dies or hangs blocks others for at most this long.  Stores may round it up to their

@@ -29,7 +29,10 @@ int cli_fail(int rc, const char *what);
 int cli_exit_code(int rc);
 /* Open the store (reporting failures); 0 or an exit code. */
 int cli_open(const struct cli *c, dlock_store **out);
-/* Parse seconds ("10", "0.25", "1.5s", "250ms") into ms; -1 on error. */
+/* The longest time an option takes: 365 days, the longest lease. */
+#define CLI_SECONDS_MAX (365LL * 24 * 3600)
+/* Parse seconds ("10", "0.25", "1.5s", "250ms") into ms; -1 if it is not
+ * such a number, -2 if it is over CLI_SECONDS_MAX. */
 int64_t cli_parse_seconds(const char *s);
 /* Is s valid UTF-8? */
 int cli_utf8_valid(const char *s);

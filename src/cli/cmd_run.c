@@ -186,6 +186,12 @@ int cli_run_parse(struct run_opts *o, int argc, char **argv)
         }
         if (ms != NULL) {
             *ms = cli_parse_seconds(val);
+            if (*ms == -2) {
+                cli_err("run: too many seconds for %s: '%s' (the maximum "
+                        "is 365 days, %lld)",
+                        a, val, CLI_SECONDS_MAX);
+                return EXIT_USAGE;
+            }
             if (*ms < 0) {
                 cli_err("run: bad number of seconds for %s: '%s' (decimal "
                         "seconds, or a number with ms)", a, val);

@@ -90,8 +90,8 @@ int64_t cli_parse_seconds(const char *s)
         v /= 1000.0;
     else if (strcmp(end, "s") != 0 && *end != '\0')
         return -1;
-    if (v > 365.0 * 24 * 3600)
-        return -1;
+    if (v > CLI_SECONDS_MAX)
+        return -2;
     return (int64_t)(v * 1000.0 + 0.5);
 }
 

@@ -76,7 +76,10 @@ static char *read_store_file(const char *path, const char *from)
         cli_err("%s is empty: name a file holding the store URL", from);
         return NULL;
     }
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
+     * writer before fstat() could refuse it (a regular file's reads do
+     * not care). */
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0 || fstat(fd, &st) != 0) {
         cli_err("cannot read the store file %s (%s): %s", path, from,
                 strerror(errno));

@@ -229,9 +229,13 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
     lk->on_lost = opts->on_lost;
     lk->payload = opts->payload;
 
+    /* A wait longer than the longest lease is waited forever: INT64_MAX
+     * is a common way to say forever, and t0 + wait_ms would overflow;
+     * nobody sees a deadline over a year away either way (dlock.h). */
     t0 = dlock__now_ms();
-    deadline = opts->wait_ms == DLOCK_WAIT_FOREVER ? DLOCK_WAIT_FOREVER
-                                                   : t0 + opts->wait_ms;
+    deadline = opts->wait_ms == DLOCK_WAIT_FOREVER || opts->wait_ms > TTL_MAX_MS
+                   ? DLOCK_WAIT_FOREVER
+                   : t0 + opts->wait_ms;
     for (int64_t outage = OUTAGE_FIRST_MS;; outage *= 2) {
         int64_t rem;
 

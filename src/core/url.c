@@ -218,6 +218,19 @@ void dlock__url_free(struct dlock_url *u)
     free(u);
 }
 
+/* Is the last parameter's key one of an earlier parameter's?  Which of
+ * two values wins differs between programs (libpq: the last), so a URL
+ * that gives one twice means nothing for sure and is refused. */
+static int repeated(const struct dlock_url *u)
+{
+    const char *key = u->params[u->nparams - 1].key;
+
+    for (size_t i = 0; i + 1 < u->nparams; i++)
+        if (strcmp(u->params[i].key, key) == 0)
+            return 1;
+    return 0;
+}
+
 static int parse_query(struct dlock_url *u, const char *q)
 {
     const char *p = q;
@@ -252,6 +265,11 @@ static int parse_query(struct dlock_url *u, const char *q)
                            : dlock__enomem();
             }
             u->nparams++;
+            if (repeated(u))
+                return dlock__seterr(DLOCK_EINVAL,
+                                     "option \"%s\" is given twice in %s; "
+                                     "give it once",
+                                     prm->key, u->redacted);
         }
         p += seg;
         if (*p == '&')
@@ -446,13 +464,11 @@ int dlock__url_parse(struct dlock_url **out, const char *url)
 
 const char *dlock__url_param(const struct dlock_url *u, const char *key)
 {
-    const char *found = NULL;
-
-    /* The last occurrence wins, as in libpq. */
+    /* A key is there once at most: parse_query() refuses repeats. */
     for (size_t i = 0; i < u->nparams; i++)
         if (strcmp(u->params[i].key, key) == 0)
-            found = u->params[i].value;
-    return found;
+            return u->params[i].value;
+    return NULL;
 }
 
 int dlock__url_check_params(const struct dlock_url *u,

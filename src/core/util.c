@@ -173,7 +173,9 @@ static int utf8_valid(const unsigned char *s, size_t len)
 
 int dlock__check_name(const char *name, size_t len)
 {
-    if (name == NULL || len == 0)
+    if (name == NULL)
+        return dlock__seterr(DLOCK_EINVAL, "lock name is NULL");
+    if (len == 0)
         return dlock__seterr(DLOCK_EINVAL, "lock name is empty");
     if (len > DLOCK_NAME_MAX)
         return dlock__seterr(DLOCK_EINVAL,

@@ -47,6 +47,9 @@ check "command not on PATH exits 127" 127 $?
 check "run without a command is a usage error" 64 $?
 "$DLOCK" run "$run_id/a" -w abc -- true 2>/dev/null
 check "bad -w is a usage error" 64 $?
+err=$("$DLOCK" run "$run_id/a" -w 1000000000 -- true 2>&1)
+check "-w over 365 days is a usage error" 64 $?
+case $err in *"365 days"*) ok "it names the 365-day maximum" ;; *) fail "-w 1000000000 says: $err" ;; esac
 "$DLOCK" bogus 2>/dev/null
 check "unknown command is a usage error" 64 $?
 "$DLOCK" release "$run_id/a" 2>/dev/null
@@ -181,6 +184,19 @@ if command -v setsid >/dev/null && command -v perl >/dev/null; then
     exec 7<&-
 fi
 
+# A waiter (no command yet) dies of SIGPIPE as of any signal it does not
+# catch, 141, on every store: MariaDB's client library used to ignore it
+# process-wide.  -v says "waiting" once the store is open.
+hold pipewait
+mkfifo "$T/pw-err"
+"$DLOCK" -v run "$run_id/pipewait" -w 30 -- true 2>"$T/pw-err" &
+pid=$!
+read _ <"$T/pw-err"
+kill -PIPE $pid
+wait $pid
+check "SIGPIPE ends a waiting run with 141" 141 $?
+let_go pipewait
+
 # --- a stolen lock stops the command --------------------------------------
 mkfifo "$T/steal-ready"
 "$DLOCK" run "$run_id/steal" --ttl 0.6 --grace 5 -- sh -c "trap 'echo TERM >$T/steal-got; exit 0' TERM; echo x >$T/steal-ready; while :; do sleep 0.05; done" 2>"$T/steal-err" &
@@ -257,6 +273,14 @@ case $err in *"chmod 600"*) ok "it says chmod 600" ;; *) fail "store file messag
 case $err in *s3cr3tpw*) fail "store file error printed the password" ;; *) ok "store file error hides the password" ;; esac
 "$DLOCK" --store-file "$T/nonexistent" status x 2>/dev/null
 check "a missing store file exits 64" 64 $?
+# A FIFO is refused at once (opening it for reading used to wait for a
+# writer forever); timeout only bounds the old hang.
+mkfifo "$T/store-fifo"
+err=$(timeout 10 "$DLOCK" --store-file "$T/store-fifo" status x 2>&1 >/dev/null)
+check "a FIFO as --store-file exits 64" 64 $?
+case $err in *"not a regular file"*) ok "it says not a regular file" ;; *) fail "FIFO store file message: $err" ;; esac
+env -u DLOCK_STORE DLOCK_STORE_FILE="$T/store-fifo" timeout 10 "$DLOCK" status x 2>/dev/null
+check "a FIFO as DLOCK_STORE_FILE exits 64" 64 $?
 
 # -s with a password: ps (/proc/PID/cmdline) must not show it for the hold.
 if [ -z "${DLOCK_UNDER_VALGRIND:-}" ]; then

@@ -113,6 +113,13 @@ else
 fi
 
 # Man pages render cleanly; completion parses.
+# The man pages name the version of the build they came with.
+version=$("$dest$prefix/bin/dlock" --version | awk '{print $2}')
+for m in share/man/man1/dlock.1 share/man/man3/libdlock.3; do
+    th=$(sed -n 's/^\.TH .* "dlock \([^"]*\)".*/\1/p' "$dest$prefix/$m")
+    [ "$th" = "$version" ] && ok "man $m is for dlock $version" ||
+        fail "man $m says dlock '$th', the build is $version"
+done
 for m in share/man/man1/dlock.1 share/man/man3/libdlock.3; do
     w=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$dest$prefix/$m" 2>&1 >/dev/null)
     [ -z "$w" ] && ok "man $m renders without warnings" || fail "man $m: $w"

@@ -76,6 +76,7 @@ static void test_ambiguous(void)
 static void test_parse(void)
 {
     struct dlock_url *u = NULL;
+    dlock_store *s = NULL;
     int64_t ms = -1;
 
     EXPECT(dlock__url_parse(&u, "Redis://user:p%40ss@[::1]:7000/3"
@@ -129,6 +130,18 @@ static void test_parse(void)
     EXPECT(dlock__url_parse(&u, "redis://h#frag") == DLOCK_EINVAL);
     EXPECT(dlock__url_parse(&u, "redis://[::1") == DLOCK_EINVAL);
     EXPECT(dlock__url_parse(&u, "") == DLOCK_EINVAL);
+    /* An option given twice is refused by name, for every store: which
+     * value counted was anyone's guess (even spelt %-encoded). */
+    EXPECT(dlock__url_parse(&u, "redis://:pw@h?prefix=A:&prefix=B:") ==
+               DLOCK_EINVAL &&
+           u == NULL);
+    EXPECT(strstr(dlock_errmsg(), "\"prefix\" is given twice") != NULL);
+    EXPECT(strstr(dlock_errmsg(), "pw") == NULL);
+    EXPECT(dlock__url_parse(&u, "postgres://h/d?mode=lease&m%6Fde=lease") ==
+           DLOCK_EINVAL);
+    EXPECT(strstr(dlock_errmsg(), "\"mode\"") != NULL);
+    EXPECT(dlock_store_open(&s, "sqlite:///tmp/x.db?a=1&a=1") == DLOCK_EINVAL &&
+           s == NULL);
     /* Unknown options are refused by name, without the password. */
     EXPECT(dlock__url_parse(&u, "redis://:pw@h/?bogus=1") == DLOCK_OK);
     if (u != NULL) {

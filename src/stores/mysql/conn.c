@@ -5,6 +5,7 @@
 #include <errmsg.h>
 #include <mysqld_error.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,9 +21,20 @@ int64_t dlock__my_max_slice(int64_t timeout_ms)
 static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
 static int lib_rc;
 
+/* mysql_library_init() sets SIGPIPE to SIG_IGN for the whole process; a
+ * library must leave its program's signals alone (dlock run's waiter is
+ * to die of SIGPIPE, 141, as on every other store).  The disposition is
+ * put back as it was: the connector's plain socket writes use
+ * MSG_NOSIGNAL and do not need it ignored.  Once per process
+ * (pthread_once), before any connection exists. */
 static void lib_init(void)
 {
+    struct sigaction old;
+    int saved = sigaction(SIGPIPE, NULL, &old) == 0;
+
     lib_rc = mysql_library_init(0, NULL, NULL);
+    if (saved)
+        (void)sigaction(SIGPIPE, &old, NULL);
 }
 
 int dlock__my_lib_init(void)

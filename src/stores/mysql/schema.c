@@ -501,7 +501,7 @@ int dlock__my_parse_names(const struct dlock_url *u, struct my_store *ms)
     if (quote != NULL) {
         if (strcmp(quote, "ansi") == 0)
             q = '"';
-        else if (strcmp(quote, "backtick") != 0 && strcmp(quote, "") != 0)
+        else if (strcmp(quote, "backtick") != 0)
             return dlock__seterr(DLOCK_EINVAL,
                                  "quote=%s in %s: use quote=ansi or "
                                  "quote=backtick",

@@ -74,24 +74,30 @@ static int keys_of(const struct dlock_lock *lk)
 static int keys_take(struct pg_store *ps, const struct dlock_lock *lk)
 {
     int64_t held;
+    /* What this acquire needs: "holds 0" alone left a user who asked
+     * max_keys=2 for a semaphore wondering. */
+    const char *needs = lk->limit > 1
+                            ? "a semaphore holder needs 3 advisory keys "
+                              "(its slot's, the semaphore's, the name's)"
+                            : "a lock needs 1 advisory key";
 
     if (dlock__quota_take(&ps->keys, keys_of(lk), &held))
         return DLOCK_OK;
     if (!ps->keys.is_auto)
         return dlock__seterr(DLOCK_ESTORE,
-                             "postgres acquire of '%s': this handle holds "
-                             "%lld advisory keys, and max_keys=%lld (%s)",
-                             lk->name, (long long)held, (long long)ps->keys.max,
-                             ps->base.url);
+                             "postgres acquire of '%s': %s; this handle "
+                             "holds %lld, and max_keys=%lld (%s)",
+                             lk->name, needs, (long long)held,
+                             (long long)ps->keys.max, ps->base.url);
     return dlock__seterr(
         DLOCK_ESTORE,
-        "postgres acquire of '%s': this handle holds %lld advisory keys, "
-        "half of the server's lock table (%lld entries: "
+        "postgres acquire of '%s': %s; this handle holds %lld, half of "
+        "the server's lock table (%lld entries: "
         "max_locks_per_transaction %lld x its backends); more could leave "
         "every client of the server with \"out of shared memory\". Raise "
         "max_locks_per_transaction, or set ?max_keys=N (0: no limit), or "
         "use ?mode=lease (%s)",
-        lk->name, (long long)held, (long long)ps->keys.server,
+        lk->name, needs, (long long)held, (long long)ps->keys.server,
         (long long)ps->locks_per_xact, ps->base.url);
 }
 

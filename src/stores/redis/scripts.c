@@ -474,6 +474,41 @@ void dlock__redis_scripts_free(struct redis_store *rs)
         free(rs->lua_buf[i]);
 }
 
+/* Is the server at c a Sentinel (ROLE answers "sentinel")? */
+static int is_sentinel(redisContext *c)
+{
+    redisReply *r = redisCommand(c, "ROLE");
+    int yes = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+              r->element[0]->type == REDIS_REPLY_STRING &&
+              strcmp(r->element[0]->str, "sentinel") == 0;
+
+    freeReplyObject(r);
+    return yes;
+}
+
+/* SCRIPT LOAD answered error r.  A server that does not know SCRIPT
+ * echoes its arguments, dlock's Lua source, which says nothing to a
+ * user: a Sentinel is the likely one, and is named (a cluster node gets
+ * its hint from conn.c); another gets the error without the echo. */
+static int load_error(struct redis_store *rs, redisContext *c,
+                      const redisReply *r)
+{
+    static const char unknown[] = "ERR unknown command 'SCRIPT'";
+
+    if (strncmp(r->str, unknown, sizeof(unknown) - 1) != 0)
+        return dlock__redis_reply_error(rs, r, "SCRIPT LOAD");
+    if (is_sentinel(c))
+        return dlock__seterr(DLOCK_ESTORE,
+                             "%s is a Redis Sentinel, not a "
+                             "data node: use redis-sentinel://HOST:PORT/"
+                             "MASTERNAME",
+                             rs->url);
+    return dlock__seterr(DLOCK_ESTORE,
+                         "%s does not know SCRIPT (%s): "
+                         "dlock needs Redis >= 6 with Lua scripting",
+                         rs->url, unknown + 4);
+}
+
 int dlock__redis_load_scripts(struct redis_store *rs, redisContext *c)
 {
     for (int i = 0; i < S_COUNT; i++) {
@@ -482,7 +517,7 @@ int dlock__redis_load_scripts(struct redis_store *rs, redisContext *c)
 
         if (r == NULL || r->type != REDIS_REPLY_STRING || r->len != 40) {
             rc = r && r->type == REDIS_REPLY_ERROR
-                     ? dlock__redis_reply_error(rs, r, "SCRIPT LOAD")
+                     ? load_error(rs, c, r)
                      : dlock__seterr(DLOCK_EUNAVAIL, "%s: %s", rs->url,
                                      c->err ? c->errstr
                                             : "bad SCRIPT LOAD reply");

@@ -68,6 +68,35 @@ static int parse_int(const char *s, int lo, int hi, int *out)
     return 0;
 }
 
+/* The database: /N in a redis:// path, or ?db=N (the only spelling where
+ * the path is a socket or a master name).  Both may be given only if they
+ * agree: one URL names one database. */
+static int parse_db(struct redis_store *rs, const struct dlock_url *u,
+                    int path_is_db)
+{
+    const char *v = dlock__url_param(u, "db");
+    int path_db = -1, db;
+
+    if (path_is_db && u->path != NULL && strcmp(u->path, "/") != 0 &&
+        parse_int(u->path + 1, 0, 100000, &path_db) != 0)
+        return dlock__seterr(DLOCK_EINVAL,
+                             "the path of a redis URL is "
+                             "the database number: %s",
+                             u->redacted);
+    rs->db = path_db >= 0 ? path_db : 0;
+    if (v == NULL)
+        return DLOCK_OK;
+    if (parse_int(v, 0, 100000, &db) != 0)
+        return dlock__seterr(DLOCK_EINVAL, "bad db=%s in %s", v, u->redacted);
+    if (path_db >= 0 && db != path_db)
+        return dlock__seterr(DLOCK_EINVAL,
+                             "db=%s disagrees with the "
+                             "database /%d of the path in %s",
+                             v, path_db, u->redacted);
+    rs->db = db;
+    return DLOCK_OK;
+}
+
 static int redis_open(struct dlock_store **out, const struct dlock_url *u)
 {
     static const char *const known[] = {"prefix",   "connect_timeout",
@@ -140,18 +169,11 @@ static int redis_open(struct dlock_store **out, const struct dlock_url *u)
                                      ? u->host
                                      : "127.0.0.1");
         rs->port = u->port != 0 ? u->port : 6379;
-        if (u->path != NULL && strcmp(u->path, "/") != 0 &&
-            parse_int(u->path + 1, 0, 100000, &rs->db) != 0) {
-            rc = dlock__seterr(DLOCK_EINVAL, "the path of a redis URL is "
-                               "the database number: %s", u->redacted);
-            goto fail;
-        }
     }
-    v = dlock__url_param(u, "db");
-    if ((is_unix || is_sentinel) && v != NULL &&
-        parse_int(v, 0, 100000, &rs->db) != 0) {
-        rc = dlock__seterr(DLOCK_EINVAL, "bad db=%s in %s", v, u->redacted);
-        goto fail;
+    if (!is_cluster) { /* cluster.c: database 0 only */
+        rc = parse_db(rs, u, !is_unix && !is_sentinel);
+        if (rc != DLOCK_OK)
+            goto fail;
     }
     if ((is_unix && rs->sock == NULL) || (!is_unix && rs->host == NULL)) {
         rc = dlock__enomem();

@@ -52,7 +52,9 @@ int dlock__redis_hosts_parse(struct redis_store *rs, const struct dlock_url *u,
     rs->sent_port = calloc((size_t)n, sizeof(int));
     if (rs->sent_host == NULL || rs->sent_port == NULL)
         return dlock__enomem();
-    while (*p != '\0' || rs->nsent == 0) {
+    /* n entries, as many as the commas say: an empty one at either end
+     * ("h:p,") is refused like one in the middle. */
+    while (rs->nsent < n) {
         size_t len = strcspn(p, ",");
         const char *colon = memchr(p, ':', len);
         char *end;

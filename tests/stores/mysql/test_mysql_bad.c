@@ -121,9 +121,19 @@ static void t_bad_urls(const struct target *t)
         "mysql://u:p@127.0.0.1/db?timeout=0",
         "mysql://u:p@127.0.0.1/db?ssl=maybe",
     };
+    /* Refused by the name of the parameter: given twice (which one
+     * counted was anyone's guess), or empty. */
+    static const char *const named[][2] = {
+        {"mysql://u:p@127.0.0.1/db?quote=", "quote="},
+        {"mysql://u:p@127.0.0.1/db?table=a&table=b", "\"table\""},
+        {"mysql://u:p@127.0.0.1/db?mode=lease&mode=lock", "\"mode\""},
+    };
     (void)t;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         expect_open_fails(bad[i], DLOCK_EINVAL, DLOCK_EINVAL, 200, NULL, NULL);
+    for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++)
+        expect_open_fails(named[i][0], DLOCK_EINVAL, DLOCK_EINVAL, 200, NULL,
+                          named[i][1]);
     /* ddl needs no server, checks the same things */
     {
         char *ddl = NULL;

@@ -79,6 +79,14 @@ static dlock_options opts(int64_t wait_ms, int64_t ttl_ms, int renew)
 }
 
 /* url with "?extra" or "&extra" appended. */
+static int msg_has(const char *what)
+{
+    if (strstr(dlock_errmsg(), what) != NULL)
+        return 1;
+    fprintf(stderr, "  message \"%s\" lacks \"%s\"\n", dlock_errmsg(), what);
+    return 0;
+}
+
 static const char *with(const char *extra)
 {
     static char buf[4][1024];
@@ -589,6 +597,12 @@ static void t_badinput(void)
     EXPECT(open_rc(with("keys=md5"), &took) == DLOCK_EINVAL);
     EXPECT(open_rc(with("mode=fast"), &took) == DLOCK_EINVAL);
     EXPECT(open_rc(with("timeout=abc"), &took) == DLOCK_EINVAL);
+    /* Given twice: which one counts is nobody's guess, so neither does. */
+    EXPECT(open_rc(with("mode=lease&mode=session"), &took) == DLOCK_EINVAL &&
+           msg_has("\"mode\" is given twice"));
+    EXPECT(open_rc(with("keys=hashtext&keys=hashtext"), &took) ==
+               DLOCK_EINVAL &&
+           msg_has("\"keys\""));
     EXPECT(open_rc(with("keys=hashtext&mode=lease&timeout=3s&"
                         "application_name=dlock-test"),
                    &took) == DLOCK_OK);
@@ -728,14 +742,6 @@ static dlock_options sem(int64_t wait_ms, unsigned limit)
 
     o.limit = limit;
     return o;
-}
-
-static int msg_has(const char *what)
-{
-    if (strstr(dlock_errmsg(), what) != NULL)
-        return 1;
-    fprintf(stderr, "  message \"%s\" lacks \"%s\"\n", dlock_errmsg(), what);
-    return 0;
 }
 
 struct sem_waiter {
@@ -1035,6 +1041,13 @@ static void t_max_keys(void)
     EXPECT(dlock_release(x) == DLOCK_OK);
     for (int i = 0; i < 3; i++)
         EXPECT(dlock_release(l[i]) == DLOCK_OK);
+    dlock_store_close(s);
+    /* A semaphore holder needs 3: a limit under that says so, and what
+     * the handle holds (nothing). */
+    s = open_url(with("max_keys=2"));
+    EXPECT(dlock_acquire(&x, s, nm("mk/sem"), &so) == DLOCK_ESTORE);
+    EXPECT(msg_has("needs 3 advisory keys") && msg_has("holds 0") &&
+           msg_has("max_keys=2"));
     dlock_store_close(s);
     EXPECT(dlock_store_open(&bad, with("max_keys=-1")) == DLOCK_EINVAL);
     EXPECT(msg_has("max_keys=-1"));

@@ -209,6 +209,48 @@ static void t_shared_blocks_foreign(void)
     dlock_store_close(s2);
 }
 
+/* url without its path and query, then tail ("/1", "?db=1"...). */
+static const char *db_url(const char *tail)
+{
+    static char buf[4][1024];
+    static int i;
+    const char *auth = strstr(url, "://");
+    size_t n = auth != NULL ? (size_t)(auth + 3 - url) : 0;
+
+    n += strcspn(url + n, "/?");
+    i = (i + 1) % 4;
+    snprintf(buf[i], sizeof(buf[i]), "%.*s%s", (int)n, url, tail);
+    return buf[i];
+}
+
+/* One database, two spellings: /1 and ?db=1 exclude each other (?db=1
+ * was ignored: database 0).  A path and a ?db= that disagree are refused
+ * with a message naming db=, and /1 does not meet /0. */
+static void t_db_spellings(void)
+{
+    dlock_options o = opts(0, 5000, 1);
+    dlock_store *path = must_open(db_url("/1"));
+    dlock_store *query = must_open(db_url("?db=1"));
+    dlock_store *both = must_open(db_url("/1?db=1"));
+    dlock_store *zero = must_open(db_url("/0"));
+    dlock_store *s = (dlock_store *)&s;
+    dlock_lock *l, *l2;
+
+    CHECK_RC(dlock_acquire(&l, path, nm("db"), &o), DLOCK_OK);
+    EXPECT_RC(dlock_acquire(&l2, query, nm("db"), &o), DLOCK_BUSY);
+    EXPECT_RC(dlock_acquire(&l2, both, nm("db"), &o), DLOCK_BUSY);
+    CHECK_RC(dlock_acquire(&l2, zero, nm("db"), &o), DLOCK_OK);
+    CHECK_RC(dlock_release(l2), DLOCK_OK);
+    CHECK_RC(dlock_release(l), DLOCK_OK);
+    CHECK_RC(dlock_store_open(&s, db_url("/1?db=2")), DLOCK_EINVAL);
+    CHECK(s == NULL);
+    CHECK(strstr(dlock_errmsg(), "db=2") != NULL);
+    dlock_store_close(path);
+    dlock_store_close(query);
+    dlock_store_close(both);
+    dlock_store_close(zero);
+}
+
 /* SCRIPT FLUSH (or a restart) in the middle: EVALSHA answers NOSCRIPT and
  * the store falls back to EVAL; nothing breaks. */
 static void t_script_flush(void)
@@ -424,6 +466,14 @@ static void t_bad_urls(void)
         "redis://127.0.0.1/notadb",
         "redis://127.0.0.1/-1",
         "redis://127.0.0.1?bogus=1",
+        "redis://127.0.0.1?db=x",
+        "redis://127.0.0.1/1?db=2",
+        "redis://127.0.0.1?prefix=A:&prefix=B:",
+        "redis://127.0.0.1?prefix=A:&pre%66ix=A:",
+        "redis-sentinel://127.0.0.1:1,/m",
+        "redis-sentinel://,127.0.0.1:1/m",
+        "redis-sentinel://127.0.0.1:1,,127.0.0.1:2/m",
+        "redis-cluster://127.0.0.1:1,",
         "redis://127.0.0.1?timeout=abc",
         "redis://127.0.0.1?timeout=0",
         "redis://127.0.0.1?connect_timeout=5x",
@@ -543,6 +593,61 @@ static void t_not_redis(void)
         snprintf(u, sizeof(u), "redis://127.0.0.1:%d", port);
         CHECK_RC(dlock_store_open(&s, u), DLOCK_EUNAVAIL);
     }
+}
+
+/* redis:// pointed at a Sentinel: the message says so and names the
+ * scheme to use, without echoing dlock's Lua source (the Sentinel's
+ * "unknown command 'SCRIPT', with args beginning with: ..."). */
+static void t_sentinel_port(void)
+{
+    char d[] = "/tmp/dlock-sentinel-test.XXXXXX", conf[300], cmd[700];
+    char u[128];
+    struct fake f;
+    dlock_store *s = NULL;
+    redisContext *c = NULL;
+    FILE *fp;
+    int port, up = 0;
+
+    CHECK(mkdtemp(d) != NULL);
+    CHECK(fake_start(&f, NULL) == 0); /* a free port: bound, then freed */
+    port = f.port;
+    fake_stop(&f);
+    snprintf(conf, sizeof(conf), "%s/sentinel.conf", d);
+    fp = fopen(conf, "w");
+    CHECK(fp != NULL);
+    fprintf(fp,
+            "port %d\nbind 127.0.0.1\ndaemonize yes\ndir %s\n"
+            "pidfile %s/s.pid\nlogfile %s/s.log\n",
+            port, d, d, d);
+    fclose(fp);
+    snprintf(cmd, sizeof(cmd), "redis-sentinel '%s'", conf);
+    CHECK(system(cmd) == 0);
+    /* Readiness: a bounded wait for its PING. */
+    for (int i = 0; i < 200 && !up; i++) {
+        struct timeval tv = {1, 0};
+        redisReply *r;
+
+        c = redisConnectWithTimeout("127.0.0.1", port, tv);
+        r = c != NULL && !c->err ? redisCommand(c, "PING") : NULL;
+        up = r != NULL && r->type == REDIS_REPLY_STATUS;
+        freeReplyObject(r);
+        redisFree(c);
+        if (!up)
+            sleep_ms(50);
+    }
+    EXPECT(up);
+    snprintf(u, sizeof(u), "redis://127.0.0.1:%d", port);
+    EXPECT_RC(dlock_store_open(&s, u), DLOCK_ESTORE);
+    EXPECT(s == NULL);
+    printf("  %s\n", dlock_errmsg());
+    EXPECT(strstr(dlock_errmsg(), "Sentinel") != NULL);
+    EXPECT(strstr(dlock_errmsg(), "redis-sentinel://") != NULL);
+    EXPECT(strstr(dlock_errmsg(), "redis.call") == NULL);
+    snprintf(cmd, sizeof(cmd),
+             "kill $(cat '%s/s.pid') 2>/dev/null; "
+             "rm -rf '%s'",
+             d, d);
+    (void)!system(cmd);
 }
 
 /* --- faults with our own servers ------------------------------------ */
@@ -896,8 +1001,10 @@ static const struct rt_test tests[] = {
     {"stampede", t_stampede, 0},
     {"no_polling", t_no_polling, 0},
     {"foreign_keys_in_list", t_foreign_keys_in_list, 0},
+    {"db_spellings", t_db_spellings, 0},
     {"bad_urls", t_bad_urls, 1},
     {"not_redis", t_not_redis, 1},
+    {"sentinel_port", t_sentinel_port, 1},
     {"passwords", t_passwords, 1},
     {"acl_no_channels", t_acl_no_channels, 1},
     {"server_gone", t_server_gone, 1},

@@ -145,6 +145,60 @@ static void test_write_lock_held_outside(void)
     sqlite3_close(db);
 }
 
+struct waiter {
+    dlock_store *s;
+    int64_t wait_ms;
+    int rc;
+};
+
+static void *waiter_main(void *arg)
+{
+    struct waiter *w = arg;
+    dlock_options o = DLOCK_OPTIONS_INIT;
+    dlock_lock *l = NULL;
+
+    o.wait_ms = w->wait_ms;
+    w->rc = dlock_acquire(&l, w->s, "edge-wait", &o);
+    if (w->rc == DLOCK_OK)
+        w->rc = dlock_release(l);
+    return NULL;
+}
+
+/* Arguments at the edges: a wait near INT64_MAX is a wait forever (the
+ * deadline overflowed: BUSY at once, or an abort under UBSan), whether
+ * the waiter comes before or after the release; a NULL name is called
+ * NULL, not empty. */
+static void test_edges(void)
+{
+    static const int64_t waits[] = {INT64_MAX, INT64_MAX - 1,
+                                    365LL * 24 * 3600 * 1000 + 1};
+    dlock_store *s, *s2;
+    dlock_lock *l = NULL;
+    dlock_options o = DLOCK_OPTIONS_INIT;
+
+    EXPECT(dlock_store_open(&s, url) == DLOCK_OK);
+    EXPECT(dlock_store_open(&s2, url) == DLOCK_OK);
+    for (size_t i = 0; i < sizeof(waits) / sizeof(waits[0]); i++) {
+        struct waiter w = {s2, waits[i], -100};
+        pthread_t t;
+
+        EXPECT(dlock_acquire(&l, s, "edge-wait", &o) == DLOCK_OK);
+        EXPECT(pthread_create(&t, NULL, waiter_main, &w) == 0);
+        EXPECT(dlock_release(l) == DLOCK_OK);
+        pthread_join(t, NULL);
+        if (w.rc != DLOCK_OK)
+            fprintf(stderr, "  wait_ms %lld: %s\n", (long long)waits[i],
+                    dlock_strerror(w.rc));
+        EXPECT(w.rc == DLOCK_OK);
+    }
+    EXPECT(dlock_acquire_len(&l, s, NULL, 3, &o) == DLOCK_EINVAL);
+    EXPECT(strstr(dlock_errmsg(), "NULL") != NULL);
+    EXPECT(dlock_acquire_len(&l, s, "", 0, &o) == DLOCK_EINVAL);
+    EXPECT(strstr(dlock_errmsg(), "empty") != NULL);
+    dlock_store_close(s);
+    dlock_store_close(s2);
+}
+
 /* Processes that open the same new file at the same moment all get the
  * store: the first open turns the file into WAL, and SQLite answers the
  * others "database is locked" without calling the busy handler.  Runs
@@ -237,6 +291,7 @@ int main(int argc, char **argv)
     test_dead_holders();
     test_write_lock_held_outside();
     test_garbage_file();
+    test_edges();
     if (failures == 0)
         printf("sqlite store: all passed\n");
     return failures != 0;
