@@ -280,6 +280,9 @@ redisContext *dlock__redis_connect_to(struct redis_store *rs, const char *host,
  * the one the sentinels name (and which says it is master).  main: the
  * command connection, whose master change starts a new epoch. */
 redisContext *dlock__redis_connect(struct redis_store *rs, int main, int *rc);
+/* Does a sentinel name a master for rs->master (whether or not it is
+ * reachable)? */
+int dlock__redis_sentinel_knows(struct redis_store *rs);
 /* Parse redis-sentinel://host:port,host:port/MASTER into rs. */
 int dlock__redis_topo_parse(struct redis_store *rs, const struct dlock_url *u);
 /* Parse host[:port][,host[:port]...] (the sentinels, a cluster's seed
