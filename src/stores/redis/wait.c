@@ -6,9 +6,10 @@
  * and its key expires at its lease end: a waiter sleeps until one of the
  * two, with no polling.  A hand-off to another waiter publishes the new
  * holder's lease there too, which brings the lease end a waiter sleeps
- * until forward when it is sooner (sleep_on).  A foreign holder (its value is not "dlock1:" + a
- * token) never publishes: the waiter listens to the key's keyspace
- * channel when the server sends keyspace events, and polls otherwise.
+ * until forward when it is sooner (sleep_on).  A foreign holder (its
+ * value is not "dlock1:" + a token) never publishes: the waiter listens
+ * to the key's keyspace channel when the server sends keyspace events,
+ * and polls otherwise.
  *
  * What a wait keeps between slices lives in lk->priv (struct wait): its
  * place among the channel's waiters, and when it must look again even if

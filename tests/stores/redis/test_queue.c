@@ -249,8 +249,9 @@ static void dead_holder(const char *base, int stop, int64_t b_ttl)
     CHECK_RC(cw.rc, DLOCK_OK);
     printf("  B (lease %lld ms) %s: C had the lock %lld ms later (A's "
            "lease was 20000 ms)\n",
-           (long long)b_ttl, stop ? "stopped while queued" : "killed after "
-           "the hand-off", (long long)(got_at - from));
+           (long long)b_ttl,
+           stop ? "stopped while queued" : "killed after the hand-off",
+           (long long)(got_at - from));
     CHECK(got_at - from < b_ttl + 3000);
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
