@@ -400,11 +400,19 @@ static const char *const lua[S_COUNT] = {
     "pass_on(now, true) "
     "return held and 1 or 0",
 
+    /* A lock found gone (not taken over: gone, as after a FLUSHALL or a
+     * restart without persistence) wakes its waiters at once: they were
+     * sleeping until the lease they last saw, and nothing else will tell
+     * them the name is free. */
     [S_EXT] =
-    "if redis.call('GET', KEYS[1]) == " OWN " then "
+    "local cur = redis.call('GET', KEYS[1]) "
+    "if cur == " OWN " then "
     "  redis.call('PEXPIRE', KEYS[1], ARGV[2]) "
     "  redis.call('PEXPIRE', KEYS[4], ARGV[2]) "
     "  return 1 "
+    "end "
+    "if not cur then "
+    "  redis.pcall('PUBLISH', KEYS[1] .. '\\255release', 'r') "
     "end "
     "return 0",
 

@@ -271,6 +271,44 @@ static void t_stopped_waiter(void)
     dead_holder("stopped", 1, 3000);
 }
 
+/* The server loses everything (FLUSHALL) under a live holder with a long
+ * lease and a queued waiter: the waiter must not sleep until the lease it
+ * last saw.  The holder's next renewal finds its lock gone (it is told
+ * LOST) and wakes the waiters, so the waiter has the lock within about a
+ * third of the holder's lease, not at its end. */
+static void t_flushed(void)
+{
+    enum { A_TTL = 9000 };
+    dlock_store *s = must_open(url), *s2 = must_open(url);
+    redisContext *c = raw_open(url);
+    dlock_options o = opts(0, A_TTL, 1);
+    struct qw bw = {s2, nm("flushed"), 30000, -99, 0, 1, 0};
+    dlock_lock *a;
+    pthread_t t;
+    char key[600];
+    int64_t from;
+
+    snprintf(key, sizeof(key), "dlock:%s", nm("flushed"));
+    served = 0;
+    got_at = 0;
+    CHECK_RC(dlock_acquire(&a, s, nm("flushed"), &o), DLOCK_OK);
+    CHECK(pthread_create(&t, NULL, qw_timed, &bw) == 0);
+    CHECK(await_queued(c, key, 1));
+    CHECK(strcmp(raw_str(c, "FLUSHALL"), "OK") == 0);
+    from = now_ms();
+    pthread_join(t, NULL);
+    CHECK_RC(bw.rc, DLOCK_OK);
+    printf("  after FLUSHALL the waiter had the lock %lld ms later (the "
+           "holder's lease was %d ms)\n",
+           (long long)(got_at - from), A_TTL);
+    CHECK(got_at - from < A_TTL / 3 + 2000);
+    EXPECT(dlock_is_lost(a));
+    EXPECT_RC(dlock_release(a), DLOCK_LOST);
+    dlock_store_close(s);
+    dlock_store_close(s2);
+    redisFree(c);
+}
+
 /* ?fair=0: a waiter does not queue (the old wake-and-retry), and still
  * gets the lock promptly when it is let go. */
 static void t_unfair(void)
@@ -364,6 +402,7 @@ static const struct rt_test tests[] = {
     {"sem", t_sem, 0},
     {"dead_after_handoff", t_dead_after_handoff, 0},
     {"stopped_waiter", t_stopped_waiter, 0},
+    {"flushed", t_flushed, 0},
 };
 
 int main(int argc, char **argv)
