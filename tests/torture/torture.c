@@ -7,6 +7,7 @@
  *               [--fault none|kill|stop] [--expect-violation]
  *               [--nemesis CMD [--every MS] [--revokes] [--quiet MS]]
  *               [--netns PREFIX [--hosts K]]
+ *               [--clock-rate R [--clock-workers K] [--faketime LIB]]
  *
  * Workers loop: acquire (random wait), critical section, release, logging
  * every step with CLOCK_MONOTONIC timestamps to their own file.  Faults are
@@ -53,6 +54,15 @@
  * (tests/torture/netns-nemesis.sh); it finds the holders and waiters in
  * the workers' logs, in $DLOCK_TORTURE_DIR.
  *
+ * --clock-rate R runs the first K workers (--clock-workers, default half)
+ * with their clocks at R x real time: each re-executes itself under
+ * libfaketime (LD_PRELOAD of --faketime LIB, FAKETIME="OFFSET xR": libc's
+ * monotonic and boot clocks start where the kernel's are and run at R x;
+ * sleeps and timeouts follow; the wall clock reads the boot clock, which
+ * dlock shows but never trusts), so libdlock runs on that clock.  The harness's own timestamps come from the kernel by
+ * syscall, which libfaketime does not see: the history stays on one
+ * clock.
+ *
  * Every run also reports the errors workers saw (by code, with the first
  * message), how soon a lock was taken again after a holder was killed,
  * and, with a nemesis, that workers acquired again after the last fault.
@@ -75,6 +85,7 @@
 #include <sched.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -104,14 +115,24 @@ struct cfg {
     int quiet_ms; /* no fault starts in the run's last quiet_ms */
     const char *netns; /* worker i joins /run/netns/<netns><i % hosts + 1> */
     int hosts;
+    const char *clock_rate; /* workers < clock_workers run at this rate */
+    int clock_workers;
+    const char *faketime;   /* libfaketime to preload for them */
     char name[64];
 };
+
+/* The kernel's monotonic clock, by syscall: a worker under libfaketime
+ * (--clock-rate) must log on the same clock as every other process. */
+static void real_now(struct timespec *ts)
+{
+    syscall(SYS_clock_gettime, CLOCK_MONOTONIC, ts);
+}
 
 static int64_t now_ms(void)
 {
     struct timespec ts;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    real_now(&ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
@@ -119,7 +140,7 @@ static int64_t now_us(void)
 {
     struct timespec ts;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    real_now(&ts);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
@@ -874,8 +895,62 @@ static void usage(void)
                     "[--workload mutex|counter|fenced|semaphore] [--limit N] "
                     "[--fault none|kill|stop] [--expect-violation] "
                     "[--nemesis CMD [--every MS] [--revokes] [--quiet MS]] "
-                    "[--netns PREFIX [--hosts K]]\n");
+                    "[--netns PREFIX [--hosts K]] "
+                    "[--clock-rate R [--clock-workers K] [--faketime LIB]]\n");
     exit(64);
+}
+
+/* A worker whose clock runs at another rate re-executes this program
+ * under libfaketime with --as-worker IDX GEN END DIR NAME after the
+ * parent's own arguments. */
+static void exec_faked_worker(const struct cfg *c, char **argv, int idx,
+                              int gen, int64_t end)
+{
+    char n[3][32], env[96], *asan, *args[128];
+    struct timespec boot, wall;
+    int argc = 0;
+    size_t len;
+
+    while (argv[argc] != NULL && argc < 120) {
+        args[argc] = argv[argc];
+        argc++;
+    }
+    snprintf(n[0], sizeof(n[0]), "%d", idx);
+    snprintf(n[1], sizeof(n[1]), "%d", gen);
+    snprintf(n[2], sizeof(n[2]), "%lld", (long long)end);
+    args[argc++] = "--as-worker";
+    args[argc++] = n[0];
+    args[argc++] = n[1];
+    args[argc++] = n[2];
+    args[argc++] = (char *)c->dir;
+    args[argc++] = (char *)c->name;
+    args[argc] = NULL;
+    /* libfaketime counts its monotonic and boot clocks from the fake wall
+     * clock: set that to the boot clock's reading, so that they start
+     * where the kernel's are and only their rate differs (SQLite keeps
+     * leases on CLOCK_BOOTTIME, shared by every process). */
+    syscall(SYS_clock_gettime, CLOCK_BOOTTIME, &boot);
+    syscall(SYS_clock_gettime, CLOCK_REALTIME, &wall);
+    snprintf(env, sizeof(env), "%+.6f x%s",
+             (double)(boot.tv_sec - wall.tv_sec) +
+                 (double)(boot.tv_nsec - wall.tv_nsec) / 1e9,
+             c->clock_rate);
+    setenv("FAKETIME", env, 1);
+    setenv("LD_PRELOAD", c->faketime, 1);
+    /* ASan wants to be first in the list of libraries; libfaketime is. */
+    len = strlen(getenv("ASAN_OPTIONS") ? getenv("ASAN_OPTIONS") : "") + 40;
+    asan = malloc(len);
+    if (asan != NULL) {
+        snprintf(asan, len, "%s%sverify_asan_link_order=0",
+                 getenv("ASAN_OPTIONS") ? getenv("ASAN_OPTIONS") : "",
+                 getenv("ASAN_OPTIONS") ? ":" : "");
+        setenv("ASAN_OPTIONS", asan, 1);
+        free(asan);
+    }
+    execv("/proc/self/exe", args);
+    fprintf(stderr, "worker %d: cannot re-execute: %s\n", idx,
+            strerror(errno));
+    _exit(83);
 }
 
 static pid_t start_worker(const struct cfg *c, char **argv, int idx, int gen,
@@ -883,9 +958,11 @@ static pid_t start_worker(const struct cfg *c, char **argv, int idx, int gen,
 {
     pid_t pid = fork();
 
-    (void)argv;
-    if (pid == 0)
+    if (pid == 0) {
+        if (c->clock_rate != NULL && idx < c->clock_workers)
+            exec_faked_worker(c, argv, idx, gen, end);
         _exit(worker(c, idx, gen, end));
+    }
     return pid;
 }
 
@@ -896,6 +973,8 @@ int main(int argc, char **argv)
     int gens[MAX_WORKERS] = {0}, alive, fails;
     int64_t resume_at[MAX_WORKERS] = {0}, end, nem_at;
     char *shown;
+    int as_worker = -1, as_gen = 0;
+    int64_t as_end = 0;
 
     if (argc < 2)
         usage();
@@ -921,6 +1000,15 @@ int main(int argc, char **argv)
             c.revokes = 1;
             continue;
         }
+        if (strcmp(a, "--as-worker") == 0 && i + 5 < argc) {
+            as_worker = atoi(argv[i + 1]);
+            as_gen = atoi(argv[i + 2]);
+            as_end = atoll(argv[i + 3]);
+            snprintf(c.dir, sizeof(c.dir), "%s", argv[i + 4]);
+            snprintf(c.name, sizeof(c.name), "%s", argv[i + 5]);
+            i += 5;
+            continue;
+        }
         if (v == NULL)
             usage();
         i++;
@@ -944,6 +1032,12 @@ int main(int argc, char **argv)
             c.netns = v;
         else if (strcmp(a, "--hosts") == 0)
             c.hosts = atoi(v);
+        else if (strcmp(a, "--clock-rate") == 0)
+            c.clock_rate = v;
+        else if (strcmp(a, "--clock-workers") == 0)
+            c.clock_workers = atoi(v);
+        else if (strcmp(a, "--faketime") == 0)
+            c.faketime = v;
         else if (strcmp(a, "--workload") == 0)
             c.workload = !strcmp(v, "mutex")       ? W_MUTEX
                          : !strcmp(v, "counter")   ? W_COUNTER
@@ -961,8 +1055,24 @@ int main(int argc, char **argv)
     if (c.workers < 1 || c.workers > MAX_WORKERS || c.seconds < 1 ||
         c.ttl < 50 || c.hold_ms < 0 || c.hold_ms > 60000 || c.limit < 2 ||
         c.limit >= DLOCK_LIMIT_MAX || c.hosts < 0 ||
-        (c.nemesis != NULL && c.seconds < 3))
+        (c.nemesis != NULL && c.seconds < 3) ||
+        (c.clock_rate != NULL && atof(c.clock_rate) <= 0))
         usage();
+    if (c.hosts == 0 || c.hosts > c.workers)
+        c.hosts = c.workers;
+    if (as_worker >= 0)
+        return worker(&c, as_worker, as_gen, as_end);
+    if (c.clock_workers <= 0 || c.clock_workers > c.workers)
+        c.clock_workers = c.workers / 2 > 0 ? c.workers / 2 : 1;
+    if (c.faketime == NULL)
+        c.faketime = getenv("DLOCK_FAKETIME_LIB");
+    if (c.faketime == NULL)
+        c.faketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
+    if (c.clock_rate != NULL && access(c.faketime, R_OK) != 0) {
+        fprintf(stderr, "torture: no libfaketime at %s (package faketime)\n",
+                c.faketime);
+        return 69;
+    }
     snprintf(c.dir, sizeof(c.dir), "/tmp/dlock-torture.XXXXXX");
     if (mkdtemp(c.dir) == NULL)
         return 70;
@@ -973,12 +1083,10 @@ int main(int argc, char **argv)
     /* For a nemesis that aims at a holder or a waiter (netns-nemesis.sh
      * reads the workers' logs). */
     setenv("DLOCK_TORTURE_DIR", c.dir, 1);
-    if (c.hosts == 0 || c.hosts > c.workers)
-        c.hosts = c.workers;
     if (dlock_url_redact(&shown, c.url) != DLOCK_OK)
         shown = NULL;
     printf("torture: %s, %d workers, %d s, lease %lld ms, hold <= %d ms, "
-           "workload %s, fault %s%s%s%s\n", shown ? shown : "(bad URL)",
+           "workload %s, fault %s%s%s%s", shown ? shown : "(bad URL)",
            c.workers, c.seconds, (long long)c.ttl, c.hold_ms,
            c.workload == W_MUTEX     ? "mutex"
            : c.workload == W_COUNTER ? "counter"
@@ -988,6 +1096,12 @@ int main(int argc, char **argv)
            c.fault == F_NONE ? "none" : c.fault == F_KILL ? "kill" : "stop",
            c.nemesis ? ", nemesis: " : "", c.nemesis ? c.nemesis : "",
            c.revokes ? " (revokes every lock)" : "");
+    if (c.clock_rate != NULL)
+        printf(", clock x%s in %d of %d workers", c.clock_rate,
+               c.clock_workers, c.workers);
+    if (c.netns != NULL)
+        printf(", on %d hosts %s1..", c.hosts, c.netns);
+    printf("\n");
     fflush(stdout);
     dlock_free(shown);
 
