@@ -25,8 +25,9 @@
  *    update); fenced: the same, with a store that refuses stale fences;
  *  - a holder resumed after its lease ran out gets DLOCK_LOST;
  *  - no release is told DLOCK_OK after another holder acquired the lock
- *    between the window's start and the release's invoke (the store handed
- *    the lock on before the release, so it was no longer this holder's);
+ *    (invoked after the window's start, answered before the release's
+ *    invoke: the store had handed the lock on, it was no longer this
+ *    holder's);
  *  - semaphore (--limit N, default 3): no more than N of the same windows
  *    ever overlap, N do (else the run proved nothing), fences are unique
  *    and follow real-time order (an acquire that returned before another
@@ -535,28 +536,36 @@ static void apply_revocations(struct history *h, long *spanned, long told[3])
 
 static long nemesis_runs, crashes;
 
-/* Releases told DLOCK_OK although another holder acquired the lock after
- * this window began and before this release was invoked: the store had
- * handed the lock on, so the token could no longer own it.  (A holder cut
- * off from its store, or paused, past its lease.)  Mutex windows only,
- * sorted by start: the next window is the first other holder. */
+/* Releases told DLOCK_OK although the store handed the lock on before the
+ * release was invoked: another holder whose acquire was invoked after this
+ * window began (so its grant came after this one's) and returned before
+ * this release was invoked.  The token could no longer own the lock.  (A
+ * holder cut off from its store, or paused, past its lease.)  An acquire
+ * invoked earlier proves nothing: its grant may predate this window, its
+ * answer delayed.  Mutex windows, sorted by start. */
 static long late_releases(const struct history *h)
 {
     long late = 0;
 
-    for (size_t i = 0; i + 1 < h->n; i++) {
-        const struct window *w = &h->w[i], *next = &h->w[i + 1];
+    for (size_t i = 0; i < h->n; i++) {
+        const struct window *w = &h->w[i];
 
         if (w->rel_rc != DLOCK_OK || w->released == 0 || w->killed)
             continue;
-        if (next->start < w->released) {
+        for (size_t j = i + 1; j < h->n && h->w[j].start < w->released;
+             j++) {
+            const struct window *x = &h->w[j];
+
+            if (x->invoke < w->start)
+                continue;
             late++;
             if (late <= 3)
                 fprintf(stderr, "  late release: worker %d fence %llu "
                         "released at %lld told OK, worker %d acquired at "
-                        "%lld\n", w->worker, (unsigned long long)w->fence,
-                        (long long)w->released, next->worker,
-                        (long long)next->start);
+                        "%lld (invoked at %lld)\n", w->worker,
+                        (unsigned long long)w->fence, (long long)w->released,
+                        x->worker, (long long)x->start, (long long)x->invoke);
+            break;
         }
     }
     return late;
