@@ -39,10 +39,10 @@ partition_cases() {
 
 partition_up() {
     netns_check || partition_cannot "no network namespaces with nftables"
-    T=$(mktemp -d /tmp/dlock-partition.XXXXXX)
-    chmod 755 "$T"
     netns_up "p$$" "$1" || partition_cannot "netns_up failed"
-    netns_at_exit "rm -rf '$T'"
+    T=$(mktemp -d /tmp/dlock-partition.XXXXXX)
+    netns_own_dir "$T"
+    chmod 755 "$T"
 }
 
 declare -A partition_urls

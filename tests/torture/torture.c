@@ -7,6 +7,7 @@
  *               [--fault none|kill|stop] [--expect-violation]
  *               [--nemesis CMD [--every MS] [--revokes] [--quiet MS]]
  *               [--netns PREFIX [--hosts K]]
+ *               [--clock-rate R [--clock-workers K] [--faketime LIB]]
  *
  * Workers loop: acquire (random wait), critical section, release, logging
  * every step with CLOCK_MONOTONIC timestamps to their own file.  Faults are
@@ -24,8 +25,9 @@
  *    update); fenced: the same, with a store that refuses stale fences;
  *  - a holder resumed after its lease ran out gets DLOCK_LOST;
  *  - no release is told DLOCK_OK after another holder acquired the lock
- *    between the window's start and the release's invoke (the store handed
- *    the lock on before the release, so it was no longer this holder's);
+ *    (invoked after the window's start, answered before the release's
+ *    invoke: the store had handed the lock on, it was no longer this
+ *    holder's);
  *  - semaphore (--limit N, default 3): no more than N of the same windows
  *    ever overlap, N do (else the run proved nothing), fences are unique
  *    and follow real-time order (an acquire that returned before another
@@ -53,6 +55,15 @@
  * (tests/torture/netns-nemesis.sh); it finds the holders and waiters in
  * the workers' logs, in $DLOCK_TORTURE_DIR.
  *
+ * --clock-rate R runs the first K workers (--clock-workers, default half)
+ * with their clocks at R x real time: each re-executes itself under
+ * libfaketime (LD_PRELOAD of --faketime LIB, FAKETIME="OFFSET xR": libc's
+ * monotonic and boot clocks start where the kernel's are and run at R x;
+ * sleeps and timeouts follow; the wall clock reads the boot clock, which
+ * dlock shows but never trusts), so libdlock runs on that clock.  The harness's own timestamps come from the kernel by
+ * syscall, which libfaketime does not see: the history stays on one
+ * clock.
+ *
  * Every run also reports the errors workers saw (by code, with the first
  * message), how soon a lock was taken again after a holder was killed,
  * and, with a nemesis, that workers acquired again after the last fault.
@@ -75,6 +86,7 @@
 #include <sched.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -104,14 +116,24 @@ struct cfg {
     int quiet_ms; /* no fault starts in the run's last quiet_ms */
     const char *netns; /* worker i joins /run/netns/<netns><i % hosts + 1> */
     int hosts;
+    const char *clock_rate; /* workers < clock_workers run at this rate */
+    int clock_workers;
+    const char *faketime;   /* libfaketime to preload for them */
     char name[64];
 };
+
+/* The kernel's monotonic clock, by syscall: a worker under libfaketime
+ * (--clock-rate) must log on the same clock as every other process. */
+static void real_now(struct timespec *ts)
+{
+    syscall(SYS_clock_gettime, CLOCK_MONOTONIC, ts);
+}
 
 static int64_t now_ms(void)
 {
     struct timespec ts;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    real_now(&ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
@@ -119,7 +141,7 @@ static int64_t now_us(void)
 {
     struct timespec ts;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    real_now(&ts);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
@@ -514,28 +536,36 @@ static void apply_revocations(struct history *h, long *spanned, long told[3])
 
 static long nemesis_runs, crashes;
 
-/* Releases told DLOCK_OK although another holder acquired the lock after
- * this window began and before this release was invoked: the store had
- * handed the lock on, so the token could no longer own it.  (A holder cut
- * off from its store, or paused, past its lease.)  Mutex windows only,
- * sorted by start: the next window is the first other holder. */
+/* Releases told DLOCK_OK although the store handed the lock on before the
+ * release was invoked: another holder whose acquire was invoked after this
+ * window began (so its grant came after this one's) and returned before
+ * this release was invoked.  The token could no longer own the lock.  (A
+ * holder cut off from its store, or paused, past its lease.)  An acquire
+ * invoked earlier proves nothing: its grant may predate this window, its
+ * answer delayed.  Mutex windows, sorted by start. */
 static long late_releases(const struct history *h)
 {
     long late = 0;
 
-    for (size_t i = 0; i + 1 < h->n; i++) {
-        const struct window *w = &h->w[i], *next = &h->w[i + 1];
+    for (size_t i = 0; i < h->n; i++) {
+        const struct window *w = &h->w[i];
 
         if (w->rel_rc != DLOCK_OK || w->released == 0 || w->killed)
             continue;
-        if (next->start < w->released) {
+        for (size_t j = i + 1; j < h->n && h->w[j].start < w->released;
+             j++) {
+            const struct window *x = &h->w[j];
+
+            if (x->invoke < w->start)
+                continue;
             late++;
             if (late <= 3)
                 fprintf(stderr, "  late release: worker %d fence %llu "
                         "released at %lld told OK, worker %d acquired at "
-                        "%lld\n", w->worker, (unsigned long long)w->fence,
-                        (long long)w->released, next->worker,
-                        (long long)next->start);
+                        "%lld (invoked at %lld)\n", w->worker,
+                        (unsigned long long)w->fence, (long long)w->released,
+                        x->worker, (long long)x->start, (long long)x->invoke);
+            break;
         }
     }
     return late;
@@ -874,8 +904,62 @@ static void usage(void)
                     "[--workload mutex|counter|fenced|semaphore] [--limit N] "
                     "[--fault none|kill|stop] [--expect-violation] "
                     "[--nemesis CMD [--every MS] [--revokes] [--quiet MS]] "
-                    "[--netns PREFIX [--hosts K]]\n");
+                    "[--netns PREFIX [--hosts K]] "
+                    "[--clock-rate R [--clock-workers K] [--faketime LIB]]\n");
     exit(64);
+}
+
+/* A worker whose clock runs at another rate re-executes this program
+ * under libfaketime with --as-worker IDX GEN END DIR NAME after the
+ * parent's own arguments. */
+static void exec_faked_worker(const struct cfg *c, char **argv, int idx,
+                              int gen, int64_t end)
+{
+    char n[3][32], env[96], *asan, *args[128];
+    struct timespec boot, wall;
+    int argc = 0;
+    size_t len;
+
+    while (argv[argc] != NULL && argc < 120) {
+        args[argc] = argv[argc];
+        argc++;
+    }
+    snprintf(n[0], sizeof(n[0]), "%d", idx);
+    snprintf(n[1], sizeof(n[1]), "%d", gen);
+    snprintf(n[2], sizeof(n[2]), "%lld", (long long)end);
+    args[argc++] = "--as-worker";
+    args[argc++] = n[0];
+    args[argc++] = n[1];
+    args[argc++] = n[2];
+    args[argc++] = (char *)c->dir;
+    args[argc++] = (char *)c->name;
+    args[argc] = NULL;
+    /* libfaketime counts its monotonic and boot clocks from the fake wall
+     * clock: set that to the boot clock's reading, so that they start
+     * where the kernel's are and only their rate differs (SQLite keeps
+     * leases on CLOCK_BOOTTIME, shared by every process). */
+    syscall(SYS_clock_gettime, CLOCK_BOOTTIME, &boot);
+    syscall(SYS_clock_gettime, CLOCK_REALTIME, &wall);
+    snprintf(env, sizeof(env), "%+.6f x%s",
+             (double)(boot.tv_sec - wall.tv_sec) +
+                 (double)(boot.tv_nsec - wall.tv_nsec) / 1e9,
+             c->clock_rate);
+    setenv("FAKETIME", env, 1);
+    setenv("LD_PRELOAD", c->faketime, 1);
+    /* ASan wants to be first in the list of libraries; libfaketime is. */
+    len = strlen(getenv("ASAN_OPTIONS") ? getenv("ASAN_OPTIONS") : "") + 40;
+    asan = malloc(len);
+    if (asan != NULL) {
+        snprintf(asan, len, "%s%sverify_asan_link_order=0",
+                 getenv("ASAN_OPTIONS") ? getenv("ASAN_OPTIONS") : "",
+                 getenv("ASAN_OPTIONS") ? ":" : "");
+        setenv("ASAN_OPTIONS", asan, 1);
+        free(asan);
+    }
+    execv("/proc/self/exe", args);
+    fprintf(stderr, "worker %d: cannot re-execute: %s\n", idx,
+            strerror(errno));
+    _exit(83);
 }
 
 static pid_t start_worker(const struct cfg *c, char **argv, int idx, int gen,
@@ -883,9 +967,11 @@ static pid_t start_worker(const struct cfg *c, char **argv, int idx, int gen,
 {
     pid_t pid = fork();
 
-    (void)argv;
-    if (pid == 0)
+    if (pid == 0) {
+        if (c->clock_rate != NULL && idx < c->clock_workers)
+            exec_faked_worker(c, argv, idx, gen, end);
         _exit(worker(c, idx, gen, end));
+    }
     return pid;
 }
 
@@ -896,6 +982,8 @@ int main(int argc, char **argv)
     int gens[MAX_WORKERS] = {0}, alive, fails;
     int64_t resume_at[MAX_WORKERS] = {0}, end, nem_at;
     char *shown;
+    int as_worker = -1, as_gen = 0;
+    int64_t as_end = 0;
 
     if (argc < 2)
         usage();
@@ -921,6 +1009,15 @@ int main(int argc, char **argv)
             c.revokes = 1;
             continue;
         }
+        if (strcmp(a, "--as-worker") == 0 && i + 5 < argc) {
+            as_worker = atoi(argv[i + 1]);
+            as_gen = atoi(argv[i + 2]);
+            as_end = atoll(argv[i + 3]);
+            snprintf(c.dir, sizeof(c.dir), "%s", argv[i + 4]);
+            snprintf(c.name, sizeof(c.name), "%s", argv[i + 5]);
+            i += 5;
+            continue;
+        }
         if (v == NULL)
             usage();
         i++;
@@ -944,6 +1041,12 @@ int main(int argc, char **argv)
             c.netns = v;
         else if (strcmp(a, "--hosts") == 0)
             c.hosts = atoi(v);
+        else if (strcmp(a, "--clock-rate") == 0)
+            c.clock_rate = v;
+        else if (strcmp(a, "--clock-workers") == 0)
+            c.clock_workers = atoi(v);
+        else if (strcmp(a, "--faketime") == 0)
+            c.faketime = v;
         else if (strcmp(a, "--workload") == 0)
             c.workload = !strcmp(v, "mutex")       ? W_MUTEX
                          : !strcmp(v, "counter")   ? W_COUNTER
@@ -961,8 +1064,24 @@ int main(int argc, char **argv)
     if (c.workers < 1 || c.workers > MAX_WORKERS || c.seconds < 1 ||
         c.ttl < 50 || c.hold_ms < 0 || c.hold_ms > 60000 || c.limit < 2 ||
         c.limit >= DLOCK_LIMIT_MAX || c.hosts < 0 ||
-        (c.nemesis != NULL && c.seconds < 3))
+        (c.nemesis != NULL && c.seconds < 3) ||
+        (c.clock_rate != NULL && atof(c.clock_rate) <= 0))
         usage();
+    if (c.hosts == 0 || c.hosts > c.workers)
+        c.hosts = c.workers;
+    if (as_worker >= 0)
+        return worker(&c, as_worker, as_gen, as_end);
+    if (c.clock_workers <= 0 || c.clock_workers > c.workers)
+        c.clock_workers = c.workers / 2 > 0 ? c.workers / 2 : 1;
+    if (c.faketime == NULL)
+        c.faketime = getenv("DLOCK_FAKETIME_LIB");
+    if (c.faketime == NULL)
+        c.faketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
+    if (c.clock_rate != NULL && access(c.faketime, R_OK) != 0) {
+        fprintf(stderr, "torture: no libfaketime at %s (package faketime)\n",
+                c.faketime);
+        return 69;
+    }
     snprintf(c.dir, sizeof(c.dir), "/tmp/dlock-torture.XXXXXX");
     if (mkdtemp(c.dir) == NULL)
         return 70;
@@ -973,12 +1092,10 @@ int main(int argc, char **argv)
     /* For a nemesis that aims at a holder or a waiter (netns-nemesis.sh
      * reads the workers' logs). */
     setenv("DLOCK_TORTURE_DIR", c.dir, 1);
-    if (c.hosts == 0 || c.hosts > c.workers)
-        c.hosts = c.workers;
     if (dlock_url_redact(&shown, c.url) != DLOCK_OK)
         shown = NULL;
     printf("torture: %s, %d workers, %d s, lease %lld ms, hold <= %d ms, "
-           "workload %s, fault %s%s%s%s\n", shown ? shown : "(bad URL)",
+           "workload %s, fault %s%s%s%s", shown ? shown : "(bad URL)",
            c.workers, c.seconds, (long long)c.ttl, c.hold_ms,
            c.workload == W_MUTEX     ? "mutex"
            : c.workload == W_COUNTER ? "counter"
@@ -988,6 +1105,12 @@ int main(int argc, char **argv)
            c.fault == F_NONE ? "none" : c.fault == F_KILL ? "kill" : "stop",
            c.nemesis ? ", nemesis: " : "", c.nemesis ? c.nemesis : "",
            c.revokes ? " (revokes every lock)" : "");
+    if (c.clock_rate != NULL)
+        printf(", clock x%s in %d of %d workers", c.clock_rate,
+               c.clock_workers, c.workers);
+    if (c.netns != NULL)
+        printf(", on %d hosts %s1..", c.hosts, c.netns);
+    printf("\n");
     fflush(stdout);
     dlock_free(shown);
 
