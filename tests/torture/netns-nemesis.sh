@@ -7,6 +7,7 @@
 #
 # One fault, lasting 0.2..3 x the lease (random), then healed:
 #   holder   cut the host of a worker that holds the lock from the server
+#   holder-long  the same, for 2..3 x the lease
 #   waiter   cut the host of a worker that is acquiring (queued, or in a
 #            native wait) from the server
 #   server   cut the server off from every host
@@ -59,6 +60,13 @@ pick() {
 
 lasts=$(between "$(awk -v t="$ttl" 'BEGIN { print t * 0.2 / 1000 }')" \
     "$(awk -v t="$ttl" 'BEGIN { print t * 3 / 1000 }')")
+# holder-long: the holder cut for 2..3 x the lease, always past it (the
+# partition control: a cut-off holder that does not stop must show).
+if [ "$mode" = holder-long ]; then
+    lasts=$(between "$(awk -v t="$ttl" 'BEGIN { print t * 2 / 1000 }')" \
+        "$(awk -v t="$ttl" 'BEGIN { print t * 3 / 1000 }')")
+    mode=holder
+fi
 case $mode in
 holder | waiter)
     if [ "$mode" = holder ]; then

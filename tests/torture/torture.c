@@ -4,7 +4,7 @@
  *
  *   torture URL [--workers N] [--seconds S] [--ttl MS] [--hold MS]
  *               [--workload mutex|counter|fenced|semaphore] [--limit N]
- *               [--fault none|kill|stop] [--expect-violation]
+ *               [--fault none|kill|stop] [--expect-violation] [--renew]
  *               [--nemesis CMD [--every MS] [--revokes] [--quiet MS]]
  *               [--netns PREFIX [--hosts K]]
  *               [--clock-rate R [--clock-workers K] [--faketime LIB]]
@@ -107,6 +107,7 @@ struct cfg {
     int64_t ttl;
     int hold_ms;
     int revokes;
+    int renew; /* --renew: auto-renewed leases (holds may outlast one) */
     enum workload workload;
     unsigned limit; /* semaphore: at most this many holders */
     enum fault fault;
@@ -248,10 +249,13 @@ static void maybe_fault(const struct cfg *c)
     logf_("C");
 }
 
-/* The time spent inside the critical section: 0 .. --hold ms. */
+/* The time spent inside the critical section: 0 .. --hold ms (with
+ * --renew, hold/2 .. hold: holds that outlast the lease). */
 static int64_t hold_us(const struct cfg *c)
 {
-    return rand() % (c->hold_ms * 1000 + 1);
+    int64_t us = rand() % (c->hold_ms * 1000 + 1);
+
+    return c->renew ? c->hold_ms * 500 + us / 2 : us;
 }
 
 static int worker(const struct cfg *c, int idx, int gen, int64_t end)
@@ -294,7 +298,11 @@ static int worker(const struct cfg *c, int idx, int gen, int64_t end)
 
         o.wait_ms = rand() % 4 == 0 ? 0 : rand() % 200;
         o.ttl_ms = c->ttl;
-        o.auto_renew = 0;
+        /* Without --renew a hold must fit in one lease; with it, a holder
+         * keeps its lock by renewal and ignores a loss (the unfenced
+         * counter then shows what a cut-off holder that does not stop
+         * does: the partition control). */
+        o.auto_renew = c->renew;
         /* The control ignores the limit the checker counts to. */
         if (c->workload == W_SEM)
             o.limit = c->limit + (c->expect_violation ? 1 : 0);
@@ -879,7 +887,8 @@ static int check(const struct cfg *c, int gens[])
             printf("FAIL faults: none were injected\n");
             fails++;
         }
-        if (h.acquired < 10) {
+        /* Renewed holds outlast leases: fewer of them fit in a run. */
+        if (h.acquired < (c->renew ? 3 : 10)) {
             printf("FAIL progress: only %ld acquisitions\n", h.acquired);
             fails++;
         }
@@ -902,7 +911,7 @@ static void usage(void)
     fprintf(stderr, "usage: torture URL [--workers N] [--seconds S] "
                     "[--ttl MS] [--hold MS] "
                     "[--workload mutex|counter|fenced|semaphore] [--limit N] "
-                    "[--fault none|kill|stop] [--expect-violation] "
+                    "[--fault none|kill|stop] [--expect-violation] [--renew] "
                     "[--nemesis CMD [--every MS] [--revokes] [--quiet MS]] "
                     "[--netns PREFIX [--hosts K]] "
                     "[--clock-rate R [--clock-workers K] [--faketime LIB]]\n");
@@ -1007,6 +1016,10 @@ int main(int argc, char **argv)
         }
         if (strcmp(a, "--revokes") == 0) {
             c.revokes = 1;
+            continue;
+        }
+        if (strcmp(a, "--renew") == 0) {
+            c.renew = 1;
             continue;
         }
         if (strcmp(a, "--as-worker") == 0 && i + 5 < argc) {
