@@ -112,6 +112,12 @@ master_port() {
     return 1
 }
 
+# is_replica_of PORT MASTERPORT: PORT replicates MASTERPORT, link up.
+is_replica_of() {
+    [ "$(cli "$1" role 2>/dev/null | sed -n '1p;3p;4p' | tr '\n' ' ')" = \
+        "slave $2 connected " ]
+}
+
 is_master() {
     cli "$1" role 2>/dev/null | head -1 | grep -qx master
 }
@@ -251,6 +257,13 @@ ctl)
             sleep 0.1
         done
         [ -n "$old" ] || die "the sentinels do not agree on a master"
+        # A master cut off from the sentinels while they failed it over
+        # learns it is a replica now from them (at their next INFO to it,
+        # up to 10 s): until it has, a SENTINEL RESET (other_ready) would
+        # make them forget it for good.
+        other=$(ports "$dir" | cut -d' ' -f1-2 | tr ' ' '\n' | grep -vx "$old")
+        wait_for 30 is_replica_of "$other" "$old" ||
+            die "$other did not become a replica of $old"
         other_ready "$dir" "$old"
         ;;
     cli) cli "$@" ;;
