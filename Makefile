@@ -1,8 +1,8 @@
 # dlock: the two commands README.md starts with, and a few more.
 #   make demo     install build deps if missing, build, show two `dlock run`
 #                 excluding each other on the embedded store
-#   make test     install deps and servers, build with ASan+UBSan, run every
-#                 suite against every store
+#   make test     install deps and servers, build with ASan+UBSan and
+#                 -Werror, run every suite against every store
 #   make bench    dlock-bench on every store, ratios to the raw round trip
 #   make fuzz     libFuzzer targets (FUZZ_SECONDS=300 each)
 #   make torture  long fault-injection runs per store (SECONDS_PER_RUN=60)
@@ -31,7 +31,7 @@ demo: build
 test:
 	@scripts/deps.sh test
 	@cmake -S . -B $(TEST_BUILD) -DCMAKE_BUILD_TYPE=Debug \
-	    -DDLOCK_SANITIZE=ON >/dev/null
+	    -DDLOCK_SANITIZE=ON -DDLOCK_WERROR=ON >/dev/null
 	@cmake --build $(TEST_BUILD) -j$(JOBS)
 	@scripts/test.sh $(TEST_BUILD)
 
@@ -65,7 +65,7 @@ SECONDS_PER_RUN ?= 60
 torture:
 	@scripts/deps.sh test
 	@cmake -S . -B $(TEST_BUILD) -DCMAKE_BUILD_TYPE=Debug \
-	    -DDLOCK_SANITIZE=ON >/dev/null
+	    -DDLOCK_SANITIZE=ON -DDLOCK_WERROR=ON >/dev/null
 	@cmake --build $(TEST_BUILD) -j$(JOBS)
 	@DLOCK_TORTURE_SECONDS=$(SECONDS_PER_RUN) scripts/test.sh $(TEST_BUILD) -R torture
 
