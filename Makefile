@@ -7,13 +7,15 @@
 #   make fuzz     libFuzzer targets (FUZZ_SECONDS=300 each)
 #   make torture  long fault-injection runs per store (SECONDS_PER_RUN=60)
 #   make install  PREFIX=/usr/local DESTDIR=
+#   make deb      the Debian packages (libdlock0.2, libdlock-dev, dlock)
+#                 into DEB_OUT=build-deb, built from a copy of the tree
 
 BUILD      ?= build
 TEST_BUILD ?= build-test
 PREFIX     ?= /usr/local
 JOBS       ?= 2
 
-.PHONY: all build demo test torture bench fuzz install clean deps
+.PHONY: all build demo test torture bench fuzz install deb clean deps
 
 all: build
 
@@ -71,6 +73,10 @@ torture:
 
 install: build
 	@cmake --install $(BUILD)
+
+DEB_OUT ?= build-deb
+deb:
+	@JOBS=$(JOBS) scripts/deb.sh $(DEB_OUT)
 
 clean:
 	rm -rf $(BUILD) $(TEST_BUILD)
