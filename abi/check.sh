@@ -27,6 +27,12 @@ exported() {
         grep -v -x -e _init -e _fini | LC_ALL=C sort -u
 }
 
+# Debian's symbols file for the library package (dpkg-gensymbols fails a
+# package build that lost a symbol, too): the same names, each with the
+# first version that had it.
+pkg=libdlock${soname#libdlock.so.}
+debsym=$here/../debian/$pkg.symbols
+
 if $update; then
     {
         echo "# SONAME $soname"
@@ -34,6 +40,19 @@ if $update; then
         exported
     } >"$list"
     echo "abi: $list: $(exported | wc -l) symbols of $soname"
+    if [ -d "$here/../debian" ]; then
+        # Symbols already listed keep their version; new ones get this one.
+        ver=$(sed -n '1s/^dlock (\([^)]*\)).*/\1/p' "$here/../debian/changelog")
+        old=$(cat "$debsym" 2>/dev/null || true)
+        {
+            echo "$soname $pkg #MINVER#"
+            exported | while read -r sym; do
+                v=$(awk -v s="$sym@Base" '$1 == s {print $2}' <<<"$old")
+                echo " $sym@Base ${v:-$ver}"
+            done
+        } >"$debsym"
+        echo "abi: ${debsym#"$here/../"} written"
+    fi
     exit 0
 fi
 
@@ -62,6 +81,17 @@ if [ -n "$new" ]; then
     echo "abi:   if they are meant to be public: abi/check.sh --update $lib,"
     echo "abi:   commit the list and note them under Added in CHANGELOG.md"
     fails=1
+fi
+if [ -d "$here/../debian" ]; then
+    if [ ! -f "$debsym" ]; then
+        echo "abi: FAIL no debian/$pkg.symbols: abi/check.sh --update $lib"
+        fails=1
+    elif ! awk 'NR > 1 {sub(/@Base$/, "", $1); print $1}' "$debsym" | LC_ALL=C sort |
+            cmp -s - <(grep -v '^#' "$list"); then
+        echo "abi: FAIL debian/$pkg.symbols and abi/libdlock.symbols differ:"
+        echo "abi:   abi/check.sh --update $lib writes both"
+        fails=1
+    fi
 fi
 [ "$fails" = 0 ] && echo "abi: ok, $(wc -l <"$now") symbols of $soname as listed"
 exit "$fails"
