@@ -46,6 +46,7 @@ if $update; then
         old=$(cat "$debsym" 2>/dev/null || true)
         {
             echo "$soname $pkg #MINVER#"
+            echo "* Build-Depends-Package: libdlock-dev"
             exported | while read -r sym; do
                 v=$(awk -v s="$sym@Base" '$1 == s {print $2}' <<<"$old")
                 echo " $sym@Base ${v:-$ver}"
@@ -86,7 +87,7 @@ if [ -d "$here/../debian" ]; then
     if [ ! -f "$debsym" ]; then
         echo "abi: FAIL no debian/$pkg.symbols: abi/check.sh --update $lib"
         fails=1
-    elif ! awk 'NR > 1 {sub(/@Base$/, "", $1); print $1}' "$debsym" | LC_ALL=C sort |
+    elif ! awk '$1 ~ /@Base$/ {sub(/@Base$/, "", $1); print $1}' "$debsym" | LC_ALL=C sort |
             cmp -s - <(grep -v '^#' "$list"); then
         echo "abi: FAIL debian/$pkg.symbols and abi/libdlock.symbols differ:"
         echo "abi:   abi/check.sh --update $lib writes both"
