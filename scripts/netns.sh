@@ -21,6 +21,8 @@
 #   netns_heal_all           undo every cut
 #   netns_at_exit CMD        run CMD (a string, eval'd) at teardown, before
 #                            the namespaces go (last registered runs first)
+#   netns_own_dir DIR        remove DIR (under /tmp) with the topology, also
+#                            when the sweep removes a dead harness's
 #   netns_down [TAG]         stop every process left in the namespaces,
 #                            delete them; the EXIT trap calls it
 #   netns_sweep              remove the namespaces of harnesses that are
@@ -94,7 +96,7 @@ netns_hosts() {
 # The start time of PID (field 22 of /proc/PID/stat), empty if none.
 netns__starttime() {
     sed -n 's/^.*) [A-Z] \(.*\)$/\1/p' "/proc/$1/stat" 2>/dev/null |
-        cut -d' ' -f20
+        cut -d' ' -f19
 }
 
 # netns__alive_owner TAG: the harness that made TAG still runs.
@@ -125,9 +127,10 @@ netns__kill_in() {
     done
 }
 
-# netns__teardown TAG: every namespace of TAG, and its record.
+# netns__teardown TAG: every namespace of TAG, the directories it owns,
+# and its record (line 1 "pid starttime", then one owned directory a line).
 netns__teardown() {
-    local tag=$1 ns
+    local tag=$1 ns d
     for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
         case $ns in
         "dl$tag-"*) ;;
@@ -136,7 +139,19 @@ netns__teardown() {
         netns__kill_in "$ns"
         ip netns delete "$ns" 2>/dev/null || true
     done
+    if [ -f "$NETNS_RUN/$tag" ]; then
+        tail -n +2 "$NETNS_RUN/$tag" | while IFS= read -r d; do
+            case $d in
+            /tmp/?*) rm -rf -- "$d" ;;
+            esac
+        done
+    fi
     rm -f "$NETNS_RUN/$tag"
+}
+
+netns_own_dir() {
+    [ -n "$NETNS_TAG" ] || netns__die "no topology" || return 1
+    echo "$1" >>"$NETNS_RUN/$NETNS_TAG"
 }
 
 # netns_sweep: remove what harnesses that died left (namespaces named
@@ -158,7 +173,7 @@ netns_sweep() {
         done
         for f in "$NETNS_RUN"/*; do
             [ -f "$f" ] || continue
-            netns__alive_owner "${f##*/}" || rm -f "$f"
+            netns__alive_owner "${f##*/}" || netns__teardown "${f##*/}"
         done
     ) 9>"$NETNS_RUN/.lock"
 }

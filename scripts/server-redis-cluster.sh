@@ -34,17 +34,53 @@
 # for the old master to come back as an in-sync replica); failover
 # 0.5-0.9 s; migrate of a slot with 250 keys 0.5 s.  Back to back, the
 # 2.5 s pause adds up to 2.3 s to each.
+# With DLOCK_SERVER_NETNS="NS:ADDR ..." (six of them, for the partition
+# tests: network namespaces and an address in each) node i runs in the
+# i-th namespace and listens on its address too; the nodes and the URL
+# name those addresses.  DIR/netns records it (PORT NS ADDR a line), so
+# ctl works the same.  More ctl commands, for a nemesis:
+#       where PORT    print "NS ADDR" of the node on PORT (empty: loopback)
+#       wait-healthy  wait (<= 60 s) until the cluster is whole
+#       target        print the master a fault aims at (see kill-master)
+#       replica PORT  print the replica of master PORT
 set -euo pipefail
 . "$(dirname "$0")/server-lib.sh"
+
+declare -A node_ns node_addr
 
 die() {
     echo "server-redis-cluster.sh: $*" >&2
     exit 1
 }
 
+# load_netns DIR: where each node runs (DIR/netns), if anywhere else.
+load_netns() {
+    local p ns a
+    [ -f "$1/netns" ] || return 0
+    while read -r p ns a; do
+        node_ns[$p]=$ns
+        node_addr[$p]=$a
+    done <"$1/netns"
+}
+
+addr_of() { echo "${node_addr[$1]:-127.0.0.1}"; }
+
+# at PORT CMD...: run CMD where the node on PORT runs.
+at() {
+    local p=$1
+    shift
+    if [ -n "${node_ns[$p]:-}" ]; then
+        ip netns exec "${node_ns[$p]}" "$@"
+    else
+        "$@"
+    fi
+}
+
 # Bounded: a node that does not answer must not hang a wait.
 cli() {
-    timeout 5 redis-cli -h 127.0.0.1 -p "$@"
+    local p=$1
+    shift
+    at "$p" timeout 5 redis-cli -h 127.0.0.1 -p "$p" "$@"
 }
 
 ports() { cat "$1/ports"; }
@@ -77,7 +113,8 @@ node_start() {
     mkdir -p "$dir/n$port"
     rm -f "$dir/n$port/pid"
     : >"$dir/n$port/log"
-    redis-server --port "$port" --bind 127.0.0.1 --protected-mode no \
+    at "$port" redis-server --port "$port" \
+        --bind 127.0.0.1 ${node_addr[$port]:+"${node_addr[$port]}"} --protected-mode no \
         --save '' --appendonly no --dir "$dir/n$port" --daemonize yes \
         --pidfile "$dir/n$port/pid" --logfile "$dir/n$port/log" \
         --cluster-enabled yes --cluster-config-file "$dir/n$port/nodes.conf" \
@@ -228,16 +265,16 @@ try_start() {
         rc=0
         node_start "$dir" "$p" || rc=$?
         [ "$rc" = 0 ] || return "$rc"
-        addrs+=("127.0.0.1:$p")
+        addrs+=("$(addr_of "$p"):$p")
     done
-    timeout 30 redis-cli --cluster create "${addrs[@]}" \
+    at "$base" timeout 30 redis-cli --cluster create "${addrs[@]}" \
         --cluster-replicas 1 --cluster-yes </dev/null >"$dir/create.log" 2>&1 ||
         return 1
     wait_for 30 healthy "$dir"
 }
 
 start() {
-    local dir=$1 base p rc
+    local dir=$1 base p rc where
     [ -d "$dir" ] || die "no directory $dir"
     dir=$(cd "$dir" && pwd)
     for _ in 1 2 3 4 5 6 7 8; do
@@ -247,6 +284,14 @@ start() {
                 continue 2
         done
         seq "$base" $((base + 5)) | tr '\n' ' ' | sed 's/ $/\n/' >"$dir/ports"
+        if [ -n "${DLOCK_SERVER_NETNS:-}" ]; then
+            read -r -a where <<<"$DLOCK_SERVER_NETNS"
+            [ ${#where[@]} = 6 ] || die "DLOCK_SERVER_NETNS: say NS:ADDR six times"
+            for p in 0 1 2 3 4 5; do
+                echo "$((base + p)) ${where[p]%%:*} ${where[p]#*:}"
+            done >"$dir/netns"
+            load_netns "$dir"
+        fi
         rc=0
         try_start "$dir" "$base" || rc=$?
         if [ "$rc" = 2 ]; then # lost a port to someone else: other ports
@@ -260,8 +305,9 @@ start() {
             stop "$dir"
             return 1
         fi
-        echo "redis-cluster://$(masters_of "$dir" | sed 's/^/127.0.0.1:/' |
-            paste -sd,)" >"$dir/url"
+        echo "redis-cluster://$(for p in $(masters_of "$dir"); do
+            echo "$(addr_of "$p"):$p"
+        done | paste -sd,)" >"$dir/url"
         cat "$dir/url"
         return 0
     done
@@ -376,7 +422,7 @@ migrate() {
         [ "$SECONDS" -lt "$end" ] || fail "$dir" "slot $slot: keys left after 30 s"
         mapfile -t keys < <(cli "$from" cluster getkeysinslot "$slot" 100 |
             tr -d '\r')
-        cli "$from" -e migrate 127.0.0.1 "$to" "" 0 5000 keys "${keys[@]}" \
+        cli "$from" -e migrate "$(addr_of "$to")" "$to" "" 0 5000 keys "${keys[@]}" \
             >/dev/null || fail "$dir" "MIGRATE of slot $slot to $to failed"
     done
     [ "$n" = 0 ] || fail "$dir" "slot $slot: no key count from $from"
@@ -399,6 +445,7 @@ start) start "$dir" ;;
 stop) stop "$dir" ;;
 ctl)
     [ -f "$dir/ports" ] || die "no cluster in $dir"
+    load_netns "$dir"
     sub=${1:-}
     shift || true
     case $sub in
@@ -406,8 +453,18 @@ ctl)
     failover) failover "$dir" ;;
     migrate) migrate "$dir" "$@" ;;
     masters) masters_of "$dir" || die "no node answers" ;;
-    cli) exec redis-cli -h 127.0.0.1 -p "$@" ;;
-    *) die "unknown ctl command '$sub' (kill-master, failover, migrate, masters, cli)" ;;
+    cli) cli "$@" ;;
+    where) echo "${node_ns[${1:-}]:-} ${node_addr[${1:-}]:-}" ;;
+    wait-healthy) wait_for 60 healthy "$dir" || fail "$dir" "the cluster is not whole" ;;
+    target)
+        p=$(any_node "$dir") || fail "$dir" "no node answers"
+        target "$p"
+        ;;
+    replica)
+        p=$(any_node "$dir") || fail "$dir" "no node answers"
+        replica_of "$p" "${1:?say which master}"
+        ;;
+    *) die "unknown ctl command '$sub' (kill-master, failover, migrate, masters, cli, where, wait-healthy, target, replica)" ;;
     esac
     ;;
 *) die "unknown command '$cmd' (start, stop, ctl)" ;;

@@ -9,22 +9,57 @@
 #       kill-master   kill -9 the master, wait the same way, then start
 #                     the old one again (it rejoins as a replica)
 #       master        print the master's port
+#       replica-ready  wait (<= 60 s) until the replica is in sync and every
+#                     sentinel knows it as healthy (so a failover can
+#                     promote it), print its port
 #       cli PORT ARGS...  redis-cli against one of the nodes
 # Listens on 127.0.0.1 only, on free ports in 21000-29999 (five in a row).
 # No RDB, no AOF.  Sentinels run as `redis-sentinel` (Debian's
 # redis-sentinel package) or, without it, `redis-server --sentinel`.
+# With DLOCK_SERVER_NETNS="NS:ADDR NS:ADDR NS:ADDR NS:ADDR NS:ADDR" (for
+# the partition tests: network namespaces and an address in each, for the
+# master, the replica and the three sentinels in that order) each node
+# runs in its namespace and listens on its address too; nodes and the URL
+# name those addresses.  DIR/netns records it (PORT NS ADDR a line), so
+# ctl works the same; ctl where PORT prints "NS ADDR".
 set -euo pipefail
 . "$(dirname "$0")/server-lib.sh"
 
 NAME=dlockm
+declare -A node_ns node_addr
 
 die() {
     echo "server-redis-sentinel.sh: $*" >&2
     exit 1
 }
 
+# load_netns DIR: where each node runs (DIR/netns), if anywhere else.
+load_netns() {
+    local p ns a
+    [ -f "$1/netns" ] || return 0
+    while read -r p ns a; do
+        node_ns[$p]=$ns
+        node_addr[$p]=$a
+    done <"$1/netns"
+}
+
+addr_of() { echo "${node_addr[$1]:-127.0.0.1}"; }
+
+# at PORT CMD...: run CMD where the node on PORT runs.
+at() {
+    local p=$1
+    shift
+    if [ -n "${node_ns[$p]:-}" ]; then
+        ip netns exec "${node_ns[$p]}" "$@"
+    else
+        "$@"
+    fi
+}
+
 cli() {
-    redis-cli -h 127.0.0.1 -p "$@"
+    local p=$1
+    shift
+    at "$p" redis-cli -h 127.0.0.1 -p "$p" "$@"
 }
 
 pong() {
@@ -34,11 +69,12 @@ pong() {
 node_start() { # DIR PORT [replicaof PORT]
     local dir=$1 port=$2 args
     mkdir -p "$dir/n$port"
-    args=(--port "$port" --bind 127.0.0.1 --save '' --appendonly no
+    args=(--port "$port" --bind 127.0.0.1 ${node_addr[$port]:+"${node_addr[$port]}"}
+        --save '' --appendonly no
         --dir "$dir/n$port" --daemonize yes --pidfile "$dir/n$port/pid"
         --logfile "$dir/n$port/log" --protected-mode no)
-    [ -z "${3:-}" ] || args+=(--replicaof 127.0.0.1 "$3")
-    redis-server "${args[@]}" >/dev/null 2>&1 || return 1
+    [ -z "${3:-}" ] || args+=(--replicaof "$(addr_of "$3")" "$3")
+    at "$port" redis-server "${args[@]}" >/dev/null 2>&1 || return 1
     wait_for 30 pong "$port"
 }
 
@@ -47,19 +83,19 @@ sentinel_start() { # DIR PORT MASTERPORT
     mkdir -p "$dir/s$port"
     cat >"$dir/s$port/sentinel.conf" <<EOF
 port $port
-bind 127.0.0.1
+bind 127.0.0.1 ${node_addr[$port]:-}
 daemonize yes
 pidfile $dir/s$port/pid
 logfile $dir/s$port/log
 dir $dir/s$port
 protected-mode no
-sentinel monitor $NAME 127.0.0.1 $m 2
+sentinel monitor $NAME $(addr_of "$m") $m 2
 sentinel down-after-milliseconds $NAME 1000
 sentinel failover-timeout $NAME 1500
 sentinel parallel-syncs $NAME 1
 EOF
     command -v redis-sentinel >/dev/null || bin=(redis-server)
-    "${bin[@]}" "$dir/s$port/sentinel.conf" --sentinel >/dev/null 2>&1 ||
+    at "$port" "${bin[@]}" "$dir/s$port/sentinel.conf" --sentinel >/dev/null 2>&1 ||
         return 1
     wait_for 30 pong "$port"
 }
@@ -74,6 +110,12 @@ master_port() {
             sed -n 2p && return 0
     done
     return 1
+}
+
+# is_replica_of PORT MASTERPORT: PORT replicates MASTERPORT, link up.
+is_replica_of() {
+    [ "$(cli "$1" role 2>/dev/null | sed -n '1p;3p;4p' | tr '\n' ' ')" = \
+        "slave $2 connected " ]
 }
 
 is_master() {
@@ -113,7 +155,7 @@ replica_ok() {
 }
 
 start() {
-    local dir=$1 base try p
+    local dir=$1 base try p where
     [ -d "$dir" ] || die "no directory $dir"
     dir=$(cd "$dir" && pwd)
     for try in 1 2 3 4 5 6 7 8; do
@@ -121,6 +163,14 @@ start() {
         for p in 0 1 2 3 4; do port_free $((base + p)) || continue 2; done
         echo "$base $((base + 1)) $((base + 2)) $((base + 3)) $((base + 4))" \
             >"$dir/ports"
+        if [ -n "${DLOCK_SERVER_NETNS:-}" ]; then
+            read -r -a where <<<"$DLOCK_SERVER_NETNS"
+            [ ${#where[@]} = 5 ] || die "DLOCK_SERVER_NETNS: say NS:ADDR five times"
+            for p in 0 1 2 3 4; do
+                echo "$((base + p)) ${where[p]%%:*} ${where[p]#*:}"
+            done >"$dir/netns"
+            load_netns "$dir"
+        fi
         node_start "$dir" "$base" &&
             node_start "$dir" $((base + 1)) "$base" &&
             sentinel_start "$dir" $((base + 2)) "$base" &&
@@ -133,7 +183,7 @@ start() {
             stop "$dir"
             return 1
         }
-        echo "redis-sentinel://127.0.0.1:$((base + 2)),127.0.0.1:$((base + 3)),127.0.0.1:$((base + 4))/$NAME" \
+        echo "redis-sentinel://$(addr_of $((base + 2))):$((base + 2)),$(addr_of $((base + 3))):$((base + 3)),$(addr_of $((base + 4))):$((base + 4))/$NAME" \
             >"$dir/url"
         cat "$dir/url"
         return 0
@@ -169,7 +219,7 @@ failover() {
     wait_for 30 settled_on "$dir" "$new" || die "failover did not settle"
     # What the sentinels will do too: a SENTINEL RESET (other_ready) must
     # not leave the old master a master.
-    cli "$old" replicaof 127.0.0.1 "$new" >/dev/null
+    cli "$old" replicaof "$(addr_of "$new")" "$new" >/dev/null
 }
 
 kill_master() {
@@ -186,6 +236,7 @@ cmd=${1:-}
 dir=${2:-}
 [ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 start|stop|ctl DIR [...]"
 shift 2
+load_netns "$dir"
 case $cmd in
 start) start "$dir" ;;
 stop) stop "$dir" ;;
@@ -196,8 +247,28 @@ ctl)
     failover) failover "$dir" ;;
     kill-master) kill_master "$dir" ;;
     master) master_port "$dir" ;;
-    cli) exec redis-cli -h 127.0.0.1 -p "$@" ;;
-    *) die "unknown ctl command '$sub' (failover, kill-master, master, cli)" ;;
+    replica-ready)
+        # After a split the sentinels agree again on one master first.
+        old=
+        end=$((SECONDS + 30))
+        while [ "$SECONDS" -lt "$end" ]; do
+            old=$(master_port "$dir") && settled_on "$dir" "$old" && break
+            old=
+            sleep 0.1
+        done
+        [ -n "$old" ] || die "the sentinels do not agree on a master"
+        # A master cut off from the sentinels while they failed it over
+        # learns it is a replica now from them (at their next INFO to it,
+        # up to 10 s): until it has, a SENTINEL RESET (other_ready) would
+        # make them forget it for good.
+        other=$(ports "$dir" | cut -d' ' -f1-2 | tr ' ' '\n' | grep -vx "$old")
+        wait_for 30 is_replica_of "$other" "$old" ||
+            die "$other did not become a replica of $old"
+        other_ready "$dir" "$old"
+        ;;
+    cli) cli "$@" ;;
+    where) echo "${node_ns[${1:-}]:-} ${node_addr[${1:-}]:-}" ;;
+    *) die "unknown ctl command '$sub' (failover, kill-master, master, replica-ready, cli, where)" ;;
     esac
     ;;
 *) die "unknown command '$cmd' (start, stop, ctl)" ;;

@@ -32,6 +32,12 @@
 #define OUTAGE_FIRST_MS 100
 #define OUTAGE_MAX_MS 2000
 
+/* A finite wait's store calls give up this long after its deadline at the
+ * latest (its answer is due at the deadline; a store cut off must not
+ * keep the caller for the URL's whole timeout), leaving room for the
+ * answer of a native wait that ends at the deadline itself. */
+#define WAIT_IO_SLACK_MS 1000
+
 /* --- acquire --------------------------------------------------------- */
 
 static int check_options(const dlock_options *o, const dlock_store *s)
@@ -156,6 +162,30 @@ static int slice_acquire(struct dlock_store *s, struct dlock_lock *lk,
     return rc;
 }
 
+/* An attempt the store granted after the lease it started had already
+ * ended on this process's count (a store that answered that late: a cut
+ * network, a frozen server): holding it would be holding a lock that is
+ * lost from its first moment, and someone may hold it already.  It is
+ * let go again (best effort, briefly), and the attempt counts as a store
+ * that did not answer in time, which a wait retries within its deadline. */
+static int too_late(struct dlock_store *s, struct dlock_lock *lk)
+{
+    int64_t now = dlock__now_ms(), saved = dlock__io_deadline;
+
+    if (now < lk->lease_end - dlock__drift_margin(lk->ttl_ms))
+        return DLOCK_OK;
+    dlock__io_deadline = now + lk->ttl_ms / 3;
+    (void)s->ops->release(s, lk);
+    dlock__io_deadline = saved;
+    return dlock__seterr(DLOCK_EUNAVAIL,
+                         "%s granted lock '%s' only after the lease it "
+                         "started had run out (%lld ms after the request "
+                         "was sent, lease %lld ms): not taken",
+                         s->url, lk->name,
+                         (long long)(now - (lk->lease_end - lk->ttl_ms)),
+                         (long long)lk->ttl_ms);
+}
+
 /* What a store kept in priv for an acquire that did not get the lock (a
  * session it waited on, what its try saw of the holder). */
 static void forget_attempts(struct dlock_store *s, struct dlock_lock *lk)
@@ -236,6 +266,8 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
     deadline = opts->wait_ms == DLOCK_WAIT_FOREVER || opts->wait_ms > TTL_MAX_MS
                    ? DLOCK_WAIT_FOREVER
                    : t0 + opts->wait_ms;
+    if (opts->wait_ms != 0 && deadline != DLOCK_WAIT_FOREVER)
+        dlock__io_deadline = deadline + WAIT_IO_SLACK_MS;
     for (int64_t outage = OUTAGE_FIRST_MS;; outage *= 2) {
         int64_t rem;
 
@@ -245,6 +277,8 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
         } else {
             rc = poll_acquire(s, lk, deadline, opts->wait_ms == 0);
         }
+        if (rc == DLOCK_OK)
+            rc = too_late(s, lk);
         /* The store went away while we waited: a caller who asked to wait
          * waits for it to come back too, within the same deadline (the
          * stores reconnect on the next call).  A try-lock answers now. */
@@ -260,6 +294,7 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
             break; /* still unreachable at the deadline: say so */
         dlock__sleep_ms(outage);
     }
+    dlock__io_deadline = 0;
     if (rc != DLOCK_OK) {
         forget_attempts(s, lk);
         if (rc == DLOCK_BUSY && dlock_errmsg()[0] == '\0')

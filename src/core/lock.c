@@ -173,7 +173,7 @@ static int64_t lease_end_of(const struct dlock_lock *lk)
     return __atomic_load_n(&lk->lease_end, __ATOMIC_RELAXED);
 }
 
-static int64_t drift_margin(int64_t ttl_ms)
+int64_t dlock__drift_margin(int64_t ttl_ms)
 {
     return ttl_ms / DRIFT_DIV > 0 ? ttl_ms / DRIFT_DIV : 1;
 }
@@ -182,7 +182,7 @@ static int64_t drift_margin(int64_t ttl_ms)
  * left then) ends, for this process, at t0 + ttl_ms less the margin. */
 static void set_lease_end(struct dlock_lock *lk, int64_t t0, int64_t ttl_ms)
 {
-    __atomic_store_n(&lk->lease_end, t0 + ttl_ms - drift_margin(ttl_ms),
+    __atomic_store_n(&lk->lease_end, t0 + ttl_ms - dlock__drift_margin(ttl_ms),
                      __ATOMIC_RELAXED);
 }
 
@@ -656,7 +656,7 @@ static void reg_add(struct dlock_lock *lk)
     /* From here on lease_end is the end this process enforces: the
      * store's less the clock-rate margin. */
     __atomic_store_n(&lk->lease_end,
-                     lk->lease_end - drift_margin(lk->ttl_ms),
+                     lk->lease_end - dlock__drift_margin(lk->ttl_ms),
                      __ATOMIC_RELAXED);
     heap_set(lk);
     pthread_mutex_unlock(&reg_mu);

@@ -333,6 +333,9 @@ void dlock__lock_free(struct dlock_lock *lk);
 /* lock.c: the store is closing; release (best effort) and detach the locks
  * this process holds through it. */
 void dlock__registry_detach_store(struct dlock_store *store);
+/* lock.c: the clock-rate margin of a lease of ttl_ms (DLOCK_DRIFT_DIV):
+ * a holder counts its lease as ending that much before the store does. */
+int64_t dlock__drift_margin(int64_t ttl_ms);
 /* lock.c: leases the renew thread has renewed in this process so far
  * (dlock-bench reads it; the thread is named "dlock-renew" on Linux). */
 uint64_t dlock__renewals(void);

@@ -10,7 +10,9 @@
 #   partition_url CASE         start CASE's server on srv (once per store),
 #                              set PARTITION_URL to the URL clients use (from
 #                              a client host); not in a subshell: the server
-#                              is stopped at exit
+#                              is stopped at exit.  PARTITION_SERVER_ENV
+#                              (VAR=VALUE words) goes into the server
+#                              script's environment (libfaketime)
 
 partition_scripts=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../scripts" && pwd)
 # shellcheck source=SCRIPTDIR/../../scripts/netns.sh
@@ -39,13 +41,14 @@ partition_cases() {
 
 partition_up() {
     netns_check || partition_cannot "no network namespaces with nftables"
-    T=$(mktemp -d /tmp/dlock-partition.XXXXXX)
-    chmod 755 "$T"
     netns_up "p$$" "$1" || partition_cannot "netns_up failed"
-    netns_at_exit "rm -rf '$T'"
+    T=$(mktemp -d /tmp/dlock-partition.XXXXXX)
+    netns_own_dir "$T"
+    chmod 755 "$T"
 }
 
 declare -A partition_urls
+PARTITION_SERVER_ENV=()
 partition_url() {
     local c=$1 store=${1%-lease} dir u
     dir=$T/server-$store
@@ -55,7 +58,8 @@ partition_url() {
         chmod 777 "$dir"
         netns_at_exit "ip netns exec '$(netns_name srv)' '$partition_scripts/server-$store.sh' stop '$dir' >/dev/null 2>&1"
         partition_urls[$store]=$(netns_exec srv \
-            env DLOCK_SERVER_HOST="$(netns_addr srv)" \
+            env ${PARTITION_SERVER_ENV[@]+"${PARTITION_SERVER_ENV[@]}"} \
+            DLOCK_SERVER_HOST="$(netns_addr srv)" \
             DLOCK_SERVER_CLIENTS="$NETNS_NET.0/24" \
             "$partition_scripts/server-$store.sh" start "$dir") || return 1
     fi

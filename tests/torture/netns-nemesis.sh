@@ -7,6 +7,7 @@
 #
 # One fault, lasting 0.2..3 x the lease (random), then healed:
 #   holder   cut the host of a worker that holds the lock from the server
+#   holder-long  the same, for 2..3 x the lease
 #   waiter   cut the host of a worker that is acquiring (queued, or in a
 #            native wait) from the server
 #   server   cut the server off from every host
@@ -14,7 +15,8 @@
 # The holder and the waiter are found in the workers' logs
 # ($DLOCK_TORTURE_DIR, the last line of each worker's newest log; worker i
 # is on host c<i % N + 1>); when none is seen within a lease, a random
-# host.  What was done goes to $DLOCK_TORTURE_DIR/nemesis.log.
+# host.  What was done goes to $DLOCK_TORTURE_DIR/nemesis.log (times: seconds
+# of boot clock, as the workers' logs in microseconds).
 set -euo pipefail
 netns=$1 tag=$2 n=$3 mode=$4 ttl=$5
 dir=${DLOCK_TORTURE_DIR:?not run by torture}
@@ -58,6 +60,13 @@ pick() {
 
 lasts=$(between "$(awk -v t="$ttl" 'BEGIN { print t * 0.2 / 1000 }')" \
     "$(awk -v t="$ttl" 'BEGIN { print t * 3 / 1000 }')")
+# holder-long: the holder cut for 2..3 x the lease, always past it (the
+# partition control: a cut-off holder that does not stop must show).
+if [ "$mode" = holder-long ]; then
+    lasts=$(between "$(awk -v t="$ttl" 'BEGIN { print t * 2 / 1000 }')" \
+        "$(awk -v t="$ttl" 'BEGIN { print t * 3 / 1000 }')")
+    mode=holder
+fi
 case $mode in
 holder | waiter)
     if [ "$mode" = holder ]; then
@@ -65,20 +74,20 @@ holder | waiter)
     else
         host=$(pick 'I')
     fi
-    echo "$(date +%T.%N) cut $host ($mode) for $lasts s" >>"$dir/nemesis.log"
+    echo "$(cut -d" " -f1 /proc/uptime) cut $host ($mode) for $lasts s" >>"$dir/nemesis.log"
     ctl cut "$host" srv
     sleep "$lasts" # the fault's length, not a synchronisation
     ctl heal "$host" srv
     ;;
 server)
-    echo "$(date +%T.%N) isolate srv for $lasts s" >>"$dir/nemesis.log"
+    echo "$(cut -d" " -f1 /proc/uptime) isolate srv for $lasts s" >>"$dir/nemesis.log"
     ctl isolate srv
     sleep "$lasts"
     ctl heal_all
     ;;
 flap)
     host=$(pick '[AWRSC]')
-    echo "$(date +%T.%N) flap $host for $lasts s" >>"$dir/nemesis.log"
+    echo "$(cut -d" " -f1 /proc/uptime) flap $host for $lasts s" >>"$dir/nemesis.log"
     end=$(($(date +%s%N) / 1000000 + 10#${lasts/./}))
     while [ $(($(date +%s%N) / 1000000)) -lt "$end" ]; do
         ctl cut "$host" srv

@@ -297,11 +297,18 @@
     "t.name = $1 AND (NOT $2::boolean OR NOT t.shared) AND t.expires_at "    \
     "<= clock_timestamp() AND t.backend_pid <> pg_backend_pid() AND "        \
     HOLDS("t.backend_pid", K)
+/* A holder row broken by release --force (FORCE_HELD below) is renamed
+ * to BROKEN + its owner; its holder's release still deletes it (so its
+ * session, which may take the name again, keeps no row it does not
+ * hold), and is told it was not live. */
+#define BROKEN "'broken:'"
+#define MINE "owner IN ($2, " BROKEN " || $2)"
+#define LIVE "owner = $2 AND expires_at > clock_timestamp()"
 /* $1 name, $2 owner */
 #define RELEASE_S(FN, K)                                                     \
-    "WITH d AS (DELETE FROM dlock_held WHERE name = $1 AND owner = $2 "      \
-    "RETURNING expires_at > clock_timestamp() AS live) SELECT (SELECT live " \
-    "FROM d), " FN "(" K ")"
+    "WITH d AS (DELETE FROM dlock_held WHERE name = $1 AND " MINE " "        \
+    "RETURNING " LIVE " AS live) SELECT (SELECT bool_or(live) FROM d), "     \
+    FN "(" K ")"
 /* $1 name: live holders (lease mode: any live row, see below). */
 #define STATUS(K)                                                            \
     "SELECT t.shared, t.host, t.pid, greatest(1, " LEFT_MS("t.expires_at")   \
@@ -328,9 +335,9 @@
     "$4::bigint, $5, $6::bigint, $7::bigint, " K ", $8::integer)"
 /* $1 name, $2 owner, $3 slot: row, slot key, semaphore key, name's key. */
 #define RELEASE_M(K)                                                         \
-    "WITH d AS (DELETE FROM dlock_held WHERE name = $1 AND owner = $2 "      \
-    "RETURNING expires_at > clock_timestamp() AS live) SELECT (SELECT live " \
-    "FROM d), pg_advisory_unlock(hashtextextended($1::text, $3::integer + "  \
+    "WITH d AS (DELETE FROM dlock_held WHERE name = $1 AND " MINE " "        \
+    "RETURNING " LIVE " AS live) SELECT (SELECT bool_or(live) FROM d), "     \
+    "pg_advisory_unlock(hashtextextended($1::text, $3::integer + "  \
     "1)) AND pg_advisory_unlock_shared(" KEY_SEM ") AND "                    \
     "pg_advisory_unlock_shared(" K ")"
 
@@ -366,16 +373,38 @@ const char *const dlock__pg_sql_h[Q_KEYED] = KEYED_SQL(KEY_H);
 #define NAMES(T)                                                             \
     "SELECT DISTINCT name FROM " T " WHERE starts_with(name, $1) AND "       \
     "expires_at > clock_timestamp() ORDER BY name"
+/* $1 name: each holder's backend to terminate now (0: none), and
+ * whether its lease was live.  Lease mode: its rows are all there is. */
 #define FORCE(T)                                                             \
     "DELETE FROM " T " WHERE name = $1 RETURNING backend_pid, "              \
     "expires_at > clock_timestamp()"
+/* Session mode: the holder's key is on its session, which often holds
+ * the process's other locks too (the mux): terminating it would make
+ * them all LOST.  So a live holder whose session holds rows of other
+ * names is not terminated: its row is renamed (BROKEN), which its next
+ * renewal sees (no row of its owner: LOST), and lets go of the key on
+ * its own session.  Renewals come every third of the lease, so the next
+ * is due within a third of what is left of it (R): the row's lease is
+ * cut to R / 2 (1 s at least), past which a waiter fences off a holder
+ * that still has the key, as any hung holder (TERMINATE).  A session
+ * that holds nothing else, or a holder already past its lease, is
+ * terminated now, as before. */
+#define FORCE_HELD                                                           \
+    "WITH u AS (UPDATE dlock_held t SET owner = CASE WHEN starts_with("      \
+    "t.owner, " BROKEN ") THEN t.owner ELSE " BROKEN " || t.owner END, "     \
+    "expires_at = least(t.expires_at, clock_timestamp() + greatest("        \
+    "interval '1 second', (t.expires_at - clock_timestamp()) / 2)) WHERE "   \
+    "t.name = $1 RETURNING t.backend_pid, t.sess, t.expires_at > "           \
+    "clock_timestamp() AS live) SELECT CASE WHEN NOT u.live OR NOT EXISTS "  \
+    "(SELECT 1 FROM dlock_held o WHERE o.sess = u.sess AND o.name <> $1) "   \
+    "THEN u.backend_pid ELSE 0 END, u.live FROM u"
 const char *const dlock__pg_sql_extend[2] = {EXTEND("dlock_held"),
                                              EXTEND("dlock_locks")};
 const char *const dlock__pg_sql_ttl[2] = {TTL("dlock_held"),
                                           TTL("dlock_locks")};
 const char *const dlock__pg_sql_names[2] = {NAMES("dlock_held"),
                                             NAMES("dlock_locks")};
-const char *const dlock__pg_sql_force[2] = {FORCE("dlock_held"),
+const char *const dlock__pg_sql_force[2] = {FORCE_HELD,
                                             FORCE("dlock_locks")};
 const char dlock__pg_sql_release_l[] =
     "DELETE FROM dlock_locks WHERE name = $1 AND owner = $2 RETURNING "

@@ -567,8 +567,10 @@ static int pg_force_release(struct dlock_store *s, const char *name,
     }
     PQclear(res);
     if (pids != NULL) {
-        /* Their sessions still hold the key: end them (best effort; the
-         * holders also find their rows gone at their next renewal). */
+        /* The sessions still holding the key that hold nothing else (or
+         * hold it past its lease): end them (best effort).  The others'
+         * holders find their rows broken at their next renewal and let
+         * go (sql.c: FORCE_HELD); pid 0 stands for them. */
         v[1] = pids;
         if (ctl_run(ps, "release --force", -1, ps->sql[Q_FORCE_KILL], 2, v,
                     &res) == DLOCK_OK)

@@ -32,7 +32,8 @@
  *                       lease end (the lock key holds "\xffsem" while
  *                       it has any, the info hash their limit)
  *   P NAME \xff release the channel a release that hands the lock to
- *                       nobody is published on
+ *                       nobody is published on ("r"), and a hand-off
+ *                       the new holder's lease ("h" + ms)
  *   P NAME \xff w TOKEN a waiter's own channel: "g" + fence when a
  *                       release hands the lock to it
  * Names are valid UTF-8, which never contains the byte 0xff, so no lock
@@ -112,6 +113,9 @@ struct waiter {
     pthread_cond_t *cv;
     int woken;
     uint64_t granted; /* a hand-off on its own channel: the fence */
+    int64_t lease_at; /* a hand-off to another (an "h" message on the
+                       * name's channel): monotonic ms by which the new
+                       * holder's lease ends; 0 none */
 };
 
 /* A channel this handle is (or is getting) subscribed to: the release
@@ -276,6 +280,9 @@ redisContext *dlock__redis_connect_to(struct redis_store *rs, const char *host,
  * the one the sentinels name (and which says it is master).  main: the
  * command connection, whose master change starts a new epoch. */
 redisContext *dlock__redis_connect(struct redis_store *rs, int main, int *rc);
+/* Does a sentinel name a master for rs->master (whether or not it is
+ * reachable)? */
+int dlock__redis_sentinel_knows(struct redis_store *rs);
 /* Parse redis-sentinel://host:port,host:port/MASTER into rs. */
 int dlock__redis_topo_parse(struct redis_store *rs, const struct dlock_url *u);
 /* Parse host[:port][,host[:port]...] (the sentinels, a cluster's seed

@@ -113,7 +113,16 @@
  * waiter died or gave up (its process closed the connection, or it
  * unsubscribed), and it is dropped too.  Each loop drops one entry or
  * stops, so it ends.  Returns whether anyone got it, and the fence of
- * `me` if it did. */
+ * `me` if it did.
+ *
+ * The other waiters sleep until the lease end of the holder they last
+ * saw, and an expiring lease publishes nothing: a waiter handed the lock
+ * that dies or hangs at once (a short lease after a long one) would keep
+ * them asleep until the old holder's lease end, not its own.  So a
+ * hand-off to others than `me` also publishes "h" + the shortest lease
+ * it handed on the name's channel: every waiter there moves its next
+ * look to that lease end at the latest (sub.c), at no cost of attempts.
+ * Only a contended release pays this PUBLISH. */
 #define HEARD "(type(n) ~= 'number' or n > 0)"
 /* Redis Cluster: PUBLISH counts the subscribers of the node it runs on
  * only, while the message reaches every node's.  A count of 0 there does
@@ -128,20 +137,29 @@
     "  local n, l = holders(now, lim) "                                      \
     "  return n == 0 or (lim > 1 and l == lim and n < lim) "                 \
     "end "                                                                   \
+    "local function told(gave, mine, short) "                                \
+    "  if short then "                                                       \
+    "    redis.pcall('PUBLISH', KEYS[1] .. '\\255release', "                 \
+    "      'h' .. string.format('%d', short)) "                              \
+    "  end "                                                                 \
+    "  return gave, mine "                                                   \
+    "end "                                                                   \
     "local function handoff(now, me) "                                       \
-    "  local gave, mine = false, nil "                                       \
+    "  local gave, mine, short = false, nil, nil "                           \
     "  while true do "                                                       \
     "    local w = redis.call('ZRANGE', KEYS[5], 0, 0)[1] "                  \
     "    if not w then "                                                     \
     "      redis.call('DEL', KEYS[5], KEYS[6]) "                             \
-    "      return gave, mine "                                               \
+    "      return told(gave, mine, short) "                                  \
     "    end "                                                               \
     "    local v = redis.call('HGET', KEYS[6], w) "                          \
     "    local lim = tonumber(redis.call('HGET', KEYS[6], 'l:' .. w) or '1') " \
     "    local ttl, dl, pid, host = "                                        \
     "      string.match(v or '', '^(%d+) (%d+) (%d+) (.*)$') "               \
     "    local live = ttl and tonumber(dl) > now "                           \
-    "    if live and not room(now, lim) then return gave, mine end "         \
+    "    if live and not room(now, lim) then "                               \
+    "      return told(gave, mine, short) "                                  \
+    "    end "                                                               \
     "    redis.call('ZREM', KEYS[5], w) "                                    \
     "    redis.call('HDEL', KEYS[6], w, 'l:' .. w) "                         \
     "    if live then "                                                      \
@@ -154,7 +172,11 @@
     "      end "                                                             \
     "      if ok then "                                                      \
     "        gave = true "                                                   \
-    "        if w == me then mine = f end "                                  \
+    "        if w == me then "                                               \
+    "          mine = f "                                                    \
+    "        elseif not short or tonumber(ttl) < short then "                \
+    "          short = tonumber(ttl) "                                       \
+    "        end "                                                           \
     "        if lim > 1 then "                                               \
     "          join(KEYS[7], " SEM ", w, ttl, host, pid, f, now, lim) "      \
     "        else "                                                          \
@@ -378,11 +400,19 @@ static const char *const lua[S_COUNT] = {
     "pass_on(now, true) "
     "return held and 1 or 0",
 
+    /* A lock found gone (not taken over: gone, as after a FLUSHALL or a
+     * restart without persistence) wakes its waiters at once: they were
+     * sleeping until the lease they last saw, and nothing else will tell
+     * them the name is free. */
     [S_EXT] =
-    "if redis.call('GET', KEYS[1]) == " OWN " then "
+    "local cur = redis.call('GET', KEYS[1]) "
+    "if cur == " OWN " then "
     "  redis.call('PEXPIRE', KEYS[1], ARGV[2]) "
     "  redis.call('PEXPIRE', KEYS[4], ARGV[2]) "
     "  return 1 "
+    "end "
+    "if not cur then "
+    "  redis.pcall('PUBLISH', KEYS[1] .. '\\255release', 'r') "
     "end "
     "return 0",
 

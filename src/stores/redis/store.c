@@ -206,6 +206,18 @@ static int redis_open(struct dlock_store **out, const struct dlock_url *u)
     dlock__pool_init(&rs->pool, &dlock__redis_pool_ops, rs, 1);
     dlock__redis_nopipe_begin(&np);
     rc = dlock__pool_open(&rs->pool, &c);
+    /* Sentinel: the sentinels answer, but the master they name does not
+     * (yet): a failover under way.  Open without a connection, as
+     * redis-cluster:// does while a slot's master is down: the first
+     * command connects, and an acquire that may wait waits the failover
+     * out within its deadline, as it does an outage met later. */
+    if (rc == DLOCK_EUNAVAIL && is_sentinel &&
+        dlock__redis_sentinel_knows(rs)) {
+        dlock__redis_nopipe_end(&np);
+        dlock__clearerr();
+        *out = &rs->base;
+        return DLOCK_OK;
+    }
     dlock__redis_nopipe_end(&np);
     if (rc != DLOCK_OK)
         goto fail;

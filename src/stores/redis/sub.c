@@ -154,6 +154,21 @@ static void on_push(struct redis_store *rs, redisReply *r)
             c->head->woken = 1;
             pthread_cond_signal(c->head->cv);
         }
+    } else if (strcmp(kind, "message") == 0 && !ks &&
+               r->element[2]->type == REDIS_REPLY_STRING &&
+               r->element[2]->str[0] == 'h') {
+        /* "h" + ms: the lock was handed to another waiter, whose lease
+         * ends within ms.  Nothing to try now, but every waiter here
+         * must look again by then: that holder may die at once, and its
+         * lease ends without a word (scripts.c: handoff). */
+        long long ms = strtoll(r->element[2]->str + 1, NULL, 10);
+        int64_t at = dlock__now_ms() + (ms > 0 ? ms : 0);
+
+        for (struct waiter *w = c->head; w != NULL; w = w->next)
+            if (w->lease_at == 0 || at < w->lease_at) {
+                w->lease_at = at;
+                pthread_cond_signal(w->cv);
+            }
     } else if (strcmp(kind, "message") == 0 &&
                (!ks || ks_gone(r->element[2]))) {
         wake_one(c);

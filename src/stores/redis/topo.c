@@ -173,6 +173,17 @@ static redisContext *sentinel_connect(struct redis_store *rs, int main,
     return NULL;
 }
 
+int dlock__redis_sentinel_knows(struct redis_store *rs)
+{
+    char host[256];
+    int port;
+
+    for (int i = 0; i < rs->nsent; i++)
+        if (ask_sentinel(rs, i, host, sizeof(host), &port) == 0)
+            return 1;
+    return 0;
+}
+
 redisContext *dlock__redis_connect(struct redis_store *rs, int main, int *rc)
 {
     if (rs->cluster)

@@ -4,9 +4,12 @@
  *
  * A dlock holder publishes on the name's release channel when it lets go,
  * and its key expires at its lease end: a waiter sleeps until one of the
- * two, with no polling.  A foreign holder (its value is not "dlock1:" + a
- * token) never publishes: the waiter listens to the key's keyspace
- * channel when the server sends keyspace events, and polls otherwise.
+ * two, with no polling.  A hand-off to another waiter publishes the new
+ * holder's lease there too, which brings the lease end a waiter sleeps
+ * until forward when it is sooner (sleep_on).  A foreign holder (its
+ * value is not "dlock1:" + a token) never publishes: the waiter listens
+ * to the key's keyspace channel when the server sends keyspace events,
+ * and polls otherwise.
  *
  * What a wait keeps between slices lives in lk->priv (struct wait): its
  * place among the channel's waiters, and when it must look again even if
@@ -209,7 +212,11 @@ static int wait_start(struct redis_store *rs, struct dlock_lock *lk,
 
 /* Sleep until a wake-up (a release message, a keyspace event, the
  * subscriber connection breaking or a keyspace SUBSCRIBE answered), the
- * time to look again, or `end`.  1: worth an attempt now. */
+ * time to look again, or `end`.  1: worth an attempt now.
+ *
+ * A hand-off to another waiter (w.lease_at) moves the time to look again
+ * to the new holder's lease end when that is sooner, and ends the slice
+ * without an attempt: the core sizes the next one from it. */
 static int sleep_on(struct redis_store *rs, struct wait *wt, int64_t end)
 {
     struct chan *c = wt->c;
@@ -217,11 +224,24 @@ static int sleep_on(struct redis_store *rs, struct wait *wt, int64_t end)
     int woken, changed;
 
     pthread_mutex_lock(&rs->smu);
-    while (
-        !wt->w.woken && !wt->ow.woken && dlock__now_ms() < wake &&
-        rs->sub_broken == wt->broken &&
-        !(wt->ks_wait && (c->ks_subscribed || rs->ks_denied || rs->sub_denied)))
-        cond_wait_until(&wt->cv, &rs->smu, wake);
+    for (;;) {
+        int64_t at;
+
+        while (!wt->w.woken && !wt->ow.woken && wt->w.lease_at == 0 &&
+               dlock__now_ms() < wake && rs->sub_broken == wt->broken &&
+               !(wt->ks_wait &&
+                 (c->ks_subscribed || rs->ks_denied || rs->sub_denied)))
+            cond_wait_until(&wt->cv, &rs->smu, wake);
+        at = wt->w.lease_at;
+        wt->w.lease_at = 0;
+        if (at == 0)
+            break;
+        if (at < wt->look_at) {
+            wt->look_at = at;
+            wt->tick = 0; /* a lease end: the core adds its margin */
+            break;
+        }
+    }
     woken = wt->w.woken || wt->ow.woken;
     wt->w.woken = wt->ow.woken = 0;
     changed =

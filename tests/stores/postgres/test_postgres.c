@@ -33,6 +33,9 @@
  *   max_keys    ?max_keys=N: past N advisory keys on a handle an acquire
  *               (try or wait, lock or semaphore) is ESTORE at once and
  *               takes nothing; a release, or a wait given up, makes room
+ *   force_one   release --force of one of two names a process holds on
+ *               one session: only that lock is LOST, the other stays
+ *               held; a stopped holder is fenced off after a short bound
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -502,6 +505,83 @@ static void t_killed(void)
     close(lost_pipe[0]);
     close(lost_pipe[1]);
     PQfinish(c);
+    dlock_store_close(s);
+}
+
+/* --- force-release of one of a process's locks (issue 25) ------------- */
+
+/* Two names held through one handle share its session (the mux): a
+ * release --force of one costs the holder that lock only.  Its renewal
+ * finds the row broken (LOST) and lets go of the key itself, which also
+ * leaves its session free to take the name again at once; the other
+ * lock stays held.  A holder that cannot let go (SIGSTOPped) is
+ * terminated by a waiter once the broken row's short lease is over. */
+static void t_force_one(void)
+{
+    dlock_store *s = open_url(url), *s2 = open_url(url);
+    dlock_options o = opts(0, 1500, 1), w = opts(10000, 5000, 0);
+    const char *n1 = nm("force-1"), *n2 = nm("force-2");
+    dlock_lock *l1, *l2, *again, *l;
+    unsigned removed = 0;
+    struct pollfd p;
+    int fds[2], status;
+    int64_t t0;
+    char ch;
+    pid_t pid;
+
+    EXPECT(pipe(lost_pipe) == 0);
+    o.on_lost = lost_cb;
+    EXPECT(dlock_acquire(&l1, s, n1, &o) == DLOCK_OK);
+    EXPECT(dlock_acquire(&l2, s, n2, &o) == DLOCK_OK);
+    EXPECT(dlock_force_release(&removed, s2, n1) == DLOCK_OK);
+    EXPECT(removed == 1);
+    p.fd = lost_pipe[0];
+    p.events = POLLIN;
+    EXPECT(poll(&p, 1, 3000) == 1); /* renewal at ttl/3 finds it broken */
+    EXPECT(read(lost_pipe[0], &ch, 1) == 1 && ch == 'L');
+    EXPECT(dlock_is_lost(l1));
+    EXPECT(!dlock_is_lost(l2));
+    EXPECT(dlock_extend(l2, 0) == DLOCK_OK);
+    EXPECT(dlock_assert_ttl(l2, 500) == DLOCK_OK);
+    /* The key is let go: free for others and for its own session. */
+    EXPECT(try_lock(s2, n1) == DLOCK_OK);
+    EXPECT(dlock_acquire(&again, s, n1, &o) == DLOCK_OK);
+    EXPECT(dlock_release(again) == DLOCK_OK);
+    EXPECT(dlock_release(l1) == DLOCK_LOST);
+    EXPECT(poll(&p, 1, 600) == 0); /* l2 was never lost */
+    EXPECT(dlock_assert_ttl(l2, 500) == DLOCK_OK);
+    EXPECT(dlock_release(l2) == DLOCK_OK);
+
+    /* A holder of two names that cannot let go: a waiter fences it off
+     * after the broken row's lease (at most R / 2 of the 5 s), not
+     * after the holder's whole lease. */
+    EXPECT(pipe(fds) == 0);
+    pid = fork();
+    if (pid == 0) {
+        dlock_store *cs = open_url(url);
+        dlock_options co = opts(0, 5000, 1);
+
+        if (dlock_acquire(&l, cs, nm("force-3"), &co) != DLOCK_OK ||
+            dlock_acquire(&l, cs, nm("force-4"), &co) != DLOCK_OK)
+            _exit(3);
+        (void)!write(fds[1], "H", 1);
+        for (;;)
+            pause();
+    }
+    close(fds[1]);
+    EXPECT(read(fds[0], &ch, 1) == 1 && ch == 'H');
+    kill(pid, SIGSTOP);
+    EXPECT(dlock_force_release(&removed, s2, nm("force-3")) == DLOCK_OK);
+    t0 = now_ms();
+    EXPECT(dlock_acquire(&l, s2, nm("force-3"), &w) == DLOCK_OK);
+    EXPECT(now_ms() - t0 < 4000);
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    EXPECT(dlock_release(l) == DLOCK_OK);
+    close(fds[0]);
+    close(lost_pipe[0]);
+    close(lost_pipe[1]);
+    dlock_store_close(s2);
     dlock_store_close(s);
 }
 
@@ -1066,7 +1146,7 @@ static const struct {
     {"hung", t_hung},         {"killed", t_killed},
     {"badinput", t_badinput}, {"lease", t_lease},
     {"mux", t_mux},           {"semaphore", t_semaphore},
-    {"max_keys", t_max_keys},
+    {"max_keys", t_max_keys}, {"force_one", t_force_one},
 };
 
 int main(int argc, char **argv)

@@ -183,6 +183,132 @@ static void t_dead_waiter(void)
     redisFree(c);
 }
 
+/* A waiter that got the lock (by a hand-off) and then dies or hangs
+ * blocks the waiters behind it for at most its own lease (issue 25): A
+ * holds with a 20 s lease, B (a process, lease `b_ttl`) and C queue, A
+ * lets go and the lock is handed to B.  stop: B is SIGSTOPped while
+ * queued, before the hand-off (its connection stays up, so it is handed
+ * the lock it will never use); else B is killed (-9) as soon as it says
+ * it has the lock.  Either way C must have the lock within B's lease of
+ * that moment, not at A's old lease end, which nothing announces. */
+static int64_t got_at;
+
+static void *qw_timed(void *arg)
+{
+    qw_main(arg);
+    __atomic_store_n(&got_at, now_ms(), __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+static void dead_holder(const char *base, int stop, int64_t b_ttl)
+{
+    dlock_store *s = must_open(url), *s3 = must_open(url);
+    redisContext *c = raw_open(url);
+    dlock_options o = opts(0, 20000, 0);
+    struct qw cw = {s3, nm(base), 30000, -99, 0, 1, 0};
+    dlock_lock *a;
+    pthread_t t;
+    char key[600], b;
+    int64_t from;
+    int fd[2];
+    pid_t pid;
+
+    snprintf(key, sizeof(key), "dlock:%s", nm(base));
+    served = 0;
+    got_at = 0;
+    CHECK(pipe(fd) == 0);
+    CHECK_RC(dlock_acquire(&a, s, nm(base), &o), DLOCK_OK);
+    pid = fork();
+    if (pid == 0) {
+        dlock_store *bs = must_open(url);
+        dlock_options w = opts(60000, b_ttl, 1);
+        dlock_lock *l;
+
+        close(fd[0]);
+        if (dlock_acquire(&l, bs, nm(base), &w) != DLOCK_OK)
+            _exit(1);
+        (void)!write(fd[1], "g", 1);
+        for (;;)
+            pause(); /* holds until killed */
+    }
+    close(fd[1]);
+    CHECK(await_queued(c, key, 1));
+    CHECK(pthread_create(&t, NULL, qw_timed, &cw) == 0);
+    CHECK(await_queued(c, key, 2));
+    if (stop) {
+        kill(pid, SIGSTOP);
+        from = now_ms();
+        CHECK_RC(dlock_release(a), DLOCK_OK);
+    } else {
+        CHECK_RC(dlock_release(a), DLOCK_OK);
+        CHECK(read(fd[0], &b, 1) == 1); /* B has it */
+        kill(pid, SIGKILL);
+        from = now_ms();
+    }
+    pthread_join(t, NULL);
+    CHECK_RC(cw.rc, DLOCK_OK);
+    printf("  B (lease %lld ms) %s: C had the lock %lld ms later (A's "
+           "lease was 20000 ms)\n",
+           (long long)b_ttl,
+           stop ? "stopped while queued" : "killed after the hand-off",
+           (long long)(got_at - from));
+    CHECK(got_at - from < b_ttl + 3000);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    close(fd[0]);
+    dlock_store_close(s);
+    dlock_store_close(s3);
+    redisFree(c);
+}
+
+static void t_dead_after_handoff(void)
+{
+    dead_holder("deadho", 0, 1000);
+}
+
+static void t_stopped_waiter(void)
+{
+    dead_holder("stopped", 1, 3000);
+}
+
+/* The server loses everything (FLUSHALL) under a live holder with a long
+ * lease and a queued waiter: the waiter must not sleep until the lease it
+ * last saw.  The holder's next renewal finds its lock gone (it is told
+ * LOST) and wakes the waiters, so the waiter has the lock within about a
+ * third of the holder's lease, not at its end. */
+static void t_flushed(void)
+{
+    enum { A_TTL = 9000 };
+    dlock_store *s = must_open(url), *s2 = must_open(url);
+    redisContext *c = raw_open(url);
+    dlock_options o = opts(0, A_TTL, 1);
+    struct qw bw = {s2, nm("flushed"), 30000, -99, 0, 1, 0};
+    dlock_lock *a;
+    pthread_t t;
+    char key[600];
+    int64_t from;
+
+    snprintf(key, sizeof(key), "dlock:%s", nm("flushed"));
+    served = 0;
+    got_at = 0;
+    CHECK_RC(dlock_acquire(&a, s, nm("flushed"), &o), DLOCK_OK);
+    CHECK(pthread_create(&t, NULL, qw_timed, &bw) == 0);
+    CHECK(await_queued(c, key, 1));
+    CHECK(strcmp(raw_str(c, "FLUSHALL"), "OK") == 0);
+    from = now_ms();
+    pthread_join(t, NULL);
+    CHECK_RC(bw.rc, DLOCK_OK);
+    printf("  after FLUSHALL the waiter had the lock %lld ms later (the "
+           "holder's lease was %d ms)\n",
+           (long long)(got_at - from), A_TTL);
+    CHECK(got_at - from < A_TTL / 3 + 2000);
+    EXPECT(dlock_is_lost(a));
+    EXPECT_RC(dlock_release(a), DLOCK_LOST);
+    dlock_store_close(s);
+    dlock_store_close(s2);
+    redisFree(c);
+}
+
 /* ?fair=0: a waiter does not queue (the old wake-and-retry), and still
  * gets the lock promptly when it is let go. */
 static void t_unfair(void)
@@ -274,6 +400,9 @@ static const struct rt_test tests[] = {
     {"dead_waiter", t_dead_waiter, 0},
     {"unfair", t_unfair, 0},
     {"sem", t_sem, 0},
+    {"dead_after_handoff", t_dead_after_handoff, 0},
+    {"stopped_waiter", t_stopped_waiter, 0},
+    {"flushed", t_flushed, 0},
 };
 
 int main(int argc, char **argv)
