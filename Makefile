@@ -1,19 +1,21 @@
 # dlock: the two commands README.md starts with, and a few more.
 #   make demo     install build deps if missing, build, show two `dlock run`
 #                 excluding each other on the embedded store
-#   make test     install deps and servers, build with ASan+UBSan, run every
-#                 suite against every store
+#   make test     install deps and servers, build with ASan+UBSan and
+#                 -Werror, run every suite against every store
 #   make bench    dlock-bench on every store, ratios to the raw round trip
 #   make fuzz     libFuzzer targets (FUZZ_SECONDS=300 each)
 #   make torture  long fault-injection runs per store (SECONDS_PER_RUN=60)
 #   make install  PREFIX=/usr/local DESTDIR=
+#   make deb      the Debian packages (libdlock0.2, libdlock-dev, dlock)
+#                 into DEB_OUT=build-deb, built from a copy of the tree
 
 BUILD      ?= build
 TEST_BUILD ?= build-test
 PREFIX     ?= /usr/local
 JOBS       ?= 2
 
-.PHONY: all build demo test torture bench fuzz install clean deps
+.PHONY: all build demo test torture bench fuzz install deb clean deps
 
 all: build
 
@@ -31,7 +33,7 @@ demo: build
 test:
 	@scripts/deps.sh test
 	@cmake -S . -B $(TEST_BUILD) -DCMAKE_BUILD_TYPE=Debug \
-	    -DDLOCK_SANITIZE=ON >/dev/null
+	    -DDLOCK_SANITIZE=ON -DDLOCK_WERROR=ON >/dev/null
 	@cmake --build $(TEST_BUILD) -j$(JOBS)
 	@scripts/test.sh $(TEST_BUILD)
 
@@ -65,12 +67,16 @@ SECONDS_PER_RUN ?= 60
 torture:
 	@scripts/deps.sh test
 	@cmake -S . -B $(TEST_BUILD) -DCMAKE_BUILD_TYPE=Debug \
-	    -DDLOCK_SANITIZE=ON >/dev/null
+	    -DDLOCK_SANITIZE=ON -DDLOCK_WERROR=ON >/dev/null
 	@cmake --build $(TEST_BUILD) -j$(JOBS)
 	@DLOCK_TORTURE_SECONDS=$(SECONDS_PER_RUN) scripts/test.sh $(TEST_BUILD) -R torture
 
 install: build
 	@cmake --install $(BUILD)
+
+DEB_OUT ?= build-deb
+deb:
+	@JOBS=$(JOBS) scripts/deb.sh $(DEB_OUT)
 
 clean:
 	rm -rf $(BUILD) $(TEST_BUILD)

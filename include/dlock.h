@@ -60,7 +60,9 @@ extern "C" {
 #define DLOCK_EXTERN
 #endif
 
-/** Library version. */
+/** Library version: the version of this header.  project(VERSION) in
+ * CMakeLists.txt is the one place the version is decided; these follow it
+ * (the `version` test fails when they do not). */
 #define DLOCK_VERSION_MAJOR 0
 #define DLOCK_VERSION_MINOR 2
 #define DLOCK_VERSION_PATCH 0

@@ -25,7 +25,7 @@ ctest --test-dir "$build" --output-on-failure --timeout 3600 "$@"
 # build), and an install into a DESTDIR used the way a user would.
 plain=$build-plain
 cmake -S "$here/.." -B "$plain" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DBUILD_TESTING=ON -DDLOCK_SANITIZE=OFF >/dev/null
+    -DBUILD_TESTING=ON -DDLOCK_SANITIZE=OFF -DDLOCK_WERROR=ON >/dev/null
 cmake --build "$plain" -j2 >/dev/null
 echo "== install into a DESTDIR"
 "$here/../tests/install/test_install.sh" "$plain"

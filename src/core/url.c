@@ -488,7 +488,9 @@ int dlock__url_check_params(const struct dlock_url *u,
 }
 
 /* The decimal digits at the start of v (?key=v) as *n, at most max;
- * *end just after them.  DLOCK_EINVAL if over max. */
+ * *end just after the digits read, on every return (the callers must not
+ * have to know which code dlock__seterr() hands back to trust it).
+ * DLOCK_EINVAL if over max. */
 static int leading_digits(const struct dlock_url *u, const char *key,
                           const char *v, int64_t max, int64_t *n,
                           const char **end)
@@ -497,9 +499,11 @@ static int leading_digits(const struct dlock_url *u, const char *key,
 
     *n = 0;
     for (c = v; isdigit((unsigned char)*c); c++) {
-        if (*n > (max - (*c - '0')) / 10)
+        if (*n > (max - (*c - '0')) / 10) {
+            *end = c;
             return dlock__seterr(DLOCK_EINVAL, "%s=%s is too large in %s",
                                  key, v, u->redacted);
+        }
         *n = *n * 10 + (*c - '0');
     }
     *end = c;

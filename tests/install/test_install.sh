@@ -18,13 +18,43 @@ fails=0
 ok()   { echo "ok   $1"; }
 fail() { echo "FAIL $1"; fails=$((fails + 1)); }
 
-DESTDIR=$dest cmake --install "$build" --prefix "$prefix" >/dev/null
-libdir=$(cd "$dest$prefix" && dirname "$(find . -name libdlock.so -print -quit)")
-libdir=${libdir#./}
-for f in bin/dlock include/dlock.h "$libdir/libdlock.a" "$libdir/pkgconfig/dlock.pc" \
-         "$libdir/cmake/dlock/dlockConfig.cmake" share/man/man1/dlock.1 \
-         share/man/man3/libdlock.3 share/bash-completion/completions/dlock; do
+# Where GNUInstallDirs put things in this build (a packager may have
+# given any of them: Debian's multiarch libdir, say); every path below
+# comes from these, none is assumed.
+. "$build/install-dirs.sh"  # bindir libdir includedir mandir datadir conf_prefix
+for d in "$bindir" "$libdir" "$includedir" "$mandir" "$datadir"; do
+    case $d in
+    "") fail "$build/install-dirs.sh lacks a directory" ;;
+    /*) fail "$d is absolute: this test installs under --prefix $prefix" ;;
+    esac
+done
+[ "$fails" = 0 ] || { echo "$fails failed"; exit 1; }
+
+out=$(DESTDIR=$dest cmake --install "$build" --prefix "$prefix")
+# Everything lands in DESTDIR + prefix: nothing written to the live system
+# or outside the prefix.
+n=0
+while read -r f; do
+    n=$((n + 1))
+    case $f in
+    "$dest$prefix"/*) ;;
+    *) fail "installed outside DESTDIR/prefix: $f" ;;
+    esac
+done < <(sed -n 's/^-- \(Installing\|Up-to-date\): //p' <<<"$out")
+[ "$n" -gt 0 ] && ok "all $n installed files under \$DESTDIR$prefix" || fail "nothing installed"
+for f in "$bindir/dlock" "$includedir/dlock.h" "$libdir/libdlock.a" "$libdir/pkgconfig/dlock.pc" \
+         "$libdir/cmake/dlock/dlockConfig.cmake" "$libdir/cmake/dlock/dlockConfigVersion.cmake" \
+         "$libdir/cmake/dlock/dlockTargets.cmake" "$mandir/man1/dlock.1" \
+         "$mandir/man3/libdlock.3" "$datadir/bash-completion/completions/dlock"; do
     if [ -e "$dest$prefix/$f" ]; then ok "installed $f"; else fail "missing $f"; fi
+done
+# The CMake package finds its files from where it lies, like dlock.pc:
+# no build tree, DESTDIR or configure-time prefix written into it.
+for f in "$dest$prefix/$libdir"/cmake/dlock/*.cmake "$dest$prefix/$libdir/pkgconfig/dlock.pc"; do
+    for bad in "$build" "$dest" "$src" "$conf_prefix/"; do
+        if grep -qF "$bad" "$f"; then fail "${f#"$dest"} names $bad"; continue 2; fi
+    done
+    ok "${f#"$dest"} is relocatable"
 done
 soname=$(objdump -p "$dest$prefix/$libdir/libdlock.so" | awk '/SONAME/ {print $2}')
 [ "$soname" = libdlock.so.0.2 ] && ok "SONAME $soname" || fail "SONAME is '$soname'"
@@ -56,7 +86,7 @@ check_pc() { # the path pkg-config printed must be the installed one
     fi
 }
 inc=${cflags#-I}
-check_pc --cflags "${inc%% *}" "$dest$prefix/include"
+check_pc --cflags "${inc%% *}" "$dest$prefix/$includedir"
 check_pc libdir "$(pkg-config --variable=libdir dlock)" "$dest$prefix/$libdir"
 [ -n "$libs" ] && ok "pkg-config --cflags/--libs resolve: $cflags $libs" || fail "pkg-config"
 url=sqlite://$tmp/examples.db
@@ -75,7 +105,7 @@ done
 "$tmp/fenced_write" "$tmp/fenced.txt" "$url" >/dev/null
 [ "$(cut -d' ' -f2 "$tmp/fenced.txt")" = 2 ] && ok "fenced_write counted twice" || fail "fenced counter"
 # The transaction-scoped Postgres lock, where the store was built in.
-if [ -e "$dest$prefix/include/dlock_pg.h" ]; then
+if [ -e "$dest$prefix/$includedir/dlock_pg.h" ]; then
     if cc -std=c11 -Wall -Wextra -Werror $cflags $(pkg-config --cflags libpq) \
           -o "$tmp/pg_xact" "$src/examples/pg_xact.c" $libs $(pkg-config --libs libpq); then
         ok "example pg_xact builds against the installed library"
@@ -114,18 +144,18 @@ fi
 
 # Man pages render cleanly; completion parses.
 # The man pages name the version of the build they came with.
-version=$("$dest$prefix/bin/dlock" --version | awk '{print $2}')
-for m in share/man/man1/dlock.1 share/man/man3/libdlock.3; do
+version=$("$dest$prefix/$bindir/dlock" --version | awk '{print $2}')
+for m in "$mandir/man1/dlock.1" "$mandir/man3/libdlock.3"; do
     th=$(sed -n 's/^\.TH .* "dlock \([^"]*\)".*/\1/p' "$dest$prefix/$m")
     [ "$th" = "$version" ] && ok "man $m is for dlock $version" ||
         fail "man $m says dlock '$th', the build is $version"
 done
-for m in share/man/man1/dlock.1 share/man/man3/libdlock.3; do
+for m in "$mandir/man1/dlock.1" "$mandir/man3/libdlock.3"; do
     w=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$dest$prefix/$m" 2>&1 >/dev/null)
     [ -z "$w" ] && ok "man $m renders without warnings" || fail "man $m: $w"
 done
-bash -n "$dest$prefix/share/bash-completion/completions/dlock" && ok "bash completion parses" || fail "completion"
-"$dest$prefix/bin/dlock" --version | grep -q "stores: sqlite" && ok "dlock --version lists stores" ||
+bash -n "$dest$prefix/$datadir/bash-completion/completions/dlock" && ok "bash completion parses" || fail "completion"
+"$dest$prefix/$bindir/dlock" --version | grep -q "stores: sqlite" && ok "dlock --version lists stores" ||
     fail "--version"
 
 echo "$fails failed"

@@ -199,7 +199,7 @@ int dlock__pg_runp(PGconn *c, const char *url, const char *what, int id,
                 int64_t timeout_ms, PGresult **out, char state[6])
 {
     uintptr_t mask = (uintptr_t)PQinstanceData(c, conn_event);
-    char stmt[16];
+    char stmt[sizeof("dlock_-2147483648")]; /* any int id fits */
     int rc;
 
     snprintf(stmt, sizeof(stmt), "dlock_%d", id);

@@ -18,7 +18,11 @@ static void make_name(char *out, size_t len, const char *prefix,
 {
     size_t n = strlen(prefix), have = 0;
 
-    snprintf(out, len, "%s", prefix);
+    /* A prefix longer than out is cut to fit (counting only what is kept). */
+    if (n >= len)
+        n = len - 1;
+    memcpy(out, prefix, n);
+    out[n] = '\0';
     for (size_t i = 0; i < n; i++)
         have += ((unsigned char)prefix[i] & 0xc0) != 0x80;
     while (have < chars && strlen(out) + strlen(unit) < len) {
