@@ -282,6 +282,7 @@ static int worker(const struct cfg *c, int idx, int gen, int64_t end)
 {
     char path[512], counter[512];
     dlock_store *s;
+    int rc;
 
     snprintf(path, sizeof(path), "%s/w%02d-%03d.log", c->dir, idx, gen);
     snprintf(counter, sizeof(counter), "%s/counter", c->dir);
@@ -303,7 +304,15 @@ static int worker(const struct cfg *c, int idx, int gen, int64_t end)
         }
         close(fd);
     }
-    if (dlock_store_open(&s, c->url) != DLOCK_OK) {
+    /* A worker started (or restarted after kill -9) while a server fault
+     * is under way meets a server that is down: as a real client would,
+     * it tries again until the run ends.  The parent's first fault may
+     * come 183 ms after the start (its rand() is not seeded), before an
+     * ASan build has opened every worker's store. */
+    while ((rc = dlock_store_open(&s, c->url)) == DLOCK_EUNAVAIL &&
+           now_ms() < end)
+        sleep_us(50000);
+    if (rc != DLOCK_OK) {
         logf_("E open %s", dlock_errmsg());
         fprintf(stderr, "worker %d: cannot open the store: %s\n", idx,
                 dlock_errmsg());
@@ -314,7 +323,6 @@ static int worker(const struct cfg *c, int idx, int gen, int64_t end)
         dlock_lock *l;
         uint64_t fence;
         long v = 0;
-        int rc;
 
         o.wait_ms = rand() % 4 == 0 ? 0 : rand() % 200;
         o.ttl_ms = c->ttl;
