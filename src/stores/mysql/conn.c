@@ -125,6 +125,7 @@ static int conn_open(void *ctx, void **out)
     MYSQL_RES *res;
     MYSQL_ROW row;
     const char *info;
+    uint64_t w;
 
     c = calloc(1, sizeof(*c));
     if (c == NULL)
@@ -174,14 +175,19 @@ static int conn_open(void *ctx, void **out)
     }
     info = mysql_get_server_info(c->db);
     c->frac = info != NULL && strstr(info, "MariaDB") != NULL;
+    /* Made for a held lock's call: within its lease (dlock__io_watch). */
+    w = dlock__io_watch((int)mysql_get_socket(c->db), ms->timeout_ms);
     if (mysql_query(c->db, "SELECT CONNECTION_ID(), @@wait_timeout, "
                            "@@max_connections") != 0 ||
         (res = mysql_store_result(c->db)) == NULL) {
-        int rc = dlock__my_db_err(ms, c, "connect");
+        int rc;
 
+        dlock__io_unwatch(w);
+        rc = dlock__my_db_err(ms, c, "connect");
         conn_close(ms, c);
         return rc;
     }
+    dlock__io_unwatch(w);
     row = mysql_fetch_row(res);
     c->id = row != NULL && row[0] != NULL ? strtoul(row[0], NULL, 10) : 0;
     c->idle_max_ms = row != NULL && row[1] != NULL
@@ -203,12 +209,21 @@ static int conn_open(void *ctx, void **out)
  * connection handed out has none until its user sets one. */
 static int pool_healthy(void *ctx, void *conn, int64_t idle_ms)
 {
+    struct my_store *ms = ctx;
     struct conn *c = conn;
+    uint64_t w;
+    int ok;
 
-    (void)ctx;
     c->name = NULL;
-    return idle_ms >= IDLE_PING_MS ? mysql_ping(c->db) == 0
-                                   : mysql_errno(c->db) == 0;
+    if (idle_ms < IDLE_PING_MS)
+        return mysql_errno(c->db) == 0;
+    /* The ping of a call made for a held lock (a renewal, its release)
+     * ends with that lock's lease, as the call's own statement would:
+     * the connector's read timeout is ?timeout= plus a GET_LOCK slice. */
+    w = dlock__io_watch((int)mysql_get_socket(c->db), ms->timeout_ms);
+    ok = mysql_ping(c->db) == 0;
+    dlock__io_unwatch(w);
+    return ok;
 }
 
 const struct dlock__pool_ops dlock__my_pool_ops = {
