@@ -20,6 +20,9 @@
 set -euo pipefail
 netns=$1 tag=$2 n=$3 mode=$4 ttl=$5 server=$6 sdir=$7 with=$8
 dir=${DLOCK_TORTURE_DIR:?not run by torture}
+# wait_for SECONDS CMD...: the server scripts' bounded poll.
+# shellcheck source=SCRIPTDIR/../../scripts/server-lib.sh
+. "$(dirname "$server")/server-lib.sh"
 
 ctl() { "$netns" "$tag" "$n" "$@"; }
 srv() { "$server" ctl "$sdir" "$@"; }
@@ -41,16 +44,6 @@ between() {
         'BEGIN { srand(s); printf "%.3f", a + (b - a) * rand() }'
 }
 
-# until SECONDS CMD...: CMD every 0.1 s until it succeeds, at most SECONDS.
-until_ok() {
-    local end=$((SECONDS + $1))
-    shift
-    while [ "$SECONDS" -lt "$end" ]; do
-        "$@" >/dev/null 2>&1 && return 0
-        sleep 0.1
-    done
-    return 1
-}
 
 # (The promoted_* are called by name: "promoted_$mode".)
 # shellcheck disable=SC2317
@@ -111,7 +104,7 @@ for x in "${a[@]}"; do
     done
 done
 rc=0
-if until_ok 30 "promoted_$mode"; then
+if wait_for 30 "promoted_$mode"; then
     say "promoted $new; split $lasts s more"
     sleep "$lasts" # the fault's length, not a synchronisation
 else

@@ -107,6 +107,11 @@ static void conn_close(void *ctx, void *conn)
     free(c);
 }
 
+uint64_t dlock__my_watch(const struct my_store *ms, const struct conn *c)
+{
+    return dlock__io_watch((int)mysql_get_socket(c->db), ms->timeout_ms);
+}
+
 static unsigned secs_up(int64_t ms)
 {
     return (unsigned)((ms + 999) / 1000);
@@ -175,8 +180,8 @@ static int conn_open(void *ctx, void **out)
     }
     info = mysql_get_server_info(c->db);
     c->frac = info != NULL && strstr(info, "MariaDB") != NULL;
-    /* Made for a held lock's call: within its lease (dlock__io_watch). */
-    w = dlock__io_watch((int)mysql_get_socket(c->db), ms->timeout_ms);
+    /* Made for a held lock's call: within its lease (dlock__my_watch). */
+    w = dlock__my_watch(ms, c);
     if (mysql_query(c->db, "SELECT CONNECTION_ID(), @@wait_timeout, "
                            "@@max_connections") != 0 ||
         (res = mysql_store_result(c->db)) == NULL) {
@@ -220,7 +225,7 @@ static int pool_healthy(void *ctx, void *conn, int64_t idle_ms)
     /* The ping of a call made for a held lock (a renewal, its release)
      * ends with that lock's lease, as the call's own statement would:
      * the connector's read timeout is ?timeout= plus a GET_LOCK slice. */
-    w = dlock__io_watch((int)mysql_get_socket(c->db), ms->timeout_ms);
+    w = dlock__my_watch(ms, c);
     ok = mysql_ping(c->db) == 0;
     dlock__io_unwatch(w);
     return ok;

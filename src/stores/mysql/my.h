@@ -178,6 +178,11 @@ void dlock__my_free_lock(struct my_store *ms, struct my_lock *ml);
 int dlock__my_lib_init(void);
 /* The pool's callbacks (ctx: the struct my_store). */
 extern const struct dlock__pool_ops dlock__my_pool_ops;
+/* A watch on c's socket for a call made for a held lock: shut down at
+ * that lock's lease end when it comes before the connector's own timeout
+ * (dlock__io_watch(); the connector takes no deadline per call).  Pass
+ * the result to dlock__io_unwatch() before the call returns. */
+uint64_t dlock__my_watch(const struct my_store *ms, const struct conn *c);
 /* The longest GET_LOCK wait for ?timeout= (see MAX_SLICE_MS). */
 int64_t dlock__my_max_slice(int64_t timeout_ms);
 /* The error is the connection's (it broke or did not answer). */

@@ -215,7 +215,7 @@ static int batch_fn(void *conn, void *arg, int *dead)
 
     c->name = NULL;
     sb_renew(&b, c, g, g->ms->lease_mode);
-    w = dlock__io_watch((int)mysql_get_socket(c->db), g->ms->timeout_ms);
+    w = dlock__my_watch(g->ms, c);
     rc = run_batch(g->ms, c, &b, g);
     dlock__io_unwatch(w);
     dlock__my_sb_free(&b);

@@ -228,8 +228,7 @@ static int held_fn(void *conn, void *arg, int *dead)
 {
     struct held_call *k = arg;
     struct conn *c = conn;
-    uint64_t w = dlock__io_watch((int)mysql_get_socket(c->db),
-                                 k->ms->timeout_ms);
+    uint64_t w = dlock__my_watch(k->ms, c);
     int rc = k->op(k, c);
 
     dlock__io_unwatch(w);
@@ -252,8 +251,7 @@ static int held_run(struct held_call *k)
     if (k->ml->c == NULL)
         return dlock__pool_run(&k->ms->pool, held_fn, k);
     /* Within the lease (the connector takes no deadline per call). */
-    w = dlock__io_watch((int)mysql_get_socket(k->ml->c->db),
-                        k->ms->timeout_ms);
+    w = dlock__my_watch(k->ms, k->ml->c);
     rc = k->op(k, k->ml->c);
     dlock__io_unwatch(w);
     if (rc != DLOCK_OK && rc != DLOCK_LOST)

@@ -280,6 +280,8 @@ redisContext *dlock__redis_connect_to(struct redis_store *rs, const char *host,
  * the one the sentinels name (and which says it is master).  main: the
  * command connection, whose master change starts a new epoch. */
 redisContext *dlock__redis_connect(struct redis_store *rs, int main, int *rc);
+/* Does the server on c say (ROLE) it is a `role`: "master", "sentinel"? */
+int dlock__redis_role_is(redisContext *c, const char *role);
 /* Does a sentinel name a master for rs->master (whether or not it is
  * reachable)? */
 int dlock__redis_sentinel_knows(struct redis_store *rs);

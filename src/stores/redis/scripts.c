@@ -504,18 +504,6 @@ void dlock__redis_scripts_free(struct redis_store *rs)
         free(rs->lua_buf[i]);
 }
 
-/* Is the server at c a Sentinel (ROLE answers "sentinel")? */
-static int is_sentinel(redisContext *c)
-{
-    redisReply *r = redisCommand(c, "ROLE");
-    int yes = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
-              r->element[0]->type == REDIS_REPLY_STRING &&
-              strcmp(r->element[0]->str, "sentinel") == 0;
-
-    freeReplyObject(r);
-    return yes;
-}
-
 /* SCRIPT LOAD answered error r.  A server that does not know SCRIPT
  * echoes its arguments, dlock's Lua source, which says nothing to a
  * user: a Sentinel is the likely one, and is named (a cluster node gets
@@ -527,7 +515,7 @@ static int load_error(struct redis_store *rs, redisContext *c,
 
     if (strncmp(r->str, unknown, sizeof(unknown) - 1) != 0)
         return dlock__redis_reply_error(rs, r, "SCRIPT LOAD");
-    if (is_sentinel(c))
+    if (dlock__redis_role_is(c, "sentinel"))
         return dlock__seterr(DLOCK_ESTORE,
                              "%s is a Redis Sentinel, not a "
                              "data node: use redis-sentinel://HOST:PORT/"

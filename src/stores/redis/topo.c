@@ -119,13 +119,12 @@ static int ask_sentinel(struct redis_store *rs, int i, char *host,
     return ok;
 }
 
-/* Is the server on c the master (ROLE)? */
-static int is_master(redisContext *c)
+int dlock__redis_role_is(redisContext *c, const char *role)
 {
     redisReply *r = redisCommand(c, "ROLE");
     int yes = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
               r->element[0]->type == REDIS_REPLY_STRING &&
-              strcmp(r->element[0]->str, "master") == 0;
+              strcmp(r->element[0]->str, role) == 0;
 
     freeReplyObject(r);
     return yes;
@@ -148,7 +147,7 @@ static redisContext *sentinel_connect(struct redis_store *rs, int main,
         c = dlock__redis_connect_to(rs, host, port, rc);
         if (c == NULL)
             return NULL;
-        if (!is_master(c)) {
+        if (!dlock__redis_role_is(c, "master")) {
             redisFree(c);
             *rc = dlock__seterr(DLOCK_EUNAVAIL, "%s: %s:%d is not (yet) the "
                                 "master of %s", rs->url, host, port,
