@@ -17,7 +17,7 @@ if [ "$problems" -ne 0 ] && [ "$ci" = true ]; then
 fi
 # One suite at a time: the contract suite asserts timing within +-50 ms,
 # which two ASan builds racing for two cores could blur.
-ctest --test-dir "$build" --output-on-failure --timeout 3600 "$@"
+ctest --test-dir "$build" --output-on-failure --timeout 600 "$@"
 [ $# -eq 0 ] || exit 0
 
 # A plain, optimised build (tests included: -O2 finds warnings -O0 does

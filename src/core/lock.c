@@ -78,6 +78,7 @@ static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t reg_cv;   /* wakes the renew thread */
 static pthread_cond_t lease_cv; /* wakes the lease thread */
 static pthread_cond_t unref_cv; /* a lock's refs dropped */
+static pthread_cond_t start_cv; /* a library thread is in its loop */
 static struct dlock_lock *reg_head;
 /* Two heaps of held locks, each by its own key (struct dlock_lock's
  * due[which]): the renew thread's holds the auto-renewed locks by when
@@ -101,6 +102,7 @@ static uint64_t renewals;
  * store that stopped answering cannot delay it. */
 static pthread_t thr[2];
 static int thr_running[2];
+static int thr_started[2]; /* reached its loop: its start-up is over */
 static int thr_stop;
 static int at_exit; /* atexit ran: no new thread */
 static _Thread_local int on_lib_thread; /* 1 + H_RENEW or 1 + H_LEASE */
@@ -126,6 +128,7 @@ static void init_conds(void)
     pthread_cond_init(&reg_cv, &ca);
     pthread_cond_init(&lease_cv, &ca);
     pthread_cond_init(&unref_cv, &ca);
+    pthread_cond_init(&start_cv, &ca);
     pthread_condattr_destroy(&ca);
 }
 
@@ -142,6 +145,7 @@ static void fork_child(void)
             heaps[w].v[i]->heap_idx[w] = SIZE_MAX;
         heaps[w].len = 0;
         thr_running[w] = 0;
+        thr_started[w] = 0;
     }
     pthread_mutex_init(&reg_mu, NULL);
     init_conds();
@@ -515,6 +519,8 @@ static void *renew_main(void *arg)
     (void)prctl(PR_SET_NAME, "dlock-renew", 0, 0, 0);
 #endif
     pthread_mutex_lock(&reg_mu);
+    thr_started[H_RENEW] = 1;
+    pthread_cond_broadcast(&start_cv);
     while (!thr_stop) {
         int64_t now = dlock__now_ms();
         size_t n = 0;
@@ -589,6 +595,8 @@ static void *lease_main(void *arg)
     (void)prctl(PR_SET_NAME, "dlock-lease", 0, 0, 0);
 #endif
     pthread_mutex_lock(&reg_mu);
+    thr_started[H_LEASE] = 1;
+    pthread_cond_broadcast(&start_cv);
     while (!thr_stop) {
         int64_t now = dlock__now_ms(), end;
         struct dlock_lock *lk;
@@ -641,6 +649,13 @@ static int thread_start_locked(int which)
                              "cannot start the %s thread: %s", what[which],
                              strerror(err));
     thr_running[which] = 1;
+    /* Wait until the thread is in its loop (waiting on reg_mu, which
+     * this wait lets go of): its start-up, which allocates, is over
+     * before the caller can fork.  A child forked while another thread
+     * allocates can find the allocator locked (sanitizers' allocators
+     * have no fork handlers) and hang at its first malloc. */
+    while (!thr_started[which])
+        pthread_cond_wait(&start_cv, &reg_mu);
     return DLOCK_OK;
 }
 

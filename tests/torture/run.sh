@@ -39,7 +39,8 @@ run() {
 if [ "${4:-}" = server ]; then
     script=$5 dir=$6
     shift 6
-    [ "$secs" -ge 6 ] || secs=6 # room for faults and a recovery after them
+    [ "$secs" -ge 8 ] || secs=8 # room for faults and a recovery after them (a
+    # restart can take over a second: 3 of them left 6 s too little service)
     for f in "$@"; do
         every=700 quiet=2000
         case ${f%%:*} in
