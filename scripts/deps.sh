@@ -7,7 +7,7 @@ set -eu
 what=${1:-build}
 pkgs="build-essential cmake pkg-config libsqlite3-dev libhiredis-dev libpq-dev libmariadb-dev"
 if [ "$what" = test ]; then
-    pkgs="$pkgs redis-server redis-tools redis-sentinel postgresql mariadb-server mariadb-client valgrind procps man-db binutils sqlite3 nftables faketime"
+    pkgs="$pkgs redis-server redis-tools redis-sentinel postgresql mariadb-server mariadb-client valgrind procps man-db binutils sqlite3 nftables faketime python3 python3-pytest php-cli"
 fi
 missing=""
 for p in $pkgs; do
