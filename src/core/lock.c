@@ -862,6 +862,29 @@ dlock_rc dlock_assert_ttl(dlock_lock *lk, int64_t min_remaining_ms)
     return DLOCK_OK;
 }
 
+/* A release-like store call (release, forget) whose I/O ends at
+ * `deadline` (dlock__io_bound) whatever the URL's timeout says. */
+static int call_until(struct dlock_lock *lk, int64_t deadline,
+                      int (*op)(struct dlock_store *, struct dlock_lock *))
+{
+    int rc;
+
+    dlock__io_deadline = deadline;
+    rc = op(lk->store, lk);
+    dlock__io_deadline = 0;
+    return rc;
+}
+
+/* A lock that is no longer held: the store frees what it keeps for it
+ * (and lets go of it where it may still be ours). */
+static int forget_or_release(struct dlock_store *s, struct dlock_lock *lk)
+{
+    if (s->ops->forget == NULL)
+        return s->ops->release(s, lk);
+    s->ops->forget(s, lk);
+    return DLOCK_OK;
+}
+
 /* Tell the store, whatever the state, so the store frees lk->priv. */
 static int store_release(struct dlock_lock *lk)
 {
@@ -873,28 +896,20 @@ static int store_release(struct dlock_lock *lk)
          * expired lease anyway), but the holder must hear it lapsed.
          * Best effort, so briefly: a store cut off must not keep the
          * holder (dlock run, say) for the URL's whole timeout. */
-        dlock__io_deadline = dlock__now_ms() + lk->ttl_ms / 3;
-        (void)s->ops->release(s, lk);
-        dlock__io_deadline = 0;
+        (void)call_until(lk, dlock__now_ms() + lk->ttl_ms / 3,
+                         s->ops->release);
         lk->state = DLOCK_STATE_LOST;
         return lapsed_err(lk);
     }
     if (lk->state == DLOCK_STATE_HELD) {
         /* Past the lease the store lets go by itself. */
-        dlock__io_deadline = lease_end_of(lk);
-        rc = s->ops->release(s, lk);
-        dlock__io_deadline = 0;
-        return rc;
+        return call_until(lk, lease_end_of(lk), s->ops->release);
     }
     if (lk->state == DLOCK_STATE_LOST) {
         if (lk->priv != NULL) {
             /* Tidying, as for a lapsed lease above: briefly. */
-            dlock__io_deadline = dlock__now_ms() + lk->ttl_ms / 3;
-            if (s->ops->forget != NULL)
-                s->ops->forget(s, lk);
-            else
-                (void)s->ops->release(s, lk);
-            dlock__io_deadline = 0;
+            (void)call_until(lk, dlock__now_ms() + lk->ttl_ms / 3,
+                             forget_or_release);
         }
         return not_held(lk);
     }
