@@ -34,21 +34,7 @@ summary=()
 
 say() { echo "== ci: $*"; }
 # need PKG...: install Debian packages if missing (CI runs as root).
-need() {
-    local missing=() p
-    for p in "$@"; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
-            missing+=("$p")
-    done
-    [ ${#missing[@]} = 0 ] && return 0
-    if [ "$(id -u)" != 0 ]; then
-        echo "ci: missing Debian packages: ${missing[*]} (run as root)" >&2
-        return 1
-    fi
-    say "installing ${missing[*]}"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-        --no-install-recommends "${missing[@]}" >/dev/null
-}
+need() { "$src/scripts/deps.sh" "$@"; }
 
 # build NAME [CMAKE_ARGS...]: configure and build $tmp/NAME with -Werror
 # and the tests; the compiler's output goes to $tmp/NAME.log.

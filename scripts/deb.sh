@@ -11,22 +11,7 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$src/build-deb}
 jobs=${JOBS:-2}
 
-need() { # install Debian packages if missing (root), else say which
-    local missing=() p
-    for p in "$@"; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
-            missing+=("$p")
-    done
-    [ ${#missing[@]} = 0 ] && return 0
-    if [ "$(id -u)" = 0 ]; then
-        echo "deb: installing ${missing[*]}" >&2
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-            --no-install-recommends "${missing[@]}" >&2
-    else
-        echo "deb: run as root: apt-get install ${missing[*]}" >&2
-        exit 1
-    fi
-}
+need() { "$src/scripts/deps.sh" "$@"; } # missing Debian packages (root)
 need dpkg-dev debhelper build-essential
 if ! unmet=$(cd "$src" && dpkg-checkbuilddeps 2>&1); then
     if [ "$(id -u)" = 0 ]; then

@@ -2,6 +2,7 @@
 # Install the Debian packages dlock needs, if any are missing.
 #   scripts/deps.sh build   compiler, cmake, client libraries
 #   scripts/deps.sh test    the above + servers and tools the tests start
+#   scripts/deps.sh PKG...  just those (scripts/ci-builds.sh, deb.sh)
 # As root on Debian it runs apt-get; otherwise it says what to install.
 set -eu
 what=${1:-build}
@@ -9,6 +10,10 @@ pkgs="build-essential cmake pkg-config libsqlite3-dev libhiredis-dev libpq-dev l
 if [ "$what" = test ]; then
     pkgs="$pkgs redis-server redis-tools redis-sentinel postgresql mariadb-server mariadb-client valgrind procps man-db binutils sqlite3 nftables faketime python3 python3-pytest php-cli"
 fi
+case $what in
+build | test) ;;
+*) pkgs="$*" ;;
+esac
 missing=""
 for p in $pkgs; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then

@@ -47,6 +47,22 @@ partition_up() {
     chmod 755 "$T"
 }
 
+# partition_begin WORKERS [CASE...]: the cases (those given, or every
+# networked store), the namespaces up, and the tallies (fails, summary)
+# at zero.
+partition_begin() {
+    local workers=$1
+    shift
+    cases=("$@")
+    if [ ${#cases[@]} -eq 0 ]; then
+        mapfile -t cases < <(partition_cases "$DLOCK")
+    fi
+    [ ${#cases[@]} -gt 0 ] || partition_cannot "no networked store in $DLOCK"
+    partition_up "$workers"
+    fails=0
+    summary=()
+}
+
 declare -A partition_urls
 PARTITION_SERVER_ENV=()
 partition_url() {

@@ -41,15 +41,7 @@ lib=${DLOCK_FAKETIME_LIB:-/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1}
 # shellcheck source=SCRIPTDIR/lib.sh
 . "$here/lib.sh"
 [ -r "$lib" ] || partition_cannot "no libfaketime at $lib (package faketime)"
-cases=("$@")
-if [ ${#cases[@]} -eq 0 ]; then
-    mapfile -t cases < <(partition_cases "$DLOCK")
-fi
-[ ${#cases[@]} -gt 0 ] || partition_cannot "no networked store in $DLOCK"
-partition_up "$workers"
-
-fails=0
-summary=()
+partition_begin "$workers" "$@"
 for c in "${cases[@]}"; do
     # One clock per server: the lease mode runs on the same server, whose
     # clock stays where the session mode's run left it (ahead).

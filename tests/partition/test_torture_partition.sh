@@ -27,15 +27,7 @@ read -r -a nemeses <<<"${DLOCK_PARTITION_NEMESES:-holder waiter server flap}"
 
 # shellcheck source=SCRIPTDIR/lib.sh
 . "$here/lib.sh"
-cases=("$@")
-if [ ${#cases[@]} -eq 0 ]; then
-    mapfile -t cases < <(partition_cases "$DLOCK")
-fi
-[ ${#cases[@]} -gt 0 ] || partition_cannot "no networked store in $DLOCK"
-partition_up "$workers"
-
-fails=0
-summary=()
+partition_begin "$workers" "$@"
 for c in "${cases[@]}"; do
     if ! partition_url "$c"; then
         echo "FAIL $c: the ${c%-lease} server did not start"
