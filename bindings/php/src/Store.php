@@ -224,6 +224,29 @@ final class Store
         return Ffi::str(Ffi::get()->dlock_default_url());
     }
 
+    /**
+     * The DDL the store at $url would run (tables, and for MySQL the
+     * ALTER TABLE for a table its-mieger/mysql-shared-locks created), for a
+     * DBA to run.  Does not connect.
+     */
+    public static function ddl(?string $url = null): string
+    {
+        if ($url !== null) {
+            self::noNul($url, 'URL');
+        }
+        $ffi = Ffi::get();
+        $out = $ffi->new('char *');
+        $rc = $ffi->dlock_ddl(\FFI::addr($out), $url);
+        if ($rc !== Exception::OK) {
+            throw Exception::fromRc($rc);
+        }
+        try {
+            return \FFI::string($out);
+        } finally {
+            $ffi->dlock_free($out);
+        }
+    }
+
     /** A URL with any password replaced by "***" (safe to log). */
     public static function redact(string $url): string
     {
