@@ -87,7 +87,7 @@ C;
                 $lib = self::SONAME;
             }
             if (!class_exists(\FFI::class)) {
-                throw new Exception(
+                throw new NotSupportedException(
                     'the FFI extension is not loaded (php -m | grep FFI; see bindings/php/README.md)',
                     Exception::ENOTSUP
                 );
@@ -95,7 +95,7 @@ C;
             try {
                 $ffi = \FFI::cdef(self::CDEF, $lib);
             } catch (\Throwable $e) {
-                throw new Exception(
+                throw new NotSupportedException(
                     "cannot load libdlock ($lib): " . $e->getMessage()
                     . ' (set DLOCK_LIBRARY to its path; FFI must be enabled: see bindings/php/README.md)',
                     Exception::ENOTSUP,
