@@ -268,6 +268,24 @@ T::block('API', function () use ($base) {
     T::throws(SharedLockAcquireException::class, fn () => SharedLock::lock('', 0, 10), 'an empty name: SharedLockAcquireException');
 });
 
+T::block('class aliases', function () use ($base) {
+    require __DIR__ . '/../compat-aliases.php';
+    T::ok(!class_exists('ItsMieger\\MySqlSharedLocks\\Nope'), 'compat-aliases.php: unknown names stay unknown');
+    $orig = 'ItsMieger\\MySqlSharedLocks\\SharedLock';
+    $orig::setStoreUrl($base);
+    $n = T::name('aliased');
+    $h = $orig::lock($n, 0, 10);
+    T::ok($h instanceof SharedLockHandle, 'compat-aliases.php: ItsMieger\\MySqlSharedLocks\\SharedLock::lock() is the facade');
+    $caught = false;
+    try {
+        $orig::lock($n, 0, 10);
+    } catch (ItsMieger\MySqlSharedLocks\Exception\SharedLockTimeoutException $e) {
+        $caught = true;
+    }
+    T::ok($caught, "compat-aliases.php: catch (ItsMieger\\...\\SharedLockTimeoutException) catches the facade's");
+    $h->release();
+});
+
 T::block('shared_locks table', fn () => scenario($base, null));
 
 // A table made with its-mieger's exact DDL (MyISAM, latin1), under a name of
