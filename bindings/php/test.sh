@@ -69,6 +69,11 @@ check "README.md's example is example.php" test "$readme_example" = "$(cat "$her
 out=$(cd "$tmp" && "$php" "${phpflags[@]}" "$here/example.php" 2>&1) || true
 check "example.php runs: $out" grep -q '^holding nightly-report with fence [0-9]' <<<"$out"
 
+out=$(cd "$tmp" && "$php" -d ffi.enable=preload "$here/example.php" 2>&1) || true
+check "example.php runs with ffi.enable=preload (PHP's default: the CLI may use FFI)" grep -q '^holding nightly-report' <<<"$out"
+lint=$(find "$here" -name '*.php' -print0 | xargs -0 -n1 "$php" -l 2>&1 | grep -v '^No syntax errors' || true)
+check "php -l of every file${lint:+: $lint}" test -z "$lint"
+
 run sqlite "$here/tests/test_store.php" "sqlite://$tmp/php-test.db" "${cliarg[@]}"
 
 for var in DLOCK_TEST_REDIS_URL DLOCK_TEST_POSTGRES_URL DLOCK_TEST_MYSQL_URL \
