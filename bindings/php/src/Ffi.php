@@ -1,0 +1,154 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Dlock;
+
+/**
+ * The one FFI handle on libdlock (internal).
+ *
+ * The declarations below are include/dlock.h's, without the macros and the
+ * preprocessor, in a form FFI::cdef() accepts.  Return codes are declared
+ * `int` (the ABI of the dlock_rc enum).
+ *
+ * @internal
+ */
+final class Ffi
+{
+    /** The SONAME loaded when DLOCK_LIBRARY is not set. */
+    public const SONAME = 'libdlock.so.0.2';
+
+    /** DLOCK_OPTIONS_VERSION of the header these declarations copy. */
+    public const OPTIONS_VERSION = 2;
+
+    private const CDEF = <<<'C'
+typedef struct dlock_store dlock_store;
+typedef struct dlock_lock dlock_lock;
+typedef void (*dlock_lost_cb)(dlock_lock *lock, void *payload);
+typedef struct dlock_options {
+    unsigned version;
+    int64_t wait_ms;
+    int64_t ttl_ms;
+    int auto_renew;
+    int shared;
+    dlock_lost_cb on_lost;
+    void *payload;
+    unsigned limit;
+} dlock_options;
+typedef struct dlock_info {
+    char name[1025];
+    int held;
+    int shared;
+    unsigned holders;
+    uint64_t fence;
+    int64_t ttl_ms;
+    char host[256];
+    int64_t pid;
+    int64_t since_ms;
+    int other_client;
+    unsigned limit;
+} dlock_info;
+typedef int (*dlock_list_cb)(const dlock_info *info, void *payload);
+int dlock_options_init(dlock_options *opts, unsigned version);
+const char *dlock_default_url(void);
+int dlock_store_open(dlock_store **out, const char *url);
+void dlock_store_close(dlock_store *store);
+int dlock_store_init(dlock_store *store);
+int dlock_ddl(char **out, const char *url);
+const char *dlock_store_url(const dlock_store *store);
+int dlock_url_redact(char **out, const char *url);
+void dlock_free(char *str);
+int dlock_acquire_len(dlock_lock **out, dlock_store *store, const char *name, size_t name_len, const dlock_options *opts);
+int dlock_release(dlock_lock *lock);
+int dlock_extend(dlock_lock *lock, int64_t ttl_ms);
+int dlock_assert_ttl(dlock_lock *lock, int64_t min_remaining_ms);
+uint64_t dlock_fence(const dlock_lock *lock);
+const char *dlock_lock_name(const dlock_lock *lock);
+int dlock_is_lost(const dlock_lock *lock);
+int64_t dlock_lease_left(const dlock_lock *lock);
+int dlock_status(dlock_info **out, dlock_store *store, const char *name);
+void dlock_info_free(dlock_info *info);
+int dlock_list(dlock_store *store, const char *prefix, dlock_list_cb cb, void *payload);
+int dlock_force_release(unsigned *out_removed, dlock_store *store, const char *name);
+const char *dlock_strerror(int rc);
+const char *dlock_errmsg(void);
+const char *dlock_schemes(void);
+const char *dlock_version(void);
+C;
+
+    private static ?\FFI $ffi = null;
+
+    /** The FFI instance, loaded on first use. */
+    public static function get(): \FFI
+    {
+        if (self::$ffi === null) {
+            $lib = getenv('DLOCK_LIBRARY');
+            if ($lib === false || $lib === '') {
+                $lib = self::SONAME;
+            }
+            if (!class_exists(\FFI::class)) {
+                throw new NotSupportedException(
+                    'the FFI extension is not loaded (php -m | grep FFI; see bindings/php/README.md)',
+                    Exception::ENOTSUP
+                );
+            }
+            try {
+                $ffi = \FFI::cdef(self::CDEF, $lib);
+            } catch (\Throwable $e) {
+                throw new NotSupportedException(
+                    "cannot load libdlock ($lib): " . $e->getMessage()
+                    . ' (set DLOCK_LIBRARY to its path; FFI must be enabled: see bindings/php/README.md)',
+                    Exception::ENOTSUP,
+                    $e
+                );
+            }
+            self::pin($lib);
+            self::$ffi = $ffi;
+        }
+        return self::$ffi;
+    }
+
+    /**
+     * Keep libdlock mapped until the process exits.  PHP's FFI dlclose()s
+     * its library when the FFI object is freed at shutdown, while
+     * libdlock's renew thread may still run in it and its atexit() handler
+     * still has to release what is held; an extra dlopen() with
+     * RTLD_NODELETE makes that dlclose() leave it in place.
+     */
+    private static function pin(string $lib): void
+    {
+        try {
+            $libc = \FFI::cdef('void *dlopen(const char *file, int mode);', 'libc.so.6');
+            // RTLD_NOW (2) | RTLD_NODELETE (0x1000), glibc's values.
+            $libc->dlopen($lib, 0x1002);
+        } catch (\Throwable $e) {
+            // Not glibc: nothing to pin with; libdlock's atexit handler runs
+            // at dlclose() (glibc's __cxa_finalize) anyway.
+        }
+    }
+
+    /** Turn a `const char *` result into a PHP string ('' for NULL). */
+    public static function str($p): string
+    {
+        if ($p === null) {
+            return '';
+        }
+        if (is_string($p)) {
+            return $p;
+        }
+        return \FFI::isNull($p) ? '' : \FFI::string($p);
+    }
+
+    /** The calling thread's last message from the library. */
+    public static function errmsg(): string
+    {
+        return self::str(self::get()->dlock_errmsg());
+    }
+
+    /** A PHP int for a uint64_t FFI hands back as a (possibly negative) int. */
+    public static function u64($v)
+    {
+        $v = (int) $v;
+        return $v >= 0 ? $v : sprintf('%u', $v);
+    }
+}

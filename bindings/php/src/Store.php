@@ -1,0 +1,296 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Dlock;
+
+/**
+ * A store: a connection (or pool) to one database, through libdlock.
+ *
+ *     $store = new Dlock\Store('redis://127.0.0.1:6379');
+ *     $lock = $store->lock('nightly-report', wait: 5, ttl: 30);
+ *
+ * URLs are libdlock's ("sqlite:///abs/path.db", "redis://...",
+ * "postgres://...", "mysql://..."; null or "" is the default store, a
+ * SQLite file private to the user: see Store::defaultUrl()).
+ */
+final class Store
+{
+    /** Store::lock()'s $wait for "wait until acquired". */
+    public const FOREVER = -1.0;
+
+    /** @var \FFI\CData|null dlock_store* */
+    private $handle;
+
+    /**
+     * Open a store.
+     * @throws InvalidArgumentException a malformed URL
+     * @throws NotSupportedException a scheme not compiled into libdlock
+     * @throws UnavailableException|StoreException the store cannot be opened
+     */
+    public function __construct(?string $url = null)
+    {
+        $ffi = Ffi::get();
+        if ($url !== null && str_contains($url, "\0")) {
+            throw new InvalidArgumentException('a store URL cannot contain a NUL byte', Exception::EINVAL);
+        }
+        $out = $ffi->new('dlock_store *');
+        $rc = $ffi->dlock_store_open(\FFI::addr($out), $url);
+        if ($rc !== Exception::OK) {
+            throw Exception::fromRc($rc);
+        }
+        $this->handle = $out;
+    }
+
+    public function __destruct()
+    {
+        $this->close();
+    }
+
+    /**
+     * Close the store.  Locks still held through it are released; later
+     * calls on them throw LostException ("its store was closed").
+     */
+    public function close(): void
+    {
+        if ($this->handle !== null) {
+            $h = $this->handle;
+            $this->handle = null;
+            Ffi::get()->dlock_store_close($h);
+        }
+    }
+
+    /** The store's URL with any password replaced by "***". */
+    public function url(): string
+    {
+        return Ffi::str(Ffi::get()->dlock_store_url($this->h()));
+    }
+
+    /** Create the store's tables if missing (stores do this on first use anyway). */
+    public function init(): void
+    {
+        $rc = Ffi::get()->dlock_store_init($this->h());
+        if ($rc !== Exception::OK) {
+            throw Exception::fromRc($rc);
+        }
+    }
+
+    /**
+     * Acquire the lock $name.
+     *
+     * @param string     $name   1..1024 bytes of UTF-8, no NUL.
+     * @param float|null $wait   null or 0: try once; > 0: wait up to this
+     *                           many seconds; Store::FOREVER (any negative
+     *                           number) or INF: wait until acquired.
+     * @param float      $ttl    the lease, in seconds (0.1 .. 365 days).
+     *                           libdlock's own thread renews it every
+     *                           third of it while the lock is held (also
+     *                           while this PHP process is busy), unless
+     *                           $autoRenew is false.
+     * @param bool       $shared a shared (read) lock.
+     * @param int|null   $limit  N >= 2: a semaphore of N holders (null or
+     *                           1: a lock).
+     * @return Lock|null the lock, or null if someone else holds it and
+     *                   it was not acquired in time.
+     * @throws InvalidArgumentException a bad name or option (nothing sent)
+     * @throws NotSupportedException e.g. shared on a store without them
+     * @throws UnavailableException|StoreException
+     */
+    public function lock(
+        string $name,
+        ?float $wait = null,
+        float $ttl = 30,
+        bool $shared = false,
+        ?int $limit = null,
+        bool $autoRenew = true
+    ): ?Lock {
+        $ffi = Ffi::get();
+        $opts = $ffi->new('dlock_options');
+        $rc = $ffi->dlock_options_init(\FFI::addr($opts), Ffi::OPTIONS_VERSION);
+        if ($rc !== Exception::OK) {
+            throw Exception::fromRc($rc);
+        }
+        $opts->wait_ms = self::waitMs($wait);
+        if (!is_finite($ttl) || abs($ttl) > 1e15) {
+            throw new InvalidArgumentException("bad ttl $ttl: seconds, 0.1 up to 365 days", Exception::EINVAL);
+        }
+        $opts->ttl_ms = (int) round($ttl * 1000);
+        $opts->auto_renew = $autoRenew ? 1 : 0;
+        $opts->shared = $shared ? 1 : 0;
+        if ($limit !== null) {
+            if ($limit < 0 || $limit > 0xFFFFFFFF) {
+                throw new InvalidArgumentException("bad limit $limit: 1..1024", Exception::EINVAL);
+            }
+            $opts->limit = $limit;
+        }
+        // on_lost stays NULL: PHP must never be entered from libdlock's
+        // renew thread.  Loss is polled (Lock::isLost(), every call).
+        $out = $ffi->new('dlock_lock *');
+        $rc = $ffi->dlock_acquire_len(\FFI::addr($out), $this->h(), $name, strlen($name), \FFI::addr($opts));
+        if ($rc === Exception::BUSY) {
+            return null;
+        }
+        if ($rc !== Exception::OK) {
+            throw Exception::fromRc($rc);
+        }
+        return new Lock($this, $out, $name);
+    }
+
+    /**
+     * What the store knows about $name (held or not).
+     * @throws InvalidArgumentException|UnavailableException|StoreException
+     */
+    public function status(string $name): LockInfo
+    {
+        self::noNul($name, 'name');
+        $ffi = Ffi::get();
+        $out = $ffi->new('dlock_info *');
+        $rc = $ffi->dlock_status(\FFI::addr($out), $this->h(), $name);
+        if ($rc !== Exception::OK) {
+            throw Exception::fromRc($rc);
+        }
+        try {
+            return LockInfo::fromC($out[0]);
+        } finally {
+            $ffi->dlock_info_free($out);
+        }
+    }
+
+    /**
+     * The held locks whose name starts with $prefix ('' or null: all), in
+     * no particular order.
+     * @return LockInfo[]
+     */
+    public function list(?string $prefix = null): array
+    {
+        if ($prefix !== null) {
+            self::noNul($prefix, 'prefix');
+        }
+        $ffi = Ffi::get();
+        $found = [];
+        $error = null;
+        // Called synchronously, on this thread, inside dlock_list().
+        $cb = function ($info, $payload) use (&$found, &$error): int {
+            try {
+                $found[] = LockInfo::fromC($info[0]);
+                return 0;
+            } catch (\Throwable $e) {
+                $error = $e;
+                return 1;
+            }
+        };
+        $rc = $ffi->dlock_list($this->h(), $prefix, $cb, null);
+        if ($error !== null) {
+            throw $error;
+        }
+        if ($rc !== Exception::OK) {
+            throw Exception::fromRc($rc);
+        }
+        return $found;
+    }
+
+    /**
+     * Break $name whoever holds it (administration).  Its holder finds it
+     * lost.  Returns how many holders were removed.
+     */
+    public function forceRelease(string $name): int
+    {
+        self::noNul($name, 'name');
+        $ffi = Ffi::get();
+        $removed = $ffi->new('unsigned');
+        $rc = $ffi->dlock_force_release(\FFI::addr($removed), $this->h(), $name);
+        if ($rc !== Exception::OK) {
+            throw Exception::fromRc($rc);
+        }
+        return $removed->cdata;
+    }
+
+    /** The library version (dlock_version()). */
+    public static function version(): string
+    {
+        return Ffi::str(Ffi::get()->dlock_version());
+    }
+
+    /** The URL schemes compiled into libdlock, e.g. ["sqlite", "redis", ...]. */
+    public static function schemes(): array
+    {
+        $s = Ffi::str(Ffi::get()->dlock_schemes());
+        return $s === '' ? [] : explode(',', $s);
+    }
+
+    /** The store used when no URL is given. */
+    public static function defaultUrl(): string
+    {
+        return Ffi::str(Ffi::get()->dlock_default_url());
+    }
+
+    /**
+     * The DDL the store at $url would run (tables, and for MySQL the
+     * ALTER TABLE for a table its-mieger/mysql-shared-locks created), for a
+     * DBA to run.  Does not connect.
+     */
+    public static function ddl(?string $url = null): string
+    {
+        if ($url !== null) {
+            self::noNul($url, 'URL');
+        }
+        $ffi = Ffi::get();
+        $out = $ffi->new('char *');
+        $rc = $ffi->dlock_ddl(\FFI::addr($out), $url);
+        if ($rc !== Exception::OK) {
+            throw Exception::fromRc($rc);
+        }
+        try {
+            return \FFI::string($out);
+        } finally {
+            $ffi->dlock_free($out);
+        }
+    }
+
+    /** A URL with any password replaced by "***" (safe to log). */
+    public static function redact(string $url): string
+    {
+        self::noNul($url, 'URL');
+        $ffi = Ffi::get();
+        $out = $ffi->new('char *');
+        $rc = $ffi->dlock_url_redact(\FFI::addr($out), $url);
+        if ($rc !== Exception::OK) {
+            throw Exception::fromRc($rc);
+        }
+        try {
+            return \FFI::string($out);
+        } finally {
+            $ffi->dlock_free($out);
+        }
+    }
+
+    /** @internal the dlock_store* */
+    public function h()
+    {
+        if ($this->handle === null) {
+            throw new InvalidArgumentException('the store is closed', Exception::EINVAL);
+        }
+        return $this->handle;
+    }
+
+    private static function waitMs(?float $wait): int
+    {
+        if ($wait === null || $wait == 0) {
+            return 0;
+        }
+        if (is_nan($wait)) {
+            throw new InvalidArgumentException('bad wait NAN', Exception::EINVAL);
+        }
+        if ($wait < 0 || $wait * 1000 >= 9.2e18) {
+            return -1;
+        }
+        return max(1, (int) ceil($wait * 1000));
+    }
+
+    private static function noNul(string $s, string $what): void
+    {
+        if (str_contains($s, "\0")) {
+            throw new InvalidArgumentException("a $what cannot contain a NUL byte", Exception::EINVAL);
+        }
+    }
+}
