@@ -508,7 +508,7 @@ void dlock__redis_scripts_free(struct redis_store *rs)
  * echoes its arguments, dlock's Lua source, which says nothing to a
  * user: a Sentinel is the likely one, and is named (a cluster node gets
  * its hint from conn.c); another gets the error without the echo. */
-static int load_error(struct redis_store *rs, redisContext *c,
+static int load_error(struct redis_store *rs, struct rconn *c,
                       const redisReply *r)
 {
     static const char unknown[] = "ERR unknown command 'SCRIPT'";
@@ -527,10 +527,10 @@ static int load_error(struct redis_store *rs, redisContext *c,
                          rs->url, unknown + 4);
 }
 
-int dlock__redis_load_scripts(struct redis_store *rs, redisContext *c)
+int dlock__redis_load_scripts(struct redis_store *rs, struct rconn *c)
 {
     for (int i = 0; i < S_COUNT; i++) {
-        redisReply *r = redisCommand(c, "SCRIPT LOAD %s", rs->lua[i]);
+        redisReply *r = dlock__rconn_command(c, "SCRIPT LOAD %s", rs->lua[i]);
         int rc;
 
         if (r == NULL || r->type != REDIS_REPLY_STRING || r->len != 40) {

@@ -50,6 +50,7 @@ static void redis_close(struct dlock_store *s)
     free(rs->user);
     free(rs->password);
     free(rs->prefix);
+    dlock__rtls_free(rs->tls);
     free(rs);
 }
 
@@ -102,18 +103,39 @@ static int redis_open(struct dlock_store **out, const struct dlock_url *u)
     static const char *const known[] = {"prefix",   "connect_timeout",
                                         "timeout",  "db",
                                         "password", "fair",
+                                        "cacert",   "cert",
+                                        "key",      "sni",
                                         NULL};
+    static const char *const tls_only[] = {"cacert", "cert", "key", "sni"};
     struct redis_store *rs;
     struct dlock__nopipe np;
     const char *v;
     void *c;
+    /* rediss://, rediss-sentinel://, rediss-cluster://: the same over
+     * TLS (the "s" of https://, as redis-cli, redis-py and the others
+     * spell it).  No ?tls= as well: one spelling, so a URL never says
+     * TLS one way and plaintext the other. */
+    int tls = strncmp(u->scheme, "rediss", 6) == 0;
+    const char *kind = tls ? u->scheme + 6
+                       : strncmp(u->scheme, "redis", 5) == 0 ? u->scheme + 5
+                                                             : "";
     int rc, is_unix = strcmp(u->scheme, "unix") == 0,
-            is_sentinel = strcmp(u->scheme, "redis-sentinel") == 0,
-            is_cluster = strcmp(u->scheme, "redis-cluster") == 0;
+            is_sentinel = strcmp(kind, "-sentinel") == 0,
+            is_cluster = strcmp(kind, "-cluster") == 0;
 
+    if (dlock__url_param(u, "tls") != NULL ||
+        dlock__url_param(u, "ssl") != NULL)
+        return dlock__seterr(DLOCK_EINVAL, "TLS is spelled rediss:// "
+                             "(rediss-sentinel://, rediss-cluster://), not "
+                             "?tls= or ?ssl=: %s", u->redacted);
     rc = dlock__url_check_params(u, known);
     if (rc != DLOCK_OK)
         return rc;
+    for (size_t i = 0; !tls && i < sizeof(tls_only) / sizeof(*tls_only); i++)
+        if (dlock__url_param(u, tls_only[i]) != NULL)
+            return dlock__seterr(DLOCK_EINVAL, "?%s= is for TLS, which is "
+                                 "spelled rediss://: %s", tls_only[i],
+                                 u->redacted);
     rs = calloc(1, sizeof(*rs));
     if (rs == NULL)
         return dlock__enomem();
@@ -187,6 +209,14 @@ static int redis_open(struct dlock_store **out, const struct dlock_url *u)
     if (u->user != NULL && (rs->user = dlock__strdup(u->user)) == NULL) {
         rc = dlock__enomem();
         goto fail;
+    }
+    if (tls) {
+        rc = dlock__rtls_new(&rs->tls, dlock__url_param(u, "cacert"),
+                             dlock__url_param(u, "cert"),
+                             dlock__url_param(u, "key"),
+                             dlock__url_param(u, "sni"), u->redacted);
+        if (rc != DLOCK_OK)
+            goto fail;
     }
     rc = dlock__redis_scripts_init(rs);
     if (rc != DLOCK_OK)
