@@ -6,8 +6,9 @@ chmod 755 "$tmp"
 started=()
 cleanup() {
     local s
+    # SCRIPT or SCRIPT:DIR (the TLS Redis: server-redis.sh in redis-tls).
     for s in "${started[@]}"; do
-        "$here/server-$s.sh" stop "$tmp/$s" >/dev/null 2>&1 || true
+        "$here/server-${s%%:*}.sh" stop "$tmp/${s#*:}" >/dev/null 2>&1 || true
     done
     rm -rf "$tmp"
 }
@@ -67,5 +68,23 @@ case ",$schemes," in
             problems=$((problems + 1))
         fi
     done
+    ;;
+esac
+
+# Redis over TLS (rediss://): a TLS-only server with a throwaway CA and
+# certificates (server-redis.sh start-tls), for the contract, CLI and TLS
+# suites.
+case ",$schemes," in
+*rediss*)
+    mkdir -p "$tmp/redis-tls"
+    started+=("redis:redis-tls")
+    if url=$("$here/server-redis.sh" start-tls "$tmp/redis-tls"); then
+        echo "== redis-tls: $url"
+        export "DLOCK_TEST_REDIS_TLS_URL=$url" \
+            "DLOCK_TEST_REDIS_TLS_DIR=$tmp/redis-tls"
+    else
+        echo "== redis-tls: the server did not start"
+        problems=$((problems + 1))
+    fi
     ;;
 esac
