@@ -71,20 +71,26 @@ case ",$schemes," in
     ;;
 esac
 
-# Redis over TLS (rediss://): a TLS-only server with a throwaway CA and
-# certificates (server-redis.sh start-tls), for the contract, CLI and TLS
-# suites.
+# Redis over TLS (rediss://, rediss-sentinel://, rediss-cluster://): the
+# same three, TLS only, each with a throwaway CA and certificates (their
+# scripts' start-tls), for the contract, CLI and TLS suites:
+# DLOCK_TEST_REDIS_TLS_URL, DLOCK_TEST_REDIS_SENTINEL_TLS_URL,
+# DLOCK_TEST_REDIS_CLUSTER_TLS_URL (and _DIR).
 case ",$schemes," in
 *rediss*)
-    mkdir -p "$tmp/redis-tls"
-    started+=("redis:redis-tls")
-    if url=$("$here/server-redis.sh" start-tls "$tmp/redis-tls"); then
-        echo "== redis-tls: $url"
-        export "DLOCK_TEST_REDIS_TLS_URL=$url" \
-            "DLOCK_TEST_REDIS_TLS_DIR=$tmp/redis-tls"
-    else
-        echo "== redis-tls: the server did not start"
-        problems=$((problems + 1))
-    fi
+    for topo in redis redis-sentinel redis-cluster; do
+        [ -x "$here/server-$topo.sh" ] || continue
+        upper=$(echo "$topo" | tr a-z- A-Z_)_TLS
+        mkdir -p "$tmp/$topo-tls"
+        started+=("$topo:$topo-tls")
+        if url=$("$here/server-$topo.sh" start-tls "$tmp/$topo-tls"); then
+            echo "== $topo-tls: $url"
+            export "DLOCK_TEST_${upper}_URL=$url" \
+                "DLOCK_TEST_${upper}_DIR=$tmp/$topo-tls"
+        else
+            echo "== $topo-tls: the servers did not start"
+            problems=$((problems + 1))
+        fi
+    done
     ;;
 esac
