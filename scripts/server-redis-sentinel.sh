@@ -17,6 +17,8 @@
 #                     sentinel knows it as healthy (so a failover can
 #                     promote it), print its port
 #       cli PORT ARGS...  redis-cli against one of the nodes
+#       freeze PORT   SIGSTOP the node on PORT (a replica that stops
+#                     acknowledging: ?replicas=); thaw PORT: SIGCONT
 # Listens on 127.0.0.1 only, on free ports in 21000-29999 (five in a row).
 # No RDB, no AOF.  Sentinels run as `redis-sentinel` (Debian's
 # redis-sentinel package) or, without it, `redis-server --sentinel`.
@@ -296,8 +298,12 @@ ctl)
         other_ready "$dir" "$old"
         ;;
     cli) cli "$@" ;;
+    freeze | thaw)
+        pid=$(cat "$dir/n${1:?say which port}/pid") || die "no node on $1"
+        if [ "$sub" = freeze ]; then kill -STOP "$pid"; else kill -CONT "$pid"; fi
+        ;;
     where) echo "${node_ns[${1:-}]:-} ${node_addr[${1:-}]:-}" ;;
-    *) die "unknown ctl command '$sub' (failover, kill-master, master, replica-ready, cli, where)" ;;
+    *) die "unknown ctl command '$sub' (failover, kill-master, master, replica-ready, cli, freeze, thaw, where)" ;;
     esac
     ;;
 *) die "unknown command '$cmd' (start, start-tls, stop, ctl)" ;;

@@ -227,6 +227,53 @@ static int send_once(struct redis_store *rs, struct rconn *c, int argc,
                          rs->url, c->errstr);
 }
 
+long long dlock__redis_wait_acks(struct redis_store *rs, struct rconn *c,
+                                 int *dead)
+{
+    /* Within the lease, and well within the socket's timeout: a WAIT
+     * that outlived it would cost the connection, not just the ack. */
+    int64_t ms = dlock__io_bound(rs->replicas_timeout_ms),
+            half = dlock__io_bound(rs->timeout_ms) / 2;
+    char n[24], t[24];
+    const char *argv[3] = {"WAIT", n, t};
+    size_t lens[3];
+    redisReply *r = NULL;
+    long long acks = -1;
+
+    if (ms > half)
+        ms = half;
+    if (ms < 1)
+        ms = 1; /* WAIT's 0 would wait for ever */
+    snprintf(n, sizeof(n), "%d", rs->replicas);
+    snprintf(t, sizeof(t), "%lld", (long long)ms);
+    lens[0] = 4;
+    lens[1] = strlen(n);
+    lens[2] = strlen(t);
+    if (dlock__redis_send(rs, c, 3, argv, lens, &r, dead) == DLOCK_OK &&
+        r->type == REDIS_REPLY_INTEGER)
+        acks = r->integer;
+    freeReplyObject(r);
+    return acks;
+}
+
+int dlock__redis_unacked(struct redis_store *rs, const char *what,
+                         const char *name, long long acks)
+{
+    if (acks < 0) {
+        char why[256];
+
+        dlock__strlcpy(why, dlock_errmsg(), sizeof(why));
+        return dlock__seterr(DLOCK_EUNAVAIL, "%s of '%s': no count from "
+                             "WAIT (?replicas=%d): %s", what, name,
+                             rs->replicas, why[0] ? why : rs->url);
+    }
+    return dlock__seterr(DLOCK_EUNAVAIL, "%s of '%s': %lld of the %d "
+                         "replicas asked for (?replicas=) acknowledged it "
+                         "within %lld ms (%s)", what, name, acks,
+                         rs->replicas, (long long)rs->replicas_timeout_ms,
+                         rs->url);
+}
+
 int dlock__redis_send(struct redis_store *rs, struct rconn *c, int argc,
                       const char **argv, const size_t *lens, redisReply **out,
                       int *dead)

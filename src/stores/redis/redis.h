@@ -19,6 +19,8 @@
  *                                      &timeout=5s]
  * rediss://... (and rediss-sentinel://, rediss-cluster://): the same over
  *   TLS, with ?cacert=FILE&cert=FILE&key=FILE&sni=NAME
+ * any of them with ?replicas=N&replicas_timeout=1s: acquires and renewals
+ *   count only once WAIT says N replicas have them
  * unix:///path/to/redis.sock[?db=0&password=...&prefix=...]
  *
  * Keys for a lock NAME (P is the prefix, default "dlock:"):
@@ -164,6 +166,12 @@ struct redis_store {
     /* rediss://: TLS to every server (sentinels, master, cluster nodes,
      * the subscriber); NULL: plaintext (rconn.c). */
     struct rtls *tls;
+    /* ?replicas=N: an acquire or a renewal counts only once WAIT says N
+     * replicas have it, within ?replicas_timeout= (scripts.c: eval_fn
+     * asks, store.c and renew.c decide).  0: no WAIT. */
+    int replicas;
+    int64_t replicas_timeout_ms;
+    long long acks; /* what the last WAIT answered (under mu), -1 none */
 
     /* Sentinel (topo.c): the sentinels, the master's name, where it was
      * last, and the epoch: how many times the command connection found
@@ -311,6 +319,16 @@ int dlock__redis_bad_reply(struct redis_store *rs, redisReply *r);
  * dlock__redis_unbound() to put the URL's back. */
 int dlock__redis_bound(struct redis_store *rs, struct rconn *c);
 void dlock__redis_unbound(struct redis_store *rs, struct rconn *c, int bound);
+/* WAIT rs->replicas on c: how many replicas acknowledged every write of
+ * c so far, within ?replicas_timeout= (less near a held lock's lease
+ * end); -1 when the connection broke (*dead set) or the answer was not a
+ * count. */
+long long dlock__redis_wait_acks(struct redis_store *rs, struct rconn *c,
+                                 int *dead);
+/* DLOCK_EUNAVAIL: what of name[0..len) (an acquire, a renewal) fewer
+ * than rs->replicas acknowledged (acks). */
+int dlock__redis_unacked(struct redis_store *rs, const char *what,
+                         const char *name, long long acks);
 /* Send one command on c and read its answer: DLOCK_OK with *out (an
  * error answer too: the caller looks), or DLOCK_EUNAVAIL with *dead set
  * when the connection broke or did not answer in time. */

@@ -136,7 +136,7 @@ static int pipeline(struct renew_call *r, struct rconn *c,
     return rc;
 }
 
-static int renew_fn(void *conn, void *arg, int *dead)
+static int renew_once(void *conn, void *arg, int *dead)
 {
     struct renew_call *r = arg;
     struct rconn *c = conn;
@@ -165,6 +165,39 @@ static int renew_fn(void *conn, void *arg, int *dead)
                                       "redis renew: the server keeps "
                                       "forgetting the scripts (%s)",
                                       r->rs->url);
+    return DLOCK_OK;
+}
+
+/* Lock i was renewed by this batch (not redirected: extended alone
+ * later, through extend(), which asks on its own). */
+static int counted(const struct renew_call *r, size_t i)
+{
+    return (r->only == NULL || r->only[i]) &&
+           (r->alone == NULL || !r->alone[i]) && r->rcs[i] == DLOCK_OK;
+}
+
+/* renew_once(), then with ?replicas= one WAIT for the whole batch, on the
+ * connection that wrote it: a renewal not acknowledged by enough
+ * replicas fails (EUNAVAIL) and is retried while its lease runs. */
+static int renew_fn(void *conn, void *arg, int *dead)
+{
+    struct renew_call *r = arg;
+    long long acks;
+    int rc = renew_once(conn, arg, dead), any = 0;
+
+    if (rc != DLOCK_OK || r->rs->replicas == 0)
+        return rc;
+    for (size_t i = 0; i < r->n; i++)
+        any |= counted(r, i);
+    if (!any)
+        return DLOCK_OK;
+    acks = *dead ? -1 : dlock__redis_wait_acks(r->rs, conn, dead);
+    if (acks >= r->rs->replicas)
+        return DLOCK_OK;
+    for (size_t i = 0; i < r->n; i++)
+        if (counted(r, i))
+            r->rcs[i] = dlock__redis_unacked(r->rs, "a renewal",
+                                             r->locks[i]->name, acks);
     return DLOCK_OK;
 }
 
