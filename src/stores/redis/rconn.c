@@ -462,6 +462,8 @@ struct rconn *dlock__rconn_connect(const struct rtls *tls, const char *host,
         c->port = port;
         connect_tcp(c, host, port, deadline);
     }
+    if (!c->err && tls != NULL && path != NULL)
+        seterr(c, "TLS over a unix socket is not supported");
     if (!c->err && tls != NULL) {
         pthread_once(&bio_once, bio_method_init);
         handshake(c, tls, host, deadline);
