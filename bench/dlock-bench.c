@@ -11,7 +11,9 @@
  *    BEGIN IMMEDIATE/COMMIT for SQLite) on a connection of our own; the
  *    ratio (cycle time) / (2 x no-op time) = noop/s / (2 x cycles/s) per
  *    pair of blocks, median and spread: 1.0 is a cycle that costs exactly
- *    its two round trips.
+ *    its two round trips.  rediss:// (TLS): the no-op is a PING over TLS
+ *    through the store's own transport (src/stores/redis/rconn.c), with
+ *    the URL's ?cacert= ?cert= ?key= ?sni=.
  * 2. contended: 8 processes on one name, hold 1 ms, think 1 ms; cycles/s,
  *    hand-off latency (release by A -> acquire by B != A), Jain's fairness
  *    index, share of acquisitions that went back to the releaser.
@@ -45,6 +47,9 @@
 #include "bench.h"
 #include "dlock.h"
 #include "store.h" /* dlock__renewals() */
+#ifdef DLOCK_HAVE_REDIS
+#include "../src/stores/redis/rconn.h"
+#endif
 
 static int64_t now_ns(void)
 {
@@ -124,6 +129,72 @@ static void jnum(const char *key, double v, int last)
 
 /* --- 1. uncontended --------------------------------------------------- */
 
+/* rediss://: PING over TLS on a connection of our own, as bench_noop()
+ * does in plaintext (noop.c: hiredis has no TLS). */
+#ifdef DLOCK_HAVE_REDIS
+static struct rtls *tls_cfg;
+static struct rconn *tls_conn;
+
+static int tls_noop_open(void)
+{
+    struct dlock_url *u;
+    int ok = -1;
+
+    if (strncmp(url, "rediss://", 9) != 0 || dlock__url_parse(&u, url) != 0)
+        return -1;
+    if (dlock__rtls_new(&tls_cfg, dlock__url_param(u, "cacert"),
+                        dlock__url_param(u, "cert"), dlock__url_param(u, "key"),
+                        dlock__url_param(u, "sni"), u->redacted) == DLOCK_OK &&
+        (tls_conn = dlock__rconn_connect(tls_cfg,
+                                         u->host ? u->host : "127.0.0.1",
+                                         u->port ? u->port : 6379, NULL,
+                                         5000)) != NULL &&
+        !tls_conn->err) {
+        redisReply *r = u->password == NULL ? NULL
+                        : u->user != NULL && u->user[0] != '\0'
+                            ? dlock__rconn_command(tls_conn, "AUTH %s %s",
+                                                   u->user, u->password)
+                            : dlock__rconn_command(tls_conn, "AUTH %s",
+                                                   u->password);
+
+        freeReplyObject(r);
+        dlock__rconn_set_timeout(tls_conn, 5000);
+        ok = 0;
+    }
+    dlock__url_free(u);
+    return ok;
+}
+
+static int tls_noop(void)
+{
+    redisReply *r = dlock__rconn_command(tls_conn, "PING");
+    int ok = r != NULL && r->type == REDIS_REPLY_STATUS ? 0 : -1;
+
+    freeReplyObject(r);
+    return ok;
+}
+
+static void tls_noop_close(void)
+{
+    dlock__rconn_free(tls_conn);
+    dlock__rtls_free(tls_cfg);
+}
+#else
+static int tls_noop_open(void)
+{
+    return -1;
+}
+
+static int tls_noop(void)
+{
+    return -1;
+}
+
+static void tls_noop_close(void)
+{
+}
+#endif
+
 static void bench_uncontended(void)
 {
     const int blocks = quick ? 5 : 15, per = quick ? 200 : 1000;
@@ -139,8 +210,11 @@ static void bench_uncontended(void)
     if (lat == NULL)
         exit(1);
     if (bench_noop_open(&noop, url) != 0) {
-        fprintf(stderr, "dlock-bench: no baseline for %s\n", url);
-        exit(1);
+        noop = NULL;
+        if (tls_noop_open() != 0) {
+            fprintf(stderr, "dlock-bench: no baseline for %s\n", url);
+            exit(1);
+        }
     }
     snprintf(name, sizeof(name), "%s/uncontended", run_id);
     o.auto_renew = 0; /* nothing in the background during the timing */
@@ -148,7 +222,7 @@ static void bench_uncontended(void)
         int64_t t0 = now_ns(), t1;
 
         for (int i = 0; i < per; i++)
-            if (bench_noop(noop) != 0)
+            if ((noop != NULL ? bench_noop(noop) : tls_noop()) != 0)
                 die("no-op");
         t1 = now_ns();
         noop_rate[b] = per / ((double)(t1 - t0) / 1e9);
@@ -170,7 +244,8 @@ static void bench_uncontended(void)
     /* What the server counted per cycle (statements where it can tell):
      * the round trips, as the server sees them. */
     {
-        long long r0 = bench_server_requests(noop), r1 = -1;
+        long long r0 = noop != NULL ? bench_server_requests(noop) : -1,
+                  r1 = -1;
 
         if (r0 >= 0) {
             for (int i = 0; i < 100; i++) {
@@ -214,7 +289,7 @@ static void bench_uncontended(void)
     }
     /* SQLite's empty transaction never touches the disk, while every lock
      * change is a durable commit: compare with a one-row commit too. */
-    if (bench_noop_durable(noop) == 0) {
+    if (noop != NULL && bench_noop_durable(noop) == 0) {
         int64_t t0 = now_ns();
         double rate;
 
@@ -232,7 +307,10 @@ static void bench_uncontended(void)
         if (json != NULL)
             fprintf(json, "  },\n");
     }
-    bench_noop_close(noop);
+    if (noop != NULL)
+        bench_noop_close(noop);
+    else
+        tls_noop_close();
     dlock_store_close(s);
     free(lat);
 }

@@ -58,3 +58,54 @@ stop_pidfiles() {
     done
     return 0
 }
+
+# make_tls_certs DIR: a throwaway CA and certificates in DIR, for servers
+# that talk TLS (once; later calls keep them):
+#   ca.crt ca.key          the CA the servers and clients trust
+#   server.crt server.key  for 127.0.0.1, ::1 and localhost (subjectAltName),
+#                          server and client use (replication, cluster bus)
+#   client.crt client.key  a client certificate of the same CA
+#   expired.crt            server.key's names, valid only in 2000
+#   other-ca.crt           a CA that signed none of them
+# EC P-256 keys: quick to make.  Valid for 30 days.
+make_tls_certs() {
+    local d=$1 ec="-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+    [ -f "$d/other-ca.crt" ] && return 0
+    mkdir -p "$d"
+    (
+        set -e
+        cd "$d"
+        # shellcheck disable=SC2086
+        openssl req -x509 $ec -keyout ca.key -out ca.crt -days 30 \
+            -subj /CN=dlock-test-ca
+        printf '%s\n' 'subjectAltName=IP:127.0.0.1,IP:::1,DNS:localhost' \
+            'extendedKeyUsage=serverAuth,clientAuth' >server.ext
+        # shellcheck disable=SC2086
+        openssl req -new $ec -keyout server.key -out server.csr \
+            -subj /CN=localhost
+        openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key \
+            -CAcreateserial -days 30 -out server.crt -extfile server.ext
+        printf '%s\n' 'extendedKeyUsage=clientAuth' >client.ext
+        # shellcheck disable=SC2086
+        openssl req -new $ec -keyout client.key -out client.csr \
+            -subj /CN=dlock-test-client
+        openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key \
+            -CAcreateserial -days 30 -out client.crt -extfile client.ext
+        # An expired certificate needs `openssl ca` (x509 -days is > 0).
+        printf '%s\n' '[ca]' 'default_ca=d' '[d]' "database=$PWD/index.txt" \
+            "new_certs_dir=$PWD" "serial=$PWD/serial" 'default_md=sha256' \
+            'policy=p' '[p]' 'commonName=supplied' >ca.cnf
+        : >index.txt
+        echo 01 >serial
+        openssl ca -batch -notext -config ca.cnf -cert ca.crt -keyfile ca.key \
+            -in server.csr -out expired.crt -extfile server.ext \
+            -startdate 20000101000000Z -enddate 20001231000000Z
+        # shellcheck disable=SC2086
+        openssl req -x509 $ec -keyout other-ca.key -out other-ca.crt \
+            -days 30 -subj /CN=dlock-test-other-ca
+        chmod 644 ./*.key
+    ) >"$d/openssl.log" 2>&1 || {
+        cat "$d/openssl.log" >&2
+        return 1
+    }
+}

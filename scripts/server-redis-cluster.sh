@@ -5,6 +5,11 @@
 #                     redis-cluster://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3
 #                     (the three masters, in slot order)
 #   scripts/server-redis-cluster.sh stop DIR    stop it all (0 if not running)
+#   scripts/server-redis-cluster.sh start-tls DIR  the same over TLS only
+#                     (clients, replication and the cluster bus): a
+#                     throwaway CA and certificates in DIR/tls-certs
+#                     (server-lib.sh: make_tls_certs); the URL is
+#                     rediss-cluster://...?cacert=DIR/tls-certs/ca.crt
 #   scripts/server-redis-cluster.sh ctl DIR CMD..  for tests:
 #       kill-master [PORT]  kill -9 a master (PORT; else the owner of the
 #                     slot of dlock:$DLOCK_TORTURE_NAME when the torture
@@ -47,6 +52,7 @@ set -euo pipefail
 . "$(dirname "$0")/server-lib.sh"
 
 declare -A node_ns node_addr
+tls=() # redis-cli's TLS arguments, with DIR/tls
 
 die() {
     echo "server-redis-cluster.sh: $*" >&2
@@ -80,7 +86,7 @@ at() {
 cli() {
     local p=$1
     shift
-    at "$p" timeout 5 redis-cli -h 127.0.0.1 -p "$p" "$@"
+    at "$p" timeout 5 redis-cli "${tls[@]}" -h 127.0.0.1 -p "$p" "$@"
 }
 
 ports() { cat "$1/ports"; }
@@ -109,11 +115,17 @@ node_up() {
 # node_start DIR PORT: start (or start again: its nodes.conf says who it
 # was) and wait (<= 30 s) for it.  Returns 2 if the port was taken.
 node_start() {
-    local dir=$1 port=$2 end rc
+    local dir=$1 port=$2 end rc c=$1/tls-certs
+    local targs=(--port "$port")
     mkdir -p "$dir/n$port"
     rm -f "$dir/n$port/pid"
     : >"$dir/n$port/log"
-    at "$port" redis-server --port "$port" \
+    [ ! -f "$dir/tls" ] ||
+        targs=(--port 0 --tls-port "$port" --tls-replication yes
+            --tls-cluster yes --tls-cert-file "$c/server.crt"
+            --tls-key-file "$c/server.key" --tls-ca-cert-file "$c/ca.crt"
+            --tls-auth-clients optional)
+    at "$port" redis-server "${targs[@]}" \
         --bind 127.0.0.1 ${node_addr[$port]:+"${node_addr[$port]}"} --protected-mode no \
         --save '' --appendonly no --dir "$dir/n$port" --daemonize yes \
         --pidfile "$dir/n$port/pid" --logfile "$dir/n$port/log" \
@@ -267,7 +279,7 @@ try_start() {
         [ "$rc" = 0 ] || return "$rc"
         addrs+=("$(addr_of "$p"):$p")
     done
-    at "$base" timeout 30 redis-cli --cluster create "${addrs[@]}" \
+    at "$base" timeout 30 redis-cli "${tls[@]}" --cluster create "${addrs[@]}" \
         --cluster-replicas 1 --cluster-yes </dev/null >"$dir/create.log" 2>&1 ||
         return 1
     wait_for 30 healthy "$dir"
@@ -308,6 +320,8 @@ start() {
         echo "redis-cluster://$(for p in $(masters_of "$dir"); do
             echo "$(addr_of "$p"):$p"
         done | paste -sd,)" >"$dir/url"
+        [ ! -f "$dir/tls" ] ||
+            sed -i "s#^redis-cluster://\(.*\)#rediss-cluster://\1?cacert=$dir/tls-certs/ca.crt#" "$dir/url"
         cat "$dir/url"
         return 0
     done
@@ -438,10 +452,19 @@ migrate() {
 
 cmd=${1:-}
 dir=${2:-}
-[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 start|stop|ctl DIR [...]"
+[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 start|start-tls|stop|ctl DIR [...]"
 shift 2
+[ ! -f "$dir/tls" ] || tls=(--tls --cacert "$dir/tls-certs/ca.crt")
 case $cmd in
 start) start "$dir" ;;
+start-tls)
+    [ -d "$dir" ] || die "no directory $dir"
+    dir=$(cd "$dir" && pwd)
+    make_tls_certs "$dir/tls-certs" || die "cannot make certificates"
+    touch "$dir/tls"
+    tls=(--tls --cacert "$dir/tls-certs/ca.crt")
+    start "$dir"
+    ;;
 stop) stop "$dir" ;;
 ctl)
     [ -f "$dir/ports" ] || die "no cluster in $dir"
@@ -467,5 +490,5 @@ ctl)
     *) die "unknown ctl command '$sub' (kill-master, failover, migrate, masters, cli, where, wait-healthy, target, replica)" ;;
     esac
     ;;
-*) die "unknown command '$cmd' (start, stop, ctl)" ;;
+*) die "unknown command '$cmd' (start, start-tls, stop, ctl)" ;;
 esac

@@ -3,6 +3,10 @@
 # directory: one master, one replica, three sentinels (quorum 2).
 #   scripts/server-redis-sentinel.sh start DIR   print the store URL (also DIR/url)
 #   scripts/server-redis-sentinel.sh stop DIR    stop it all (0 if not running)
+#   scripts/server-redis-sentinel.sh start-tls DIR  the same over TLS only
+#       (nodes, replication and sentinels): a throwaway CA and certificates
+#       in DIR/tls-certs (server-lib.sh: make_tls_certs); the URL is
+#       rediss-sentinel://...?cacert=DIR/tls-certs/ca.crt
 #   scripts/server-redis-sentinel.sh ctl DIR CMD..  for tests:
 #       failover      SENTINEL FAILOVER, then wait (<= 30 s) until the
 #                     sentinels name the other node and it is master
@@ -13,6 +17,8 @@
 #                     sentinel knows it as healthy (so a failover can
 #                     promote it), print its port
 #       cli PORT ARGS...  redis-cli against one of the nodes
+#       freeze PORT   SIGSTOP the node on PORT (a replica that stops
+#                     acknowledging: ?replicas=); thaw PORT: SIGCONT
 # Listens on 127.0.0.1 only, on free ports in 21000-29999 (five in a row).
 # No RDB, no AOF.  Sentinels run as `redis-sentinel` (Debian's
 # redis-sentinel package) or, without it, `redis-server --sentinel`.
@@ -27,6 +33,7 @@ set -euo pipefail
 
 NAME=dlockm
 declare -A node_ns node_addr
+tls=() # redis-cli's TLS arguments, with DIR/tls
 
 die() {
     echo "server-redis-sentinel.sh: $*" >&2
@@ -59,7 +66,7 @@ at() {
 cli() {
     local p=$1
     shift
-    at "$p" redis-cli -h 127.0.0.1 -p "$p" "$@"
+    at "$p" redis-cli "${tls[@]}" -h 127.0.0.1 -p "$p" "$@"
 }
 
 pong() {
@@ -74,6 +81,12 @@ node_start() { # DIR PORT [replicaof PORT]
         --dir "$dir/n$port" --daemonize yes --pidfile "$dir/n$port/pid"
         --logfile "$dir/n$port/log" --protected-mode no)
     [ -z "${3:-}" ] || args+=(--replicaof "$(addr_of "$3")" "$3")
+    if [ -f "$dir/tls" ]; then
+        local c=$dir/tls-certs
+        args=(--port 0 --tls-port "$port" "${args[@]:2}" --tls-replication yes
+            --tls-cert-file "$c/server.crt" --tls-key-file "$c/server.key"
+            --tls-ca-cert-file "$c/ca.crt" --tls-auth-clients optional)
+    fi
     at "$port" redis-server "${args[@]}" >/dev/null 2>&1 || return 1
     wait_for 30 pong "$port"
 }
@@ -94,6 +107,13 @@ sentinel down-after-milliseconds $NAME 1000
 sentinel failover-timeout $NAME 1500
 sentinel parallel-syncs $NAME 1
 EOF
+    if [ -f "$dir/tls" ]; then
+        local c=$dir/tls-certs
+        sed -i "s/^port $port\$/port 0\ntls-port $port/" "$dir/s$port/sentinel.conf"
+        printf '%s\n' "tls-replication yes" "tls-auth-clients optional" \
+            "tls-cert-file $c/server.crt" "tls-key-file $c/server.key" \
+            "tls-ca-cert-file $c/ca.crt" >>"$dir/s$port/sentinel.conf"
+    fi
     command -v redis-sentinel >/dev/null || bin=(redis-server)
     at "$port" "${bin[@]}" "$dir/s$port/sentinel.conf" --sentinel >/dev/null 2>&1 ||
         return 1
@@ -185,6 +205,8 @@ start() {
         }
         echo "redis-sentinel://$(addr_of $((base + 2))):$((base + 2)),$(addr_of $((base + 3))):$((base + 3)),$(addr_of $((base + 4))):$((base + 4))/$NAME" \
             >"$dir/url"
+        [ ! -f "$dir/tls" ] ||
+            sed -i "s#^redis-sentinel://\(.*\)#rediss-sentinel://\1?cacert=$dir/tls-certs/ca.crt#" "$dir/url"
         cat "$dir/url"
         return 0
     done
@@ -234,11 +256,20 @@ kill_master() {
 
 cmd=${1:-}
 dir=${2:-}
-[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 start|stop|ctl DIR [...]"
+[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 start|start-tls|stop|ctl DIR [...]"
 shift 2
 load_netns "$dir"
+[ ! -f "$dir/tls" ] || tls=(--tls --cacert "$dir/tls-certs/ca.crt")
 case $cmd in
 start) start "$dir" ;;
+start-tls)
+    [ -d "$dir" ] || die "no directory $dir"
+    dir=$(cd "$dir" && pwd)
+    make_tls_certs "$dir/tls-certs" || die "cannot make certificates"
+    touch "$dir/tls"
+    tls=(--tls --cacert "$dir/tls-certs/ca.crt")
+    start "$dir"
+    ;;
 stop) stop "$dir" ;;
 ctl)
     sub=${1:-}
@@ -267,9 +298,13 @@ ctl)
         other_ready "$dir" "$old"
         ;;
     cli) cli "$@" ;;
+    freeze | thaw)
+        pid=$(cat "$dir/n${1:?say which port}/pid") || die "no node on $1"
+        if [ "$sub" = freeze ]; then kill -STOP "$pid"; else kill -CONT "$pid"; fi
+        ;;
     where) echo "${node_ns[${1:-}]:-} ${node_addr[${1:-}]:-}" ;;
-    *) die "unknown ctl command '$sub' (failover, kill-master, master, replica-ready, cli, where)" ;;
+    *) die "unknown ctl command '$sub' (failover, kill-master, master, replica-ready, cli, freeze, thaw, where)" ;;
     esac
     ;;
-*) die "unknown command '$cmd' (start, stop, ctl)" ;;
+*) die "unknown command '$cmd' (start, start-tls, stop, ctl)" ;;
 esac

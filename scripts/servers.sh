@@ -6,8 +6,9 @@ chmod 755 "$tmp"
 started=()
 cleanup() {
     local s
+    # SCRIPT or SCRIPT:DIR (the TLS Redis: server-redis.sh in redis-tls).
     for s in "${started[@]}"; do
-        "$here/server-$s.sh" stop "$tmp/$s" >/dev/null 2>&1 || true
+        "$here/server-${s%%:*}.sh" stop "$tmp/${s#*:}" >/dev/null 2>&1 || true
     done
     rm -rf "$tmp"
 }
@@ -64,6 +65,30 @@ case ",$schemes," in
                 "DLOCK_TEST_${upper}_DIR=$tmp/$topo"
         else
             echo "== $topo: the servers did not start"
+            problems=$((problems + 1))
+        fi
+    done
+    ;;
+esac
+
+# Redis over TLS (rediss://, rediss-sentinel://, rediss-cluster://): the
+# same three, TLS only, each with a throwaway CA and certificates (their
+# scripts' start-tls), for the contract, CLI and TLS suites:
+# DLOCK_TEST_REDIS_TLS_URL, DLOCK_TEST_REDIS_SENTINEL_TLS_URL,
+# DLOCK_TEST_REDIS_CLUSTER_TLS_URL (and _DIR).
+case ",$schemes," in
+*rediss*)
+    for topo in redis redis-sentinel redis-cluster; do
+        [ -x "$here/server-$topo.sh" ] || continue
+        upper=$(echo "$topo" | tr a-z- A-Z_)_TLS
+        mkdir -p "$tmp/$topo-tls"
+        started+=("$topo:$topo-tls")
+        if url=$("$here/server-$topo.sh" start-tls "$tmp/$topo-tls"); then
+            echo "== $topo-tls: $url"
+            export "DLOCK_TEST_${upper}_URL=$url" \
+                "DLOCK_TEST_${upper}_DIR=$tmp/$topo-tls"
+        else
+            echo "== $topo-tls: the servers did not start"
             problems=$((problems + 1))
         fi
     done

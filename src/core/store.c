@@ -46,6 +46,11 @@ static const struct scheme {
      .ops = REDIS_OPS},
     {.scheme = "redis-cluster", .label = "redis-cluster://",
      .ops = REDIS_OPS},
+    {.scheme = "rediss", .label = "rediss://", .ops = REDIS_OPS},
+    {.scheme = "rediss-sentinel", .label = "rediss-sentinel://",
+     .ops = REDIS_OPS},
+    {.scheme = "rediss-cluster", .label = "rediss-cluster://",
+     .ops = REDIS_OPS},
     {.scheme = "postgres", .label = "postgres://", .ops = POSTGRES_OPS},
     {.scheme = "postgresql", .label = "postgresql://", .ops = POSTGRES_OPS},
     {.scheme = "mysql", .label = "mysql://", .ops = MYSQL_OPS},
@@ -58,6 +63,7 @@ static const char *const compiled =
 #endif
 #ifdef DLOCK_HAVE_REDIS
     "redis,unix,redis-sentinel,redis-cluster,"
+    "rediss,rediss-sentinel,rediss-cluster,"
 #endif
 #ifdef DLOCK_HAVE_POSTGRES
     "postgres,postgresql,"
@@ -69,7 +75,7 @@ static const char *const compiled =
 
 const char *dlock_schemes(void)
 {
-    static char buf[128];
+    static char buf[192];
     size_t n = strlen(compiled);
 
     /* Drop the trailing comma once; the string never changes after. */
@@ -147,7 +153,8 @@ static int lookup(struct dlock_url **out, const struct dlock_store_ops **ops,
     }
     rc = dlock__seterr(DLOCK_EINVAL,
                        "unknown store scheme \"%s\" in %s (known: sqlite, "
-                       "redis, unix, redis-sentinel, redis-cluster, postgres, "
+                       "redis, unix, redis-sentinel, redis-cluster, rediss, "
+                       "rediss-sentinel, rediss-cluster, postgres, "
                        "postgresql, "
                        "mysql, mariadb)",
                        (*out)->scheme, (*out)->redacted);

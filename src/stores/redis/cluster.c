@@ -47,7 +47,7 @@
 static int node_open(void *ctx, void **out)
 {
     struct cnode *n = ctx;
-    redisContext *c;
+    struct rconn *c;
     int rc = DLOCK_OK;
 
     *out = NULL;
@@ -194,14 +194,14 @@ static int apply_map(struct redis_store *rs, const redisReply *r,
  * (DLOCK_EINVAL: not a cluster node at all). */
 static int map_from(struct redis_store *rs, const char *host, int port)
 {
-    redisContext *c;
+    struct rconn *c;
     redisReply *r;
     int rc = DLOCK_OK;
 
     c = dlock__redis_connect_to(rs, host, port, &rc);
     if (c == NULL)
         return rc;
-    r = redisCommand(c, "CLUSTER SLOTS");
+    r = dlock__rconn_command(c, "CLUSTER SLOTS");
     if (r == NULL)
         rc = dlock__seterr(DLOCK_EUNAVAIL, "lost the connection to %s: %s",
                            rs->url, c->errstr);
@@ -217,7 +217,7 @@ static int map_from(struct redis_store *rs, const char *host, int port)
     else
         rc = apply_map(rs, r, host);
     freeReplyObject(r);
-    redisFree(c);
+    dlock__rconn_free(c);
     return rc;
 }
 
@@ -436,7 +436,7 @@ int dlock__redis_cluster_each_master(struct redis_store *rs,
     return rc;
 }
 
-redisContext *dlock__redis_cluster_any(struct redis_store *rs, int *rc)
+struct rconn *dlock__redis_cluster_any(struct redis_store *rs, int *rc)
 {
     char host[256];
     int port, count;
@@ -448,7 +448,7 @@ redisContext *dlock__redis_cluster_any(struct redis_store *rs, int *rc)
     pthread_mutex_unlock(&rs->tmu);
     *rc = dlock__seterr(DLOCK_EUNAVAIL, "%s: no node answered", rs->url);
     for (int i = 0; i < count + rs->nsent; i++) {
-        redisContext *c;
+        struct rconn *c;
 
         pthread_mutex_lock(&rs->tmu);
         if (i < count && !rs->nodes[i]->is_master) {

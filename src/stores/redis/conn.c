@@ -17,13 +17,6 @@
 
 #include "redis.h"
 
-static struct timeval tv_ms(int64_t ms)
-{
-    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
-
-    return tv;
-}
-
 int dlock__redis_reply_error(struct redis_store *rs, const redisReply *r,
                              const char *what)
 {
@@ -38,18 +31,18 @@ int dlock__redis_bad_reply(struct redis_store *rs, redisReply *r)
 }
 
 /* Connect, authenticate, and check that the peer speaks Redis. */
-redisContext *dlock__redis_connect_to(struct redis_store *rs, const char *host,
+struct rconn *dlock__redis_connect_to(struct redis_store *rs, const char *host,
                                       int port, int *rc)
 {
     /* A connection made for a held lock's call (a renewal reconnecting)
      * is bounded by its lease too (dlock__io_bound()). */
     int64_t ct = dlock__io_bound(rs->connect_timeout_ms);
     int64_t t = dlock__io_bound(rs->timeout_ms);
-    redisContext *c;
+    struct rconn *c;
     redisReply *r;
 
-    c = host == NULL ? redisConnectUnixWithTimeout(rs->sock, tv_ms(ct))
-                     : redisConnectWithTimeout(host, port, tv_ms(ct));
+    c = dlock__rconn_connect(rs->tls, host, port,
+                             host == NULL ? rs->sock : NULL, ct);
     if (c == NULL) {
         *rc = dlock__enomem();
         return NULL;
@@ -62,16 +55,15 @@ redisContext *dlock__redis_connect_to(struct redis_store *rs, const char *host,
         else
             *rc = dlock__seterr(DLOCK_EUNAVAIL, "cannot connect to %s: %s",
                                 rs->url, c->errstr);
-        redisFree(c);
+        dlock__rconn_free(c);
         return NULL;
     }
-    redisSetTimeout(c, tv_ms(t));
-    if (host != NULL)
-        redisEnableKeepAlive(c);
+    dlock__rconn_set_timeout(c, t);
+    dlock__rconn_keepalive(c);
     if (rs->password != NULL) {
         r = rs->user != NULL && rs->user[0] != '\0'
-                ? redisCommand(c, "AUTH %s %s", rs->user, rs->password)
-                : redisCommand(c, "AUTH %s", rs->password);
+                ? dlock__rconn_command(c, "AUTH %s %s", rs->user, rs->password)
+                : dlock__rconn_command(c, "AUTH %s", rs->password);
         if (r == NULL || r->type == REDIS_REPLY_ERROR) {
             *rc = r == NULL ? dlock__seterr(DLOCK_EUNAVAIL,
                                             "%s: no answer to AUTH: %s",
@@ -80,15 +72,20 @@ redisContext *dlock__redis_connect_to(struct redis_store *rs, const char *host,
                                             "%s: authentication failed: %s",
                                             rs->url, r->str);
             freeReplyObject(r);
-            redisFree(c);
+            dlock__rconn_free(c);
             return NULL;
         }
         freeReplyObject(r);
     }
-    r = redisCommand(c, "PING");
+    r = dlock__rconn_command(c, "PING");
     if (r == NULL || r->type != REDIS_REPLY_STATUS) {
         if (r != NULL && r->type == REDIS_REPLY_ERROR)
             *rc = dlock__seterr(DLOCK_ESTORE, "%s: %s", rs->url, r->str);
+        else if (c->err && c->ssl != NULL)
+            /* A server that wants a client certificate says so now,
+             * after the handshake (TLS 1.3). */
+            *rc = dlock__seterr(DLOCK_EUNAVAIL, "cannot connect to %s: %s",
+                                rs->url, c->errstr);
         else
             *rc =
                 dlock__seterr(DLOCK_EUNAVAIL,
@@ -96,12 +93,12 @@ redisContext *dlock__redis_connect_to(struct redis_store *rs, const char *host,
                               "(%s)",
                               rs->url, c->err ? c->errstr : "unexpected reply");
         freeReplyObject(r);
-        redisFree(c);
+        dlock__rconn_free(c);
         return NULL;
     }
     freeReplyObject(r);
     if (t != rs->timeout_ms)
-        redisSetTimeout(c, tv_ms(rs->timeout_ms));
+        dlock__rconn_set_timeout(c, rs->timeout_ms);
     return c;
 }
 
@@ -110,7 +107,7 @@ static int exec_once(struct dlock__pool *pool, dlock__pool_fn fn, void *arg,
 
 /* "MOVED 3999 127.0.0.1:6381" or "ASK ...": where to, into rs->redir
  * (an empty host is the one the answer came from).  0 if it parsed. */
-static int parse_redirect(struct redis_store *rs, redisContext *c,
+static int parse_redirect(struct redis_store *rs, struct rconn *c,
                           const char *msg)
 {
     const char *p = strchr(msg, ' '), *colon;
@@ -130,8 +127,8 @@ static int parse_redirect(struct redis_store *rs, redisContext *c,
     port = strtol(colon + 1, &end, 10);
     if (*end != '\0' || port < 1 || port > 65535)
         return -1;
-    if (colon == p && c->tcp.host != NULL)
-        dlock__strlcpy(rs->redir.host, c->tcp.host, sizeof(rs->redir.host));
+    if (colon == p && c->host[0] != '\0')
+        dlock__strlcpy(rs->redir.host, c->host, sizeof(rs->redir.host));
     else {
         memcpy(rs->redir.host, p, (size_t)(colon - p));
         rs->redir.host[colon - p] = '\0';
@@ -147,7 +144,7 @@ static int parse_redirect(struct redis_store *rs, redisContext *c,
  * migration): DLOCK_EUNAVAIL, the connection still good; a redirection
  * is left in rs->redir for dlock__redis_cluster_exec().  Without Cluster
  * a MOVED or CROSSSLOT says the URL is wrong.  0: none of these. */
-static int cluster_answer(struct redis_store *rs, redisContext *c,
+static int cluster_answer(struct redis_store *rs, struct rconn *c,
                           const char *msg)
 {
     if (!rs->cluster && strncmp(msg, "CROSSSLOT", 9) == 0)
@@ -168,23 +165,23 @@ static int cluster_answer(struct redis_store *rs, redisContext *c,
     return 0;
 }
 
-int dlock__redis_bound(struct redis_store *rs, redisContext *c)
+int dlock__redis_bound(struct redis_store *rs, struct rconn *c)
 {
     int64_t t = dlock__io_bound(rs->timeout_ms);
 
     if (t >= rs->timeout_ms)
         return 0;
-    redisSetTimeout(c, tv_ms(t));
+    dlock__rconn_set_timeout(c, t);
     return 1;
 }
 
-void dlock__redis_unbound(struct redis_store *rs, redisContext *c, int bound)
+void dlock__redis_unbound(struct redis_store *rs, struct rconn *c, int bound)
 {
     if (bound && c->err == 0)
-        redisSetTimeout(c, tv_ms(rs->timeout_ms));
+        dlock__rconn_set_timeout(c, rs->timeout_ms);
 }
 
-static int send_once(struct redis_store *rs, redisContext *c, int argc,
+static int send_once(struct redis_store *rs, struct rconn *c, int argc,
                      const char **argv, const size_t *lens, redisReply **out,
                      int *dead)
 {
@@ -193,7 +190,7 @@ static int send_once(struct redis_store *rs, redisContext *c, int argc,
     /* A slot being imported answers a key it does not have yet only
      * right after ASKING, on the same connection. */
     if (rs->asking) {
-        redisReply *a = redisCommand(c, "ASKING");
+        redisReply *a = dlock__rconn_command(c, "ASKING");
 
         if (a == NULL) {
             *out = NULL;
@@ -203,7 +200,7 @@ static int send_once(struct redis_store *rs, redisContext *c, int argc,
         }
         freeReplyObject(a);
     }
-    *out = redisCommandArgv(c, argc, argv, lens);
+    *out = dlock__rconn_command_argv(c, argc, argv, lens);
     if (*out != NULL && (*out)->type == REDIS_REPLY_ERROR &&
         (*out)->str != NULL &&
         (rc = cluster_answer(rs, c, (*out)->str)) != 0) {
@@ -230,7 +227,54 @@ static int send_once(struct redis_store *rs, redisContext *c, int argc,
                          rs->url, c->errstr);
 }
 
-int dlock__redis_send(struct redis_store *rs, redisContext *c, int argc,
+long long dlock__redis_wait_acks(struct redis_store *rs, struct rconn *c,
+                                 int *dead)
+{
+    /* Within the lease, and well within the socket's timeout: a WAIT
+     * that outlived it would cost the connection, not just the ack. */
+    int64_t ms = dlock__io_bound(rs->replicas_timeout_ms),
+            half = dlock__io_bound(rs->timeout_ms) / 2;
+    char n[24], t[24];
+    const char *argv[3] = {"WAIT", n, t};
+    size_t lens[3];
+    redisReply *r = NULL;
+    long long acks = -1;
+
+    if (ms > half)
+        ms = half;
+    if (ms < 1)
+        ms = 1; /* WAIT's 0 would wait for ever */
+    snprintf(n, sizeof(n), "%d", rs->replicas);
+    snprintf(t, sizeof(t), "%lld", (long long)ms);
+    lens[0] = 4;
+    lens[1] = strlen(n);
+    lens[2] = strlen(t);
+    if (dlock__redis_send(rs, c, 3, argv, lens, &r, dead) == DLOCK_OK &&
+        r->type == REDIS_REPLY_INTEGER)
+        acks = r->integer;
+    freeReplyObject(r);
+    return acks;
+}
+
+int dlock__redis_unacked(struct redis_store *rs, const char *what,
+                         const char *name, long long acks)
+{
+    if (acks < 0) {
+        char why[256];
+
+        dlock__strlcpy(why, dlock_errmsg(), sizeof(why));
+        return dlock__seterr(DLOCK_EUNAVAIL, "%s of '%s': no count from "
+                             "WAIT (?replicas=%d): %s", what, name,
+                             rs->replicas, why[0] ? why : rs->url);
+    }
+    return dlock__seterr(DLOCK_EUNAVAIL, "%s of '%s': %lld of the %d "
+                         "replicas asked for (?replicas=) acknowledged it "
+                         "within %lld ms (%s)", what, name, acks,
+                         rs->replicas, (long long)rs->replicas_timeout_ms,
+                         rs->url);
+}
+
+int dlock__redis_send(struct redis_store *rs, struct rconn *c, int argc,
                       const char **argv, const size_t *lens, redisReply **out,
                       int *dead)
 {
@@ -341,27 +385,27 @@ int dlock__redis_cmd(struct redis_store *rs, int slot, int retry,
 
 /* --- the pool's callbacks -------------------------------------------- */
 
-int dlock__redis_ready(struct redis_store *rs, redisContext *c, void **out)
+int dlock__redis_ready(struct redis_store *rs, struct rconn *c, void **out)
 {
     redisReply *r;
     int rc;
 
     *out = NULL;
     if (rs->db != 0) {
-        r = redisCommand(c, "SELECT %d", rs->db);
+        r = dlock__rconn_command(c, "SELECT %d", rs->db);
         if (r == NULL || r->type == REDIS_REPLY_ERROR) {
             rc =
                 r ? dlock__redis_reply_error(rs, r, "SELECT")
                   : dlock__seterr(DLOCK_EUNAVAIL, "%s: %s", rs->url, c->errstr);
             freeReplyObject(r);
-            redisFree(c);
+            dlock__rconn_free(c);
             return rc;
         }
         freeReplyObject(r);
     }
     rc = dlock__redis_load_scripts(rs, c);
     if (rc != DLOCK_OK) {
-        redisFree(c);
+        dlock__rconn_free(c);
         return rc;
     }
     *out = c;
@@ -372,7 +416,7 @@ int dlock__redis_ready(struct redis_store *rs, redisContext *c, void **out)
 static int pool_open(void *ctx, void **out)
 {
     struct redis_store *rs = ctx;
-    redisContext *c;
+    struct rconn *c;
     int rc = DLOCK_OK;
 
     *out = NULL;
@@ -385,7 +429,7 @@ static int pool_open(void *ctx, void **out)
 void dlock__redis_pool_close(void *ctx, void *c)
 {
     (void)ctx;
-    redisFree(c);
+    dlock__rconn_free(c);
 }
 
 /* A local check only: a connection that died while idle still looks
@@ -394,7 +438,7 @@ int dlock__redis_pool_healthy(void *ctx, void *c, int64_t idle_ms)
 {
     (void)ctx;
     (void)idle_ms;
-    return ((redisContext *)c)->err == 0;
+    return ((struct rconn *)c)->err == 0;
 }
 
 const struct dlock__pool_ops dlock__redis_pool_ops = {

@@ -12,9 +12,15 @@
  *   store.c    the ops table: open, close, acquire, extend, release,
  *              status, list, force-release
  *   renew.c    the renew thread's batches: many extends in one pipeline
+ *   rconn.c    one connection: TCP, unix socket or TLS (OpenSSL), with
+ *              hiredis's command formatting and reply reader
  *
  * redis://[user:pass@]host[:port][/db][?prefix=dlock:&connect_timeout=5s
  *                                      &timeout=5s]
+ * rediss://... (and rediss-sentinel://, rediss-cluster://): the same over
+ *   TLS, with ?cacert=FILE&cert=FILE&key=FILE&sni=NAME
+ * any of them with ?replicas=N&replicas_timeout=1s: acquires and renewals
+ *   count only once WAIT says N replicas have them
  * unix:///path/to/redis.sock[?db=0&password=...&prefix=...]
  *
  * Keys for a lock NAME (P is the prefix, default "dlock:"):
@@ -69,6 +75,7 @@
 
 #include "../keys.h"
 #include "pool.h"
+#include "rconn.h"
 #include "store.h"
 
 /* --- scripts.c ------------------------------------------------------- */
@@ -156,6 +163,15 @@ struct redis_store {
     int64_t connect_timeout_ms;
     int64_t timeout_ms;
     int fair; /* ?fair=1 (default): waiters queue, FIFO hand-off */
+    /* rediss://: TLS to every server (sentinels, master, cluster nodes,
+     * the subscriber); NULL: plaintext (rconn.c). */
+    struct rtls *tls;
+    /* ?replicas=N: an acquire or a renewal counts only once WAIT says N
+     * replicas have it, within ?replicas_timeout= (scripts.c: eval_fn
+     * asks, store.c and renew.c decide).  0: no WAIT. */
+    int replicas;
+    int64_t replicas_timeout_ms;
+    long long acks; /* what the last WAIT answered (under mu), -1 none */
 
     /* Sentinel (topo.c): the sentinels, the master's name, where it was
      * last, and the epoch: how many times the command connection found
@@ -193,7 +209,7 @@ struct redis_store {
     } redir;
     int asking;
 
-    /* commands: the one connection (a redisContext) is used under mu */
+    /* commands: the one connection (a struct rconn) is used under mu */
     pthread_mutex_t mu;
     struct dlock__pool pool;
     char sha[S_COUNT][41];
@@ -202,7 +218,7 @@ struct redis_store {
 
     /* pub/sub */
     pthread_mutex_t smu;
-    redisContext *sc;
+    struct rconn *sc;
     pthread_t listener;
     int listening;  /* listener thread started and not yet joined */
     int sub_broken; /* the listener lost the connection and exited */
@@ -254,7 +270,7 @@ int dlock__redis_cluster_each_master(struct redis_store *rs,
                                                void *),
                                      void *arg);
 /* A connection to any node, for the subscriber. */
-redisContext *dlock__redis_cluster_any(struct redis_store *rs, int *rc);
+struct rconn *dlock__redis_cluster_any(struct redis_store *rs, int *rc);
 
 /* --- conn.c ---------------------------------------------------------- */
 
@@ -263,7 +279,7 @@ redisContext *dlock__redis_cluster_any(struct redis_store *rs, int *rc);
 extern const struct dlock__pool_ops dlock__redis_pool_ops;
 /* A connection made ready for commands: its database selected, the
  * scripts loaded; *out = c, or c freed and an error. */
-int dlock__redis_ready(struct redis_store *rs, redisContext *c, void **out);
+int dlock__redis_ready(struct redis_store *rs, struct rconn *c, void **out);
 /* The close and healthy callbacks of every Redis pool (cluster nodes'
  * too); ctx unused. */
 void dlock__redis_pool_close(void *ctx, void *c);
@@ -271,7 +287,7 @@ int dlock__redis_pool_healthy(void *ctx, void *c, int64_t idle_ms);
 /* Connect to host:port (NULL: the unix socket), authenticate and check
  * that the peer speaks Redis.  Returns a ready context, or NULL with *rc
  * and the message set. */
-redisContext *dlock__redis_connect_to(struct redis_store *rs, const char *host,
+struct rconn *dlock__redis_connect_to(struct redis_store *rs, const char *host,
                                       int port, int *rc);
 
 /* --- topo.c ---------------------------------------------------------- */
@@ -279,9 +295,9 @@ redisContext *dlock__redis_connect_to(struct redis_store *rs, const char *host,
 /* A connection to the master: the configured server, or with Sentinel
  * the one the sentinels name (and which says it is master).  main: the
  * command connection, whose master change starts a new epoch. */
-redisContext *dlock__redis_connect(struct redis_store *rs, int main, int *rc);
+struct rconn *dlock__redis_connect(struct redis_store *rs, int main, int *rc);
 /* Does the server on c say (ROLE) it is a `role`: "master", "sentinel"? */
-int dlock__redis_role_is(redisContext *c, const char *role);
+int dlock__redis_role_is(struct rconn *c, const char *role);
 /* Does a sentinel name a master for rs->master (whether or not it is
  * reachable)? */
 int dlock__redis_sentinel_knows(struct redis_store *rs);
@@ -301,12 +317,22 @@ int dlock__redis_bad_reply(struct redis_store *rs, redisReply *r);
  * less when the call is for a held lock whose lease ends sooner
  * (dlock__io_bound()).  Returns whether it changed it, for
  * dlock__redis_unbound() to put the URL's back. */
-int dlock__redis_bound(struct redis_store *rs, redisContext *c);
-void dlock__redis_unbound(struct redis_store *rs, redisContext *c, int bound);
+int dlock__redis_bound(struct redis_store *rs, struct rconn *c);
+void dlock__redis_unbound(struct redis_store *rs, struct rconn *c, int bound);
+/* WAIT rs->replicas on c: how many replicas acknowledged every write of
+ * c so far, within ?replicas_timeout= (less near a held lock's lease
+ * end); -1 when the connection broke (*dead set) or the answer was not a
+ * count. */
+long long dlock__redis_wait_acks(struct redis_store *rs, struct rconn *c,
+                                 int *dead);
+/* DLOCK_EUNAVAIL: what of name[0..len) (an acquire, a renewal) fewer
+ * than rs->replicas acknowledged (acks). */
+int dlock__redis_unacked(struct redis_store *rs, const char *what,
+                         const char *name, long long acks);
 /* Send one command on c and read its answer: DLOCK_OK with *out (an
  * error answer too: the caller looks), or DLOCK_EUNAVAIL with *dead set
  * when the connection broke or did not answer in time. */
-int dlock__redis_send(struct redis_store *rs, redisContext *c, int argc,
+int dlock__redis_send(struct redis_store *rs, struct rconn *c, int argc,
                       const char **argv, const size_t *lens, redisReply **out,
                       int *dead);
 /* SIGPIPE blocked in this thread from begin to end (conn.c). */
@@ -337,7 +363,7 @@ int dlock__redis_cmd(struct redis_store *rs, int slot, int retry,
 int dlock__redis_scripts_init(struct redis_store *rs);
 void dlock__redis_scripts_free(struct redis_store *rs);
 /* SCRIPT LOAD every script on a new connection, into rs->sha. */
-int dlock__redis_load_scripts(struct redis_store *rs, redisContext *c);
+int dlock__redis_load_scripts(struct redis_store *rs, struct rconn *c);
 /* Run script s with the 4 keys of k and nargs arguments (caller holds
  * mu).  Returns the reply (caller frees), or NULL with *rc set: an error
  * answer is DLOCK_ESTORE.  retry as for dlock__redis_exec. */

@@ -28,7 +28,7 @@ struct renew_call {
 };
 
 /* Append EVALSHA of lk's extend script to c's output buffer. */
-static int append_extend(struct redis_store *rs, redisContext *c,
+static int append_extend(struct redis_store *rs, struct rconn *c,
                          const struct dlock_lock *lk)
 {
     int s = dlock__redis_script(lk, S_EXT);
@@ -59,7 +59,7 @@ static int append_extend(struct redis_store *rs, redisContext *c,
     lens[2] = 1;
     lens[3 + DLOCK__RKEYS] = strlen(lk->token);
     lens[4 + DLOCK__RKEYS] = strlen(ttl);
-    rc = redisAppendCommandArgv(c, 5 + DLOCK__RKEYS, argv, lens) == REDIS_OK
+    rc = dlock__rconn_append_argv(c, 5 + DLOCK__RKEYS, argv, lens) == REDIS_OK
              ? DLOCK_OK
              : dlock__enomem();
     free(k.buf);
@@ -68,7 +68,7 @@ static int append_extend(struct redis_store *rs, redisContext *c,
 
 /* Send the extend of every lock with want[i] (NULL: all) and read the
  * answers.  A NOSCRIPT answer sets again[i]. */
-static int pipeline_once(struct renew_call *r, redisContext *c,
+static int pipeline_once(struct renew_call *r, struct rconn *c,
                          const unsigned char *want, int *dead)
 {
     size_t sent = 0;
@@ -92,7 +92,7 @@ static int pipeline_once(struct renew_call *r, redisContext *c,
 
         if ((want != NULL && !want[i]) || (r->only != NULL && !r->only[i]))
             continue;
-        if (redisGetReply(c, (void **)&rep) != REDIS_OK || rep == NULL) {
+        if (dlock__rconn_get_reply(c, (void **)&rep) != REDIS_OK || rep == NULL) {
             *dead = 1;
             return dlock__seterr(DLOCK_EUNAVAIL,
                                  "lost the connection to %s: %s", r->rs->url,
@@ -126,7 +126,7 @@ static int pipeline_once(struct renew_call *r, redisContext *c,
 }
 
 /* As pipeline_once(), within the lease of the locks it is for. */
-static int pipeline(struct renew_call *r, redisContext *c,
+static int pipeline(struct renew_call *r, struct rconn *c,
                     const unsigned char *want, int *dead)
 {
     int bound = dlock__redis_bound(r->rs, c);
@@ -136,10 +136,10 @@ static int pipeline(struct renew_call *r, redisContext *c,
     return rc;
 }
 
-static int renew_fn(void *conn, void *arg, int *dead)
+static int renew_once(void *conn, void *arg, int *dead)
 {
     struct renew_call *r = arg;
-    redisContext *c = conn;
+    struct rconn *c = conn;
     int rc, any = 0;
 
     rc = pipeline(r, c, NULL, dead);
@@ -165,6 +165,39 @@ static int renew_fn(void *conn, void *arg, int *dead)
                                       "redis renew: the server keeps "
                                       "forgetting the scripts (%s)",
                                       r->rs->url);
+    return DLOCK_OK;
+}
+
+/* Lock i was renewed by this batch (not redirected: extended alone
+ * later, through extend(), which asks on its own). */
+static int counted(const struct renew_call *r, size_t i)
+{
+    return (r->only == NULL || r->only[i]) &&
+           (r->alone == NULL || !r->alone[i]) && r->rcs[i] == DLOCK_OK;
+}
+
+/* renew_once(), then with ?replicas= one WAIT for the whole batch, on the
+ * connection that wrote it: a renewal not acknowledged by enough
+ * replicas fails (EUNAVAIL) and is retried while its lease runs. */
+static int renew_fn(void *conn, void *arg, int *dead)
+{
+    struct renew_call *r = arg;
+    long long acks;
+    int rc = renew_once(conn, arg, dead), any = 0;
+
+    if (rc != DLOCK_OK || r->rs->replicas == 0)
+        return rc;
+    for (size_t i = 0; i < r->n; i++)
+        any |= counted(r, i);
+    if (!any)
+        return DLOCK_OK;
+    acks = *dead ? -1 : dlock__redis_wait_acks(r->rs, conn, dead);
+    if (acks >= r->rs->replicas)
+        return DLOCK_OK;
+    for (size_t i = 0; i < r->n; i++)
+        if (counted(r, i))
+            r->rcs[i] = dlock__redis_unacked(r->rs, "a renewal",
+                                             r->locks[i]->name, acks);
     return DLOCK_OK;
 }
 

@@ -508,7 +508,7 @@ void dlock__redis_scripts_free(struct redis_store *rs)
  * echoes its arguments, dlock's Lua source, which says nothing to a
  * user: a Sentinel is the likely one, and is named (a cluster node gets
  * its hint from conn.c); another gets the error without the echo. */
-static int load_error(struct redis_store *rs, redisContext *c,
+static int load_error(struct redis_store *rs, struct rconn *c,
                       const redisReply *r)
 {
     static const char unknown[] = "ERR unknown command 'SCRIPT'";
@@ -527,10 +527,10 @@ static int load_error(struct redis_store *rs, redisContext *c,
                          rs->url, unknown + 4);
 }
 
-int dlock__redis_load_scripts(struct redis_store *rs, redisContext *c)
+int dlock__redis_load_scripts(struct redis_store *rs, struct rconn *c)
 {
     for (int i = 0; i < S_COUNT; i++) {
-        redisReply *r = redisCommand(c, "SCRIPT LOAD %s", rs->lua[i]);
+        redisReply *r = dlock__rconn_command(c, "SCRIPT LOAD %s", rs->lua[i]);
         int rc;
 
         if (r == NULL || r->type != REDIS_REPLY_STRING || r->len != 40) {
@@ -558,6 +558,23 @@ struct eval {
     redisReply *reply;
 };
 
+/* Scripts whose success must reach the replicas (?replicas=). */
+static int wants_acks(int s)
+{
+    return s == S_ACQ || s == S_ACQ_SHARED || s == S_ACQ_SEM || s == S_EXT ||
+           s == S_EXT_SHARED || s == S_EXT_SEM;
+}
+
+/* An acquire's {1, fence, ...} or an extend's 1. */
+static int worked(const redisReply *r)
+{
+    if (r->type == REDIS_REPLY_INTEGER)
+        return r->integer == 1;
+    return r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
+           r->element[0]->type == REDIS_REPLY_INTEGER &&
+           r->element[0]->integer == 1;
+}
+
 static int eval_fn(void *conn, void *arg, int *dead)
 {
     struct eval *e = arg;
@@ -579,6 +596,13 @@ static int eval_fn(void *conn, void *arg, int *dead)
         rc = dlock__redis_send(e->rs, conn, e->argc, e->argv, e->lens,
                                &e->reply, dead);
     }
+    /* ?replicas=: an acquire or a renewal that worked is asked about on
+     * the connection that wrote it (WAIT counts that client's writes:
+     * on another connection it would say nothing about this one). */
+    e->rs->acks = -1;
+    if (rc == DLOCK_OK && e->rs->replicas > 0 && wants_acks(e->s) &&
+        worked(e->reply))
+        e->rs->acks = dlock__redis_wait_acks(e->rs, conn, dead);
     return rc;
 }
 

@@ -13,6 +13,7 @@
 
 #define DEFAULT_PREFIX "dlock:"
 #define DEFAULT_TIMEOUT_MS 5000
+#define DEFAULT_REPLICAS_TIMEOUT_MS 1000
 
 /* --- keys ------------------------------------------------------------ */
 
@@ -50,6 +51,7 @@ static void redis_close(struct dlock_store *s)
     free(rs->user);
     free(rs->password);
     free(rs->prefix);
+    dlock__rtls_free(rs->tls);
     free(rs);
 }
 
@@ -102,18 +104,40 @@ static int redis_open(struct dlock_store **out, const struct dlock_url *u)
     static const char *const known[] = {"prefix",   "connect_timeout",
                                         "timeout",  "db",
                                         "password", "fair",
+                                        "cacert",   "cert",
+                                        "key",      "sni",
+                                        "replicas", "replicas_timeout",
                                         NULL};
+    static const char *const tls_only[] = {"cacert", "cert", "key", "sni"};
     struct redis_store *rs;
     struct dlock__nopipe np;
     const char *v;
     void *c;
+    /* rediss://, rediss-sentinel://, rediss-cluster://: the same over
+     * TLS (the "s" of https://, as redis-cli, redis-py and the others
+     * spell it).  No ?tls= as well: one spelling, so a URL never says
+     * TLS one way and plaintext the other. */
+    int tls = strncmp(u->scheme, "rediss", 6) == 0;
+    const char *kind = tls ? u->scheme + 6
+                       : strncmp(u->scheme, "redis", 5) == 0 ? u->scheme + 5
+                                                             : "";
     int rc, is_unix = strcmp(u->scheme, "unix") == 0,
-            is_sentinel = strcmp(u->scheme, "redis-sentinel") == 0,
-            is_cluster = strcmp(u->scheme, "redis-cluster") == 0;
+            is_sentinel = strcmp(kind, "-sentinel") == 0,
+            is_cluster = strcmp(kind, "-cluster") == 0;
 
+    if (dlock__url_param(u, "tls") != NULL ||
+        dlock__url_param(u, "ssl") != NULL)
+        return dlock__seterr(DLOCK_EINVAL, "TLS is spelled rediss:// "
+                             "(rediss-sentinel://, rediss-cluster://), not "
+                             "?tls= or ?ssl=: %s", u->redacted);
     rc = dlock__url_check_params(u, known);
     if (rc != DLOCK_OK)
         return rc;
+    for (size_t i = 0; !tls && i < sizeof(tls_only) / sizeof(*tls_only); i++)
+        if (dlock__url_param(u, tls_only[i]) != NULL)
+            return dlock__seterr(DLOCK_EINVAL, "?%s= is for TLS, which is "
+                                 "spelled rediss://: %s", tls_only[i],
+                                 u->redacted);
     rs = calloc(1, sizeof(*rs));
     if (rs == NULL)
         return dlock__enomem();
@@ -139,6 +163,23 @@ static int redis_open(struct dlock_store **out, const struct dlock_url *u)
     if (v != NULL && parse_int(v, 0, 1, &rs->fair) != 0) {
         rc = dlock__seterr(DLOCK_EINVAL, "fair must be 0 or 1 in %s",
                            u->redacted);
+        goto fail;
+    }
+    v = dlock__url_param(u, "replicas");
+    rs->acks = -1;
+    rs->replicas_timeout_ms = DEFAULT_REPLICAS_TIMEOUT_MS;
+    if (v != NULL && parse_int(v, 0, 1000, &rs->replicas) != 0) {
+        rc = dlock__seterr(DLOCK_EINVAL, "replicas must be 0..1000 in %s",
+                           u->redacted);
+        goto fail;
+    }
+    rc = dlock__url_param_ms(u, "replicas_timeout", 1000,
+                             &rs->replicas_timeout_ms);
+    if (rc != DLOCK_OK)
+        goto fail;
+    if (rs->replicas_timeout_ms <= 0) {
+        rc = dlock__seterr(DLOCK_EINVAL, "replicas_timeout must be "
+                           "positive in %s", u->redacted);
         goto fail;
     }
     v = dlock__url_param(u, "prefix");
@@ -187,6 +228,14 @@ static int redis_open(struct dlock_store **out, const struct dlock_url *u)
     if (u->user != NULL && (rs->user = dlock__strdup(u->user)) == NULL) {
         rc = dlock__enomem();
         goto fail;
+    }
+    if (tls) {
+        rc = dlock__rtls_new(&rs->tls, dlock__url_param(u, "cacert"),
+                             dlock__url_param(u, "cert"),
+                             dlock__url_param(u, "key"),
+                             dlock__url_param(u, "sni"), u->redacted);
+        if (rc != DLOCK_OK)
+            goto fail;
     }
     rc = dlock__redis_scripts_init(rs);
     if (rc != DLOCK_OK)
@@ -246,6 +295,10 @@ static void lock_args(const struct dlock_lock *lk, int64_t ttl, char *ttlbuf,
     al[3] = strlen(pidbuf);
 }
 
+/* What the WAIT after this thread's last script answered (?replicas=;
+ * -1: none asked, or no count). */
+static _Thread_local long long acks_seen = -1;
+
 /* Run script s for lk with ARGV token, ttl, host, pid, the queue mode q
  * and the limit, the first nargs of them. */
 static redisReply *lock_script(struct redis_store *rs, int s,
@@ -270,6 +323,7 @@ static redisReply *lock_script(struct redis_store *rs, int s,
     al[5] = strlen(limbuf);
     pthread_mutex_lock(&rs->mu);
     r = dlock__redis_run(rs, s, &k, nargs, a, al, retry, rc);
+    acks_seen = rs->acks;
     pthread_mutex_unlock(&rs->mu);
     if (epoch != NULL)
         *epoch = dlock__redis_epoch(rs, lk);
@@ -334,6 +388,17 @@ int dlock__redis_attempt(struct redis_store *rs, struct dlock_lock *lk,
         r->element[0]->type != REDIS_REPLY_INTEGER ||
         r->element[1]->type != REDIS_REPLY_INTEGER)
         return dlock__redis_bad_reply(rs, r);
+    if (r->element[0]->integer == 1 && rs->replicas > 0 &&
+        acks_seen < rs->replicas) {
+        /* Taken on the master, not (yet) on enough replicas: a failover
+         * now could forget it.  Let go of it, and say so. */
+        long long acks = acks_seen;
+
+        freeReplyObject(r);
+        freeReplyObject(lock_script(rs, dlock__redis_script(lk, S_REL), lk,
+                                    0, 2, NULL, 0, &rc, NULL));
+        return dlock__redis_unacked(rs, "an acquire", lk->name, acks);
+    }
     if (r->element[0]->integer == 1) {
         lk->fence = (uint64_t)r->element[1]->integer;
         rc = DLOCK_OK;
@@ -440,6 +505,11 @@ int dlock__redis_drop_stale(struct redis_store *rs, struct dlock_lock *lk)
     return lost_to_failover(lk);
 }
 
+static struct redis_store *rs_of(struct dlock_store *s)
+{
+    return (struct redis_store *)s;
+}
+
 static int redis_extend(struct dlock_store *s, struct dlock_lock *lk,
                         int64_t ttl_ms)
 {
@@ -449,6 +519,11 @@ static int redis_extend(struct dlock_store *s, struct dlock_lock *lk,
 
     if (rc != DLOCK_OK)
         return rc;
+    /* Not acknowledged: a failed renewal (EUNAVAIL), retried while the
+     * lease runs, and LOST when it has run out. */
+    if (v == 1 && rs_of(s)->replicas > 0 && acks_seen < rs_of(s)->replicas)
+        return dlock__redis_unacked(rs_of(s), "a renewal", lk->name,
+                                    acks_seen);
     return v == 1 ? DLOCK_OK : lost(lk);
 }
 

@@ -195,11 +195,11 @@ static void *listener_main(void *arg)
         pthread_mutex_lock(&rs->smu);
         if (n <= 0 || rs->stop)
             continue;
-        if (redisBufferRead(rs->sc) != REDIS_OK)
+        if (dlock__rconn_read(rs->sc) != REDIS_OK)
             goto broken;
         for (;;) {
             reply = NULL;
-            if (redisGetReplyFromReader(rs->sc, &reply) != REDIS_OK)
+            if (dlock__rconn_next_reply(rs->sc, &reply) != REDIS_OK)
                 goto broken;
             if (reply == NULL)
                 break;
@@ -212,7 +212,7 @@ static void *listener_main(void *arg)
 broken:
     /* Waiters fall back to their timers and re-subscribe on a new
      * connection. */
-    redisFree(rs->sc);
+    dlock__rconn_free(rs->sc);
     rs->sc = NULL;
     rs->sub_broken = 1;
     rs->pend_head = rs->pend_len = 0;
@@ -232,7 +232,7 @@ void dlock__redis_sub_stop(struct redis_store *rs)
         pthread_join(rs->listener, NULL);
     rs->listening = 0;
     if (rs->sc != NULL)
-        redisFree(rs->sc);
+        dlock__rconn_free(rs->sc);
     rs->sc = NULL;
 }
 
@@ -241,27 +241,20 @@ int dlock__redis_sub_cmd(struct redis_store *rs, const char *verb,
 {
     const char *argv[2] = {verb, chan};
     size_t lens[2] = {strlen(verb), len};
-    struct dlock__nopipe np;
-    int done = 0, rc = 0;
 
     if (rs->sc == NULL || pend_push(rs, kind) != 0)
         return -1;
-    if (redisAppendCommandArgv(rs->sc, 2, argv, lens) != REDIS_OK) {
+    if (dlock__rconn_append_argv(rs->sc, 2, argv, lens) != REDIS_OK) {
         rs->pend_len--; /* not sent: no answer will come */
         return -1;
     }
-    dlock__redis_nopipe_begin(&np);
-    while (!done && rc == 0)
-        if (redisBufferWrite(rs->sc, &done) != REDIS_OK)
-            rc = -1;
-    dlock__redis_nopipe_end(&np);
-    return rc;
+    return dlock__rconn_flush(rs->sc) == REDIS_OK ? 0 : -1;
 }
 
 int dlock__redis_sub_ensure(struct redis_store *rs)
 {
     struct dlock__nopipe np;
-    redisContext *c;
+    struct rconn *c;
     int rc = DLOCK_OK;
 
     if (rs->sc != NULL && rs->listening && !rs->sub_broken)
@@ -285,7 +278,7 @@ int dlock__redis_sub_ensure(struct redis_store *rs)
     if (c == NULL)
         return rc;
     if (rs->listening) {
-        redisFree(c);
+        dlock__rconn_free(c);
         return DLOCK_OK;
     }
     rs->sc = c;
@@ -293,7 +286,7 @@ int dlock__redis_sub_ensure(struct redis_store *rs)
     rs->pend_head = rs->pend_len = 0; /* the old connection's are void */
     rs->stop = 0;
     if (pthread_create(&rs->listener, NULL, listener_main, rs) != 0) {
-        redisFree(rs->sc);
+        dlock__rconn_free(rs->sc);
         rs->sc = NULL;
         return dlock__seterr(DLOCK_ENOMEM, "cannot start the redis "
                                            "listener thread");

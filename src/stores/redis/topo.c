@@ -95,16 +95,15 @@ void dlock__redis_topo_free(struct redis_store *rs)
 static int ask_sentinel(struct redis_store *rs, int i, char *host,
                         size_t hlen, int *port)
 {
-    struct timeval tv = {(time_t)(rs->connect_timeout_ms / 1000),
-                         (suseconds_t)(rs->connect_timeout_ms % 1000) * 1000};
-    redisContext *c = redisConnectWithTimeout(rs->sent_host[i],
-                                              rs->sent_port[i], tv);
+    struct rconn *c = dlock__rconn_connect(rs->tls, rs->sent_host[i],
+                                           rs->sent_port[i], NULL,
+                                           rs->connect_timeout_ms);
     redisReply *r = NULL;
     int ok = -1;
 
     if (c != NULL && !c->err) {
-        redisSetTimeout(c, tv);
-        r = redisCommand(c, "SENTINEL get-master-addr-by-name %s",
+        dlock__rconn_set_timeout(c, rs->connect_timeout_ms);
+        r = dlock__rconn_command(c, "SENTINEL get-master-addr-by-name %s",
                          rs->master);
     }
     if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
@@ -115,13 +114,13 @@ static int ask_sentinel(struct redis_store *rs, int i, char *host,
         ok = 0;
     }
     freeReplyObject(r);
-    redisFree(c);
+    dlock__rconn_free(c);
     return ok;
 }
 
-int dlock__redis_role_is(redisContext *c, const char *role)
+int dlock__redis_role_is(struct rconn *c, const char *role)
 {
-    redisReply *r = redisCommand(c, "ROLE");
+    redisReply *r = dlock__rconn_command(c, "ROLE");
     int yes = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
               r->element[0]->type == REDIS_REPLY_STRING &&
               strcmp(r->element[0]->str, role) == 0;
@@ -130,7 +129,7 @@ int dlock__redis_role_is(redisContext *c, const char *role)
     return yes;
 }
 
-static redisContext *sentinel_connect(struct redis_store *rs, int main,
+static struct rconn *sentinel_connect(struct redis_store *rs, int main,
                                       int *rc)
 {
     static _Thread_local int first; /* the sentinel that answered last */
@@ -139,7 +138,7 @@ static redisContext *sentinel_connect(struct redis_store *rs, int main,
 
     for (int k = 0; k < rs->nsent; k++) {
         int i = (first + k) % rs->nsent;
-        redisContext *c;
+        struct rconn *c;
 
         if (ask_sentinel(rs, i, host, sizeof(host), &port) != 0)
             continue;
@@ -148,7 +147,7 @@ static redisContext *sentinel_connect(struct redis_store *rs, int main,
         if (c == NULL)
             return NULL;
         if (!dlock__redis_role_is(c, "master")) {
-            redisFree(c);
+            dlock__rconn_free(c);
             *rc = dlock__seterr(DLOCK_EUNAVAIL, "%s: %s:%d is not (yet) the "
                                 "master of %s", rs->url, host, port,
                                 rs->master);
@@ -183,7 +182,7 @@ int dlock__redis_sentinel_knows(struct redis_store *rs)
     return 0;
 }
 
-redisContext *dlock__redis_connect(struct redis_store *rs, int main, int *rc)
+struct rconn *dlock__redis_connect(struct redis_store *rs, int main, int *rc)
 {
     if (rs->cluster)
         return dlock__redis_cluster_any(rs, rc);

@@ -329,7 +329,12 @@ static int take_grant(struct redis_store *rs, struct wait *wt,
     f = wt->ow.granted;
     wt->ow.granted = 0;
     pthread_mutex_unlock(&rs->smu);
-    if (f == 0 || wt->floor + lk->ttl_ms - dlock__now_ms() < lk->ttl_ms / 2)
+    /* With ?replicas= a hand-off counts only once the new holder's own
+     * attempt (which restarts the lease: a write) is acknowledged: the
+     * releaser's write that handed it over reached the replicas before
+     * it, but nobody has asked them. */
+    if (f == 0 || rs->replicas > 0 ||
+        wt->floor + lk->ttl_ms - dlock__now_ms() < lk->ttl_ms / 2)
         return 0;
     lk->fence = f;
     if (wt->floor + lk->ttl_ms < lk->lease_end)

@@ -991,7 +991,55 @@ static void t_server_gone(void)
     own_server_stop();
 }
 
+/* rediss:// (url: a server of `server-redis.sh start-tls`, whose URL
+ * ends with ?cacert=DIR/tls-certs/ca.crt): the library's own codes for
+ * what tls.sh checks through the CLI.  A certificate refused is
+ * DLOCK_EUNAVAIL, never a store opened some other way; a bad URL
+ * DLOCK_EINVAL. */
+static void t_tls_codes(void)
+{
+    static const struct {
+        const char *add; /* appended to the URL */
+        int other_ca;    /* ca.crt -> other-ca.crt */
+        int rc;
+        const char *msg;
+    } cases[] = {
+        {"", 0, DLOCK_OK, NULL},
+        {"&sni=localhost", 0, DLOCK_OK, NULL},
+        {"", 1, DLOCK_EUNAVAIL, "self-signed certificate in certificate chain"},
+        {"&sni=other.example", 0, DLOCK_EUNAVAIL, "hostname mismatch"},
+        {"&tls=1", 0, DLOCK_EINVAL, "TLS is spelled rediss://"},
+        {"&cert=/nonexistent.crt", 0, DLOCK_EINVAL, "go together"},
+        {"&replicas=1&replicas_timeout=0", 0, DLOCK_EINVAL, "replicas_timeout"},
+    };
+    char u[1024];
+
+    CHECK(strncmp(url, "rediss://", 9) == 0 && strstr(url, "/ca.crt") != NULL);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        dlock_store *s = NULL;
+        int rc;
+
+        if (cases[i].other_ca) {
+            const char *ca = strstr(url, "/ca.crt");
+
+            snprintf(u, sizeof(u), "%.*s/other-ca.crt%s%s", (int)(ca - url),
+                     url, ca + 7, cases[i].add);
+        } else
+            snprintf(u, sizeof(u), "%s%s", url, cases[i].add);
+        rc = dlock_store_open(&s, u);
+        if (rc != cases[i].rc ||
+            (cases[i].msg && strstr(dlock_errmsg(), cases[i].msg) == NULL))
+            fprintf(stderr, "  %s -> %d %s\n", u, rc, dlock_errmsg());
+        CHECK(rc == cases[i].rc);
+        CHECK(cases[i].msg == NULL ||
+              strstr(dlock_errmsg(), cases[i].msg) != NULL);
+        CHECK((s != NULL) == (rc == DLOCK_OK));
+        dlock_store_close(s);
+    }
+}
+
 static const struct rt_test tests[] = {
+    {"tls_codes", t_tls_codes, 0},
     {"foreign_holder", t_foreign_holder, 0},
     {"dlock_blocks_foreign", t_dlock_blocks_foreign, 0},
     {"prefixes", t_prefixes, 0},
