@@ -124,9 +124,17 @@ dies_with() {
     mkfifo "$T/o-ready" "$T/o-eof"
     timeout 10 cat "$T/o-eof" >/dev/null &
     reader=$!
-    "$DLOCK" run "$run_id/orphan-$1" -- sh -c "echo \$\$ >'$T/o-ready'; exec sleep 300" 3>"$T/o-eof" 2>/dev/null &
+    "$DLOCK" run "$run_id/orphan-$1" -- sh -c "echo \$\$ >'$T/o-ready'; exec sleep 300" 3>"$T/o-eof" 2>"$T/o-err" &
     pid=$!
-    read cpid <"$T/o-ready"
+    # Bounded: a dlock that fails before running its command never opens
+    # the FIFO, and a bare read would wait for it forever.
+    cpid=$(timeout 20 cat "$T/o-ready") || true
+    if [ -z "$cpid" ]; then
+        fail "SIG$1 to dlock: the command never started: $(cat "$T/o-err")"
+        kill -KILL "$pid" "$reader" 2>/dev/null
+        wait "$pid" "$reader" 2>/dev/null
+        return
+    fi
     kill -"$1" "$pid"
     wait "$pid" 2>/dev/null
     rc=$?
@@ -413,7 +421,7 @@ check "--limit 0 is a usage error" 64 $?
 "$DLOCK" run --limit=x "$run_id/sem" -- true 2>/dev/null
 check "--limit x is a usage error" 64 $?
 case $STORE in
-sqlite://*|redis://*|unix://*|redis-sentinel://*|redis-cluster://*|postgres://*|postgresql://*|mysql://*|mariadb://*)
+sqlite://*|redis://*|unix://*|redis-sentinel://*|redis-cluster://*|rediss://*|rediss-sentinel://*|rediss-cluster://*|postgres://*|postgresql://*|mysql://*|mariadb://*)
     # Two holders of a semaphore of 2, each saying so through its FIFO.
     for k in 1 2; do
         mkfifo "$T/sem-ready-$k" "$T/sem-go-$k"
