@@ -37,6 +37,24 @@ def main():
         say("acquired", lk.fence)
         sys.stdin.readline()
         return 0
+    if mode == "shutdown":
+        # Locks with on_lost callbacks, a daemon thread still using one,
+        # a lock whose lease thread may fire during exit: all at the
+        # interpreter's exit, which must release them and not crash.
+        import threading
+        locks = [store.acquire(name + "/%d" % i, on_lost=lambda l: None)
+                 for i in range(3)]
+        short = store.acquire(name + "/short", ttl=0.2, renew=False,
+                              on_lost=lambda l: None)
+
+        def spin():
+            while True:
+                locks[0].lease_left
+
+        threading.Thread(target=spin, daemon=True).start()
+        say("acquired", len(locks), short.fence)
+        sys.stdin.readline()
+        return 0
     if mode == "fork":
         lk = store.acquire(name, wait=0)
         pid = os.fork()

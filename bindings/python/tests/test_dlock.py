@@ -41,6 +41,7 @@ class Child:
     def finish(self):
         out, err = self.p.communicate(timeout=60)
         assert self.p.returncode == 0, (out, err)
+        self.err = err
         return out
 
 
@@ -435,8 +436,77 @@ def test_fork_child_does_not_release(url, name, helper):
     c = Child(helper, "fork", url, name)
     out = c.finish()
     lines = out.splitlines()
-    assert "child 0" in lines, out + c.p.stderr.read() if c.p.stderr else out
+    assert "child 0" in lines, out + c.err
     held = [l for l in lines if l.startswith("held")][0].split()
     assert held[1] == "1", out    # the child's exit left it held
     assert held[3] == held[5], out
     assert "released" in lines
+
+
+def test_on_lost_from_extend_may_release(store, url, name, cli, helper):
+    # Without renewal nobody notices the break until extend() asks the
+    # store: on_lost then runs on this thread, inside extend(); its
+    # release() takes effect once extend() has returned.
+    where = []
+
+    def on_lost(lock):
+        where.append(threading.get_ident())
+        lock.release()
+
+    lk = store.acquire(name, ttl=30, renew=False, on_lost=on_lost)
+    force_release(url, name, cli, helper)
+    with pytest.raises(dlock.Lost):
+        lk.extend()
+    assert where == [threading.get_ident()]
+    assert lk.lost and not lk.held
+    with pytest.raises(dlock.NotHeld):
+        lk.release()
+
+
+# --- threads, collection, interpreter exit ----------------------------------
+
+def test_threads_exclude_each_other(store, name):
+    inside, overlaps, fences = [], [], []
+    guard = threading.Lock()
+
+    def worker():
+        for _ in range(8):
+            with store.lock(name, wait=60) as lk:
+                with guard:
+                    if inside:
+                        overlaps.append(lk.fence)
+                    inside.append(lk.fence)
+                    fences.append(lk.fence)
+                time.sleep(0)
+                with guard:
+                    inside.remove(lk.fence)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not any(t.is_alive() for t in threads)
+    assert overlaps == []
+    assert len(fences) == 32 and fences == sorted(fences)
+    assert len(set(fences)) == 32
+
+
+def test_collected_lock_is_released(store, name):
+    import gc
+    lk = store.acquire(name, on_lost=lambda l: None)
+    assert dlock._lost_targets
+    del lk
+    gc.collect()
+    assert not store.status(name).held
+    assert not dlock._lost_targets
+
+
+def test_interpreter_exit_with_locks_held(url, name, helper):
+    c = Child(helper, "shutdown", url, name)
+    c.expect("acquired")
+    c.tell()
+    c.finish()
+    assert "Traceback" not in c.err and "Fatal" not in c.err, c.err
+    with dlock.Store(url) as s:
+        assert s.list(name) == []
