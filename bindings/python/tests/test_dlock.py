@@ -510,3 +510,19 @@ def test_interpreter_exit_with_locks_held(url, name, helper):
     assert "Traceback" not in c.err and "Fatal" not in c.err, c.err
     with dlock.Store(url) as s:
         assert s.list(name) == []
+
+
+def test_readme_example_runs(tmp_path):
+    readme = os.path.join(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))), "README.md")
+    text = open(readme, encoding="utf-8").read()
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    assert len(code.strip().splitlines()) <= 5
+    db = str(tmp_path / "example.db")
+    code = code.replace("/tmp/dlock-example.db", db)
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    r = subprocess.run([PY, "-c", code], capture_output=True, text=True,
+                       env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("holding job, fence 1")
