@@ -63,6 +63,8 @@ anything left).  ``os._exit()``, ``kill -9`` or a crash release nothing:
 the store frees the lock when the session ends or the lease runs out.
 """
 
+import atexit
+import contextlib
 import ctypes
 import ctypes.util
 import itertools
@@ -391,6 +393,37 @@ def _lost_trampoline(_handle, payload):
 _lost_cfunc = _LOST_CB(_lost_trampoline)
 
 
+def _after_fork_in_child():
+    global _lost_guard
+    _lost_guard = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+# Interpreter exit.  weakref.finalize's atexit hook releases the locks still
+# held (in reverse order of creation: locks before their stores), so that
+# no on_lost callback can reach a finalizing interpreter.  Registering
+# _mark_exiting after that hook makes it run first (atexit is LIFO): locks
+# acquired from then on (by daemon threads, by other atexit handlers) get
+# no C callback, since one could fire once the interpreter is gone.
+_exiting = False
+
+
+def _mark_exiting():
+    global _exiting
+    _exiting = True
+
+
+class _Anchor:
+    pass
+
+
+_anchor = _Anchor()
+weakref.finalize(_anchor, lambda: None)   # makes sure the hook is registered
+atexit.register(_mark_exiting)
+
+
 # --- info -----------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -560,17 +593,26 @@ class Store:
 
 class _LockState:
     """What the finalizer of a Lock needs, without the Lock itself."""
-    __slots__ = ("h", "mutex", "key", "__weakref__")
+    __slots__ = ("h", "mutex", "key", "pid", "__weakref__")
 
     def __init__(self):
         self.h = None
         self.mutex = threading.RLock()
         self.key = 0
+        self.pid = os.getpid()
+
+    def guard(self):
+        # In a fork child the mutex may have been copied held by a thread
+        # that does not exist there; the handle is inert in the child
+        # anyway (libdlock answers EINVAL and touches nothing).
+        if self.pid == os.getpid():
+            return self.mutex
+        return contextlib.nullcontext()
 
 
 def _release_state(st):
     """Finalizer: release a Lock still held when collected or at exit."""
-    with st.mutex:
+    with st.guard():
         h, st.h = st.h, None
     if h:
         _release(h)
@@ -640,7 +682,7 @@ class Lock:
     @property
     def lost(self):
         """True once libdlock knows the lock is lost (dlock_is_lost())."""
-        with self._st.mutex:
+        with self._st.guard():
             h = self._st.h
             if h:
                 self._was_lost = self._was_lost or bool(_is_lost(h))
@@ -650,7 +692,7 @@ class Lock:
     def lease_left(self):
         """Seconds of lease left as this process counts it
         (dlock_lease_left()); 0.0 once lost or when not held."""
-        with self._st.mutex:
+        with self._st.guard():
             h = self._st.h
             return _lease_left(h) / 1000.0 if h else 0.0
 
@@ -687,14 +729,14 @@ class Lock:
         o.limit = self._limit
         sh = self._store._h()
         key = 0
-        if self.on_lost is not None:
+        if self.on_lost is not None and not _exiting:
             key = next(_lost_keys)
             with _lost_guard:
                 _lost_targets[key] = weakref.ref(self)
             o.on_lost = _lost_cfunc
             o.payload = key
         h = _vp()
-        with st.mutex:
+        with st.guard():
             if st.h is not None:
                 raise InvalidArgument("lock %r is already held by this Lock"
                                       % self.name, EINVAL)
@@ -721,7 +763,7 @@ class Lock:
         store could not be told (its lease frees it then),
         :class:`NotHeld` if it is not held."""
         st = self._st
-        with st.mutex:
+        with st.guard():
             if self._in_call == threading.get_ident():
                 # on_lost called from our own extend()/assert_ttl() on this
                 # thread: release once that call has returned.
@@ -744,7 +786,7 @@ class Lock:
 
     def _call(self, fn, arg, what):
         st = self._st
-        with st.mutex:
+        with st.guard():
             h = st.h
             if not h:
                 raise NotHeld("lock %r is not held" % self.name)
@@ -812,9 +854,3 @@ class Lock:
             if hasattr(exc, "add_note"):
                 exc.add_note("dlock: while releasing: %s" % e)
         return False
-
-
-# Release what is still held before the interpreter tears itself down
-# (weakref.finalize's atexit hook runs the finalizers in reverse order of
-# creation: locks before their stores), so that no on_lost callback can
-# reach a finalizing interpreter.
