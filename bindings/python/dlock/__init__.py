@@ -120,6 +120,9 @@ class DlockError(Exception):
         self.code = code
         self.message = message
 
+    def __reduce__(self):   # pickles with its code (multiprocessing)
+        return (type(self), (self.message, self.code))
+
 
 class Busy(DlockError):
     """The lock is held by someone else and was not acquired in time

@@ -279,6 +279,13 @@ def test_bad_options(store, name):
     assert not store.status(name).held
 
 
+def test_exceptions_pickle():
+    import pickle
+    for cls in (dlock.Timeout, dlock.Unavailable, dlock.Lost, dlock.NotHeld):
+        e = pickle.loads(pickle.dumps(cls("msg", -2)))
+        assert type(e) is cls and e.code == -2 and str(e) == "msg"
+
+
 def test_bad_urls():
     with pytest.raises(dlock.InvalidArgument) as ei:
         dlock.Store("bogus://nowhere")
@@ -515,7 +522,8 @@ def test_interpreter_exit_with_locks_held(url, name, helper):
 def test_readme_example_runs(tmp_path):
     readme = os.path.join(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__))), "README.md")
-    text = open(readme, encoding="utf-8").read()
+    with open(readme, encoding="utf-8") as f:
+        text = f.read()
     code = text.split("```python\n", 1)[1].split("```", 1)[0]
     assert len(code.strip().splitlines()) <= 5
     db = str(tmp_path / "example.db")
