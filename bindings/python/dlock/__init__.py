@@ -460,10 +460,75 @@ class LockInfo:
 
 # --- store ------------------------------------------------------------------
 
-def _close_handle(box):
-    h, box[0] = box[0], None
-    if h:
-        _store_close(h)
+class _StoreState:
+    """The store handle and who is using it.  dlock_store_close() must not
+    run while another thread is inside a call on the store or on one of
+    its locks (it frees what they use), so every such call is counted and
+    closing waits for the count to fall to 0; calls begun after close()
+    raise InvalidArgument.  Calls on a lock whose store is closed go
+    straight to libdlock, which answers LOST without touching the store."""
+    __slots__ = ("h", "cond", "users", "pid")
+
+    def __init__(self, h):
+        self.h = h
+        self.cond = threading.Condition(threading.Lock())
+        self.users = 0
+        self.pid = os.getpid()
+
+
+class _Using:
+    """``with _Using(ss) as h``: h is the store handle, counted as in use;
+    with allow_closed, None (not counted) when the store is closed."""
+    __slots__ = ("ss", "counted", "allow_closed")
+
+    def __init__(self, ss, allow_closed=False):
+        self.ss = ss
+        self.counted = False
+        self.allow_closed = allow_closed
+
+    def __enter__(self):
+        ss = self.ss
+        if ss.pid != os.getpid():
+            # A fork child: the handle is inert (libdlock answers EINVAL);
+            # the condition may have been copied held.
+            return ss.h
+        with ss.cond:
+            if ss.h is None:
+                if self.allow_closed:
+                    return None
+                raise InvalidArgument("the store is closed", EINVAL)
+            ss.users += 1
+            self.counted = True
+            return ss.h
+
+    def __exit__(self, *exc):
+        if self.counted:
+            ss = self.ss
+            with ss.cond:
+                ss.users -= 1
+                if ss.users == 0:
+                    ss.cond.notify_all()
+        return False
+
+
+def _close_handle(ss):
+    if ss.pid != os.getpid():
+        h, ss.h = ss.h, None
+        if h:
+            _store_close(h)       # frees nothing of the parent's
+        return
+    with ss.cond:
+        h, ss.h = ss.h, None      # from now on, new calls are refused
+        if h is None:
+            return
+        while ss.users > 0:
+            if _exiting:
+                # A thread (a daemon, at interpreter exit) is still inside
+                # a call: leave the store open; libdlock's atexit handler
+                # releases what is still held.
+                return
+            ss.cond.wait(0.1)
+    _store_close(h)
 
 
 class Store:
@@ -480,9 +545,9 @@ class Store:
         if rc != OK:
             # The library's message names the URL redacted.
             raise _error(rc, "cannot open store")
-        self._box = [h.value]
+        self._ss = _StoreState(h.value)
         self._url = _s(_store_url(h))
-        self._finalizer = weakref.finalize(self, _close_handle, self._box)
+        self._finalizer = weakref.finalize(self, _close_handle, self._ss)
 
     @property
     def url(self):
@@ -491,20 +556,20 @@ class Store:
 
     @property
     def closed(self):
-        return not self._box[0]
+        return self._ss.h is None
 
-    def _h(self):
-        h = self._box[0]
-        if not h:
-            raise InvalidArgument("the store is closed", EINVAL)
-        return h
+    def _using(self):
+        return _Using(self._ss)
 
     def close(self):
-        """Close the store (idempotent)."""
+        """Close the store (idempotent).  Waits for calls other threads
+        have in flight on it or on its locks; calls begun after it raise
+        :class:`InvalidArgument`."""
         self._finalizer()
 
     def __enter__(self):
-        self._h()
+        if self.closed:
+            raise InvalidArgument("the store is closed", EINVAL)
         return self
 
     def __exit__(self, *exc):
@@ -517,7 +582,8 @@ class Store:
 
     def init(self):
         """Create the store's tables if missing (dlock_store_init())."""
-        rc = _store_init(self._h())
+        with self._using() as h:
+            rc = _store_init(h)
         if rc != OK:
             raise _error(rc, "init")
 
@@ -553,9 +619,11 @@ class Store:
     def status(self, name):
         """A :class:`LockInfo` for ``name``, held or not."""
         out = ctypes.POINTER(_Info)()
-        rc = _status(ctypes.byref(out), self._h(), _cstr(name))
-        if rc != OK:
-            raise _error(rc, "status")
+        b = _cstr(name)
+        with self._using() as h:
+            rc = _status(ctypes.byref(out), h, b)
+            if rc != OK:
+                raise _error(rc, "status")
         try:
             return LockInfo._from(out.contents)
         finally:
@@ -575,20 +643,24 @@ class Store:
                 return 1
 
         cfunc = _LIST_CB(cb)
-        rc = _list(self._h(), _cstr(prefix or "", "prefix"), cfunc, None)
-        if errors:
-            raise errors[0]
-        if rc != OK:
-            raise _error(rc, "list")
+        b = _cstr(prefix or "", "prefix")
+        with self._using() as h:
+            rc = _list(h, b, cfunc, None)
+            if errors:
+                raise errors[0]
+            if rc != OK:
+                raise _error(rc, "list")
         return found
 
     def force_release(self, name):
         """Break ``name`` whoever holds it (administration); its holder
         finds it lost.  Returns how many holders were removed."""
         n = ctypes.c_uint()
-        rc = _force_release(ctypes.byref(n), self._h(), _cstr(name))
-        if rc != OK:
-            raise _error(rc, "force_release")
+        b = _cstr(name)
+        with self._using() as h:
+            rc = _force_release(ctypes.byref(n), h, b)
+            if rc != OK:
+                raise _error(rc, "force_release")
         return n.value
 
 
@@ -596,9 +668,10 @@ class Store:
 
 class _LockState:
     """What the finalizer of a Lock needs, without the Lock itself."""
-    __slots__ = ("h", "mutex", "key", "pid", "__weakref__")
+    __slots__ = ("h", "mutex", "key", "pid", "ss", "__weakref__")
 
-    def __init__(self):
+    def __init__(self, ss):
+        self.ss = ss
         self.h = None
         self.mutex = threading.RLock()
         self.key = 0
@@ -618,7 +691,8 @@ def _release_state(st):
     with st.guard():
         h, st.h = st.h, None
     if h:
-        _release(h)
+        with _Using(st.ss, allow_closed=True):
+            _release(h)
     _forget_key(st)
 
 
@@ -650,12 +724,13 @@ class Lock:
         self._limit = 1 if limit is None else int(limit)
         self._renew = bool(renew)
         self.on_lost = on_lost
-        self._st = _LockState()
+        self._st = _LockState(store._ss)
         self._fence = 0
         self._was_lost = False
         self._lost_fired = False
         self._in_call = None      # thread ident inside a C call on h
         self._deferred_release = False
+        self._acquiring = False
         self._finalizer = weakref.finalize(self, _release_state, self._st)
 
     # -- properties
@@ -730,7 +805,6 @@ class Lock:
         o.auto_renew = 1 if self._renew else 0
         o.shared = 1 if self._shared else 0
         o.limit = self._limit
-        sh = self._store._h()
         key = 0
         if self.on_lost is not None and not _exiting:
             key = next(_lost_keys)
@@ -739,22 +813,47 @@ class Lock:
             o.on_lost = _lost_cfunc
             o.payload = key
         h = _vp()
+        # The wait happens outside the Lock's mutex (which a finalizer at
+        # interpreter exit may need), flagged by _acquiring.
         with st.guard():
-            if st.h is not None:
-                raise InvalidArgument("lock %r is already held by this Lock"
-                                      % self.name, EINVAL)
+            if st.h is not None or self._acquiring:
+                if key:
+                    with _lost_guard:
+                        _lost_targets.pop(key, None)
+                raise InvalidArgument("lock %r is already held (or being "
+                                      "acquired) by this Lock" % self.name,
+                                      EINVAL)
+            self._acquiring = True
             self._was_lost = False
             self._lost_fired = False
-            st.key = key
-            rc = _acquire_len(ctypes.byref(h), sh, self._name,
-                              len(self._name), ctypes.byref(o))
+        try:
+            with self._store._using() as sh:
+                rc = _acquire_len(ctypes.byref(h), sh, self._name,
+                                  len(self._name), ctypes.byref(o))
+                err = None if rc == OK else _error(
+                    rc, None, Timeout if rc == BUSY and o.wait_ms != 0
+                    else None)
             if rc == OK:
-                st.h = h.value
-                self._fence = _fence(h)
+                with st.guard():
+                    st.h = h.value
+                    st.key = key
+                    self._fence = _fence(h)
+                    key = 0
+                if not self._finalizer.alive:
+                    # Taken while the interpreter exits, after the
+                    # finalizers ran: nobody would release it.
+                    try:
+                        self.release()
+                    except DlockError:
+                        pass
+                    raise InvalidArgument("the interpreter is exiting",
+                                          EINVAL)
                 return True
-            err = _error(rc, None,
-                         Timeout if rc == BUSY and o.wait_ms != 0 else None)
-            _forget_key(st)
+        finally:
+            self._acquiring = False
+            if key:
+                with _lost_guard:
+                    _lost_targets.pop(key, None)
         if rc == BUSY and not raise_busy:
             return False
         raise err
@@ -779,8 +878,9 @@ class Lock:
             raise NotHeld("lock %r is not held" % self.name)
         # Outside the mutex: dlock_release may wait for the lease thread,
         # which may be running on_lost, which may want the mutex.
-        rc = _release(h)
-        err = None if rc == OK else _error(rc)
+        with _Using(st.ss, allow_closed=True):
+            rc = _release(h)
+            err = None if rc == OK else _error(rc)
         _forget_key(st)
         if rc == LOST:
             self._was_lost = True
@@ -795,8 +895,9 @@ class Lock:
                 raise NotHeld("lock %r is not held" % self.name)
             self._in_call = threading.get_ident()
             try:
-                rc = fn(h, arg)
-                err = None if rc == OK else _error(rc)
+                with _Using(st.ss, allow_closed=True):
+                    rc = fn(h, arg)
+                    err = None if rc == OK else _error(rc)
             finally:
                 self._in_call = None
             if rc == LOST:
