@@ -59,7 +59,10 @@ A child opens its own :class:`Store` if it needs one.
 
 Process exit: locks still held at interpreter exit are released (by
 this module's finalizers, then by libdlock's ``atexit`` handler for
-anything left).  ``os._exit()``, ``kill -9`` or a crash release nothing:
+anything left: a store a daemon thread is still using is left open).
+``Store.close()`` waits for calls other threads have in flight on the
+store or its locks (libdlock frees what they use); calls begun after it
+raise :class:`InvalidArgument`.  ``os._exit()``, ``kill -9`` or a crash release nothing:
 the store frees the lock when the session ends or the lease runs out.
 """
 

@@ -55,6 +55,38 @@ def main():
         say("acquired", len(locks), short.fence)
         sys.stdin.readline()
         return 0
+    if mode == "exit-race":
+        # Daemon threads still taking, checking and dropping locks (some
+        # with on_lost, some lapsing) while the interpreter exits.  Once
+        # this crashed: the store was closed under a call in flight.
+        import random
+        import threading
+        import time
+        locks = [store.acquire("%s/%d" % (name, i), ttl=0.1, renew=False,
+                               on_lost=lambda l: None) for i in range(10)]
+
+        def spin():
+            while True:
+                for lk in locks:
+                    lk.lost
+
+        def churn(cb):
+            i = 0
+            while True:
+                i += 1
+                try:
+                    store.acquire("%s/late-%d" % (name, i % 5), ttl=0.1,
+                                  renew=False, on_lost=cb)
+                except dlock.DlockError:
+                    pass
+
+        threading.Thread(target=spin, daemon=True).start()
+        threading.Thread(target=churn, args=(None,), daemon=True).start()
+        threading.Thread(target=churn, args=(lambda l: None,),
+                         daemon=True).start()
+        say("running")
+        time.sleep(random.uniform(0.02, 0.15))   # vary the moment of exit
+        return 0
     if mode == "fork":
         lk = store.acquire(name, wait=0)
         pid = os.fork()

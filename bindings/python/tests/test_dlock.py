@@ -534,3 +534,40 @@ def test_readme_example_runs(tmp_path):
                        env=env, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("holding job, fence 1")
+
+
+def test_interpreter_exit_under_load(url, name, helper):
+    for i in range(4):
+        c = Child(helper, "exit-race", url, "%s-%d" % (name, i))
+        c.expect("running")
+        c.finish()                # exit status 0: no crash, no hang
+        assert "Fatal" not in c.err and "Traceback" not in c.err, c.err
+
+
+def test_close_store_under_threads(url, name):
+    s = dlock.Store(url)
+    started = threading.Event()
+    seen = []
+
+    def churn():
+        i = 0
+        while True:
+            i += 1
+            try:
+                with s.lock("%s-%d" % (name, i % 3), wait=5):
+                    started.set()
+            except dlock.InvalidArgument as e:   # the store is closed
+                seen.append(e)
+                return
+            except dlock.Lost:                   # closed while we held it
+                pass
+
+    threads = [threading.Thread(target=churn) for _ in range(3)]
+    for t in threads:
+        t.start()
+    assert started.wait(30)
+    s.close()
+    for t in threads:
+        t.join(30)
+    assert not any(t.is_alive() for t in threads)
+    assert len(seen) == 3 and all("closed" in str(e) for e in seen)
