@@ -49,7 +49,9 @@ an ``threading.Event`` or a flag there.  Exceptions it raises are printed
 to stderr and swallowed, never propagated into the C library.  A
 :class:`Store` may be shared by threads; a :class:`Lock` belongs to one
 holder (its calls are serialised, and releasing it from another thread,
-including from ``on_lost``, is safe).
+including from ``on_lost``, is safe).  Signal handlers (Ctrl-C's
+KeyboardInterrupt) run only once a wait inside libdlock has ended: it
+cannot be cancelled, so prefer finite waits in interactive programs.
 
 Fork: as libdlock documents, a child made by ``fork()`` never releases or
 renews its parent's locks; calls on an inherited :class:`Lock` or
@@ -318,6 +320,9 @@ def _cstr(name, what="name"):
     return b
 
 
+_INT64_MAX = 2 ** 63 - 1
+
+
 def _ms(seconds, what):
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
         raise TypeError("dlock: %s must be a number of seconds, not %r"
@@ -327,7 +332,9 @@ def _ms(seconds, what):
                               % (what, seconds), EINVAL)
     if math.isinf(seconds):
         return None
-    return int(math.ceil(seconds * 1000))
+    # Clamped to int64: libdlock takes a wait over 365 days as forever and
+    # says a ttl that long is out of range.
+    return min(int(math.ceil(seconds * 1000)), _INT64_MAX)
 
 
 def default_url():
@@ -724,7 +731,14 @@ class Lock:
         if ttl is not None and self._ttl is None:
             raise InvalidArgument("ttl must be finite", EINVAL)
         self._shared = bool(shared)
-        self._limit = 1 if limit is None else int(limit)
+        if limit is None:
+            limit = 1
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise TypeError("dlock: limit must be an int, not %r" % (limit,))
+        if not 0 <= limit < 2 ** 32:
+            raise InvalidArgument("limit %d is out of range (1..%d)"
+                                  % (limit, LIMIT_MAX), EINVAL)
+        self._limit = limit
         self._renew = bool(renew)
         self.on_lost = on_lost
         self._st = _LockState(store._ss)

@@ -276,7 +276,15 @@ def test_bad_options(store, name):
         store.lock(name, wait=-1)
     with pytest.raises(dlock.InvalidArgument):
         store.acquire(name, limit=dlock.LIMIT_MAX + 1)
+    with pytest.raises(dlock.InvalidArgument):
+        store.acquire(name, limit=-1)
+    with pytest.raises(dlock.InvalidArgument) as ei:
+        store.acquire(name, ttl=1e30)             # over 365 days
+    assert "ttl" in str(ei.value)
     assert not store.status(name).held
+    # A wait of 1e30 s is forever, like None: it gets a free lock at once.
+    with store.lock(name, wait=1e30) as lk:
+        assert lk.held
 
 
 def test_exceptions_pickle():
