@@ -935,11 +935,11 @@ class Lock:
         ms = 0 if ttl is None else _ms(ttl, "ttl")
         if ms is None:
             raise InvalidArgument("ttl must be finite", EINVAL)
-        if ttl is not None:
-            if ms <= 0:
-                raise InvalidArgument("ttl must be > 0", EINVAL)
-            self._ttl = ms
+        if ttl is not None and ms <= 0:
+            raise InvalidArgument("ttl must be > 0", EINVAL)
         self._call(_extend, ms, "extend")
+        if ttl is not None:
+            self._ttl = ms        # the next acquire() asks it too
 
     def assert_ttl(self, ttl):
         """Check with the store that the lock is still held with at least
