@@ -930,16 +930,15 @@ class Lock:
 
     def extend(self, ttl=None):
         """Renew the lease to ``ttl`` seconds from now (None: the lock's
-        own ttl); later renewals use the new length.  Raises :class:`Lost`
-        if the lock is lost."""
+        own ttl); later renewals of this acquisition use the new length
+        (a later acquire() asks the ttl given to Store.lock() again).
+        Raises :class:`Lost` if the lock is lost."""
         ms = 0 if ttl is None else _ms(ttl, "ttl")
         if ms is None:
             raise InvalidArgument("ttl must be finite", EINVAL)
         if ttl is not None and ms <= 0:
             raise InvalidArgument("ttl must be > 0", EINVAL)
         self._call(_extend, ms, "extend")
-        if ttl is not None:
-            self._ttl = ms        # the next acquire() asks it too
 
     def assert_ttl(self, ttl):
         """Check with the store that the lock is still held with at least
