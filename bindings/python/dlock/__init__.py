@@ -75,7 +75,6 @@ import ctypes.util
 import itertools
 import math
 import os
-import sys
 import threading
 import traceback
 import weakref
