@@ -317,6 +317,14 @@ def test_password_never_shown(url):
             password = url.split("@")[0].split(":")[-1]
             assert password not in repr(s) and password not in s.url
             assert "***" in s.url
+            with s.lock("pw-check") as lk:
+                assert password not in repr(lk)
+            # A wrong password: refused, and not repeated back.
+            wrong = url.replace(":" + password + "@", ":Wr0ng-pw-42@")
+            with pytest.raises(dlock.DlockError) as ei:
+                dlock.Store(wrong).status("x")
+            assert "Wr0ng-pw-42" not in str(ei.value)
+            assert "***" in str(ei.value)
 
 
 def test_store_close(url, name):
