@@ -187,7 +187,11 @@ _EXC = {
 def _load():
     path = os.environ.get("DLOCK_LIBRARY")
     if path:
-        return ctypes.CDLL(path), path
+        try:
+            return ctypes.CDLL(path), path
+        except OSError as e:
+            raise ImportError("dlock: cannot load DLOCK_LIBRARY=%s (%s)"
+                              % (path, e)) from e
     try:
         return ctypes.CDLL(SONAME), SONAME
     except OSError as first:

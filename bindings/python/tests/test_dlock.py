@@ -587,3 +587,23 @@ def test_close_store_under_threads(url, name):
         t.join(30)
     assert not any(t.is_alive() for t in threads)
     assert len(seen) == 3 and all("closed" in str(e) for e in seen)
+
+
+def test_library_found_by_soname_and_env(tmp_path):
+    lib = os.environ["DLOCK_LIBRARY"]
+    libdir = os.path.dirname(os.path.realpath(lib))
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = "import dlock; print(dlock.library_path(), dlock.version())"
+    env = {k: v for k, v in os.environ.items() if k != "DLOCK_LIBRARY"}
+    env["PYTHONPATH"] = pkg
+    if os.path.exists(os.path.join(libdir, dlock.SONAME)):
+        env["LD_LIBRARY_PATH"] = libdir
+        r = subprocess.run([PY, "-c", code], capture_output=True, text=True,
+                           env=env, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.split() == [dlock.SONAME, dlock.version()]
+    env["DLOCK_LIBRARY"] = str(tmp_path / "no-such-libdlock.so")
+    r = subprocess.run([PY, "-c", code], capture_output=True, text=True,
+                       env=env, timeout=60)
+    assert r.returncode != 0
+    assert "ImportError: dlock: cannot load DLOCK_LIBRARY=" in r.stderr
