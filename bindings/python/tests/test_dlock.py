@@ -607,3 +607,13 @@ def test_library_found_by_soname_and_env(tmp_path):
                        env=env, timeout=60)
     assert r.returncode != 0
     assert "ImportError: dlock: cannot load DLOCK_LIBRARY=" in r.stderr
+
+
+def test_default_store(name):
+    assert dlock.default_url().startswith("sqlite:///")
+    with dlock.Store() as s:
+        assert s.url == dlock.default_url()
+        with s.lock(name, wait=0) as lk:
+            assert s.status(name).fence == lk.fence
+    assert "sqlite" in dlock.schemes()
+    assert dlock.ddl("sqlite:///tmp/x.db").strip()
