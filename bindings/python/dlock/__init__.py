@@ -478,14 +478,19 @@ class _StoreState:
     run while another thread is inside a call on the store or on one of
     its locks (it frees what they use), so every such call is counted and
     closing waits for the count to fall to 0; calls begun after close()
-    raise InvalidArgument.  Calls on a lock whose store is closed go
-    straight to libdlock, which answers LOST without touching the store."""
-    __slots__ = ("h", "cond", "users", "pid")
+    raise InvalidArgument.  Calls on a held lock (release, extend...) go
+    on while close() waits for the count (draining: they may be what the
+    calls in flight wait for), wait while dlock_store_close() runs
+    (closing), and after it go straight to libdlock, which answers LOST
+    without touching the store."""
+    __slots__ = ("h", "cond", "users", "draining", "closing", "pid")
 
     def __init__(self, h):
         self.h = h
         self.cond = threading.Condition(threading.Lock())
         self.users = 0
+        self.draining = None      # the handle while close() drains
+        self.closing = False
         self.pid = os.getpid()
 
 
@@ -507,9 +512,15 @@ class _Using:
             return ss.h
         with ss.cond:
             if ss.h is None:
-                if self.allow_closed:
+                if not self.allow_closed:
+                    raise InvalidArgument("the store is closed", EINVAL)
+                while ss.closing:
+                    ss.cond.wait()
+                if ss.draining is None:
                     return None
-                raise InvalidArgument("the store is closed", EINVAL)
+                ss.users += 1
+                self.counted = True
+                return ss.draining
             ss.users += 1
             self.counted = True
             return ss.h
@@ -534,6 +545,7 @@ def _close_handle(ss):
         h, ss.h = ss.h, None      # from now on, new calls are refused
         if h is None:
             return
+        ss.draining = h           # calls on its locks go on meanwhile
         while ss.users > 0:
             if _exiting:
                 # A thread (a daemon, at interpreter exit) is still inside
@@ -541,7 +553,14 @@ def _close_handle(ss):
                 # releases what is still held.
                 return
             ss.cond.wait(0.1)
-    _store_close(h)
+        ss.draining = None
+        ss.closing = True         # calls on its locks wait for the close
+    try:
+        _store_close(h)
+    finally:
+        with ss.cond:
+            ss.closing = False
+            ss.cond.notify_all()
 
 
 class Store:

@@ -63,7 +63,7 @@ def main():
         import threading
         import time
         locks = [store.acquire("%s/%d" % (name, i), ttl=0.1, renew=False,
-                               on_lost=lambda l: None) for i in range(10)]
+                               on_lost=lambda l: None) for i in range(4)]
 
         def spin():
             while True:
