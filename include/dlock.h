@@ -27,7 +27,10 @@
  *
  * Thread safety: a dlock_store may be shared by any number of threads.  A
  * dlock_lock belongs to one holder; calls on the same lock from several
- * threads are serialised internally but make little sense.
+ * threads are serialised internally but make little sense.  As with
+ * fclose(), dlock_store_close() must not run while another thread still
+ * calls on the store or on a lock taken through it: the caller orders
+ * the close after those calls (the Python binding does this for you).
  *
  * Fork: a child made by fork() never releases or renews its parent's locks.
  * Calls on an inherited dlock_lock or dlock_store in the child return
@@ -40,9 +43,10 @@
  * consistent across fork() and make a fork child forget (never release)
  * its parent's locks.  The first acquire with auto_renew starts one renew
  * thread, which lives until exit.  Nothing is installed before that.
- * Locks are not released by _exit(), by a fatal signal, or when dlock is
- * unloaded with dlock_close()-less dlclose(): the store's lease (or its
- * session end) frees them then.
+ * Locks are not released by _exit() or by a fatal signal: the store's
+ * lease (or its session end) frees them then.  The shared library is
+ * linked with -z nodelete: dlclose() never unmaps it under its own
+ * threads, and its atexit handler still runs at exit.
  */
 #ifndef DLOCK_H
 #define DLOCK_H

@@ -32,6 +32,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -763,6 +764,18 @@ static int not_held(const struct dlock_lock *lk)
     return dlock__seterr(DLOCK_LOST, "lock '%s' was lost", lk->name);
 }
 
+/* on_lost, called on the caller's thread from inside an API call: the
+ * callback may call the library, which sets this thread's error message;
+ * the call it interrupted still returns with its own. */
+static void tell_lost(struct dlock_lock *lk, dlock_lost_cb cb)
+{
+    char saved[512];
+
+    snprintf(saved, sizeof(saved), "%s", dlock_errmsg());
+    cb(lk, lk->payload);
+    (void)dlock__seterr(DLOCK_OK, "%s", saved);
+}
+
 dlock_rc dlock_extend(dlock_lock *lk, int64_t ttl_ms)
 {
     struct dlock_store *s;
@@ -792,7 +805,7 @@ dlock_rc dlock_extend(dlock_lock *lk, int64_t ttl_ms)
         cb = mark_lost(lk);
         pthread_mutex_unlock(&lk->mu);
         if (cb != NULL)
-            cb(lk, lk->payload);
+            tell_lost(lk, cb);
         return rc;
     }
     dlock__io_deadline = lease_end_of(lk);
@@ -813,7 +826,7 @@ dlock_rc dlock_extend(dlock_lock *lk, int64_t ttl_ms)
     if (next != 0)
         schedule(lk, next);
     if (cb != NULL)
-        cb(lk, lk->payload);
+        tell_lost(lk, cb);
     if (rc == DLOCK_OK)
         dlock__clearerr();
     return rc;
@@ -849,7 +862,7 @@ dlock_rc dlock_assert_ttl(dlock_lock *lk, int64_t min_remaining_ms)
     }
     pthread_mutex_unlock(&lk->mu);
     if (cb != NULL)
-        cb(lk, lk->payload);
+        tell_lost(lk, cb);
     if (rc != DLOCK_OK)
         return rc;
     if (left < min_remaining_ms)

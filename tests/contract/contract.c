@@ -403,6 +403,36 @@ static void t_broken_lock(dlock_store *s)
     dlock_store_close(s2);
 }
 
+/* on_lost called from inside dlock_extend (on the caller's thread) may
+ * call the library, which sets this thread's message: extend still
+ * returns with its own. */
+static void lost_calls_library(dlock_lock *l, void *payload)
+{
+    dlock_store *x = NULL;
+
+    (void)l;
+    (void)payload;
+    CHECK_RC(dlock_store_open(&x, "no-such-scheme://x"), DLOCK_EINVAL);
+}
+
+static void t_lost_in_extend(dlock_store *s)
+{
+    dlock_options o = opts(0, 30000, 0);
+    dlock_store *s2 = open_store();
+    unsigned removed = 0;
+    dlock_lock *a;
+
+    o.on_lost = lost_calls_library;
+    CHECK_RC(dlock_acquire(&a, s, nm("lostext"), &o), DLOCK_OK);
+    CHECK_RC(dlock_force_release(&removed, s2, nm("lostext")), DLOCK_OK);
+    CHECK_RC(dlock_extend(a, 0), DLOCK_LOST);
+    if (strstr(dlock_errmsg(), "lostext") == NULL)
+        fprintf(stderr, "  extend's message: %s\n", dlock_errmsg());
+    CHECK(strstr(dlock_errmsg(), "lostext") != NULL);
+    CHECK_RC(dlock_release(a), DLOCK_LOST);
+    dlock_store_close(s2);
+}
+
 static void t_auto_renew(dlock_store *s)
 {
     dlock_options o = opts(0, 300, 1);
@@ -1323,6 +1353,7 @@ static const struct {
     {"extend", t_extend},
     {"assert_ttl", t_assert_ttl},
     {"broken_lock", t_broken_lock},
+    {"lost_in_extend", t_lost_in_extend},
     {"auto_renew", t_auto_renew},
     {"names", t_names},
     {"many_and_list", t_many_and_list},
