@@ -27,6 +27,7 @@
 #endif
 
 #include "bench.h"
+#include "contract.h"
 
 struct floor {
     const char *id;   /* JSON key */
@@ -295,18 +296,19 @@ static void my_teardown(MYSQL *c)
 
 static void measure(const char *store, const char *server,
                     const struct floor *f, size_t nf,
-                    int (*cycle)(void *, size_t), void *conn)
+                    int (*cycle)(void *, size_t), void *conn, int part)
 {
     const int blocks = quick ? 5 : 11, per = quick ? 200 : 1000;
 
-    if (json != NULL)
+    if (json != NULL && part == 0)
         fprintf(json,
                 "{\n  \"store\": \"%s\",\n  \"server\": \"%s\",\n"
                 "  \"floors\": {\n",
                 store, server);
-    printf("%s (%s): cycle / (2 x no-op), median (range) of %d blocks of "
-           "%d\n",
-           store, server, blocks, per);
+    if (part == 0)
+        printf("%s (%s): cycle / (2 x no-op), median (range) of %d blocks "
+               "of %d\n",
+               store, server, blocks, per);
     for (size_t i = 0; i < nf; i++) {
         double ratio[64], us[64];
 
@@ -336,9 +338,9 @@ static void measure(const char *store, const char *server,
                     "    \"%s\": {\"ratio_median\": %.4g, \"ratio_min\": "
                     "%.4g, \"ratio_max\": %.4g, \"cycle_us\": %.4g}%s\n",
                     f[i].id, ratio[blocks / 2], ratio[0], ratio[blocks - 1],
-                    us[blocks / 2], i + 1 < nf ? "," : "");
+                    us[blocks / 2], i + 1 < nf || part == 0 ? "," : "");
     }
-    if (json != NULL)
+    if (json != NULL && part == 1)
         fprintf(json, "  }\n}\n");
 }
 
@@ -347,11 +349,41 @@ static int pg_cycle_v(void *c, size_t i)
 {
     return pg_cycle(c, i);
 }
+static const struct floor pg_contract[] = {
+    {"contract",
+     "THE CONTRACT'S FLOOR: pg_try_advisory_lock + nextval (UNLOGGED) + "
+     "INSERT of an UNLOGGED holder row (name, owner, fence, backend, host, "
+     "pid, lease) in one statement; DELETE + pg_advisory_unlock in one",
+     NULL, NULL, 0},
+};
+static int pg_contract_v(void *c, size_t i)
+{
+    (void)i;
+    if (cfloor_pg_cycle(c) != 0)
+        die("contract", PQerrorMessage(c));
+    return 0;
+}
 #endif
 #ifdef DLOCK_HAVE_MYSQL
 static int my_cycle_v(void *c, size_t i)
 {
     return my_cycle(c, i);
+}
+static const struct floor my_contract[] = {
+    {"contract",
+     "THE CONTRACT'S FLOOR: GET_LOCK + NEXTVAL (SEQUENCE) + a MEMORY holder "
+     "row in one INSERT ... SELECT; DELETE ... AND RELEASE_LOCK in one",
+     NULL, NULL, 0},
+    {"contract_myisam",
+     "the same on a MyISAM latin1 table (its-mieger's DDL + dlock's "
+     "columns)",
+     NULL, NULL, 0},
+};
+static int my_contract_v(void *c, size_t i)
+{
+    if (cfloor_my_cycle(c, (int)i) != 0)
+        die("contract", mysql_error(c));
+    return 0;
 }
 #endif
 
@@ -387,16 +419,26 @@ int main(int argc, char **argv)
 #ifdef DLOCK_HAVE_POSTGRES
     case 'p':
         pg_setup(conn);
+        if (cfloor_pg_setup(conn) != 0)
+            die("contract floor", "setup failed");
         measure("postgres", server, pg_floors,
-                sizeof(pg_floors) / sizeof(pg_floors[0]), pg_cycle_v, conn);
+                sizeof(pg_floors) / sizeof(pg_floors[0]), pg_cycle_v, conn,
+                0);
+        measure("postgres", server, pg_contract, 1, pg_contract_v, conn, 1);
+        cfloor_pg_teardown(conn);
         pg_teardown(conn);
         break;
 #endif
 #ifdef DLOCK_HAVE_MYSQL
     case 'm':
         my_setup(conn);
+        if (cfloor_my_setup(conn) != 0)
+            die("contract floor", "setup failed (no SEQUENCE?)");
         measure("mysql", server, my_floors,
-                sizeof(my_floors) / sizeof(my_floors[0]), my_cycle_v, conn);
+                sizeof(my_floors) / sizeof(my_floors[0]), my_cycle_v, conn,
+                0);
+        measure("mysql", server, my_contract, 2, my_contract_v, conn, 1);
+        cfloor_my_teardown(conn);
         my_teardown(conn);
         break;
 #endif
