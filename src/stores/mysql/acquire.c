@@ -706,12 +706,12 @@ static int call_acquire(struct my_store *ms, struct dlock_lock *lk,
 
 /* The uncontended acquire in one plain statement (ms->fast): GET_LOCK,
  * the row and the fence (NEXTVAL, under the GET_LOCK) in one
- * INSERT ... SELECT from NAME_boot, which has its one row once the
- * fence sequence is seeded since the server started.  *got: 1,
- * acquired (lk->fence set); 2, we hold the GET_LOCK and a row is there
- * (the caller judges it); 0, not acquired: the GET_LOCK is taken, or
- * the sequence is not seeded (the caller's plain path tells which, and
- * seeds). */
+ * INSERT ... SELECT.  The fence sequence is seeded since the server
+ * started (NAME_boot) before a connection's first use of it: a
+ * connection does not outlive the server process, so it looks once.
+ * *got: 1, acquired (lk->fence set); 2, we hold the GET_LOCK and a row
+ * is there (the caller judges it); 0, the GET_LOCK is taken (the
+ * caller's plain path says by whom). */
 static int fast_acquire(struct my_store *ms, struct dlock_lock *lk,
                         const struct my_lock *ml, int *got)
 {
@@ -720,6 +720,12 @@ static int fast_acquire(struct my_store *ms, struct dlock_lock *lk,
     unsigned e;
 
     *got = 0;
+    if (!c->seeded) {
+        int rc = dlock__my_fseq_seed(ms, c);
+
+        if (rc != DLOCK_OK)
+            return rc;
+    }
     dlock__my_sb_add(&b,
                      "INSERT INTO %s (name, connection_id, created, ttl, "
                      "lock_acquired, owner, fence, expires_ms, acquired_ms, "
@@ -735,7 +741,7 @@ static int fast_acquire(struct my_store *ms, struct dlock_lock *lk,
     dlock__my_sb_lit(&b, c, dlock__hostname(), strlen(dlock__hostname()));
     dlock__my_sb_add(&b, ", %lld, ", (long long)getpid());
     dlock__my_sb_lit(&b, c, lk->name, lk->name_len);
-    dlock__my_sb_add(&b, " FROM %s WHERE GET_LOCK(", ms->boot);
+    dlock__my_sb_add(&b, " FROM DUAL WHERE GET_LOCK(");
     dlock__my_sb_key(&b, c, ml);
     dlock__my_sb_add(&b, ", 0) = 1");
     if (b.oom) {
@@ -746,7 +752,7 @@ static int fast_acquire(struct my_store *ms, struct dlock_lock *lk,
     if (mysql_real_query(c->db, b.p, (unsigned long)b.len) == 0) {
         dlock__my_sb_free(&b);
         if (mysql_affected_rows(c->db) != 1)
-            return DLOCK_OK; /* taken, or not seeded */
+            return DLOCK_OK; /* taken */
         lk->fence = (uint64_t)mysql_insert_id(c->db);
         if (lk->fence == 0) {
             /* Cannot happen: the row and the GET_LOCK go again. */

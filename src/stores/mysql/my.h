@@ -112,6 +112,8 @@ struct conn {
     int64_t used_ms;  /* monotonic ms of its last statement (connect) */
     int64_t idle_max_ms; /* the server ends it after this idle
                             (@@wait_timeout); 0 unknown */
+    int seeded; /* NAME_fseq was seeded when this connection looked: so
+                   for as long as it lives (a server restart ends it) */
 };
 
 struct my_store {
@@ -280,7 +282,7 @@ void dlock__my_sb_seq_raise(struct sb *b, struct my_store *ms, struct conn *c,
  * server started since it was last seeded (NAME_boot empty). */
 int dlock__my_fseq_next(struct my_store *ms, struct conn *c, uint64_t *out);
 /* Seed NAME_fseq if NAME_boot says it is not seeded since the server
- * started: DLOCK_OK when it is seeded now. */
+ * started: DLOCK_OK when it is seeded now (and c->seeded set). */
 int dlock__my_fseq_seed(struct my_store *ms, struct conn *c);
 /* On open: use the tables if they are there, else create them. */
 int dlock__my_ensure_tables(struct my_store *ms, struct conn *c);

@@ -159,6 +159,21 @@ int dlock__my_fseq_seed(struct my_store *ms, struct conn *c)
     int found = 0, got = 0, rc;
     char key[64];
 
+    if (c->seeded)
+        return DLOCK_OK;
+    /* Seeded already (every connection but the first after a start). */
+    dlock__my_sb_add(&b, "SELECT COUNT(*) FROM %s", ms->boot);
+    rc = dlock__my_run_int(ms, c, &b, &v, &found, "seeding the fences");
+    if (rc == DLOCK_OK && v > 0) {
+        c->seeded = 1;
+        dlock__my_sb_free(&b);
+        return DLOCK_OK;
+    }
+    if (rc != DLOCK_OK) {
+        dlock__my_sb_free(&b);
+        return rc;
+    }
+    dlock__my_sb_reset(&b);
     snprintf(key, sizeof(key), "'dlock-seed:%.50s'", ms->raw_table);
     dlock__my_sb_add(&b, "SELECT GET_LOCK(%s, %lld)", key,
                      (long long)(ms->timeout_ms / 1000 > 0
@@ -209,6 +224,8 @@ int dlock__my_fseq_seed(struct my_store *ms, struct conn *c)
             rc = dlock__my_run(ms, c, &b, NULL, "seeding the fences");
         }
     }
+    if (rc == DLOCK_OK)
+        c->seeded = 1;
     if (got && c->db != NULL) {
         dlock__my_sb_reset(&b);
         dlock__my_sb_add(&b, "DO RELEASE_LOCK(%s)", key);
@@ -225,23 +242,18 @@ int dlock__my_fseq_next(struct my_store *ms, struct conn *c, uint64_t *out)
     long long v = 0;
     int found = 0, rc = DLOCK_OK;
 
-    for (int i = 0; i < 2 && rc == DLOCK_OK; i++) {
-        if (i == 1)
-            rc = dlock__my_fseq_seed(ms, c);
-        if (rc != DLOCK_OK)
-            break;
-        dlock__my_sb_reset(&b);
-        dlock__my_sb_add(&b, "SELECT NEXTVAL(%s) FROM %s", ms->fseq, ms->boot);
+    rc = dlock__my_fseq_seed(ms, c);
+    if (rc == DLOCK_OK) {
+        dlock__my_sb_add(&b, "SELECT NEXTVAL(%s)", ms->fseq);
         rc = dlock__my_run_int(ms, c, &b, &v, &found, "taking a fence");
-        if (rc == DLOCK_OK && found && v > 0) {
-            *out = (uint64_t)v;
-            break;
-        }
-        if (rc == DLOCK_OK && i == 1)
-            rc = dlock__seterr(DLOCK_ESTORE,
-                               "taking a fence on %s: %s is not seeded",
-                               ms->base.url, ms->fseq);
     }
+    if (rc == DLOCK_OK && found && v > 0)
+        *out = (uint64_t)v;
+    else if (rc == DLOCK_OK)
+        rc = dlock__seterr(DLOCK_ESTORE,
+                           "taking a fence on %s: the server returned no "
+                           "value",
+                           ms->base.url);
     dlock__my_sb_free(&b);
     return rc;
 }
