@@ -202,6 +202,23 @@ static const struct floor my_floors[] = {
      "GET_LOCK, no fence",
      "INSERT INTO dlock_floor_memory " MY_ROW_COLS " VALUES (" MY_ROW_VALS ")",
      "DELETE FROM dlock_floor_memory WHERE name = 'dlock-floor'", 3},
+    {"dlock_sql",
+     "dlock's own two statements (a MEMORY table of dlock's columns, "
+     "NEXTVAL, the IF(lease, RELEASE_LOCK) release), without libdlock",
+     "INSERT INTO dlock_floor_dlock (name, connection_id, created, ttl, "
+     "lock_acquired, owner, fence, expires_ms, acquired_ms, host, pid, "
+     "full_name) SELECT 'dlock-floor', CONNECTION_ID(), UNIX_TIMESTAMP(), "
+     "30, 1, '0123456789abcdef0123456789abcdef', "
+     "LAST_INSERT_ID(NEXTVAL(dlock_floor_seq)), "
+     "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) + 30000, "
+     "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED), 'benchhost', 4242, "
+     "'dlock-floor' FROM DUAL WHERE GET_LOCK('dlock-floor', 0) = 1",
+     "DELETE FROM dlock_floor_dlock WHERE name = 'dlock-floor' AND owner = "
+     "'0123456789abcdef0123456789abcdef' AND IF(COALESCE(expires_ms, "
+     "(created + ttl + 1) * 1000) > CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS "
+     "SIGNED) AND connection_id = CONNECTION_ID(), "
+     "RELEASE_LOCK('dlock-floor'), 0) = 1",
+     3},
     {"row_getlock",
      "GET_LOCK + a MEMORY row in one INSERT ... SELECT, "
      "DELETE + RELEASE_LOCK in one DELETE (the least a "
@@ -243,6 +260,17 @@ static void my_setup(MYSQL *c)
                  e ? "memory" : "myisam", eng[e]);
         my_ok(c, sql);
     }
+    my_ok(c, "SET SESSION max_heap_table_size = 1073741824");
+    my_ok(c, "CREATE TABLE IF NOT EXISTS dlock_floor_dlock (name VARCHAR(64) "
+             "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, "
+             "connection_id BIGINT NOT NULL, created BIGINT NOT NULL, ttl "
+             "BIGINT NOT NULL, lock_acquired TINYINT(1) NOT NULL, owner "
+             "CHAR(32) CHARACTER SET ascii NULL, fence BIGINT UNSIGNED NULL, "
+             "expires_ms BIGINT NULL, acquired_ms BIGINT NULL, host "
+             "VARCHAR(255) CHARACTER SET utf8mb4 NULL, pid BIGINT NULL, "
+             "full_name VARBINARY(1024) NULL, lim INT NULL, slot INT NULL, "
+             "UNIQUE KEY (name)) ENGINE=MEMORY DEFAULT CHARSET=utf8mb4");
+    my_ok(c, "SET SESSION max_heap_table_size = DEFAULT");
     my_ok(c, "CREATE PROCEDURE IF NOT EXISTS dlock_floor_noop() BEGIN END");
     my_ok(c, "CREATE PROCEDURE IF NOT EXISTS dlock_floor_answer() BEGIN "
              "SELECT 1; END");
@@ -285,7 +313,8 @@ static int my_cycle(MYSQL *c, size_t i)
 
 static void my_teardown(MYSQL *c)
 {
-    my_ok(c, "DROP TABLE IF EXISTS dlock_floor_myisam, dlock_floor_memory");
+    my_ok(c, "DROP TABLE IF EXISTS dlock_floor_myisam, dlock_floor_memory, "
+             "dlock_floor_dlock");
     my_ok(c, "DROP SEQUENCE IF EXISTS dlock_floor_seq");
     my_ok(c, "DROP PROCEDURE IF EXISTS dlock_floor_noop");
     my_ok(c, "DROP PROCEDURE IF EXISTS dlock_floor_answer");
