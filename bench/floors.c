@@ -39,6 +39,7 @@ struct floor {
 };
 
 static int quick;
+static const char *only_ids; /* --only ID[,ID...] */
 static FILE *json;
 static struct bench_noop *noop;
 
@@ -341,6 +342,15 @@ static void measure(const char *store, const char *server,
     for (size_t i = 0; i < nf; i++) {
         double ratio[64], us[64];
 
+        if (only_ids != NULL) {
+            const char *p = strstr(only_ids, f[i].id);
+            size_t n = strlen(f[i].id);
+
+            if (p == NULL || (p != only_ids && p[-1] != ',') ||
+                (p[n] != '\0' && p[n] != ','))
+                continue;
+        }
+
         for (int w = 0; w < per / 10; w++) /* warm: plans, caches */
             cycle(conn, i);
         for (int b = 0; b < blocks; b++) {
@@ -426,16 +436,18 @@ int main(int argc, char **argv)
             json_path = argv[++i];
         else if (!strcmp(argv[i], "--quick"))
             quick = 1;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            only_ids = argv[++i];
         else if (argv[i][0] != '-' && url == NULL)
             url = argv[i];
         else {
             fprintf(stderr,
-                    "usage: dlock-floors URL [--json FILE] [--quick]\n");
+                    "usage: dlock-floors URL [--json FILE] [--quick] [--only ID,...]\n");
             return 64;
         }
     }
     if (url == NULL) {
-        fprintf(stderr, "usage: dlock-floors URL [--json FILE] [--quick]\n");
+        fprintf(stderr, "usage: dlock-floors URL [--json FILE] [--quick] [--only ID,...]\n");
         return 64;
     }
     server = bench_server_version(url);

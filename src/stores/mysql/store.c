@@ -330,13 +330,15 @@ static int release_op(struct held_call *k, struct conn *c)
         /* One statement: the row goes, and with it the GET_LOCK, only if
          * the row is ours, within its lease, recorded for this
          * connection and this session holds the GET_LOCK (RELEASE_LOCK
-         * answers 1 only then; IF runs it only when the rest holds).
+         * answers 1 only then; IF runs it only when the rest holds).  Our
+         * own row always has expires_ms: no COALESCE with its-mieger's
+         * created + ttl here.
          * The table lock of a MEMORY (or MyISAM) table keeps a waiter
          * woken by the GET_LOCK from reading the row until it is gone. */
         dlock__my_sb_add(&b, "DELETE FROM %s WHERE name = ", k->ms->table);
         dlock__my_sb_key(&b, c, k->ml);
         dlock__my_sb_add(&b,
-                         " AND owner = '%s' AND IF(" EXPIRES " > " NOWMS
+                         " AND owner = '%s' AND IF(expires_ms > " NOWMS
                          " AND connection_id = CONNECTION_ID(), "
                          "RELEASE_LOCK(",
                          k->lk->token);
