@@ -727,13 +727,17 @@ int dlock__my_ddl(char **out, const struct dlock_url *u)
     }
     ms->lease_mode = mode != NULL && strcmp(mode, "lease") == 0;
     ms->have_seq = 1;
+    if (!ms->lease_mode)
+        dlock__my_sb_add(&b, "-- The MEMORY table's size is capped when it "
+                             "is created:\n%s;\n", HEAP_BIG);
     ddl_locks(&b, ms->table, ms->index, ms->lease_mode);
     dlock__my_sb_add(&b, ";\n");
     ddl_fences(&b, ms->fences);
     dlock__my_sb_add(&b, ";\n");
     ddl_seq(&b, ms->seq);
-    dlock__my_sb_add(&b, ";\n-- MariaDB 10.3 and later: the fences "
-                         "(both modes; without them, the counters "
+    dlock__my_sb_add(&b, ";\n-- MariaDB 10.3 and later, on a MEMORY lock "
+                         "table: the fences of both modes (a MyISAM or\n"
+                         "-- InnoDB lock table, or MySQL: the counters "
                          "above)\n");
     ddl_fseq(&b, ms, ";\n");
     dlock__my_sb_add(&b, ";\n");
