@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "contract.h"
 #include "dlock.h"
 #include "store.h" /* dlock__renewals() */
 #ifdef DLOCK_HAVE_REDIS
@@ -194,6 +195,73 @@ static void tls_noop_close(void)
 {
 }
 #endif
+/* The contract's floor (PostgreSQL, MariaDB): 'p', 'm' or 0 (none). */
+static int no_floor; /* --no-floor */
+static char floor_kind;
+static long server_pid = -1;
+static int floor_engine; /* MariaDB: 0 MEMORY, 1 MyISAM latin1 */
+static int floor_cycle(struct bench_noop *noop);
+
+static void floor_setup(struct bench_noop *noop)
+{
+    const char *e = getenv("DLOCK_BENCH_FLOOR_ENGINE");
+
+    floor_engine = e != NULL && !strcmp(e, "myisam");
+    switch (bench_noop_kind(noop)) {
+#ifdef DLOCK_HAVE_POSTGRES
+    case 'p':
+        if (cfloor_pg_setup(bench_noop_conn(noop)) == 0) {
+            floor_kind = 'p';
+            server_pid = cfloor_pg_server_pid(bench_noop_conn(noop));
+        }
+        break;
+#endif
+#ifdef DLOCK_HAVE_MYSQL
+    case 'm':
+        if (cfloor_my_setup(bench_noop_conn(noop)) == 0) {
+            floor_kind = 'm';
+            server_pid = cfloor_my_server_pid(bench_noop_conn(noop));
+        }
+        break;
+#endif
+    }
+    if (floor_kind == 0)
+        return;
+    for (int i = 0; i < 100; i++) /* warm */
+        if (floor_cycle(noop) != 0)
+            die("contract floor");
+}
+
+static int floor_cycle(struct bench_noop *noop)
+{
+    switch (floor_kind) {
+#ifdef DLOCK_HAVE_POSTGRES
+    case 'p':
+        return cfloor_pg_cycle(bench_noop_conn(noop));
+#endif
+#ifdef DLOCK_HAVE_MYSQL
+    case 'm':
+        return cfloor_my_cycle(bench_noop_conn(noop), floor_engine);
+#endif
+    }
+    return -1;
+}
+
+static void floor_teardown(struct bench_noop *noop)
+{
+    switch (floor_kind) {
+#ifdef DLOCK_HAVE_POSTGRES
+    case 'p':
+        cfloor_pg_teardown(bench_noop_conn(noop));
+        break;
+#endif
+#ifdef DLOCK_HAVE_MYSQL
+    case 'm':
+        cfloor_my_teardown(bench_noop_conn(noop));
+        break;
+#endif
+    }
+}
 
 static void bench_uncontended(void)
 {
@@ -202,7 +270,9 @@ static void bench_uncontended(void)
     dlock_store *s = open_store();
     dlock_options o = DLOCK_OPTIONS_INIT;
     int64_t *lat = malloc(sizeof(int64_t) * (size_t)(blocks * per));
-    double ratio[64], cyc_rate[64], noop_rate[64];
+    double ratio[64], cyc_rate[64], noop_rate[64], floor_rate[64],
+        fratio[64];
+    long long floor_cpu = 0, dlock_cpu = 0, floor_n = 0, dlock_n = 0;
     char name[128];
     size_t nl = 0;
     double req;
@@ -218,28 +288,52 @@ static void bench_uncontended(void)
     }
     snprintf(name, sizeof(name), "%s/uncontended", run_id);
     o.auto_renew = 0; /* nothing in the background during the timing */
+    /* The contract's floor (contract.h), on the no-op's connection, in
+     * blocks alternating with dlock's, and the server's CPU time over
+     * each: dlock's cycle / the floor's, beside the round-trip ratio. */
+    if (!no_floor)
+        floor_setup(noop);
     for (int b = 0; b < blocks; b++) {
         int64_t t0 = now_ns(), t1;
+        long long c0 = -1, c1 = -1;
 
         for (int i = 0; i < per; i++)
             if ((noop != NULL ? bench_noop(noop) : tls_noop()) != 0)
                 die("no-op");
         t1 = now_ns();
         noop_rate[b] = per / ((double)(t1 - t0) / 1e9);
+        if (floor_kind != 0) {
+            c0 = cfloor_server_cpu_ns(server_pid);
+            t0 = now_ns();
+            for (int i = 0; i < per; i++)
+                if (floor_cycle(noop) != 0)
+                    die("contract floor");
+            t1 = now_ns();
+            c1 = cfloor_server_cpu_ns(server_pid);
+            floor_rate[b] = per / ((double)(t1 - t0) / 1e9);
+            if (c0 >= 0 && c1 >= c0)
+                floor_cpu += c1 - c0, floor_n += per;
+        }
+        c0 = floor_kind != 0 ? cfloor_server_cpu_ns(server_pid) : -1;
         t0 = now_ns();
         for (int i = 0; i < per; i++) {
-            int64_t c0 = now_ns();
+            int64_t q0 = now_ns();
             dlock_lock *l;
 
             if (dlock_acquire(&l, s, name, &o) != DLOCK_OK)
                 die("acquire");
             if (dlock_release(l) != DLOCK_OK)
                 die("release");
-            lat[nl++] = now_ns() - c0;
+            lat[nl++] = now_ns() - q0;
         }
         t1 = now_ns();
+        c1 = floor_kind != 0 ? cfloor_server_cpu_ns(server_pid) : -1;
+        if (c0 >= 0 && c1 >= c0)
+            dlock_cpu += c1 - c0, dlock_n += per;
         cyc_rate[b] = per / ((double)(t1 - t0) / 1e9);
         ratio[b] = noop_rate[b] / (2.0 * cyc_rate[b]);
+        if (floor_kind != 0)
+            fratio[b] = floor_rate[b] / cyc_rate[b];
     }
     /* What the server counted per cycle (statements where it can tell):
      * the round trips, as the server sees them. */
@@ -273,6 +367,21 @@ static void bench_uncontended(void)
         if (req >= 0)
             printf("  server-counted requests/cycle %.2f", req);
         printf("\n");
+        if (floor_kind != 0) {
+            qsort(fratio, (size_t)blocks, sizeof(double), cmp_dbl);
+            qsort(floor_rate, (size_t)blocks, sizeof(double), cmp_dbl);
+            printf("             contract floor %9.0f cycles/s: "
+                   "cycle/floor %.2f (%.2f..%.2f)",
+                   floor_rate[blocks / 2], fratio[blocks / 2], fratio[0],
+                   fratio[blocks - 1]);
+            if (floor_n > 0 && dlock_n > 0 && floor_cpu > 0)
+                printf("  server CPU/cycle %.1f us, floor %.1f us: "
+                       "cycle/floor %.2f",
+                       dlock_cpu / 1e3 / dlock_n, floor_cpu / 1e3 / floor_n,
+                       ((double)dlock_cpu / dlock_n) /
+                           ((double)floor_cpu / floor_n));
+            printf("\n");
+        }
         if (json != NULL)
             fprintf(json, "  \"uncontended\": {\n");
         jnum("cycles_per_s", cyc_rate[blocks / 2], 0);
@@ -283,10 +392,28 @@ static void bench_uncontended(void)
         jnum("ratio_median", med, 0);
         jnum("ratio_min", lo, 0);
         jnum("ratio_max", hi, 0);
+        if (floor_kind != 0) {
+            jnum("floor_cycles_per_s", floor_rate[blocks / 2], 0);
+            jnum("floor_ratio_median", fratio[blocks / 2], 0);
+            jnum("floor_ratio_min", fratio[0], 0);
+            jnum("floor_ratio_max", fratio[blocks - 1], 0);
+            if (floor_n > 0 && dlock_n > 0 && floor_cpu > 0) {
+                jnum("server_cpu_us_per_cycle", dlock_cpu / 1e3 / dlock_n,
+                     0);
+                jnum("floor_server_cpu_us_per_cycle",
+                     floor_cpu / 1e3 / floor_n, 0);
+                jnum("server_cpu_ratio_to_floor",
+                     ((double)dlock_cpu / dlock_n) /
+                         ((double)floor_cpu / floor_n),
+                     0);
+            }
+        }
         jnum("requests_per_cycle", req, 1);
         if (json != NULL)
             fprintf(json, "  },\n");
     }
+    if (floor_kind != 0)
+        floor_teardown(noop);
     /* SQLite's empty transaction never touches the disk, while every lock
      * change is a durable commit: compare with a one-row commit too. */
     if (noop != NULL && bench_noop_durable(noop) == 0) {
@@ -861,6 +988,8 @@ int main(int argc, char **argv)
             json_path = argv[++i];
         else if (strcmp(argv[i], "--quick") == 0)
             quick = 1;
+        else if (strcmp(argv[i], "--no-floor") == 0)
+            no_floor = 1;
         else if (strcmp(argv[i], "--many") == 0 && i + 1 < argc)
             many_n = atoi(argv[++i]);
         else if (strcmp(argv[i], "--waiters") == 0 && i + 1 < argc &&

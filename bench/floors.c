@@ -27,6 +27,7 @@
 #endif
 
 #include "bench.h"
+#include "contract.h"
 
 struct floor {
     const char *id;   /* JSON key */
@@ -38,6 +39,7 @@ struct floor {
 };
 
 static int quick;
+static const char *only_ids; /* --only ID[,ID...] */
 static FILE *json;
 static struct bench_noop *noop;
 
@@ -201,6 +203,23 @@ static const struct floor my_floors[] = {
      "GET_LOCK, no fence",
      "INSERT INTO dlock_floor_memory " MY_ROW_COLS " VALUES (" MY_ROW_VALS ")",
      "DELETE FROM dlock_floor_memory WHERE name = 'dlock-floor'", 3},
+    {"dlock_sql",
+     "dlock's own two statements (a MEMORY table of dlock's columns, "
+     "NEXTVAL, the IF(lease, RELEASE_LOCK) release), without libdlock",
+     "INSERT INTO dlock_floor_dlock (name, connection_id, created, ttl, "
+     "lock_acquired, owner, fence, expires_ms, acquired_ms, host, pid, "
+     "full_name) SELECT 'dlock-floor', CONNECTION_ID(), UNIX_TIMESTAMP(), "
+     "30, 1, '0123456789abcdef0123456789abcdef', "
+     "LAST_INSERT_ID(NEXTVAL(dlock_floor_seq)), "
+     "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) + 30000, "
+     "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED), 'benchhost', 4242, "
+     "'dlock-floor' FROM DUAL WHERE GET_LOCK('dlock-floor', 0) = 1",
+     "DELETE FROM dlock_floor_dlock WHERE name = 'dlock-floor' AND owner = "
+     "'0123456789abcdef0123456789abcdef' AND IF(COALESCE(expires_ms, "
+     "(created + ttl + 1) * 1000) > CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS "
+     "SIGNED) AND connection_id = CONNECTION_ID(), "
+     "RELEASE_LOCK('dlock-floor'), 0) = 1",
+     3},
     {"row_getlock",
      "GET_LOCK + a MEMORY row in one INSERT ... SELECT, "
      "DELETE + RELEASE_LOCK in one DELETE (the least a "
@@ -242,6 +261,17 @@ static void my_setup(MYSQL *c)
                  e ? "memory" : "myisam", eng[e]);
         my_ok(c, sql);
     }
+    my_ok(c, "SET SESSION max_heap_table_size = 1073741824");
+    my_ok(c, "CREATE TABLE IF NOT EXISTS dlock_floor_dlock (name VARCHAR(64) "
+             "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, "
+             "connection_id BIGINT NOT NULL, created BIGINT NOT NULL, ttl "
+             "BIGINT NOT NULL, lock_acquired TINYINT(1) NOT NULL, owner "
+             "CHAR(32) CHARACTER SET ascii NULL, fence BIGINT UNSIGNED NULL, "
+             "expires_ms BIGINT NULL, acquired_ms BIGINT NULL, host "
+             "VARCHAR(255) CHARACTER SET utf8mb4 NULL, pid BIGINT NULL, "
+             "full_name VARBINARY(1024) NULL, lim INT NULL, slot INT NULL, "
+             "UNIQUE KEY (name)) ENGINE=MEMORY DEFAULT CHARSET=utf8mb4");
+    my_ok(c, "SET SESSION max_heap_table_size = DEFAULT");
     my_ok(c, "CREATE PROCEDURE IF NOT EXISTS dlock_floor_noop() BEGIN END");
     my_ok(c, "CREATE PROCEDURE IF NOT EXISTS dlock_floor_answer() BEGIN "
              "SELECT 1; END");
@@ -284,7 +314,8 @@ static int my_cycle(MYSQL *c, size_t i)
 
 static void my_teardown(MYSQL *c)
 {
-    my_ok(c, "DROP TABLE IF EXISTS dlock_floor_myisam, dlock_floor_memory");
+    my_ok(c, "DROP TABLE IF EXISTS dlock_floor_myisam, dlock_floor_memory, "
+             "dlock_floor_dlock");
     my_ok(c, "DROP SEQUENCE IF EXISTS dlock_floor_seq");
     my_ok(c, "DROP PROCEDURE IF EXISTS dlock_floor_noop");
     my_ok(c, "DROP PROCEDURE IF EXISTS dlock_floor_answer");
@@ -295,20 +326,30 @@ static void my_teardown(MYSQL *c)
 
 static void measure(const char *store, const char *server,
                     const struct floor *f, size_t nf,
-                    int (*cycle)(void *, size_t), void *conn)
+                    int (*cycle)(void *, size_t), void *conn, int part)
 {
     const int blocks = quick ? 5 : 11, per = quick ? 200 : 1000;
 
-    if (json != NULL)
+    if (json != NULL && part == 0)
         fprintf(json,
                 "{\n  \"store\": \"%s\",\n  \"server\": \"%s\",\n"
                 "  \"floors\": {\n",
                 store, server);
-    printf("%s (%s): cycle / (2 x no-op), median (range) of %d blocks of "
-           "%d\n",
-           store, server, blocks, per);
+    if (part == 0)
+        printf("%s (%s): cycle / (2 x no-op), median (range) of %d blocks "
+               "of %d\n",
+               store, server, blocks, per);
     for (size_t i = 0; i < nf; i++) {
         double ratio[64], us[64];
+
+        if (only_ids != NULL) {
+            const char *p = strstr(only_ids, f[i].id);
+            size_t n = strlen(f[i].id);
+
+            if (p == NULL || (p != only_ids && p[-1] != ',') ||
+                (p[n] != '\0' && p[n] != ','))
+                continue;
+        }
 
         for (int w = 0; w < per / 10; w++) /* warm: plans, caches */
             cycle(conn, i);
@@ -336,9 +377,9 @@ static void measure(const char *store, const char *server,
                     "    \"%s\": {\"ratio_median\": %.4g, \"ratio_min\": "
                     "%.4g, \"ratio_max\": %.4g, \"cycle_us\": %.4g}%s\n",
                     f[i].id, ratio[blocks / 2], ratio[0], ratio[blocks - 1],
-                    us[blocks / 2], i + 1 < nf ? "," : "");
+                    us[blocks / 2], i + 1 < nf || part == 0 ? "," : "");
     }
-    if (json != NULL)
+    if (json != NULL && part == 1)
         fprintf(json, "  }\n}\n");
 }
 
@@ -347,11 +388,41 @@ static int pg_cycle_v(void *c, size_t i)
 {
     return pg_cycle(c, i);
 }
+static const struct floor pg_contract[] = {
+    {"contract",
+     "THE CONTRACT'S FLOOR: pg_try_advisory_lock + nextval (UNLOGGED) + "
+     "INSERT of an UNLOGGED holder row (name, owner, fence, backend, host, "
+     "pid, lease) in one statement; DELETE + pg_advisory_unlock in one",
+     NULL, NULL, 0},
+};
+static int pg_contract_v(void *c, size_t i)
+{
+    (void)i;
+    if (cfloor_pg_cycle(c) != 0)
+        die("contract", PQerrorMessage(c));
+    return 0;
+}
 #endif
 #ifdef DLOCK_HAVE_MYSQL
 static int my_cycle_v(void *c, size_t i)
 {
     return my_cycle(c, i);
+}
+static const struct floor my_contract[] = {
+    {"contract",
+     "THE CONTRACT'S FLOOR: GET_LOCK + NEXTVAL (SEQUENCE) + a MEMORY holder "
+     "row in one INSERT ... SELECT; DELETE ... AND RELEASE_LOCK in one",
+     NULL, NULL, 0},
+    {"contract_myisam",
+     "the same on a MyISAM latin1 table (its-mieger's DDL + dlock's "
+     "columns)",
+     NULL, NULL, 0},
+};
+static int my_contract_v(void *c, size_t i)
+{
+    if (cfloor_my_cycle(c, (int)i) != 0)
+        die("contract", mysql_error(c));
+    return 0;
 }
 #endif
 
@@ -365,16 +436,18 @@ int main(int argc, char **argv)
             json_path = argv[++i];
         else if (!strcmp(argv[i], "--quick"))
             quick = 1;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            only_ids = argv[++i];
         else if (argv[i][0] != '-' && url == NULL)
             url = argv[i];
         else {
             fprintf(stderr,
-                    "usage: dlock-floors URL [--json FILE] [--quick]\n");
+                    "usage: dlock-floors URL [--json FILE] [--quick] [--only ID,...]\n");
             return 64;
         }
     }
     if (url == NULL) {
-        fprintf(stderr, "usage: dlock-floors URL [--json FILE] [--quick]\n");
+        fprintf(stderr, "usage: dlock-floors URL [--json FILE] [--quick] [--only ID,...]\n");
         return 64;
     }
     server = bench_server_version(url);
@@ -387,16 +460,26 @@ int main(int argc, char **argv)
 #ifdef DLOCK_HAVE_POSTGRES
     case 'p':
         pg_setup(conn);
+        if (cfloor_pg_setup(conn) != 0)
+            die("contract floor", "setup failed");
         measure("postgres", server, pg_floors,
-                sizeof(pg_floors) / sizeof(pg_floors[0]), pg_cycle_v, conn);
+                sizeof(pg_floors) / sizeof(pg_floors[0]), pg_cycle_v, conn,
+                0);
+        measure("postgres", server, pg_contract, 1, pg_contract_v, conn, 1);
+        cfloor_pg_teardown(conn);
         pg_teardown(conn);
         break;
 #endif
 #ifdef DLOCK_HAVE_MYSQL
     case 'm':
         my_setup(conn);
+        if (cfloor_my_setup(conn) != 0)
+            die("contract floor", "setup failed (no SEQUENCE?)");
         measure("mysql", server, my_floors,
-                sizeof(my_floors) / sizeof(my_floors[0]), my_cycle_v, conn);
+                sizeof(my_floors) / sizeof(my_floors[0]), my_cycle_v, conn,
+                0);
+        measure("mysql", server, my_contract, 2, my_contract_v, conn, 1);
+        cfloor_my_teardown(conn);
         my_teardown(conn);
         break;
 #endif

@@ -47,6 +47,49 @@ floors() {
         "${pin[@]}" "$build/dlock-floors" "$1" --json "$out/$2-floors.json" ;;
     esac
 }
+# dlock on its-mieger's own table (MyISAM, latin1: its exact DDL plus the
+# ALTER of `dlock init --print`), against the same contract floor (the
+# MEMORY table dlock creates) and against that floor on such a table.
+itsmieger() {
+    case $2 in mysql|mariadb) ;; *) return 0 ;; esac
+    [ -n "${DLOCK_TEST_MYSQL_DIR:-}" ] || return 0
+    "$here/server-mysql.sh" ctl "$DLOCK_TEST_MYSQL_DIR" sql "
+        DROP TABLE IF EXISTS its_locks;
+        CREATE TABLE its_locks (
+          \`name\` varchar(64) NOT NULL,
+          \`connection_id\` bigint(20) NOT NULL,
+          \`created\` bigint(20) NOT NULL,
+          \`ttl\` bigint(20) NOT NULL,
+          \`lock_acquired\` tinyint(1) NOT NULL,
+          UNIQUE KEY \`its_locks_ix1\` (\`name\`)
+        ) ENGINE=MyISAM DEFAULT CHARSET=latin1;
+        ALTER TABLE its_locks ADD COLUMN owner CHAR(32) CHARACTER SET ascii
+          NULL, ADD COLUMN fence BIGINT UNSIGNED NULL, ADD COLUMN expires_ms
+          BIGINT NULL, ADD COLUMN acquired_ms BIGINT NULL, ADD COLUMN host
+          VARCHAR(255) CHARACTER SET utf8mb4 NULL, ADD COLUMN pid BIGINT
+          NULL, ADD COLUMN full_name VARBINARY(1024) NULL, ADD COLUMN lim
+          INT NULL, ADD COLUMN slot INT NULL" || return 0
+    echo "== its-mieger's table (MyISAM, latin1), against the MEMORY floor:"
+    "${pin[@]}" "$build/dlock-bench" "$1?table=its_locks" --only uncontended \
+        --json "$out/$2-itsmieger.json"
+    echo "== the same, against the floor on a MyISAM latin1 table:"
+    DLOCK_BENCH_FLOOR_ENGINE=myisam "${pin[@]}" "$build/dlock-bench" \
+        "$1?table=its_locks" --only uncontended --quick |
+        grep -E 'contract floor'
+}
+# ?mode=lease: durable rows (every acquire and release a durable commit),
+# measured against the same floor.
+leasemode() {
+    case $2 in mysql|mariadb|postgres|postgresql) ;; *) return 0 ;; esac
+    case $1 in *'?'*) return 0 ;; esac
+    local q=mode=lease
+    # MySQL: a table lease mode creates (InnoDB, durable), not session
+    # mode's MEMORY one.
+    case $2 in mysql|mariadb) q="$q&table=lease_locks" ;; esac
+    echo "== ?$q:"
+    "${pin[@]}" "$build/dlock-bench" "$1?$q" --only uncontended --quick \
+        --json "$out/$2-lease-pinned.json"
+}
 if [ -n "${DLOCK_BENCH_PIN:-}" ]; then
     pin_servers "$DLOCK_BENCH_PIN"
 fi
@@ -65,6 +108,8 @@ if [ -z "${DLOCK_BENCH_PIN:-}" ] && command -v taskset >/dev/null &&
         "${pin[@]}" "$build/dlock-bench" "$u" --only uncontended \
             --json "$out/$name-pinned.json"
         floors "$u" "$name"
+        itsmieger "$u" "$name"
+        leasemode "$u" "$name"
     done
     pin_servers "0-$(($(nproc) - 1))"
     pin=()
@@ -88,7 +133,10 @@ for u in "${urls[@]}"; do
     # The renewal part holds its locks for DLOCK_BENCH_RENEW_SECONDS
     # (default 60; --quick: 5).
     "${pin[@]}" "$build/dlock-bench" "$u" --json "$out/$name.json" "${many[@]}" "$@"
-    if [ -n "${DLOCK_BENCH_PIN:-}" ]; then floors "$u" "$name"; fi
+    if [ -n "${DLOCK_BENCH_PIN:-}" ]; then
+        floors "$u" "$name"
+        itsmieger "$u" "$name"
+    fi
 done
 echo
 echo "JSON in bench/results/"

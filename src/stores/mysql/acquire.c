@@ -341,6 +341,57 @@ static int insert_row(struct my_store *ms, struct conn *c,
                 ms, lk->name, "the server stored it with substitutions");
             break;
         }
+        if (ms->have_fseq) {
+            /* The fence sequence (schema.c).  Lease mode also records
+             * it in the name's durable counter, and if that counter was
+             * higher (set there by an earlier client, or a DBA), raises
+             * the sequence to it: every later fence is above it. */
+            uint64_t n = 0;
+
+            rc = dlock__my_fseq_next(ms, c, &n);
+            if (rc != DLOCK_OK) {
+                if (dlock__my_conn_error(mysql_errno(c->db)))
+                    break;
+                goto undo;
+            }
+            fence = n;
+            if (ms->lease_mode) {
+                struct sb k = {0};
+
+                dlock__my_sb_reset(&b);
+                dlock__my_sb_lit(&k, c, ml->nkey, ml->nkey_len);
+                dlock__my_sb_add(&b,
+                                 "INSERT INTO %s (name, fence) VALUES (%s, "
+                                 "LAST_INSERT_ID(%llu)) ON DUPLICATE KEY "
+                                 "UPDATE fence = LAST_INSERT_ID(GREATEST("
+                                 "fence + 1, %llu))",
+                                 ms->fences, k.oom ? "''" : k.p,
+                                 (unsigned long long)n,
+                                 (unsigned long long)n);
+                if (k.oom)
+                    b.oom = 1;
+                dlock__my_sb_free(&k);
+                if (b.oom) {
+                    rc = dlock__enomem();
+                    goto undo;
+                }
+                if (mysql_real_query(c->db, b.p, (unsigned long)b.len) != 0)
+                    goto failed;
+                fence = (uint64_t)mysql_insert_id(c->db);
+                if (fence > n) {
+                    dlock__my_sb_reset(&b);
+                    dlock__my_sb_add(&b, "DO SETVAL(%s, %llu)", ms->fseq,
+                                     (unsigned long long)fence);
+                    if (b.oom) {
+                        rc = dlock__enomem();
+                        goto undo;
+                    }
+                    if (mysql_real_query(c->db, b.p, (unsigned long)b.len) !=
+                        0)
+                        goto failed;
+                }
+            }
+        } else {
         /* LAST_INSERT_ID(expr) hands the new value back to this session
          * only: an atomic per-name increment in one statement. */
         dlock__my_sb_reset(&b);
@@ -352,7 +403,8 @@ static int insert_row(struct my_store *ms, struct conn *c,
         if (mysql_real_query(c->db, b.p, (unsigned long)b.len) != 0)
             goto failed;
         fence = (uint64_t)mysql_insert_id(c->db);
-        if (ms->lease_mode && ms->have_seq && fence != 0) {
+        }
+        if (ms->lease_mode && ms->have_seq && !ms->have_fseq && fence != 0) {
             dlock__my_sb_reset(&b);
             dlock__my_sb_seq_raise(&b, ms, c, ml->nkey, ml->nkey_len, fence);
             if (b.oom) {
@@ -652,6 +704,87 @@ static int call_acquire(struct my_store *ms, struct dlock_lock *lk,
     return DLOCK_OK;
 }
 
+/* The uncontended acquire in one plain statement (ms->fast): GET_LOCK,
+ * the row and the fence (NEXTVAL, under the GET_LOCK) in one
+ * INSERT ... SELECT.  The fence sequence is seeded since the server
+ * started (NAME_boot) before a connection's first use of it: a
+ * connection does not outlive the server process, so it looks once.
+ * *got: 1, acquired (lk->fence set); 2, we hold the GET_LOCK and a row
+ * is there (the caller judges it); 0, the GET_LOCK is taken (the
+ * caller's plain path says by whom). */
+static int fast_acquire(struct my_store *ms, struct dlock_lock *lk,
+                        const struct my_lock *ml, int *got)
+{
+    struct conn *c = ml->c;
+    struct sb b = {0};
+    unsigned e;
+
+    *got = 0;
+    if (!c->seeded) {
+        int rc = dlock__my_fseq_seed(ms, c);
+
+        if (rc != DLOCK_OK)
+            return rc;
+    }
+    dlock__my_sb_add(&b,
+                     "INSERT INTO %s (name, connection_id, created, ttl, "
+                     "lock_acquired, owner, fence, expires_ms, acquired_ms, "
+                     "host, pid, full_name) SELECT ",
+                     ms->table);
+    dlock__my_sb_key(&b, c, ml);
+    dlock__my_sb_add(&b,
+                     ", CONNECTION_ID(), UNIX_TIMESTAMP(), %lld, 1, '%s', "
+                     "LAST_INSERT_ID(NEXTVAL(%s)), " NOWMS " + %lld, " NOWMS
+                     ", ",
+                     (long long)((lk->ttl_ms + 999) / 1000), lk->token,
+                     ms->fseq, (long long)lk->ttl_ms);
+    dlock__my_sb_lit(&b, c, dlock__hostname(), strlen(dlock__hostname()));
+    dlock__my_sb_add(&b, ", %lld, ", (long long)getpid());
+    dlock__my_sb_lit(&b, c, lk->name, lk->name_len);
+    dlock__my_sb_add(&b, " FROM DUAL WHERE GET_LOCK(");
+    dlock__my_sb_key(&b, c, ml);
+    dlock__my_sb_add(&b, ", 0) = 1");
+    if (b.oom) {
+        dlock__my_sb_free(&b);
+        return dlock__enomem();
+    }
+    c->used_ms = dlock__now_ms();
+    if (mysql_real_query(c->db, b.p, (unsigned long)b.len) == 0) {
+        dlock__my_sb_free(&b);
+        if (mysql_affected_rows(c->db) != 1)
+            return DLOCK_OK; /* taken */
+        lk->fence = (uint64_t)mysql_insert_id(c->db);
+        if (lk->fence == 0) {
+            /* Cannot happen: the row and the GET_LOCK go again. */
+            (void)dlock__my_delete_own_row(ms, c, lk, ml);
+            dlock__my_release_getlock(ms, c, ml);
+            return dlock__seterr(DLOCK_ESTORE,
+                                 "taking a fence on %s: the server "
+                                 "returned no value",
+                                 ms->base.url);
+        }
+        *got = 1;
+        return DLOCK_OK;
+    }
+    dlock__my_sb_free(&b);
+    e = mysql_errno(c->db);
+    if (e == ER_DUP_ENTRY) {
+        /* The row is inserted after GET_LOCK answered 1: we hold it. */
+        *got = 2;
+        return DLOCK_OK;
+    }
+    if (dlock__my_conn_error(e))
+        return dlock__my_db_err(ms, c, "acquire");
+    {
+        /* Whether GET_LOCK ran is not known: let go of it (a no-op if
+         * not ours), keeping the error's message. */
+        int rc = dlock__my_db_err(ms, c, "acquire");
+
+        dlock__my_release_getlock(ms, c, ml);
+        return rc;
+    }
+}
+
 /* One attempt on ml->c: GET_LOCK(key, 0), then our row.  have_gl: this
  * session holds the key's GET_LOCK already (from a wait).  Unless we
  * return DLOCK_OK, the GET_LOCK is given up again. */
@@ -662,7 +795,13 @@ int dlock__my_attempt(struct my_store *ms, struct dlock_lock *lk,
     struct conn *c = ml->c;
     int rc, got = -1;
 
-    if (!ms->lease_mode && !have_gl && lk->limit == 1 &&
+    if (!ms->lease_mode && !have_gl && lk->limit == 1 && ms->fast) {
+        rc = fast_acquire(ms, lk, ml, &got);
+        if (rc != DLOCK_OK || got == 1)
+            return rc;
+        if (got == 0)
+            got = -1; /* the plain statements say why */
+    } else if (!ms->lease_mode && !have_gl && lk->limit == 1 &&
         __atomic_load_n(&ms->have_proc, __ATOMIC_RELAXED)) {
         rc = call_acquire(ms, lk, ml, &got);
         if (rc == DLOCK_OK && got == 1)

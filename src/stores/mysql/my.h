@@ -112,6 +112,8 @@ struct conn {
     int64_t used_ms;  /* monotonic ms of its last statement (connect) */
     int64_t idle_max_ms; /* the server ends it after this idle
                             (@@wait_timeout); 0 unknown */
+    int seeded; /* NAME_fseq was seeded when this connection looked: so
+                   for as long as it lives (a server restart ends it) */
 };
 
 struct my_store {
@@ -127,13 +129,22 @@ struct my_store {
     int64_t timeout_ms;
     char table[TABLE_MAX + 3]; /* quoted identifiers */
     char fences[TABLE_MAX + 10];
-    char seq[TABLE_MAX + 7];      /* NAME_seq: session mode's fences */
+    char seq[TABLE_MAX + 7];      /* NAME_seq: dlock 0.2's per-name counters */
+    char fseq[TABLE_MAX + 8];     /* NAME_fseq: the fences (a SEQUENCE) */
+    char boot[TABLE_MAX + 8];     /* NAME_boot: MEMORY, a row once fseq is
+                                     seeded since the server started */
     char proc_acq[TABLE_MAX + 8]; /* NAME_acq2: GET_LOCK + row + fence */
     char proc_rel[TABLE_MAX + 8]; /* NAME_rel1: row + RELEASE_LOCK */
     char index[TABLE_MAX + 7];
     char raw_table[TABLE_MAX + 1];
     char name_charset[65]; /* of the table's name column ("" unknown) */
+    char engine[65];       /* the lock table's ENGINE ("" unknown) */
     int have_seq;          /* NAME_seq is there */
+    int have_fseq;         /* the lock table is MEMORY and NAME_fseq and
+                              NAME_boot are there (MariaDB >= 10.3):
+                              every fence comes from NAME_fseq */
+    int fast;              /* session mode's one-statement acquire and
+                              release (have_fseq, utf8mb4 name column) */
     int have_lim;          /* the lim and slot columns are there */
     int have_proc;         /* the procedures are there and usable
                               (atomic: cleared by any thread that finds
@@ -267,6 +278,12 @@ void dlock__my_sb_fence(struct sb *b, struct my_store *ms, struct conn *c,
  * session-mode counter to the fence it just took. */
 void dlock__my_sb_seq_raise(struct sb *b, struct my_store *ms, struct conn *c,
                             const char *key, size_t key_len, uint64_t fence);
+/* The next fence from NAME_fseq (have_fseq), seeding it first if the
+ * server started since it was last seeded (NAME_boot empty). */
+int dlock__my_fseq_next(struct my_store *ms, struct conn *c, uint64_t *out);
+/* Seed NAME_fseq if NAME_boot says it is not seeded since the server
+ * started: DLOCK_OK when it is seeded now (and c->seeded set). */
+int dlock__my_fseq_seed(struct my_store *ms, struct conn *c);
 /* On open: use the tables if they are there, else create them. */
 int dlock__my_ensure_tables(struct my_store *ms, struct conn *c);
 int dlock__my_init(struct dlock_store *s);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "my.h"
 
@@ -63,10 +64,14 @@ int dlock__my_holder_dead(const struct holder *h)
 
 /* --- DDL ------------------------------------------------------------------ */
 
-/* The lock table.  Session mode creates it MyISAM, the engine of
- * its-mieger's own DDL: its rows die with their sessions anyway (a row
- * whose session is gone is tidied by the next acquirer), and an InnoDB
- * row costs a durable commit (an fsync) per acquire and per release.
+/* The lock table.  Session mode creates it MEMORY: its rows die with
+ * their sessions anyway (a row whose session is gone is tidied by the
+ * next acquirer; a server restart ends every session and empties the
+ * table), an InnoDB row costs a durable commit (an fsync) per acquire
+ * and per release, and a MyISAM row written by INSERT ... SELECT costs
+ * far more than a MEMORY one (docs/stores/mysql.md, "Performance").
+ * Its size is capped when it is created, by max_heap_table_size: dlock
+ * creates it with 1 GiB (about 400,000 rows of 2.5 KiB).
  * Lease mode creates it InnoDB: there the row is all there is of a lock,
  * it must survive anything the server survives, and on Galera only InnoDB
  * tables are replicated.  Either mode works on either engine. */
@@ -92,7 +97,7 @@ static void ddl_locks(struct sb *b, const char *t, const char *ix, int lease)
         "    slot          INT NULL,             -- semaphore slot\n"
         "    UNIQUE KEY %s (name)\n"
         ") ENGINE=%s DEFAULT CHARSET=utf8mb4",
-        t, ix, lease ? "InnoDB" : "MyISAM");
+        t, ix, lease ? "InnoDB" : "MEMORY");
 }
 
 /* The durable fence floor: lease mode's counters (a durable commit per
@@ -121,6 +126,136 @@ static void ddl_seq(struct sb *b, const char *q)
         "    fence BIGINT UNSIGNED NOT NULL  -- highest fence handed out\n"
         ") ENGINE=MyISAM DEFAULT CHARSET=utf8mb4",
         q);
+}
+
+/* The fences (MariaDB 10.3 and later): one SEQUENCE for all names, so
+ * a fence is one NEXTVAL, no row to lock or write.  It may jump forward
+ * (CACHE: a restart skips what was cached) and, after a crash, go back
+ * (its last reservations may not have reached the disk), so it is seeded
+ * again after every server start, before its first use: NAME_boot
+ * (MEMORY: empty after any restart) holds a row once it is. */
+static void ddl_fseq(struct sb *b, const struct my_store *ms, const char *sep)
+{
+    dlock__my_sb_add(b,
+                     "CREATE SEQUENCE IF NOT EXISTS %s CACHE 1000%s"
+                     "CREATE TABLE IF NOT EXISTS %s (\n"
+                     "    id TINYINT NOT NULL PRIMARY KEY -- 1: %s is "
+                     "seeded since the server started\n"
+                     ") ENGINE=MEMORY",
+                     ms->fseq, sep, ms->boot, ms->fseq);
+}
+
+/* Seed NAME_fseq above every fence handed out before: its own value
+ * (a clean restart), the durable fences (lease mode's, and the seeds
+ * recorded in the '' row) and dlock 0.2's per-name counters, and the
+ * server's clock in microseconds (what a crash may have taken back of
+ * the sequence itself: every fence was at most the clock of its moment
+ * plus the fences handed out since the last seed, fewer than one per
+ * microsecond).  Under a GET_LOCK of its own, once per server start. */
+int dlock__my_fseq_seed(struct my_store *ms, struct conn *c)
+{
+    struct sb b = {0};
+    long long v = 0;
+    int found = 0, got = 0, rc;
+    char key[64];
+
+    if (c->seeded)
+        return DLOCK_OK;
+    /* Seeded already (every connection but the first after a start). */
+    dlock__my_sb_add(&b, "SELECT COUNT(*) FROM %s", ms->boot);
+    rc = dlock__my_run_int(ms, c, &b, &v, &found, "seeding the fences");
+    if (rc == DLOCK_OK && v > 0) {
+        c->seeded = 1;
+        dlock__my_sb_free(&b);
+        return DLOCK_OK;
+    }
+    if (rc != DLOCK_OK) {
+        dlock__my_sb_free(&b);
+        return rc;
+    }
+    dlock__my_sb_reset(&b);
+    snprintf(key, sizeof(key), "'dlock-seed:%.50s'", ms->raw_table);
+    dlock__my_sb_add(&b, "SELECT GET_LOCK(%s, %lld)", key,
+                     (long long)(ms->timeout_ms / 1000 > 0
+                                     ? ms->timeout_ms / 1000
+                                     : 1));
+    rc = dlock__my_run_int(ms, c, &b, &v, &found, "seeding the fences");
+    got = rc == DLOCK_OK && found && v == 1;
+    if (rc == DLOCK_OK && !got)
+        rc = dlock__seterr(DLOCK_ESTORE,
+                           "seeding the fences on %s: another client "
+                           "holds the seed lock",
+                           ms->base.url);
+    if (rc == DLOCK_OK) {
+        dlock__my_sb_reset(&b);
+        dlock__my_sb_add(&b, "SELECT COUNT(*) FROM %s", ms->boot);
+        rc = dlock__my_run_int(ms, c, &b, &v, &found, "seeding the fences");
+    }
+    if (rc == DLOCK_OK && v == 0) {
+        dlock__my_sb_reset(&b);
+        dlock__my_sb_add(&b,
+                         "SELECT GREATEST(NEXTVAL(%s), " NOWUS
+                         ", IFNULL((SELECT MAX(fence) FROM %s), 0) + 1",
+                         ms->fseq, ms->fences);
+        if (ms->have_seq)
+            dlock__my_sb_add(&b, ", IFNULL((SELECT MAX(fence) FROM %s), 0) + 1",
+                             ms->seq);
+        dlock__my_sb_add(&b, ")");
+        rc = dlock__my_run_int(ms, c, &b, &v, &found, "seeding the fences");
+        if (rc == DLOCK_OK) {
+            dlock__my_sb_reset(&b);
+            dlock__my_sb_add(&b, "DO SETVAL(%s, %lld)", ms->fseq, v);
+            rc = dlock__my_run(ms, c, &b, NULL, "seeding the fences");
+        }
+        if (rc == DLOCK_OK) {
+            /* Durable (InnoDB, autocommit): a later seed starts above
+             * this one even if the clock is set back. */
+            dlock__my_sb_reset(&b);
+            dlock__my_sb_add(&b,
+                             "INSERT INTO %s (name, fence) VALUES ('', %lld) "
+                             "ON DUPLICATE KEY UPDATE fence = GREATEST("
+                             "fence, %lld)",
+                             ms->fences, v, v);
+            rc = dlock__my_run(ms, c, &b, NULL, "seeding the fences");
+        }
+        if (rc == DLOCK_OK) {
+            dlock__my_sb_reset(&b);
+            dlock__my_sb_add(&b, "INSERT IGNORE INTO %s VALUES (1)", ms->boot);
+            rc = dlock__my_run(ms, c, &b, NULL, "seeding the fences");
+        }
+    }
+    if (rc == DLOCK_OK)
+        c->seeded = 1;
+    if (got && c->db != NULL) {
+        dlock__my_sb_reset(&b);
+        dlock__my_sb_add(&b, "DO RELEASE_LOCK(%s)", key);
+        if (!b.oom)
+            (void)dlock__my_query(c, b.p, b.len);
+    }
+    dlock__my_sb_free(&b);
+    return rc;
+}
+
+int dlock__my_fseq_next(struct my_store *ms, struct conn *c, uint64_t *out)
+{
+    struct sb b = {0};
+    long long v = 0;
+    int found = 0, rc = DLOCK_OK;
+
+    rc = dlock__my_fseq_seed(ms, c);
+    if (rc == DLOCK_OK) {
+        dlock__my_sb_add(&b, "SELECT NEXTVAL(%s)", ms->fseq);
+        rc = dlock__my_run_int(ms, c, &b, &v, &found, "taking a fence");
+    }
+    if (rc == DLOCK_OK && found && v > 0)
+        *out = (uint64_t)v;
+    else if (rc == DLOCK_OK)
+        rc = dlock__seterr(DLOCK_ESTORE,
+                           "taking a fence on %s: the server returned no "
+                           "value",
+                           ms->base.url);
+    dlock__my_sb_free(&b);
+    return rc;
 }
 
 /* The next fence of a name: above the name's counter and at least the
@@ -319,11 +454,26 @@ static int check_tables(struct my_store *ms, struct conn *c)
             row[0] != NULL)
             dlock__strlcpy(ms->name_charset, row[0], sizeof(ms->name_charset));
         mysql_free_result(res);
+        dlock__my_sb_reset(&b);
+        dlock__my_sb_add(&b, "SELECT ENGINE FROM information_schema.TABLES "
+                             "WHERE TABLE_SCHEMA = DATABASE() AND "
+                             "TABLE_NAME = ");
+        dlock__my_sb_lit(&b, c, ms->raw_table, strlen(ms->raw_table));
+        ms->engine[0] = '\0';
+        if (dlock__my_run(ms, c, &b, &res, "reading the table's engine") ==
+                DLOCK_OK &&
+            res != NULL && (row = mysql_fetch_row(res)) != NULL &&
+            row[0] != NULL)
+            dlock__strlcpy(ms->engine, row[0], sizeof(ms->engine));
+        mysql_free_result(res);
         dlock__clearerr();
     }
     dlock__my_sb_free(&b);
     return rc;
 }
+
+#define HEAP_BIG "SET SESSION max_heap_table_size = 1073741824"
+#define HEAP_DEFAULT "SET SESSION max_heap_table_size = DEFAULT"
 
 static int create_tables(struct my_store *ms, struct conn *c)
 {
@@ -340,8 +490,14 @@ static int create_tables(struct my_store *ms, struct conn *c)
             rc = dlock__enomem();
             break;
         }
-        if (dlock__my_query(c, b.p, b.len) == 0)
+        if (i == 0 && !ms->lease_mode)
+            (void)dlock__my_query(c, HEAP_BIG, strlen(HEAP_BIG));
+        if (dlock__my_query(c, b.p, b.len) == 0) {
+            if (i == 0 && !ms->lease_mode)
+                (void)dlock__my_query(c, HEAP_DEFAULT,
+                                      strlen(HEAP_DEFAULT));
             continue;
+        }
         if (mysql_errno(c->db) == ER_TABLEACCESS_DENIED_ERROR ||
             mysql_errno(c->db) == ER_DBACCESS_DENIED_ERROR)
             rc = dlock__seterr(DLOCK_ESTORE,
@@ -393,8 +549,42 @@ static void ensure_extras(struct my_store *ms, struct conn *c)
     dlock__my_sb_add(&b, "SELECT name, fence FROM %s LIMIT 0", ms->seq);
     ms->have_seq = dlock__my_run(ms, c, &b, &res, "seq") == DLOCK_OK;
     mysql_free_result(res);
+    /* The fence sequence (MariaDB 10.3+; MySQL has no SEQUENCE), on a
+     * MEMORY lock table only (what session mode creates).  Every client
+     * of a table takes its fences the same way, decided by the table's
+     * engine: a MyISAM or InnoDB table (its-mieger's, dlock 0.2's, lease
+     * mode's) keeps the per-name counters, and its clients the
+     * procedures or the plain statements.  Not INSERT ... SELECT there:
+     * MyISAM syncs its data and index files at the end of every
+     * INSERT ... SELECT (two fsyncs per acquire; a plain INSERT ...
+     * VALUES none). */
+    ms->have_fseq = 0;
+    ms->fast = 0;
+    if (ms->mariadb && strcasecmp(ms->engine, "MEMORY") == 0) {
+        dlock__my_sb_reset(&b);
+        ddl_fseq(&b, ms, "\n;;\n");
+        for (char *p = b.oom ? NULL : b.p; p != NULL && *p != '\0';) {
+            char *end = strstr(p, "\n;;\n");
+            size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
+
+            (void)dlock__my_query(c, p, n); /* no CREATE right: below */
+            p = end != NULL ? end + 4 : NULL;
+        }
+        dlock__my_sb_reset(&b);
+        dlock__my_sb_add(&b, "SELECT COUNT(*) FROM %s, %s", ms->fseq,
+                         ms->boot);
+        {
+            long long n = 0;
+            int found;
+
+            ms->have_fseq = dlock__my_run_int(ms, c, &b, &n, &found,
+                                              "fseq") == DLOCK_OK;
+        }
+        ms->fast = ms->have_fseq && !ms->lease_mode &&
+                   strcmp(ms->name_charset, "utf8mb4") == 0;
+    }
     __atomic_store_n(&ms->have_proc, 0, __ATOMIC_RELAXED);
-    if (ms->lease_mode || !ms->have_seq ||
+    if (ms->lease_mode || !ms->have_seq || ms->have_fseq ||
         strcmp(ms->name_charset, "utf8mb4") != 0)
         goto out;
     dlock__my_sb_reset(&b);
@@ -511,6 +701,8 @@ int dlock__my_parse_names(const struct dlock_url *u, struct my_store *ms)
     snprintf(ms->table, sizeof(ms->table), "%c%s%c", q, table, q);
     snprintf(ms->fences, sizeof(ms->fences), "%c%s_fences%c", q, table, q);
     snprintf(ms->seq, sizeof(ms->seq), "%c%s_seq%c", q, table, q);
+    snprintf(ms->fseq, sizeof(ms->fseq), "%c%s_fseq%c", q, table, q);
+    snprintf(ms->boot, sizeof(ms->boot), "%c%s_boot%c", q, table, q);
     snprintf(ms->proc_acq, sizeof(ms->proc_acq), "%c%s_acq2%c", q, table, q);
     snprintf(ms->proc_rel, sizeof(ms->proc_rel), "%c%s_rel1%c", q, table, q);
     snprintf(ms->index, sizeof(ms->index), "%c%s_ix1%c", q, table, q);
@@ -535,16 +727,26 @@ int dlock__my_ddl(char **out, const struct dlock_url *u)
     }
     ms->lease_mode = mode != NULL && strcmp(mode, "lease") == 0;
     ms->have_seq = 1;
+    if (!ms->lease_mode)
+        dlock__my_sb_add(&b, "-- The MEMORY table's size is capped when it "
+                             "is created:\n%s;\n", HEAP_BIG);
     ddl_locks(&b, ms->table, ms->index, ms->lease_mode);
     dlock__my_sb_add(&b, ";\n");
     ddl_fences(&b, ms->fences);
     dlock__my_sb_add(&b, ";\n");
     ddl_seq(&b, ms->seq);
+    dlock__my_sb_add(&b, ";\n-- MariaDB 10.3 and later, on a MEMORY lock "
+                         "table: the fences of both modes (a MyISAM or\n"
+                         "-- InnoDB lock table, or MySQL: the counters "
+                         "above)\n");
+    ddl_fseq(&b, ms, ";\n");
     dlock__my_sb_add(&b, ";\n");
     if (!ms->lease_mode) {
-        dlock__my_sb_add(&b, "-- Session mode's two statements per lock "
-                             "(optional; needs CREATE ROUTINE once,\n"
-                             "-- then EXECUTE):\nDELIMITER //\n");
+        dlock__my_sb_add(&b, "-- Without the fence sequence (MySQL, "
+                             "MariaDB < 10.3), session mode's two\n"
+                             "-- statements per lock (optional; needs "
+                             "CREATE ROUTINE once, then EXECUTE):\n"
+                             "DELIMITER //\n");
         ddl_procs(&b, ms, "\n//\n");
         dlock__my_sb_add(&b, "DELIMITER ;\n");
     }

@@ -326,6 +326,34 @@ static int release_op(struct held_call *k, struct conn *c)
     struct sb b = {0};
     int rc;
 
+    if (!k->ms->lease_mode && k->ms->fast && k->lk->limit == 1) {
+        /* One statement: the row goes, and with it the GET_LOCK, only if
+         * the row is ours, within its lease, recorded for this
+         * connection and this session holds the GET_LOCK (RELEASE_LOCK
+         * answers 1 only then; IF runs it only when the rest holds).  Our
+         * own row always has expires_ms: no COALESCE with its-mieger's
+         * created + ttl here.
+         * The table lock of a MEMORY (or MyISAM) table keeps a waiter
+         * woken by the GET_LOCK from reading the row until it is gone. */
+        dlock__my_sb_add(&b, "DELETE FROM %s WHERE name = ", k->ms->table);
+        dlock__my_sb_key(&b, c, k->ml);
+        dlock__my_sb_add(&b,
+                         " AND owner = '%s' AND IF(expires_ms > " NOWMS
+                         " AND connection_id = CONNECTION_ID(), "
+                         "RELEASE_LOCK(",
+                         k->lk->token);
+        dlock__my_sb_key(&b, c, k->ml);
+        dlock__my_sb_add(&b, "), 0) = 1");
+        rc = dlock__my_run(k->ms, c, &b, NULL, "release");
+        dlock__my_sb_free(&b);
+        if (rc != DLOCK_OK)
+            return rc;
+        if (mysql_affected_rows(c->db) != 1) {
+            dlock__my_tidy_lost(k->ms, c, k->lk, k->ml);
+            return dlock__lost(k->lk, "its lease ran out or it was broken");
+        }
+        return DLOCK_OK;
+    }
     if (!k->ms->lease_mode &&
         __atomic_load_n(&k->ms->have_proc, __ATOMIC_RELAXED)) {
         /* One statement: CALL NAME_rel1 (see ddl_procs in schema.c). */
@@ -458,7 +486,9 @@ static int status_fn(void *conn, void *arg, int *dead)
     } else {
         dlock__my_sb_add(&b, "), 0), IFNULL((SELECT 0");
     }
-    dlock__my_sb_add(&b, "), 0)), IFNULL(IS_USED_LOCK(");
+    /* With the fence sequence a lock's fence is only in its row. */
+    dlock__my_sb_add(&b, "), 0), IFNULL(%s.fence, 0)), IFNULL(IS_USED_LOCK(",
+                     ms->table);
     dlock__my_sb_key(&b, c, &ml);
     dlock__my_sb_add(
         &b, "), 0) FROM (SELECT 1) AS one LEFT JOIN %s ON name = ", ms->table);

@@ -83,13 +83,17 @@ enum {
     Q_FORCE_KILL,
     Q_SEM,
     Q_RELEASE_M,
+    Q_TRY_X1,     /* exclusive try on a session of its own, no tidying */
+    Q_TRY_XM,     /* exclusive try on the mux, no tidying */
+    Q_RELEASE_X1, /* exclusive release by (name, owner) */
     Q_KEYED,
     /* Key-independent, prepared too (ids for dlock__pg_runp()). */
     Q_EXTEND = Q_KEYED,
     Q_TTL,
     Q_RELEASE_L,
     Q_UNLOCK_ALL,
-    Q_SEM_WAIT
+    Q_SEM_WAIT,
+    Q_DROP_BROKEN
 };
 
 /* Keyed statements, indexed by Q_*: hashtextextended keys, hashtext keys. */
@@ -103,6 +107,7 @@ extern const char *const dlock__pg_sql_names[2];
 extern const char *const dlock__pg_sql_force[2];
 extern const char dlock__pg_sql_release_l[];
 extern const char dlock__pg_sql_unlock_all[];
+extern const char dlock__pg_sql_drop_broken[];
 extern const char dlock__pg_sql_sem_wait[];
 extern const char dlock__pg_sql_lease_sem_fmt[];
 extern const char dlock__pg_sql_status_l[];
@@ -132,6 +137,7 @@ struct pg_store {
     struct dlock__pool pool; /* idle connections (PGconn *) */
     pthread_mutex_t sess_mu; /* mux, and every session's refs and is_mux */
     struct sess *mux;        /* the session try-locks share */
+    int64_t tidied_ms;       /* last exclusive try that tidied (session.c) */
 };
 
 /* --- conn.c ---------------------------------------------------------- */

@@ -14,6 +14,10 @@
 
 /* After terminating a hung holder, how long its key may take to go. */
 #define TERMINATE_GRACE_MS 1000
+/* How often a handle's exclusive try also tidies the name's rows of
+ * other (dead) sessions: the full statement Q_TRY_X instead of the fast
+ * Q_TRY_X1 / Q_TRY_XM (sql.c). */
+#define TIDY_MS 10000
 
 /* The acquire statements' parameters (lease mode's too). */
 void dlock__pg_acq_params(struct dlock__pg_acq_params *p,
@@ -49,6 +53,7 @@ struct sess {
     int reused;         /* has run a statement before (may have died idle) */
     int is_mux;         /* ps->mux; under sess_mu */
     int dirty;          /* may hold a key nobody owns: close, not pool */
+    int own;            /* one lock's (or wait's) own, never the mux */
     char id[24];        /* random, for its rows: a backend pid is reused */
 };
 
@@ -129,6 +134,7 @@ static int sess_new(struct pg_store *ps, struct sess **out, int fresh)
     }
     pthread_mutex_init(&s->mu, NULL);
     s->refs = 1;
+    s->own = 1; /* until mux_get makes it the mux */
     *out = s;
     return DLOCK_OK;
 }
@@ -196,6 +202,7 @@ static int mux_get(struct pg_store *ps, struct sess **out, int fresh)
     if (ps->mux == NULL) {
         ps->mux = s;
         s->is_mux = 1;
+        s->own = 0; /* and never again, even once retired */
         s->refs++; /* the store's */
     } else {
         /* Another thread installed one meanwhile: use that. */
@@ -257,9 +264,21 @@ static int session_attempt(struct pg_store *ps, struct sess *s,
                              "session is gone (%s)",
                              ps->base.url);
     dlock__pg_acq_params(&p, lk, lock_timeout_ms, s->id);
-    if (lock_timeout_ms == 0)
-        q = lk->shared ? Q_TRY_S : Q_TRY_X;
-    else
+    if (lock_timeout_ms == 0 && lk->shared) {
+        q = Q_TRY_S;
+    } else if (lock_timeout_ms == 0) {
+        int64_t now = dlock__now_ms();
+        int64_t last = __atomic_load_n(&ps->tidied_ms, __ATOMIC_RELAXED);
+
+        /* The fast statements leave other sessions' rows of the name
+         * alone; every TIDY_MS one try tidies them. */
+        if (now - last >= TIDY_MS &&
+            __atomic_compare_exchange_n(&ps->tidied_ms, &last, now, 0,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            q = Q_TRY_X;
+        else
+            q = s->own ? Q_TRY_X1 : Q_TRY_XM;
+    } else
         q = lk->shared ? Q_WAIT_S : Q_WAIT_X;
     rc = dlock__pg_runp(s->c, ps->base.url, "acquire", q, ps->sql[q], 8, p.v, lock_timeout_ms + ps->op_timeout_ms, &res,
                         state);
@@ -801,9 +820,11 @@ int dlock__pg_held_drop(struct pg_store *ps, struct dlock_lock *lk,
     struct held *h = lk->priv;
     char sl[16];
     const char *v[3] = {lk->name, lk->token, sl};
-    int q = lk->limit > 1 ? Q_RELEASE_M : lk->shared ? Q_RELEASE_S : Q_RELEASE_X;
+    int q = lk->limit > 1 ? Q_RELEASE_M
+            : lk->shared  ? Q_RELEASE_S
+                          : Q_RELEASE_X1;
     PGresult *res;
-    int rc;
+    int rc, gone;
 
     *live = 0;
     if (h == NULL || !h->keyed)
@@ -824,7 +845,24 @@ int dlock__pg_held_drop(struct pg_store *ps, struct dlock_lock *lk,
         return rc;
     }
     *live = dlock__pg_col_bool(res, 0, 0) && dlock__pg_col_bool(res, 0, 1);
+    gone = PQntuples(res) < 1 || PQgetisnull(res, 0, 0);
     PQclear(res);
+    if (q == Q_RELEASE_X1 && gone) {
+        /* No row of our owner: release --force broke it (renamed it),
+         * or it is gone.  Delete a broken one: our session may take the
+         * name again, and must keep no row it does not hold. */
+        pthread_mutex_lock(&h->s->mu);
+        if (h->s->c != NULL &&
+            dlock__pg_runp(h->s->c, ps->base.url, "release", Q_DROP_BROKEN,
+                           dlock__pg_sql_drop_broken, 2, v,
+                           ps->op_timeout_ms, &res, NULL) == DLOCK_OK) {
+            PQclear(res);
+        } else if (h->s->c != NULL) {
+            h->s->dirty = 1;
+            sess_retire(ps, h->s, 0);
+        }
+        pthread_mutex_unlock(&h->s->mu);
+    }
     return DLOCK_OK;
 }
 

@@ -267,6 +267,33 @@
     "clock_timestamp() FROM f RETURNING fence)"                              \
     " SELECT " G ".got, (SELECT fence FROM i)" X " FROM " G
 
+/* The uncontended exclusive try, without the tidying of other sessions'
+ * rows of the name (ACQ_REST's d): one index probe less, and no row
+ * locks.  Stale rows (of sessions that died holding the name) are
+ * harmless to it: the primary key is (name, owner), every reader of rows
+ * also asks pg_locks whether the row's backend holds the key, and
+ * TERMINATE never picks a backend that has a live row of the name (a
+ * dead holder's pid reused by the live one).  They are tidied by the
+ * full statement (Q_TRY_X), which a session sends instead at least every
+ * TIDY_MS (session.c), by shared tries, waits and semaphores.
+ * Q_TRY_X1 runs on a session of the lock's own, fresh from the pool,
+ * which holds no key and has no row (its id is new): no check of its
+ * own rows either.  Q_TRY_XM, on the mux session, keeps that check. */
+#define ACQ_FAST(G)                                                          \
+    ", f AS (SELECT CASE WHEN s.v < 1000000000000000 THEN "                  \
+    "dlock_fence_seed_v2() ELSE s.v END AS fence FROM (SELECT "              \
+    "nextval('dlock_fence_seq') AS v FROM " G " WHERE " G ".got OFFSET 0) "  \
+    "s)"                                                                     \
+    ", i AS (INSERT INTO dlock_held (name, owner, shared, fence, "           \
+    "backend_pid, sess, host, pid, expires_at, acquired_at) SELECT $1, $2, " \
+    "false, f.fence, pg_backend_pid(), $8::bigint, $5, $6::bigint, "         \
+    "clock_timestamp() + $4::bigint * interval '1 millisecond', "            \
+    "clock_timestamp() FROM f RETURNING fence)"                              \
+    " SELECT " G ".got, (SELECT fence FROM i) FROM " G
+#define ACQ_TRY1(K)                                                          \
+    "WITH l AS (SELECT pg_try_advisory_lock(" K ") AS got WHERE "            \
+    "$7::bigint = 0 AND NOT $3::boolean)"
+
 /* Shared locks only: a semaphore's holders hold the name's key shared
  * too, and the semaphore key (KEY_SEM) as well.  Having taken the key, a
  * shared acquire looks for KEY_SEM in pg_locks and, if someone holds it,
@@ -295,8 +322,10 @@
 #define TERMINATE(K)                                                         \
     "SELECT pg_terminate_backend(t.backend_pid) FROM dlock_held t WHERE "    \
     "t.name = $1 AND (NOT $2::boolean OR NOT t.shared) AND t.expires_at "    \
-    "<= clock_timestamp() AND t.backend_pid <> pg_backend_pid() AND "        \
-    HOLDS("t.backend_pid", K)
+    "<= clock_timestamp() AND t.backend_pid <> pg_backend_pid() AND NOT "    \
+    "EXISTS (SELECT 1 FROM dlock_held o WHERE o.name = $1 AND "              \
+    "o.backend_pid = t.backend_pid AND o.expires_at > clock_timestamp()) "   \
+    "AND " HOLDS("t.backend_pid", K)
 /* A holder row broken by release --force (FORCE_HELD below) is renamed
  * to BROKEN + its owner; its holder's release still deletes it (so its
  * session, which may take the name again, keeps no row it does not
@@ -309,6 +338,13 @@
     "WITH d AS (DELETE FROM dlock_held WHERE name = $1 AND " MINE " "        \
     "RETURNING " LIVE " AS live) SELECT (SELECT bool_or(live) FROM d), "     \
     FN "(" K ")"
+/* An exclusive lock's release, by the row's whole primary key (one
+ * index probe): a row broken by release --force is not found, and
+ * then the client deletes it with dlock__pg_sql_drop_broken. */
+#define RELEASE_X1(K)                                                        \
+    "WITH d AS (DELETE FROM dlock_held WHERE name = $1 AND owner = $2 "      \
+    "RETURNING expires_at > clock_timestamp() AS live) SELECT (SELECT "      \
+    "bool_or(live) FROM d), pg_advisory_unlock(" K ")"
 /* $1 name: live holders (lease mode: any live row, see below). */
 #define STATUS(K)                                                            \
     "SELECT t.shared, t.host, t.pid, greatest(1, " LEFT_MS("t.expires_at")   \
@@ -356,6 +392,9 @@
         [Q_FORCE_KILL] = FORCE_KILL(K),                                      \
         [Q_SEM] = SEM(K),                                                    \
         [Q_RELEASE_M] = RELEASE_M(K),                                        \
+        [Q_TRY_X1] = ACQ_TRY1(K) ACQ_FAST("l"),                              \
+        [Q_TRY_XM] = ACQ_TRY("pg_try_advisory_lock", K) ACQ_FAST("l"),       \
+        [Q_RELEASE_X1] = RELEASE_X1(K),                                      \
     }
 
 const char *const dlock__pg_sql_x[Q_KEYED] = KEYED_SQL(KEY_X);
@@ -410,6 +449,9 @@ const char dlock__pg_sql_release_l[] =
     "DELETE FROM dlock_locks WHERE name = $1 AND owner = $2 RETURNING "
     "expires_at > clock_timestamp()";
 const char dlock__pg_sql_unlock_all[] = "SELECT pg_advisory_unlock_all()";
+/* After RELEASE_X1 found no row: our row, if release --force broke it. */
+const char dlock__pg_sql_drop_broken[] =
+    "DELETE FROM dlock_held WHERE name = $1 AND owner = " BROKEN " || $2";
 /* A semaphore's wait: block on one slot's key, $1 name, $2 slot, $3
  * lock_timeout ms. */
 const char dlock__pg_sql_sem_wait[] =
