@@ -93,9 +93,15 @@ struct heap {
     size_t len, cap, want;
     int which;
     pthread_cond_t *cv; /* signalled when a lock becomes the first due */
+    /* When its thread, waiting on cv, will look at the heap again by
+     * itself (INT64_MAX: only when woken); 0 while it is not waiting and
+     * so will look before it waits again.  A lock due no earlier needs
+     * no wake-up: an acquire after a release (the next lease ends a
+     * little later than the last) costs the lease thread nothing. */
+    int64_t sleep_until;
 };
-static struct heap heaps[2] = {{NULL, 0, 0, 0, H_RENEW, &reg_cv},
-                               {NULL, 0, 0, 0, H_LEASE, &lease_cv}};
+static struct heap heaps[2] = {{NULL, 0, 0, 0, H_RENEW, &reg_cv, 0},
+                               {NULL, 0, 0, 0, H_LEASE, &lease_cv, 0}};
 /* Leases renewed by the renew thread so far (for dlock-bench). */
 static uint64_t renewals;
 /* The two threads: [H_RENEW] renews, [H_LEASE] declares lapsed leases
@@ -147,6 +153,7 @@ static void fork_child(void)
         heaps[w].len = 0;
         thr_running[w] = 0;
         thr_started[w] = 0;
+        heaps[w].sleep_until = 0;
     }
     pthread_mutex_init(&reg_mu, NULL);
     init_conds();
@@ -160,13 +167,21 @@ static void reg_init(void)
     atexit(release_all_at_exit);
 }
 
-static void cond_wait_until(pthread_cond_t *cv, int64_t when_ms)
+/* A library thread sleeps on its heap's cv until when_ms (INT64_MAX: until
+ * woken), saying so in the heap (heap_put reads it). */
+static void heap_sleep(struct heap *h, int64_t when_ms)
 {
     struct timespec ts;
 
-    ts.tv_sec = (time_t)(when_ms / 1000);
-    ts.tv_nsec = (long)(when_ms % 1000) * 1000000L;
-    pthread_cond_timedwait(cv, &reg_mu, &ts);
+    h->sleep_until = when_ms;
+    if (when_ms == INT64_MAX) {
+        pthread_cond_wait(h->cv, &reg_mu);
+    } else {
+        ts.tv_sec = (time_t)(when_ms / 1000);
+        ts.tv_nsec = (long)(when_ms % 1000) * 1000000L;
+        pthread_cond_timedwait(h->cv, &reg_mu, &ts);
+    }
+    h->sleep_until = 0;
 }
 
 /* --- loss ------------------------------------------------------------ */
@@ -301,7 +316,7 @@ static void heap_put(struct heap *h, struct dlock_lock *lk, int64_t due)
     }
     heap_up(h, lk->heap_idx[w]);
     heap_down(h, lk->heap_idx[w]);
-    if (lk->heap_idx[w] == 0)
+    if (lk->heap_idx[w] == 0 && due < h->sleep_until)
         pthread_cond_broadcast(h->cv);
 }
 
@@ -527,11 +542,11 @@ static void *renew_main(void *arg)
         size_t n = 0;
 
         if (h->len == 0) {
-            pthread_cond_wait(&reg_cv, &reg_mu);
+            heap_sleep(h, INT64_MAX);
             continue;
         }
         if (h->v[0]->due[H_RENEW] > now) {
-            cond_wait_until(&reg_cv, h->v[0]->due[H_RENEW]);
+            heap_sleep(h, h->v[0]->due[H_RENEW]);
             continue;
         }
         /* Due at its renewal time, and at the latest when its lease ends.
@@ -604,12 +619,12 @@ static void *lease_main(void *arg)
         dlock_lost_cb cb;
 
         if (h->len == 0) {
-            pthread_cond_wait(&lease_cv, &reg_mu);
+            heap_sleep(h, INT64_MAX);
             continue;
         }
         lk = h->v[0];
         if (lk->due[H_LEASE] > now) {
-            cond_wait_until(&lease_cv, lk->due[H_LEASE]);
+            heap_sleep(h, lk->due[H_LEASE]);
             continue;
         }
         end = lease_end_of(lk);
