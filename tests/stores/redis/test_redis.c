@@ -99,6 +99,110 @@ static void t_foreign_holder(void)
     dlock_store_close(s);
 }
 
+/* The uncontended acquire and release take a short path (scripts.c:
+ * ACQ_FREE, REL_FREE) when no key of the name but the fence counter
+ * exists: it must leave what the full path leaves.  Fences strictly
+ * increase and never fall below the server's clock in us; the info hash
+ * holds the fence, host, pid and since, with the lease; a release leaves
+ * nothing but the counter.  Stale keys (an info hash, a waiters hash
+ * without a queue) send the acquire down the full path, which cleans
+ * them up. */
+static long long raw_int(redisContext *c, const char *fmt, ...)
+{
+    redisReply *r;
+    long long v = -99;
+    va_list ap;
+
+    va_start(ap, fmt);
+    r = redisvCommand(c, fmt, ap);
+    va_end(ap);
+    if (r != NULL && r->type == REDIS_REPLY_INTEGER)
+        v = r->integer;
+    else if (r != NULL && r->type == REDIS_REPLY_STRING)
+        v = strtoll(r->str, NULL, 10);
+    freeReplyObject(r);
+    return v;
+}
+
+static unsigned long long server_us(redisContext *c)
+{
+    redisReply *r = redisCommand(c, "TIME");
+    unsigned long long us = 0;
+
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
+        us = strtoull(r->element[0]->str, NULL, 10) * 1000000 +
+             strtoull(r->element[1]->str, NULL, 10);
+    freeReplyObject(r);
+    return us;
+}
+
+static void t_fast_path(void)
+{
+    dlock_options o = opts(0, 5000, 0);
+    dlock_store *s = must_open(url);
+    redisContext *c = raw_open(url);
+    char key[600], info[620], fence[620], waiters[620];
+    uint64_t last = 0;
+    dlock_lock *l;
+
+    snprintf(key, sizeof(key), "dlock:%s", nm("fast"));
+    snprintf(info, sizeof(info), "%s\xffinfo", key);
+    snprintf(fence, sizeof(fence), "%s\xff" "fence", key);
+    snprintf(waiters, sizeof(waiters), "%s\xffwaiters", key);
+    for (int i = 0; i < 20; i++) {
+        unsigned long long t0 = server_us(c);
+        long long pttl;
+
+        /* a counter lost (below the clock): the floor applies, to a
+         * server that was away for longer than a millisecond */
+        if (i == 10) {
+            CHECK(strcmp(raw_str(c, "SET %s 5", fence), "OK") == 0);
+            sleep_ms(3);
+            t0 = server_us(c);
+        }
+        CHECK_RC(dlock_acquire(&l, s, nm("fast"), &o), DLOCK_OK);
+        /* the floor is the clock in ms, times 1000 */
+        if (dlock_fence(l) <= last || dlock_fence(l) < t0 / 1000 * 1000)
+            printf("  cycle %d: fence %llu after %llu, clock %llu us\n", i,
+                   (unsigned long long)dlock_fence(l),
+                   (unsigned long long)last, t0);
+        CHECK(dlock_fence(l) > last && dlock_fence(l) >= t0 / 1000 * 1000);
+        last = dlock_fence(l);
+        CHECK(raw_int(c, "HGET %s fence", info) == (long long)last);
+        CHECK(raw_int(c, "HGET %s pid", info) == (long long)getpid());
+        CHECK(raw_int(c, "HEXISTS %s host", info) == 1);
+        CHECK(raw_int(c, "HGET %s since", info) >= (long long)(t0 / 1000));
+        CHECK(raw_int(c, "HLEN %s", info) == 4);
+        pttl = raw_int(c, "PTTL %s", info);
+        if (pttl <= 4000 || pttl > 5010)
+            printf("  info pttl %lld at cycle %d\n", pttl, i);
+        CHECK(pttl > 4000 && pttl <= 5010); /* ms rounding */
+        CHECK_RC(dlock_release(l), DLOCK_OK);
+        CHECK(raw_int(c, "EXISTS %s %s", key, info) == 0);
+    }
+    /* A stale info hash (no lease): the full path replaces it. */
+    CHECK(raw_int(c, "HSET %s limit 7 f:x 3", info) == 2);
+    CHECK_RC(dlock_acquire(&l, s, nm("fast"), &o), DLOCK_OK);
+    CHECK(dlock_fence(l) > last);
+    last = dlock_fence(l);
+    CHECK(raw_int(c, "HEXISTS %s limit", info) == 0);
+    CHECK(raw_int(c, "HLEN %s", info) == 4);
+    CHECK(raw_int(c, "PTTL %s", info) > 0);
+    CHECK_RC(dlock_release(l), DLOCK_OK);
+    CHECK(raw_int(c, "EXISTS %s %s", key, info) == 0);
+    /* A waiters hash without a queue: acquire and release still work, and
+     * the release's hand-off path deletes it. */
+    CHECK(raw_int(c, "HSET %s # 3", waiters) == 1);
+    CHECK_RC(dlock_acquire(&l, s, nm("fast"), &o), DLOCK_OK);
+    CHECK(dlock_fence(l) > last);
+    CHECK_RC(dlock_release(l), DLOCK_OK);
+    CHECK(raw_int(c, "EXISTS %s %s %s", key, info, waiters) == 0);
+    CHECK(raw_int(c, "EXISTS %s", fence) == 1);
+    printf("  last fence %llu\n", (unsigned long long)last);
+    redisFree(c);
+    dlock_store_close(s);
+}
+
 /* dlock's key blocks SET NX of another client; a compare-and-delete with
  * a wrong token (the PHP lock's release) leaves it in place. */
 static void t_dlock_blocks_foreign(void)
@@ -1050,6 +1154,7 @@ static const struct rt_test tests[] = {
     {"no_polling", t_no_polling, 0},
     {"foreign_keys_in_list", t_foreign_keys_in_list, 0},
     {"db_spellings", t_db_spellings, 0},
+    {"fast_path", t_fast_path, 0},
     {"bad_urls", t_bad_urls, 1},
     {"not_redis", t_not_redis, 1},
     {"sentinel_port", t_sentinel_port, 1},
