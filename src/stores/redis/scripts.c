@@ -40,15 +40,18 @@
 #define DLOCK_VAL(v) "(#" v " == 39 and string.match(" v ", '^dlock1:%x+$'))"
 
 /* The next fence: the counter, but never less than the server's clock in
- * us.  A server that lost the counter (a restart without persistence) or
+ * us (to the microsecond: two masters of a split brain both on the floor
+ * in one millisecond would otherwise hand out the same fence).  A server
+ * that lost the counter (a restart without persistence) or
  * has an old value of it (a replica promoted before it saw the last INCRs,
  * an AOF that lost its last second) still hands out more than before, as
  * long as it was away longer than the servers' clocks differ. */
 #define FN_FENCE                                                             \
     "local function fence(now) "                                            \
     "  local f = redis.call('INCR', KEYS[2]) "                               \
-    "  if f < now * 1000 then "                                              \
-    "    f = now * 1000 "                                                    \
+    "  local us = now * 1000 + tonumber(t[2]) % 1000 "                       \
+    "  if f < us then "                                                      \
+    "    f = us "                                                            \
     "    redis.call('SET', KEYS[2], string.format('%d', f)) "               \
     "  end "                                                                 \
     "  return f "                                                            \
@@ -309,8 +312,9 @@
     "  local now = tonumber(t[1]) * 1000 + "                                 \
     "    math.floor(tonumber(t[2]) / 1000) "                                 \
     "  local f = redis.call('INCR', KEYS[2]) "                               \
-    "  if f < now * 1000 then "                                              \
-    "    f = now * 1000 "                                                    \
+    "  local us = now * 1000 + tonumber(t[2]) % 1000 "                       \
+    "  if f < us then "                                                      \
+    "    f = us "                                                            \
     "    redis.call('SET', KEYS[2], string.format('%d', f)) "               \
     "  end "                                                                 \
     "  redis.call('SET', KEYS[1], " OWN ", 'PX', ARGV[2]) "                  \
