@@ -234,26 +234,27 @@ final class Store
         if ($url !== null) {
             self::noNul($url, 'URL');
         }
-        $ffi = Ffi::get();
-        $out = $ffi->new('char *');
-        $rc = $ffi->dlock_ddl(\FFI::addr($out), $url);
-        if ($rc !== Exception::OK) {
-            throw Exception::fromRc($rc);
-        }
-        try {
-            return \FFI::string($out);
-        } finally {
-            $ffi->dlock_free($out);
-        }
+        return self::ownedString(fn ($ffi, $out) => $ffi->dlock_ddl($out, $url));
     }
 
     /** A URL with any password replaced by "***" (safe to log). */
     public static function redact(string $url): string
     {
         self::noNul($url, 'URL');
+        return self::ownedString(
+            fn ($ffi, $out) => $ffi->dlock_url_redact($out, $url));
+    }
+
+    /**
+     * A string the library allocates: $call($ffi, $out) fills the char **
+     * $out and returns a code; the text is copied and freed with
+     * dlock_free().
+     */
+    private static function ownedString(callable $call): string
+    {
         $ffi = Ffi::get();
         $out = $ffi->new('char *');
-        $rc = $ffi->dlock_url_redact(\FFI::addr($out), $url);
+        $rc = $call($ffi, \FFI::addr($out));
         if ($rc !== Exception::OK) {
             throw Exception::fromRc($rc);
         }
