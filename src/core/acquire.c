@@ -254,7 +254,7 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
     lk->ttl_ms = opts->ttl_ms;
     lk->shared = opts->shared != 0;
     lk->limit = opts->version >= 2 && opts->limit > 1 ? opts->limit : 1;
-    lk->pid = getpid();
+    lk->pid = dlock__pid();
     lk->auto_renew = opts->auto_renew != 0;
     lk->on_lost = opts->on_lost;
     lk->payload = opts->payload;

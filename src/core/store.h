@@ -274,6 +274,8 @@ uint64_t dlock__io_watch(int fd, int64_t timeout_ms);
 void dlock__io_unwatch(uint64_t id);
 int dlock__random(void *buf, size_t len);
 int dlock__token(char out[DLOCK_TOKEN_HEX + 1]);
+/* getpid(), cached (and refreshed in fork children). */
+pid_t dlock__pid(void);
 /* DLOCK_OK or DLOCK_EINVAL with a message: 1..DLOCK_NAME_MAX bytes, valid
  * UTF-8.  len is the byte length. */
 int dlock__check_name(const char *name, size_t len);

@@ -85,17 +85,66 @@ int dlock__random(void *buf, size_t len)
     return DLOCK_OK;
 }
 
+/* The process id, without a system call per use (glibc no longer
+ * caches getpid()): read once, and again in every fork child (a
+ * pthread_atfork handler; a child made by a raw clone() without fork
+ * handlers must not call the library, as with any threaded library). */
+static pid_t cached_pid;
+static pthread_once_t pid_once = PTHREAD_ONCE_INIT;
+
+static void pid_refresh(void)
+{
+    __atomic_store_n(&cached_pid, getpid(), __ATOMIC_RELAXED);
+}
+
+static void pid_init(void)
+{
+    pid_refresh();
+    pthread_atfork(NULL, NULL, pid_refresh);
+}
+
+pid_t dlock__pid(void)
+{
+    pid_t p = __atomic_load_n(&cached_pid, __ATOMIC_RELAXED);
+
+    if (p != 0)
+        return p;
+    pthread_once(&pid_once, pid_init);
+    return __atomic_load_n(&cached_pid, __ATOMIC_RELAXED);
+}
+
+/* Tokens come from getrandom() 16 at a time out of a per-thread pool
+ * filled 256 bytes at once (one system call per 16 acquires, not per
+ * acquire).  The pool belongs to the process that filled it: a fork
+ * child, whose copy of the calling thread's pool is the parent's, never
+ * hands out what its parent will. */
+#define TOKEN_POOL 256
+
 int dlock__token(char out[DLOCK_TOKEN_HEX + 1])
 {
     static const char hex[] = "0123456789abcdef";
-    unsigned char raw[DLOCK_TOKEN_HEX / 2];
-    int rc = dlock__random(raw, sizeof(raw));
+    static _Thread_local unsigned char pool[TOKEN_POOL];
+    static _Thread_local size_t pool_left;
+    static _Thread_local pid_t pool_pid;
+    unsigned char *raw;
+    pid_t me = dlock__pid();
 
-    if (rc != DLOCK_OK)
-        return rc;
-    for (size_t i = 0; i < sizeof(raw); i++) {
+    if (pool_pid != me)
+        pool_left = 0;
+    if (pool_left < DLOCK_TOKEN_HEX / 2) {
+        int rc = dlock__random(pool, sizeof(pool));
+
+        if (rc != DLOCK_OK)
+            return rc;
+        pool_left = sizeof(pool);
+        pool_pid = me;
+    }
+    raw = pool + sizeof(pool) - pool_left;
+    pool_left -= DLOCK_TOKEN_HEX / 2;
+    for (size_t i = 0; i < DLOCK_TOKEN_HEX / 2; i++) {
         out[2 * i] = hex[raw[i] >> 4];
         out[2 * i + 1] = hex[raw[i] & 15];
+        raw[i] = 0; /* handed out once */
     }
     out[DLOCK_TOKEN_HEX] = '\0';
     return DLOCK_OK;

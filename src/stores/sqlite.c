@@ -199,7 +199,7 @@ static long long my_start(void)
 {
     static pid_t cached_pid;
     static long long cached;
-    pid_t me = getpid();
+    pid_t me = dlock__pid();
 
     if (__atomic_load_n(&cached_pid, __ATOMIC_ACQUIRE) != me) {
         __atomic_store_n(&cached, proc_start((long long)me), __ATOMIC_RELAXED);
@@ -631,7 +631,7 @@ static int sqlite_try_acquire(struct dlock_store *st, struct dlock_lock *lk,
     sqlite3_bind_text(s, 6, self.boot_id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 7, dlock__wall_ms());
     sqlite3_bind_text(s, 8, dlock__hostname(), -1, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 9, (sqlite3_int64)getpid());
+    sqlite3_bind_int64(s, 9, (sqlite3_int64)dlock__pid());
     sqlite3_bind_int64(s, 10, my_start());
     sqlite3_bind_text(s, 11, self.pid_ns, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 12, (sqlite3_int64)lk->limit);

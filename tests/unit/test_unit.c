@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "quota.h"
@@ -201,6 +203,41 @@ static void test_tokens_and_strings(void)
     EXPECT(strstr(dlock_schemes(), "sqlite") != NULL);
 }
 
+/* Tokens come from a per-thread pool of random bytes and the pid is
+ * cached: a fork child must neither hand out the tokens its parent will
+ * (its copy of the pool) nor see its parent's pid. */
+static void test_tokens_after_fork(void)
+{
+    char parent[DLOCK_TOKEN_HEX + 1], child[DLOCK_TOKEN_HEX + 1];
+    char first[DLOCK_TOKEN_HEX + 1];
+    int fds[2], status = 0;
+    pid_t pid;
+
+    EXPECT(dlock__pid() == getpid());
+    EXPECT(dlock__token(first) == DLOCK_OK); /* the pool is filled */
+    EXPECT(pipe(fds) == 0);
+    pid = fork();
+    EXPECT(pid >= 0);
+    if (pid == 0) {
+        int ok = dlock__pid() == getpid() && dlock__token(child) == DLOCK_OK;
+
+        if (!ok)
+            memset(child, 'x', DLOCK_TOKEN_HEX);
+        child[DLOCK_TOKEN_HEX] = '\0';
+        _exit(write(fds[1], child, DLOCK_TOKEN_HEX) == DLOCK_TOKEN_HEX ? 0
+                                                                        : 1);
+    }
+    close(fds[1]);
+    EXPECT(read(fds[0], child, DLOCK_TOKEN_HEX) == DLOCK_TOKEN_HEX);
+    child[DLOCK_TOKEN_HEX] = '\0';
+    close(fds[0]);
+    EXPECT(waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+           WEXITSTATUS(status) == 0);
+    EXPECT(dlock__token(parent) == DLOCK_OK);
+    EXPECT(strspn(child, "0123456789abcdef") == DLOCK_TOKEN_HEX);
+    EXPECT(strcmp(parent, child) != 0 && strcmp(first, child) != 0);
+}
+
 static void test_store_urls(void)
 {
     dlock_store *s = (dlock_store *)&s;
@@ -267,6 +304,7 @@ int main(void)
     test_names();
     test_backoff();
     test_tokens_and_strings();
+    test_tokens_after_fork();
     test_store_urls();
     test_quota();
     if (failures == 0)

@@ -684,7 +684,7 @@ static int call_acquire(struct my_store *ms, struct dlock_lock *lk,
     dlock__my_sb_lit(&b, c, lk->name, lk->name_len);
     dlock__my_sb_add(&b, ", '%s', %lld, ", lk->token, (long long)lk->ttl_ms);
     dlock__my_sb_lit(&b, c, dlock__hostname(), strlen(dlock__hostname()));
-    dlock__my_sb_add(&b, ", %lld)", (long long)getpid());
+    dlock__my_sb_add(&b, ", %lld)", (long long)dlock__pid());
     rc = dlock__my_call(ms, c, &b, &v, &fence, "acquire");
     dlock__my_sb_free(&b);
     if (rc != DLOCK_OK)

@@ -25,7 +25,7 @@ void dlock__pg_acq_params(struct dlock__pg_acq_params *p,
                           int64_t lock_timeout_ms, const char *sess)
 {
     snprintf(p->ttl, sizeof(p->ttl), "%lld", (long long)lk->ttl_ms);
-    snprintf(p->pid, sizeof(p->pid), "%ld", (long)getpid());
+    snprintf(p->pid, sizeof(p->pid), "%ld", (long)dlock__pid());
     snprintf(p->timeout, sizeof(p->timeout), "%lld",
              (long long)lock_timeout_ms);
     p->v[0] = lk->name;
@@ -483,7 +483,7 @@ static int sem_attempt(struct pg_store *ps, struct sess *s,
                              ps->base.url);
     snprintf(lim, sizeof(lim), "%u", lk->limit);
     snprintf(ttl, sizeof(ttl), "%lld", (long long)lk->ttl_ms);
-    snprintf(pid, sizeof(pid), "%ld", (long)getpid());
+    snprintf(pid, sizeof(pid), "%ld", (long)dlock__pid());
     snprintf(hv, sizeof(hv), "%d", have);
     rc = dlock__pg_runp(s->c, ps->base.url, "acquire", Q_SEM, ps->sql[Q_SEM],
                         8, v, ps->op_timeout_ms, &res, NULL);

@@ -284,7 +284,7 @@ static void lock_args(const struct dlock_lock *lk, int64_t ttl, char *ttlbuf,
                       char *pidbuf, const char **a, size_t *al)
 {
     snprintf(ttlbuf, 24, "%lld", (long long)DLOCK__REDIS_LEASE(ttl));
-    snprintf(pidbuf, 24, "%ld", (long)getpid());
+    snprintf(pidbuf, 24, "%ld", (long)dlock__pid());
     a[0] = lk->token;
     al[0] = strlen(lk->token);
     a[1] = ttlbuf;
