@@ -310,7 +310,7 @@ static int insert_row(struct my_store *ms, struct conn *c,
                          ms->lease_mode ? 0 : 1, lk->token,
                          (long long)lk->ttl_ms);
         dlock__my_sb_lit(&b, c, dlock__hostname(), strlen(dlock__hostname()));
-        dlock__my_sb_add(&b, ", %lld, ", (long long)getpid());
+        dlock__my_sb_add(&b, ", %lld, ", (long long)dlock__pid());
         dlock__my_sb_lit(&b, c, lk->name, lk->name_len);
         if (lk->limit > 1)
             dlock__my_sb_add(&b, ", %u, %d", lk->limit, ml->slot);
@@ -718,6 +718,7 @@ static int fast_acquire(struct my_store *ms, struct dlock_lock *lk,
     struct conn *c = ml->c;
     struct sb b = {0};
     unsigned e;
+    int full;
 
     *got = 0;
     if (!c->seeded) {
@@ -726,11 +727,15 @@ static int fast_acquire(struct my_store *ms, struct dlock_lock *lk,
         if (rc != DLOCK_OK)
             return rc;
     }
+    /* full_name only where the key is not the name itself (readers take
+     * COALESCE(full_name, name)): a shorter row to copy in and out. */
+    full = ml->key_len != lk->name_len ||
+           memcmp(ml->key, lk->name, lk->name_len) != 0;
     dlock__my_sb_add(&b,
                      "INSERT INTO %s (name, connection_id, created, ttl, "
                      "lock_acquired, owner, fence, expires_ms, acquired_ms, "
-                     "host, pid, full_name) SELECT ",
-                     ms->table);
+                     "host, pid%s) SELECT ",
+                     ms->table, full ? ", full_name" : "");
     dlock__my_sb_key(&b, c, ml);
     dlock__my_sb_add(&b,
                      ", CONNECTION_ID(), UNIX_TIMESTAMP(), %lld, 1, '%s', "
@@ -739,8 +744,11 @@ static int fast_acquire(struct my_store *ms, struct dlock_lock *lk,
                      (long long)((lk->ttl_ms + 999) / 1000), lk->token,
                      ms->fseq, (long long)lk->ttl_ms);
     dlock__my_sb_lit(&b, c, dlock__hostname(), strlen(dlock__hostname()));
-    dlock__my_sb_add(&b, ", %lld, ", (long long)getpid());
-    dlock__my_sb_lit(&b, c, lk->name, lk->name_len);
+    dlock__my_sb_add(&b, ", %lld", (long long)dlock__pid());
+    if (full) {
+        dlock__my_sb_add(&b, ", ");
+        dlock__my_sb_lit(&b, c, lk->name, lk->name_len);
+    }
     dlock__my_sb_add(&b, " FROM DUAL WHERE GET_LOCK(");
     dlock__my_sb_key(&b, c, ml);
     dlock__my_sb_add(&b, ", 0) = 1");
