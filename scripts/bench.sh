@@ -110,6 +110,7 @@ if [ -z "${DLOCK_BENCH_PIN:-}" ] && command -v taskset >/dev/null &&
         floors "$u" "$name"
         itsmieger "$u" "$name"
         leasemode "$u" "$name"
+        case $u in redis://*) PIN="${pin[*]}" "$here/bench-redlock.sh" "$build" "$u" --json "$out/redis-node-redlock-pinned.json" || true ;; esac
     done
     pin_servers "0-$(($(nproc) - 1))"
     pin=()
@@ -137,6 +138,7 @@ for u in "${urls[@]}"; do
         floors "$u" "$name"
         itsmieger "$u" "$name"
     fi
+    case $u in redis://*) PIN="${pin[*]}" "$here/bench-redlock.sh" "$build" "$u" --json "$out/redis-node-redlock.json" || true ;; esac
 done
 echo
 echo "JSON in bench/results/"
