@@ -319,6 +319,22 @@ static int my_ttl_left(struct dlock_store *s, struct dlock_lock *lk,
     return rc;
 }
 
+/* Run the release's DELETE in b (freed here): exactly our row must go,
+ * else the lock was lost (its row and GET_LOCK are tidied away). */
+static int run_release(struct held_call *k, struct conn *c, struct sb *b)
+{
+    int rc = dlock__my_run(k->ms, c, b, NULL, "release");
+
+    dlock__my_sb_free(b);
+    if (rc != DLOCK_OK)
+        return rc;
+    if (mysql_affected_rows(c->db) != 1) {
+        dlock__my_tidy_lost(k->ms, c, k->lk, k->ml);
+        return dlock__lost(k->lk, "its lease ran out or it was broken");
+    }
+    return DLOCK_OK;
+}
+
 /* Delete the row first, then drop the GET_LOCK: a waiter woken by the
  * GET_LOCK finds the row gone. */
 static int release_op(struct held_call *k, struct conn *c)
@@ -348,15 +364,7 @@ static int release_op(struct held_call *k, struct conn *c)
                          k->lk->token);
         dlock__my_sb_key(&b, c, k->ml);
         dlock__my_sb_add(&b, "), 0) = 1");
-        rc = dlock__my_run(k->ms, c, &b, NULL, "release");
-        dlock__my_sb_free(&b);
-        if (rc != DLOCK_OK)
-            return rc;
-        if (mysql_affected_rows(c->db) != 1) {
-            dlock__my_tidy_lost(k->ms, c, k->lk, k->ml);
-            return dlock__lost(k->lk, "its lease ran out or it was broken");
-        }
-        return DLOCK_OK;
+        return run_release(k, c, &b);
     }
     if (!k->ms->lease_mode &&
         __atomic_load_n(&k->ms->have_proc, __ATOMIC_RELAXED)) {
@@ -379,14 +387,9 @@ static int release_op(struct held_call *k, struct conn *c)
     }
     dlock__my_sb_add(&b, "DELETE FROM %s", k->ms->table);
     sb_own(&b, k->ms, c, k->lk, k->ml);
-    rc = dlock__my_run(k->ms, c, &b, NULL, "release");
-    dlock__my_sb_free(&b);
+    rc = run_release(k, c, &b);
     if (rc != DLOCK_OK)
         return rc;
-    if (mysql_affected_rows(c->db) != 1) {
-        dlock__my_tidy_lost(k->ms, c, k->lk, k->ml);
-        return dlock__lost(k->lk, "its lease ran out or it was broken");
-    }
     if (!k->ms->lease_mode)
         dlock__my_release_getlock(k->ms, c, k->ml);
     if (k->lk->limit > 1)
