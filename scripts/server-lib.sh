@@ -109,3 +109,46 @@ make_tls_certs() {
         return 1
     }
 }
+
+# --- Redis topologies (server-redis-sentinel.sh, server-redis-cluster.sh)
+# Each node may run in a network namespace of the partition tests: DIR/netns
+# records where (PORT NS ADDR a line).  tls holds redis-cli's TLS
+# arguments once DIR/tls says the topology talks TLS only.
+declare -A node_ns node_addr
+tls=()
+
+# load_netns DIR: where each node runs (DIR/netns), if anywhere else.
+load_netns() {
+    local p ns a
+    [ -f "$1/netns" ] || return 0
+    while read -r p ns a; do
+        node_ns[$p]=$ns
+        node_addr[$p]=$a
+    done <"$1/netns"
+}
+
+addr_of() { echo "${node_addr[$1]:-127.0.0.1}"; }
+
+# at PORT CMD...: run CMD where the node on PORT runs.
+at() {
+    local p=$1
+    shift
+    if [ -n "${node_ns[$p]:-}" ]; then
+        ip netns exec "${node_ns[$p]}" "$@"
+    else
+        "$@"
+    fi
+}
+
+# use_tls DIR: redis-cli's TLS arguments, if DIR's topology talks TLS.
+use_tls() {
+    [ ! -f "$1/tls" ] || tls=(--tls --cacert "$1/tls-certs/ca.crt")
+}
+
+# setup_tls DIR: make DIR's topology talk TLS only (start-tls), with a
+# throwaway CA in DIR/tls-certs.
+setup_tls() {
+    make_tls_certs "$1/tls-certs" || return 1
+    touch "$1/tls"
+    use_tls "$1"
+}

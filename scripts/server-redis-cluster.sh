@@ -51,35 +51,9 @@
 set -euo pipefail
 . "$(dirname "$0")/server-lib.sh"
 
-declare -A node_ns node_addr
-tls=() # redis-cli's TLS arguments, with DIR/tls
-
 die() {
     echo "server-redis-cluster.sh: $*" >&2
     exit 1
-}
-
-# load_netns DIR: where each node runs (DIR/netns), if anywhere else.
-load_netns() {
-    local p ns a
-    [ -f "$1/netns" ] || return 0
-    while read -r p ns a; do
-        node_ns[$p]=$ns
-        node_addr[$p]=$a
-    done <"$1/netns"
-}
-
-addr_of() { echo "${node_addr[$1]:-127.0.0.1}"; }
-
-# at PORT CMD...: run CMD where the node on PORT runs.
-at() {
-    local p=$1
-    shift
-    if [ -n "${node_ns[$p]:-}" ]; then
-        ip netns exec "${node_ns[$p]}" "$@"
-    else
-        "$@"
-    fi
 }
 
 # Bounded: a node that does not answer must not hang a wait.
@@ -454,15 +428,13 @@ cmd=${1:-}
 dir=${2:-}
 [ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 start|start-tls|stop|ctl DIR [...]"
 shift 2
-[ ! -f "$dir/tls" ] || tls=(--tls --cacert "$dir/tls-certs/ca.crt")
+use_tls "$dir"
 case $cmd in
 start) start "$dir" ;;
 start-tls)
     [ -d "$dir" ] || die "no directory $dir"
     dir=$(cd "$dir" && pwd)
-    make_tls_certs "$dir/tls-certs" || die "cannot make certificates"
-    touch "$dir/tls"
-    tls=(--tls --cacert "$dir/tls-certs/ca.crt")
+    setup_tls "$dir" || die "cannot make certificates"
     start "$dir"
     ;;
 stop) stop "$dir" ;;

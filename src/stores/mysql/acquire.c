@@ -666,6 +666,18 @@ int dlock__my_call(struct my_store *ms, struct conn *c, struct sb *b,
     return call_result(ms, c, v0, v1, what);
 }
 
+/* An acquire that took the row but got no fence (cannot happen): the
+ * row and the GET_LOCK go again. */
+static int no_fence(struct my_store *ms, const struct dlock_lock *lk,
+                    const struct my_lock *ml)
+{
+    (void)dlock__my_delete_own_row(ms, ml->c, lk, ml);
+    dlock__my_release_getlock(ms, ml->c, ml);
+    return dlock__seterr(DLOCK_ESTORE,
+                         "taking a fence on %s: the server returned no value",
+                         ms->base.url);
+}
+
 /* The uncontended acquire in one statement: CALL NAME_acq2 (see ddl_procs
  * in schema.c).  *got: 0, the GET_LOCK is taken and nothing happened; 1,
  * acquired (lk->fence set); 2, we hold the GET_LOCK and a row is there.
@@ -689,15 +701,8 @@ static int call_acquire(struct my_store *ms, struct dlock_lock *lk,
     dlock__my_sb_free(&b);
     if (rc != DLOCK_OK)
         return rc;
-    if (v == 1 && fence <= 0) {
-        /* Cannot happen: the row and the GET_LOCK go again. */
-        (void)dlock__my_delete_own_row(ms, c, lk, ml);
-        dlock__my_release_getlock(ms, c, ml);
-        return dlock__seterr(DLOCK_ESTORE,
-                             "taking a fence on %s: the server returned "
-                             "no value",
-                             ms->base.url);
-    }
+    if (v == 1 && fence <= 0)
+        return no_fence(ms, lk, ml);
     if (v == 1)
         lk->fence = (uint64_t)fence;
     *got = (int)v;
@@ -762,15 +767,8 @@ static int fast_acquire(struct my_store *ms, struct dlock_lock *lk,
         if (mysql_affected_rows(c->db) != 1)
             return DLOCK_OK; /* taken */
         lk->fence = (uint64_t)mysql_insert_id(c->db);
-        if (lk->fence == 0) {
-            /* Cannot happen: the row and the GET_LOCK go again. */
-            (void)dlock__my_delete_own_row(ms, c, lk, ml);
-            dlock__my_release_getlock(ms, c, ml);
-            return dlock__seterr(DLOCK_ESTORE,
-                                 "taking a fence on %s: the server "
-                                 "returned no value",
-                                 ms->base.url);
-        }
+        if (lk->fence == 0)
+            return no_fence(ms, lk, ml);
         *got = 1;
         return DLOCK_OK;
     }

@@ -250,21 +250,24 @@
 #define ACQ_WAIT(FN, K)                                                      \
     "WITH l AS (SELECT true AS got, " FN "(" K ") FROM (SELECT "             \
     "set_config('lock_timeout', $7::text, true) AS c OFFSET 0) s)"
-#define ACQ_REST(K, G, X)                                                    \
-    ", d AS (DELETE FROM dlock_held WHERE ctid IN (SELECT t.ctid FROM "      \
-    "dlock_held t WHERE (SELECT got FROM " G ") AND t.name = $1 AND t.sess <> "  \
-    "$8::bigint AND (NOT $3::boolean OR NOT t.shared OR t.expires_at <= "    \
-    "clock_timestamp() OR NOT " HOLDS("t.backend_pid", K) ") FOR UPDATE "   \
-    "OF t SKIP LOCKED))"                                                     \
+/* If G got the key: the fence (f) and our row, shared SH, (i). */
+#define FENCE_ROW(G, SH)                                                     \
     ", f AS (SELECT CASE WHEN s.v < 1000000000000000 THEN "                  \
     "dlock_fence_seed_v2() ELSE s.v END AS fence FROM (SELECT "              \
     "nextval('dlock_fence_seq') AS v FROM " G " WHERE " G ".got OFFSET 0) "  \
     "s)"                                                                     \
     ", i AS (INSERT INTO dlock_held (name, owner, shared, fence, "           \
     "backend_pid, sess, host, pid, expires_at, acquired_at) SELECT $1, $2, " \
-    "$3::boolean, f.fence, pg_backend_pid(), $8::bigint, $5, $6::bigint, "   \
+    SH ", f.fence, pg_backend_pid(), $8::bigint, $5, $6::bigint, "           \
     "clock_timestamp() + $4::bigint * interval '1 millisecond', "            \
-    "clock_timestamp() FROM f RETURNING fence)"                              \
+    "clock_timestamp() FROM f RETURNING fence)"
+#define ACQ_REST(K, G, X)                                                    \
+    ", d AS (DELETE FROM dlock_held WHERE ctid IN (SELECT t.ctid FROM "      \
+    "dlock_held t WHERE (SELECT got FROM " G ") AND t.name = $1 AND t.sess <> "  \
+    "$8::bigint AND (NOT $3::boolean OR NOT t.shared OR t.expires_at <= "    \
+    "clock_timestamp() OR NOT " HOLDS("t.backend_pid", K) ") FOR UPDATE "   \
+    "OF t SKIP LOCKED))"                                                     \
+    FENCE_ROW(G, "$3::boolean")                                              \
     " SELECT " G ".got, (SELECT fence FROM i)" X " FROM " G
 
 /* The uncontended exclusive try, without the tidying of other sessions'
@@ -280,16 +283,7 @@
  * which holds no key and has no row (its id is new): no check of its
  * own rows either.  Q_TRY_XM, on the mux session, keeps that check. */
 #define ACQ_FAST(G)                                                          \
-    ", f AS (SELECT CASE WHEN s.v < 1000000000000000 THEN "                  \
-    "dlock_fence_seed_v2() ELSE s.v END AS fence FROM (SELECT "              \
-    "nextval('dlock_fence_seq') AS v FROM " G " WHERE " G ".got OFFSET 0) "  \
-    "s)"                                                                     \
-    ", i AS (INSERT INTO dlock_held (name, owner, shared, fence, "           \
-    "backend_pid, sess, host, pid, expires_at, acquired_at) SELECT $1, $2, " \
-    "false, f.fence, pg_backend_pid(), $8::bigint, $5, $6::bigint, "         \
-    "clock_timestamp() + $4::bigint * interval '1 millisecond', "            \
-    "clock_timestamp() FROM f RETURNING fence)"                              \
-    " SELECT " G ".got, (SELECT fence FROM i) FROM " G
+    FENCE_ROW(G, "false") " SELECT " G ".got, (SELECT fence FROM i) FROM " G
 #define ACQ_TRY1(K)                                                          \
     "WITH l AS (SELECT pg_try_advisory_lock(" K ") AS got WHERE "            \
     "$7::bigint = 0 AND NOT $3::boolean)"

@@ -39,15 +39,15 @@
 #define OWN "('dlock1:' .. ARGV[1])"
 #define DLOCK_VAL(v) "(#" v " == 39 and string.match(" v ", '^dlock1:%x+$'))"
 
-/* The next fence: the counter, but never less than the server's clock in
- * us (to the microsecond: two masters of a split brain both on the floor
+/* The next fence, at TIME t (now: t in ms): the counter, but never less
+ * than the server's clock in us (to the microsecond: two masters of a split brain both on the floor
  * in one millisecond would otherwise hand out the same fence).  A server
  * that lost the counter (a restart without persistence) or
  * has an old value of it (a replica promoted before it saw the last INCRs,
  * an AOF that lost its last second) still hands out more than before, as
  * long as it was away longer than the servers' clocks differ. */
 #define FN_FENCE                                                             \
-    "local function fence(now) "                                            \
+    "local function fence(now, t) "                                         \
     "  local f = redis.call('INCR', KEYS[2]) "                               \
     "  local us = now * 1000 + tonumber(t[2]) % 1000 "                       \
     "  if f < us then "                                                      \
@@ -135,7 +135,7 @@
  * runs out, as any dead holder does. */
 #define HEARD_CLUSTER "true"
 #define FN_HANDOFF                                                           \
-    FN_FENCE FN_HOLD FN_JOIN FN_HOLDERS                                      \
+    FN_HOLD FN_JOIN FN_HOLDERS                                               \
     "local function room(now, lim) "                                         \
     "  local n, l = holders(now, lim) "                                      \
     "  return n == 0 or (lim > 1 and l == lim and n < lim) "                 \
@@ -166,7 +166,7 @@
     "    redis.call('ZREM', KEYS[5], w) "                                    \
     "    redis.call('HDEL', KEYS[6], w, 'l:' .. w) "                         \
     "    if live then "                                                      \
-    "      local f = fence(now) "                                            \
+    "      local f = fence(now, t) "                                            \
     "      local ok = w == me "                                              \
     "      if not ok then "                                                  \
     "        local n = redis.pcall('PUBLISH', KEYS[1] .. '\\255w' .. w, "    \
@@ -302,21 +302,15 @@
  * waiters and semaphore keys (one EXISTS) is a name nobody holds, waits
  * for or left anything on: what the full path would find (no holders,
  * an empty queue: nothing to clean up or hand off) and do (fence() and
- * hold(), less the DEL of an info hash that does not exist), in 6
- * commands instead of 15.  Anything else, a foreign holder
+ * hold(), less the DEL of an info hash that does not exist), in 7
+ * commands (EXISTS, TIME, INCR, the clock floor's SET, SET, HSET,
+ * PEXPIRE).  Anything else, a foreign holder
  * or a stale key included, takes the full path. */
 #define ACQ_FREE                                                             \
     "if redis.call('EXISTS', KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6], " \
     "    KEYS[7]) == 0 then "                                                \
-    "  local t = redis.call('TIME') "                                        \
-    "  local now = tonumber(t[1]) * 1000 + "                                 \
-    "    math.floor(tonumber(t[2]) / 1000) "                                 \
-    "  local f = redis.call('INCR', KEYS[2]) "                               \
-    "  local us = now * 1000 + tonumber(t[2]) % 1000 "                       \
-    "  if f < us then "                                                      \
-    "    f = us "                                                            \
-    "    redis.call('SET', KEYS[2], string.format('%d', f)) "               \
-    "  end "                                                                 \
+    NOW                                                                      \
+    "  local f = fence(now, t) "                                             \
     "  redis.call('SET', KEYS[1], " OWN ", 'PX', ARGV[2]) "                  \
     "  redis.call('HSET', KEYS[4], 'fence', f, 'host', ARGV[3], "            \
     "    'pid', ARGV[4], 'since', now) "                                     \
@@ -338,7 +332,7 @@
 static const char *const lua[S_COUNT] = {
     /* Ours already (a hand-off whose message we did not wait for): the
      * lease restarts now, so the caller can count it from this call. */
-    [S_ACQ] = ACQ_FREE NOW FN_HANDOFF FN_ENQUEUE FN_BUSY
+    [S_ACQ] = FN_FENCE ACQ_FREE NOW FN_HANDOFF FN_ENQUEUE FN_BUSY
     "local cur = redis.call('GET', KEYS[1]) "
     "if cur == " OWN " then "
     "  redis.call('PEXPIRE', KEYS[1], ARGV[2]) "
@@ -364,13 +358,13 @@ static const char *const lua[S_COUNT] = {
     "  r = gave and look() "
     "  if r then return r end "
     "end "
-    "local f = fence(now) "
+    "local f = fence(now, t) "
     "hold(ARGV[1], ARGV[2], ARGV[3], ARGV[4], f, now) "
     "return {1, f}",
 
     /* Readers do not queue, and do not pass queued waiters: a writer
      * that waits is not starved by readers that keep coming. */
-    [S_ACQ_SHARED] = NOW FN_HANDOFF
+    [S_ACQ_SHARED] = NOW FN_FENCE FN_HANDOFF
     "local n, lim = holders(now, 1) "
     "if n > 0 and lim ~= 1 then return {-1, lim, n} end "
     "local cur = redis.call('GET', KEYS[1]) "
@@ -388,14 +382,14 @@ static const char *const lua[S_COUNT] = {
     "    return {0, redis.call('PTTL', KEYS[1]), 1} "
     "  end "
     "end "
-    "local f = fence(now) "
+    "local f = fence(now, t) "
     "join(KEYS[3], " MARK ", ARGV[1], ARGV[2], ARGV[3], ARGV[4], f, now) "
     "return {1, f}",
 
     /* A semaphore of L = ARGV[6]: admitted while fewer than L hold it,
      * all with limit L; queued waiters first, in order.  Ours already (a
      * hand-off): the lease restarts now. */
-    [S_ACQ_SEM] = NOW FN_HANDOFF FN_ENQUEUE FN_BUSY FN_EXT
+    [S_ACQ_SEM] = NOW FN_FENCE FN_HANDOFF FN_ENQUEUE FN_BUSY FN_EXT
     "local L = tonumber(ARGV[6]) "
     "if ext(KEYS[7], " SEM ", ARGV[1], ARGV[2], now) == 1 then "
     "  return {1, tonumber(redis.call('HGET', KEYS[4], 'f:' .. ARGV[1]) "
@@ -421,16 +415,16 @@ static const char *const lua[S_COUNT] = {
     "    return busy(now, soonest(KEYS[7], now), true) "
     "  end "
     "end "
-    "local f = fence(now) "
+    "local f = fence(now, t) "
     "join(KEYS[7], " SEM ", ARGV[1], ARGV[2], ARGV[3], ARGV[4], f, now, L) "
     "return {1, f}",
 
     /* Ours, with a queue: the lock is let go and handed on. */
-    [S_REL] = REL_FREE NOW FN_HANDOFF
+    [S_REL] = REL_FREE NOW FN_FENCE FN_HANDOFF
     "pass_on(now, false) "
     "return 1",
 
-    [S_REL_SHARED] = NOW FN_HANDOFF FN_UNJOIN
+    [S_REL_SHARED] = NOW FN_FENCE FN_HANDOFF FN_UNJOIN
     "local held, empty = unjoin(KEYS[3], " MARK ", ARGV[1], now) "
     "if empty and redis.call('EXISTS', KEYS[1]) == 0 then "
     "  pass_on(now, false) "
@@ -438,7 +432,7 @@ static const char *const lua[S_COUNT] = {
     "return held and 1 or 0",
 
     /* A slot freed: the queue's head may fit now. */
-    [S_REL_SEM] = NOW FN_HANDOFF FN_UNJOIN
+    [S_REL_SEM] = NOW FN_FENCE FN_HANDOFF FN_UNJOIN
     "local held = unjoin(KEYS[7], " SEM ", ARGV[1], now) "
     "pass_on(now, true) "
     "return held and 1 or 0",
@@ -495,7 +489,7 @@ static const char *const lua[S_COUNT] = {
     "return {cur and 1 or 0, n, left, redis.call('GET', KEYS[2]) or '0', "
     "  h[1] or '', h[2] or '0', h[3] or '0', m, tonumber(h[4] or '0')}",
 
-    [S_FORCE] = NOW FN_HANDOFF
+    [S_FORCE] = NOW FN_FENCE FN_HANDOFF
     "local n = redis.call('EXISTS', KEYS[1]) "
     "local cur = redis.call('GET', KEYS[1]) "
     "if cur == " MARK " or cur == " SEM " then n = 0 end "
@@ -506,7 +500,7 @@ static const char *const lua[S_COUNT] = {
 
     /* A wait that ends without the lock leaves the queue; a hand-off that
      * crossed its end (the lock or a slot is ours) is passed on at once. */
-    [S_LEAVE] = NOW FN_HANDOFF FN_UNJOIN
+    [S_LEAVE] = NOW FN_FENCE FN_HANDOFF FN_UNJOIN
     "redis.call('ZREM', KEYS[5], ARGV[1]) "
     "redis.call('HDEL', KEYS[6], ARGV[1], 'l:' .. ARGV[1]) "
     "if redis.call('ZCARD', KEYS[5]) == 0 then redis.call('DEL', KEYS[6]) end "
