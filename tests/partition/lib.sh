@@ -85,6 +85,9 @@ partition_url() {
         *\?*) u="$u&mode=lease" ;;
         *) u="$u?mode=lease" ;;
         esac
+        # MariaDB: lease mode on a table of its own (it refuses session
+        # mode's MEMORY table, whose rows a restart forgets).
+        [ "$store" != mysql ] || u="$u&table=lease_locks"
     fi
     # shellcheck disable=SC2034 # for the caller
     PARTITION_URL=$u

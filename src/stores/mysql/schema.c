@@ -467,6 +467,18 @@ static int check_tables(struct my_store *ms, struct conn *c)
             dlock__strlcpy(ms->engine, row[0], sizeof(ms->engine));
         mysql_free_result(res);
         dlock__clearerr();
+        /* Lease mode keeps a lock only in its row: on a table that forgets
+         * its rows when the server restarts, a holder would go on while
+         * another took its name. */
+        if (ms->lease_mode && strcasecmp(ms->engine, "MEMORY") == 0)
+            rc = dlock__seterr(
+                DLOCK_EINVAL,
+                "?mode=lease on %s: the lock table %s is a MEMORY table "
+                "(session mode creates it so), whose rows are gone when "
+                "the server restarts, and lease mode's locks are only "
+                "rows: give lease mode a table of its own (?table=NAME; "
+                "dlock creates it InnoDB), or make this one InnoDB",
+                ms->base.url, ms->table);
     }
     dlock__my_sb_free(&b);
     return rc;

@@ -10,6 +10,7 @@
  */
 #include <poll.h>
 #include <signal.h>
+#include <strings.h>
 #include <sys/wait.h>
 
 #include "raw.h"
@@ -252,29 +253,66 @@ static void t_sigstop_holder(dlock_store *s, const char *url,
     mysql_close(db);
 }
 
-/* Fences rise across modes on one name.  Lease mode's durable counter is
- * planted far above the clock (as lease mode could have left it after the
- * server's clock was set back); session mode, which reads only its own
- * counter, must still hand out more than lease mode did: lease mode
- * passes each fence it takes on to session mode's counter. */
-static void t_fences_across_modes(dlock_store *s, const char *url,
-                                  const struct target *t)
+/* Lease mode keeps a lock only in its row: it refuses the MEMORY table
+ * session mode creates (a server restart forgets its rows, and a holder
+ * would go on while another took its name), saying what to do. */
+static void t_lease_refuses_memory(const char *url, const struct target *t)
+{
+    MYSQL *db = raw_connect(t);
+    char lease_url[2048], engine[64];
+    dlock_store *ls = NULL;
+
+    if (db == NULL)
+        return;
+    sqls(db, engine, sizeof(engine),
+         "SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA "
+         "= DATABASE() AND TABLE_NAME = 'shared_locks'");
+    EXPECT(strcasecmp(engine, "MEMORY") == 0); /* session mode made it */
+    snprintf(lease_url, sizeof(lease_url), "%s%cmode=lease", url,
+             strchr(url, '?') != NULL ? '&' : '?');
+    EXPECT_RC(dlock_store_open(&ls, lease_url), DLOCK_EINVAL);
+    EXPECT(ls == NULL);
+    EXPECT(strstr(dlock_errmsg(), "MEMORY") != NULL &&
+           strstr(dlock_errmsg(), "?table=") != NULL);
+    EXPECT(strstr(dlock_errmsg(), t->password) == NULL);
+    if (ls != NULL)
+        dlock_store_close(ls);
+    mysql_close(db);
+}
+
+/* Fences rise across modes on one name, on a table both modes use (made
+ * InnoDB by lease mode, which opens it first).  Lease mode's durable
+ * counter is planted far above the clock (as lease mode could have left
+ * it after the server's clock was set back); session mode, which reads
+ * only its own counter, must still hand out more than lease mode did:
+ * lease mode passes each fence it takes on to session mode's counter. */
+static void t_fences_across_modes(const char *url, const struct target *t)
 {
     const unsigned long long far = 4000000000000000000ULL; /* ~2^61.8 */
     MYSQL *db = raw_connect(t);
     dlock_options o = DLOCK_OPTIONS_INIT;
     const char *n = uniq("fence-modes");
-    char lease_url[2048];
-    dlock_store *ls = NULL;
+    char lease_url[2048], session_url[2048];
+    dlock_store *ls = NULL, *s = NULL;
     dlock_lock *l = NULL;
     uint64_t f0 = 0, f1 = 0, f2 = 0;
+    char sep = strchr(url, '?') != NULL ? '&' : '?';
 
+    if (db == NULL)
+        return;
     o.ttl_ms = 5000;
     o.auto_renew = 0;
-    snprintf(lease_url, sizeof(lease_url), "%s%cmode=lease", url,
-             strchr(url, '?') != NULL ? '&' : '?');
+    snprintf(lease_url, sizeof(lease_url), "%s%cmode=lease&table=mixed_locks",
+             url, sep);
+    snprintf(session_url, sizeof(session_url), "%s%ctable=mixed_locks", url,
+             sep);
     EXPECT_RC(dlock_store_open(&ls, lease_url), DLOCK_OK);
-    if (ls == NULL) {
+    EXPECT_RC(dlock_store_open(&s, session_url), DLOCK_OK);
+    if (ls == NULL || s == NULL) {
+        if (ls != NULL)
+            dlock_store_close(ls);
+        if (s != NULL)
+            dlock_store_close(s);
         mysql_close(db);
         return;
     }
@@ -284,7 +322,7 @@ static void t_fences_across_modes(dlock_store *s, const char *url,
         EXPECT_RC(dlock_release(l), DLOCK_OK);
     }
     EXPECT(sqlf(db, NULL,
-                "INSERT INTO `shared_locks_fences` (name, fence) VALUES "
+                "INSERT INTO `mixed_locks_fences` (name, fence) VALUES "
                 "(%s, %llu) ON DUPLICATE KEY UPDATE fence = %llu",
                 lit(db, n), far, far) >= 1);
     EXPECT_RC(dlock_acquire(&l, ls, n, &o), DLOCK_OK);
@@ -305,6 +343,7 @@ static void t_fences_across_modes(dlock_store *s, const char *url,
                 (unsigned long long)f0, (unsigned long long)f1,
                 (unsigned long long)f2);
     dlock_store_close(ls);
+    dlock_store_close(s);
     mysql_close(db);
 }
 
@@ -384,7 +423,8 @@ int main(int argc, char **argv)
     t_dlock_holds(s, &t);
     t_kill_only_the_holder(s, &t);
     t_sigstop_holder(s, url, &t);
-    t_fences_across_modes(s, url, &t);
+    t_lease_refuses_memory(url, &t);
+    t_fences_across_modes(url, &t);
     t_max_conns(url, &t);
     dlock_store_close(s);
     printf("interop: %d failure(s)\n", failures);
