@@ -40,8 +40,9 @@
 #define DLOCK_VAL(v) "(#" v " == 39 and string.match(" v ", '^dlock1:%x+$'))"
 
 /* The next fence, at TIME t (now: t in ms): the counter, but never less
- * than the server's clock in us (to the microsecond: two masters of a split brain both on the floor
- * in one millisecond would otherwise hand out the same fence).  A server
+ * than the server's clock in us (to the microsecond: two masters of a
+ * split brain both on the floor in one millisecond would otherwise hand
+ * out the same fence).  A server
  * that lost the counter (a restart without persistence) or
  * has an old value of it (a replica promoted before it saw the last INCRs,
  * an AOF that lost its last second) still hands out more than before, as
@@ -134,7 +135,7 @@
  * entry, and a waiter that died holds what it was handed until its lease
  * runs out, as any dead holder does. */
 #define HEARD_CLUSTER "true"
-#define FN_HANDOFF                                                           \
+#define FN_HANDOFF_BODY                                                      \
     FN_HOLD FN_JOIN FN_HOLDERS                                               \
     "local function room(now, lim) "                                         \
     "  local n, l = holders(now, lim) "                                      \
@@ -166,7 +167,7 @@
     "    redis.call('ZREM', KEYS[5], w) "                                    \
     "    redis.call('HDEL', KEYS[6], w, 'l:' .. w) "                         \
     "    if live then "                                                      \
-    "      local f = fence(now, t) "                                            \
+    "      local f = fence(now, t) "                                         \
     "      local ok = w == me "                                              \
     "      if not ok then "                                                  \
     "        local n = redis.pcall('PUBLISH', KEYS[1] .. '\\255w' .. w, "    \
@@ -198,6 +199,9 @@
     "    redis.pcall('PUBLISH', KEYS[1] .. '\\255release', 'r') "            \
     "  end "                                                                 \
     "end "
+/* fence() and the hand-off (S_ACQ defines fence() before its fast path
+ * and takes FN_HANDOFF_BODY alone). */
+#define FN_HANDOFF FN_FENCE FN_HANDOFF_BODY
 
 /* Let go of an exclusive lock if it is still ours: 1, else 0. */
 #define RELEASE_OWN                                                          \
@@ -332,7 +336,7 @@
 static const char *const lua[S_COUNT] = {
     /* Ours already (a hand-off whose message we did not wait for): the
      * lease restarts now, so the caller can count it from this call. */
-    [S_ACQ] = FN_FENCE ACQ_FREE NOW FN_HANDOFF FN_ENQUEUE FN_BUSY
+    [S_ACQ] = FN_FENCE ACQ_FREE NOW FN_HANDOFF_BODY FN_ENQUEUE FN_BUSY
     "local cur = redis.call('GET', KEYS[1]) "
     "if cur == " OWN " then "
     "  redis.call('PEXPIRE', KEYS[1], ARGV[2]) "
@@ -364,7 +368,7 @@ static const char *const lua[S_COUNT] = {
 
     /* Readers do not queue, and do not pass queued waiters: a writer
      * that waits is not starved by readers that keep coming. */
-    [S_ACQ_SHARED] = NOW FN_FENCE FN_HANDOFF
+    [S_ACQ_SHARED] = NOW FN_HANDOFF
     "local n, lim = holders(now, 1) "
     "if n > 0 and lim ~= 1 then return {-1, lim, n} end "
     "local cur = redis.call('GET', KEYS[1]) "
@@ -389,7 +393,7 @@ static const char *const lua[S_COUNT] = {
     /* A semaphore of L = ARGV[6]: admitted while fewer than L hold it,
      * all with limit L; queued waiters first, in order.  Ours already (a
      * hand-off): the lease restarts now. */
-    [S_ACQ_SEM] = NOW FN_FENCE FN_HANDOFF FN_ENQUEUE FN_BUSY FN_EXT
+    [S_ACQ_SEM] = NOW FN_HANDOFF FN_ENQUEUE FN_BUSY FN_EXT
     "local L = tonumber(ARGV[6]) "
     "if ext(KEYS[7], " SEM ", ARGV[1], ARGV[2], now) == 1 then "
     "  return {1, tonumber(redis.call('HGET', KEYS[4], 'f:' .. ARGV[1]) "
@@ -420,11 +424,11 @@ static const char *const lua[S_COUNT] = {
     "return {1, f}",
 
     /* Ours, with a queue: the lock is let go and handed on. */
-    [S_REL] = REL_FREE NOW FN_FENCE FN_HANDOFF
+    [S_REL] = REL_FREE NOW FN_HANDOFF
     "pass_on(now, false) "
     "return 1",
 
-    [S_REL_SHARED] = NOW FN_FENCE FN_HANDOFF FN_UNJOIN
+    [S_REL_SHARED] = NOW FN_HANDOFF FN_UNJOIN
     "local held, empty = unjoin(KEYS[3], " MARK ", ARGV[1], now) "
     "if empty and redis.call('EXISTS', KEYS[1]) == 0 then "
     "  pass_on(now, false) "
@@ -432,7 +436,7 @@ static const char *const lua[S_COUNT] = {
     "return held and 1 or 0",
 
     /* A slot freed: the queue's head may fit now. */
-    [S_REL_SEM] = NOW FN_FENCE FN_HANDOFF FN_UNJOIN
+    [S_REL_SEM] = NOW FN_HANDOFF FN_UNJOIN
     "local held = unjoin(KEYS[7], " SEM ", ARGV[1], now) "
     "pass_on(now, true) "
     "return held and 1 or 0",
@@ -489,7 +493,7 @@ static const char *const lua[S_COUNT] = {
     "return {cur and 1 or 0, n, left, redis.call('GET', KEYS[2]) or '0', "
     "  h[1] or '', h[2] or '0', h[3] or '0', m, tonumber(h[4] or '0')}",
 
-    [S_FORCE] = NOW FN_FENCE FN_HANDOFF
+    [S_FORCE] = NOW FN_HANDOFF
     "local n = redis.call('EXISTS', KEYS[1]) "
     "local cur = redis.call('GET', KEYS[1]) "
     "if cur == " MARK " or cur == " SEM " then n = 0 end "
@@ -500,7 +504,7 @@ static const char *const lua[S_COUNT] = {
 
     /* A wait that ends without the lock leaves the queue; a hand-off that
      * crossed its end (the lock or a slot is ours) is passed on at once. */
-    [S_LEAVE] = NOW FN_FENCE FN_HANDOFF FN_UNJOIN
+    [S_LEAVE] = NOW FN_HANDOFF FN_UNJOIN
     "redis.call('ZREM', KEYS[5], ARGV[1]) "
     "redis.call('HDEL', KEYS[6], ARGV[1], 'l:' .. ARGV[1]) "
     "if redis.call('ZCARD', KEYS[5]) == 0 then redis.call('DEL', KEYS[6]) end "
