@@ -255,6 +255,7 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
     lk->shared = opts->shared != 0;
     lk->limit = opts->version >= 2 && opts->limit > 1 ? opts->limit : 1;
     lk->pid = dlock__pid();
+    lk->gen = dlock__generation();
     lk->auto_renew = opts->auto_renew != 0;
     lk->on_lost = opts->on_lost;
     lk->payload = opts->payload;

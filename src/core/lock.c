@@ -304,7 +304,7 @@ static void heap_put(struct heap *h, struct dlock_lock *lk, int64_t due)
 {
     int w = h->which;
 
-    if (!lk->heap_slot[w] || lk->renewable <= 0 || lk->pid != dlock__pid() ||
+    if (!lk->heap_slot[w] || lk->renewable <= 0 || lk->gen != dlock__generation() ||
         (w == H_RENEW && !lk->auto_renew)) {
         heap_remove(h, lk);
         return;
@@ -762,7 +762,7 @@ static int lock_usable(const struct dlock_lock *lk)
 {
     if (lk == NULL)
         return dlock__seterr(DLOCK_EINVAL, "lock is NULL");
-    if (lk->pid != dlock__pid())
+    if (lk->gen != dlock__generation())
         return dlock__seterr(DLOCK_EINVAL,
                              "lock '%s' belongs to process %ld; a forked "
                              "child cannot use it",
@@ -952,7 +952,7 @@ dlock_rc dlock_release(dlock_lock *lk)
     dlock__clearerr();
     if (lk == NULL)
         return DLOCK_OK;
-    if (lk->pid != dlock__pid()) {
+    if (lk->gen != dlock__generation()) {
         /* A fork child's copy of its parent's lock: free our memory, never
          * touch the store (its connection is the parent's).  The store
          * frees its part the same way, so it needs no list of held locks
@@ -1037,14 +1037,14 @@ int64_t dlock_lease_left(const dlock_lock *lk)
  * match(lk) holds; they stay allocated for their owners to free. */
 static void detach_where(struct dlock_store *only)
 {
-    pid_t me = dlock__pid();
+    uint64_t me = dlock__generation();
 
     pthread_mutex_lock(&reg_mu);
     for (;;) {
         struct dlock_lock *lk;
 
         for (lk = reg_head; lk != NULL; lk = lk->next)
-            if (lk->pid == me && lk->state != DLOCK_STATE_DETACHED &&
+            if (lk->gen == me && lk->state != DLOCK_STATE_DETACHED &&
                 lk->renewable >= 0 && (only == NULL || lk->store == only))
                 break;
         if (lk == NULL)

@@ -184,6 +184,7 @@ dlock_rc dlock_store_open(dlock_store **out, const char *url)
     if (rc == DLOCK_OK) {
         s->ops = ops;
         s->pid = dlock__pid();
+        s->gen = dlock__generation();
         s->url = u->redacted;
         u->redacted = NULL;
         *out = s;
@@ -198,7 +199,7 @@ int dlock__store_usable(const dlock_store *s)
 {
     if (s == NULL)
         return dlock__seterr(DLOCK_EINVAL, "store is NULL");
-    if (s->pid != dlock__pid())
+    if (s->gen != dlock__generation())
         return dlock__seterr(DLOCK_EINVAL,
                              "store was opened by process %ld; a forked "
                              "child must open its own",
@@ -212,7 +213,7 @@ void dlock_store_close(dlock_store *s)
 
     /* In a fork child the parent's connections are left alone (and
      * leaked): closing them could disturb the parent. */
-    if (s == NULL || s->pid != dlock__pid())
+    if (s == NULL || s->gen != dlock__generation())
         return;
     dlock__registry_detach_store(s);
     url = s->url;

@@ -77,7 +77,8 @@ int dlock__url_param_count(const struct dlock_url *url, const char *key,
 struct dlock_store {
     const struct dlock_store_ops *ops;
     char *url; /* redacted, for messages and dlock_store_url() */
-    pid_t pid; /* the process that opened it; a fork child may not use it */
+    pid_t pid;      /* the process that opened it (for messages) */
+    uint64_t gen;   /* its dlock__generation(): a fork child may not use it */
     /* Set by open(): this handle has no native wait (a table-only lease
      * mode, say), so the core polls try_acquire even though the ops
      * table has wait_slice. */
@@ -112,7 +113,8 @@ struct dlock_lock {
 
     /* core-private */
     pthread_mutex_t mu; /* serialises store calls on this lock */
-    pid_t pid;
+    pid_t pid;          /* the owning process (for messages) */
+    uint64_t gen;       /* its dlock__generation() */
     enum dlock_state state;
     int auto_renew;
     int lost_notified;  /* declared lost (atomic: the lease thread sets
@@ -276,6 +278,10 @@ int dlock__random(void *buf, size_t len);
 int dlock__token(char out[DLOCK_TOKEN_HEX + 1]);
 /* getpid(), cached (and refreshed in fork children). */
 pid_t dlock__pid(void);
+/* This process's incarnation: changes in every fork child, even one that
+ * has its parent's pid (a pid 1 forking into a new pid namespace).  What
+ * tells "made by this process", where a pid cannot. */
+uint64_t dlock__generation(void);
 /* DLOCK_OK or DLOCK_EINVAL with a message: 1..DLOCK_NAME_MAX bytes, valid
  * UTF-8.  len is the byte length. */
 int dlock__check_name(const char *name, size_t len);

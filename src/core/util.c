@@ -88,8 +88,15 @@ int dlock__random(void *buf, size_t len)
 /* The process id, without a system call per use (glibc no longer
  * caches getpid()): read once, and again in every fork child (a
  * pthread_atfork handler; a child made by a raw clone() without fork
- * handlers must not call the library, as with any threaded library). */
+ * handlers must not call the library, as with any threaded library).
+ *
+ * A pid is not a process's identity: a pid 1 that forks a child into a
+ * new pid namespace has a child that is pid 1 too.  What tells "this
+ * process made it" is the generation: 1 in the first process, one more
+ * in every fork child (the same handler), so a child's generation is
+ * never that of any ancestor whose memory it copied. */
 static pid_t cached_pid;
+static uint64_t generation = 1;
 static pthread_once_t pid_once = PTHREAD_ONCE_INIT;
 
 static void pid_refresh(void)
@@ -97,10 +104,16 @@ static void pid_refresh(void)
     __atomic_store_n(&cached_pid, getpid(), __ATOMIC_RELAXED);
 }
 
+static void fork_child(void)
+{
+    __atomic_add_fetch(&generation, 1, __ATOMIC_RELAXED);
+    pid_refresh();
+}
+
 static void pid_init(void)
 {
     pid_refresh();
-    pthread_atfork(NULL, NULL, pid_refresh);
+    pthread_atfork(NULL, NULL, fork_child);
 }
 
 pid_t dlock__pid(void)
@@ -113,11 +126,18 @@ pid_t dlock__pid(void)
     return __atomic_load_n(&cached_pid, __ATOMIC_RELAXED);
 }
 
+uint64_t dlock__generation(void)
+{
+    pthread_once(&pid_once, pid_init);
+    return __atomic_load_n(&generation, __ATOMIC_RELAXED);
+}
+
 /* Tokens come from getrandom() 16 at a time out of a per-thread pool
  * filled 256 bytes at once (one system call per 16 acquires, not per
- * acquire).  The pool belongs to the process that filled it: a fork
- * child, whose copy of the calling thread's pool is the parent's, never
- * hands out what its parent will. */
+ * acquire).  The pool belongs to the process that filled it (its
+ * generation, not its pid, which a child in a new pid namespace may
+ * share): a fork child, whose copy of the calling thread's pool is the
+ * parent's, never hands out what its parent will. */
 #define TOKEN_POOL 256
 
 int dlock__token(char out[DLOCK_TOKEN_HEX + 1])
@@ -125,11 +145,11 @@ int dlock__token(char out[DLOCK_TOKEN_HEX + 1])
     static const char hex[] = "0123456789abcdef";
     static _Thread_local unsigned char pool[TOKEN_POOL];
     static _Thread_local size_t pool_left;
-    static _Thread_local pid_t pool_pid;
+    static _Thread_local uint64_t pool_gen;
     unsigned char *raw;
-    pid_t me = dlock__pid();
+    uint64_t me = dlock__generation();
 
-    if (pool_pid != me)
+    if (pool_gen != me)
         pool_left = 0;
     if (pool_left < DLOCK_TOKEN_HEX / 2) {
         int rc = dlock__random(pool, sizeof(pool));
@@ -137,7 +157,7 @@ int dlock__token(char out[DLOCK_TOKEN_HEX + 1])
         if (rc != DLOCK_OK)
             return rc;
         pool_left = sizeof(pool);
-        pool_pid = me;
+        pool_gen = me;
     }
     raw = pool + sizeof(pool) - pool_left;
     pool_left -= DLOCK_TOKEN_HEX / 2;
