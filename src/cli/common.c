@@ -216,7 +216,11 @@ void cli_json_info(FILE *f, const dlock_info *in)
             fprintf(f, "%02x", *p);
         fputc('"', f);
     }
-    fprintf(f, ",\"held\":%s,\"shared\":%s,\"holders\":%u,\"fence\":%llu",
+    /* The fence as a string of decimal digits: a 64-bit fence may be
+     * above 2^53 (PostgreSQL stores seeded by 0.2 are), where JavaScript
+     * and jq would round it and consecutive fences compare equal
+     * (I-JSON, RFC 7493 2.2). */
+    fprintf(f, ",\"held\":%s,\"shared\":%s,\"holders\":%u,\"fence\":\"%llu\"",
             in->held ? "true" : "false", in->shared ? "true" : "false",
             in->holders, (unsigned long long)in->fence);
     /* 1 a lock, N a semaphore of N; null when free or not known. */

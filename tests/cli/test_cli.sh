@@ -66,6 +66,17 @@ case $out in
 *) fail "child environment: $out" ;;
 esac
 
+# --fence in JSON is a string of the exact digits (a fence may be above
+# 2^53, where a JSON number is rounded by JavaScript and jq).
+out=$("$DLOCK" run "$run_id/jfence" -- sh -c 'echo "$DLOCK_FENCE|$("$0" status "$DLOCK_NAME" --json)"' "$DLOCK")
+case $out in
+[1-9]*) f=${out%%|*}
+    case $out in
+    *'"fence":"'"$f"'"'*) ok "status --json gives the holder's fence as a string, exactly" ;;
+    *) fail "status --json fence, want \"$f\": $out" ;; esac ;;
+*) fail "status --json inside a holder: $out" ;;
+esac
+
 # --- conflicts ------------------------------------------------------------
 hold busy
 "$DLOCK" run "$run_id/busy" -n -- true
@@ -478,6 +489,12 @@ sqlite://*|redis://*|unix://*|redis-sentinel://*|redis-cluster://*|rediss://*|re
             "$DLOCK" -s "sqlite://$old" release --force old >/dev/null
             out=$("$DLOCK" -s "sqlite://$old" run -n -l 2 old -- sh -c 'echo "$DLOCK_FENCE"')
             check "the migrated file keeps its fences" 42 "$out"
+            # Above 2^53 (what 0.2's PostgreSQL fences are): JSON keeps
+            # every digit.
+            sqlite3 "$old" "UPDATE dlock_fences SET fence = 9007199254740993 WHERE name = 'old'"
+            out=$("$DLOCK" -s "sqlite://$old" run -n old -- "$DLOCK" -s "sqlite://$old" status old --json)
+            case $out in *'"fence":"9007199254740994"'*) ok "a fence above 2^53 keeps its digits in --json" ;;
+            *) fail "a fence above 2^53 in --json: $out" ;; esac
         else
             fail "sqlite3 shell missing: cannot make a 0.2 lock file"
         fi
