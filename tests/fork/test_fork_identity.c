@@ -83,7 +83,10 @@ static void tokens(void)
     }
 }
 
-/* The child takes `job` and exits holding it (as a crash would). */
+/* The child takes `job` and keeps it (and its store's session) until the
+ * parent closes the go pipe, then exits without releasing. */
+static int go[2] = {-1, -1};
+
 static int child_takes(void *arg, int fd)
 {
     dlock_options o = DLOCK_OPTIONS_INIT;
@@ -98,7 +101,10 @@ static int child_takes(void *arg, int fd)
         ok = 'n';
     if (write(fd, &ok, 1) != 1)
         _exit(3);
-    _exit(ok == 'y' ? 0 : 2); /* no release, no atexit: it holds */
+    close(go[1]);
+    while (read(go[0], &ok, 1) > 0)
+        ;
+    _exit(ok == 'n' ? 2 : 0); /* no release, no atexit */
 }
 
 /* A lock the pid-1 child holds is not the pid-1 parent's. */
@@ -119,11 +125,12 @@ static void held_by_child(const char *url)
     dlock_force_release(&removed, s, "fork-identity-job");
     /* A lock of our own first: this thread's token pool is filled. */
     CHECK(dlock_acquire(&other, s, "fork-identity-other", &o) == DLOCK_OK);
+    CHECK(pipe(go) == 0);
     c = fork_pid1(child_takes, (void *)url, &rd);
     CHECK(c > 0);
+    close(go[0]);
     EXPECT(read(rd, &ok, 1) == 1 && ok == 'y');
     close(rd);
-    EXPECT(reap(c) == 0);
     o.wait_ms = 0;
     rc = dlock_acquire(&lk, s, "fork-identity-job", &o);
     if (rc != DLOCK_BUSY) {
@@ -133,6 +140,8 @@ static void held_by_child(const char *url)
         failures++;
         dlock_release(lk);
     }
+    close(go[1]);
+    EXPECT(reap(c) == 0);
     EXPECT(dlock_release(other) == DLOCK_OK);
     dlock_force_release(&removed, s, "fork-identity-job");
     dlock_store_close(s);
