@@ -194,7 +194,8 @@ static void on_push(struct redis_store *rs, redisReply *r)
             wake_one(c);
     } else if (strcmp(kind, "message") == 0 && !ks &&
                m->type == REDIS_REPLY_STRING && m->len > 0 &&
-               m->str[0] == 'h' && (ms = hint_ms(m->str + 1, m->len - 1)) >= 0) {
+               m->str[0] == 'h' &&
+               (ms = hint_ms(m->str + 1, m->len - 1)) >= 0) {
         /* "h" + ms: the lock was handed to another waiter, whose lease
          * ends within ms.  Nothing to try now, but every waiter here
          * must look again by then: that holder may die at once, and its
