@@ -41,7 +41,8 @@
  *                       nobody is published on ("r"), and a hand-off
  *                       the new holder's lease ("h" + ms)
  *   P NAME \xff w TOKEN a waiter's own channel: "g" + fence when a
- *                       release hands the lock to it
+ *                       release hands the lock to it (a wake-up only:
+ *                       anyone may publish; the waiter's attempt tells)
  * Names are valid UTF-8, which never contains the byte 0xff, so no lock
  * key can be mistaken for a derived one, whatever the names (keys.c).
  *
@@ -118,8 +119,7 @@ _Static_assert(DLOCK__RKEYS == 7, "RKEYS_STR must match DLOCK__RKEYS");
 struct waiter {
     struct waiter *next;
     pthread_cond_t *cv;
-    int woken;
-    uint64_t granted; /* a hand-off on its own channel: the fence */
+    int woken; /* a message (only ever a wake-up) came */
     int64_t lease_at; /* a hand-off to another (an "h" message on the
                        * name's channel): monotonic ms by which the new
                        * holder's lease ends; 0 none */
@@ -139,7 +139,7 @@ struct chan {
     char *ks;       /* keyspace channel, once SUBSCRIBE was sent, or NULL */
     size_t ks_len;
     int ks_subscribed;
-    int own; /* a waiter's own channel: its messages are hand-offs */
+    int own; /* a waiter's own channel: "g" wakes it for a hand-off */
     struct waiter *head, *tail;
 };
 

@@ -334,8 +334,11 @@
     "end "
 
 static const char *const lua[S_COUNT] = {
-    /* Ours already (a hand-off whose message we did not wait for): the
-     * lease restarts now, so the caller can count it from this call. */
+    /* Ours already (handed to us: the attempt of the waiter its "g"
+     * message woke, or a later one if the message was lost): the lease
+     * restarts now, so the caller can count it from this call, and the
+     * fence is the one the hand-off drew.  The message itself is never
+     * taken as the grant (sub.c): anyone may publish it. */
     [S_ACQ] = FN_FENCE ACQ_FREE NOW FN_HANDOFF_BODY FN_ENQUEUE FN_BUSY
     "local cur = redis.call('GET', KEYS[1]) "
     "if cur == " OWN " then "

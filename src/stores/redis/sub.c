@@ -8,6 +8,16 @@
  * event saying the key is gone) wakes one waiter of the channel, the
  * longest waiting: only one of them can win, and waking all would have
  * them all retry at once.  Everything here runs under smu.
+ *
+ * A message is a wake-up, never a grant: anyone allowed to PUBLISH
+ * (an ACL user with +@pubsub only, who cannot read a key), a man in the
+ * middle on plain redis:// or a hostile server can send any message on
+ * any channel, and PUBSUB CHANNELS lists the waiters' own.  So nothing
+ * read here is taken as proof of anything: a hand-off message only wakes
+ * its waiter, whose attempt (one script, which sees its token holding
+ * the lock) says whether it owns the lock and with what fence; numbers in
+ * messages are clamped; a message that makes no sense wakes at most one
+ * waiter, as a release message does.
  */
 #include <poll.h>
 #include <stdio.h>
@@ -109,11 +119,39 @@ static int ks_gone(const redisReply *ev)
     return 0;
 }
 
+/* The ms of an "h" hint (s: the message after its "h", len bytes): a
+ * decimal, clamped to [0, DLOCK_TTL_MAX_MS] (no dlock lease is longer),
+ * or -1 when it is no number.  Anyone may publish it (see above). */
+static int64_t hint_ms(const char *s, size_t len)
+{
+    int64_t ms = 0;
+    size_t i = 0;
+    int neg = 0;
+
+    if (len > 0 && s[0] == '-') {
+        neg = 1;
+        i = 1;
+    }
+    if (i == len)
+        return -1;
+    for (; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        if (ms < DLOCK_TTL_MAX_MS)
+            ms = ms * 10 + (s[i] - '0'); /* < 10 * 2^45: no overflow */
+    }
+    if (neg)
+        return 0;
+    return ms < DLOCK_TTL_MAX_MS ? ms : DLOCK_TTL_MAX_MS;
+}
+
 /* One pub/sub reply from the listener (caller holds smu). */
 static void on_push(struct redis_store *rs, redisReply *r)
 {
     struct chan *c;
     const char *kind;
+    const redisReply *m;
+    int64_t ms;
     int ks = 0;
 
     if (r->type == REDIS_REPLY_ERROR) {
@@ -134,6 +172,7 @@ static void on_push(struct redis_store *rs, redisReply *r)
         r->element[1]->type != REDIS_REPLY_STRING)
         return;
     kind = r->element[0]->str;
+    m = r->element[2];
     if (strcmp(kind, "subscribe") == 0 || strcmp(kind, "unsubscribe") == 0)
         (void)pend_pop(rs);
     c = chan_of(rs, r->element[1]->str, r->element[1]->len, &ks);
@@ -147,30 +186,32 @@ static void on_push(struct redis_store *rs, redisReply *r)
         for (struct waiter *w = c->head; w != NULL; w = w->next)
             pthread_cond_signal(w->cv);
     } else if (strcmp(kind, "message") == 0 && c->own) {
-        /* "g" + fence: the lock was handed to this waiter. */
-        if (c->head != NULL && r->element[2]->type == REDIS_REPLY_STRING &&
-            r->element[2]->str[0] == 'g') {
-            c->head->granted = strtoull(r->element[2]->str + 1, NULL, 10);
-            c->head->woken = 1;
-            pthread_cond_signal(c->head->cv);
-        }
+        /* "g" + fence: the lock may have been handed to this waiter.
+         * Only a wake-up: its attempt finds out (and ignores the
+         * fence: the script's reply has the real one).  Anything else
+         * on a waiter's own channel is nobody's business. */
+        if (m->type == REDIS_REPLY_STRING && m->len > 0 && m->str[0] == 'g')
+            wake_one(c);
     } else if (strcmp(kind, "message") == 0 && !ks &&
-               r->element[2]->type == REDIS_REPLY_STRING &&
-               r->element[2]->str[0] == 'h') {
+               m->type == REDIS_REPLY_STRING && m->len > 0 &&
+               m->str[0] == 'h' &&
+               (ms = hint_ms(m->str + 1, m->len - 1)) >= 0) {
         /* "h" + ms: the lock was handed to another waiter, whose lease
          * ends within ms.  Nothing to try now, but every waiter here
          * must look again by then: that holder may die at once, and its
-         * lease ends without a word (scripts.c: handoff). */
-        long long ms = strtoll(r->element[2]->str + 1, NULL, 10);
-        int64_t at = dlock__now_ms() + (ms > 0 ? ms : 0);
+         * lease ends without a word (scripts.c: handoff).  A forged one
+         * can only make them look sooner: the look moves earlier only,
+         * and a look is an attempt. */
+        int64_t at = dlock__now_ms() + ms;
 
         for (struct waiter *w = c->head; w != NULL; w = w->next)
             if (w->lease_at == 0 || at < w->lease_at) {
                 w->lease_at = at;
                 pthread_cond_signal(w->cv);
             }
-    } else if (strcmp(kind, "message") == 0 &&
-               (!ks || ks_gone(r->element[2]))) {
+    } else if (strcmp(kind, "message") == 0 && (!ks || ks_gone(m))) {
+        /* A release ("r"), a keyspace event saying the key is gone, or
+         * a message that makes no sense: one waiter looks. */
         wake_one(c);
     } else if (strcmp(kind, "unsubscribe") == 0 && c->refs > 0) {
         if (ks)

@@ -48,8 +48,6 @@ struct wait {
     struct waiter ow; /* on its own channel: hand-offs to it */
     struct chan *c, *oc;
     struct dlock__rkeys k;
-    int64_t floor;   /* monotonic ms: when the last busy attempt was sent;
-                      * a hand-off came later */
     long long place; /* in the queue, per the last attempt (0: none) */
     int queued;      /* an attempt asked to queue: leave it at the end */
     int64_t look_at; /* monotonic ms: attempt by then, woken or not */
@@ -315,33 +313,6 @@ static void plan(struct redis_store *rs, struct wait *wt, int64_t retry,
     wt->look_at = look;
 }
 
-/* A hand-off message came: the lock is ours, with the fence it names,
- * from a moment after wt->floor (our last busy attempt).  The lease
- * counts from there, which is safe but may be long ago: if less than half
- * of it is left by that count, one attempt (the script sees our token and
- * restarts the lease) gives the exact start instead.  1: taken. */
-static int take_grant(struct redis_store *rs, struct wait *wt,
-                      struct dlock_lock *lk)
-{
-    uint64_t f;
-
-    pthread_mutex_lock(&rs->smu);
-    f = wt->ow.granted;
-    wt->ow.granted = 0;
-    pthread_mutex_unlock(&rs->smu);
-    /* With ?replicas= a hand-off counts only once the new holder's own
-     * attempt (which restarts the lease: a write) is acknowledged: the
-     * releaser's write that handed it over reached the replicas before
-     * it, but nobody has asked them. */
-    if (f == 0 || rs->replicas > 0 ||
-        wt->floor + lk->ttl_ms - dlock__now_ms() < lk->ttl_ms / 2)
-        return 0;
-    lk->fence = f;
-    if (wt->floor + lk->ttl_ms < lk->lease_end)
-        lk->lease_end = wt->floor + lk->ttl_ms;
-    return 1;
-}
-
 /* Queue (Q_WAIT) only where a hand-off can reach us: our own channel is
  * subscribed.  Else the name's channel and the timers do, as without
  * ?fair. */
@@ -378,11 +349,10 @@ int dlock__redis_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
         return DLOCK_BUSY;
     }
     wt = lk->priv;
-    if (take_grant(rs, wt, lk)) {
-        wait_free(rs, lk);
-        dlock__redis_held(lk, dlock__redis_epoch(rs, lk));
-        return DLOCK_OK;
-    }
+    /* Woken by a hand-off message or not, the attempt tells: a message
+     * proves nothing (sub.c), and a lock handed to us is ours in this one
+     * script (it sees our token, restarts the lease and answers the
+     * fence the hand-off drew). */
     q = queue_mode(rs, wt);
     sent = dlock__now_ms();
     rc = dlock__redis_attempt(rs, lk, q, &retry, &foreign, &wt->place,
@@ -398,7 +368,6 @@ int dlock__redis_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
     }
     if (rc != DLOCK_BUSY)
         return rc; /* the core forgets the wait */
-    wt->floor = sent;
     wt->queued |= strcmp(q, Q_WAIT) == 0;
     plan(rs, wt, retry, foreign);
     *retry_ms = wt->look_at - dlock__now_ms();

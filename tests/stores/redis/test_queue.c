@@ -394,6 +394,233 @@ static void t_sem(void)
     redisFree(c);
 }
 
+/* --- messages are wake-ups, never grants (issue 33) ----------------- */
+
+/* A waiter that notes whether it got the lock before the holder let go. */
+static int holder_gone; /* set just before the holder's release */
+
+struct fw {
+    dlock_store *store;
+    const char *name;
+    int rc;
+    int early; /* had the lock while the holder still held it */
+    int done;
+    uint64_t fence;
+};
+
+static void *fw_main(void *arg)
+{
+    struct fw *w = arg;
+    dlock_options o = opts(20000, 30000, 0);
+    dlock_lock *l = NULL;
+
+    w->rc = dlock_acquire(&l, w->store, w->name, &o);
+    if (w->rc == DLOCK_OK) {
+        w->early = !__atomic_load_n(&holder_gone, __ATOMIC_SEQ_CST);
+        w->fence = dlock_fence(l);
+        (void)dlock_release(l);
+    }
+    __atomic_store_n(&w->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+/* A connection of a user who may only use pub/sub (`-@all +@pubsub &*`):
+ * created on the admin connection c, NULL if the server refused. */
+static redisContext *spy_open(redisContext *c, char user[64])
+{
+    redisContext *spy;
+
+    snprintf(user, 64, "dlock-spy-%d", (int)getpid());
+    if (strcmp(raw_str(c, "ACL SETUSER %s reset on >spy-pw -@all +@pubsub &*",
+                       user),
+               "OK") != 0)
+        return NULL;
+    spy = raw_open(url);
+    if (strcmp(raw_str(spy, "AUTH %s spy-pw", user), "OK") != 0) {
+        redisFree(spy);
+        return NULL;
+    }
+    return spy;
+}
+
+/* Publish msg (len bytes) on every channel of the server whose name
+ * begins with prefix, as the spy sees them (PUBSUB CHANNELS *).  Returns
+ * how many channels, each of which must have had a listener. */
+static int publish_on(redisContext *spy, const char *prefix, const char *msg,
+                      size_t len)
+{
+    redisReply *r = redisCommand(spy, "PUBSUB CHANNELS *");
+    size_t pl = strlen(prefix);
+    int n = 0;
+
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
+        freeReplyObject(r);
+        return -1;
+    }
+    for (size_t i = 0; i < r->elements; i++) {
+        redisReply *e = r->element[i], *p;
+
+        if (e->type != REDIS_REPLY_STRING || e->len < pl ||
+            memcmp(e->str, prefix, pl) != 0)
+            continue;
+        p = redisCommand(spy, "PUBLISH %b %b", e->str, e->len, msg, len);
+        if (p != NULL && p->type == REDIS_REPLY_INTEGER && p->integer >= 1)
+            n++;
+        else
+            n = -1000;
+        freeReplyObject(p);
+    }
+    freeReplyObject(r);
+    return n;
+}
+
+/* Wait (bounded) until the server has run `n` more scripts than `before`
+ * or every waiter in w[0..k) is done. */
+static void await_calls_or_done(redisContext *c, long long before,
+                                long long n, struct fw *w, int k)
+{
+    int64_t end = now_ms() + 5000;
+
+    while (now_ms() < end) {
+        int done = 0;
+
+        for (int i = 0; i < k; i++)
+            done += __atomic_load_n(&w[i].done, __ATOMIC_SEQ_CST);
+        if (done == k || script_calls(c) - before >= n)
+            return;
+        sleep_ms(2);
+    }
+}
+
+/* Issue 33: a user with pub/sub rights only (GET answers NOPERM) reads
+ * the queued waiters' own channels from PUBSUB CHANNELS and publishes
+ * "g4242" (a hand-off with fence 4242) on them while A holds.  Each
+ * message may only wake its waiter, whose attempt finds A still holding
+ * and keeps its place: nobody has the lock before A lets go, then B and C
+ * get it in their order, with fences the server drew (above A's). */
+static void t_forged_grant(void)
+{
+    dlock_store *s = must_open(url), *s2 = must_open(url),
+                *s3 = must_open(url);
+    redisContext *c = raw_open(url), *spy;
+    dlock_options o = opts(0, 30000, 0);
+    struct fw w[2] = {{s2, nm("forged"), -99, 0, 0, 0},
+                      {s3, nm("forged"), -99, 0, 0, 0}};
+    dlock_lock *a;
+    pthread_t t[2];
+    char key[600], own[640], user[64], held[256];
+    uint64_t fa;
+
+    snprintf(key, sizeof(key), "dlock:%s", nm("forged"));
+    snprintf(own, sizeof(own), "%s\xffw", key);
+    holder_gone = 0;
+    spy = spy_open(c, user);
+    CHECK(spy != NULL);
+    EXPECT(strncmp(raw_str(spy, "GET %s", key), "(error) NOPERM", 14) == 0);
+    CHECK_RC(dlock_acquire(&a, s, nm("forged"), &o), DLOCK_OK);
+    fa = dlock_fence(a);
+    snprintf(held, sizeof(held), "%s", raw_str(c, "GET %s", key));
+    for (int i = 0; i < 2; i++) {
+        CHECK(pthread_create(&t[i], NULL, fw_main, &w[i]) == 0);
+        if (!await_queued(c, key, i + 1)) {
+            EXPECT(!"waiter queued");
+            break;
+        }
+    }
+    for (int round = 0; round < 3; round++) {
+        long long before = script_calls(c);
+        int n = publish_on(spy, own, "g4242", 5);
+
+        EXPECT(n == 2);
+        /* Both woken: each attempts once (or, wrongly, returns). */
+        await_calls_or_done(c, before, 2, w, 2);
+        EXPECT(!__atomic_load_n(&w[0].done, __ATOMIC_SEQ_CST));
+        EXPECT(!__atomic_load_n(&w[1].done, __ATOMIC_SEQ_CST));
+    }
+    /* A still holds, and the queue is as it was. */
+    EXPECT(strcmp(raw_str(c, "GET %s", key), held) == 0);
+    EXPECT(strcmp(raw_str(c, "ZCARD %s\xffqueue", key), "2") == 0);
+    __atomic_store_n(&holder_gone, 1, __ATOMIC_SEQ_CST);
+    EXPECT_RC(dlock_release(a), DLOCK_OK);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(t[i], NULL);
+        printf("  waiter %d: rc %d, fence %llu (holder's %llu)%s\n", i,
+               w[i].rc, (unsigned long long)w[i].fence,
+               (unsigned long long)fa,
+               w[i].early ? ", while the holder held" : "");
+        EXPECT_RC(w[i].rc, DLOCK_OK);
+        EXPECT(!w[i].early);
+        EXPECT(w[i].fence > fa);
+        EXPECT(w[i].fence != 4242);
+    }
+    EXPECT(w[1].fence > w[0].fence); /* handed over in arrival order */
+    freeReplyObject(redisCommand(c, "ACL DELUSER %s", user));
+    redisFree(spy);
+    dlock_store_close(s);
+    dlock_store_close(s2);
+    dlock_store_close(s3);
+    redisFree(c);
+}
+
+/* Issue 33: hand-off hints out of range ("h" + INT64_MAX overflowed the
+ * waiter's clock arithmetic), negative, or no number, and garbage on the
+ * name's channel and a waiter's own: none crashes a waiter or gives it
+ * the lock; each is at most a wake-up.  A queued waiter B and a ?fair=0
+ * waiter D still get the lock once A lets go, in turn. */
+static void t_garbage_messages(void)
+{
+    static const char *const on_name[] = {
+        "h9223372036854775807", "h-9223372036854775808",
+        "h99999999999999999999999999", "h", "hx", "h12x", "", "r",
+        "garbage"};
+    static const char *const on_own[] = {
+        "g", "g99999999999999999999999999", "g-1", "gx", "", "x",
+        "h9223372036854775807"};
+    dlock_store *s = must_open(url), *s2 = must_open(url),
+                *s3 = must_open(with_param(url, "fair=0"));
+    redisContext *c = raw_open(url);
+    dlock_options o = opts(0, 30000, 0);
+    struct fw w[2] = {{s2, nm("garbage"), -99, 0, 0, 0},
+                      {s3, nm("garbage"), -99, 0, 0, 0}};
+    dlock_lock *a;
+    pthread_t t[2];
+    char key[600], rel[640], own[640];
+    uint64_t fa;
+    int started = 0;
+
+    snprintf(key, sizeof(key), "dlock:%s", nm("garbage"));
+    snprintf(rel, sizeof(rel), "%s\xffrelease", key);
+    snprintf(own, sizeof(own), "%s\xffw", key);
+    holder_gone = 0;
+    CHECK_RC(dlock_acquire(&a, s, nm("garbage"), &o), DLOCK_OK);
+    fa = dlock_fence(a);
+    if (pthread_create(&t[0], NULL, fw_main, &w[0]) == 0)
+        started++;
+    EXPECT(await_queued(c, key, 1));
+    if (started == 1 && pthread_create(&t[1], NULL, fw_main, &w[1]) == 0)
+        started++;
+    EXPECT(await_subscribers(c, key, 2));
+    for (size_t i = 0; i < sizeof(on_name) / sizeof(on_name[0]); i++)
+        EXPECT(publish_on(c, rel, on_name[i], strlen(on_name[i])) == 1);
+    for (size_t i = 0; i < sizeof(on_own) / sizeof(on_own[0]); i++)
+        EXPECT(publish_on(c, own, on_own[i], strlen(on_own[i])) == 1);
+    /* The waiters are alive (still subscribed) and A still holds. */
+    EXPECT(await_subscribers(c, key, 2));
+    EXPECT(strcmp(raw_str(c, "ZCARD %s\xffqueue", key), "1") == 0);
+    __atomic_store_n(&holder_gone, 1, __ATOMIC_SEQ_CST);
+    EXPECT_RC(dlock_release(a), DLOCK_OK);
+    for (int i = 0; i < started; i++) {
+        pthread_join(t[i], NULL);
+        EXPECT_RC(w[i].rc, DLOCK_OK);
+        EXPECT(!w[i].early);
+        EXPECT(w[i].fence > fa);
+    }
+    dlock_store_close(s);
+    dlock_store_close(s2);
+    dlock_store_close(s3);
+    redisFree(c);
+}
+
 static const struct rt_test tests[] = {
     {"herd20", t_herd20, 0},
     {"herd100", t_herd100, 0},
@@ -403,6 +630,8 @@ static const struct rt_test tests[] = {
     {"dead_after_handoff", t_dead_after_handoff, 0},
     {"stopped_waiter", t_stopped_waiter, 0},
     {"flushed", t_flushed, 0},
+    {"forged_grant", t_forged_grant, 0},
+    {"garbage_messages", t_garbage_messages, 0},
 };
 
 int main(int argc, char **argv)
