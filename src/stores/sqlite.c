@@ -54,8 +54,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,7 +147,7 @@ static const char *const sql[Q_COUNT] = {
  * relate to the host's: read from /proc when the store is opened (a fork
  * child opens its own store, so reads its own). */
 struct ident {
-    char boot_id[64];    /* "unknown" when /proc/sys cannot be read */
+    char boot_id[64]; /* "unknown" when /proc/sys cannot be read */
     int boot_known;
     char pid_ns[64];     /* "" when unknown: then no pid is looked up */
     int proc_ours;       /* /proc/PID names the pids of our namespace */
@@ -291,8 +291,8 @@ static int ident_read(struct ident *id)
         fclose(f);
     }
     /* "unknown" is what 0.2 wrote without /proc: never a boot id. */
-    id->boot_known = id->boot_id[0] != '\0' &&
-                     strcmp(id->boot_id, "unknown") != 0;
+    id->boot_known =
+        id->boot_id[0] != '\0' && strcmp(id->boot_id, "unknown") != 0;
     if (!id->boot_known)
         dlock__strlcpy(id->boot_id, "unknown", sizeof(id->boot_id));
     n = readlink("/proc/self/ns/pid", id->pid_ns, sizeof(id->pid_ns) - 1);
@@ -626,8 +626,7 @@ static unsigned row_limit(sqlite3_stmt *s)
  * that pid.  Anything else (EPERM: alive, another user's; a /proc entry
  * hidden by hidepid, or unreadable; a sandbox refusing kill()) keeps the
  * holder. */
-static int holder_gone(const struct ident *id, long long pid,
-                       long long start)
+static int holder_gone(const struct ident *id, long long pid, long long start)
 {
     char path[64];
     long long now_start;
@@ -676,8 +675,7 @@ static int row_dead(const struct ident *id, sqlite3_stmt *s, int64_t now)
     if (host == NULL || ns == NULL || id->pid_ns[0] == '\0' ||
         strcmp(host, dlock__hostname()) != 0 || strcmp(ns, id->pid_ns) != 0)
         return 0;
-    if (sqlite3_column_type(s, 5) != SQLITE_INTEGER || pid < 1 ||
-        pid > INT_MAX)
+    if (sqlite3_column_type(s, 5) != SQLITE_INTEGER || pid < 1 || pid > INT_MAX)
         return 1; /* no pid dlock could have written: planted */
     return holder_gone(id, pid, sqlite3_column_int64(s, 6));
 }
