@@ -10,15 +10,35 @@
  * waits up to the operation's deadline, and running out of it on an
  * acquire attempt is simply DLOCK_BUSY.
  *
- * Leases are kept on CLOCK_BOOTTIME (which, unlike CLOCK_MONOTONIC, keeps
- * counting across suspend and is the same for every process of the
- * machine) together with the kernel's boot id, so a row left by a previous
- * boot is recognised as dead whatever its numbers say.
+ * Leases are kept on the host's CLOCK_BOOTTIME (which, unlike
+ * CLOCK_MONOTONIC, keeps counting across suspend), in ms, together with
+ * the kernel's boot id.  A process in a time namespace (a container
+ * restored by CRIU or podman, `unshare --time`) reads a CLOCK_BOOTTIME
+ * shifted by its namespace's offset: it subtracts that offset, read from
+ * /proc/self/timens_offsets (0 in the initial namespace or on a kernel
+ * without time namespaces), so every process of the machine writes and
+ * judges leases on the one clock of the initial namespace, the clock
+ * dlock 0.2 used there (a file may be shared by 0.2 and 0.3 processes
+ * while they are upgraded).  A process that cannot tell its offset (no
+ * /proc) cannot relate its clock to anyone's lease: opening the store
+ * fails (DLOCK_EUNAVAIL, "mount /proc") rather than judge leases on a
+ * clock it cannot vouch for.  It writes no rows, so it blocks no one.
  *
- * A holder records its host, pid, pid namespace and process start time.  A
- * contender in the same pid namespace that finds that process gone (or a
- * different process under the same pid, or a zombie) deletes the row at
- * once instead of waiting for the lease: the fast path for `kill -9`.
+ * Cannot tell is not dead.  A row is taken as left by an earlier boot
+ * only when both boot ids are known and differ (without
+ * /proc/sys/kernel/random/boot_id, as under `subset=pid`, the boot id is
+ * "unknown" and only the lease and the pid can end a row).  A holder
+ * records its host, pid, pid namespace and process start time (on the
+ * host's boot clock too, as /proc shifts it by the reader's offset).  A
+ * contender in the same pid namespace deletes the row at once instead of
+ * waiting for the lease only on proof that the holder is gone, the fast
+ * path for `kill -9`: kill(pid, 0) answers ESRCH, or /proc/PID/stat, read
+ * from a /proc of our own pid namespace, shows a zombie or another start
+ * time (another process under the same pid).  A /proc entry that is
+ * missing proves nothing: /proc mounted with hidepid=2 (systemd
+ * ProtectProc=invisible) hides other users' processes, and kill() then
+ * answers EPERM for them, which is "alive".  Anything else keeps its
+ * lease until the lease ends.
  *
  * Whoever can write the file can break any lock in it, so the default
  * store (dlock_default_url()) is one file per user, 0600 in a 0700
@@ -33,7 +53,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,12 +75,12 @@
     "    owner       TEXT    NOT NULL,  -- random 128-bit token, hex\n"      \
     "    shared      INTEGER NOT NULL,\n"                                    \
     "    fence       INTEGER NOT NULL,\n"                                    \
-    "    expires_at  INTEGER NOT NULL,  -- CLOCK_BOOTTIME ms\n"              \
+    "    expires_at  INTEGER NOT NULL,  -- host CLOCK_BOOTTIME ms\n"         \
     "    boot_id     TEXT    NOT NULL,\n"                                    \
     "    acquired_at INTEGER NOT NULL,  -- Unix ms\n"                        \
     "    host        TEXT    NOT NULL,\n"                                    \
     "    pid         INTEGER NOT NULL,\n"                                    \
-    "    pid_start   INTEGER NOT NULL,  -- /proc/PID/stat starttime\n"       \
+    "    pid_start   INTEGER NOT NULL,  -- starttime, host ticks\n"          \
     "    pid_ns      TEXT    NOT NULL,\n"                                    \
     "    \"limit\"     INTEGER NOT NULL DEFAULT 1, -- 1 lock, N semaphore\n"   \
     "    PRIMARY KEY (name, owner)\n"                                        \
@@ -121,6 +143,19 @@ static const char *const sql[Q_COUNT] = {
     [Q_FORCE] = "DELETE FROM dlock_locks WHERE name = ?1",
 };
 
+/* What identifies this process and machine in a row, and how its clocks
+ * relate to the host's: read from /proc when the store is opened (a fork
+ * child opens its own store, so reads its own). */
+struct ident {
+    char boot_id[64]; /* "unknown" when /proc/sys cannot be read */
+    int boot_known;
+    char pid_ns[64];     /* "" when unknown: then no pid is looked up */
+    int proc_ours;       /* /proc/PID names the pids of our namespace */
+    int64_t boot_off_ns; /* our CLOCK_BOOTTIME minus the host's */
+    long long tick_ns;   /* one clock tick of /proc/PID/stat */
+    long long start;     /* our start time, host ticks; 0 if unknown */
+};
+
 struct sqlite_store {
     struct dlock_store base;
     pthread_mutex_t mu; /* one connection, used by one thread at a time */
@@ -129,59 +164,82 @@ struct sqlite_store {
     char *path;
     int64_t op_timeout_ms;
     int64_t busy_deadline; /* monotonic ms, for the busy handler */
+    struct ident id;
 };
 
-/* What identifies this process and machine in a row. */
-static struct {
-    pthread_once_t once;
-    char boot_id[64];
-    char pid_ns[64];
-} self = {PTHREAD_ONCE_INIT, "", ""};
+/* PROC_TIME_INIT_INO: the initial time namespace, whose offsets are 0. */
+#define INIT_TIME_NS "time:[4026531834]"
 
-static void self_init(void)
+/* This process's CLOCK_BOOTTIME offset from the host's (the initial time
+ * namespace's).  1 and *off_ns, or 0 if it cannot be told. */
+static int read_boot_offset(int64_t *off_ns)
 {
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-    ssize_t n;
+    char ns[64], kids[64], line[128];
+    ssize_t n, k;
+    int found = 0;
+    FILE *f;
 
-    if (f != NULL) {
-        if (fgets(self.boot_id, sizeof(self.boot_id), f) == NULL)
-            self.boot_id[0] = '\0';
-        self.boot_id[strcspn(self.boot_id, "\n")] = '\0';
-        fclose(f);
+    n = readlink("/proc/self/ns/time", ns, sizeof(ns) - 1);
+    if (n < 0) {
+        /* /proc is there but the kernel has no time namespaces: one
+         * clock for all. */
+        if (errno == ENOENT && access("/proc/self/ns/pid", F_OK) == 0) {
+            *off_ns = 0;
+            return 1;
+        }
+        return 0;
     }
-    if (self.boot_id[0] == '\0')
-        dlock__strlcpy(self.boot_id, "unknown", sizeof(self.boot_id));
-    n = readlink("/proc/self/ns/pid", self.pid_ns, sizeof(self.pid_ns) - 1);
-    self.pid_ns[n > 0 ? n : 0] = '\0';
+    ns[n] = '\0';
+    if (strcmp(ns, INIT_TIME_NS) == 0) {
+        *off_ns = 0;
+        return 1;
+    }
+    /* timens_offsets shows the namespace our children get: ours only if
+     * we have not unshared a new one without entering it. */
+    k = readlink("/proc/self/ns/time_for_children", kids, sizeof(kids) - 1);
+    if (k != n || memcmp(ns, kids, (size_t)n) != 0)
+        return 0;
+    f = fopen("/proc/self/timens_offsets", "re");
+    if (f == NULL)
+        return 0;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        char name[32];
+        long long sec, nsec;
+
+        /* "boottime SEC NSEC" (kernels before 5.6's final release: the
+         * clock's number, 7). */
+        if (sscanf(line, "%31s %lld %lld", name, &sec, &nsec) == 3 &&
+            (strcmp(name, "boottime") == 0 || strcmp(name, "7") == 0) &&
+            sec > -(INT64_MAX / 1000000000 - 1) &&
+            sec < INT64_MAX / 1000000000 - 1 && nsec >= 0 &&
+            nsec < 1000000000) {
+            *off_ns = (int64_t)sec * 1000000000 + nsec;
+            found = 1;
+        }
+    }
+    fclose(f);
+    return found;
 }
 
-static int64_t boot_ms(void)
-{
-    struct timespec ts;
+/* What /proc/PID/stat says of a process. */
+enum { P_UNKNOWN, P_GONE, P_ZOMBIE, P_START };
 
-    clock_gettime(CLOCK_BOOTTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* The process's start time in clock ticks since boot (field 22 of
- * /proc/PID/stat), 0 if the process does not exist or is a zombie, -1 if
- * it cannot be read (then assume it lives). */
-static long long proc_start(long long pid)
+/* Field 22 (starttime, clock ticks since boot as the READER's time
+ * namespace counts them) into *start. */
+static int proc_stat(const char *path, long long *start)
 {
-    char path[64], buf[1024], *p;
-    long long start = 0;
+    char buf[1024], *p;
     char state = 0;
     ssize_t n;
     int fd;
 
-    snprintf(path, sizeof(path), "/proc/%lld/stat", pid);
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return errno == ENOENT || errno == ESRCH ? 0 : -1;
+        return errno == ENOENT || errno == ESRCH ? P_GONE : P_UNKNOWN;
     n = read(fd, buf, sizeof(buf) - 1);
     close(fd);
     if (n <= 0)
-        return n == 0 ? 0 : -1;
+        return n == 0 ? P_GONE : P_UNKNOWN;
     buf[n] = '\0';
     /* The command name (field 2) may contain anything, even ") ": skip
      * to the last ')'. */
@@ -189,23 +247,76 @@ static long long proc_start(long long pid)
     if (p == NULL ||
         sscanf(p + 1, " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
                       "%*s %*s %*s %*s %*s %*s %lld",
-               &state, &start) != 2)
-        return -1;
-    return state == 'Z' || state == 'X' ? 0 : start;
+               &state, start) != 2)
+        return P_UNKNOWN;
+    return state == 'Z' || state == 'X' ? P_ZOMBIE : P_START;
 }
 
-/* Our own start time, read once per process (a fork child has its own). */
-static long long my_start(void)
+/* A start time read in our namespace, on the host's boot clock.  With an
+ * offset that is not a whole number of ticks the kernel's rounding can
+ * leave it one tick off: compare with same_start(). */
+static long long host_ticks(const struct ident *id, long long ticks)
 {
-    static pid_t cached_pid;
-    static long long cached;
-    pid_t me = dlock__pid();
+    int64_t off = id->boot_off_ns / id->tick_ns;
 
-    if (__atomic_load_n(&cached_pid, __ATOMIC_ACQUIRE) != me) {
-        __atomic_store_n(&cached, proc_start((long long)me), __ATOMIC_RELAXED);
-        __atomic_store_n(&cached_pid, me, __ATOMIC_RELEASE);
+    if (id->boot_off_ns % id->tick_ns < 0)
+        off--; /* floor */
+    return ticks - off;
+}
+
+static int same_start(long long a, long long b)
+{
+    return a - b <= 1 && b - a <= 1;
+}
+
+/* Fill id for this process.  0, or -1 if it cannot tell its clock from
+ * the host's (the caller refuses the store). */
+static int ident_read(struct ident *id)
+{
+    char self[32], want[32];
+    long hz = sysconf(_SC_CLK_TCK);
+    long long start;
+    ssize_t n;
+    FILE *f;
+
+    memset(id, 0, sizeof(*id));
+    id->tick_ns = 1000000000LL / (hz > 0 && hz <= 1000000000 ? hz : 100);
+    if (!read_boot_offset(&id->boot_off_ns))
+        return -1;
+    f = fopen("/proc/sys/kernel/random/boot_id", "re");
+    if (f != NULL) {
+        if (fgets(id->boot_id, sizeof(id->boot_id), f) == NULL)
+            id->boot_id[0] = '\0';
+        id->boot_id[strcspn(id->boot_id, "\n")] = '\0';
+        fclose(f);
     }
-    return __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    /* "unknown" is what 0.2 wrote without /proc: never a boot id. */
+    id->boot_known =
+        id->boot_id[0] != '\0' && strcmp(id->boot_id, "unknown") != 0;
+    if (!id->boot_known)
+        dlock__strlcpy(id->boot_id, "unknown", sizeof(id->boot_id));
+    n = readlink("/proc/self/ns/pid", id->pid_ns, sizeof(id->pid_ns) - 1);
+    id->pid_ns[n > 0 ? n : 0] = '\0';
+    /* /proc may be the mount of another pid namespace (a container's
+     * /proc seen from outside, `unshare -p` without a new /proc): then
+     * /proc/PID is some other process, and only kill() can look. */
+    n = readlink("/proc/self", self, sizeof(self) - 1);
+    self[n > 0 ? n : 0] = '\0';
+    snprintf(want, sizeof(want), "%ld", (long)getpid());
+    id->proc_ours = strcmp(self, want) == 0;
+    if (id->proc_ours && proc_stat("/proc/self/stat", &start) == P_START)
+        id->start = host_ticks(id, start);
+    return 0;
+}
+
+/* The host's CLOCK_BOOTTIME in ms: ours less our namespace's offset. */
+static int64_t host_ms(const struct ident *id)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+    return ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec - id->boot_off_ns) /
+           1000000;
 }
 
 /* --- plumbing ------------------------------------------------------- */
@@ -409,11 +520,19 @@ static int sqlite_open(struct dlock_store **out, const struct dlock_url *u)
         return dlock__seterr(DLOCK_EINVAL,
                              "sqlite URL needs a file path: "
                              "sqlite:///absolute/path.db");
-    pthread_once(&self.once, self_init);
-
     ss = calloc(1, sizeof(*ss));
     if (ss == NULL)
         return dlock__enomem();
+    if (ident_read(&ss->id) != 0) {
+        free(ss);
+        return dlock__seterr(DLOCK_EUNAVAIL,
+                             "cannot use %s: this process cannot tell its "
+                             "boot clock from the host's "
+                             "(/proc/self/ns/time unreadable; is /proc "
+                             "mounted?), so it cannot judge the leases in "
+                             "the file: mount /proc",
+                             u->redacted);
+    }
     ss->op_timeout_ms = DEFAULT_OP_TIMEOUT_MS;
     rc = dlock__url_param_ms(u, "timeout", 1000, &ss->op_timeout_ms);
     if (rc != DLOCK_OK) {
@@ -501,29 +620,64 @@ static unsigned row_limit(sqlite3_stmt *s)
                : 1;
 }
 
-/* Is the holder in the current row of Q_HOLDERS gone for good? */
-static int row_dead(sqlite3_stmt *s, int64_t now_boot)
+/* Is the holder (pid, recorded start time) of a row from our host and
+ * pid namespace gone for good?  Only on proof: kill() answering ESRCH, or
+ * a /proc of our namespace showing a zombie or another process under
+ * that pid.  Anything else (EPERM: alive, another user's; a /proc entry
+ * hidden by hidepid, or unreadable; a sandbox refusing kill()) keeps the
+ * holder. */
+static int holder_gone(const struct ident *id, long long pid, long long start)
+{
+    char path[64];
+    long long now_start;
+
+    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+        return 1;
+    if (!id->proc_ours)
+        return 0;
+    snprintf(path, sizeof(path), "/proc/%lld/stat", pid);
+    switch (proc_stat(path, &now_start)) {
+    case P_ZOMBIE:
+        return 1;
+    case P_START:
+        /* A start time of 0 or less: the holder could not read its own,
+         * nothing to compare. */
+        return start > 0 && !same_start(host_ticks(id, now_start), start);
+    default:
+        /* Gone from /proc although kill() found it: hidden from us, or
+         * it died a moment ago (the next look proves it). */
+        return 0;
+    }
+}
+
+/* Is the holder in the current row of Q_HOLDERS gone for good?  now is
+ * the host's boot clock (host_ms()). */
+static int row_dead(const struct ident *id, sqlite3_stmt *s, int64_t now)
 {
     const char *boot = (const char *)sqlite3_column_text(s, 3);
     const char *host = (const char *)sqlite3_column_text(s, 4);
     const char *ns = (const char *)sqlite3_column_text(s, 7);
     long long pid = sqlite3_column_int64(s, 5);
-    long long start = sqlite3_column_int64(s, 6), now_start;
 
-    if (boot == NULL || strcmp(boot, self.boot_id) != 0)
+    /* An earlier boot only if both boot ids are known and differ: a
+     * process that could not read its own wrote "unknown" (or, planted,
+     * nothing), and one that cannot read ours cannot compare. */
+    if (id->boot_known && boot != NULL && boot[0] != '\0' &&
+        strcmp(boot, "unknown") != 0 && strcmp(boot, id->boot_id) != 0)
         return 1; /* left by an earlier boot */
     if (sqlite3_column_type(s, 2) != SQLITE_INTEGER ||
-        sqlite3_column_int64(s, 2) <= now_boot)
+        sqlite3_column_int64(s, 2) <= now)
         return 1; /* lease ran out, or not a lease at all */
-    if (sqlite3_column_int64(s, 2) > now_boot + 1 + DLOCK_TTL_MAX_MS)
+    if (sqlite3_column_int64(s, 2) > now + 1 + DLOCK_TTL_MAX_MS)
         return 1; /* longer than dlock ever grants: planted, not ours */
     /* Only a process in our own pid namespace on our host can be looked
      * up; anything else keeps its lease. */
-    if (host == NULL || ns == NULL || self.pid_ns[0] == '\0' ||
-        strcmp(host, dlock__hostname()) != 0 || strcmp(ns, self.pid_ns) != 0)
+    if (host == NULL || ns == NULL || id->pid_ns[0] == '\0' ||
+        strcmp(host, dlock__hostname()) != 0 || strcmp(ns, id->pid_ns) != 0)
         return 0;
-    now_start = proc_start(pid);
-    return now_start == 0 || (now_start > 0 && now_start != start);
+    if (sqlite3_column_type(s, 5) != SQLITE_INTEGER || pid < 1 || pid > INT_MAX)
+        return 1; /* no pid dlock could have written: planted */
+    return holder_gone(id, pid, sqlite3_column_int64(s, 6));
 }
 
 static int sqlite_try_acquire(struct dlock_store *st, struct dlock_lock *lk,
@@ -542,7 +696,7 @@ static int sqlite_try_acquire(struct dlock_store *st, struct dlock_lock *lk,
         rc = is_busy(ss) ? DLOCK_BUSY : db_error(ss, "begin");
         goto out;
     }
-    now_boot = boot_ms();
+    now_boot = host_ms(&ss->id);
     s = stmt(ss, Q_HOLDERS);
     if (s == NULL)
         goto sqlerr;
@@ -550,7 +704,7 @@ static int sqlite_try_acquire(struct dlock_store *st, struct dlock_lock *lk,
     while ((src = sqlite3_step(s)) == SQLITE_ROW) {
         const char *owner = (const char *)sqlite3_column_text(s, 0);
 
-        if (row_dead(s, now_boot)) {
+        if (row_dead(&ss->id, s, now_boot)) {
             if (ndead < sizeof(dead) / sizeof(dead[0]) && owner != NULL)
                 dlock__strlcpy(dead[ndead++], owner, sizeof(dead[0]));
             continue;
@@ -622,18 +776,18 @@ static int sqlite_try_acquire(struct dlock_store *st, struct dlock_lock *lk,
     sqlite3_bind_text(s, 2, lk->token, -1, SQLITE_STATIC);
     sqlite3_bind_int(s, 3, lk->shared);
     sqlite3_bind_int64(s, 4, (sqlite3_int64)lk->fence);
-    /* boot_ms() rounds down, up to 1 ms before now: the row would end
+    /* host_ms() rounds down, up to 1 ms before now: the row would end
      * that much before the lease the holder counts (from its attempt, on
      * CLOCK_MONOTONIC, whose ms do not line up with these), and another
      * holder could be admitted while this one still holds its slot (the
      * semaphore torture caught it).  Round up instead. */
     sqlite3_bind_int64(s, 5, now_boot + 1 + lk->ttl_ms);
-    sqlite3_bind_text(s, 6, self.boot_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 6, ss->id.boot_id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 7, dlock__wall_ms());
     sqlite3_bind_text(s, 8, dlock__hostname(), -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 9, (sqlite3_int64)dlock__pid());
-    sqlite3_bind_int64(s, 10, my_start());
-    sqlite3_bind_text(s, 11, self.pid_ns, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 10, ss->id.start);
+    sqlite3_bind_text(s, 11, ss->id.pid_ns, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 12, (sqlite3_int64)lk->limit);
     if (sqlite3_step(s) != SQLITE_DONE)
         goto sqlerr;
@@ -667,16 +821,16 @@ static int run_on_row(struct sqlite_store *ss, int q,
         rc = db_error(ss, what);
         goto out;
     }
-    now = boot_ms();
+    now = host_ms(&ss->id);
     bind_name(s, 1, lk);
     sqlite3_bind_text(s, 2, lk->token, -1, SQLITE_STATIC);
     if (q == Q_EXTEND) {
-        /* + 1: boot_ms() rounds down (see the insert). */
+        /* + 1: host_ms() rounds down (see the insert). */
         sqlite3_bind_int64(s, 3, now + 1 + ttl_ms);
-        sqlite3_bind_text(s, 4, self.boot_id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 4, ss->id.boot_id, -1, SQLITE_STATIC);
         sqlite3_bind_int64(s, 5, now);
     } else if (q == Q_RELEASE) {
-        sqlite3_bind_text(s, 3, self.boot_id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 3, ss->id.boot_id, -1, SQLITE_STATIC);
         sqlite3_bind_int64(s, 4, now);
     }
     if (sqlite3_step(s) != SQLITE_DONE) {
@@ -716,7 +870,7 @@ static int sqlite_ttl_left(struct dlock_store *st, struct dlock_lock *lk,
 {
     struct sqlite_store *ss = (struct sqlite_store *)st;
     sqlite3_stmt *s;
-    int64_t now = boot_ms();
+    int64_t now = host_ms(&ss->id);
     int rc, src;
 
     lock_db(ss, op_deadline(ss));
@@ -728,7 +882,7 @@ static int sqlite_ttl_left(struct dlock_store *st, struct dlock_lock *lk,
     bind_name(s, 1, lk);
     sqlite3_bind_text(s, 2, lk->token, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 3, now);
-    sqlite3_bind_text(s, 4, self.boot_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 4, ss->id.boot_id, -1, SQLITE_STATIC);
     src = sqlite3_step(s);
     if (src == SQLITE_ROW) {
         *left_ms = sqlite3_column_int64(s, 0);
@@ -781,7 +935,7 @@ static int sqlite_extend_many(struct dlock_store *st,
         rc = db_error(ss, "renew");
         goto out;
     }
-    now = boot_ms();
+    now = host_ms(&ss->id);
     for (size_t i = 0; i < n; i++) {
         const struct dlock_lock *lk = locks[i];
 
@@ -791,7 +945,7 @@ static int sqlite_extend_many(struct dlock_store *st,
         bind_name(s, 1, lk);
         sqlite3_bind_text(s, 2, lk->token, -1, SQLITE_STATIC);
         sqlite3_bind_int64(s, 3, now + 1 + lk->ttl_ms); /* as extend */
-        sqlite3_bind_text(s, 4, self.boot_id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 4, ss->id.boot_id, -1, SQLITE_STATIC);
         sqlite3_bind_int64(s, 5, now);
         if (sqlite3_step(s) != SQLITE_DONE)
             goto sqlerr;
@@ -828,7 +982,7 @@ out:
 static int describe(struct sqlite_store *ss, const char *name,
                     dlock_info *out)
 {
-    int64_t now_boot = boot_ms(), last = -1;
+    int64_t now_boot = host_ms(&ss->id), last = -1;
     sqlite3_stmt *s;
     int src;
 
@@ -839,7 +993,7 @@ static int describe(struct sqlite_store *ss, const char *name,
     while ((src = sqlite3_step(s)) == SQLITE_ROW) {
         int64_t left;
 
-        if (row_dead(s, now_boot))
+        if (row_dead(&ss->id, s, now_boot))
             continue;
         left = sqlite3_column_int64(s, 2) - now_boot;
         out->held = 1;

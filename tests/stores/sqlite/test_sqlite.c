@@ -2,7 +2,7 @@
  * test_sqlite.c - what only the SQLite store promises: a holder whose
  * process is gone (or whose pid now belongs to another process, or whose
  * row is from an earlier boot) is taken over at once; a live holder keeps
- * its lease; SQLite's "database is locked" never reaches the caller, not
+ * its lease, also when its row leaves something unknown; SQLite's "database is locked" never reaches the caller, not
  * even when many processes open one new file at once.
  *
  *     test_sqlite DBFILE
@@ -104,6 +104,19 @@ static void test_dead_holders(void)
     /* A row from an earlier boot, whatever its lease says. */
     plant("old-boot", "boot_id = 'another-boot'");
     EXPECT(try_once("old-boot") == DLOCK_OK);
+
+    /* Cannot tell is not dead (issue 33): a holder that could not read
+     * its boot id (no /proc) wrote "unknown"; that is no other boot, and
+     * the live holder keeps its lease.  So does one that could not read
+     * its own start time (0): there is nothing to compare. */
+    plant("unknown-boot", "boot_id = 'unknown'");
+    EXPECT(try_once("unknown-boot") == DLOCK_BUSY);
+    plant("no-start", "pid_start = 0");
+    EXPECT(try_once("no-start") == DLOCK_BUSY);
+    /* ...but with a dead pid it is dead all the same. */
+    snprintf(set, sizeof(set), "boot_id = 'unknown', pid = %d", (int)pid);
+    plant("unknown-boot-exited", set);
+    EXPECT(try_once("unknown-boot-exited") == DLOCK_OK);
 
     /* Another pid namespace (a container): its pids mean nothing here, so
      * only the lease counts, even though pid 1 <-> our start time differ. */
