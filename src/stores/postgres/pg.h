@@ -34,7 +34,7 @@
  * Semaphores (limit N > 1).  Session mode: a holder holds one of N slot
  * keys hashtextextended(name, slot + 1) exclusively, plus the semaphore
  * key hashtextextended(name, -1) and the name's key shared, all taken by
- * one call of the SQL function dlock_sem_acquire_v1, which admits under a
+ * one call of the SQL function dlock_sem_acquire_v2, which admits under a
  * per-name transaction lock (hashtextextended(name, -2)) so it sees every
  * earlier holder's row and limit.  A wait blocks on one taken slot's key
  * per slice.  Lease mode counts live rows.  Rows record lim and slot.

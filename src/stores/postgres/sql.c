@@ -18,6 +18,13 @@
 #define FENCE_MIN "1000000000000000"
 #define FENCE_BLOCK "1048576"
 #define FENCE_HALF "524288"
+/* The ceiling as this session last read or wrote it, committed.  A
+ * committed ceiling is durable (raised with synchronous_commit on, and
+ * PostgreSQL shows a commit only once its record is flushed) and only
+ * ever goes up, so a fence half a block below the session's copy is
+ * below the durable ceiling: the fast path reads no table.  A session
+ * does not outlive a crash; a transaction that aborts undoes the copy. */
+#define FENCE_GUC "dlock.fence_ceiling"
 
 #define LEFT_MS(E)                                                           \
     "ceil(extract(epoch FROM " E " - clock_timestamp()) * 1000)::bigint"
@@ -226,8 +233,11 @@
     "        PERFORM set_config('synchronous_commit', 'on', true);\n"        \
     "        INSERT INTO dlock_fences AS x (name, fence) VALUES ('',\n"      \
     "            f + " FENCE_BLOCK ") ON CONFLICT (name) DO UPDATE SET\n"    \
-    "            fence = greatest(x.fence, excluded.fence);\n"               \
+    "            fence = greatest(x.fence, excluded.fence)\n"                \
+    "            RETURNING x.fence INTO r;\n"                                \
     "    END IF;\n"                                                          \
+    "    -- The session's copy (undone if this transaction aborts).\n"       \
+    "    PERFORM set_config('" FENCE_GUC "', r::text, false);\n"             \
     "    RETURN f;\n"                                                        \
     "END $$;\n"                                                              \
     SEM_DDL
@@ -269,14 +279,14 @@
     "set_config('lock_timeout', $7::text, true) AS c OFFSET 0) s)"
 /* If G got the key: the fence (f) and our row, shared SH, (i).  The
  * fence is the sequence's value as it is when it is at least 10^15 and
- * half a block below the durable ceiling (one index probe of a logged
- * table, no write); otherwise dlock_fence_raise_v1 re-seeds the sequence
- * after a crash and raises the ceiling, durably, in this statement's
- * transaction, before the fence is returned. */
+ * half a block below the session's copy of the durable ceiling (no table
+ * read, no write); otherwise dlock_fence_raise_v1 reads the ceiling,
+ * re-seeds the sequence after a crash and raises the ceiling, durably,
+ * in this statement's transaction, before the fence is returned. */
 #define FENCE_ROW(G, SH)                                                     \
-    ", f AS (SELECT CASE WHEN s.v >= " FENCE_MIN " AND s.v < (SELECT "       \
-    "c.fence - " FENCE_HALF " FROM dlock_fences c WHERE c.name = '') "       \
-    "THEN s.v ELSE dlock_fence_raise_v1(s.v) END AS fence FROM (SELECT "     \
+    ", f AS (SELECT CASE WHEN s.v >= " FENCE_MIN " AND s.v < nullif("        \
+    "current_setting('" FENCE_GUC "', true), '')::bigint - " FENCE_HALF      \
+    " THEN s.v ELSE dlock_fence_raise_v1(s.v) END AS fence FROM (SELECT "    \
     "nextval('dlock_fence_seq') AS v FROM " G " WHERE " G ".got OFFSET 0) "  \
     "s)"                                                                     \
     ", i AS (INSERT INTO dlock_held (name, owner, shared, fence, "           \
