@@ -23,9 +23,10 @@
  * session.c).  A row in the UNLOGGED table dlock_held, written by the
  * same statement that takes the
  * advisory lock, carries the owner token, fence, lease and holder
- * details; fences come from one UNLOGGED sequence, re-seeded above every
- * earlier fence after a crash (server clock, durable floor).  Nothing on
- * the uncontended path waits for a durable commit.  A holder whose lease
+ * details; fences come from one UNLOGGED sequence, below a durable
+ * ceiling raised a block at a time, and re-seeded from the ceiling after
+ * a crash (no clock).  The uncontended path waits for a durable commit
+ * once per half a block of fences.  A holder whose lease
  * ran out but whose session still holds the key (a hung process) is
  * fenced off by pg_terminate_backend(), after pg_locks shows that this
  * backend holds that very key; pg_locks is read only on that path.
@@ -33,7 +34,7 @@
  * Semaphores (limit N > 1).  Session mode: a holder holds one of N slot
  * keys hashtextextended(name, slot + 1) exclusively, plus the semaphore
  * key hashtextextended(name, -1) and the name's key shared, all taken by
- * one call of the SQL function dlock_sem_acquire_v1, which admits under a
+ * one call of the SQL function dlock_sem_acquire_v2, which admits under a
  * per-name transaction lock (hashtextextended(name, -2)) so it sees every
  * earlier holder's row and limit.  A wait blocks on one taken slot's key
  * per slice.  Lease mode counts live rows.  Rows record lim and slot.

@@ -461,7 +461,7 @@ struct sem_out {
     int64_t pid;
 };
 
-/* One admission (dlock_sem_acquire_v1) on s, caller holding s->mu.  have:
+/* One admission (dlock_sem_acquire_v2) on s, caller holding s->mu.  have:
  * the slot whose key s already holds (after a wait), or -1 to try them
  * all.  DLOCK_OK with lk->fence and o->slot set; DLOCK_BUSY with o
  * filled; DLOCK_EINVAL when the name is held with another limit. */

@@ -9,6 +9,23 @@
 
 /* clang-format off */
 
+/* Session fences (one sequence, all names): the least one (a crash
+ * resets the UNLOGGED sequence to 1; below this means re-seed), and the
+ * block by which the durable ceiling (dlock_fences' row '') is raised
+ * when a fence comes within half a block of it.  A new store's fences
+ * start at 10^15 and stay below 2^53 (JSON's exact integers) for 250
+ * years at a million fences per second; a crash costs a block at most. */
+#define FENCE_MIN "1000000000000000"
+#define FENCE_BLOCK "1048576"
+#define FENCE_HALF "524288"
+/* The ceiling as this session last read or wrote it, committed.  A
+ * committed ceiling is durable (raised with synchronous_commit on, and
+ * PostgreSQL shows a commit only once its record is flushed) and only
+ * ever goes up, so a fence half a block below the session's copy is
+ * below the durable ceiling: the fast path reads no table.  A session
+ * does not outlive a crash; a transaction that aborts undoes the copy. */
+#define FENCE_GUC "dlock.fence_ceiling"
+
 #define LEFT_MS(E)                                                           \
     "ceil(extract(epoch FROM " E " - clock_timestamp()) * 1000)::bigint"
 
@@ -32,7 +49,7 @@
     "-- admission lock (so it reads every earlier admission's row), check\n" \
     "-- the limit in force, take a free slot (or p_have, already taken),\n"  \
     "-- the semaphore key and the name's key k0 shared, and write the row.\n"\
-    "CREATE OR REPLACE FUNCTION dlock_sem_acquire_v1(p_name text,\n"         \
+    "CREATE OR REPLACE FUNCTION dlock_sem_acquire_v2(p_name text,\n"         \
     "    p_owner text, p_lim integer, p_ttl bigint, p_host text,\n"          \
     "    p_pid bigint, p_sess bigint, p_k0 bigint, p_have integer,\n"        \
     "    OUT o_got boolean, OUT o_fence bigint, OUT o_lim integer,\n"        \
@@ -133,10 +150,7 @@
     "    DELETE FROM dlock_held h WHERE h.name = p_name AND h.sess <>\n"     \
     "        p_sess AND ((h.lim > 1 AND h.slot = s) OR (h.lim = 1 AND NOT\n" \
     "        h.shared));\n"                                                  \
-    "    o_fence := nextval('dlock_fence_seq');\n"                           \
-    "    IF o_fence < 1000000000000000 THEN\n"                               \
-    "        o_fence := dlock_fence_seed_v2();\n"                            \
-    "    END IF;\n"                                                          \
+    "    o_fence := dlock_fence_raise_v1(nextval('dlock_fence_seq'));\n"     \
     "    INSERT INTO dlock_held (name, owner, shared, fence, backend_pid,\n" \
     "        sess, host, pid, expires_at, acquired_at, lim, slot) VALUES\n"  \
     "        (p_name, p_owner, false, o_fence, pg_backend_pid(), p_sess,\n"  \
@@ -164,8 +178,9 @@
     "    PRIMARY KEY (name, owner)\n"                                        \
     ");\n"                                                                   \
     "CREATE TABLE IF NOT EXISTS dlock_fences (\n"                            \
-    "    name  text   PRIMARY KEY, -- '': floor of the session fences\n"     \
-    "    fence bigint NOT NULL     -- highest fence handed out\n"            \
+    "    name  text   PRIMARY KEY, -- '': ceiling of the session fences\n"   \
+    "    fence bigint NOT NULL     -- highest fence handed out ('':\n"       \
+    "                              -- above every one handed out)\n"         \
     ");\n"                                                                   \
     "-- Session mode: one row per held lock, written by the statement\n"     \
     "-- that takes the advisory lock; gone with a crash, like the locks.\n"  \
@@ -191,26 +206,38 @@
     "        EXECUTE 'CREATE SEQUENCE IF NOT EXISTS dlock_fence_seq';\n"     \
     "    END IF;\n"                                                          \
     "END $$;\n"                                                              \
-    "-- A crash resets the UNLOGGED sequence to 1: the first fence after\n"  \
-    "-- that starts again above every fence handed out, from the server\n"   \
-    "-- clock (1024 per microsecond since 1970) and the durable floor.\n"    \
-    "CREATE OR REPLACE FUNCTION dlock_fence_seed_v2() RETURNS bigint\n"      \
-    "LANGUAGE plpgsql AS $$\n"                                               \
-    "DECLARE f bigint;\n"                                                    \
+    "-- Every session fence handed out is below the ceiling, the row ''\n"   \
+    "-- of dlock_fences (durable): a drawing statement that finds its\n"     \
+    "-- fence within half a block of it raises it a block above the\n"       \
+    "-- fence in its own transaction, committed durably before the\n"        \
+    "-- fence is returned.  A crash resets the UNLOGGED sequence to 1:\n"    \
+    "-- a value below 10^15 re-seeds it (once, under a transaction\n"        \
+    "-- advisory lock) above every fence in dlock_fences, the ceiling\n"     \
+    "-- included.  No clock.  p_v: the value nextval() drew.\n"              \
+    "CREATE OR REPLACE FUNCTION dlock_fence_raise_v1(p_v bigint)\n"          \
+    "RETURNS bigint LANGUAGE plpgsql AS $$\n"                                \
+    "DECLARE f bigint := p_v; r bigint;\n"                                   \
     "BEGIN\n"                                                                \
-    "    PERFORM pg_advisory_xact_lock(hashtextextended("                    \
+    "    IF f < " FENCE_MIN " THEN\n"                                        \
+    "        PERFORM pg_advisory_xact_lock(hashtextextended("                \
     "'dlock: fence seed', 0));\n"                                            \
-    "    f := nextval('dlock_fence_seq');\n"                                 \
-    "    IF f < 1000000000000000 THEN\n"                                     \
-    "        f := greatest(floor(extract(epoch FROM clock_timestamp()) *\n"  \
-    "                            1000000)::bigint * 1024,\n"                 \
-    "                      (SELECT max(fence) + 1 FROM dlock_fences));\n"    \
-    "        PERFORM setval('dlock_fence_seq', f);\n"                        \
-    "        PERFORM set_config('synchronous_commit', 'on', true);\n"        \
-    "        INSERT INTO dlock_fences AS x (name, fence) VALUES ('', f)\n"   \
-    "            ON CONFLICT (name) DO UPDATE SET fence =\n"                 \
-    "            greatest(x.fence, excluded.fence);\n"                       \
+    "        f := nextval('dlock_fence_seq');\n"                             \
+    "        IF f < " FENCE_MIN " THEN\n"                                    \
+    "            SELECT greatest(max(x.fence) + 1, " FENCE_MIN ") INTO f\n"  \
+    "                FROM dlock_fences x;\n"                                 \
+    "            PERFORM setval('dlock_fence_seq', f);\n"                    \
+    "        END IF;\n"                                                      \
     "    END IF;\n"                                                          \
+    "    SELECT x.fence INTO r FROM dlock_fences x WHERE x.name = '';\n"     \
+    "    IF r IS NULL OR f >= r - " FENCE_HALF " THEN\n"                     \
+    "        PERFORM set_config('synchronous_commit', 'on', true);\n"        \
+    "        INSERT INTO dlock_fences AS x (name, fence) VALUES ('',\n"      \
+    "            f + " FENCE_BLOCK ") ON CONFLICT (name) DO UPDATE SET\n"    \
+    "            fence = greatest(x.fence, excluded.fence)\n"                \
+    "            RETURNING x.fence INTO r;\n"                                \
+    "    END IF;\n"                                                          \
+    "    -- The session's copy (undone if this transaction aborts).\n"       \
+    "    PERFORM set_config('" FENCE_GUC "', r::text, false);\n"             \
     "    RETURN f;\n"                                                        \
     "END $$;\n"                                                              \
     SEM_DDL
@@ -250,10 +277,16 @@
 #define ACQ_WAIT(FN, K)                                                      \
     "WITH l AS (SELECT true AS got, " FN "(" K ") FROM (SELECT "             \
     "set_config('lock_timeout', $7::text, true) AS c OFFSET 0) s)"
-/* If G got the key: the fence (f) and our row, shared SH, (i). */
+/* If G got the key: the fence (f) and our row, shared SH, (i).  The
+ * fence is the sequence's value as it is when it is at least 10^15 and
+ * half a block below the session's copy of the durable ceiling (no table
+ * read, no write); otherwise dlock_fence_raise_v1 reads the ceiling,
+ * re-seeds the sequence after a crash and raises the ceiling, durably,
+ * in this statement's transaction, before the fence is returned. */
 #define FENCE_ROW(G, SH)                                                     \
-    ", f AS (SELECT CASE WHEN s.v < 1000000000000000 THEN "                  \
-    "dlock_fence_seed_v2() ELSE s.v END AS fence FROM (SELECT "              \
+    ", f AS (SELECT CASE WHEN s.v >= " FENCE_MIN " AND s.v < nullif("        \
+    "current_setting('" FENCE_GUC "', true), '')::bigint - " FENCE_HALF      \
+    " THEN s.v ELSE dlock_fence_raise_v1(s.v) END AS fence FROM (SELECT "    \
     "nextval('dlock_fence_seq') AS v FROM " G " WHERE " G ".got OFFSET 0) "  \
     "s)"                                                                     \
     ", i AS (INSERT INTO dlock_held (name, owner, shared, fence, "           \
@@ -361,7 +394,7 @@
  * $5 host, $6 pid, $7 the session's id, $8 the slot this session already
  * holds (after a wait) or -1. */
 #define SEM(K)                                                               \
-    "SELECT * FROM dlock_sem_acquire_v1($1::text, $2, $3::integer, "         \
+    "SELECT * FROM dlock_sem_acquire_v2($1::text, $2, $3::integer, "         \
     "$4::bigint, $5, $6::bigint, $7::bigint, " K ", $8::integer)"
 /* $1 name, $2 owner, $3 slot: row, slot key, semaphore key, name's key. */
 #define RELEASE_M(K)                                                         \
@@ -514,8 +547,8 @@ const char dlock__pg_sql_have_tables[] =
     "to_regclass('dlock_fences') IS NOT NULL AND "
     "to_regclass('dlock_held') IS NOT NULL AND "
     "to_regclass('dlock_fence_seq') IS NOT NULL AND "
-    "to_regproc('dlock_fence_seed_v2') IS NOT NULL AND "
-    "to_regproc('dlock_sem_acquire_v1') IS NOT NULL, "
+    "to_regproc('dlock_fence_raise_v1') IS NOT NULL AND "
+    "to_regproc('dlock_sem_acquire_v2') IS NOT NULL, "
     /* the shared lock table's entries (PostgreSQL's NLOCKENTS): every
      * session advisory key takes one, and when they run out every client
      * of the server gets "out of shared memory" */

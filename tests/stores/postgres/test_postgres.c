@@ -1138,6 +1138,61 @@ static void t_max_keys(void)
     PQfinish(c);
 }
 
+/* --- the durable ceiling of session fences ------------------------------ */
+
+static uint64_t ceiling(PGconn *c)
+{
+    char *v = q1(c, "SELECT fence FROM dlock_fences WHERE name = ''", NULL);
+    uint64_t r = v != NULL ? strtoull(v, NULL, 10) : 0;
+
+    free(v);
+    return r;
+}
+
+/* A handle's sessions (the mux, and a pooled one of a lock without
+ * auto-renewal) drawing across the ceiling, three times: each fence
+ * rises and is below the row '' of dlock_fences once handed out.  Each
+ * session keeps a copy of the ceiling; the copy has to follow the raises
+ * of its own and of the other session.  The crash itself:
+ * postgres-fence-crash. */
+static void t_ceiling(void)
+{
+    dlock_store *s = open_url(url);
+    PGconn *c = raw();
+    dlock_options mux = opts(0, 5000, 1), own = opts(0, 5000, 0);
+    uint64_t last = 0;
+    char to[32];
+
+    for (int round = 0; round < 3; round++) {
+        /* Half a block (2^19) below the ceiling, less 3; never back. */
+        snprintf(to, sizeof(to), "%llu",
+                 (unsigned long long)(ceiling(c) - 524288 - 3));
+        free(q1(c,
+                "SELECT setval('dlock_fence_seq', greatest(last_value, "
+                "$1::bigint)) FROM dlock_fence_seq",
+                to));
+        for (int i = 0; i < 6; i++) {
+            dlock_lock *l = NULL;
+            uint64_t f;
+
+            EXPECT(dlock_acquire(&l, s, nm("ceiling"), i % 2 ? &mux : &own) ==
+                   DLOCK_OK);
+            if (l == NULL)
+                continue;
+            f = dlock_fence(l);
+            EXPECT(f > last);
+            EXPECT(f < ceiling(c));
+            if (f >= ceiling(c))
+                fprintf(stderr, "  fence %llu, ceiling %llu\n",
+                        (unsigned long long)f, (unsigned long long)ceiling(c));
+            last = f;
+            EXPECT(dlock_release(l) == DLOCK_OK);
+        }
+    }
+    PQfinish(c);
+    dlock_store_close(s);
+}
+
 static const struct {
     const char *name;
     void (*fn)(void);
@@ -1147,6 +1202,7 @@ static const struct {
     {"badinput", t_badinput}, {"lease", t_lease},
     {"mux", t_mux},           {"semaphore", t_semaphore},
     {"max_keys", t_max_keys}, {"force_one", t_force_one},
+    {"ceiling", t_ceiling},
 };
 
 int main(int argc, char **argv)
