@@ -68,7 +68,7 @@ esac
 
 # --fence in JSON is a string of the exact digits (a fence may be above
 # 2^53, where a JSON number is rounded by JavaScript and jq).
-out=$("$DLOCK" run "$run_id/jfence" -- sh -c 'echo "$DLOCK_FENCE|$("$0" status "$DLOCK_NAME" --json)"' "$DLOCK")
+out=$("$DLOCK" run "$run_id/jfence" -- sh -c 'echo "$DLOCK_FENCE|$("$0" -s "$1" status "$DLOCK_NAME" --json)"' "$DLOCK" "$STORE")
 case $out in
 [1-9]*) f=${out%%|*}
     case $out in
