@@ -139,6 +139,21 @@ static void put_query(char *buf, size_t *o, const char *q, int any_sep)
     }
 }
 
+/* Does a credential parameter ("?password=", "&pwd=", ...) start in
+ * [s, end)? */
+static int cred_before(const char *s, const char *end)
+{
+    for (const char *c = s; c < end; c++) {
+        if (*c == '?' || *c == '&') {
+            size_t k = strcspn(c + 1, "=?&");
+
+            if (c + 1 + k < end && c[1 + k] == '=' && secret_key(c + 1, k))
+                return 1;
+        }
+    }
+    return 0;
+}
+
 dlock_rc dlock_url_redact(char **out, const char *url)
 {
     size_t len, o = 0, sl, auth, auth_end;
@@ -197,6 +212,15 @@ dlock_rc dlock_url_redact(char **out, const char *url)
          * the last '@' is shown but a user name that no reading takes
          * for more (no '/', '?', '#' before its ':'). */
         colon = memchr(url + auth, ':', (size_t)(last_at - url) - auth);
+        if (cred_before(url + auth, last_at)) {
+            /* The last '@' may be inside a ?password= value: what follows
+             * it may be the password's tail.  Nothing is shown. */
+            put(buf, &o, url, auth);
+            put(buf, &o, "***", 3);
+            buf[o] = '\0';
+            *out = buf;
+            return DLOCK_OK;
+        }
         if (colon != NULL &&
             strcspn(url + auth, "/?#") >= (size_t)(colon - url) - auth) {
             put(buf, &o, url, (size_t)(colon - url) + 1);
