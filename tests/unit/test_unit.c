@@ -55,7 +55,8 @@ static void test_redact(void)
               "redis://admin@corp:***@127.0.0.1:6379");
     redact_is("redis://:SECRET/X?PW@127.0.0.1:6379",
               "redis://:***@127.0.0.1:6379");
-    redact_is("redis://u/x?password=MARK@h", "redis://***@h");
+    /* The last '@' may be inside a ?password= value: nothing shown. */
+    redact_is("redis://u/x?password=MARK@h", "redis://***");
     redact_is("postgres://h/db?user=me@srv&password=MARK",
               "postgres://***@srv&password=***");
     redact_is("postgres://admin@server:PW@h/db", "postgres://admin@server:***@h/db");
