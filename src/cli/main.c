@@ -120,12 +120,19 @@ static char *read_store_file(const char *path, const char *from)
 }
 
 /* A URL given with -s stays in /proc/PID/cmdline (what ps shows) for the
- * whole hold: keep a copy and write over the password in argv. */
-static char *take_url_arg(char *arg)
+ * whole hold: keep a copy and write over the password in argv, for every
+ * -s given (an earlier one's password is as visible as the last one's).
+ * *owned is the copy of the last; an earlier copy is wiped and freed. */
+static char *take_url_arg(char *arg, char **owned)
 {
     char *url = strdup(arg), *red = NULL;
     size_t len = strlen(arg);
 
+    if (*owned != NULL) {
+        memset(*owned, 0, strlen(*owned));
+        free(*owned);
+    }
+    *owned = url;
     if (url == NULL) {
         cli_err("out of memory");
         return NULL;
@@ -178,14 +185,20 @@ int main(int argc, char **argv)
             }
             if (strcmp(a, "--store-file") == 0)
                 file = argv[i], c.url = NULL;
+            else if ((c.url = take_url_arg(argv[i], &owned)) == NULL)
+                return EXIT_INTERNAL;
             else
-                c.url = argv[i], file = NULL;
+                file = NULL;
         } else if (strncmp(a, "--store-file=", 13) == 0) {
             file = (char *)a + 13, c.url = NULL;
         } else if (strncmp(a, "--store=", 8) == 0) {
-            c.url = a + 8, file = NULL;
+            if ((c.url = take_url_arg((char *)a + 8, &owned)) == NULL)
+                return EXIT_INTERNAL;
+            file = NULL;
         } else if (strncmp(a, "-s", 2) == 0) {
-            c.url = a + 2, file = NULL;
+            if ((c.url = take_url_arg((char *)a + 2, &owned)) == NULL)
+                return EXIT_INTERNAL;
+            file = NULL;
         } else {
             cli_err("unknown option '%s' (see dlock --help)", a);
             return EXIT_USAGE;
@@ -198,6 +211,10 @@ int main(int argc, char **argv)
     /* An empty store is a mistake (an unset variable in a script), never
      * a quiet fall-back to the local default. */
     if (file != NULL) {
+        if (owned != NULL) { /* an earlier -s's copy */
+            memset(owned, 0, strlen(owned));
+            free(owned);
+        }
         owned = read_store_file(file, "--store-file");
         if (owned == NULL)
             return EXIT_USAGE;
@@ -207,9 +224,6 @@ int main(int argc, char **argv)
                     "store)");
             return EXIT_USAGE;
         }
-        owned = take_url_arg((char *)c.url);
-        if (owned == NULL)
-            return EXIT_INTERNAL;
     } else if ((env = getenv("DLOCK_STORE")) != NULL) {
         if (env[0] == '\0') {
             cli_err("DLOCK_STORE is set but empty (unset it for the default "

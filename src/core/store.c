@@ -181,6 +181,17 @@ dlock_rc dlock_store_open(dlock_store **out, const char *url)
     if (rc != DLOCK_OK)
         return rc;
     rc = ops->open(&s, u);
+    if (rc != DLOCK_OK) {
+        /* Whatever a driver said, not one secret of the URL in it. */
+        char **sec = dlock__url_secrets(u->raw);
+
+        if (sec != NULL)
+            dlock__scrub_errmsg((const char *const *)sec);
+        else
+            dlock__seterr(rc, "cannot open %s (no memory to tell more)",
+                          u->redacted);
+        dlock__secrets_free(sec);
+    }
     if (rc == DLOCK_OK) {
         s->ops = ops;
         s->pid = dlock__pid();

@@ -73,6 +73,22 @@ int dlock__url_param_ms(const struct dlock_url *url, const char *key,
 int dlock__url_param_count(const struct dlock_url *url, const char *key,
                            int64_t *out);
 
+/* What in the URL text may be a secret: the password (up to the
+ * authority's last '@', and up to the URL's last '@'), and the values of
+ * credential parameters (?password=...), each as written and decoded.
+ * A NULL-terminated malloc'd list for dlock__scrub(); NULL if out of
+ * memory.  dlock__secrets_free() wipes and frees it. */
+char **dlock__url_secrets(const char *url);
+void dlock__secrets_free(char **secrets);
+/* Copy src (a driver's or server's text) to dst[cap] with every secret of
+ * the NULL-terminated list replaced by "***"; a secret under 4 bytes that
+ * occurs drops the whole text.  No text from libpq, the Redis transport
+ * or libmariadb reaches a message without passing here. */
+void dlock__scrub(char *dst, size_t cap, const char *src,
+                  const char *const *secrets);
+/* dlock__scrub() on the thread's message. */
+void dlock__scrub_errmsg(const char *const *secrets);
+
 /* The base of every store handle. */
 struct dlock_store {
     const struct dlock_store_ops *ops;

@@ -8,10 +8,14 @@
  * '/', '?' or '#' that a password forgot to percent-encode), and the value
  * of every query parameter that may carry a credential (password=,
  * sslpassword=, pass=, pwd=, secret, token, auth...; names compared after
- * percent-decoding, as libpq does), becomes "***".  A URL whose password
- * would be ambiguous is refused by the parser without being echoed.
+ * percent-decoding, as libpq does), becomes "***".  When where a password
+ * ends cannot be told (an '@' after the authority), nothing before the
+ * last '@' is shown but a plain user name.  Such a URL, and one with a
+ * '#', is refused by the parser without being echoed: one URL means one
+ * thing, and the drivers get the parts dlock parsed, never the text.
  */
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,10 +111,53 @@ static void put(char *buf, size_t *o, const char *s, size_t n)
     *o += n;
 }
 
+/* The query (or, with any_sep, text after an ambiguous URL's last '@',
+ * whose shape is unknown) with the value of every parameter that may
+ * carry a credential as "***".  q starts anywhere: text before the first
+ * separator is kept.  A key starts after '?' or '&' (any_sep: either, at
+ * every place); a credential's value runs to the next '&' or the end. */
+static void put_query(char *buf, size_t *o, const char *q, int any_sep)
+{
+    const char *seps = any_sep ? "?&" : "&";
+    size_t n = strcspn(q, any_sep ? "?&" : "?");
+
+    put(buf, o, q, n);
+    q += n;
+    while (*q != '\0') {
+        const char *key = q + 1; /* past the '?' or '&' */
+        size_t seg = strcspn(key, seps) + 1;
+        const char *eq = memchr(key, '=', seg - 1);
+
+        if (eq != NULL && secret_key(key, (size_t)(eq - key))) {
+            put(buf, o, q, (size_t)(eq - q) + 1);
+            put(buf, o, "***", 3);
+            seg = (size_t)(eq + 1 - q) + strcspn(eq + 1, "&");
+        } else {
+            put(buf, o, q, seg);
+        }
+        q += seg;
+    }
+}
+
+/* Does a credential parameter ("?password=", "&pwd=", ...) start in
+ * [s, end)? */
+static int cred_before(const char *s, const char *end)
+{
+    for (const char *c = s; c < end; c++) {
+        if (*c == '?' || *c == '&') {
+            size_t k = strcspn(c + 1, "=?&");
+
+            if (c + 1 + k < end && c[1 + k] == '=' && secret_key(c + 1, k))
+                return 1;
+        }
+    }
+    return 0;
+}
+
 dlock_rc dlock_url_redact(char **out, const char *url)
 {
-    size_t len, o = 0, sl, auth, auth_end, at = 0, colon = 0;
-    const char *q;
+    size_t len, o = 0, sl, auth, auth_end;
+    const char *last_at, *colon;
     char *buf;
 
     dlock__clearerr();
@@ -122,74 +169,205 @@ dlock_rc dlock_url_redact(char **out, const char *url)
     len = strlen(url);
     /* Every "***" replaces at least one character or is an insertion after
      * "password=" / "user:"; 3 extra per '=' or ':' bounds the growth. */
-    buf = malloc(len * 4 + 4);
+    buf = malloc(len * 4 + 8);
     if (buf == NULL)
         return dlock__enomem();
 
     sl = scheme_len(url);
-    auth = (sl > 0 && strncmp(url + sl, "://", 3) == 0) ? sl + 3 : 0;
-    auth_end = auth;
-    if (auth > 0) {
-        while (url[auth_end] != '\0' && url[auth_end] != '/' &&
-               url[auth_end] != '?' && url[auth_end] != '#')
-            auth_end++;
-        for (size_t i = auth; i < auth_end; i++)
-            if (url[i] == '@')
-                at = i;
-        /* No '@' in the authority, yet one further on: maybe a password
-         * with an unencoded '/', '?' or '#' ("u:pa/ss@h").  Hide from the
-         * first ':' up to the last '@' (more than needed, never less). */
-        if (at == 0 && memchr(url + auth, ':', auth_end - auth) != NULL) {
-            const char *last = strrchr(url + auth_end, '@');
-            const char *query = url[auth_end] == '?' || url[auth_end] == '#'
-                                    ? NULL
-                                    : strchr(url + auth_end, '?');
-
-            /* An '@' in a query value ("?user=me@srv") is no password's. */
-            if (last != NULL && (query == NULL || last < query)) {
-                at = (size_t)(last - url);
-                auth_end = at + strcspn(url + at, "/?#");
-            }
-        }
-        if (at > 0) {
-            const char *c = memchr(url + auth, ':', at - auth);
-
-            colon = c != NULL ? (size_t)(c - url) : 0;
-        }
-    }
-    if (colon > 0) {
-        put(buf, &o, url, colon + 1);
-        put(buf, &o, "***", 3);
-        put(buf, &o, url + at, auth_end - at);
-    } else {
-        put(buf, &o, url, auth_end);
-    }
-
-    /* The path as it is, then the query parameters that may carry a
-     * credential (libpq accepts ?password= and ?sslpassword=). */
-    q = url + auth_end;
-    {
-        size_t plen = strcspn(q, "?");
-
-        put(buf, &o, q, plen);
-        q += plen;
-    }
-    while (*q != '\0') {
-        size_t seg = strcspn(q + 1, "&") + 1;
-        const char *key = q + 1; /* past the '?' or '&' */
-        const char *eq = memchr(key, '=', seg - 1);
-
-        if (eq != NULL && secret_key(key, (size_t)(eq - key))) {
-            put(buf, &o, q, (size_t)(eq - q) + 1);
-            put(buf, &o, "***", 3);
+    last_at = strrchr(url, '@');
+    if (sl == 0 || strncmp(url + sl, "://", 3) != 0) {
+        /* No authority to find a password in: if there is an '@', some
+         * reading may take what precedes it for one.  Show nothing. */
+        if (last_at != NULL) {
+            put(buf, &o, url, sl);
+            put(buf, &o, sl > 0 ? ":***" : "***", sl > 0 ? 4 : 3);
         } else {
-            put(buf, &o, q, seg);
+            put_query(buf, &o, url, 0);
         }
-        q += seg;
+        buf[o] = '\0';
+        *out = buf;
+        return DLOCK_OK;
+    }
+    auth = sl + 3;
+    auth_end = auth + strcspn(url + auth, "/?#");
+    if (last_at == NULL) {
+        put(buf, &o, url, auth_end);
+        put_query(buf, &o, url + auth_end, 0);
+    } else if ((size_t)(last_at - url) < auth_end) {
+        /* user[:password]@host: the password runs from the first ':' to
+         * the last '@' of the authority (a user name may hold an '@'). */
+        colon = memchr(url + auth, ':', (size_t)(last_at - url) - auth);
+        if (colon != NULL) {
+            put(buf, &o, url, (size_t)(colon - url) + 1);
+            put(buf, &o, "***", 3);
+            put(buf, &o, last_at, auth_end - (size_t)(last_at - url));
+        } else {
+            put(buf, &o, url, auth_end);
+        }
+        put_query(buf, &o, url + auth_end, 0);
+    } else {
+        /* An '@' past the authority: a '/', '?' or '#' in a user name or
+         * password was not encoded, or an '@' in a path or option value
+         * was not.  Where a password ends cannot be told: nothing before
+         * the last '@' is shown but a user name that no reading takes
+         * for more (no '/', '?', '#' before its ':'). */
+        colon = memchr(url + auth, ':', (size_t)(last_at - url) - auth);
+        if (cred_before(url + auth, last_at)) {
+            /* The last '@' may be inside a ?password= value: what follows
+             * it may be the password's tail.  Nothing is shown. */
+            put(buf, &o, url, auth);
+            put(buf, &o, "***", 3);
+            buf[o] = '\0';
+            *out = buf;
+            return DLOCK_OK;
+        }
+        if (colon != NULL &&
+            strcspn(url + auth, "/?#") >= (size_t)(colon - url) - auth) {
+            put(buf, &o, url, (size_t)(colon - url) + 1);
+            put(buf, &o, "***@", 4);
+        } else {
+            put(buf, &o, url, auth);
+            put(buf, &o, "***@", 4);
+        }
+        put_query(buf, &o, last_at + 1, 1);
     }
     buf[o] = '\0';
     *out = buf;
     return DLOCK_OK;
+}
+
+/* Append a copy of s[0..n) (decoded if dec) to the list *v of *n; -1 if
+ * out of memory (a bad escape adds nothing: such a URL is refused). */
+static int add_secret(char ***v, size_t *n, const char *s, size_t len,
+                      int dec)
+{
+    char **nv, *c;
+    int bad = 0;
+
+    if (len == 0)
+        return 0;
+    c = dec ? decode(s, len, &bad) : dlock__strndup(s, len);
+    if (c == NULL)
+        return bad ? 0 : -1;
+    nv = realloc(*v, (*n + 2) * sizeof(**v));
+    if (nv == NULL) {
+        free(c);
+        return -1;
+    }
+    *v = nv;
+    nv[(*n)++] = c;
+    nv[*n] = NULL;
+    return 0;
+}
+
+char **dlock__url_secrets(const char *url)
+{
+    size_t n = 0, sl = scheme_len(url), auth, auth_end;
+    const char *last_at = strrchr(url, '@'), *q;
+    char **v = calloc(1, sizeof(*v));
+    int rc = 0;
+
+    if (v == NULL)
+        return NULL;
+    if (sl > 0 && strncmp(url + sl, "://", 3) == 0 && last_at != NULL) {
+        const char *colon;
+
+        auth = sl + 3;
+        auth_end = auth + strcspn(url + auth, "/?#");
+        colon = memchr(url + auth, ':', (size_t)(last_at - url) - auth);
+        if (colon != NULL) {
+            /* Whatever may be the password: up to the authority's last
+             * '@', and up to the URL's last '@' if that is further. */
+            const char *in_auth = NULL;
+
+            for (const char *c = colon; c < url + auth_end; c++)
+                if (*c == '@')
+                    in_auth = c;
+            for (int dec = 0; dec < 2 && rc == 0; dec++) {
+                if (in_auth != NULL)
+                    rc = add_secret(&v, &n, colon + 1,
+                                    (size_t)(in_auth - colon - 1), dec);
+                if (rc == 0 && in_auth != last_at)
+                    rc = add_secret(&v, &n, colon + 1,
+                                    (size_t)(last_at - colon - 1), dec);
+            }
+        }
+    }
+    /* Credential parameters, as written and decoded. */
+    q = strchr(url, '?');
+    while (rc == 0 && q != NULL && *q != '\0') {
+        const char *key = q + 1;
+        size_t seg = strcspn(key, "&");
+        const char *eq = memchr(key, '=', seg);
+
+        if (eq != NULL && secret_key(key, (size_t)(eq - key)))
+            for (int dec = 0; dec < 2 && rc == 0; dec++)
+                rc = add_secret(&v, &n, eq + 1,
+                                seg - (size_t)(eq + 1 - key), dec);
+        q = key + seg;
+    }
+    if (rc != 0) {
+        dlock__secrets_free(v);
+        return NULL;
+    }
+    return v;
+}
+
+void dlock__secrets_free(char **v)
+{
+    if (v == NULL)
+        return;
+    for (size_t i = 0; v[i] != NULL; i++) {
+        memset(v[i], 0, strlen(v[i]));
+        free(v[i]);
+    }
+    free(v);
+}
+
+void dlock__scrub(char *dst, size_t cap, const char *src,
+                  const char *const *secrets)
+{
+    size_t o = 0;
+
+    if (cap == 0)
+        return;
+    if (src == NULL)
+        src = "";
+    /* A secret too short to cut out without cutting words too: the text
+     * is dropped if it holds it at all. */
+    for (size_t k = 0; secrets != NULL && secrets[k] != NULL; k++)
+        if (secrets[k][0] != '\0' && strlen(secrets[k]) < 4 &&
+            strstr(src, secrets[k]) != NULL) {
+            snprintf(dst, cap, "(text not shown: it may hold the "
+                               "password)");
+            return;
+        }
+    while (*src != '\0' && o + 1 < cap) {
+        size_t hit = 0;
+
+        for (size_t k = 0; secrets != NULL && secrets[k] != NULL; k++) {
+            size_t l = strlen(secrets[k]);
+
+            if (l > hit && strncmp(src, secrets[k], l) == 0)
+                hit = l;
+        }
+        if (hit > 0) {
+            for (size_t j = 0; j < 3 && o + 1 < cap; j++)
+                dst[o++] = '*';
+            src += hit;
+        } else {
+            dst[o++] = *src++;
+        }
+    }
+    dst[o] = '\0';
+}
+
+void dlock__scrub_errmsg(const char *const *secrets)
+{
+    char tmp[1024];
+
+    dlock__scrub(tmp, sizeof(tmp), dlock_errmsg(), secrets);
+    dlock__seterr(0, "%s", tmp);
 }
 
 void dlock__url_free(struct dlock_url *u)
@@ -360,25 +538,22 @@ static int parse(struct dlock_url *u, const char *url)
                              u->scheme, u->redacted);
     auth = sl + 3;
     auth_end = auth + strcspn(url + auth, "/?#");
-    /* Not echoed: a '#' may be part of a password.  Neither is a URL whose
-     * authority has no '@' while an '@' follows it: the likely cause is a
-     * password with an unencoded '/', '?' or '#', and guessing would
-     * either send the wrong password or print the right one. */
+    /* Not echoed: a '#' may be part of a password.  Neither is a URL
+     * with an '@' after its authority: a '/', '?' or '#' in a user name or
+     * password was not encoded, or an '@' in a path or option value was
+     * not, and which cannot be told: guessing would send the wrong
+     * password, or print or look up (as a host) the right one. */
     if (strchr(url, '#') != NULL)
         return dlock__seterr(DLOCK_EINVAL,
                              "a '#' in a store URL (not shown): write it "
                              "as %%23 if it is part of a password");
-    if (auth_end > auth &&
-        memchr(url + auth, '@', auth_end - auth) == NULL &&
-        url[auth_end] != '\0' &&
-        memchr(url + auth_end, '@',
-               url[auth_end] == '?' ? strlen(url + auth_end)
-                                    : strcspn(url + auth_end, "?")) != NULL)
+    if (strchr(url + auth_end, '@') != NULL)
         return dlock__seterr(DLOCK_EINVAL,
                              "ambiguous store URL (not shown): an '@' after "
                              "the host part; percent-encode '/', '?' and "
                              "'#' in a user name or password (%%2F %%3F "
-                             "%%23)");
+                             "%%23), and '@' in a path or option value "
+                             "(%%40)");
     for (const char *c = url + auth; c < url + auth_end; c++)
         if (*c == '@')
             at = c;

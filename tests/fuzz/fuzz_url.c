@@ -1,8 +1,14 @@
 /* libFuzzer: the store URL parser and password redaction.  Besides not
  * crashing: a parsed URL's redacted form never holds its password (when
  * the password is distinctive enough to look for), and parsing is
- * deterministic. */
+ * deterministic.  And the property of issue 33 (items 7, 8): the input
+ * also builds a URL with a marker password, the fuzzer's bytes around
+ * the marker and after the '@' (any mix of '@', '/', '?', '#', ':', '%'),
+ * on every scheme; neither the redacted form, nor the parser's message
+ * or redacted form, nor the host, user, path or option names it would
+ * hand a driver may hold the marker. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -21,7 +27,92 @@ static int elsewhere(const struct dlock_url *u, const char *pw)
     return 0;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+#define MARK "QZXKJWVTRP"
+
+static void no_mark(const char *url, const char *what, const char *s)
+{
+    (void)url;
+    (void)what;
+    if (s != NULL && (strstr(s, "QZXKJ") != NULL || strstr(s, "WVTRP") != NULL))
+        abort();
+}
+
+/* data: [scheme][user][form][where] then password bytes '\n' suffix. */
+static void marker_property(const uint8_t *data, size_t size)
+{
+    static const char *const schemes[] = {
+        "sqlite",        "redis",    "rediss",     "redis-sentinel",
+        "redis-cluster", "postgres", "postgresql", "mysql",
+        "mariadb",       "unix"};
+    static const char *const users[] = {"", "u", "admin@corp", "a@b",
+                                        "us%40er", "admin@server"};
+    const uint8_t *nl;
+    size_t alen, blen, where, o = 0;
+    char *url, *red = NULL;
+    struct dlock_url *u = NULL;
+    int form;
+
+    /* The fuzzer's own bytes may spell a half of the marker. */
+    if (size < 4 || memmem(data, size, "QZXKJ", 5) != NULL ||
+        memmem(data, size, "WVTRP", 5) != NULL)
+        return;
+    form = data[2] % 2; /* 0: user:PW@suffix, 1: suffix?password=PW */
+    where = data[3];
+    data += 4;
+    size -= 4;
+    nl = memchr(data, '\n', size);
+    alen = nl != NULL ? (size_t)(nl - data) : size;
+    blen = nl != NULL ? size - alen - 1 : 0;
+    url = malloc(alen + blen + 64 + sizeof(MARK));
+    if (url == NULL)
+        return;
+    o = (size_t)sprintf(url, "%s://", schemes[data[-4] % 10]);
+    if (form == 0)
+        o += (size_t)sprintf(url + o, "%s:", users[data[-3] % 6]);
+    else {
+        for (size_t i = 0; i < blen; i++)
+            url[o++] = nl[1 + i] != '\0' ? (char)nl[1 + i] : 'x';
+        o += (size_t)sprintf(url + o, "%spassword=",
+                             memchr(url, '?', o) != NULL ? "&" : "?");
+    }
+    where = alen > 0 ? where % (alen + 1) : 0;
+    for (size_t i = 0; i <= alen; i++) {
+        if (i == where) {
+            memcpy(url + o, MARK, sizeof(MARK) - 1);
+            o += sizeof(MARK) - 1;
+        }
+        if (i < alen) {
+            char ch = data[i] != '\0' ? (char)data[i] : 'x';
+
+            /* In a ?password= value an '&' starts another option: no
+             * parser can tell, so the property leaves it out. */
+            url[o++] = form == 1 && ch == '&' ? 'x' : ch;
+        }
+    }
+    if (form == 0) {
+        url[o++] = '@';
+        for (size_t i = 0; i < blen; i++)
+            url[o++] = nl[1 + i] != '\0' ? (char)nl[1 + i] : 'x';
+    }
+    url[o] = '\0';
+    if (dlock_url_redact(&red, url) == DLOCK_OK)
+        no_mark(url, "redact", red);
+    dlock_free(red);
+    if (dlock__url_parse(&u, url) != DLOCK_OK) {
+        no_mark(url, "parse message", dlock_errmsg());
+    } else {
+        no_mark(url, "redacted", u->redacted);
+        no_mark(url, "host", u->host);
+        no_mark(url, "user", u->user);
+        no_mark(url, "path", u->path);
+        for (size_t i = 0; i < u->nparams; i++)
+            no_mark(url, "option name", u->params[i].key);
+        dlock__url_free(u);
+    }
+    free(url);
+}
+
+static int raw_checks(const uint8_t *data, size_t size)
 {
     char *s = malloc(size + 1), *red = NULL;
     struct dlock_url *u = NULL;
@@ -70,4 +161,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     free(s);
     return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    marker_property(data, size);
+    return raw_checks(data, size);
 }

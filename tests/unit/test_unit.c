@@ -47,9 +47,20 @@ static void test_redact(void)
     redact_is("redis://u:pa/ss3cr3t@h:1", "redis://u:***@h:1");
     redact_is("redis://u:pa?ss3cr3t@h:1", "redis://u:***@h:1");
     redact_is("redis://u:pa#ss3cr3t@h:1", "redis://u:***@h:1");
-    /* An '@' in a query value is nobody's password. */
-    redact_is("postgres://h:5432/db?user=me@srv",
-              "postgres://h:5432/db?user=me@srv");
+    /* An '@' after the authority: where a password ends cannot be told
+     * (is it "5432/db?user=me"?), so nothing before the last '@' is shown
+     * but a user name; the parser refuses such a URL (issue 33). */
+    redact_is("postgres://h:5432/db?user=me@srv", "postgres://h:***@srv");
+    redact_is("redis://admin@corp:SECRET/PW@127.0.0.1:6379",
+              "redis://admin@corp:***@127.0.0.1:6379");
+    redact_is("redis://:SECRET/X?PW@127.0.0.1:6379",
+              "redis://:***@127.0.0.1:6379");
+    /* The last '@' may be inside a ?password= value: nothing shown. */
+    redact_is("redis://u/x?password=MARK@h", "redis://***");
+    redact_is("postgres://h/db?user=me@srv&password=MARK",
+              "postgres://***@srv&password=***");
+    redact_is("postgres://admin@server:PW@h/db", "postgres://admin@server:***@h/db");
+    redact_is("redis:u:pw@h", "redis:***");
 }
 
 /* A URL that cannot be parsed unambiguously is refused, and the message
@@ -73,6 +84,11 @@ static void test_ambiguous(void)
     refused_quietly("redis://u:pa?ss3cr3t@h:1");
     refused_quietly("redis://u:pa#ss3cr3t@h:1");
     refused_quietly("postgres://u:s3cr3t@h/db#frag");
+    /* issue 33: a user name with '@', a password with '/' then '?'. */
+    refused_quietly("redis://admin@corp:s3cr3t/PW@127.0.0.1:6379");
+    refused_quietly("redis://:s3cr3t/X?PW@127.0.0.1:6379");
+    refused_quietly("postgres://u:12/s3cr3t?x@h/db");
+    refused_quietly("postgres://h:5432/db?user=me@s3cr3t");
 }
 
 static void test_parse(void)

@@ -42,6 +42,26 @@ static void one_line(char *dst, size_t len, const char *src)
     dst[j] = '\0';
 }
 
+/* The URL's secrets, kept as libpq instance data of each connection so
+ * that run_op() can scrub what libpq and the server say. */
+static int secrets_event(PGEventId id, void *info, void *pass)
+{
+    (void)id;
+    (void)info;
+    (void)pass;
+    return 1;
+}
+
+/* one_line() of a libpq text, scrubbed of the URL's secrets. */
+static void driver_text(char *dst, size_t len, const char *src,
+                        const char *const *secrets)
+{
+    char tmp[512];
+
+    one_line(tmp, sizeof(tmp), src);
+    dlock__scrub(dst, len, tmp, secrets);
+}
+
 /* Wait until the socket is ready for `events` or deadline: 1 ready,
  * 0 timed out, -1 error. */
 static int wait_io(PGconn *c, short events, int64_t deadline)
@@ -85,6 +105,7 @@ static int run_op(PGconn *c, const char *url, const char *what, int op,
 {
     int64_t deadline;
     PGresult *first = NULL;
+    const char *const *sec;
     char msg[512];
     int sent, r;
 
@@ -98,6 +119,7 @@ static int run_op(PGconn *c, const char *url, const char *what, int op,
         return dlock__seterr(DLOCK_EUNAVAIL, "postgres %s: not connected (%s)",
                              what, url);
     }
+    sec = PQinstanceData(c, secrets_event);
     if (op == OP_PREPARE)
         sent = PQsendPrepare(c, stmt, sql, 0, NULL);
     else if (op == OP_PREPARED)
@@ -154,8 +176,8 @@ static int run_op(PGconn *c, const char *url, const char *what, int op,
 
         if (state != NULL && st != NULL)
             dlock__strlcpy(state, st, 6);
-        one_line(msg, sizeof(msg),
-                 pm != NULL ? pm : PQresultErrorMessage(first));
+        driver_text(msg, sizeof(msg),
+                    pm != NULL ? pm : PQresultErrorMessage(first), sec);
         PQclear(first);
         return dlock__seterr(gone ? DLOCK_EUNAVAIL : DLOCK_ESTORE,
                              "postgres %s: %s%s (%s)", what, msg,
@@ -168,7 +190,7 @@ timeout:
                          (long long)timeout_ms, url);
 broken:
     PQclear(first);
-    one_line(msg, sizeof(msg), PQerrorMessage(c));
+    driver_text(msg, sizeof(msg), PQerrorMessage(c), sec);
     return dlock__seterr(DLOCK_EUNAVAIL, "postgres %s: %s (%s)", what,
                          msg[0] ? msg : "connection lost", url);
 }
@@ -226,29 +248,209 @@ int dlock__pg_runq(PGconn *c, const char *url, const char *what, int id,
     return dlock__pg_run(c, url, what, sql, n, v, timeout_ms, out, state);
 }
 
-/* Connect with dlock's defaults underneath whatever the URL says. */
+/* --- what libpq is given ------------------------------------------- */
+
+/* Append keyword k (copied) with value v[0..n) (copied, or decoded if
+ * dec) to ps's arrays.  An empty value is left out (libpq skips it). */
+static int kv_add(struct pg_store *ps, size_t *n, const char *k,
+                  const char *v, size_t vlen)
+{
+    char **kw, **val;
+
+    if (vlen == 0)
+        return DLOCK_OK;
+    kw = realloc(ps->conn_kw, (*n + 2) * sizeof(*kw));
+    if (kw == NULL)
+        return dlock__enomem();
+    ps->conn_kw = kw;
+    val = realloc(ps->conn_val, (*n + 2) * sizeof(*val));
+    if (val == NULL)
+        return dlock__enomem();
+    ps->conn_val = val;
+    kw[*n] = dlock__strdup(k);
+    val[*n] = dlock__strndup(v, vlen);
+    kw[*n + 1] = val[*n + 1] = NULL;
+    if (kw[*n] == NULL || val[*n] == NULL) {
+        free(kw[*n]);
+        free(val[*n]);
+        kw[*n] = val[*n] = NULL;
+        return dlock__enomem();
+    }
+    (*n)++;
+    return DLOCK_OK;
+}
+
+static int kv_adds(struct pg_store *ps, size_t *n, const char *k,
+                   const char *v)
+{
+    return v != NULL ? kv_add(ps, n, k, v, strlen(v)) : DLOCK_OK;
+}
+
+static int hexv(int c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+/* Append s[0..n) percent-decoded to the string b (room: n + 1). */
+static void cat_decoded(char *b, const char *s, size_t n)
+{
+    size_t o = strlen(b);
+
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '%' && i + 2 < n && hexv(s[i + 1]) >= 0 &&
+            hexv(s[i + 2]) >= 0) {
+            b[o++] = (char)(hexv(s[i + 1]) * 16 + hexv(s[i + 2]));
+            i += 2;
+        } else {
+            b[o++] = s[i];
+        }
+    }
+    b[o] = '\0';
+}
+
+/* A libpq host list "h1:p1,[v6]:p2,h3" (as in the URL) as host= and
+ * port= lists. */
+static int host_list(struct pg_store *ps, size_t *n, const char *list)
+{
+    size_t len = strlen(list);
+    char *hosts = calloc(1, len + 1), *ports = calloc(1, len + 1);
+    const char *p = list;
+    int any_port = 0, rc;
+
+    if (hosts == NULL || ports == NULL) {
+        free(hosts);
+        free(ports);
+        return dlock__enomem();
+    }
+    for (;;) {
+        size_t item = strcspn(p, ","), hl = item;
+        const char *h = p, *port = NULL;
+
+        if (item > 0 && p[0] == '[') {
+            const char *close = memchr(p, ']', item);
+
+            if (close != NULL) {
+                h = p + 1;
+                hl = (size_t)(close - h);
+                if (close + 1 < p + item && close[1] == ':')
+                    port = close + 2;
+            }
+        } else {
+            const char *c = memchr(p, ':', item);
+
+            if (c != NULL) {
+                hl = (size_t)(c - p);
+                port = c + 1;
+            }
+        }
+        cat_decoded(hosts, h, hl);
+        if (port != NULL) {
+            strncat(ports, port, (size_t)(p + item - port));
+            any_port = 1;
+        }
+        p += item;
+        if (*p != ',')
+            break;
+        strcat(hosts, ",");
+        strcat(ports, ",");
+        p++;
+    }
+    rc = kv_adds(ps, n, "host", hosts);
+    if (rc == DLOCK_OK && any_port)
+        rc = kv_adds(ps, n, "port", ports);
+    free(hosts);
+    free(ports);
+    return rc;
+}
+
+int dlock__pg_conn_params(struct pg_store *ps, const struct dlock_url *u)
+{
+    /* dlock's defaults, under whatever the URL says. */
+    static const char *const dflt[][2] = {
+        {"connect_timeout", "5"},     {"keepalives", "1"},
+        {"keepalives_idle", "10"},    {"keepalives_interval", "5"},
+        {"keepalives_count", "3"},    {"application_name", "dlock"},
+    };
+    /* dlock's own options, not libpq's. */
+    static const char *const ours[] = {"keys", "mode", "timeout",
+                                       "max_keys", NULL};
+    size_t n = 0;
+    int rc = DLOCK_OK;
+
+    ps->secrets = dlock__url_secrets(u->raw);
+    if (ps->secrets == NULL)
+        return dlock__enomem();
+    for (size_t i = 0; rc == DLOCK_OK && i < sizeof(dflt) / sizeof(dflt[0]);
+         i++)
+        rc = kv_adds(ps, &n, dflt[i][0], dflt[i][1]);
+    if (rc == DLOCK_OK && u->host != NULL && strchr(u->host, ',') != NULL) {
+        rc = host_list(ps, &n, u->host);
+    } else if (rc == DLOCK_OK) {
+        char port[8];
+
+        rc = kv_adds(ps, &n, "host", u->host);
+        snprintf(port, sizeof(port), "%d", u->port);
+        if (rc == DLOCK_OK && u->port > 0)
+            rc = kv_adds(ps, &n, "port", port);
+    }
+    if (rc == DLOCK_OK)
+        rc = kv_adds(ps, &n, "user", u->user);
+    if (rc == DLOCK_OK)
+        rc = kv_adds(ps, &n, "password", u->password);
+    if (rc == DLOCK_OK && u->path != NULL && u->path[0] == '/')
+        rc = kv_adds(ps, &n, "dbname", u->path + 1);
+    for (size_t i = 0; rc == DLOCK_OK && i < u->nparams; i++) {
+        const char *k = u->params[i].key, *v = u->params[i].value;
+        size_t j = 0;
+
+        while (ours[j] != NULL && strcmp(ours[j], k) != 0)
+            j++;
+        if (ours[j] != NULL)
+            continue;
+        /* As libpq reads ?ssl=true in a URI (JDBC's spelling). */
+        if (strcmp(k, "ssl") == 0 && strcmp(v, "true") == 0)
+            k = "sslmode", v = "require";
+        rc = kv_adds(ps, &n, k, v);
+    }
+    if (rc == DLOCK_OK)
+        rc = kv_adds(ps, &n, "client_encoding", "UTF8");
+    if (rc == DLOCK_OK && ps->conn_kw == NULL)
+        rc = dlock__enomem(); /* unreachable: the defaults are there */
+    return rc;
+}
+
+void dlock__pg_conn_params_free(struct pg_store *ps)
+{
+    for (size_t i = 0; ps->conn_kw != NULL && ps->conn_kw[i] != NULL; i++) {
+        memset(ps->conn_val[i], 0, strlen(ps->conn_val[i]));
+        free(ps->conn_kw[i]);
+        free(ps->conn_val[i]);
+    }
+    free(ps->conn_kw);
+    free(ps->conn_val);
+    dlock__secrets_free(ps->secrets);
+    ps->conn_kw = ps->conn_val = ps->secrets = NULL;
+}
+
+/* Connect with dlock's defaults underneath whatever the URL says.  libpq
+ * gets keyword/value pairs with expand_dbname = 0: it never parses a
+ * URL of its own, so it cannot read one differently from dlock. */
 int dlock__pg_connect(struct pg_store *ps, PGconn **out)
 {
-    static const char *const kw[] = {"connect_timeout",
-                                     "keepalives",
-                                     "keepalives_idle",
-                                     "keepalives_interval",
-                                     "keepalives_count",
-                                     "application_name",
-                                     "dbname",
-                                     "client_encoding",
-                                     NULL};
-    const char *val[] = {"5",     "1",          "10",   "5", "3",
-                         "dlock", ps->conninfo, "UTF8", NULL};
+    const char *const *sec = (const char *const *)ps->secrets;
     char msg[512];
     PGconn *c;
 
     *out = NULL;
-    c = PQconnectdbParams(kw, val, 1);
+    c = PQconnectdbParams((const char *const *)ps->conn_kw,
+                          (const char *const *)ps->conn_val, 0);
     if (c == NULL)
         return dlock__enomem();
     if (PQstatus(c) != CONNECTION_OK) {
-        one_line(msg, sizeof(msg), PQerrorMessage(c));
+        driver_text(msg, sizeof(msg), PQerrorMessage(c), sec);
         PQfinish(c);
         return dlock__seterr(DLOCK_EUNAVAIL, "cannot connect to %s: %s",
                              ps->base.url, msg);
@@ -259,7 +461,9 @@ int dlock__pg_connect(struct pg_store *ps, PGconn **out)
             DLOCK_ESTORE, "%s: PostgreSQL 11 or later is needed", ps->base.url);
     }
     PQsetNoticeProcessor(c, ignore_notice, NULL);
-    if (!PQregisterEventProc(c, conn_event, "dlock", NULL)) {
+    if (!PQregisterEventProc(c, conn_event, "dlock", NULL) ||
+        !PQregisterEventProc(c, secrets_event, "dlock-secrets", NULL) ||
+        !PQsetInstanceData(c, secrets_event, ps->secrets)) {
         PQfinish(c);
         return dlock__enomem();
     }

@@ -124,7 +124,10 @@ struct sess;
 
 struct pg_store {
     struct dlock_store base;
-    char *conninfo; /* the URL for libpq, dlock's options removed */
+    /* For libpq: the parts dlock parsed from the URL as keyword/value
+     * pairs (never the URL text: libpq would read it otherwise), and what
+     * in the URL may be a secret, scrubbed from libpq's messages. */
+    char **conn_kw, **conn_val, **secrets;
     const char *const *sql;
     int lease_mode;
     int64_t op_timeout_ms;
@@ -163,6 +166,9 @@ int dlock__pg_runq(PGconn *c, const char *url, const char *what, int id,
                    const char *sql, int n, const char *const *v,
                    int64_t timeout_ms, PGresult **out, char state[6]);
 int dlock__pg_connect(struct pg_store *ps, PGconn **out);
+/* Fill ps->conn_kw/conn_val/secrets from u; free them. */
+int dlock__pg_conn_params(struct pg_store *ps, const struct dlock_url *u);
+void dlock__pg_conn_params_free(struct pg_store *ps);
 /* Fit to be used again: connected, no transaction open. */
 int dlock__pg_conn_clean(PGconn *c);
 int64_t dlock__pg_col_i64(const PGresult *r, int row, int col, int64_t dflt);

@@ -52,47 +52,6 @@ static int ctl_run(struct pg_store *ps, const char *what, int id,
 
 /* --- open / close / init --------------------------------------------- */
 
-/* The URL minus dlock's own query parameters, for libpq. */
-static char *strip_options(const char *raw)
-{
-    static const char *const ours[] = {"keys", "mode", "timeout", "max_keys",
-                                       NULL};
-    const char *q = strchr(raw, '?');
-    size_t len = strlen(raw);
-    char *out = malloc(len + 1), *o;
-    int first = 1;
-
-    if (out == NULL)
-        return NULL;
-    if (q == NULL) {
-        memcpy(out, raw, len + 1);
-        return out;
-    }
-    memcpy(out, raw, (size_t)(q - raw));
-    o = out + (q - raw);
-    q++;
-    while (*q != '\0') {
-        size_t plen = strcspn(q, "&"), klen = strcspn(q, "=&");
-        int drop = 0;
-
-        for (int i = 0; ours[i] != NULL; i++)
-            if (strlen(ours[i]) == klen && memcmp(q, ours[i], klen) == 0)
-                drop = 1;
-        if (!drop && plen > 0) {
-            *o++ = first ? '?' : '&';
-            first = 0;
-            memcpy(o, q, plen);
-            o += plen;
-        }
-        q += plen;
-        if (*q == '&')
-            q++;
-    }
-    *o = '\0';
-    return out;
-}
-
-
 static void pg_close(struct dlock_store *s)
 {
     struct pg_store *ps = (struct pg_store *)s;
@@ -100,7 +59,7 @@ static void pg_close(struct dlock_store *s)
     dlock__pg_sessions_close(ps);
     dlock__pool_destroy(&ps->pool);
     pthread_mutex_destroy(&ps->sess_mu);
-    free(ps->conninfo);
+    dlock__pg_conn_params_free(ps);
     free(ps);
 }
 
@@ -212,10 +171,11 @@ static int pg_open(struct dlock_store **out, const struct dlock_url *u)
     ps = calloc(1, sizeof(*ps));
     if (ps == NULL)
         return dlock__enomem();
-    ps->conninfo = strip_options(u->raw);
-    if (ps->conninfo == NULL) {
+    rc = dlock__pg_conn_params(ps, u);
+    if (rc != DLOCK_OK) {
+        dlock__pg_conn_params_free(ps);
         free(ps);
-        return dlock__enomem();
+        return rc;
     }
     ps->sql = hashtext ? dlock__pg_sql_h : dlock__pg_sql_x;
     ps->lease_mode = lease;
