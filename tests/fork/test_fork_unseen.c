@@ -92,9 +92,10 @@ static void one(const char *url, int how, int renew)
     o.wait_ms = 0;
     rc = dlock_acquire(&other, s2, NAME, &o);
     if (rc != DLOCK_BUSY) {
-        fprintf(stderr, "  after the child's exit, another handle's try "
-                        "of the parent's lock: %s, want BUSY (the child "
-                        "released its parent's lock)\n",
+        fprintf(stderr,
+                "  after the child's exit, another handle's try "
+                "of the parent's lock: %s, want BUSY (the child "
+                "released its parent's lock)\n",
                 dlock_strerror(rc));
         failures++;
         if (rc == DLOCK_OK)
