@@ -1080,6 +1080,15 @@ static void release_all_at_exit(void)
 {
     int join[2] = {0, 0};
 
+    /* A child the fork handlers never ran in (_Fork(), a raw clone()
+     * without CLONE_VM, a vfork() child calling exit()) has its parent's
+     * generation, registry and thread bookkeeping: joining threads that
+     * do not exist here would hang, and the registry's locks are the
+     * parent's, on the parent's connections.  Its real pid tells it from
+     * the process the library cached (dlock__pid(), refreshed by those
+     * handlers only); nothing here is its own. */
+    if (getpid() != dlock__pid())
+        return;
     pthread_mutex_lock(&reg_mu);
     at_exit = 1;
     thr_stop = 1;

@@ -409,9 +409,29 @@ def _lost_trampoline(_handle, payload):
 _lost_cfunc = _LOST_CB(_lost_trampoline)
 
 
+# This process's incarnation, one more in every os.fork() child: what
+# tells a fork child from its parent, where a pid cannot (a pid 1 forking
+# into a new pid namespace has a child that is pid 1 too).  _Owner also
+# compares the pid, for a child forked by C code that runs no Python hook.
+_generation = 0
+
+
 def _after_fork_in_child():
-    global _lost_guard
+    global _lost_guard, _generation
     _lost_guard = threading.Lock()
+    _generation += 1
+
+
+class _Owner:
+    """The process (generation and pid) that made an object."""
+    __slots__ = ("gen", "pid")
+
+    def __init__(self):
+        self.gen = _generation
+        self.pid = os.getpid()
+
+    def here(self):
+        return self.gen == _generation and self.pid == os.getpid()
 
 
 if hasattr(os, "register_at_fork"):
@@ -483,7 +503,7 @@ class _StoreState:
     calls in flight wait for), wait while dlock_store_close() runs
     (closing), and after it go straight to libdlock, which answers LOST
     without touching the store."""
-    __slots__ = ("h", "cond", "users", "draining", "closing", "pid")
+    __slots__ = ("h", "cond", "users", "draining", "closing", "owner")
 
     def __init__(self, h):
         self.h = h
@@ -491,7 +511,7 @@ class _StoreState:
         self.users = 0
         self.draining = None      # the handle while close() drains
         self.closing = False
-        self.pid = os.getpid()
+        self.owner = _Owner()
 
 
 class _Using:
@@ -506,7 +526,7 @@ class _Using:
 
     def __enter__(self):
         ss = self.ss
-        if ss.pid != os.getpid():
+        if not ss.owner.here():
             # A fork child: the handle is inert (libdlock answers EINVAL);
             # the condition may have been copied held.
             return ss.h
@@ -536,7 +556,7 @@ class _Using:
 
 
 def _close_handle(ss):
-    if ss.pid != os.getpid():
+    if not ss.owner.here():
         h, ss.h = ss.h, None
         if h:
             _store_close(h)       # frees nothing of the parent's
@@ -700,20 +720,20 @@ class Store:
 
 class _LockState:
     """What the finalizer of a Lock needs, without the Lock itself."""
-    __slots__ = ("h", "mutex", "key", "pid", "ss", "__weakref__")
+    __slots__ = ("h", "mutex", "key", "owner", "ss", "__weakref__")
 
     def __init__(self, ss):
         self.ss = ss
         self.h = None
         self.mutex = threading.RLock()
         self.key = 0
-        self.pid = os.getpid()
+        self.owner = _Owner()
 
     def guard(self):
         # In a fork child the mutex may have been copied held by a thread
         # that does not exist there; the handle is inert in the child
         # anyway (libdlock answers EINVAL and touches nothing).
-        if self.pid == os.getpid():
+        if self.owner.here():
             return self.mutex
         return contextlib.nullcontext()
 

@@ -119,6 +119,48 @@ def main():
         lk.release()
         say("released")
         return 0
+    if mode == "fork-pid1":
+        # Run as pid 1 of a pid namespace (unshare --pid --fork): a child
+        # forked into a new pid namespace is pid 1 too.  It must still
+        # know itself a fork child: close() of the inherited store must
+        # not wait for the calls its parent's threads are in.
+        import ctypes
+        import threading
+        import time
+        assert os.getpid() == 1, os.getpid()
+        lk = store.acquire(name, wait=0)
+        waiter = store.lock(name, wait=60)
+        t = threading.Thread(target=lambda: (waiter.acquire(),
+                                             waiter.release()))
+        t.start()
+        while store._ss.users == 0:   # until the waiter is inside its call
+            time.sleep(0.001)
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(0x20000000) != 0:   # CLONE_NEWPID
+            raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWPID)")
+        pid = os.fork()
+        if pid == 0:
+            code = 0 if os.getpid() == 1 else 3
+            store.close()             # the parent's: inert here
+            os._exit(code)
+        deadline = time.monotonic() + 20
+        status = None
+        while time.monotonic() < deadline:
+            done, st = os.waitpid(pid, os.WNOHANG)
+            if done == pid:
+                status = os.waitstatus_to_exitcode(st)
+                break
+            time.sleep(0.02)
+        if status is None:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            say("child hung")
+        else:
+            say("child", status)
+        lk.release()
+        t.join()
+        say("released")
+        return 0
     raise SystemExit("unknown mode " + mode)
 
 

@@ -1,5 +1,6 @@
 """The Python binding against every store (see conftest.py)."""
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -464,6 +465,25 @@ def test_fork_child_does_not_release(url, name, helper):
     assert held[1] == "1", out    # the child's exit left it held
     assert held[3] == held[5], out
     assert "released" in lines
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
+def test_fork_child_pid1_knows_itself(url, name, helper):
+    # A pid is not an identity: a pid 1 forking into a new pid namespace
+    # has a child that is pid 1 too.  That child's close() of the
+    # inherited store must not wait for its parent's calls in flight.
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("needs root and unshare(1) for a pid namespace")
+        pytest.skip("needs root and unshare(1) for a pid namespace")
+    p = subprocess.run(
+        ["unshare", "--pid", "--fork", PY, helper, "fork-pid1", url, name],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        timeout=120)
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    lines = p.stdout.splitlines()
+    assert "child 0" in lines, (p.stdout, p.stderr)
+    assert "released" in lines, (p.stdout, p.stderr)
 
 
 def test_on_lost_from_extend_may_release(store, url, name, cli, helper):
