@@ -33,8 +33,10 @@
  * contender in the same pid namespace deletes the row at once instead of
  * waiting for the lease only on proof that the holder is gone, the fast
  * path for `kill -9`: kill(pid, 0) answers ESRCH, or /proc/PID/stat, read
- * from a /proc of our own pid namespace, shows a zombie or another start
- * time (another process under the same pid).  A /proc entry that is
+ * from a /proc of our own pid namespace, shows a zombie with no thread
+ * left (a process whose main thread called pthread_exit() shows as a
+ * zombie while its other threads run) or another start time (another
+ * process under the same pid).  A /proc entry that is
  * missing proves nothing: /proc mounted with hidepid=2 (systemd
  * ProtectProc=invisible) hides other users' processes, and kill() then
  * answers EPERM for them, which is "alive".  Anything else keeps its
@@ -620,6 +622,25 @@ static unsigned row_limit(sqlite3_stmt *s)
                : 1;
 }
 
+/* How many threads /proc/PID/status counts (a zombie leader counts
+ * itself), or -1 if it cannot be read. */
+static long proc_threads(long long pid)
+{
+    char path[64], line[256];
+    long threads = -1;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%lld/status", pid);
+    f = fopen(path, "re");
+    if (f == NULL)
+        return -1;
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (sscanf(line, "Threads: %ld", &threads) == 1)
+            break;
+    fclose(f);
+    return threads;
+}
+
 /* Is the holder (pid, recorded start time) of a row from our host and
  * pid namespace gone for good?  Only on proof: kill() answering ESRCH, or
  * a /proc of our namespace showing a zombie or another process under
@@ -638,7 +659,10 @@ static int holder_gone(const struct ident *id, long long pid, long long start)
     snprintf(path, sizeof(path), "/proc/%lld/stat", pid);
     switch (proc_stat(path, &now_start)) {
     case P_ZOMBIE:
-        return 1;
+        /* The thread group leader is a zombie: the whole process, unless
+         * its main thread ended (pthread_exit) while others run on, one
+         * of them perhaps holding the lock. */
+        return proc_threads(pid) == 1;
     case P_START:
         /* A start time of 0 or less: the holder could not read its own,
          * nothing to compare. */
