@@ -33,7 +33,8 @@
  * contender in the same pid namespace deletes the row at once instead of
  * waiting for the lease only on proof that the holder is gone, the fast
  * path for `kill -9`: kill(pid, 0) answers ESRCH, or /proc/PID/stat, read
- * from a /proc of our own pid namespace, shows a zombie with no thread
+ * from a /proc of our own pid namespace (NSpid in /proc/self/status
+ * shows one level, not merely the same number as getpid()), shows a zombie with no thread
  * left (a process whose main thread called pthread_exit() shows as a
  * zombie while its other threads run) or another start time (another
  * process under the same pid).  A /proc entry that is
@@ -271,11 +272,37 @@ static int same_start(long long a, long long b)
     return a - b <= 1 && b - a <= 1;
 }
 
+/* Is /proc the mount of our own pid namespace?  NSpid in /proc/self/status
+ * lists our pid in every namespace from the one of that /proc down to
+ * ours: exactly one number, our getpid(), only if they are the same.
+ * Comparing readlink("/proc/self") with getpid() is not enough: in a
+ * child namespace a process can have the same number in both (by chance,
+ * or by ns_last_pid), and /proc/PID then is another process.  Without
+ * NSpid (Linux before 4.1) we cannot tell: 0. */
+static int proc_is_ours(void)
+{
+    char line[256], extra[2];
+    long long only;
+    int ours = 0;
+    FILE *f = fopen("/proc/self/status", "re");
+
+    if (f == NULL)
+        return 0;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, "NSpid:", 6) != 0)
+            continue;
+        ours = sscanf(line + 6, "%lld %1s", &only, extra) == 1 &&
+               only == (long long)getpid();
+        break;
+    }
+    fclose(f);
+    return ours;
+}
+
 /* Fill id for this process.  0, or -1 if it cannot tell its clock from
  * the host's (the caller refuses the store). */
 static int ident_read(struct ident *id)
 {
-    char self[32], want[32];
     long hz = sysconf(_SC_CLK_TCK);
     long long start;
     ssize_t n;
@@ -300,12 +327,10 @@ static int ident_read(struct ident *id)
     n = readlink("/proc/self/ns/pid", id->pid_ns, sizeof(id->pid_ns) - 1);
     id->pid_ns[n > 0 ? n : 0] = '\0';
     /* /proc may be the mount of another pid namespace (a container's
-     * /proc seen from outside, `unshare -p` without a new /proc): then
-     * /proc/PID is some other process, and only kill() can look. */
-    n = readlink("/proc/self", self, sizeof(self) - 1);
-    self[n > 0 ? n : 0] = '\0';
-    snprintf(want, sizeof(want), "%ld", (long)getpid());
-    id->proc_ours = strcmp(self, want) == 0;
+     * /proc seen from outside, `unshare -p` or `nsenter -p` without a new
+     * /proc): then /proc/PID is some other process, and only kill() can
+     * look. */
+    id->proc_ours = proc_is_ours();
     if (id->proc_ours && proc_stat("/proc/self/stat", &start) == P_START)
         id->start = host_ticks(id, start);
     return 0;

@@ -15,6 +15,10 @@
 #   no-proc     the contender, same user, has an empty /proc: it cannot
 #               tell its clock from the host's and refuses the store
 #               (exit 69, "mount /proc"), never runs its command.
+#   foreign-proc
+#               the contender is in the holder's pid namespace but sees the
+#               /proc of its parent namespace, with the same pid number in
+#               both: /proc/HOLDER there is another process, no proof: busy.
 #   kill-9      the holder dies by SIGKILL: a contender that can see /proc
 #               takes over at once (the fast path), and so does nobody
 #               under hidepid=2 (kill() answers ESRCH: proof).
@@ -192,6 +196,62 @@ else
     sed 's/^/    /' "$err"
 fi
 let_go no-proc
+
+# A /proc of another pid namespace is not ours, even when our pid reads the
+# same in both.  In a private pid namespace A (own /proc), the holder is
+# pid 1 of a child namespace B with B's /proc; the contender enters B
+# (nsenter -p) but keeps A's /proc and, through B's ns_last_pid, gets the
+# same pid number in A and in B.  /proc/1 there is A's init, started
+# earlier: not the holder, and no proof of anything.
+cat >"$T/foreign.sh" <<'EOS'
+set -u
+DLOCK=$1 URL=$2 T=$3
+# A's init (this shell) must start visibly before the holder: wait (poll)
+# until three clock ticks have passed since it started.
+read -r stat </proc/self/stat
+stat=${stat##*) }
+set -- $stat
+mine=${20}
+while :; do
+    read -r up _ </proc/uptime
+    now=${up%.*}${up#*.}
+    [ "$((10#$now))" -gt "$((mine + 3))" ] && break
+done
+mkfifo "$T/f-ready" "$T/f-go"
+unshare -p -f -m --mount-proc "$DLOCK" -s "$URL" run job --ttl 30 -- \
+    sh -c "echo up >'$T/f-ready'; read _ <'$T/f-go'" &
+u=$!
+read -r _ <"$T/f-ready"
+b=$(pgrep -P "$u")
+nsenter -t "$b" -p -- bash -c '
+    while read -r k a _; do [ "$k" = NSpid: ] && break; done </proc/self/status
+    echo "$a" >/proc/sys/kernel/ns_last_pid
+    grep NSpid /proc/self/status >"$3/f-nspid"
+    "$1" -s "$2" run -w 0 job -- sh -c "echo x >$3/f-ran" 2>"$3/f-err"
+    echo $? >"$3/f-rc"' sh "$DLOCK" "$URL" "$T"
+echo go >"$T/f-go"
+wait "$u"
+echo $? >"$T/f-holder"
+EOS
+if command -v nsenter >/dev/null && command -v pgrep >/dev/null; then
+    unshare -p -f -m --mount-proc bash "$T/foreign.sh" "$DLOCK" "$URL" "$T"
+    read -r _ a b <"$T/f-nspid"
+    if [ "$a" != "$b" ]; then
+        fail "foreign-proc: the contender's pids differ ($a, $b): the case tests nothing"
+    fi
+    rc=$(cat "$T/f-rc") ran=no err=$T/f-err
+    [ -e "$T/f-ran" ] && ran=yes
+    expect_busy "foreign-proc (another namespace's /proc, same pid number)"
+    if [ "$(cat "$T/f-holder")" = 0 ]; then
+        ok "foreign-proc: the holder ran to the end and released"
+    else
+        fail "foreign-proc: the holder exited $(cat "$T/f-holder") (lost its lock?)"
+    fi
+elif [ "${CI:-false}" = true ]; then
+    fail "foreign-proc: no nsenter or pgrep"
+else
+    echo "skip foreign-proc: no nsenter or pgrep"
+fi
 
 # The kill -9 fast path still works: a dead holder is taken at once.
 hold kill-9 30
