@@ -33,10 +33,10 @@
  * contender in the same pid namespace deletes the row at once instead of
  * waiting for the lease only on proof that the holder is gone, the fast
  * path for `kill -9`: kill(pid, 0) answers ESRCH, or /proc/PID/stat, read
- * from a /proc of our own pid namespace (NSpid in /proc/self/status
- * shows one level, not merely the same number as getpid()), shows a zombie with no thread
- * left (a process whose main thread called pthread_exit() shows as a
- * zombie while its other threads run) or another start time (another
+ * from a /proc of our own pid namespace (NSpid in /proc/self/status shows
+ * one level, not merely the number getpid() gives), shows a zombie with
+ * no thread left (a process whose main thread called pthread_exit() shows
+ * as a zombie while its other threads run) or another start time (another
  * process under the same pid).  A /proc entry that is
  * missing proves nothing: /proc mounted with hidepid=2 (systemd
  * ProtectProc=invisible) hides other users' processes, and kill() then
