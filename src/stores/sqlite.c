@@ -272,6 +272,21 @@ static int same_start(long long a, long long b)
     return a - b <= 1 && b - a <= 1;
 }
 
+/* A start time (host ticks) that can be true: not after now.  The kernel
+ * adds the reader's boottime offset to a start time in unsigned 64-bit
+ * arithmetic: with a negative offset (a clock set back, as CRIU restores
+ * do) a process that started before the namespace's zero shows a wrapped,
+ * huge starttime, which says nothing about that process. */
+static int start_possible(const struct ident *id, long long host_start)
+{
+    struct timespec ts;
+    int64_t now_ns;
+
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+    now_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec - id->boot_off_ns;
+    return host_start >= 0 && host_start <= now_ns / id->tick_ns + 1;
+}
+
 /* Is /proc the mount of our own pid namespace?  NSpid in /proc/self/status
  * lists our pid in every namespace from the one of that /proc down to
  * ours: exactly one number, our getpid(), only if they are the same.
@@ -331,7 +346,8 @@ static int ident_read(struct ident *id)
      * /proc): then /proc/PID is some other process, and only kill() can
      * look. */
     id->proc_ours = proc_is_ours();
-    if (id->proc_ours && proc_stat("/proc/self/stat", &start) == P_START)
+    if (id->proc_ours && proc_stat("/proc/self/stat", &start) == P_START &&
+        start_possible(id, host_ticks(id, start)))
         id->start = host_ticks(id, start);
     return 0;
 }
@@ -690,8 +706,9 @@ static int holder_gone(const struct ident *id, long long pid, long long start)
         return proc_threads(pid) == 1;
     case P_START:
         /* A start time of 0 or less: the holder could not read its own,
-         * nothing to compare. */
-        return start > 0 && !same_start(host_ticks(id, now_start), start);
+         * nothing to compare; nor with one /proc shows wrapped. */
+        return start > 0 && start_possible(id, host_ticks(id, now_start)) &&
+               !same_start(host_ticks(id, now_start), start);
     default:
         /* Gone from /proc although kill() found it: hidden from us, or
          * it died a moment ago (the next look proves it). */

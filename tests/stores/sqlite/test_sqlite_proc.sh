@@ -28,6 +28,10 @@
 #               the holder runs in a time namespace one hour ahead / with
 #               its boot clock near 0 (as far back as the kernel allows);
 #               the contender in the initial one: busy.
+#   timens-wrap / timens-wrap-holder
+#               a contender / a holder in a time namespace whose boot clock
+#               is set back past the other's start: /proc shows that start
+#               wrapped (huge), which proves nothing: busy.
 #   timens-bounded
 #               a holder in another pid namespace (lease only, no pid to
 #               look at), 1 s lease, killed: contenders an hour ahead and
@@ -299,6 +303,57 @@ hold timens-bounded2 1 unshare -p -f --kill-child --mount-proc
 kill_holder
 contend timens-bounded-behind 10 "${behind[@]}"
 expect_taken "timens-bounded (contender behind, lease of 1 s)"
+
+# A clock set back (CRIU restores do it): the kernel adds a negative
+# boottime offset to start times in unsigned arithmetic, so a process that
+# started before the namespace's zero shows a wrapped, huge starttime.
+# That proves nothing.  timens-wrap: the holder started 3 s before a
+# contender whose boot clock reads 1 s: busy.  timens-wrap-holder: a
+# process older than that namespace enters it (nsenter -T) and then takes
+# the lock; it cannot read its own start time, and a contender in the
+# initial namespace must not take a wrong one for a reused pid: busy.
+if command -v nsenter >/dev/null; then
+    hold timens-wrap 30
+    mkfifo "$T/late-go" "$T/late-ready" "$T/go-timens-wrap-holder" \
+        "$T/ns-ready" "$T/ns-end"
+    # The late holder: started now, enters the namespace (made below) once
+    # told its member's pid, then waits for the lock.
+    sh -c 'read -r ns <"$0"; exec nsenter -T -t "$ns" "$@"' "$T/late-go" \
+        "$DLOCK" -s "$URL" run job --ttl 30 -- \
+        sh -c "echo up >'$T/late-ready'; read _ <'$T/go-timens-wrap-holder'" &
+    late=$!
+    holders+=("$late")
+    # Poll (nothing to wait on) until 3 s have passed since the holder
+    # started (starttime, field 22; comm "dlock" has no spaces).
+    read -r _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ hstart _ <"/proc/$holder/stat"
+    while read -r up _ </proc/uptime &&
+        [ "$((10#${up%.*}${up#*.}))" -lt $((hstart + 300)) ]; do
+        sleep 0.1
+    done
+    up=${up%.*}
+    # A namespace whose boot clock reads 1 s now.
+    unshare --time --boottime "-$((up - 1))" sh -c \
+        "echo \$\$ >'$T/ns-ready'; read _ <'$T/ns-end'" &
+    nsh=$!
+    holders+=("$nsh")
+    read -r nspid <"$T/ns-ready"
+    contend timens-wrap 0 nsenter -T -t "$nspid"
+    expect_busy "timens-wrap (holder older than the contender's clock zero)"
+    echo "$nspid" >"$T/late-go"
+    let_go timens-wrap
+    holder=$late
+    if read -r -t 20 line <"$T/late-ready" && [ "$line" = up ]; then
+        contend timens-wrap-holder 0
+        expect_busy "timens-wrap-holder (holder older than its own clock zero)"
+        let_go timens-wrap-holder
+    else
+        fail "timens-wrap-holder: the holder did not start"
+    fi
+    echo end >"$T/ns-end"
+    wait "$nsh"
+else
+    echo "skip timens-wrap: no nsenter"
+fi
 
 echo "$((n - fails))/$n passed"
 [ "$fails" -eq 0 ]
