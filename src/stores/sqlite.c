@@ -33,8 +33,11 @@
  * contender in the same pid namespace deletes the row at once instead of
  * waiting for the lease only on proof that the holder is gone, the fast
  * path for `kill -9`: kill(pid, 0) answers ESRCH, or /proc/PID/stat, read
- * from a /proc of our own pid namespace, shows a zombie or another start
- * time (another process under the same pid).  A /proc entry that is
+ * from a /proc of our own pid namespace (NSpid in /proc/self/status shows
+ * one level, not merely the number getpid() gives), shows a zombie with
+ * no thread left (a process whose main thread called pthread_exit() shows
+ * as a zombie while its other threads run) or another start time (another
+ * process under the same pid).  A /proc entry that is
  * missing proves nothing: /proc mounted with hidepid=2 (systemd
  * ProtectProc=invisible) hides other users' processes, and kill() then
  * answers EPERM for them, which is "alive".  Anything else keeps its
@@ -269,11 +272,52 @@ static int same_start(long long a, long long b)
     return a - b <= 1 && b - a <= 1;
 }
 
+/* A start time (host ticks) that can be true: not after now.  The kernel
+ * adds the reader's boottime offset to a start time in unsigned 64-bit
+ * arithmetic: with a negative offset (a clock set back, as CRIU restores
+ * do) a process that started before the namespace's zero shows a wrapped,
+ * huge starttime, which says nothing about that process. */
+static int start_possible(const struct ident *id, long long host_start)
+{
+    struct timespec ts;
+    int64_t now_ns;
+
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+    now_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec - id->boot_off_ns;
+    return host_start >= 0 && host_start <= now_ns / id->tick_ns + 1;
+}
+
+/* Is /proc the mount of our own pid namespace?  NSpid in /proc/self/status
+ * lists our pid in every namespace from the one of that /proc down to
+ * ours: exactly one number, our getpid(), only if they are the same.
+ * Comparing readlink("/proc/self") with getpid() is not enough: in a
+ * child namespace a process can have the same number in both (by chance,
+ * or by ns_last_pid), and /proc/PID then is another process.  Without
+ * NSpid (Linux before 4.1) we cannot tell: 0. */
+static int proc_is_ours(void)
+{
+    char line[256], extra[2];
+    long long only;
+    int ours = 0;
+    FILE *f = fopen("/proc/self/status", "re");
+
+    if (f == NULL)
+        return 0;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, "NSpid:", 6) != 0)
+            continue;
+        ours = sscanf(line + 6, "%lld %1s", &only, extra) == 1 &&
+               only == (long long)getpid();
+        break;
+    }
+    fclose(f);
+    return ours;
+}
+
 /* Fill id for this process.  0, or -1 if it cannot tell its clock from
  * the host's (the caller refuses the store). */
 static int ident_read(struct ident *id)
 {
-    char self[32], want[32];
     long hz = sysconf(_SC_CLK_TCK);
     long long start;
     ssize_t n;
@@ -298,13 +342,12 @@ static int ident_read(struct ident *id)
     n = readlink("/proc/self/ns/pid", id->pid_ns, sizeof(id->pid_ns) - 1);
     id->pid_ns[n > 0 ? n : 0] = '\0';
     /* /proc may be the mount of another pid namespace (a container's
-     * /proc seen from outside, `unshare -p` without a new /proc): then
-     * /proc/PID is some other process, and only kill() can look. */
-    n = readlink("/proc/self", self, sizeof(self) - 1);
-    self[n > 0 ? n : 0] = '\0';
-    snprintf(want, sizeof(want), "%ld", (long)getpid());
-    id->proc_ours = strcmp(self, want) == 0;
-    if (id->proc_ours && proc_stat("/proc/self/stat", &start) == P_START)
+     * /proc seen from outside, `unshare -p` or `nsenter -p` without a new
+     * /proc): then /proc/PID is some other process, and only kill() can
+     * look. */
+    id->proc_ours = proc_is_ours();
+    if (id->proc_ours && proc_stat("/proc/self/stat", &start) == P_START &&
+        start_possible(id, host_ticks(id, start)))
         id->start = host_ticks(id, start);
     return 0;
 }
@@ -620,6 +663,25 @@ static unsigned row_limit(sqlite3_stmt *s)
                : 1;
 }
 
+/* How many threads /proc/PID/status counts (a zombie leader counts
+ * itself), or -1 if it cannot be read. */
+static long proc_threads(long long pid)
+{
+    char path[64], line[256];
+    long threads = -1;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%lld/status", pid);
+    f = fopen(path, "re");
+    if (f == NULL)
+        return -1;
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (sscanf(line, "Threads: %ld", &threads) == 1)
+            break;
+    fclose(f);
+    return threads;
+}
+
 /* Is the holder (pid, recorded start time) of a row from our host and
  * pid namespace gone for good?  Only on proof: kill() answering ESRCH, or
  * a /proc of our namespace showing a zombie or another process under
@@ -638,11 +700,15 @@ static int holder_gone(const struct ident *id, long long pid, long long start)
     snprintf(path, sizeof(path), "/proc/%lld/stat", pid);
     switch (proc_stat(path, &now_start)) {
     case P_ZOMBIE:
-        return 1;
+        /* The thread group leader is a zombie: the whole process, unless
+         * its main thread ended (pthread_exit) while others run on, one
+         * of them perhaps holding the lock. */
+        return proc_threads(pid) == 1;
     case P_START:
         /* A start time of 0 or less: the holder could not read its own,
-         * nothing to compare. */
-        return start > 0 && !same_start(host_ticks(id, now_start), start);
+         * nothing to compare; nor with one /proc shows wrapped. */
+        return start > 0 && start_possible(id, host_ticks(id, now_start)) &&
+               !same_start(host_ticks(id, now_start), start);
     default:
         /* Gone from /proc although kill() found it: hidden from us, or
          * it died a moment ago (the next look proves it). */

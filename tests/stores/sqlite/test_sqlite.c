@@ -10,6 +10,7 @@
  * Rows are planted with the sqlite3 API exactly as the store writes them,
  * with one field changed, so each case isolates one rule.
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -76,6 +77,112 @@ static int try_once(const char *name)
     dlock_release(l);
     dlock_store_close(s);
     return rc;
+}
+
+/* A holder whose main thread has ended (pthread_exit) while another
+ * thread holds the lock: /proc/PID/stat shows the thread group leader as
+ * a zombie, yet the process lives and renews.  Cannot tell is not dead:
+ * a contender must see it BUSY.  Runs before this process has threads,
+ * because it forks. */
+struct zl {
+    int ready, go;
+};
+
+static void *zl_hold(void *arg)
+{
+    struct zl *z = arg;
+    dlock_store *s;
+    dlock_lock *l = NULL;
+    dlock_options o = DLOCK_OPTIONS_INIT;
+    char c;
+    int rc;
+
+    o.ttl_ms = 60000;
+    if (dlock_store_open(&s, url) != DLOCK_OK ||
+        dlock_acquire(&l, s, "zombie-leader", &o) != DLOCK_OK)
+        _exit(3);
+    (void)!write(z->ready, "u", 1);
+    (void)!read(z->go, &c, 1); /* EOF: the test is done */
+    rc = dlock_release(l);
+    dlock_store_close(s);
+    _exit(rc == DLOCK_OK ? 0 : 1);
+}
+
+static void test_zombie_leader(void)
+{
+    int ready[2], go[2], st = -1, fd;
+    char c = 0, path_stat[64], buf[512], *p, state = '?';
+    static struct zl z;
+    pthread_t t;
+    pid_t pid;
+    ssize_t n;
+
+    if (pipe(ready) != 0 || pipe(go) != 0)
+        exit(8);
+    pid = fork();
+    if (pid < 0)
+        exit(8);
+    if (pid == 0) {
+        close(ready[0]);
+        close(go[1]);
+        z.ready = ready[1];
+        z.go = go[0];
+        if (pthread_create(&t, NULL, zl_hold, &z) != 0)
+            _exit(4);
+        pthread_exit(NULL);
+    }
+    close(ready[1]);
+    close(go[0]);
+    EXPECT(read(ready[0], &c, 1) == 1 && c == 'u');
+    /* Not vacuous: the holder's /proc entry does say zombie. */
+    snprintf(path_stat, sizeof(path_stat), "/proc/%d/stat", (int)pid);
+    for (int i = 0; i < 1000 && state != 'Z'; i++) {
+        fd = open(path_stat, O_RDONLY);
+        n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+        if (fd >= 0)
+            close(fd);
+        if (n > 0) {
+            buf[n] = '\0';
+            p = strrchr(buf, ')');
+            if (p != NULL)
+                sscanf(p + 1, " %c", &state);
+        }
+        if (state != 'Z')
+            usleep(1000); /* the main thread is still on its way out */
+    }
+    EXPECT(state == 'Z');
+    EXPECT(try_once("zombie-leader") == DLOCK_BUSY);
+    close(go[1]);
+    EXPECT(waitpid(pid, &st, 0) == pid);
+    /* The holder still had its lock: release was not LOST. */
+    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    close(ready[0]);
+
+    /* A real zombie (exited, not yet reaped) is dead: taken at once. */
+    if (pipe(ready) != 0)
+        exit(8);
+    pid = fork();
+    if (pid < 0)
+        exit(8);
+    if (pid == 0) {
+        dlock_store *s;
+        dlock_lock *l = NULL;
+        dlock_options o = DLOCK_OPTIONS_INIT;
+
+        close(ready[0]);
+        o.ttl_ms = 60000;
+        o.auto_renew = 0;
+        if (dlock_store_open(&s, url) != DLOCK_OK ||
+            dlock_acquire(&l, s, "zombie", &o) != DLOCK_OK)
+            _exit(3);
+        _exit(0); /* never released */
+    }
+    close(ready[1]);
+    EXPECT(read(ready[0], &c, 1) == 0); /* EOF: it has exited */
+    close(ready[0]);
+    EXPECT(try_once("zombie") == DLOCK_OK);
+    EXPECT(waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+           WEXITSTATUS(st) == 0);
 }
 
 static void test_dead_holders(void)
@@ -301,6 +408,7 @@ int main(int argc, char **argv)
     unlink(path);
     snprintf(url, sizeof(url), "sqlite://%s", path);
     test_fresh_file_race();
+    test_zombie_leader();
     test_dead_holders();
     test_write_lock_held_outside();
     test_garbage_file();

@@ -15,6 +15,10 @@
 #   no-proc     the contender, same user, has an empty /proc: it cannot
 #               tell its clock from the host's and refuses the store
 #               (exit 69, "mount /proc"), never runs its command.
+#   foreign-proc
+#               the contender is in the holder's pid namespace but sees the
+#               /proc of its parent namespace, with the same pid number in
+#               both: /proc/HOLDER there is another process, no proof: busy.
 #   kill-9      the holder dies by SIGKILL: a contender that can see /proc
 #               takes over at once (the fast path), and so does nobody
 #               under hidepid=2 (kill() answers ESRCH: proof).
@@ -24,6 +28,10 @@
 #               the holder runs in a time namespace one hour ahead / with
 #               its boot clock near 0 (as far back as the kernel allows);
 #               the contender in the initial one: busy.
+#   timens-wrap / timens-wrap-holder
+#               a contender / a holder in a time namespace whose boot clock
+#               is set back past the other's start: /proc shows that start
+#               wrapped (huge), which proves nothing: busy.
 #   timens-bounded
 #               a holder in another pid namespace (lease only, no pid to
 #               look at), 1 s lease, killed: contenders an hour ahead and
@@ -193,6 +201,62 @@ else
 fi
 let_go no-proc
 
+# A /proc of another pid namespace is not ours, even when our pid reads the
+# same in both.  In a private pid namespace A (own /proc), the holder is
+# pid 1 of a child namespace B with B's /proc; the contender enters B
+# (nsenter -p) but keeps A's /proc and, through B's ns_last_pid, gets the
+# same pid number in A and in B.  /proc/1 there is A's init, started
+# earlier: not the holder, and no proof of anything.
+cat >"$T/foreign.sh" <<'EOS'
+set -u
+DLOCK=$1 URL=$2 T=$3
+# A's init (this shell) must start visibly before the holder: wait (poll)
+# until three clock ticks have passed since it started.
+read -r stat </proc/self/stat
+stat=${stat##*) }
+set -- $stat
+mine=${20}
+while :; do
+    read -r up _ </proc/uptime
+    now=${up%.*}${up#*.}
+    [ "$((10#$now))" -gt "$((mine + 3))" ] && break
+done
+mkfifo "$T/f-ready" "$T/f-go"
+unshare -p -f -m --mount-proc "$DLOCK" -s "$URL" run job --ttl 30 -- \
+    sh -c "echo up >'$T/f-ready'; read _ <'$T/f-go'" &
+u=$!
+read -r _ <"$T/f-ready"
+b=$(pgrep -P "$u")
+nsenter -t "$b" -p -- bash -c '
+    while read -r k a _; do [ "$k" = NSpid: ] && break; done </proc/self/status
+    echo "$a" >/proc/sys/kernel/ns_last_pid
+    grep NSpid /proc/self/status >"$3/f-nspid"
+    "$1" -s "$2" run -w 0 job -- sh -c "echo x >$3/f-ran" 2>"$3/f-err"
+    echo $? >"$3/f-rc"' sh "$DLOCK" "$URL" "$T"
+echo go >"$T/f-go"
+wait "$u"
+echo $? >"$T/f-holder"
+EOS
+if command -v nsenter >/dev/null && command -v pgrep >/dev/null; then
+    unshare -p -f -m --mount-proc bash "$T/foreign.sh" "$DLOCK" "$URL" "$T"
+    read -r _ a b <"$T/f-nspid"
+    if [ "$a" != "$b" ]; then
+        fail "foreign-proc: the contender's pids differ ($a, $b): the case tests nothing"
+    fi
+    rc=$(cat "$T/f-rc") ran=no err=$T/f-err
+    [ -e "$T/f-ran" ] && ran=yes
+    expect_busy "foreign-proc (another namespace's /proc, same pid number)"
+    if [ "$(cat "$T/f-holder")" = 0 ]; then
+        ok "foreign-proc: the holder ran to the end and released"
+    else
+        fail "foreign-proc: the holder exited $(cat "$T/f-holder") (lost its lock?)"
+    fi
+elif [ "${CI:-false}" = true ]; then
+    fail "foreign-proc: no nsenter or pgrep"
+else
+    echo "skip foreign-proc: no nsenter or pgrep"
+fi
+
 # The kill -9 fast path still works: a dead holder is taken at once.
 hold kill-9 30
 kill_holder
@@ -239,6 +303,57 @@ hold timens-bounded2 1 unshare -p -f --kill-child --mount-proc
 kill_holder
 contend timens-bounded-behind 10 "${behind[@]}"
 expect_taken "timens-bounded (contender behind, lease of 1 s)"
+
+# A clock set back (CRIU restores do it): the kernel adds a negative
+# boottime offset to start times in unsigned arithmetic, so a process that
+# started before the namespace's zero shows a wrapped, huge starttime.
+# That proves nothing.  timens-wrap: the holder started 3 s before a
+# contender whose boot clock reads 1 s: busy.  timens-wrap-holder: a
+# process older than that namespace enters it (nsenter -T) and then takes
+# the lock; it cannot read its own start time, and a contender in the
+# initial namespace must not take a wrong one for a reused pid: busy.
+if command -v nsenter >/dev/null; then
+    hold timens-wrap 30
+    mkfifo "$T/late-go" "$T/late-ready" "$T/go-timens-wrap-holder" \
+        "$T/ns-ready" "$T/ns-end"
+    # The late holder: started now, enters the namespace (made below) once
+    # told its member's pid, then waits for the lock.
+    sh -c 'read -r ns <"$0"; exec nsenter -T -t "$ns" "$@"' "$T/late-go" \
+        "$DLOCK" -s "$URL" run job --ttl 30 -- \
+        sh -c "echo up >'$T/late-ready'; read _ <'$T/go-timens-wrap-holder'" &
+    late=$!
+    holders+=("$late")
+    # Poll (nothing to wait on) until 3 s have passed since the holder
+    # started (starttime, field 22; comm "dlock" has no spaces).
+    read -r _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ hstart _ <"/proc/$holder/stat"
+    while read -r up _ </proc/uptime &&
+        [ "$((10#${up%.*}${up#*.}))" -lt $((hstart + 300)) ]; do
+        sleep 0.1
+    done
+    up=${up%.*}
+    # A namespace whose boot clock reads 1 s now.
+    unshare --time --boottime "-$((up - 1))" sh -c \
+        "echo \$\$ >'$T/ns-ready'; read _ <'$T/ns-end'" &
+    nsh=$!
+    holders+=("$nsh")
+    read -r nspid <"$T/ns-ready"
+    contend timens-wrap 0 nsenter -T -t "$nspid"
+    expect_busy "timens-wrap (holder older than the contender's clock zero)"
+    echo "$nspid" >"$T/late-go"
+    let_go timens-wrap
+    holder=$late
+    if read -r -t 20 line <"$T/late-ready" && [ "$line" = up ]; then
+        contend timens-wrap-holder 0
+        expect_busy "timens-wrap-holder (holder older than its own clock zero)"
+        let_go timens-wrap-holder
+    else
+        fail "timens-wrap-holder: the holder did not start"
+    fi
+    echo end >"$T/ns-end"
+    wait "$nsh"
+else
+    echo "skip timens-wrap: no nsenter"
+fi
 
 echo "$((n - fails))/$n passed"
 [ "$fails" -eq 0 ]
