@@ -117,6 +117,7 @@ start_holder() {
 # server then grants the GET_LOCK to W's stopped session (checked: W's
 # wait slice may have ended just before H let go, then all again under a
 # new name).  Sets $name, $W.
+W_SESSION=0
 hang_waiter() {
     for try in 1 2 3; do
         name="$1-$$-$try"
@@ -132,6 +133,7 @@ hang_waiter() {
         used=$(sql "SELECT IFNULL(IS_USED_LOCK('$name'), 0)")
         if [ "$used" != 0 ]; then
             echo "     $2: W's stopped session $used was granted the GET_LOCK"
+            W_SESSION=$used
             return 0
         fi
         echo "     $2: W's wait slice ended before H let go: again"
@@ -164,6 +166,14 @@ if [ -e "$T/c_state" ]; then
     else
         fail "C's fence '$cf' is not above H's '$hf'"
     fi
+    if [ "$lease" = 0 ]; then
+        gone=$(sql "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = $W_SESSION")
+        if [ "$gone" = 0 ]; then
+            ok "W's granted session $W_SESSION was fenced off (KILLed)"
+        else
+            fail "W's granted session $W_SESSION still exists while C holds"
+        fi
+    fi
     # W goes on while C holds: it must not run its command now.
     kill -CONT "$W"
     if [ "$lease" = 1 ]; then
@@ -191,7 +201,7 @@ if [ "$rc" = 0 ]; then
     wf=$(cat "$T/w_fence.c" 2>/dev/null)
     cf=$(cat "$T/c_fence" 2>/dev/null)
     if [ "$(cat "$T/W_RAN.c")" = after ] && [ "$wf" -gt "$cf" ] 2>/dev/null; then
-        ok "W got the lock after C, with a larger fence ($wf > $cf)"
+        ok "W got the lock after C, with a larger fence ($wf > $cf): $(grep -v "^dlock: waiting" "$T/w_err.c" | tail -n 2 | tr "\n" " ")"
     else
         fail "W ran with fence '$wf' ('$(cat "$T/W_RAN.c")' C, C's fence '$cf')"
     fi
@@ -205,6 +215,20 @@ fi
 
 # --- 2. release --force breaks a waiter granted and stopped
 hang_waiter whang-force f
+if [ "$lease" = 0 ]; then
+    # status: held by W (its wait's lease) while that lasts, then free
+    # (the next acquire fences W off), never "another client (not dlock)".
+    st=$("$DLOCK" -s "$STORE" status "$name" 2>&1)
+    case $st in
+        *"held by"*" pid $W "*) ok "status while W's lease lasts: $st" ;;
+        *) fail "status while W's lease lasts: $st" ;;
+    esac
+    if until_true "\"\$DLOCK\" -s \"\$STORE\" status \"\$name\" 2>&1 | grep -q ': free'" 100; then
+        ok "status once W's lease is over: free"
+    else
+        fail "status once W's lease is over: $("$DLOCK" -s "$STORE" status "$name" 2>&1)"
+    fi
+fi
 out=$("$DLOCK" -s "$STORE" release --force "$name" 2>&1)
 rc=$?
 if [ "$lease" = 1 ]; then
