@@ -560,6 +560,7 @@ int dlock__my_read_waiter(struct my_store *ms, struct conn *c,
     memset(&w, 0, sizeof(w));
     dlock__my_wait_name(key, key_len, conn_id, w.key);
     w.key_len = strlen(w.key);
+    memset(h, 0, sizeof(*h));
     rc = read_row_n(ms, c, &w, h, found, 1);
     if (rc == DLOCK_OK && *found &&
         (!dlock__my_is_waiter(h) || h->conn_id != conn_id))
