@@ -35,6 +35,20 @@
  * application using GET_LOCK directly) is a legitimate holder and is
  * waited for without bound (see rowless() in acquire.c).
  *
+ * A waiter leaves a lease on the server before it can be granted: before
+ * each GET_LOCK wait it writes (or renews) a waiter row, named after the
+ * key it waits for and its session (dlock__my_wait_name(): never a lock's
+ * key, lock_acquired 0, no fence), whose lease covers the wait and half
+ * its ttl after it.  Granted, it writes its holder row and only then
+ * deletes the waiter row, on condition that its lease is still current;
+ * if it is not, it lets go again.  A contender that finds the key's
+ * GET_LOCK held by a session with no row at the key but with a waiter
+ * row for it waits for that lease, and once it is over deletes that
+ * exact row and KILLs the session (see dlock__my_rowless()): whichever
+ * of the two deletes the row decides, so a granted waiter that hangs or
+ * is cut off blocks the name for at most its own lease, and one that
+ * goes on in time is never KILLed.
+ *
  * GET_LOCK compares names byte for byte, so every key handed to GET_LOCK,
  * IS_USED_LOCK or RELEASE_LOCK is text in the connection's utf8mb4: our
  * own key as a literal, or a row's name explicitly CONVERTed (the table
@@ -79,6 +93,8 @@
 /* An idle pooled connection older than this is pinged before reuse. */
 #define IDLE_PING_MS 1000
 #define KEY_MAX DLOCK__MYSQL_KEY_MAX
+/* A waiter row's name: 40 hex digits, '~', the session's id. */
+#define WNAME_MAX (40 + 1 + 20)
 #define TABLE_MAX 64
 
 /* The server's clock in ms; every connection runs with time_zone +00:00,
@@ -176,6 +192,11 @@ struct my_lock {
     int slot;      /* semaphores: the slot key is set for (-1 none) */
     int wait_slot; /* semaphores: a taken slot to wait on (-1 none) */
     int counted;   /* in ms->conns until conns_give() */
+    /* A wait's lease on the server (lock mode): its waiter row's name,
+     * whether the row is there (as far as we know), and whether this
+     * wait has tidied its key's stale waiter rows yet. */
+    char wname[WNAME_MAX + 1];
+    int wleased, wtidied;
 };
 
 /* --- wait.c ------------------------------------------------------------ */
@@ -319,6 +340,20 @@ int dlock__my_sem_status(struct my_store *ms, struct conn *c,
                          const struct holder *h, dlock_info *out);
 /* Free a wait's state (not held): its connection goes back. */
 void dlock__my_unwait(struct my_store *ms, struct dlock_lock *lk);
+
+/* The name of the waiter row of session conn_id waiting for key: the
+ * first 40 hex digits of dlock__mysql_sem_prefix() of key + "\0wait"
+ * (a name holds no NUL, so no semaphore's slot prefix), '~', conn_id. */
+void dlock__my_wait_name(const char *key, size_t key_len,
+                         unsigned long long conn_id,
+                         char out[WNAME_MAX + 1]);
+/* A row read with dlock__my_columns() is a waiter row. */
+int dlock__my_is_waiter(const struct holder *h);
+/* Session conn_id's waiter row for key, if any (*found). */
+int dlock__my_read_waiter(struct my_store *ms, struct conn *c,
+                          const char *key, size_t key_len,
+                          unsigned long long conn_id, struct holder *h,
+                          int *found);
 
 /* acquire.c, for wait.c: one attempt and its parts. */
 void dlock__my_set_slot(struct my_lock *ml, unsigned i);

@@ -523,11 +523,26 @@ static int status_fn(void *conn, void *arg, int *dead)
                 free(h.name);
             } else if (!ms->lease_mode && row[13] != NULL &&
                        strcmp(row[13], "0") != 0) {
-                /* A GET_LOCK-only holder (an application using the key
+                unsigned long long used = strtoull(row[13], NULL, 10);
+                struct holder w;
+                int wf = 0;
+
+                /* A waiter granted the GET_LOCK that has not claimed it:
+                 * held while its wait's lease lasts; after that it is
+                 * fenced off by the next acquire, so not held.  Else a
+                 * GET_LOCK-only holder (an application using the key
                  * directly): held, nothing more known. */
-                out->held = 1;
-                out->holders = 1;
-                out->limit = 1;
+                mysql_free_result(res);
+                res = NULL;
+                rc = dlock__my_read_waiter(ms, c, ml.key, ml.key_len, used,
+                                           &w, &wf);
+                if (rc == DLOCK_OK && wf && w.left > 0) {
+                    fill_info(out, &w);
+                } else if (rc == DLOCK_OK && !wf) {
+                    out->held = 1;
+                    out->holders = 1;
+                    out->limit = 1;
+                }
             }
         }
         mysql_free_result(res);
@@ -568,6 +583,7 @@ static int names_fn(void *conn, void *arg, int *dead)
             break;
         }
         if (h.name != NULL && !dlock__my_holder_dead(&h) &&
+            !dlock__my_is_waiter(&h) &&
             h.name_len >= plen && h.name_len <= DLOCK_NAME_MAX &&
             memcmp(h.name, k->name, plen) == 0)
             rc = dlock__names_add(k->names, h.name, h.name_len);
@@ -711,6 +727,49 @@ static int force_slots(struct my_store *ms, struct conn *c,
     return rc;
 }
 
+/* No row at the key: if the session holding its GET_LOCK is a waiter
+ * granted it that has not claimed it (its waiter row for the key is
+ * there, live or not), that row goes (*removed) and the session is a
+ * victim.  A session with no waiter row holds the key with GET_LOCK only
+ * (not a dlock holder): left alone. */
+static int force_waiter(struct my_store *ms, struct conn *c,
+                        const struct my_lock *ml, unsigned *removed,
+                        struct victims *vs)
+{
+    char wname[WNAME_MAX + 1];
+    struct holder w;
+    struct sb b = {0};
+    long long used = 0;
+    int found, rc;
+
+    dlock__my_sb_add(&b, "SELECT IFNULL(IS_USED_LOCK(");
+    dlock__my_sb_key(&b, c, ml);
+    dlock__my_sb_add(&b, "), 0)");
+    rc = dlock__my_run_int(ms, c, &b, &used, &found, "release --force");
+    if (rc != DLOCK_OK || !found || used <= 0)
+        goto out;
+    rc = dlock__my_read_waiter(ms, c, ml->key, ml->key_len,
+                               (unsigned long long)used, &w, &found);
+    if (rc != DLOCK_OK || !found)
+        goto out;
+    dlock__my_wait_name(ml->key, ml->key_len, (unsigned long long)used,
+                        wname);
+    dlock__my_sb_reset(&b);
+    dlock__my_sb_add(&b,
+                     "DELETE FROM %s WHERE name = '%s' AND connection_id = "
+                     "%lld AND lock_acquired = 0",
+                     ms->table, wname, used);
+    rc = dlock__my_run(ms, c, &b, NULL, "release --force");
+    if (rc != DLOCK_OK)
+        goto out;
+    *removed = (unsigned)mysql_affected_rows(c->db);
+    w.used_by = w.conn_id = (unsigned long long)used;
+    rc = add_victim(ms, vs, &w, ml->key, ml->key_len);
+out:
+    dlock__my_sb_free(&b);
+    return rc;
+}
+
 static int force_fn(void *conn, void *arg, int *dead)
 {
     struct name_call *k = arg;
@@ -744,8 +803,13 @@ static int force_fn(void *conn, void *arg, int *dead)
         }
         mysql_free_result(res);
     }
-    if (rc != DLOCK_OK || !have)
+    if (rc == DLOCK_OK && !have && !ms->lease_mode)
+        rc = force_waiter(ms, c, &ml, removed, &vs);
+    if (rc != DLOCK_OK || !have) {
+        if (rc == DLOCK_OK && vs.n > 0)
+            rc = kill_victims(ms, c, name, &vs);
         goto out;
+    }
     /* A semaphore's head row: break every holder (the slot rows), not just
      * the head.  A lock's row: break its holder. */
     sem = h.lim > 1 && !h.has_owner;

@@ -4,6 +4,7 @@
  * attempt (acquire.c), and a wait slice that sleeps in GET_LOCK on the
  * key (or a semaphore's slot) where the server can wait, else naps.
  */
+#include <mysqld_error.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,6 +205,169 @@ int dlock__my_try_acquire(struct dlock_store *s, struct dlock_lock *lk,
     return DLOCK_OK;
 }
 
+/* --- a wait's lease (see my.h) ------------------------------------------ */
+
+/* Best effort: delete this wait's waiter row (its wait is over). */
+static void drop_lease(struct my_store *ms, struct dlock_lock *lk,
+                       struct my_lock *ml)
+{
+    struct sb b = {0};
+
+    if (!ml->wleased || ml->c == NULL)
+        return;
+    ml->wleased = 0;
+    dlock__my_sb_add(&b, "DELETE FROM %s WHERE name = '%s' AND owner = '%s'",
+                     ms->table, ml->wname, lk->token);
+    (void)dlock__my_run(ms, ml->c, &b, NULL, "deleting a waiter row");
+    dlock__my_sb_free(&b);
+    dlock__clearerr();
+}
+
+/* Best effort, once a wait: delete the waiter rows of ml's key whose
+ * lease is over and whose session does not hold the key (left by waiters
+ * that crashed or were cut off).  One whose session holds it is the
+ * proof a contender needs to fence that session off: it stays. */
+static void tidy_leases(struct my_store *ms, struct my_lock *ml)
+{
+    char wname[WNAME_MAX + 1];
+    struct sb b = {0};
+    struct conn *c = ml->c;
+
+    ml->wtidied = 1;
+    dlock__my_wait_name(ml->key, ml->key_len, 0, wname);
+    wname[41] = '\0'; /* the key's prefix: 40 hex digits and '~' */
+    dlock__my_sb_add(&b,
+                     "DELETE FROM %s WHERE name LIKE '%s%%' AND "
+                     "lock_acquired = 0 AND fence IS NULL AND " EXPIRES
+                     " <= " NOWMS " AND IFNULL(IS_USED_LOCK(",
+                     ms->table, wname);
+    dlock__my_sb_key(&b, c, ml);
+    dlock__my_sb_add(&b, "), 0) <> connection_id");
+    (void)dlock__my_run(ms, c, &b, NULL, "deleting stale waiter rows");
+    dlock__my_sb_free(&b);
+    dlock__clearerr();
+}
+
+/* Before a GET_LOCK wait of wait_ms on ml->key: write (or renew) this
+ * session's waiter row, with a lease until wait_ms and half the ttl after
+ * it (at least the ttl) on the server's clock, so that a grant at the
+ * wait's last moment still leaves time to claim, and a granted session
+ * that never claims is fenced off once it is over.  *ok 0: a live row of
+ * that name that is not ours is there (only a name chosen to collide):
+ * then no GET_LOCK wait. */
+static int wait_lease(struct my_store *ms, struct dlock_lock *lk,
+                      struct my_lock *ml, int64_t wait_ms, int *ok)
+{
+    char wname[WNAME_MAX + 1];
+    struct conn *c = ml->c;
+    struct sb b = {0};
+    long long lease = (long long)(wait_ms + lk->ttl_ms / 2);
+    int rc;
+
+    if (lease < lk->ttl_ms)
+        lease = (long long)lk->ttl_ms;
+    *ok = 0;
+    dlock__my_wait_name(ml->key, ml->key_len, c->id, wname);
+    if (ml->wleased && strcmp(wname, ml->wname) != 0)
+        drop_lease(ms, lk, ml); /* another slot's */
+    if (!ml->wtidied)
+        tidy_leases(ms, ml);
+    memcpy(ml->wname, wname, sizeof(wname));
+    /* Ours, or one whose lease is over (the same session's, left by an
+     * earlier wait): renewed or taken.  acquired_ms before owner: SET
+     * assigns left to right. */
+    dlock__my_sb_add(&b,
+                     "UPDATE %s SET acquired_ms = IF(owner <=> '%s', "
+                     "acquired_ms, " NOWMS "), connection_id = "
+                     "CONNECTION_ID(), created = UNIX_TIMESTAMP(), ttl = "
+                     "%lld, lock_acquired = 0, owner = '%s', fence = NULL, "
+                     "expires_ms = " NOWMS " + %lld, pid = %lld, host = ",
+                     ms->table, lk->token, (lease + 999) / 1000, lk->token,
+                     lease, (long long)dlock__pid());
+    dlock__my_sb_lit(&b, c, dlock__hostname(), strlen(dlock__hostname()));
+    dlock__my_sb_add(&b,
+                     ", full_name = NULL WHERE name = '%s' AND (owner <=> "
+                     "'%s' OR " EXPIRES " <= " NOWMS ")",
+                     wname, lk->token);
+    rc = dlock__my_run(ms, c, &b, NULL, "writing a waiter's lease");
+    if (rc != DLOCK_OK || mysql_affected_rows(c->db) == 1) {
+        *ok = ml->wleased = rc == DLOCK_OK;
+        dlock__my_sb_free(&b);
+        return rc;
+    }
+    dlock__my_sb_reset(&b);
+    dlock__my_sb_add(&b,
+                     "INSERT INTO %s (name, connection_id, created, ttl, "
+                     "lock_acquired, owner, expires_ms, acquired_ms, host, "
+                     "pid) VALUES ('%s', CONNECTION_ID(), UNIX_TIMESTAMP(), "
+                     "%lld, 0, '%s', " NOWMS " + %lld, " NOWMS ", ",
+                     ms->table, wname, (lease + 999) / 1000, lk->token,
+                     lease);
+    dlock__my_sb_lit(&b, c, dlock__hostname(), strlen(dlock__hostname()));
+    dlock__my_sb_add(&b, ", %lld)", (long long)dlock__pid());
+    if (b.oom)
+        rc = dlock__enomem();
+    else if (mysql_real_query(c->db, b.p, (unsigned long)b.len) == 0)
+        *ok = ml->wleased = 1;
+    else if (mysql_errno(c->db) != ER_DUP_ENTRY)
+        rc = dlock__my_db_err(ms, c, "writing a waiter's lease");
+    dlock__my_sb_free(&b);
+    return rc;
+}
+
+/* Granted and claimed (our row is in): keep it only if this wait's lease
+ * is still current, deleting the waiter row on that condition.  If it is
+ * not (this process was stopped or cut off longer than its lease, and a
+ * contender may be fencing its session off), the claim is given up again:
+ * DLOCK_BUSY, and the wait goes on. */
+static int confirm_lease(struct my_store *ms, struct dlock_lock *lk,
+                         struct my_lock *ml)
+{
+    struct conn *c = ml->c;
+    struct sb b = {0};
+    int rc;
+
+    if (!ml->wleased)
+        return DLOCK_OK;
+    ml->wleased = 0;
+    dlock__my_sb_add(&b,
+                     "DELETE FROM %s WHERE name = '%s' AND owner = '%s' AND "
+                     EXPIRES " > " NOWMS,
+                     ms->table, ml->wname, lk->token);
+    rc = dlock__my_run(ms, c, &b, NULL, "claiming after a wait");
+    dlock__my_sb_free(&b);
+    if (rc != DLOCK_OK)
+        return rc;
+    if (mysql_affected_rows(c->db) == 1)
+        return DLOCK_OK;
+    dlock__my_tidy_lost(ms, c, lk, ml);
+    if (lk->limit > 1)
+        dlock__my_sem_tidy(ms, c, lk, ml);
+    if (mysql_errno(c->db) != 0 && dlock__my_conn_error(mysql_errno(c->db)))
+        return dlock__my_db_err(ms, c, "claiming after a wait");
+    lk->fence = 0;
+    return dlock__seterr(DLOCK_BUSY,
+                         "lock '%s' was granted to this wait after its "
+                         "lease on the server had run out (was this "
+                         "process stopped, or cut off?): let go again",
+                         lk->name);
+}
+
+/* The longest GET_LOCK wait of one slice: half the ttl (at least 100 ms;
+ * MySQL, which waits in whole seconds only, 1 s), so that a waiter's
+ * lease (wait_lease()) stays close to its ttl. */
+static int64_t lease_slice(const struct conn *c, const struct dlock_lock *lk,
+                           int64_t left)
+{
+    int64_t cap = lk->ttl_ms / 2;
+
+    if (cap < 100)
+        cap = 100;
+    if (!c->frac && cap < 1000)
+        cap = 1000;
+    return left < cap ? left : cap;
+}
+
 /* A backoff nap of the wait, at most max_ms. */
 static void nap(struct my_lock *ml, int64_t max_ms)
 {
@@ -241,10 +405,21 @@ static int sem_slice(struct my_store *ms, struct dlock_lock *lk,
         return dlock__my_sem_attempt(ms, lk, ml, -1, end, retry_ms);
     }
     dlock__my_set_slot(ml, (unsigned)ml->wait_slot);
+    left = lease_slice(ml->c, lk, left);
+    rc = wait_lease(ms, lk, ml, left, &got);
+    if (rc != DLOCK_OK)
+        return rc;
+    if (!got) {
+        nap(ml, left);
+        return dlock__my_sem_attempt(ms, lk, ml, -1, end, retry_ms);
+    }
     rc = dlock__my_get_lock(ms, ml->c, ml, left, &got);
     if (rc != DLOCK_OK)
         return rc;
-    return dlock__my_sem_attempt(ms, lk, ml, got ? ml->slot : -1, end, retry_ms);
+    rc = dlock__my_sem_attempt(ms, lk, ml, got ? ml->slot : -1, end, retry_ms);
+    if (rc == DLOCK_OK && got)
+        rc = confirm_lease(ms, lk, ml);
+    return rc;
 }
 
 /* The body of one slice on ml->c (see dlock__my_wait_slice). */
@@ -266,10 +441,18 @@ static int slice(struct my_store *ms, struct dlock_lock *lk, struct my_lock *ml,
             return rc;
         *retry_ms = -1;
     }
-    left = dlock__remaining_ms(end);
+    left = lease_slice(ml->c, lk, dlock__remaining_ms(end));
     if (!ml->c->frac && left < 1000) {
         /* The sub-second tail on MySQL, whose GET_LOCK takes whole seconds
          * only: a nap, then one more look. */
+        nap(ml, left);
+        return dlock__my_attempt(ms, lk, ml, 0, end, retry_ms);
+    }
+    /* A lease on the server before anything can be granted to us. */
+    rc = wait_lease(ms, lk, ml, left, &got);
+    if (rc != DLOCK_OK)
+        return rc;
+    if (!got) {
         nap(ml, left);
         return dlock__my_attempt(ms, lk, ml, 0, end, retry_ms);
     }
@@ -283,6 +466,8 @@ static int slice(struct my_store *ms, struct dlock_lock *lk, struct my_lock *ml,
     }
     sent = dlock__now_ms();
     rc = dlock__my_attempt(ms, lk, ml, 1, end, retry_ms);
+    if (rc == DLOCK_OK)
+        rc = confirm_lease(ms, lk, ml);
     if (rc == DLOCK_OK) {
         /* The row was written after the GET_LOCK came back: the lease
          * started then at the earliest. */
@@ -331,6 +516,7 @@ int dlock__my_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
     rc = slice(ms, lk, ml, first, slice_ms, retry_ms);
     if (rc == DLOCK_OK) {
         ml->held = 1;
+        drop_lease(ms, lk, ml); /* if an attempt of its own took it */
     } else if (rc != DLOCK_BUSY) {
         /* The wait is over, and the connection's state unknown. */
         unpin(ms, ml, 0);
@@ -345,7 +531,9 @@ void dlock__my_unwait(struct my_store *ms, struct dlock_lock *lk)
     struct my_lock *ml = lk->priv;
 
     lk->priv = NULL;
-    if (ml->c != NULL)
+    if (ml->c != NULL) {
+        drop_lease(ms, lk, ml);
         unpin(ms, ml, 1);
+    }
     dlock__my_free_lock(ms, ml);
 }
