@@ -6,6 +6,7 @@
 # each is refused with a message naming the argument, and that name is
 # what the redactor shows of it.  No store is reached (the URLs name
 # 127.0.0.1 port 1, loopback only, and every case fails before opening).
+# Also (R7): a PostgreSQL option that gives a part of the URL twice.
 DLOCK=$1
 M=Zq9Mark7secret
 T=$(mktemp -d /tmp/dlock-redact-usage-XXXXXX)
@@ -45,8 +46,42 @@ for u in "postgres://u:$M@127.0.0.1:1/d" "redis://:$M@127.0.0.1:1" \
     check run -l "$u" x -- true
     check run -E"$u" x -- true
 done
+# R7, one URL means one thing: a PostgreSQL option naming a part the URL
+# already gives (?host= with a host, a %-encoded ?h%6Fst=, ?port=, ?user=,
+# ?password=, ?dbname=) is refused (as any open failure: 69) before any
+# connection: libpq would take
+# the option's value and connect to a host the URL does not show.  All
+# addresses are loopback, port 1 (nothing listens).
+if "$DLOCK" --version | grep -q postgres; then
+    for u in "postgres://u:$M@127.0.0.1:1/d?host=127.0.0.3" \
+             "postgres://u:$M@127.0.0.1:1/d?h%6Fst=127.0.0.3" \
+             "postgresql://u:$M@127.0.0.1:1,127.0.0.2:1/d?HOST=x&host=127.0.0.3" \
+             "postgres://u:$M@127.0.0.1:1/d?port=2" \
+             "postgres://u:$M@127.0.0.1,[::1]:1/d?port=2" \
+             "postgres://u:$M@127.0.0.1:1/d?user=v" \
+             "postgres://u:$M@127.0.0.1:1/d?password=other" \
+             "postgres://u:$M@127.0.0.1:1/d?dbname=e"; do
+        n=$((n + 1))
+        "$DLOCK" -s "$u" status x >"$T/out" 2>&1 </dev/null
+        rc=$?
+        if [ "$rc" = 0 ] || ! grep -q 'give it once' "$T/out" ||
+            grep -q "$M" "$T/out"; then
+            echo "FAIL - not refused as a part given twice (rc $rc): $u"
+            sed 's/^/    /' "$T/out"
+            fails=$((fails + 1))
+        fi
+    done
+    # Not a part given twice: no host in the URL, a socket directory.
+    "$DLOCK" -s "postgres://u:$M@/d?host=$T/nosock" status x >"$T/out" 2>&1
+    n=$((n + 1))
+    if ! grep -q "$T/nosock/.s.PGSQL" "$T/out"; then
+        echo "FAIL - ?host= without a host in the URL was not used:"
+        sed 's/^/    /' "$T/out"
+        fails=$((fails + 1))
+    fi
+fi
 if [ "$fails" -gt 0 ]; then
-    echo "redact usage: $fails of $n usage errors leak the password"
+    echo "redact usage: $fails of $n cases fail"
     exit 1
 fi
-echo "redact usage: $n usage errors, none shows the password"
+echo "redact usage: $n cases, no usage error shows the password, no PostgreSQL part given twice"
