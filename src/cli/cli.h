@@ -24,6 +24,11 @@ struct cli {
 /* Print "dlock: <msg>" to stderr (unless cli_quiet: the fuzzer). */
 extern int cli_quiet;
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* arg as a usage error may show it: what follows "--opt=" or "-x" (or
+ * the whole) as dlock_url_redact() shows it, cut to 200 bytes.  A
+ * misplaced or misspelt -s URL is echoed by "unknown option" otherwise.
+ * The text is in a static buffer, valid until the next call. */
+const char *cli_arg_shown(const char *arg);
 /* Report a library failure and return the exit code it maps to. */
 int cli_fail(int rc, const char *what);
 int cli_exit_code(int rc);

@@ -25,7 +25,7 @@ int cmd_init(const struct cli *c, int argc, char **argv)
         } else if (strcmp(argv[i], "--print") == 0) {
             print = 1;
         } else {
-            cli_err("init: unexpected argument '%s'", argv[i]);
+            cli_err("init: unexpected argument '%s'", cli_arg_shown(argv[i]));
             return EXIT_USAGE;
         }
     }

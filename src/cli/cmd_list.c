@@ -46,7 +46,7 @@ int cmd_list(const struct cli *c, int argc, char **argv)
         } else if (strcmp(argv[i], "--") == 0 && i + 1 < argc && !prefix) {
             prefix = argv[++i];
         } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            cli_err("list: unknown option '%s'", argv[i]);
+            cli_err("list: unknown option '%s'", cli_arg_shown(argv[i]));
             return EXIT_USAGE;
         } else if (prefix == NULL) {
             prefix = argv[i];

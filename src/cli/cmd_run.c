@@ -130,7 +130,7 @@ int cli_run_parse(struct run_opts *o, int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = NULL;
         int64_t *ms = NULL;
-        int is_limit = 0;
+        int is_limit = 0, opt_len;
 
         if (strcmp(a, "--") == 0) {
             if (o->name == NULL && i + 1 < argc)
@@ -171,7 +171,8 @@ int cli_run_parse(struct run_opts *o, int argc, char **argv)
         else if (!(cli_is(a, "-E", "--conflict-exit-code") ||
                    !strncmp(a, "--conflict-exit-code=", 21) ||
                    (!strncmp(a, "-E", 2) && a[2]))) {
-            cli_err("run: unknown option '%s' (see dlock run --help)", a);
+            cli_err("run: unknown option '%s' (see dlock run --help)",
+                    cli_arg_shown(a));
             return EXIT_USAGE;
         }
         if (a[1] != '-' && a[2] != '\0')
@@ -180,6 +181,9 @@ int cli_run_parse(struct run_opts *o, int argc, char **argv)
             val = strchr(a, '=') + 1;
         else if (i + 1 < argc)
             val = argv[++i];
+        /* The option's name alone ("-w5", "--ttl=x": the value is not
+         * part of it). */
+        opt_len = a[1] != '-' ? 2 : (int)strcspn(a, "=");
         if (val == NULL) {
             cli_err("run: %s needs a value", a);
             return EXIT_USAGE;
@@ -193,8 +197,9 @@ int cli_run_parse(struct run_opts *o, int argc, char **argv)
                 return EXIT_USAGE;
             }
             if (*ms < 0) {
-                cli_err("run: bad number of seconds for %s: '%s' (decimal "
-                        "seconds, or a number with ms)", a, val);
+                cli_err("run: bad number of seconds for %.*s: '%s' "
+                        "(decimal seconds, or a number with ms)",
+                        opt_len, a, cli_arg_shown(val));
                 return EXIT_USAGE;
             }
             if (ms == &o->ttl_ms && *ms < DLOCK_TTL_MIN_MS) {
@@ -210,7 +215,7 @@ int cli_run_parse(struct run_opts *o, int argc, char **argv)
             if (strspn(val, "0123456789") != strlen(val) || *val == '\0' ||
                 *end != '\0' || v < 1 || v > DLOCK_LIMIT_MAX) {
                 cli_err("run: the limit must be 1..%d, not '%s'",
-                        DLOCK_LIMIT_MAX, val);
+                        DLOCK_LIMIT_MAX, cli_arg_shown(val));
                 return EXIT_USAGE;
             }
             o->limit = (unsigned)v;
@@ -220,7 +225,7 @@ int cli_run_parse(struct run_opts *o, int argc, char **argv)
 
             if (*val == '\0' || *end != '\0' || v < 0 || v > 255) {
                 cli_err("run: the conflict exit code must be 0..255, not "
-                        "'%s'", val);
+                        "'%s'", cli_arg_shown(val));
                 return EXIT_USAGE;
             }
             o->conflict_code = (int)v;

@@ -25,6 +25,28 @@ void cli_err(const char *fmt, ...)
     fputc('\n', stderr);
 }
 
+const char *cli_arg_shown(const char *arg)
+{
+    static char buf[256];
+    const char *eq = strchr(arg, '=');
+    char *red = NULL;
+    int pre = 0;
+
+    if (arg[0] == '-' && arg[1] == '-' && eq != NULL)
+        pre = (int)(eq - arg) + 1;
+    else if (arg[0] == '-' && arg[1] != '-' && arg[1] != '\0')
+        pre = 2;
+    if (dlock_url_redact(&red, arg + pre) != DLOCK_OK) {
+        snprintf(buf, sizeof(buf), "%.*s***", pre, arg);
+        return buf;
+    }
+    /* The redacted text holds no part of a secret: cutting it is safe. */
+    snprintf(buf, sizeof(buf), "%.*s%.200s%s", pre, arg, red,
+             strlen(red) > 200 ? "..." : "");
+    dlock_free(red);
+    return buf;
+}
+
 int cli_exit_code(int rc)
 {
     switch (rc) {

@@ -200,7 +200,7 @@ int main(int argc, char **argv)
                 return EXIT_INTERNAL;
             file = NULL;
         } else {
-            cli_err("unknown option '%s' (see dlock --help)", a);
+            cli_err("unknown option '%s' (see dlock --help)", cli_arg_shown(a));
             return EXIT_USAGE;
         }
     }
@@ -245,7 +245,7 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], cmds[k].name) == 0)
             rc = cmds[k].fn(&c, argc - i, argv + i);
     if (rc < 0) {
-        cli_err("unknown command '%s' (see dlock --help)", argv[i]);
+        cli_err("unknown command '%s' (see dlock --help)", cli_arg_shown(argv[i]));
         rc = EXIT_USAGE;
     }
     if (owned != NULL) {

@@ -346,10 +346,15 @@ void dlock__scrub(char *dst, size_t cap, const char *src,
         size_t hit = 0;
 
         for (size_t k = 0; secrets != NULL && secrets[k] != NULL; k++) {
-            size_t l = strlen(secrets[k]);
+            size_t l = strlen(secrets[k]), m = 0;
 
-            if (l > hit && strncmp(src, secrets[k], l) == 0)
-                hit = l;
+            /* The whole secret, or a head of 8 bytes or more of a longer
+             * one: a server or driver may echo it cut (Redis cuts each
+             * argument it echoes to fit 128 bytes). */
+            while (m < l && src[m] == secrets[k][m])
+                m++;
+            if ((m == l || m >= 8) && m > hit)
+                hit = m;
         }
         if (hit > 0) {
             for (size_t j = 0; j < 3 && o + 1 < cap; j++)

@@ -78,6 +78,30 @@ static void refused_quietly(const char *url)
     dlock__url_free(u);
 }
 
+static void scrub_is(const char *in, const char *secret, const char *want)
+{
+    const char *const sec[] = {secret, NULL};
+    char out[256];
+
+    dlock__scrub(out, sizeof(out), in, sec);
+    if (strcmp(out, want) != 0) {
+        fprintf(stderr, "scrub(%s) = %s, wanted %s\n", in, out, want);
+        failures++;
+    }
+}
+
+/* A secret echoed whole, or cut (a head of 8 bytes or more: Redis cuts
+ * each argument it echoes to fit 128 bytes), is hidden; a shorter head
+ * is no proof and is left. */
+static void test_scrub(void)
+{
+    scrub_is("with args: 'Lq7xxxxxxxxxZq9'", "Lq7xxxxxxxxxZq9",
+             "with args: '***'");
+    scrub_is("with args: 'Lq7xxxxxxx'", "Lq7xxxxxxxxxZq9", "with args: '***'");
+    scrub_is("with args: 'Lq7xxxx'", "Lq7xxxxxxxxxZq9", "with args: 'Lq7xxxx'");
+    scrub_is("hunter2 and hunter", "hunter2", "*** and hunter");
+}
+
 static void test_ambiguous(void)
 {
     refused_quietly("redis://u:pa/ss3cr3t@h:1");
@@ -315,6 +339,7 @@ static void test_quota(void)
 int main(void)
 {
     test_redact();
+    test_scrub();
     test_ambiguous();
     test_parse();
     test_names();

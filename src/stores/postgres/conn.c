@@ -366,6 +366,48 @@ static int host_list(struct pg_store *ps, size_t *n, const char *list)
     return rc;
 }
 
+/* Does the URL's host part give a port (host:port, [v6]:port, or one in
+ * a host list)? */
+static int url_has_port(const struct dlock_url *u)
+{
+    int in_v6 = 0;
+
+    if (u->port > 0)
+        return 1;
+    if (u->host == NULL || strchr(u->host, ',') == NULL)
+        return 0;
+    for (const char *c = u->host; *c != '\0'; c++) {
+        if (*c == '[')
+            in_v6 = 1;
+        else if (*c == ']')
+            in_v6 = 0;
+        else if (*c == ':' && !in_v6)
+            return 1;
+    }
+    return 0;
+}
+
+/* Is option key one of the parts the URL itself already gives?  libpq
+ * takes the last of two values (an empty one: neither), so
+ * "postgres://u@127.0.0.1/d?h%6Fst=10.0.0.9" would connect to a host
+ * other than the one the URL shows: one part given twice means nothing
+ * for sure and is refused, like an option given twice. */
+static const char *given_twice(const struct dlock_url *u, const char *key)
+{
+    if (strcmp(key, "host") == 0 && u->host != NULL)
+        return "host";
+    if (strcmp(key, "port") == 0 && url_has_port(u))
+        return "port";
+    if (strcmp(key, "user") == 0 && u->user != NULL && u->user[0] != '\0')
+        return "user name";
+    if (strcmp(key, "password") == 0 && u->password != NULL)
+        return "password";
+    if (strcmp(key, "dbname") == 0 && u->path != NULL && u->path[0] == '/' &&
+        u->path[1] != '\0')
+        return "path (database name)";
+    return NULL;
+}
+
 int dlock__pg_conn_params(struct pg_store *ps, const struct dlock_url *u)
 {
     /* dlock's defaults, under whatever the URL says. */
@@ -410,6 +452,13 @@ int dlock__pg_conn_params(struct pg_store *ps, const struct dlock_url *u)
             j++;
         if (ours[j] != NULL)
             continue;
+        if (given_twice(u, k) != NULL) {
+            rc = dlock__seterr(DLOCK_EINVAL,
+                               "option \"%s\" in %s gives the URL's %s a "
+                               "second time; give it once",
+                               k, u->redacted, given_twice(u, k));
+            break;
+        }
         /* As libpq reads ?ssl=true in a URI (JDBC's spelling). */
         if (strcmp(k, "ssl") == 0 && strcmp(v, "true") == 0)
             k = "sslmode", v = "require";

@@ -11,6 +11,7 @@
  * the command sent once more; a fresh connection's failure is final.
  */
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -31,6 +32,25 @@ int dlock__redis_bad_reply(struct redis_store *rs, redisReply *r)
 }
 
 /* Connect, authenticate, and check that the peer speaks Redis. */
+/* A server's answer to AUTH, fit to show: a server that does not know
+ * AUTH (renamed away, a proxy) says "ERR unknown command 'AUTH', with
+ * args beginning with: 'PASSWORD'", each argument cut to fit 128 bytes,
+ * so the password may come back whole or cut (scrubbing it whole would
+ * miss the cut one).  The echoed arguments are dropped; what is left is
+ * scrubbed of the password all the same. */
+static void auth_error_text(char *dst, size_t cap, const char *said,
+                            const char *password)
+{
+    const char *const sec[] = {password, NULL};
+    char tmp[256];
+    const char *args = strstr(said, ", with args");
+
+    snprintf(tmp, sizeof(tmp), "%.*s%s",
+             (int)(args != NULL ? (size_t)(args - said) : strlen(said)), said,
+             args != NULL ? " (its arguments not shown)" : "");
+    dlock__scrub(dst, cap, tmp, sec);
+}
+
 struct rconn *dlock__redis_connect_to(struct redis_store *rs, const char *host,
                                       int port, int *rc)
 {
@@ -65,12 +85,16 @@ struct rconn *dlock__redis_connect_to(struct redis_store *rs, const char *host,
                 ? dlock__rconn_command(c, "AUTH %s %s", rs->user, rs->password)
                 : dlock__rconn_command(c, "AUTH %s", rs->password);
         if (r == NULL || r->type == REDIS_REPLY_ERROR) {
+            char said[256];
+
+            if (r != NULL)
+                auth_error_text(said, sizeof(said), r->str, rs->password);
             *rc = r == NULL ? dlock__seterr(DLOCK_EUNAVAIL,
                                             "%s: no answer to AUTH: %s",
                                             rs->url, c->errstr)
                             : dlock__seterr(DLOCK_ESTORE,
                                             "%s: authentication failed: %s",
-                                            rs->url, r->str);
+                                            rs->url, said);
             freeReplyObject(r);
             dlock__rconn_free(c);
             return NULL;
