@@ -62,6 +62,9 @@ void dlock__url_free(struct dlock_url *url);
 const char *dlock__url_param(const struct dlock_url *url, const char *key);
 /* DLOCK_EINVAL (with a message) if the URL has a parameter not in the
  * NULL-terminated list `known`. */
+/* DLOCK_EINVAL for the unknown option u->params[i]: named, unless it
+ * follows a credential (then it may be a password's tail). */
+int dlock__url_unknown_option(const struct dlock_url *u, size_t i);
 int dlock__url_check_params(const struct dlock_url *url,
                             const char *const *known);
 /* Parse a non-negative integer parameter with an optional unit suffix

@@ -115,7 +115,8 @@ static void put(char *buf, size_t *o, const char *s, size_t n)
  * whose shape is unknown) with the value of every parameter that may
  * carry a credential as "***".  q starts anywhere: text before the first
  * separator is kept.  A key starts after '?' or '&' (any_sep: either, at
- * every place); a credential's value runs to the next '&' or the end. */
+ * every place); a credential's value runs to the next '&' that starts
+ * a key=value (or the end). */
 static void put_query(char *buf, size_t *o, const char *q, int any_sep)
 {
     const char *seps = any_sep ? "?&" : "&";
@@ -132,6 +133,15 @@ static void put_query(char *buf, size_t *o, const char *q, int any_sep)
             put(buf, o, q, (size_t)(eq - q) + 1);
             put(buf, o, "***", 3);
             seg = (size_t)(eq + 1 - q) + strcspn(eq + 1, "&");
+            /* "&text" without '=' is no option: the value goes on (a
+             * password holding an unencoded '&'). */
+            while (q[seg] == '&') {
+                size_t t = strcspn(q + seg + 1, "&");
+
+                if (memchr(q + seg + 1, '=', t) != NULL)
+                    break;
+                seg += 1 + t;
+            }
         } else {
             put(buf, o, q, seg);
         }
@@ -651,6 +661,23 @@ const char *dlock__url_param(const struct dlock_url *u, const char *key)
     return NULL;
 }
 
+int dlock__url_unknown_option(const struct dlock_url *u, size_t i)
+{
+    const char *prev = i > 0 ? u->params[i - 1].key : NULL;
+
+    /* After a credential, an unknown "option" is most likely the rest of
+     * a password holding an unencoded '&' (?password=ab&cd): never
+     * quoted. */
+    if (prev != NULL && secret_key(prev, strlen(prev)))
+        return dlock__seterr(DLOCK_EINVAL,
+                             "unknown option after \"%s\" in %s (not "
+                             "shown: an '&' inside a value must be "
+                             "written %%26)",
+                             prev, u->redacted);
+    return dlock__seterr(DLOCK_EINVAL, "unknown option \"%s\" in %s",
+                         u->params[i].key, u->redacted);
+}
+
 int dlock__url_check_params(const struct dlock_url *u,
                             const char *const *known)
 {
@@ -660,9 +687,7 @@ int dlock__url_check_params(const struct dlock_url *u,
         while (known[k] != NULL && strcmp(known[k], u->params[i].key) != 0)
             k++;
         if (known[k] == NULL)
-            return dlock__seterr(DLOCK_EINVAL,
-                                 "unknown option \"%s\" in %s",
-                                 u->params[i].key, u->redacted);
+            return dlock__url_unknown_option(u, i);
     }
     return DLOCK_OK;
 }

@@ -297,6 +297,38 @@ static void test_store_urls(void)
     dlock_store_close(NULL);
 }
 
+/* An unencoded '&' in a ?password= value makes the password's tail look
+ * like an unknown option: the message must not name it, on any scheme
+ * (PostgreSQL checks libpq's keywords itself: libpq would quote it). */
+static void test_password_tail(void)
+{
+    static const char *const urls[] = {
+        "sqlite:///tmp/dlock-unit-tail.db?password=ab&Zq9TailSecret",
+        "redis://127.0.0.1:1/0?password=abcd&Zq9TailSecret",
+        "redis://127.0.0.1:1/0?password=abcd&Zq9TailSecret=1",
+        "postgres://u@127.0.0.1:1/d?password=abcd&Zq9TailSecret",
+        "postgres://u@127.0.0.1:1/d?password=abcd&Zq9TailSecret=1",
+        "mysql://u@127.0.0.1:1/d?password=abcd&Zq9TailSecret=1",
+    };
+
+    for (size_t i = 0; i < sizeof(urls) / sizeof(urls[0]); i++) {
+        dlock_store *s = NULL;
+        const char *scheme_end = strstr(urls[i], "://");
+        int rc = dlock_store_open(&s, urls[i]);
+
+        if (rc == DLOCK_EINVAL && strstr(dlock_errmsg(), "Zq9") == NULL)
+            continue;
+        /* A store that is not compiled in cannot tell. */
+        if (rc == DLOCK_EINVAL && strstr(dlock_errmsg(), "scheme") != NULL)
+            continue;
+        fprintf(stderr, "  %.*s: %s: %s\n",
+                (int)(scheme_end - urls[i]), urls[i], dlock_strerror(rc),
+                dlock_errmsg());
+        failures++;
+        dlock_store_close(s);
+    }
+}
+
 /* A handle's share of a server resource (?max_keys=, ?max_conns=):
  * without the option, half the server's capacity once read, and no limit
  * before; with it, that limit whatever the server says; 0: no limit.
@@ -347,6 +379,7 @@ int main(void)
     test_tokens_and_strings();
     test_tokens_after_fork();
     test_store_urls();
+    test_password_tail();
     test_quota();
     if (failures == 0)
         printf("unit: all passed\n");

@@ -408,6 +408,22 @@ static const char *given_twice(const struct dlock_url *u, const char *key)
     return NULL;
 }
 
+/* Is key one of this libpq's connection keywords?  Checked here, not by
+ * libpq, so an unknown key is refused in dlock's words: libpq quotes it,
+ * and after ?password= it may be the tail of a password holding an
+ * unencoded '&'.  If libpq cannot list them, it judges alone. */
+static int libpq_keyword(const char *key)
+{
+    PQconninfoOption *opts = PQconndefaults();
+    int found = opts == NULL;
+
+    for (PQconninfoOption *o = opts; o != NULL && o->keyword != NULL; o++)
+        if (strcmp(o->keyword, key) == 0)
+            found = 1;
+    PQconninfoFree(opts);
+    return found;
+}
+
 int dlock__pg_conn_params(struct pg_store *ps, const struct dlock_url *u)
 {
     /* dlock's defaults, under whatever the URL says. */
@@ -452,6 +468,10 @@ int dlock__pg_conn_params(struct pg_store *ps, const struct dlock_url *u)
             j++;
         if (ours[j] != NULL)
             continue;
+        if (strcmp(k, "ssl") != 0 && !libpq_keyword(k)) {
+            rc = dlock__url_unknown_option(u, i);
+            break;
+        }
         if (given_twice(u, k) != NULL) {
             rc = dlock__seterr(DLOCK_EINVAL,
                                "option \"%s\" in %s gives the URL's %s a "
