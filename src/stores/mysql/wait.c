@@ -345,6 +345,16 @@ static int confirm_lease(struct my_store *ms, struct dlock_lock *lk,
         dlock__my_sem_tidy(ms, c, lk, ml);
     if (mysql_errno(c->db) != 0 && dlock__my_conn_error(mysql_errno(c->db)))
         return dlock__my_db_err(ms, c, "claiming after a wait");
+    /* Our own waiter row, if it is still there (over, no contender yet). */
+    ml->wleased = 1;
+    drop_lease(ms, lk, ml);
+    /* A contender that deleted our waiter row may be about to KILL this
+     * session (it checked that the session holds the key, and may be
+     * stopped or slow before its KILL): this session is never used again,
+     * or a late KILL would hit it once it holds the key anew with a
+     * current lease.  The wait goes on on a new connection. */
+    unpin(ms, ml, 0);
+    conns_give(ms, ml);
     lk->fence = 0;
     return dlock__seterr(DLOCK_BUSY,
                          "lock '%s' was granted to this wait after its "
