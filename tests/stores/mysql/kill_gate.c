@@ -33,7 +33,22 @@ mysql_real_query(MYSQL *db, const char *q, unsigned long len)
                                                "libmysqlclient_18");
     if (next == NULL)
         next = (query_fn)(void (*)(void))dlsym(RTLD_NEXT, "mysql_real_query");
-    if (dir != NULL && len >= 4 && strncmp(q, "KILL", 4) == 0) {
+    const char *on = getenv("DLOCK_TEST_GATE_ON");
+    static int gated;
+    size_t plen;
+
+    if (on == NULL)
+        on = "KILL";
+    plen = strlen(on);
+    /* KILL: a statement that starts with it; DLOCK_TEST_GATE_ON: one
+     * that holds it anywhere (q is NUL-terminated: dlock's buffers). */
+    if (dir != NULL && len >= plen &&
+        (getenv("DLOCK_TEST_GATE_ON") == NULL ? strncmp(q, on, plen) == 0
+                                              : strstr(q, on) != NULL) &&
+        !(gated && getenv("DLOCK_TEST_GATE_ON") != NULL) &&
+        !(getenv("DLOCK_TEST_GATE_NOT") != NULL &&
+          strstr(q, getenv("DLOCK_TEST_GATE_NOT")) != NULL)) {
+        gated = 1;
         char tmp[4096], path[4096], buf[16];
         FILE *f;
         int fd;

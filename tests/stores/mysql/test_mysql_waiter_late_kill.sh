@@ -63,7 +63,7 @@ sql() {
         -P"$port" -u"$user" --connect-timeout=5 -N -B "$db" -e "$1"
 }
 getlock_waits() {
-    sql "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT GET_LOCK(''$1''%'"
+    sql "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '%GET_LOCK(''$1'', %' AND INFO NOT LIKE '%GET_LOCK(''$1'', 0%'"
 }
 until_true() {
     i=0
