@@ -5,8 +5,8 @@
  * (then renames it into place, so a reader never sees half of it) and
  * blocks reading the FIFO DIR/kill_go until the test writes a line to it.
  * Once the KILL has been answered, DIR/kill_done holds its result (0 or
- * the error number).  It stands for a contender stopped (SIGSTOP, a long pause) between its
- * decision to KILL a session and the KILL itself.
+ * the error number).  It stands for a contender stopped (SIGSTOP, a long pause)
+ * between its decision to KILL a session and the KILL itself.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -30,7 +30,7 @@ mysql_real_query(MYSQL *db, const char *q, unsigned long len)
 
     if (next == NULL)
         next = (query_fn)(void (*)(void))dlvsym(RTLD_NEXT, "mysql_real_query",
-                                               "libmysqlclient_18");
+                                                "libmysqlclient_18");
     if (next == NULL)
         next = (query_fn)(void (*)(void))dlsym(RTLD_NEXT, "mysql_real_query");
     const char *on = getenv("DLOCK_TEST_GATE_ON");
