@@ -266,6 +266,11 @@ static int wait_lease(struct my_store *ms, struct dlock_lock *lk,
 
     if (lease < lk->ttl_ms)
         lease = (long long)lk->ttl_ms;
+    /* MySQL's GET_LOCK takes whole seconds, and lease_get_lock() rounds
+     * the time left down: a second more, or a wait of 1 s would always
+     * be cut to 0 (a try, no wait). */
+    if (!c->frac)
+        lease += 999;
     *ok = 0;
     dlock__my_wait_name(ml->key, ml->key_len, c->id, wname);
     if (ml->wleased && strcmp(wname, ml->wname) != 0)
