@@ -266,6 +266,11 @@ static int wait_lease(struct my_store *ms, struct dlock_lock *lk,
 
     if (lease < lk->ttl_ms)
         lease = (long long)lk->ttl_ms;
+    /* MySQL's GET_LOCK takes whole seconds, and lease_get_lock() rounds
+     * the time left down: a second more, or a wait of 1 s would always
+     * be cut to 0 (a try, no wait). */
+    if (!c->frac)
+        lease += 999;
     *ok = 0;
     dlock__my_wait_name(ml->key, ml->key_len, c->id, wname);
     if (ml->wleased && strcmp(wname, ml->wname) != 0)
@@ -281,7 +286,8 @@ static int wait_lease(struct my_store *ms, struct dlock_lock *lk,
                      "acquired_ms, " NOWMS "), connection_id = "
                      "CONNECTION_ID(), created = UNIX_TIMESTAMP(), ttl = "
                      "%lld, lock_acquired = 0, owner = '%s', fence = NULL, "
-                     "expires_ms = " NOWMS " + %lld, pid = %lld, host = ",
+                     "expires_ms = (@dlock_wexp := " NOWMS " + %lld), pid = "
+                     "%lld, host = ",
                      ms->table, lk->token, (lease + 999) / 1000, lk->token,
                      lease, (long long)dlock__pid());
     dlock__my_sb_lit(&b, c, dlock__hostname(), strlen(dlock__hostname()));
@@ -300,7 +306,8 @@ static int wait_lease(struct my_store *ms, struct dlock_lock *lk,
                      "INSERT INTO %s (name, connection_id, created, ttl, "
                      "lock_acquired, owner, expires_ms, acquired_ms, host, "
                      "pid) VALUES ('%s', CONNECTION_ID(), UNIX_TIMESTAMP(), "
-                     "%lld, 0, '%s', " NOWMS " + %lld, " NOWMS ", ",
+                     "%lld, 0, '%s', (@dlock_wexp := " NOWMS " + %lld), "
+                     NOWMS ", ",
                      ms->table, wname, (lease + 999) / 1000, lk->token,
                      lease);
     dlock__my_sb_lit(&b, c, dlock__hostname(), strlen(dlock__hostname()));
@@ -345,6 +352,16 @@ static int confirm_lease(struct my_store *ms, struct dlock_lock *lk,
         dlock__my_sem_tidy(ms, c, lk, ml);
     if (mysql_errno(c->db) != 0 && dlock__my_conn_error(mysql_errno(c->db)))
         return dlock__my_db_err(ms, c, "claiming after a wait");
+    /* Our own waiter row, if it is still there (over, no contender yet). */
+    ml->wleased = 1;
+    drop_lease(ms, lk, ml);
+    /* A contender that deleted our waiter row may be about to KILL this
+     * session (it checked that the session holds the key, and may be
+     * stopped or slow before its KILL): this session is never used again,
+     * or a late KILL would hit it once it holds the key anew with a
+     * current lease.  The wait goes on on a new connection. */
+    unpin(ms, ml, 0);
+    conns_give(ms, ml);
     lk->fence = 0;
     return dlock__seterr(DLOCK_BUSY,
                          "lock '%s' was granted to this wait after its "
@@ -366,6 +383,48 @@ static int64_t lease_slice(const struct conn *c, const struct dlock_lock *lk,
     if (!c->frac && cap < 1000)
         cap = 1000;
     return left < cap ? left : cap;
+}
+
+/* The GET_LOCK wait of a slice, after wait_lease() wrote the lease (its
+ * end, on the server's clock, in @dlock_wexp): at most wait_ms, and on
+ * the server never past half a ttl before the lease's end, however late
+ * the statement arrives (this process stopped, or the network slow, after
+ * the lease was written).  A grant can then only come while the waiter
+ * row is there and current, so no contender or other waiter's tidy can
+ * have removed it: a granted session always has a lease to be fenced off
+ * by.  Too late already: no wait (*got 0). */
+static int lease_get_lock(struct my_store *ms, struct dlock_lock *lk,
+                          struct my_lock *ml, int64_t wait_ms, int *got)
+{
+    struct conn *c = ml->c;
+    struct sb b = {0};
+    long long v = 0, half = (long long)(lk->ttl_ms / 2);
+    int found, rc;
+
+    dlock__my_sb_add(&b,
+                     "SELECT IF(@dlock_wexp - " NOWMS " - %lld > 0, GET_LOCK(",
+                     half);
+    dlock__my_sb_key(&b, c, ml);
+    if (c->frac)
+        dlock__my_sb_add(&b,
+                         ", LEAST(%lld.%03lld, (@dlock_wexp - " NOWMS
+                         " - %lld) / 1000)), 0)",
+                         (long long)(wait_ms / 1000),
+                         (long long)(wait_ms % 1000), half);
+    else
+        dlock__my_sb_add(&b,
+                         ", LEAST(%lld, FLOOR((@dlock_wexp - " NOWMS
+                         " - %lld) / 1000))), 0)",
+                         (long long)(wait_ms / 1000), half);
+    rc = dlock__my_run_int(ms, c, &b, &v, &found, "GET_LOCK");
+    dlock__my_sb_free(&b);
+    if (rc == DLOCK_OK && !found)
+        rc = dlock__seterr(DLOCK_ESTORE,
+                           "GET_LOCK failed on %s (the server returned "
+                           "NULL)",
+                           ms->base.url);
+    *got = rc == DLOCK_OK && v == 1;
+    return rc;
 }
 
 /* A backoff nap of the wait, at most max_ms. */
@@ -413,7 +472,7 @@ static int sem_slice(struct my_store *ms, struct dlock_lock *lk,
         nap(ml, left);
         return dlock__my_sem_attempt(ms, lk, ml, -1, end, retry_ms);
     }
-    rc = dlock__my_get_lock(ms, ml->c, ml, left, &got);
+    rc = lease_get_lock(ms, lk, ml, left, &got);
     if (rc != DLOCK_OK)
         return rc;
     rc = dlock__my_sem_attempt(ms, lk, ml, got ? ml->slot : -1, end, retry_ms);
@@ -456,7 +515,7 @@ static int slice(struct my_store *ms, struct dlock_lock *lk, struct my_lock *ml,
         nap(ml, left);
         return dlock__my_attempt(ms, lk, ml, 0, end, retry_ms);
     }
-    rc = dlock__my_get_lock(ms, ml->c, ml, left, &got);
+    rc = lease_get_lock(ms, lk, ml, left, &got);
     if (rc != DLOCK_OK)
         return rc;
     if (!got) {

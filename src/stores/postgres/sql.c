@@ -23,8 +23,13 @@
  * PostgreSQL shows a commit only once its record is flushed) and only
  * ever goes up, so a fence half a block below the session's copy is
  * below the durable ceiling: the fast path reads no table.  A session
- * does not outlive a crash; a transaction that aborts undoes the copy. */
-#define FENCE_GUC "dlock.fence_ceiling"
+ * does not outlive a crash; a transaction that aborts undoes the copy.
+ * The setting is named after the backend's pid, which no one knows
+ * before the session starts: a value preset by the session's options
+ * (URL options=-c, PGOPTIONS, ALTER ROLE/DATABASE ... SET) is never
+ * taken for the copy.  Believing one would hand out fences above the
+ * durable ceiling, which repeat after a crash, for every client. */
+#define FENCE_GUC "'dlock.fence_ceiling_' || pg_backend_pid()"
 
 #define LEFT_MS(E)                                                           \
     "ceil(extract(epoch FROM " E " - clock_timestamp()) * 1000)::bigint"
@@ -237,7 +242,7 @@
     "            RETURNING x.fence INTO r;\n"                                \
     "    END IF;\n"                                                          \
     "    -- The session's copy (undone if this transaction aborts).\n"       \
-    "    PERFORM set_config('" FENCE_GUC "', r::text, false);\n"             \
+    "    PERFORM set_config(" FENCE_GUC ", r::text, false);\n"               \
     "    RETURN f;\n"                                                        \
     "END $$;\n"                                                              \
     SEM_DDL
@@ -285,7 +290,7 @@
  * in this statement's transaction, before the fence is returned. */
 #define FENCE_ROW(G, SH)                                                     \
     ", f AS (SELECT CASE WHEN s.v >= " FENCE_MIN " AND s.v < nullif("        \
-    "current_setting('" FENCE_GUC "', true), '')::bigint - " FENCE_HALF      \
+    "current_setting(" FENCE_GUC ", true), '')::bigint - " FENCE_HALF        \
     " THEN s.v ELSE dlock_fence_raise_v1(s.v) END AS fence FROM (SELECT "    \
     "nextval('dlock_fence_seq') AS v FROM " G " WHERE " G ".got OFFSET 0) "  \
     "s)"                                                                     \

@@ -250,9 +250,9 @@ static int waiter_sleeping(MYSQL *db, const char *n)
         if (sqlf(db, NULL,
                  "SELECT COUNT(*) FROM information_schema.PROCESSLIST "
                  "WHERE ID <> CONNECTION_ID() AND INFO LIKE "
-                 "CONCAT('SELECT GET_LOCK(''', %s, '''%%') AND INFO NOT "
-                 "LIKE '%%, 0)' AND INFO NOT LIKE '%%, 0.000)'",
-                 lit(db, n)) > 0)
+                 "CONCAT('%%GET_LOCK(''', %s, ''', %%') AND INFO NOT "
+                 "LIKE CONCAT('%%GET_LOCK(''', %s, ''', 0%%')",
+                 lit(db, n), lit(db, n)) > 0)
             return 1;
         poll(NULL, 0, 5);
     }

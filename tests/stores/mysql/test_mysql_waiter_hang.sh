@@ -65,7 +65,7 @@ sql() {
 }
 # Sessions waiting in GET_LOCK on the key NAME (its own key: <= 64 chars).
 getlock_waits() {
-    sql "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT GET_LOCK(''$1''%'"
+    sql "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '%GET_LOCK(''$1'', %' AND INFO NOT LIKE '%GET_LOCK(''$1'', 0%'"
 }
 # Poll until CMD succeeds, for at most $2 tenths of a second.
 until_true() {

@@ -17,6 +17,10 @@
 #           after a crash
 #   sem     like many, the first fence after the crash drawn by a
 #           semaphore's admission (the PL/pgSQL path)
+#   preset  a client whose session starts with the session's copy of the
+#           ceiling already set (URL ?options=-c dlock.fence_ceiling=...,
+#           as PGOPTIONS or ALTER ROLE ... SET would): its fences must
+#           still raise the durable ceiling, so none repeats after a crash
 # Each case starts a server of its own (scripts/server-postgres.sh, in a
 # temporary directory) and stops it.  Every fence must be above every
 # fence before it.  Synchronisation: each dlock run has finished before
@@ -28,7 +32,7 @@ DLOCK=${1:?$usage}
 SERVER=${2:?$usage}
 shift 2
 cases=("$@")
-[ ${#cases[@]} -gt 0 ] || cases=(clock many old sem)
+[ ${#cases[@]} -gt 0 ] || cases=(clock many old sem preset)
 lib=${DLOCK_FAKETIME_LIB:-/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1}
 T=$(mktemp -d /tmp/dlock-fence-crash.XXXXXX)
 chmod 755 "$T"
@@ -161,6 +165,26 @@ for c in "${cases[@]}"; do
         ceiling_above "old"
         crash || continue
         draw 3 "old, after the crash" || continue
+        ;;
+    preset)
+        start preset || continue
+        draw 2 "preset, fresh store" || continue
+        # Right below the ceiling: the next fences must raise it.
+        r=$(sql "SELECT fence FROM dlock_fences WHERE name = ''")
+        to=$((r - 3))
+        [ "$to" -gt "$hi" ] || to=$hi
+        sql "SELECT setval('dlock_fence_seq', $to)" >/dev/null
+        hi=$to
+        plain=$URL
+        case $URL in
+        *\?*) URL="$URL&options=-c%20dlock.fence_ceiling%3D9000000000000000000" ;;
+        *) URL="$URL?options=-c%20dlock.fence_ceiling%3D9000000000000000000" ;;
+        esac
+        draw 6 "preset, across the ceiling" || continue
+        ceiling_above "preset, raised"
+        URL=$plain
+        crash || continue
+        draw 3 "preset, after the crash" || continue
         ;;
     *)
         fail "unknown case $c"
