@@ -48,6 +48,7 @@ struct gen {
     int loopback_only; /* every host written is a loopback address */
 };
 
+/* Every buffer cat() appends to is 1024 bytes. */
 static void cat(char *b, const char *s)
 {
     strncat(b, s, 1023 - strlen(b));
@@ -83,7 +84,7 @@ static void generate(struct gen *g, const char *dir)
                                         "a@b",      "us%40er", "alice",
                                         "x.y-z",    "admin@server"};
     const char *scheme = schemes[pick(sizeof(schemes) / sizeof(schemes[0]))];
-    char marker[16], written[32], pw[256] = "", host[64], path[300] = "",
+    char marker[16], written[32], pw[1024] = "", host[64], path[300] = "",
                                   query[300] = "";
     int form = (int)pick(10); /* 0..6 userinfo, 7..8 ?password=, 9 both */
 
@@ -150,7 +151,7 @@ static void generate(struct gen *g, const char *dir)
     cat(g->url, path);
     cat(g->url, query);
     if (form >= 7) {
-        char qp[256] = "";
+        char qp[1024] = "";
         static const char *const keys[] = {"password", "sslpassword",
                                            "Pass%77ord", "pwd"};
 
