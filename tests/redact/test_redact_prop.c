@@ -51,7 +51,12 @@ struct gen {
 /* Every buffer cat() appends to is 1024 bytes. */
 static void cat(char *b, const char *s)
 {
-    strncat(b, s, 1023 - strlen(b));
+    size_t l = strlen(b), n = strlen(s);
+
+    if (n > 1023 - l)
+        n = 1023 - l;
+    memcpy(b + l, s, n);
+    b[l + n] = '\0';
 }
 
 /* Noise a password may hold around the marker. */
