@@ -150,7 +150,11 @@ static char *take_url_arg(char *arg, char **owned)
     return url;
 }
 
-int main(int argc, char **argv)
+/* The copy of the store URL take_url_arg() keeps (file scope: every
+ * return of cli_main() leaves it to main() to wipe and free). */
+static char *owned;
+
+static int cli_main(int argc, char **argv)
 {
     static const struct {
         const char *name;
@@ -161,7 +165,7 @@ int main(int argc, char **argv)
         {"init", cmd_init},
     };
     struct cli c = {NULL, 0};
-    char *owned = NULL, *file = NULL;
+    char *file = NULL;
     const char *env;
     int i, rc;
 
@@ -248,6 +252,13 @@ int main(int argc, char **argv)
         cli_err("unknown command '%s' (see dlock --help)", cli_arg_shown(argv[i]));
         rc = EXIT_USAGE;
     }
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    int rc = cli_main(argc, argv);
+
     if (owned != NULL) {
         memset(owned, 0, strlen(owned));
         free(owned);
