@@ -55,7 +55,7 @@ done
 if "$DLOCK" --version | grep -q postgres; then
     for u in "postgres://u:$M@127.0.0.1:1/d?host=127.0.0.3" \
              "postgres://u:$M@127.0.0.1:1/d?h%6Fst=127.0.0.3" \
-             "postgresql://u:$M@127.0.0.1:1,127.0.0.2:1/d?HOST=x&host=127.0.0.3" \
+             "postgresql://u:$M@127.0.0.1:1,127.0.0.2:1/d?application_name=x&host=127.0.0.3" \
              "postgres://u:$M@127.0.0.1:1/d?port=2" \
              "postgres://u:$M@127.0.0.1,[::1]:1/d?port=2" \
              "postgres://u:$M@127.0.0.1:1/d?user=v" \
