@@ -12,17 +12,37 @@
 
 int cli_quiet;
 
+/* Every message goes through cli_print_safe(): much of what it quotes
+ * (a server's error text, a name, a driver's message) was written by a
+ * store or another client, and a terminal must not take it as escapes. */
 void cli_err(const char *fmt, ...)
 {
+    char small[512], *buf = small;
     va_list ap;
+    int n;
 
     if (cli_quiet)
         return;
-    fputs("dlock: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    n = vsnprintf(small, sizeof(small), fmt, ap);
     va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof(small)) {
+        buf = malloc((size_t)n + 1);
+        if (buf != NULL) {
+            va_start(ap, fmt);
+            vsnprintf(buf, (size_t)n + 1, fmt, ap);
+            va_end(ap);
+        } else {
+            buf = small; /* cut short, but said */
+        }
+    }
+    fputs("dlock: ", stderr);
+    cli_print_safe(stderr, buf);
     fputc('\n', stderr);
+    if (buf != small)
+        free(buf);
 }
 
 const char *cli_arg_shown(const char *arg)
