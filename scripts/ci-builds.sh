@@ -8,6 +8,7 @@
 #         is left out and says so, its URLs answer "not compiled in"; odd
 #         GNUInstallDirs through tests/install/test_install.sh; the static
 #         library in a fully static program
+#   gcc   ThreadSanitizer: unit, contract and fork suites, every store
 #   ABI:  abi/check.sh on the Release library
 #   make install PREFIX=/usr DESTDIR=...
 #   Debian: scripts/deb.sh, lintian (no errors), the three packages
@@ -91,6 +92,21 @@ step_clang() {
     say "clang Release ($(clang --version | head -1))"
     CC=clang build clang-Release -DCMAKE_BUILD_TYPE=Release || return 1
     rm -rf "$tmp/clang-Release"
+}
+
+# ThreadSanitizer over the unit, contract and fork suites on every store
+# (scripts/test.sh starts the servers).  Two TSan limits, not findings:
+# its deadlock detector tracks at most 64 mutexes held by one thread, and
+# a batched renewal holds one per lock of the batch (detect_deadlocks=0);
+# it refuses threads in a child forked from a threaded parent, which the
+# library supports and the fork cases test (die_after_fork=0).  Data races
+# make the program exit 66 and fail the step.
+step_tsan() {
+    say "gcc Debug -fsanitize=thread: unit, contract-*, fork-*"
+    CC=gcc build tsan -DCMAKE_BUILD_TYPE=Debug -DDLOCK_TSAN=ON || return 1
+    TSAN_OPTIONS="detect_deadlocks=0 die_after_fork=0" \
+        "$src/scripts/test.sh" "$tmp/tsan" -R '^(unit|contract-|fork-)' || return 1
+    rm -rf "$tmp/tsan"
 }
 
 step_debflags() {
@@ -257,7 +273,7 @@ EOF
     done
 }
 
-steps=(gcc clang debflags sqlite deb)
+steps=(gcc clang debflags sqlite tsan deb)
 [ $# -gt 0 ] && steps=("$@")
 start=$SECONDS
 for s in "${steps[@]}"; do

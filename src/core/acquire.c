@@ -311,7 +311,7 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
     lk->next_renew = lk->lease_end - lk->ttl_ms + lk->ttl_ms / 3;
     if (lk->next_renew < t0)
         lk->next_renew = t0;
-    lk->state = DLOCK_STATE_HELD;
+    DLOCK_STATE_SET(lk, DLOCK_STATE_HELD);
     dlock__registry_add(lk);
     dlock__clearerr();
     *out = lk;

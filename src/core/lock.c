@@ -220,7 +220,7 @@ static int declared_lost(const struct dlock_lock *lk)
  * answered late cannot bring it back. */
 static int lapsed(const struct dlock_lock *lk, int64_t now)
 {
-    return lk->state == DLOCK_STATE_HELD &&
+    return DLOCK_STATE_GET(lk) == DLOCK_STATE_HELD &&
            (now >= lease_end_of(lk) || declared_lost(lk));
 }
 
@@ -367,7 +367,7 @@ static void heaps_remove(struct dlock_lock *lk)
  * the caller has dropped its locks, or NULL. */
 static dlock_lost_cb mark_lost(struct dlock_lock *lk)
 {
-    lk->state = DLOCK_STATE_LOST;
+    DLOCK_STATE_SET(lk, DLOCK_STATE_LOST);
     pthread_mutex_lock(&reg_mu);
     lk->renewable = 0;
     heaps_remove(lk);
@@ -444,7 +444,7 @@ static void renew_batch(struct due **d, size_t n)
             d[i]->busy = 1;
             continue;
         }
-        if (lk->state != DLOCK_STATE_HELD) {
+        if (DLOCK_STATE_GET(lk) != DLOCK_STATE_HELD) {
             pthread_mutex_unlock(&lk->mu);
             continue;
         }
@@ -554,7 +554,10 @@ static void *renew_main(void *arg)
         while (h->len > 0 && n < RENEW_PASS_MAX) {
             struct dlock_lock *lk = h->v[0];
 
-            if (lk->due[H_RENEW] > now + lk->ttl_ms / RENEW_EARLY_DIV)
+            /* ttl_ms: dlock_extend() writes it under mu only. */
+            if (lk->due[H_RENEW] >
+                now + __atomic_load_n(&lk->ttl_ms, __ATOMIC_RELAXED) /
+                          RENEW_EARLY_DIV)
                 break;
             /* Out of the heap (not picked again) until renewed. */
             heap_remove(h, lk);
@@ -772,7 +775,7 @@ static int lock_usable(const struct dlock_lock *lk)
 
 static int not_held(const struct dlock_lock *lk)
 {
-    if (lk->state == DLOCK_STATE_DETACHED)
+    if (DLOCK_STATE_GET(lk) == DLOCK_STATE_DETACHED)
         return dlock__seterr(DLOCK_LOST,
                              "lock '%s' is gone: its store was closed",
                              lk->name);
@@ -809,7 +812,7 @@ dlock_rc dlock_extend(dlock_lock *lk, int64_t ttl_ms)
                              (long long)ttl_ms);
     s = lk->store;
     pthread_mutex_lock(&lk->mu);
-    if (lk->state != DLOCK_STATE_HELD) {
+    if (DLOCK_STATE_GET(lk) != DLOCK_STATE_HELD) {
         rc = not_held(lk);
         pthread_mutex_unlock(&lk->mu);
         return rc;
@@ -831,7 +834,7 @@ dlock_rc dlock_extend(dlock_lock *lk, int64_t ttl_ms)
         rc = lapsed_err(lk);
         cb = mark_lost(lk);
     } else if (rc == DLOCK_OK) {
-        lk->ttl_ms = ttl_ms;
+        __atomic_store_n(&lk->ttl_ms, ttl_ms, __ATOMIC_RELAXED);
         set_lease_end(lk, t0, ttl_ms);
         next = t0 + ttl_ms / 3;
     } else if (rc == DLOCK_LOST) {
@@ -860,7 +863,7 @@ dlock_rc dlock_assert_ttl(dlock_lock *lk, int64_t min_remaining_ms)
         return rc;
     s = lk->store;
     pthread_mutex_lock(&lk->mu);
-    if (lk->state != DLOCK_STATE_HELD) {
+    if (DLOCK_STATE_GET(lk) != DLOCK_STATE_HELD) {
         rc = not_held(lk);
         pthread_mutex_unlock(&lk->mu);
         return rc;
@@ -926,14 +929,14 @@ static int store_release(struct dlock_lock *lk)
          * holder (dlock run, say) for the URL's whole timeout. */
         (void)call_until(lk, dlock__now_ms() + lk->ttl_ms / 3,
                          s->ops->release);
-        lk->state = DLOCK_STATE_LOST;
+        DLOCK_STATE_SET(lk, DLOCK_STATE_LOST);
         return lapsed_err(lk);
     }
-    if (lk->state == DLOCK_STATE_HELD) {
+    if (DLOCK_STATE_GET(lk) == DLOCK_STATE_HELD) {
         /* Past the lease the store lets go by itself. */
         return call_until(lk, lease_end_of(lk), s->ops->release);
     }
-    if (lk->state == DLOCK_STATE_LOST) {
+    if (DLOCK_STATE_GET(lk) == DLOCK_STATE_LOST) {
         if (lk->priv != NULL) {
             /* Tidying, as for a lapsed lease above: briefly. */
             (void)call_until(lk, dlock__now_ms() + lk->ttl_ms / 3,
@@ -976,7 +979,7 @@ dlock_rc dlock_release(dlock_lock *lk)
         pthread_mutex_unlock(&reg_mu);
         pthread_mutex_lock(&lk->mu);
         rc = store_release(lk);
-        lk->state = DLOCK_STATE_DETACHED;
+        DLOCK_STATE_SET(lk, DLOCK_STATE_DETACHED);
         pthread_mutex_unlock(&lk->mu);
         pthread_mutex_lock(&reg_mu);
         lk->free_on_unref = 1;
@@ -1014,7 +1017,7 @@ static int64_t lease_left(const struct dlock_lock *lk)
 {
     int64_t left;
 
-    if (__atomic_load_n(&lk->state, __ATOMIC_ACQUIRE) != DLOCK_STATE_HELD ||
+    if (DLOCK_STATE_GET(lk) != DLOCK_STATE_HELD ||
         declared_lost(lk))
         return 0;
     left = lease_end_of(lk) - dlock__now_ms();
@@ -1044,7 +1047,8 @@ static void detach_where(struct dlock_store *only)
         struct dlock_lock *lk;
 
         for (lk = reg_head; lk != NULL; lk = lk->next)
-            if (lk->gen == me && lk->state != DLOCK_STATE_DETACHED &&
+            if (lk->gen == me &&
+                DLOCK_STATE_GET(lk) != DLOCK_STATE_DETACHED &&
                 lk->renewable >= 0 && (only == NULL || lk->store == only))
                 break;
         if (lk == NULL)
@@ -1058,7 +1062,7 @@ static void detach_where(struct dlock_store *only)
         pthread_mutex_lock(&lk->mu);
         (void)store_release(lk);
         lk->priv = NULL;
-        lk->state = DLOCK_STATE_DETACHED;
+        DLOCK_STATE_SET(lk, DLOCK_STATE_DETACHED);
         pthread_mutex_unlock(&lk->mu);
         pthread_mutex_lock(&reg_mu);
     }

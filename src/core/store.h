@@ -111,6 +111,12 @@ enum dlock_state {
     DLOCK_STATE_DETACHED /* its store was closed under it */
 };
 
+/* lk->state is written under lk->mu but read without it (lease_left(),
+ * the registry scans): every access goes through these two. */
+#define DLOCK_STATE_GET(lk) __atomic_load_n(&(lk)->state, __ATOMIC_ACQUIRE)
+#define DLOCK_STATE_SET(lk, v)                                               \
+    __atomic_store_n(&(lk)->state, (v), __ATOMIC_RELEASE)
+
 /* A held lock.  Stores read name..shared and set fence and priv; the rest
  * belongs to the core (src/core/lock.c), except lease_end, which a store
  * may move later during a native wait (see wait_slice). */

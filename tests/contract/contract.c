@@ -588,11 +588,20 @@ static void renew_many_body(dlock_store *s)
      * (with 600 ms, the fourth batch of a pass came back after the lease
      * it renewed had ended). */
     int64_t ttl = mysql ? 2000 : 600;
-    dlock_options o = opts(0, ttl, 1);
+    int64_t hold = mysql ? 6000 : 3000;
+    dlock_options o;
     dlock_lock **l = calloc((size_t)n, sizeof(*l));
     char base[32];
     int got = 0, lost, seen_lost = 0, bad_release = 0;
 
+#ifdef __SANITIZE_THREAD__
+    /* ThreadSanitizer runs the library 5 to 15 times slower, the renew
+     * thread's batches too: the same load with leases to match.  This
+     * build checks the threads' accesses, the others the pace. */
+    ttl *= 8;
+    hold = 3 * ttl; /* still three leases long */
+#endif
+    o = opts(0, ttl, 1);
     CHECK(l != NULL);
     lost_calls = 0;
     o.on_lost = count_lost;
@@ -603,7 +612,7 @@ static void renew_many_body(dlock_store *s)
             got++;
     }
     EXPECT(got == n);
-    sleep_ms(mysql ? 6000 : 3000); /* time passing is the point: leases */
+    sleep_ms(hold); /* time passing is the point: leases */
     for (int i = 0; i < n; i++)
         if (l[i] != NULL && dlock_is_lost(l[i]))
             seen_lost++;
@@ -684,6 +693,130 @@ static void t_threads_own_handles(dlock_store *s)
 {
     (void)s;
     crowd_run(NULL);
+}
+
+/* Eight threads on one handle each hold a lock and extend it and read its
+ * lease while a ninth breaks the locks one by one: every extend after the
+ * break says LOST, a lost lock has no lease left, and nothing else changes
+ * (the TSan build checks the library's own fields as they do this). */
+struct breaker {
+    dlock_store *s;
+    char names[8][DLOCK_NAME_MAX + 1];
+    int broken[8]; /* atomic: the break of names[i] returned */
+    int extends[8]; /* atomic: extends holder i made */
+    int errors;
+};
+
+struct holder {
+    struct breaker *b;
+    int i;
+    int lost_ok, bad;
+};
+
+static void *holder_main(void *arg)
+{
+    struct holder *h = arg;
+    dlock_options o = opts(2000, 600, 1);
+    dlock_lock *l = NULL;
+    int rc;
+
+    if (dlock_acquire(&l, h->b->s, h->b->names[h->i], &o) != DLOCK_OK) {
+        h->bad++;
+        return NULL;
+    }
+    /* Read the lease all the time, extend now and then: the renew thread
+     * renews in between, and may be the one that finds the lock lost. */
+    for (int n = 0; n < 20000; n++) {
+        int broken = __atomic_load_n(&h->b->broken[h->i], __ATOMIC_ACQUIRE);
+
+        if (dlock_is_lost(l)) {
+            if (dlock_lease_left(l) > 0)
+                h->bad++;
+            h->lost_ok = 1;
+            break;
+        }
+        (void)dlock_lease_left(l);
+        /* Once broken, even holders leave it to the renew thread to find
+         * the loss (while they read the state), odd ones extend. */
+        if (n % 200 != 0 || (broken && h->i % 2 == 0)) {
+            sleep_ms(2);
+            continue;
+        }
+        /* Lease lengths change under the renew thread's feet. */
+        rc = dlock_extend(l, 600 + (n / 200 % 3) * 300);
+        __atomic_add_fetch(&h->b->extends[h->i], 1, __ATOMIC_RELAXED);
+        if (broken && rc != DLOCK_LOST)
+            h->bad++; /* the store no longer has it: extend must see that */
+        if (rc == DLOCK_LOST) {
+            if (dlock_lease_left(l) > 0 || !dlock_is_lost(l))
+                h->bad++;
+            h->lost_ok = 1;
+            break;
+        }
+        if (rc != DLOCK_OK)
+            h->bad++;
+    }
+    rc = dlock_release(l);
+    if (rc != DLOCK_LOST && rc != DLOCK_OK)
+        h->bad++;
+    return NULL;
+}
+
+static void *breaker_main(void *arg)
+{
+    struct breaker *b = arg;
+    /* Past two renewals of the shortest lease, so that the renew thread
+     * has read the leases the holders keep changing. */
+    int64_t start = now_ms();
+
+    for (int i = 0; i < 8; i++) {
+        unsigned removed = 0;
+
+        while (now_ms() < start + 1000 + 100 * i ||
+               __atomic_load_n(&b->extends[i], __ATOMIC_RELAXED) < 2)
+            sleep_ms(10);
+        if (dlock_force_release(&removed, b->s, b->names[i]) != DLOCK_OK ||
+            removed != 1)
+            b->errors++;
+        __atomic_store_n(&b->broken[i], 1, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+static void t_threads_extend_break(dlock_store *s)
+{
+    struct breaker b;
+    struct holder h[8];
+    pthread_t t[8], bt;
+    dlock_info info;
+
+    memset(&b, 0, sizeof(b));
+    b.s = s;
+    for (int i = 0; i < 8; i++) {
+        char base[32];
+
+        snprintf(base, sizeof(base), "tsan-%d", i);
+        snprintf(b.names[i], sizeof(b.names[i]), "%s", nm(base));
+        h[i] = (struct holder){&b, i, 0, 0};
+        CHECK(pthread_create(&t[i], NULL, holder_main, &h[i]) == 0);
+    }
+    /* Break only once all eight hold: status says held. */
+    for (int i = 0; i < 8; i++) {
+        int64_t until = now_ms() + 5000;
+
+        while (test_status(s, b.names[i], &info) == DLOCK_OK &&
+               !info.held && now_ms() < until)
+            sleep_ms(5);
+        EXPECT(info.held);
+    }
+    CHECK(pthread_create(&bt, NULL, breaker_main, &b) == 0);
+    pthread_join(bt, NULL);
+    for (int i = 0; i < 8; i++) {
+        pthread_join(t[i], NULL);
+        EXPECT(h[i].bad == 0);
+        EXPECT(h[i].lost_ok);
+    }
+    EXPECT(b.errors == 0);
 }
 
 /* Processes: children append "+pid" and "-pid" around their critical
@@ -1360,6 +1493,7 @@ static const struct {
     {"renew_many", t_renew_many},
     {"threads_shared_handle", t_threads_shared_handle},
     {"threads_own_handles", t_threads_own_handles},
+    {"threads_extend_break", t_threads_extend_break},
     {"processes", t_processes},
     {"sigkill_holder", t_sigkill_holder},
     {"atexit", t_atexit},

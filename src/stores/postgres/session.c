@@ -178,26 +178,30 @@ static void sess_retire(struct pg_store *ps, struct sess *s, int gone)
 }
 
 /* The mux session, with a reference taken (a new one on a fresh
- * connection with `fresh`, unless another thread made one meanwhile). */
-static int mux_get(struct pg_store *ps, struct sess **out, int fresh)
+ * connection with `fresh`, unless another thread made one meanwhile).
+ * *reused: another thread has it, so it may have run statements and
+ * died idle since (read here, under sess_mu: s->reused itself is written
+ * under s->mu by whoever runs a statement on it). */
+static int mux_get(struct pg_store *ps, struct sess **out, int fresh,
+                   int *reused)
 {
     struct sess *s;
     int rc;
 
     pthread_mutex_lock(&ps->sess_mu);
     s = ps->mux;
-    if (s != NULL) {
+    if (s != NULL)
         s->refs++;
-        s->reused = 1;
-    }
     pthread_mutex_unlock(&ps->sess_mu);
     if (s != NULL) {
         *out = s;
+        *reused = 1;
         return DLOCK_OK;
     }
     rc = sess_new(ps, &s, fresh); /* refs 1: ours */
     if (rc != DLOCK_OK)
         return rc;
+    *reused = s->reused; /* a pooled connection: not yet shared */
     pthread_mutex_lock(&ps->sess_mu);
     if (ps->mux == NULL) {
         ps->mux = s;
@@ -213,6 +217,7 @@ static int mux_get(struct pg_store *ps, struct sess **out, int fresh)
         pthread_mutex_unlock(&ps->sess_mu);
         sess_unref(ps, mine);
         *out = s;
+        *reused = 1;
         return DLOCK_OK;
     }
     pthread_mutex_unlock(&ps->sess_mu);
@@ -531,12 +536,14 @@ static int mux_attempt(struct pg_store *ps, struct dlock_lock *lk,
 {
     for (int fresh = 0;; fresh = 1) {
         struct sess *s = NULL;
-        int rc = lk->auto_renew ? mux_get(ps, &s, fresh)
+        int reused = 0;
+        int rc = lk->auto_renew ? mux_get(ps, &s, fresh, &reused)
                                 : sess_new(ps, &s, fresh);
-        int reused = s != NULL && rc == DLOCK_OK && s->reused;
 
         if (rc != DLOCK_OK)
             return rc;
+        if (!lk->auto_renew)
+            reused = s->reused; /* ours alone */
         pthread_mutex_lock(&s->mu);
         rc = lk->limit > 1 ? sem_attempt(ps, s, lk, -1, o)
                            : session_attempt(ps, s, lk, 0);
