@@ -865,6 +865,38 @@ static int supervise(pid_t child, int rfd, const struct run_opts *o,
     }
 }
 
+/* CMD has exited (status) and supervise() found the lock held until
+ * then: let it go, and exit as what dlock knows says.
+ *
+ * Whether the lock was lost BEFORE the command ended decides: lost then
+ * (the lease as dlock counts it had run out, or the loss was reported,
+ * by the time CMD was reaped; or the store answers the release that the
+ * lock is not ours: broken or taken over since its last renewal) is 75.
+ * A release that cannot reach the store (cut off, its session dying
+ * under it) proves nothing of the kind: the command ran whole under the
+ * lock, so its own status, and a warning that the release could not be
+ * confirmed and the lock goes when its lease runs out.  A wrapper that
+ * reruns on 75 must not rerun a finished job. */
+static int release_after(dlock_lock *lock, const struct run_opts *o,
+                         int status)
+{
+    int64_t left = dlock_lease_left(lock);
+    int r = dlock_release(lock);
+
+    if (left == 0 || r == DLOCK_LOST) {
+        cli_err("run: lock '%s' was lost before the command ended%s%s",
+                o->name, r == DLOCK_LOST ? ": " : "",
+                r == DLOCK_LOST ? dlock_errmsg() : "");
+        return EXIT_LOST;
+    }
+    if (r != DLOCK_OK)
+        cli_err("run: warning: the command ended under the lock, but the "
+                "release of '%s' could not be confirmed (%s); the lock "
+                "goes when its lease runs out, at most %lld ms from now",
+                o->name, dlock_errmsg(), (long long)o->ttl_ms);
+    return status;
+}
+
 int cmd_run(const struct cli *c, int argc, char **argv)
 {
     struct run_opts o = {0};
@@ -933,17 +965,7 @@ int cmd_run(const struct cli *c, int argc, char **argv)
     if (lost) {
         rc = EXIT_LOST;
     } else {
-        int r = dlock_release(lock);
-
-        if (r == DLOCK_LOST) {
-            cli_err("run: lock '%s' was lost before the command ended",
-                    o.name);
-            rc = EXIT_LOST;
-        } else if (r != DLOCK_OK) {
-            /* The command ran under the lock; only the goodbye failed, and
-             * the lease frees the lock. */
-            cli_err("run: warning: release failed: %s", dlock_errmsg());
-        }
+        rc = release_after(lock, &o, rc);
         lock = NULL;
     }
 out:
