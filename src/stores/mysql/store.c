@@ -174,6 +174,27 @@ static int pinned_failed(struct my_store *ms, struct dlock_lock *lk,
     return dlock__lost(lk, why);
 }
 
+/* The pinned connection failed under the release itself: the lock was
+ * ours until then and goes with the session (or its lease); only the
+ * goodbye is unconfirmed, as dlock_release() says of a store it could
+ * not tell (rc, not DLOCK_LOST). */
+static int release_failed(struct my_store *ms, struct dlock_lock *lk,
+                          struct my_lock *ml, int rc)
+{
+    char why[512];
+
+    snprintf(why, sizeof(why), "%s", mysql_error(ml->c->db));
+    dlock__pool_discard(&ms->pool, ml->c);
+    ml->c = NULL;
+    return dlock__seterr(rc, "lock '%s': its release could not be "
+                         "confirmed: its connection to %s failed (%s); "
+                         "its GET_LOCK goes with the session",
+                         lk->name, ms->base.url, why);
+}
+
+struct held_call;
+static int release_op(struct held_call *k, struct conn *c);
+
 /* WHERE clause: lk's row, still live (and its GET_LOCK still ours). */
 static void sb_own(struct sb *b, struct my_store *ms, struct conn *c,
                    const struct dlock_lock *lk, const struct my_lock *ml)
@@ -255,7 +276,8 @@ static int held_run(struct held_call *k)
     rc = k->op(k, k->ml->c);
     dlock__io_unwatch(w);
     if (rc != DLOCK_OK && rc != DLOCK_LOST)
-        rc = pinned_failed(k->ms, k->lk, k->ml);
+        rc = k->op == release_op ? release_failed(k->ms, k->lk, k->ml, rc)
+                                 : pinned_failed(k->ms, k->lk, k->ml);
     return rc;
 }
 

@@ -813,6 +813,16 @@ int dlock__pg_held_run(struct pg_store *ps, struct dlock_lock *lk,
         sess_retire(ps, s, 1);
         pthread_mutex_unlock(&s->mu);
         h->keyed = 0;
+        /* The release itself cut off: the lock was ours until now, and
+         * goes with the session (or its lease); only the goodbye is
+         * unconfirmed, as dlock_release() says of a store it could not
+         * tell.  (A session killed by release --force since the last
+         * renewal reads the same way: the client cannot tell the two
+         * apart here.) */
+        if (strcmp(what, "release") == 0)
+            return dlock__seterr(DLOCK_EUNAVAIL,
+                                 "lock '%s': its release could not be "
+                                 "confirmed: %s", lk->name, why);
         return dlock__lost(lk, why);
     }
     pthread_mutex_unlock(&s->mu);
