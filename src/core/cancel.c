@@ -185,6 +185,12 @@ static void fork_child(void)
     running = 0;
     for (size_t i = 0; i < MAX_WATCHES; i++)
         watches[i].id = 0;
+    /* Its own wake-up pipe: reading the parent's would steal its wake-ups. */
+    if (ctl[0] >= 0) {
+        close(ctl[0]);
+        close(ctl[1]);
+        ctl[0] = ctl[1] = -1;
+    }
 }
 
 static void init_once(void)
@@ -226,9 +232,14 @@ static void *watch_main(void *arg)
             /* The slot may have been unwatched (and reused) meanwhile:
              * only a watch still armed on a fired cancel is called. */
             if (!(p[k].revents & POLLIN) || w->id == 0 || w->called ||
-                w->c->rd != p[k].fd || !dlock_cancel_fired(w->c))
+                w->c->rd != p[k].fd)
                 continue;
-            w->called = w->calling = 1;
+            /* Readable once is enough: the pipe stays readable, and a
+             * byte without the flag (a reset racing a fire) is no fire. */
+            w->called = 1;
+            if (!dlock_cancel_fired(w->c))
+                continue;
+            w->calling = 1;
             pthread_mutex_unlock(&mu);
             w->fn(w->arg);
             pthread_mutex_lock(&mu);

@@ -103,9 +103,10 @@ static int wait_io(PGconn *c, short events, int64_t deadline, int *cancel_fd)
         p[1].revents = 0;
         r = poll(p, *cancel_fd >= 0 ? 2 : 1,
                  left > INT_MAX ? INT_MAX : (int)left);
-        if (r > 0 && p[1].revents != 0 && dlock__cancelled()) {
-            *cancel_fd = -1;
-            cancel_statement(c);
+        if (r > 0 && p[1].revents != 0) {
+            *cancel_fd = -1; /* once: the pipe stays readable */
+            if (dlock__cancelled())
+                cancel_statement(c);
             if (p[0].revents == 0)
                 continue;
         }
