@@ -91,7 +91,9 @@ typedef enum dlock_rc {
     /** The store does not support this (or was not compiled in). */
     DLOCK_ENOTSUP = -7,
     /** Out of memory. */
-    DLOCK_ENOMEM = -8
+    DLOCK_ENOMEM = -8,
+    /** The wait was cancelled (dlock_cancel_fire()): nothing is held. */
+    DLOCK_ECANCELED = -9
 } dlock_rc;
 
 /** Wait forever for a lock (the value of dlock_options.wait_ms). */
@@ -136,8 +138,62 @@ typedef struct dlock_lock dlock_lock;
  */
 typedef void (*dlock_lost_cb)(dlock_lock *lock, void *payload);
 
-/** Version of dlock_options this header describes (2 added limit). */
-#define DLOCK_OPTIONS_VERSION 2
+/**
+ * A cancel: a way to stop a waiting dlock_acquire() from another thread or
+ * from a signal handler (libpq's PQcancel, a CancellationToken).
+ *
+ * Create it with dlock_cancel_new(), name it in dlock_options.cancel of
+ * one or more acquires, and call dlock_cancel_fire() to stop them.  Every
+ * acquire that names a fired cancel returns DLOCK_ECANCELED promptly
+ * (within about 100 ms on every store, whatever the wait was doing) with
+ * nothing held and nothing left in the store on its behalf: no queue
+ * entry, waiter row, advisory or GET_LOCK lock, session.  A grant that
+ * races the cancel is released again before the acquire returns; an
+ * acquire that names an already fired cancel returns DLOCK_ECANCELED
+ * without sending anything.  A fired cancel stays fired until
+ * dlock_cancel_reset().  It never affects a lock already held.
+ *
+ * A cancel is a flag and a pipe (two file descriptors, close-on-exec).
+ * A fork child shares its parent's pipe: firing it there stops the
+ * parent's waits too.
+ */
+typedef struct dlock_cancel dlock_cancel;
+
+/**
+ * Make a cancel (not fired).
+ * @param out  receives it; free it with dlock_cancel_free().
+ * @return DLOCK_OK, DLOCK_EINVAL (out NULL, or no pipe: too many open
+ *         files), DLOCK_ENOMEM.
+ */
+DLOCK_EXTERN dlock_rc dlock_cancel_new(dlock_cancel **out);
+
+/**
+ * Fire the cancel: every acquire waiting with it, now or later, returns
+ * DLOCK_ECANCELED.  Idempotent; accepts NULL.  Async-signal-safe (an
+ * atomic store and one write() to a pipe; errno is preserved) and
+ * thread-safe: call it from a signal handler (installed without
+ * SA_RESTART or with, either works) or from any thread.
+ */
+DLOCK_EXTERN void dlock_cancel_fire(dlock_cancel *cancel);
+
+/** Nonzero once the cancel was fired (and not reset since).
+ * Async-signal-safe. */
+DLOCK_EXTERN int dlock_cancel_fired(const dlock_cancel *cancel);
+
+/**
+ * Make a fired cancel usable again.  Not while an acquire that names it
+ * still runs, and not concurrently with dlock_cancel_fire(): a fire that
+ * overlaps a reset may be lost.  Accepts NULL.
+ */
+DLOCK_EXTERN void dlock_cancel_reset(dlock_cancel *cancel);
+
+/** Free a cancel (its pipe is closed).  No acquire may still name it, and
+ * no signal handler may fire it any more.  Accepts NULL. */
+DLOCK_EXTERN void dlock_cancel_free(dlock_cancel *cancel);
+
+/** Version of dlock_options this header describes (2 added limit, 3
+ * cancel). */
+#define DLOCK_OPTIONS_VERSION 3
 
 /** Largest semaphore limit (dlock_options.limit). */
 #define DLOCK_LIMIT_MAX 1024
@@ -178,11 +234,17 @@ typedef struct dlock_options {
      * over-admission.  Not together with shared.  DLOCK_ENOTSUP on a store
      * without semaphores. */
     unsigned limit;
+    /** (Version 3.)  NULL (default), or a cancel (dlock_cancel_new()):
+     * firing it stops this acquire, which returns DLOCK_ECANCELED with
+     * nothing held.  The acquire only reads it; the caller keeps it alive
+     * until the acquire has returned. */
+    dlock_cancel *cancel;
 } dlock_options;
 
 /** Static initialiser for dlock_options with the defaults. */
 #define DLOCK_OPTIONS_INIT                                                   \
-    { DLOCK_OPTIONS_VERSION, 0, DLOCK_DEFAULT_TTL_MS, 1, 0, NULL, NULL, 1 }
+    { DLOCK_OPTIONS_VERSION, 0, DLOCK_DEFAULT_TTL_MS, 1, 0, NULL, NULL, 1,   \
+      NULL }
 
 /**
  * What dlock_status() and dlock_list() report about one name.
@@ -329,6 +391,8 @@ DLOCK_EXTERN void dlock_free(char *str);
  * unreachable then (a try-lock, wait_ms 0, says so at once).
  *
  * @return DLOCK_OK; DLOCK_BUSY if not acquired in time (including wait 0);
+ *         DLOCK_ECANCELED if opts->cancel was fired before it returned
+ *         (nothing held; see dlock_cancel);
  *         DLOCK_EINVAL for a bad name or options (nothing is sent);
  *         DLOCK_ENOTSUP (e.g. shared on a store without shared locks);
  *         DLOCK_EUNAVAIL, DLOCK_ESTORE, DLOCK_ENOMEM.

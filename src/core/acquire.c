@@ -117,8 +117,11 @@ static int poll_acquire(struct dlock_store *s, struct dlock_lock *lk,
 
     for (attempts = 0;; attempts++) {
         int64_t retry, rem, delay;
-        int rc = attempt(s, lk, deadline, try_once, &retry);
+        int rc;
 
+        if (dlock__cancelled())
+            return dlock__ecanceled();
+        rc = attempt(s, lk, deadline, try_once, &retry);
         if (rc != DLOCK_BUSY)
             return rc;
         rem = dlock__remaining_ms(deadline);
@@ -129,7 +132,7 @@ static int poll_acquire(struct dlock_store *s, struct dlock_lock *lk,
             delay = retry + 1;
         if (delay > rem)
             delay = rem;
-        dlock__sleep_ms(delay);
+        (void)dlock__cancel_sleep_ms(delay);
     }
 }
 
@@ -148,6 +151,8 @@ static int slice_acquire(struct dlock_store *s, struct dlock_lock *lk,
     while (rc == DLOCK_BUSY) {
         int64_t slice = dlock__remaining_ms(deadline);
 
+        if (dlock__cancelled())
+            return dlock__ecanceled();
         if (slice == 0)
             break;
         if (slice > SLICE_MAX_MS)
@@ -186,6 +191,21 @@ static int too_late(struct dlock_store *s, struct dlock_lock *lk)
                          (long long)lk->ttl_ms);
 }
 
+/* The acquire's cancel fired before it returned: whatever its wait ended
+ * with, the answer is DLOCK_ECANCELED, and a grant that raced the cancel
+ * is let go again (as too_late() does), so nothing is held. */
+static int cancelled(struct dlock_store *s, struct dlock_lock *lk, int rc)
+{
+    if (rc == DLOCK_OK) {
+        int64_t saved = dlock__io_deadline;
+
+        dlock__io_deadline = dlock__now_ms() + lk->ttl_ms / 3;
+        (void)s->ops->release(s, lk);
+        dlock__io_deadline = saved;
+    }
+    return dlock__ecanceled();
+}
+
 /* What a store kept in priv for an acquire that did not get the lock (a
  * session it waited on, what its try saw of the holder). */
 static void forget_attempts(struct dlock_store *s, struct dlock_lock *lk)
@@ -198,6 +218,7 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
                            size_t name_len, const dlock_options *opts)
 {
     static const dlock_options defaults = DLOCK_OPTIONS_INIT;
+    struct dlock_cancel *cancel, *outer_cancel;
     struct dlock_lock *lk;
     int64_t t0, deadline;
     int rc;
@@ -219,6 +240,10 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
     rc = dlock__check_name(name, name_len);
     if (rc != DLOCK_OK)
         return rc;
+    /* cancel exists from version 3 on.  Fired already: nothing is sent. */
+    cancel = opts->version >= 3 ? opts->cancel : NULL;
+    if (dlock_cancel_fired(cancel))
+        return dlock__ecanceled();
 
     /* Before acquiring: failing to start the renew thread afterwards
      * would leave a lock held that nobody renews. */
@@ -269,6 +294,10 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
                    : t0 + opts->wait_ms;
     if (opts->wait_ms != 0 && deadline != DLOCK_WAIT_FOREVER)
         dlock__io_deadline = deadline + WAIT_IO_SLACK_MS;
+    /* An acquire from an on_lost callback runs inside another's: keep
+     * that one's cancel for when this returns. */
+    outer_cancel = dlock__cancel_cur;
+    dlock__cancel_cur = cancel;
     for (int64_t outage = OUTAGE_FIRST_MS;; outage *= 2) {
         int64_t rem;
 
@@ -293,8 +322,13 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
         rem = dlock__remaining_ms(deadline);
         if (rem <= outage)
             break; /* still unreachable at the deadline: say so */
-        dlock__sleep_ms(outage);
+        if (dlock__cancel_sleep_ms(outage))
+            break;
     }
+    /* What follows lets go of what the wait left: never cancelled. */
+    dlock__cancel_cur = outer_cancel;
+    if (dlock_cancel_fired(cancel))
+        rc = cancelled(s, lk, rc);
     dlock__io_deadline = 0;
     if (rc != DLOCK_OK) {
         forget_attempts(s, lk);

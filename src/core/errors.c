@@ -30,6 +30,8 @@ const char *dlock_strerror(int rc)
         return "not supported";
     case DLOCK_ENOMEM:
         return "out of memory";
+    case DLOCK_ECANCELED:
+        return "wait cancelled";
     default:
         return "unknown error";
     }

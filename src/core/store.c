@@ -123,8 +123,12 @@ dlock_rc dlock_options_init(dlock_options *opts, unsigned version)
                              "library knows 1..%u)",
                              version, DLOCK_OPTIONS_VERSION);
     /* Only the fields of that version: a caller built against an older
-     * header has a smaller struct. */
-    *opts = defaults;
+     * header has a smaller struct, which ends where the next version's
+     * first field begins. */
+    memcpy(opts, &defaults,
+           version == 1   ? offsetof(dlock_options, limit)
+           : version == 2 ? offsetof(dlock_options, cancel)
+                          : sizeof(defaults));
     opts->version = version;
     return DLOCK_OK;
 }

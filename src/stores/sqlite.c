@@ -369,7 +369,8 @@ static int busy_handler(void *arg, int count)
     struct sqlite_store *ss = arg;
     int64_t left = ss->busy_deadline - dlock__now_ms();
 
-    if (left <= 0)
+    /* A cancelled acquire stops waiting for other writers too. */
+    if (left <= 0 || dlock__cancelled())
         return 0;
     /* Writers hold the lock for microseconds: start with short naps. */
     dlock__sleep_ms(count < 4 ? 1 : count < 20 ? 2 : 5);

@@ -49,9 +49,17 @@ an ``threading.Event`` or a flag there.  Exceptions it raises are printed
 to stderr and swallowed, never propagated into the C library.  A
 :class:`Store` may be shared by threads; a :class:`Lock` belongs to one
 holder (its calls are serialised, and releasing it from another thread,
-including from ``on_lost``, is safe).  Signal handlers (Ctrl-C's
-KeyboardInterrupt) run only once a wait inside libdlock has ended: it
-cannot be cancelled, so prefer finite waits in interactive programs.
+including from ``on_lost``, is safe).
+
+Cancelling a wait: on the main thread, a waiting ``acquire()`` runs the
+C call on a helper thread and waits for it in a way signals interrupt,
+so Ctrl-C (or any signal handler that raises) stops it at once: the
+handler's exception (``KeyboardInterrupt``) fires the wait's
+``dlock_cancel``, libdlock ends the wait within about 100 ms holding
+nothing (a grant that raced the signal is released), and the exception
+propagates.  From another thread, pass ``cancel=dlock.Cancel()`` to
+``acquire()`` (or ``Store.lock()``) and call its ``fire()``: the acquire
+raises :class:`Cancelled`.
 
 Fork: as libdlock documents, a child made by ``fork()`` never releases or
 renews its parent's locks; calls on an inherited :class:`Lock` or
@@ -83,9 +91,11 @@ from dataclasses import dataclass
 __all__ = [
     "Store", "Lock", "LockInfo", "DlockError", "Busy", "Timeout", "Lost",
     "Expiring", "InvalidArgument", "Unavailable", "StoreError",
-    "NotSupported", "OutOfMemory", "NotHeld", "default_url", "version",
+    "NotSupported", "OutOfMemory", "NotHeld", "Cancelled", "Cancel",
+    "default_url", "version",
     "schemes", "redact", "ddl", "library_path", "OK", "BUSY", "LOST",
     "EXPIRING", "EINVAL", "EUNAVAIL", "ESTORE", "ENOTSUP", "ENOMEM",
+    "ECANCELED",
     "NAME_MAX", "LIMIT_MAX", "TTL_MIN", "DEFAULT_TTL",
 ]
 
@@ -101,13 +111,14 @@ EUNAVAIL = -5
 ESTORE = -6
 ENOTSUP = -7
 ENOMEM = -8
+ECANCELED = -9
 
 WAIT_FOREVER = -1
 NAME_MAX = 1024
 LIMIT_MAX = 1024
 TTL_MIN = 0.1           # seconds (DLOCK_TTL_MIN_MS)
 DEFAULT_TTL = 30.0      # seconds (DLOCK_DEFAULT_TTL_MS)
-_OPTIONS_VERSION = 2    # the dlock_options layout declared below
+_OPTIONS_VERSION = 3    # the dlock_options layout declared below
 SONAME = "libdlock.so.0.2"
 
 
@@ -169,6 +180,11 @@ class OutOfMemory(DlockError, MemoryError):
     """DLOCK_ENOMEM."""
 
 
+class Cancelled(DlockError):
+    """The wait was cancelled (:meth:`Cancel.fire`; DLOCK_ECANCELED):
+    nothing is held."""
+
+
 class NotHeld(DlockError, RuntimeError):
     """release()/extend()/assert_ttl() on a Lock that is not held (never
     acquired, or already released).  Found by this module: ``code`` is
@@ -178,7 +194,7 @@ class NotHeld(DlockError, RuntimeError):
 _EXC = {
     BUSY: Busy, LOST: Lost, EXPIRING: Expiring, EINVAL: InvalidArgument,
     EUNAVAIL: Unavailable, ESTORE: StoreError, ENOTSUP: NotSupported,
-    ENOMEM: OutOfMemory,
+    ENOMEM: OutOfMemory, ECANCELED: Cancelled,
 }
 
 
@@ -220,6 +236,7 @@ class _Options(ctypes.Structure):
         ("on_lost", _LOST_CB),
         ("payload", _vp),
         ("limit", ctypes.c_uint),
+        ("cancel", _vp),      # version 3
     ]
 
 
@@ -281,6 +298,96 @@ _strerror = _fn("dlock_strerror", _c_char_p, _c_int)
 _errmsg = _fn("dlock_errmsg", _c_char_p)
 _schemes = _fn("dlock_schemes", _c_char_p)
 _version = _fn("dlock_version", _c_char_p)
+_cancel_new = _fn("dlock_cancel_new", _c_int, _pp)
+_cancel_fire = _fn("dlock_cancel_fire", None, _vp)
+_cancel_fired = _fn("dlock_cancel_fired", _c_int, _vp)
+_cancel_reset = _fn("dlock_cancel_reset", None, _vp)
+_cancel_free = _fn("dlock_cancel_free", None, _vp)
+
+
+class Cancel:
+    """A way to stop waiting acquires from another thread
+    (``dlock_cancel``): pass it as ``cancel=`` to :meth:`Lock.acquire` or
+    :meth:`Store.lock`; :meth:`fire` makes every acquire waiting with it
+    (now or later, until :meth:`reset`) raise :class:`Cancelled`, holding
+    nothing."""
+
+    def __init__(self):
+        h = _vp()
+        rc = _cancel_new(ctypes.byref(h))
+        if rc != OK:
+            raise _error(rc, "cancel")
+        self._h = h.value
+        self._finalizer = weakref.finalize(self, _cancel_free, self._h)
+
+    def fire(self):
+        """Stop the waits (idempotent; thread-safe)."""
+        _cancel_fire(self._h)
+
+    @property
+    def fired(self):
+        return bool(_cancel_fired(self._h))
+
+    def reset(self):
+        """Make it usable again (not while an acquire with it runs)."""
+        _cancel_reset(self._h)
+
+
+def _acquire_call(sh, name, o, timeout_exc):
+    """dlock_acquire_len: (rc, handle, exception or None).  On the main
+    thread, a wait runs on a helper thread while this one waits for it
+    interruptibly: a signal handler's exception (Ctrl-C's
+    KeyboardInterrupt) fires the wait's cancel, waits for the call to end
+    (within ~100 ms), lets go of a grant that raced it, and propagates."""
+    def call():
+        h = _vp()
+        rc = _acquire_len(ctypes.byref(h), sh, name, len(name),
+                          ctypes.byref(o))
+        # dlock_errmsg() is per thread: read it here.
+        err = None if rc == OK else _error(
+            rc, None, timeout_exc if rc == BUSY and o.wait_ms != 0 else None)
+        return rc, h, err
+
+    if o.wait_ms == 0 or threading.current_thread() is not \
+            threading.main_thread():
+        return call()
+    own = None
+    if not o.cancel:
+        own = Cancel()
+        o.cancel = own._h
+    out = []
+    done = threading.Event()
+
+    def run():
+        try:
+            out.append(call())
+        finally:
+            done.set()
+
+    t = threading.Thread(target=run, name="dlock-acquire", daemon=True)
+    t.start()
+    try:
+        # Event.wait() returns to run signal handlers on the main thread.
+        while not done.wait():
+            pass
+    except BaseException:
+        _cancel_fire(o.cancel)
+        # The call ends within moments; a second Ctrl-C does not abandon
+        # it (that could leave a lock held with nobody to release it).
+        while True:
+            try:
+                done.wait()
+                break
+            except BaseException:
+                continue
+        if out and out[0][0] == OK:
+            _release(out[0][1])
+        raise
+    finally:
+        t.join()
+        if own is not None:
+            o.cancel = None
+    return out[0]
 
 
 def _s(b):
@@ -640,7 +747,7 @@ class Store:
             raise _error(rc, "init")
 
     def lock(self, name, wait=None, ttl=DEFAULT_TTL, shared=False,
-             limit=None, renew=True, on_lost=None):
+             limit=None, renew=True, on_lost=None, cancel=None):
         """A :class:`Lock` on ``name``, not acquired yet: use it as a
         context manager (acquired on entry, released on exit) or call
         ``acquire()``/``release()``.
@@ -650,9 +757,10 @@ class Store:
         shared: a shared (read) lock.  limit: N > 1 makes it a semaphore of
         N holders.  renew: renew the lease every ttl/3 while held.
         on_lost: called once with the Lock when it is found lost.
+        cancel: a :class:`Cancel` whose ``fire()`` stops its waits.
         """
         return Lock(self, name, wait=wait, ttl=ttl, shared=shared,
-                    limit=limit, renew=renew, on_lost=on_lost)
+                    limit=limit, renew=renew, on_lost=on_lost, cancel=cancel)
 
     def acquire(self, name, **kw):
         """``store.lock(name, **kw)`` acquired (raises :class:`Busy` /
@@ -761,9 +869,13 @@ class Lock:
     (with a new fence).  Made by :meth:`Store.lock`."""
 
     def __init__(self, store, name, wait=None, ttl=DEFAULT_TTL,
-                 shared=False, limit=None, renew=True, on_lost=None):
+                 shared=False, limit=None, renew=True, on_lost=None,
+                 cancel=None):
         if not isinstance(store, Store):
             raise TypeError("dlock: store must be a dlock.Store")
+        if cancel is not None and not isinstance(cancel, Cancel):
+            raise TypeError("dlock: cancel must be a dlock.Cancel")
+        self._cancel = cancel
         if on_lost is not None and not callable(on_lost):
             raise TypeError("dlock: on_lost must be callable")
         self._store = store       # keeps the store open while we live
@@ -841,11 +953,15 @@ class Lock:
                                              self._store.url)
 
     # -- acquire / release
-    def acquire(self, wait=..., raise_busy=True):
+    def acquire(self, wait=..., raise_busy=True, cancel=...):
         """Acquire the lock.  ``wait`` overrides the one given to
         :meth:`Store.lock`.  Returns True; if not acquired in time raises
         :class:`Busy` (wait 0) or :class:`Timeout` (wait > 0), or returns
-        False when ``raise_busy`` is false."""
+        False when ``raise_busy`` is false.  ``cancel``: a :class:`Cancel`
+        whose ``fire()`` stops the wait (:class:`Cancelled`); Ctrl-C stops
+        a wait on the main thread in any case (KeyboardInterrupt)."""
+        if cancel is ...:
+            cancel = self._cancel
         if wait is ...:
             wait_ms = self._wait
         else:
@@ -864,6 +980,8 @@ class Lock:
         o.auto_renew = 1 if self._renew else 0
         o.shared = 1 if self._shared else 0
         o.limit = self._limit
+        if cancel is not None:
+            o.cancel = cancel._h
         key = 0
         if self.on_lost is not None and not _exiting:
             key = next(_lost_keys)
@@ -887,11 +1005,7 @@ class Lock:
             self._lost_fired = False
         try:
             with self._store._using() as sh:
-                rc = _acquire_len(ctypes.byref(h), sh, self._name,
-                                  len(self._name), ctypes.byref(o))
-                err = None if rc == OK else _error(
-                    rc, None, Timeout if rc == BUSY and o.wait_ms != 0
-                    else None)
+                rc, h, err = _acquire_call(sh, self._name, o, Timeout)
             if rc == OK:
                 with st.guard():
                     st.h = h.value

@@ -385,6 +385,35 @@ static int64_t lease_slice(const struct conn *c, const struct dlock_lock *lk,
     return left < cap ? left : cap;
 }
 
+/* The acquire's cancel fired during a GET_LOCK (cancel.c's thread): KILL
+ * QUERY it from another connection.  GET_LOCK then ends at once, killed
+ * or (racing) granted; the wait's connection is closed either way
+ * (dlock__my_wait_slice), which lets go of a grant.  The KILL has
+ * returned before the watch is taken off, and the server forgets a KILL
+ * QUERY that finds no query: it cannot hit a later statement. */
+struct kill_arg {
+    struct my_store *ms;
+    unsigned long id;
+};
+
+static void kill_get_lock(void *arg)
+{
+    struct kill_arg *a = arg;
+    struct sb b = {0};
+    void *c = NULL;
+    int pooled, rc;
+
+    if (dlock__pool_get(&a->ms->pool, &c, &pooled) != DLOCK_OK)
+        return;
+    dlock__my_sb_add(&b, "KILL QUERY %lu", a->id);
+    rc = dlock__my_run(a->ms, c, &b, NULL, "cancelling a wait");
+    dlock__my_sb_free(&b);
+    if (rc == DLOCK_OK)
+        dlock__pool_put(&a->ms->pool, c);
+    else
+        dlock__pool_discard(&a->ms->pool, c);
+}
+
 /* The GET_LOCK wait of a slice, after wait_lease() wrote the lease (its
  * end, on the server's clock, in @dlock_wexp): at most wait_ms, and on
  * the server never past half a ttl before the lease's end, however late
@@ -416,8 +445,17 @@ static int lease_get_lock(struct my_store *ms, struct dlock_lock *lk,
                          ", LEAST(%lld, FLOOR((@dlock_wexp - " NOWMS
                          " - %lld) / 1000))), 0)",
                          (long long)(wait_ms / 1000), half);
+    struct kill_arg ka = {ms, c->id};
+    uint64_t watch = dlock__cancel_watch(kill_get_lock, &ka);
+
     rc = dlock__my_run_int(ms, c, &b, &v, &found, "GET_LOCK");
+    dlock__cancel_unwatch(watch);
     dlock__my_sb_free(&b);
+    if (dlock__cancelled()) {
+        /* Killed, or granted just before: never claimed. */
+        *got = 0;
+        return dlock__ecanceled();
+    }
     if (rc == DLOCK_OK && !found)
         rc = dlock__seterr(DLOCK_ESTORE,
                            "GET_LOCK failed on %s (the server returned "
@@ -432,7 +470,7 @@ static void nap(struct my_lock *ml, int64_t max_ms)
 {
     int64_t d = dlock__backoff_ms(ml->spins++, dlock__rand32());
 
-    dlock__sleep_ms(d < max_ms ? d : max_ms);
+    (void)dlock__cancel_sleep_ms(d < max_ms ? d : max_ms);
 }
 
 /* The longest GET_LOCK on one slot in a semaphore's wait: a release of
@@ -577,7 +615,11 @@ int dlock__my_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
         ml->held = 1;
         drop_lease(ms, lk, ml); /* if an attempt of its own took it */
     } else if (rc != DLOCK_BUSY) {
-        /* The wait is over, and the connection's state unknown. */
+        /* The wait is over, and the connection's state unknown: closed,
+         * which lets go of a GET_LOCK it may hold.  A cancelled wait's
+         * connection still answers: its waiter row goes first. */
+        if (dlock__cancelled())
+            drop_lease(ms, lk, ml);
         unpin(ms, ml, 0);
         dlock__my_free_lock(ms, ml);
         lk->priv = NULL;

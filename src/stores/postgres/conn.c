@@ -62,15 +62,35 @@ static void driver_text(char *dst, size_t len, const char *src,
     dlock__scrub(dst, len, tmp, secrets);
 }
 
-/* Wait until the socket is ready for `events` or deadline: 1 ready,
- * 0 timed out, -1 error. */
-static int wait_io(PGconn *c, short events, int64_t deadline)
-{
-    struct pollfd p;
+_Thread_local int dlock__pg_cancellable;
 
-    p.fd = PQsocket(c);
-    p.events = events;
-    if (p.fd < 0)
+/* The acquire's cancel fired during a wait statement: ask the server to
+ * cancel it (PQcancel returns once the server has signalled the backend,
+ * so the cancel cannot hit a later statement on the connection).  The
+ * statement then ends, with 57014 (the caller lets go of what it may
+ * have taken, as after any failure) or granted (the core lets go). */
+static void cancel_statement(PGconn *c)
+{
+    PGcancel *pc = PQgetCancel(c);
+    char err[256];
+
+    if (pc != NULL) {
+        (void)PQcancel(pc, err, sizeof(err));
+        PQfreeCancel(pc);
+    }
+}
+
+/* Wait until the socket is ready for `events` or deadline: 1 ready,
+ * 0 timed out, -1 error.  *cancel_fd (>= 0: the acquire's cancel, for a
+ * wait statement) readable: the statement is cancelled, and the wait for
+ * its answer goes on. */
+static int wait_io(PGconn *c, short events, int64_t deadline, int *cancel_fd)
+{
+    struct pollfd p[2];
+
+    p[0].fd = PQsocket(c);
+    p[0].events = events;
+    if (p[0].fd < 0)
         return -1;
     for (;;) {
         int64_t left = deadline - dlock__now_ms();
@@ -78,7 +98,18 @@ static int wait_io(PGconn *c, short events, int64_t deadline)
 
         if (left <= 0)
             return 0;
-        r = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
+        p[1].fd = *cancel_fd;
+        p[1].events = POLLIN;
+        p[1].revents = 0;
+        r = poll(p, *cancel_fd >= 0 ? 2 : 1,
+                 left > INT_MAX ? INT_MAX : (int)left);
+        if (r > 0 && p[1].revents != 0) {
+            *cancel_fd = -1; /* once: the pipe stays readable */
+            if (dlock__cancelled())
+                cancel_statement(c);
+            if (p[0].revents == 0)
+                continue;
+        }
         if (r > 0)
             return 1;
         if (r == 0)
@@ -108,6 +139,10 @@ static int run_op(PGconn *c, const char *url, const char *what, int op,
     const char *const *sec;
     char msg[512];
     int sent, r;
+    /* Only a wait statement is cancelled: the others are short, and one
+     * cut off halfway (a row written, its answer unread) would leave more
+     * behind than it saves. */
+    int cancel_fd = dlock__pg_cancellable ? dlock__cancel_fd() : -1;
 
     *out = NULL;
     if (state != NULL)
@@ -133,7 +168,7 @@ static int run_op(PGconn *c, const char *url, const char *what, int op,
     while ((r = PQflush(c)) != 0) {
         if (r < 0)
             goto broken;
-        r = wait_io(c, POLLIN | POLLOUT, deadline);
+        r = wait_io(c, POLLIN | POLLOUT, deadline, &cancel_fd);
         if (r == 0)
             goto timeout;
         if (r < 0 || !PQconsumeInput(c))
@@ -143,7 +178,7 @@ static int run_op(PGconn *c, const char *url, const char *what, int op,
         PGresult *res;
 
         while (PQisBusy(c)) {
-            r = wait_io(c, POLLIN, deadline);
+            r = wait_io(c, POLLIN, deadline, &cancel_fd);
             if (r == 0)
                 goto timeout;
             if (r < 0 || !PQconsumeInput(c))

@@ -214,4 +214,9 @@ const void *dlock__pg_held_session(const struct dlock_lock *lk);
 int dlock__pg_extend_many(struct dlock_store *s,
                           struct dlock_lock *const *locks, size_t n, int *rcs);
 
+/* conn.c: set around a wait statement (pg_advisory_lock under
+ * lock_timeout): the acquire's cancel (dlock__cancel_fd()) cancels it on
+ * the server. */
+extern _Thread_local int dlock__pg_cancellable;
+
 #endif /* DLOCK_STORES_PG_H */

@@ -285,8 +285,10 @@ static int session_attempt(struct pg_store *ps, struct sess *s,
             q = s->own ? Q_TRY_X1 : Q_TRY_XM;
     } else
         q = lk->shared ? Q_WAIT_S : Q_WAIT_X;
+    dlock__pg_cancellable = lock_timeout_ms > 0;
     rc = dlock__pg_runp(s->c, ps->base.url, "acquire", q, ps->sql[q], 8, p.v, lock_timeout_ms + ps->op_timeout_ms, &res,
                         state);
+    dlock__pg_cancellable = 0;
     if (rc == DLOCK_EUNAVAIL) {
         sess_retire(ps, s, 1);
         return rc;
@@ -693,9 +695,11 @@ static int sem_slice(struct pg_store *ps, struct sess *s,
         slice_ms = SEM_LOOK_MS;
     snprintf(slot, sizeof(slot), "%d", wait);
     snprintf(tmo, sizeof(tmo), "%lld", (long long)slice_ms);
+    dlock__pg_cancellable = 1;
     rc = dlock__pg_runp(s->c, ps->base.url, "acquire", Q_SEM_WAIT,
                         dlock__pg_sql_sem_wait, 3, v,
                         slice_ms + ps->op_timeout_ms, &res, state);
+    dlock__pg_cancellable = 0;
     if (rc == DLOCK_EUNAVAIL) {
         sess_retire(ps, s, 1);
         return rc;

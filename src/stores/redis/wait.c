@@ -68,6 +68,23 @@ static void cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu,
     pthread_cond_timedwait(cv, mu, &ts);
 }
 
+/* The acquire's cancel fired (cancel.c's thread): wake the waiter, whose
+ * sleep ends on dlock__cancelled(); the core then ends the wait and
+ * forget() leaves the queue. */
+struct wake_arg {
+    struct redis_store *rs;
+    pthread_cond_t *cv;
+};
+
+static void wake_cancelled(void *arg)
+{
+    struct wake_arg *a = arg;
+
+    pthread_mutex_lock(&a->rs->smu);
+    pthread_cond_signal(a->cv);
+    pthread_mutex_unlock(&a->rs->smu);
+}
+
 /* Does the server send the keyspace events that show a foreign holder's
  * release: K (keyspace channels) with g (DEL, UNLINK; "A" includes g)?
  * Asked with CONFIG GET, which an ACL or a managed service may refuse:
@@ -184,6 +201,9 @@ static int wait_start(struct redis_store *rs, struct dlock_lock *lk,
     wt->w.cv = wt->ow.cv = &wt->cv;
     lk->priv = wt;
 
+    struct wake_arg wa = {rs, &wt->cv};
+    uint64_t watch = dlock__cancel_watch(wake_cancelled, &wa);
+
     pthread_mutex_lock(&rs->smu);
     subscribed_ok = dlock__redis_sub_ensure(rs) == DLOCK_OK && !rs->sub_denied;
     wt->c = dlock__redis_chan_join(rs, wt->k.chan, wt->k.chan_len, 0, &wt->w);
@@ -192,6 +212,7 @@ static int wait_start(struct redis_store *rs, struct dlock_lock *lk,
     free(own);
     if (wt->c == NULL || (own != NULL && wt->oc == NULL)) {
         pthread_mutex_unlock(&rs->smu);
+        dlock__cancel_unwatch(watch);
         wait_free(rs, lk);
         return dlock__enomem();
     }
@@ -199,12 +220,14 @@ static int wait_start(struct redis_store *rs, struct dlock_lock *lk,
      * the last attempt and the subscription would otherwise go unheard. */
     while (subscribed_ok &&
            (!wt->c->subscribed || (wt->oc != NULL && !wt->oc->subscribed)) &&
-           !rs->sub_broken && !rs->sub_denied && dlock__now_ms() < end) {
+           !rs->sub_broken && !rs->sub_denied && dlock__now_ms() < end &&
+           !dlock__cancelled()) {
         int64_t until = dlock__now_ms() + CONFIRM_TICK_MS;
 
         cond_wait_until(&wt->cv, &rs->smu, until < end ? until : end);
     }
     pthread_mutex_unlock(&rs->smu);
+    dlock__cancel_unwatch(watch);
     return DLOCK_OK;
 }
 
@@ -220,12 +243,15 @@ static int sleep_on(struct redis_store *rs, struct wait *wt, int64_t end)
     struct chan *c = wt->c;
     int64_t wake = wt->tick && wt->look_at < end ? wt->look_at : end;
     int woken, changed;
+    struct wake_arg wa = {rs, &wt->cv};
+    uint64_t watch = dlock__cancel_watch(wake_cancelled, &wa);
 
     pthread_mutex_lock(&rs->smu);
     for (;;) {
         int64_t at;
 
         while (!wt->w.woken && !wt->ow.woken && wt->w.lease_at == 0 &&
+               !dlock__cancelled() &&
                dlock__now_ms() < wake && rs->sub_broken == wt->broken &&
                !(wt->ks_wait &&
                  (c->ks_subscribed || rs->ks_denied || rs->sub_denied)))
@@ -246,6 +272,9 @@ static int sleep_on(struct redis_store *rs, struct wait *wt, int64_t end)
         rs->sub_broken != wt->broken ||
         (wt->ks_wait && (c->ks_subscribed || rs->ks_denied || rs->sub_denied));
     pthread_mutex_unlock(&rs->smu);
+    dlock__cancel_unwatch(watch);
+    if (dlock__cancelled())
+        return 0; /* no attempt: the core ends the wait */
     return woken || changed || dlock__now_ms() >= wt->look_at;
 }
 
@@ -342,6 +371,8 @@ int dlock__redis_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
         rc = wait_start(rs, lk, end);
         if (rc != DLOCK_OK)
             return rc;
+        if (dlock__cancelled())
+            return DLOCK_BUSY; /* no attempt: the core ends the wait */
     } else if (!sleep_on(rs, lk->priv, end)) {
         int64_t left = ((struct wait *)lk->priv)->look_at - dlock__now_ms();
 
