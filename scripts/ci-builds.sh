@@ -94,7 +94,7 @@ step_clang() {
     rm -rf "$tmp/clang-Release"
 }
 
-# ThreadSanitizer over the unit, contract and fork suites on every store
+# ThreadSanitizer over the unit, contract, fork and cancel suites on every store
 # (scripts/test.sh starts the servers).  Two TSan limits, not findings:
 # its deadlock detector tracks at most 64 mutexes held by one thread, and
 # a batched renewal holds one per lock of the batch (detect_deadlocks=0);
@@ -102,10 +102,10 @@ step_clang() {
 # library supports and the fork cases test (die_after_fork=0).  Data races
 # make the program exit 66 and fail the step.
 step_tsan() {
-    say "gcc Debug -fsanitize=thread: unit, contract-*, fork-*"
+    say "gcc Debug -fsanitize=thread: unit, contract-*, fork-*, cancel-*"
     CC=gcc build tsan -DCMAKE_BUILD_TYPE=Debug -DDLOCK_TSAN=ON || return 1
     TSAN_OPTIONS="detect_deadlocks=0 die_after_fork=0" \
-        "$src/scripts/test.sh" "$tmp/tsan" -R '^(unit|contract-|fork-)' || return 1
+        "$src/scripts/test.sh" "$tmp/tsan" -R '^(unit|contract-|fork-|cancel-)' || return 1
     rm -rf "$tmp/tsan"
 }
 
