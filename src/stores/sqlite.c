@@ -542,6 +542,23 @@ static int set_wal(struct sqlite_store *ss, char **err)
     }
 }
 
+/* The class of a file that would not open (include/dlock.h): one this
+ * process may not open or create (EACCES, EPERM, a read-only file
+ * system) is refused for good, DLOCK_ESTORE, as a role without grants
+ * is on a server; anything else (an I/O error, a full table of open
+ * files) may pass: DLOCK_EUNAVAIL. */
+static int open_error_code(sqlite3 *db)
+{
+    int e = db != NULL ? sqlite3_system_errno(db) : 0;
+
+    int code = db != NULL ? sqlite3_extended_errcode(db) & 0xff : 0;
+
+    if (e == EACCES || e == EPERM || e == EROFS || code == SQLITE_PERM ||
+        code == SQLITE_READONLY || code == SQLITE_AUTH)
+        return DLOCK_ESTORE;
+    return DLOCK_EUNAVAIL;
+}
+
 static int sqlite_open(struct dlock_store **out, const struct dlock_url *u)
 {
     static const char *const known[] = {"timeout", NULL};
@@ -612,7 +629,7 @@ static int sqlite_open(struct dlock_store **out, const struct dlock_url *u)
             rc = dlock__seterr(DLOCK_EUNAVAIL,
                                "refusing %s: it is a symbolic link", real);
         else
-            rc = dlock__seterr(DLOCK_EUNAVAIL, "cannot open %s: %s",
+            rc = dlock__seterr(open_error_code(ss->db), "cannot open %s: %s",
                                ss->path,
                                ss->db ? sqlite3_errmsg(ss->db)
                                       : "no memory");
@@ -628,8 +645,8 @@ static int sqlite_open(struct dlock_store **out, const struct dlock_url *u)
      * (and never lets a fence go back). */
     rc = set_wal(ss, &err);
     if (rc != SQLITE_OK) {
-        rc = dlock__seterr(DLOCK_EUNAVAIL, "cannot use %s as a lock "
-                           "database: %s", ss->path, err ? err : "?");
+        rc = dlock__seterr(open_error_code(ss->db), "cannot use %s as a "
+                           "lock database: %s", ss->path, err ? err : "?");
         sqlite3_free(err);
         goto fail;
     }
