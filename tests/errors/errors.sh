@@ -94,6 +94,42 @@ redis)
         bad "errx's holder exited $?"
     holder=
     ;;
+redis-tls)
+    # An encrypted client key: refused with a message naming the file,
+    # never a pass phrase prompt, on a terminal (a pty: OpenSSL's own
+    # prompt would wait there for ever) or without one.
+    command -v script >/dev/null || { echo "no script(1)"; exit 77; }
+    certs=$dir/tls-certs
+    t=$(mktemp -d)
+    trap 'rm -rf "$t"' EXIT
+    openssl pkey -in "$certs/client.key" -aes256 -passout pass:secret \
+        -out "$t/enc.key" 2>/dev/null || { bad "openssl pkey"; exit 1; }
+    u="$url&cert=$certs/client.crt&key=$t/enc.key"
+    printf '%q ' "$dlock" -s "$u" status errors-tls >"$t/run.sh"
+    printf '\necho "exit $?"\n' >>"$t/run.sh"
+    # On a pty, stdin the terminal; bounded, so a prompt fails, not hangs.
+    timeout 20 script -qec "bash '$t/run.sh'" /dev/null </dev/null \
+        >"$t/tty.out" 2>&1
+    out=$(tr -d '\r' <"$t/tty.out")
+    case $out in
+    *"Enter PEM"*) bad "on a terminal it asked for a pass phrase: $out" ;;
+    *"client key $t/enc.key: it is encrypted"*"exit 69"*) ok "on a terminal: refused, no prompt" ;;
+    *) bad "on a terminal: $out" ;;
+    esac
+    out=$(timeout 20 "$dlock" -s "$u" status errors-tls </dev/null 2>&1)
+    rc=$?
+    case $out in
+    *"Enter PEM"*) bad "without a terminal it asked for a pass phrase: $out" ;;
+    *"client key $t/enc.key: it is encrypted"*)
+        [ "$rc" = 69 ] && ok "without a terminal: refused (exit 69)" ||
+            bad "without a terminal: exit $rc: $out" ;;
+    *) bad "without a terminal: exit $rc: $out" ;;
+    esac
+    # The same key unencrypted works.
+    "$dlock" -s "$url&cert=$certs/client.crt&key=$certs/client.key" \
+        status errors-tls >/dev/null && ok "the unencrypted key works" ||
+        bad "the unencrypted key failed"
+    ;;
 postgres)
     sql() { "$script" ctl "$dir" sql --super "$1" >/dev/null; }
     "$dlock" -s "$url" status errors-class >/dev/null || bad "status on $url"
