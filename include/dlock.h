@@ -72,7 +72,46 @@ extern "C" {
 #define DLOCK_VERSION_PATCH 0
 #define DLOCK_VERSION_STRING "0.2.0"
 
-/** Return codes.  0 is success; everything else is negative. */
+/** Return codes.  0 is success; everything else is negative.
+ *
+ * Failure classes: each kind of failure gets the same code on every store,
+ * so a retry policy can be built on the code alone.
+ *
+ *  class                      code            retrying may help
+ *  -------------------------  --------------  -----------------
+ *  unreachable: refused or    DLOCK_EUNAVAIL  yes
+ *  timed-out connection, a
+ *  connection lost, no answer
+ *  in time, a server starting
+ *  up or shutting down, too
+ *  many connections (server-
+ *  wide)
+ *  refused credentials: a     DLOCK_ESTORE    no
+ *  wrong password, an unknown
+ *  user, a password the server
+ *  wants and the URL lacks
+ *  permission: no rights on   DLOCK_ESTORE    no
+ *  the database, table or keys
+ *  (a role without grants, a
+ *  Redis ACL), a SQLite file
+ *  or directory this process
+ *  may not open
+ *  misconfiguration the       DLOCK_ESTORE    no
+ *  server rejects: an unknown
+ *  database or Redis db index,
+ *  a table that is not dlock's
+ *  a server error             DLOCK_ESTORE    no
+ *  a bad URL, option or name  DLOCK_EINVAL    no
+ *  (found before any server
+ *  is asked)
+ *
+ * PostgreSQL: libpq gives no SQLSTATE for a failed connection, so a
+ * connection is counted as refused (DLOCK_ESTORE) when the server asked
+ * for a password (or needs one the URL lacks) and the connection still
+ * failed; a refusal before any password is asked (no pg_hba.conf line, an
+ * unknown database under trust or certificate authentication) cannot be
+ * told from an unreachable server and stays DLOCK_EUNAVAIL.  A per-role
+ * connection limit (after the password) is DLOCK_ESTORE. */
 typedef enum dlock_rc {
     /** Success. */
     DLOCK_OK = 0,
@@ -84,9 +123,12 @@ typedef enum dlock_rc {
     DLOCK_EXPIRING = -3,
     /** Invalid argument: a bad name, URL, option or handle. */
     DLOCK_EINVAL = -4,
-    /** The store cannot be reached (connection refused, timed out, gone). */
+    /** The store cannot be reached (connection refused, timed out, gone)
+     * or cannot serve now: retrying later may help (see above). */
     DLOCK_EUNAVAIL = -5,
-    /** The store answered with an error. */
+    /** The store answered with an error that retrying will not change:
+     * refused credentials, no permission, a misconfiguration the server
+     * rejects, a server error (see above). */
     DLOCK_ESTORE = -6,
     /** The store does not support this (or was not compiled in). */
     DLOCK_ENOTSUP = -7,

@@ -147,6 +147,24 @@ void dlock__mysql_sem_prefix(const char *name, size_t len,
     out[41] = '\0';
 }
 
+int dlock__mysql_reserved_key(const char *key, size_t len)
+{
+    size_t i;
+
+    if (len < 42)
+        return 0;
+    for (i = 0; i < 40; i++)
+        if (!((key[i] >= '0' && key[i] <= '9') ||
+              (key[i] >= 'a' && key[i] <= 'f')))
+            return 0;
+    if (key[i] != '#' && key[i] != '~')
+        return 0;
+    for (i++; i < len; i++)
+        if (key[i] < '0' || key[i] > '9')
+            return 0;
+    return 1;
+}
+
 /* --- Redis ------------------------------------------------------------- */
 
 static const char *const suffix[DLOCK__RKEYS] = {

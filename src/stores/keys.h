@@ -27,6 +27,11 @@ size_t dlock__mysql_key(const char *name, size_t len, int mariadb,
 void dlock__mysql_sem_prefix(const char *name, size_t len,
                              char out[DLOCK__MYSQL_SEM_PREFIX + 1]);
 
+/* MySQL/MariaDB: is key spelt as a semaphore's slot key ("<40 hex>#<i>")
+ * or a waiter row's name ("<40 hex>~<session id>")?  Such keys belong to
+ * another lock: release --force refuses a name whose key is one. */
+int dlock__mysql_reserved_key(const char *key, size_t len);
+
 /* Redis: the keys of one lock name, all in one allocation (free buf).
  * k[0] the lock (prefix + name, the plain SET NX key), k[1] the fence
  * counter, k[2] the shared holders, k[3] the holder info, k[4] the waiter

@@ -543,6 +543,38 @@ static int set_wal(struct sqlite_store *ss, char **err)
     }
 }
 
+/* The class of a file that would not open (include/dlock.h): one this
+ * process may not open or create (EACCES, EPERM, a read-only file
+ * system) is refused for good, DLOCK_ESTORE, as a role without grants
+ * is on a server; anything else (an I/O error, a full table of open
+ * files) may pass: DLOCK_EUNAVAIL. */
+static int open_error_code(sqlite3 *db, const char *path)
+{
+    int e = db != NULL ? sqlite3_system_errno(db) : 0;
+    int code = db != NULL ? sqlite3_extended_errcode(db) & 0xff : 0;
+    const char *slash = strrchr(path, '/');
+    char dir[4200];
+    struct stat st;
+
+    if (e == EACCES || e == EPERM || e == EROFS || code == SQLITE_PERM ||
+        code == SQLITE_READONLY || code == SQLITE_AUTH)
+        return DLOCK_ESTORE;
+    /* A new file in a directory this process may not write: SQLite's
+     * last try is a read-only open, and its errno that one's ENOENT. */
+    if (code == SQLITE_CANTOPEN && slash != NULL &&
+        (size_t)(slash - path) + 1 < sizeof(dir) && stat(path, &st) != 0 &&
+        errno == ENOENT) {
+        size_t n = slash > path ? (size_t)(slash - path) : 1;
+
+        memcpy(dir, path, n);
+        dir[n] = '\0';
+        if (access(dir, W_OK | X_OK) != 0 &&
+            (errno == EACCES || errno == EPERM || errno == EROFS))
+            return DLOCK_ESTORE;
+    }
+    return DLOCK_EUNAVAIL;
+}
+
 static int sqlite_open(struct dlock_store **out, const struct dlock_url *u)
 {
     static const char *const known[] = {"timeout", NULL};
@@ -613,8 +645,8 @@ static int sqlite_open(struct dlock_store **out, const struct dlock_url *u)
             rc = dlock__seterr(DLOCK_EUNAVAIL,
                                "refusing %s: it is a symbolic link", real);
         else
-            rc = dlock__seterr(DLOCK_EUNAVAIL, "cannot open %s: %s",
-                               ss->path,
+            rc = dlock__seterr(open_error_code(ss->db, ss->path),
+                               "cannot open %s: %s", ss->path,
                                ss->db ? sqlite3_errmsg(ss->db)
                                       : "no memory");
         free(real);
@@ -629,8 +661,9 @@ static int sqlite_open(struct dlock_store **out, const struct dlock_url *u)
      * (and never lets a fence go back). */
     rc = set_wal(ss, &err);
     if (rc != SQLITE_OK) {
-        rc = dlock__seterr(DLOCK_EUNAVAIL, "cannot use %s as a lock "
-                           "database: %s", ss->path, err ? err : "?");
+        rc = dlock__seterr(open_error_code(ss->db, ss->path),
+                           "cannot use %s as a lock database: %s", ss->path,
+                           err ? err : "?");
         sqlite3_free(err);
         goto fail;
     }

@@ -82,8 +82,11 @@ int dlock__sqlite_real_path(const char *path, char **out)
         return dlock__enomem();
     rdir = realpath(dir, NULL);
     if (rdir == NULL) {
-        int rc = dlock__seterr(DLOCK_EUNAVAIL, "cannot open %s: directory "
-                               "%s: %s", path, dir, strerror(errno));
+        int e = errno;
+        int rc = dlock__seterr(e == EACCES || e == EPERM ? DLOCK_ESTORE
+                                                         : DLOCK_EUNAVAIL,
+                               "cannot open %s: directory %s: %s", path, dir,
+                               strerror(e));
 
         free(dir);
         return rc;

@@ -55,6 +55,23 @@ int dlock__my_conn_error(unsigned e)
            e == ER_SERVER_SHUTDOWN || e == ER_QUERY_INTERRUPTED;
 }
 
+/* The class of a failed connection or statement (include/dlock.h): the
+ * client library's own errors (2000..2999: cannot connect, lost, timed
+ * out), a server going away or out of connection slots, a statement cut
+ * short by a KILL: DLOCK_EUNAVAIL; what the server refuses for good (a
+ * wrong password 1045, no rights on the database 1044 or table 1142,
+ * an unknown database 1049...): DLOCK_ESTORE.  One exception among the
+ * client's: an authentication plugin it cannot load (2059) will not
+ * load on the next try either. */
+int dlock__my_err_code(unsigned e)
+{
+    if (e == CR_AUTH_PLUGIN_CANNOT_LOAD)
+        return DLOCK_ESTORE;
+    return dlock__my_conn_error(e) || e == ER_CON_COUNT_ERROR
+               ? DLOCK_EUNAVAIL
+               : DLOCK_ESTORE;
+}
+
 /* The server refused a name the lock table's name column cannot hold: an
  * incorrect string value on INSERT, or an illegal mix of collations when
  * the utf8mb4 key is compared with a narrower column. */
@@ -82,7 +99,7 @@ int dlock__my_unstorable(struct my_store *ms, const char *name,
 int dlock__my_db_err(struct my_store *ms, struct conn *c, const char *what)
 {
     unsigned e = mysql_errno(c->db);
-    int rc = dlock__my_conn_error(e) ? DLOCK_EUNAVAIL : DLOCK_ESTORE;
+    int rc = dlock__my_err_code(e);
 
     if (c->name != NULL && is_charset_error(e))
         return dlock__my_unstorable(ms, c->name, mysql_error(c->db));
@@ -170,10 +187,9 @@ static int conn_open(void *ctx, void **out)
                            CLIENT_FOUND_ROWS | CLIENT_MULTI_RESULTS |
                                CLIENT_MULTI_STATEMENTS) == NULL) {
         unsigned e = mysql_errno(c->db);
-        int rc =
-            dlock__seterr(e >= 2000 && e < 3000 ? DLOCK_EUNAVAIL : DLOCK_ESTORE,
-                          "cannot connect to %s: %s (MySQL error %u)",
-                          ms->base.url, mysql_error(c->db), e);
+        int rc = dlock__seterr(dlock__my_err_code(e),
+                               "cannot connect to %s: %s (MySQL error %u)",
+                               ms->base.url, mysql_error(c->db), e);
 
         conn_close(ms, c);
         return rc;

@@ -219,6 +219,8 @@ uint64_t dlock__my_watch(const struct my_store *ms, const struct conn *c);
 int64_t dlock__my_max_slice(int64_t timeout_ms);
 /* The error is the connection's (it broke or did not answer). */
 int dlock__my_conn_error(unsigned mysql_errno);
+/* The return code of MySQL error e (include/dlock.h's failure classes). */
+int dlock__my_err_code(unsigned mysql_errno);
 /* DLOCK_EINVAL: the name column cannot store name. */
 int dlock__my_unstorable(struct my_store *ms, const char *name,
                          const char *detail);

@@ -809,6 +809,14 @@ static int force_fn(void *conn, void *arg, int *dead)
 
     *removed = 0;
     ml.key_len = dlock__mysql_key(name, strlen(name), ms->mariadb, ml.key);
+    if (dlock__mysql_reserved_key(ml.key, ml.key_len)) {
+        *dead = 0;
+        return dlock__seterr(DLOCK_EINVAL,
+                             "refusing to force-release a name spelt as a "
+                             "semaphore's slot key or a waiter's row "
+                             "(40 hex digits, '#' or '~', digits): it "
+                             "would break another lock's holder or waiter");
+    }
     c->name = name;
     dlock__my_sb_add(&b,
                      "SELECT %s FROM %s WHERE name = ", dlock__my_columns(ms),

@@ -539,6 +539,20 @@ void dlock__pg_conn_params_free(struct pg_store *ps)
     ps->conn_kw = ps->conn_val = ps->secrets = NULL;
 }
 
+/* The class of a failed connection (include/dlock.h): libpq keeps the
+ * server's SQLSTATE of a refused connection to itself, and its text may
+ * be translated.  What it does say: the server asked for a password (it
+ * was reached, and then refused the password, the role or the database)
+ * or wants one the URL does not give.  Anything else (refused, timed out,
+ * reset, a server starting up or out of connection slots, which answer
+ * before the password) may pass: DLOCK_EUNAVAIL. */
+static int connect_error_code(PGconn *c)
+{
+    return PQconnectionNeedsPassword(c) || PQconnectionUsedPassword(c)
+               ? DLOCK_ESTORE
+               : DLOCK_EUNAVAIL;
+}
+
 /* Connect with dlock's defaults underneath whatever the URL says.  libpq
  * gets keyword/value pairs with expand_dbname = 0: it never parses a
  * URL of its own, so it cannot read one differently from dlock. */
@@ -554,10 +568,12 @@ int dlock__pg_connect(struct pg_store *ps, PGconn **out)
     if (c == NULL)
         return dlock__enomem();
     if (PQstatus(c) != CONNECTION_OK) {
+        int rc = connect_error_code(c);
+
         driver_text(msg, sizeof(msg), PQerrorMessage(c), sec);
         PQfinish(c);
-        return dlock__seterr(DLOCK_EUNAVAIL, "cannot connect to %s: %s",
-                             ps->base.url, msg);
+        return dlock__seterr(rc, "cannot connect to %s: %s", ps->base.url,
+                             msg);
     }
     if (PQserverVersion(c) < 110000) {
         PQfinish(c);

@@ -18,11 +18,28 @@
 
 #include "redis.h"
 
+/* The class of an error answer (include/dlock.h): a server loading its
+ * data, running a script past its time (BUSY), without its master or a
+ * replica still (MASTERDOWN, READONLY) can serve again soon:
+ * DLOCK_EUNAVAIL; refused credentials (WRONGPASS, NOAUTH), permissions
+ * (NOPERM), a bad db index and every other error: DLOCK_ESTORE. */
+int dlock__redis_error_code(const char *msg)
+{
+    static const char *const transient[] = {"LOADING", "BUSY ", "MASTERDOWN",
+                                            "READONLY", "TRYAGAIN",
+                                            "CLUSTERDOWN", NULL};
+
+    for (int i = 0; msg != NULL && transient[i] != NULL; i++)
+        if (strncmp(msg, transient[i], strlen(transient[i])) == 0)
+            return DLOCK_EUNAVAIL;
+    return DLOCK_ESTORE;
+}
+
 int dlock__redis_reply_error(struct redis_store *rs, const redisReply *r,
                              const char *what)
 {
-    return dlock__seterr(DLOCK_ESTORE, "redis %s: %s (%s)", what,
-                         r->str ? r->str : "error", rs->url);
+    return dlock__seterr(dlock__redis_error_code(r->str), "redis %s: %s (%s)",
+                         what, r->str ? r->str : "error", rs->url);
 }
 
 int dlock__redis_bad_reply(struct redis_store *rs, redisReply *r)
@@ -80,15 +97,22 @@ struct rconn *dlock__redis_connect_to(struct redis_store *rs, const char *host,
     }
     dlock__rconn_set_timeout(c, t);
     dlock__rconn_keepalive(c);
-    if (rs->password != NULL) {
+    /* A user without a password (redis://alice@host) is sent all the
+     * same, with an empty password: an ACL user with nopass takes any
+     * password, any other one is refused (WRONGPASS), and a server
+     * without ACLs (Redis 5) refuses AUTH with two arguments.  Never the
+     * `default` user in its place. */
+    if (rs->password != NULL || (rs->user != NULL && rs->user[0] != '\0')) {
+        const char *pw = rs->password != NULL ? rs->password : "";
+
         r = rs->user != NULL && rs->user[0] != '\0'
-                ? dlock__rconn_command(c, "AUTH %s %s", rs->user, rs->password)
-                : dlock__rconn_command(c, "AUTH %s", rs->password);
+                ? dlock__rconn_command(c, "AUTH %s %s", rs->user, pw)
+                : dlock__rconn_command(c, "AUTH %s", pw);
         if (r == NULL || r->type == REDIS_REPLY_ERROR) {
             char said[256];
 
             if (r != NULL)
-                auth_error_text(said, sizeof(said), r->str, rs->password);
+                auth_error_text(said, sizeof(said), r->str, pw);
             *rc = r == NULL ? dlock__seterr(DLOCK_EUNAVAIL,
                                             "%s: no answer to AUTH: %s",
                                             rs->url, c->errstr)
@@ -104,7 +128,8 @@ struct rconn *dlock__redis_connect_to(struct redis_store *rs, const char *host,
     r = dlock__rconn_command(c, "PING");
     if (r == NULL || r->type != REDIS_REPLY_STATUS) {
         if (r != NULL && r->type == REDIS_REPLY_ERROR)
-            *rc = dlock__seterr(DLOCK_ESTORE, "%s: %s", rs->url, r->str);
+            *rc = dlock__seterr(dlock__redis_error_code(r->str), "%s: %s",
+                                rs->url, r->str);
         else if (c->err && c->ssl != NULL)
             /* A server that wants a client certificate says so now,
              * after the handshake (TLS 1.3). */

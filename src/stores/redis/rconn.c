@@ -95,6 +95,20 @@ static int file_error(const char *what, const char *path, const char *url)
                          path, why[0] ? why : "unreadable", url);
 }
 
+/* OpenSSL's pass phrase callback for the client key: never a prompt.
+ * Left to OpenSSL's default, an encrypted key makes it print "Enter PEM
+ * pass phrase:" and read the terminal (the library never prints, never
+ * reads stdin).  Returns no pass phrase and says it was asked. */
+static int no_pass_phrase(char *buf, int size, int rwflag, void *asked)
+{
+    (void)buf;
+    (void)size;
+    (void)rwflag;
+    if (asked != NULL)
+        *(int *)asked = 1;
+    return 0;
+}
+
 int dlock__rtls_new(struct rtls **out, const char *cacert, const char *cert,
                     const char *key, const char *sni, const char *url)
 {
@@ -127,13 +141,30 @@ int dlock__rtls_new(struct rtls **out, const char *cacert, const char *cert,
                         url);
     }
     if (rc == DLOCK_OK && cert != NULL) {
+        int asked = 0;
+
+        SSL_CTX_set_default_passwd_cb(t->ctx, no_pass_phrase);
+        SSL_CTX_set_default_passwd_cb_userdata(t->ctx, &asked);
         if (SSL_CTX_use_certificate_chain_file(t->ctx, cert) != 1)
             rc = file_error("the client certificate", cert, url);
         else if (SSL_CTX_use_PrivateKey_file(t->ctx, key, SSL_FILETYPE_PEM) !=
-                 1)
-            rc = file_error("the client key", key, url);
+                 1) {
+            if (asked) {
+                ERR_clear_error();
+                rc = dlock__seterr(DLOCK_EINVAL,
+                                   "cannot use the client key %s: it is "
+                                   "encrypted (protected by a pass "
+                                   "phrase), and dlock takes no pass "
+                                   "phrase: give an unencrypted key, "
+                                   "readable by this user only (openssl "
+                                   "pkey -in KEY -out NEWKEY) (%s)",
+                                   key, url);
+            } else
+                rc = file_error("the client key", key, url);
+        }
         else if (SSL_CTX_check_private_key(t->ctx) != 1)
             rc = file_error("the client key", key, url);
+        SSL_CTX_set_default_passwd_cb_userdata(t->ctx, NULL);
     }
     if (rc != DLOCK_OK) {
         dlock__rtls_free(t);

@@ -308,7 +308,11 @@ int dlock__redis_topo_parse(struct redis_store *rs, const struct dlock_url *u);
 int dlock__redis_hosts_parse(struct redis_store *rs, const struct dlock_url *u,
                              int default_port, const char *what);
 void dlock__redis_topo_free(struct redis_store *rs);
-/* DLOCK_ESTORE with the server's error answer r (not freed). */
+/* DLOCK_EUNAVAIL or DLOCK_ESTORE for a server's error answer msg
+ * (include/dlock.h's failure classes). */
+int dlock__redis_error_code(const char *msg);
+/* The error of the server's error answer r (not freed), its code by
+ * dlock__redis_error_code(). */
 int dlock__redis_reply_error(struct redis_store *rs, const redisReply *r,
                              const char *what);
 /* Frees r: DLOCK_ESTORE, "unexpected reply". */

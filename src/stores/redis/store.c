@@ -20,6 +20,19 @@
 int dlock__redis_keys_of(struct redis_store *rs, const char *name,
                          size_t name_len, struct dlock__rkeys *k)
 {
+    /* The derived keys of a name are its lock key, then 0xff (0xfe 0xff
+     * with Cluster's tag) and a word: a name holding either byte would
+     * spell another name's fence, info or queue key.  UTF-8 has neither,
+     * so only release --force, which takes any bytes (a planted name),
+     * can meet one here. */
+    if (memchr(name, 0xff, name_len) != NULL ||
+        memchr(name, 0xfe, name_len) != NULL)
+        return dlock__seterr(DLOCK_EINVAL,
+                             "refusing a lock name with a 0xfe or 0xff "
+                             "byte on Redis: dlock derives each lock's "
+                             "fence, info and queue keys with those "
+                             "bytes, so the name would reach another "
+                             "lock's keys");
     return dlock__redis_keys(rs->prefix, rs->prefix_len, name, name_len,
                              rs->cluster, k);
 }

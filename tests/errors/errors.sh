@@ -1,0 +1,159 @@
+#!/bin/bash
+# Each failure class gets its include/dlock.h code on this store, set up
+# for real on the test server (users made through its admin access), and
+# on Redis: a user name without a password is sent (item 9), and
+# release --force refuses a name that spells another lock's derived keys
+# (item 14).
+#   errors.sh STORE DLOCK ERRORS SERVER_SCRIPT URL DIR
+set -u
+store=$1 dlock=$2 errors=$3 script=$4 url=$5 dir=$6
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+ok() { echo "ok   $*"; }
+
+[ -n "$url" ] && [ -n "$dir" ] || { echo "no $store server (DLOCK_TEST_*_URL/_DIR)"; exit 77; }
+
+# A port on 127.0.0.1 nobody listens on (the kernel's pick, then closed).
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+port=$(free_port)
+hostport=${url#*://}
+hostport=${hostport#*@}
+hostport=${hostport%%/*}
+hostport=${hostport%%\?*}
+scheme=${url%%://*}
+
+case $store in
+sqlite)
+    # Permission: a directory this (unprivileged) user may not enter; as
+    # root the test runs the check as nobody.
+    t=$(mktemp -d)
+    trap 'chmod 755 "$t/closed" 2>/dev/null; rm -rf "$t"' EXIT
+    mkdir -p "$t/closed" "$t/ro"
+    chmod 755 "$t"
+    chmod 000 "$t/closed"
+    chmod 555 "$t/ro"
+    run=()
+    if [ "$(id -u)" -eq 0 ]; then
+        command -v setpriv >/dev/null || { echo "no setpriv"; exit 77; }
+        run=(setpriv --reuid=nobody --regid=nogroup --clear-groups --)
+    fi
+    "${run[@]}" "$errors" \
+        permission "sqlite://$t/closed/x.db" \
+        permission "sqlite://$t/ro/x.db" || fail=1
+    ;;
+redis)
+    cli() { "$script" ctl "$dir" cli "$@"; }
+    cli ACL SETUSER dl-pw on '>right-pw' '~*' '&*' '+@all' >/dev/null
+    cli ACL SETUSER dl-noperm on '>pw' '~other:*' '&*' '+@all' >/dev/null
+    cli ACL SETUSER dl-nopass on nopass '~other:*' '&*' '+@all' >/dev/null
+    cli ACL SETUSER dl-nopass-ok on nopass '~*' '&*' '+@all' >/dev/null
+    "$errors" \
+        unreachable "redis://127.0.0.1:$port" \
+        credentials "redis://dl-pw:wrong-pw@$hostport" \
+        credentials "redis://dl-pw@$hostport" \
+        permission "redis://dl-noperm:pw@$hostport" \
+        permission "redis://dl-nopass@$hostport" \
+        misconfig "redis://$hostport/9999" || fail=1
+    # A nopass user given without a password is the user that connects.
+    if "$dlock" -s "redis://dl-nopass-ok@$hostport" run -n errors-nopass -- true; then
+        ok "redis://dl-nopass-ok@host works"
+    else
+        bad "redis://dl-nopass-ok@host failed"
+    fi
+    # release --force of x + 0xff + a suffix must not reach x's keys.
+    t=$(mktemp -d)
+    holder=
+    trap '[ -n "$holder" ] && kill "$holder" 2>/dev/null; rm -rf "$t"' EXIT
+    mkfifo "$t/up" "$t/go"
+    "$dlock" -s "$url" run -n errx -- true || bad "run errx failed"
+    "$dlock" -s "$url" run -n errx -- sh -c "echo up >'$t/up'; read _ <'$t/go'" &
+    holder=$!
+    read -r _ <"$t/up"
+    fence=$(cli GET $'dlock:errx\xfffence')
+    [ -n "$fence" ] || bad "no fence counter for errx"
+    for suf in fence info queue waiters readers sem; do
+        out=$("$dlock" -s "$url" release --force $'errx\xff'"$suf" 2>&1)
+        rc=$?
+        if [ "$rc" = 0 ] || ! printf '%s' "$out" | grep -q "0xfe or 0xff"; then
+            bad "release --force errx\\xff$suf: exit $rc: $out"
+        else
+            ok "release --force errx\\xff$suf refused (exit $rc)"
+        fi
+    done
+    out=$("$dlock" -s "$url" release --force $'errx\xfe' 2>&1) &&
+        bad "release --force errx\\xfe: $out"
+    [ "$(cli GET $'dlock:errx\xfffence')" = "$fence" ] &&
+        ok "errx's fence counter is still $fence" ||
+        bad "errx's fence counter changed: $(cli GET $'dlock:errx\xfffence')"
+    [ "$(cli EXISTS dlock:errx)" = 1 ] && ok "errx is still held" ||
+        bad "errx's lock key is gone"
+    echo go >"$t/go"
+    wait "$holder" && ok "errx's holder ended 0 (never lost)" ||
+        bad "errx's holder exited $?"
+    holder=
+    ;;
+redis-tls)
+    # An encrypted client key: refused with a message naming the file,
+    # never a pass phrase prompt, on a terminal (a pty: OpenSSL's own
+    # prompt would wait there for ever) or without one.
+    command -v script >/dev/null || { echo "no script(1)"; exit 77; }
+    certs=$dir/tls-certs
+    t=$(mktemp -d)
+    trap 'rm -rf "$t"' EXIT
+    openssl pkey -in "$certs/client.key" -aes256 -passout pass:secret \
+        -out "$t/enc.key" 2>/dev/null || { bad "openssl pkey"; exit 1; }
+    u="$url&cert=$certs/client.crt&key=$t/enc.key"
+    printf '%q ' "$dlock" -s "$u" status errors-tls >"$t/run.sh"
+    printf '\necho "exit $?"\n' >>"$t/run.sh"
+    # On a pty, stdin the terminal; bounded, so a prompt fails, not hangs.
+    timeout 20 script -qec "bash '$t/run.sh'" /dev/null </dev/null \
+        >"$t/tty.out" 2>&1
+    out=$(tr -d '\r' <"$t/tty.out")
+    case $out in
+    *"Enter PEM"*) bad "on a terminal it asked for a pass phrase: $out" ;;
+    *"client key $t/enc.key: it is encrypted"*"exit 69"*) ok "on a terminal: refused, no prompt" ;;
+    *) bad "on a terminal: $out" ;;
+    esac
+    out=$(timeout 20 "$dlock" -s "$u" status errors-tls </dev/null 2>&1)
+    rc=$?
+    case $out in
+    *"Enter PEM"*) bad "without a terminal it asked for a pass phrase: $out" ;;
+    *"client key $t/enc.key: it is encrypted"*)
+        [ "$rc" = 69 ] && ok "without a terminal: refused (exit 69)" ||
+            bad "without a terminal: exit $rc: $out" ;;
+    *) bad "without a terminal: exit $rc: $out" ;;
+    esac
+    # The same key unencrypted works.
+    "$dlock" -s "$url&cert=$certs/client.crt&key=$certs/client.key" \
+        status errors-tls >/dev/null && ok "the unencrypted key works" ||
+        bad "the unencrypted key failed"
+    ;;
+postgres)
+    sql() { "$script" ctl "$dir" sql --super "$1" >/dev/null; }
+    "$dlock" -s "$url" status errors-class >/dev/null || bad "status on $url"
+    sql "DROP ROLE IF EXISTS dl_noperm"
+    sql "CREATE ROLE dl_noperm LOGIN PASSWORD 'pw'"
+    "$errors" \
+        unreachable "$scheme://dlock:dlock-test-pw@127.0.0.1:$port/dlocktest" \
+        credentials "$scheme://dlock:wrong-pw@$hostport/dlocktest" \
+        credentials "$scheme://dlock@$hostport/dlocktest" \
+        permission "$scheme://dl_noperm:pw@$hostport/dlocktest" \
+        misconfig "$scheme://dlock:dlock-test-pw@$hostport/no_such_db" || fail=1
+    ;;
+mysql)
+    sql() { "$script" ctl "$dir" sql --root "$1" >/dev/null; }
+    "$dlock" -s "$url" status errors-class >/dev/null || bad "status on $url"
+    sql "DROP USER IF EXISTS 'dl_noperm'@'%'"
+    sql "CREATE USER 'dl_noperm'@'%' IDENTIFIED BY 'pw'"
+    "$errors" \
+        unreachable "$scheme://dlock:dlock-test-pw@127.0.0.1:$port/dlocktest" \
+        credentials "$scheme://dlock:wrong-pw@$hostport/dlocktest" \
+        permission "$scheme://dl_noperm:pw@$hostport/dlocktest" \
+        misconfig "$scheme://dlock:dlock-test-pw@$hostport/no_such_db" || fail=1
+    # release --force of a semaphore slot key or a waiter row's name.
+    "$errors" force-derived "$url" || fail=1
+    ;;
+esac
+exit $fail
