@@ -118,14 +118,18 @@ int cli_open_waiting(const struct cli *c, dlock_store **out, int64_t *wait_ms)
 
         rc = dlock_store_open(out, c->url);
         spent = mono_ms() - t0;
-        if (rc != DLOCK_EUNAVAIL || *wait_ms == 0)
+        /* Only a server can be "not up yet": a SQLite file (the default
+         * store) that does not open will not later.  And only within a
+         * deadline: an endless wait on a store that never answers (a
+         * wrong host) would hang without a word. */
+        if (rc != DLOCK_EUNAVAIL || *wait_ms == 0 ||
+            *wait_ms == DLOCK_WAIT_FOREVER || c->url == NULL ||
+            strncmp(c->url, "sqlite:", 7) == 0)
             break;
-        if (*wait_ms != DLOCK_WAIT_FOREVER) {
-            if (spent >= *wait_ms)
-                break; /* still unreachable at the deadline: say so */
-            if (*wait_ms - spent < nap)
-                nap = *wait_ms - spent; /* one more try at the deadline */
-        }
+        if (spent >= *wait_ms)
+            break; /* still unreachable at the deadline: say so */
+        if (*wait_ms - spent < nap)
+            nap = *wait_ms - spent; /* one more try at the deadline */
         ts.tv_sec = (time_t)(nap / 1000);
         ts.tv_nsec = (long)(nap % 1000) * 1000000L;
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
