@@ -34,6 +34,12 @@ int cli_fail(int rc, const char *what);
 int cli_exit_code(int rc);
 /* Open the store (reporting failures); 0 or an exit code. */
 int cli_open(const struct cli *c, dlock_store **out);
+/* cli_open() for a waiter (dlock run -w): a store not reachable yet is
+ * tried again within *wait_ms, which is left as the rest of the wait. */
+int cli_open_waiting(const struct cli *c, dlock_store **out,
+                     int64_t *wait_ms);
+/* cli_open()'s exit code for dlock_store_open()'s rc (0 when opened). */
+int cli_open_result(int rc);
 /* The longest time an option takes: 365 days, the longest lease. */
 #define CLI_SECONDS_MAX (365LL * 24 * 3600)
 /* Parse seconds ("10", "0.25", "1.5s", "250ms") into ms; -1 if it is not

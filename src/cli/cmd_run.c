@@ -923,7 +923,7 @@ int cmd_run(const struct cli *c, int argc, char **argv)
     }
     sigpipe_w = pfd[1];
     scan_fds(0);
-    rc = cli_open(c, &store);
+    rc = cli_open_waiting(c, &store, &o.wait_ms);
     if (rc != 0)
         goto out;
     rc = acquire(c, &o, store, &lock);

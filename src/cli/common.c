@@ -95,10 +95,59 @@ int cli_fail(int rc, const char *what)
     return cli_exit_code(rc);
 }
 
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A waiter's store open: a store that cannot be reached yet (not up, a
+ * restart, a failover) is tried again with backoff (100 ms doubling to
+ * 2 s, as the library waits out an outage after open) until *wait_ms
+ * runs out; *wait_ms is then what is left of the wait.  -w 0 tries once. */
+int cli_open_waiting(const struct cli *c, dlock_store **out, int64_t *wait_ms)
+{
+    int64_t t0 = mono_ms(), pause = 100, spent;
+    int rc;
+
+    for (;;) {
+        struct timespec ts;
+        int64_t nap = pause;
+
+        rc = dlock_store_open(out, c->url);
+        spent = mono_ms() - t0;
+        /* Only a server can be "not up yet": a SQLite file (the default
+         * store) that does not open will not later.  And only within a
+         * deadline: an endless wait on a store that never answers (a
+         * wrong host) would hang without a word. */
+        if (rc != DLOCK_EUNAVAIL || *wait_ms == 0 ||
+            *wait_ms == DLOCK_WAIT_FOREVER || c->url == NULL ||
+            strncmp(c->url, "sqlite:", 7) == 0)
+            break;
+        if (spent >= *wait_ms)
+            break; /* still unreachable at the deadline: say so */
+        if (*wait_ms - spent < nap)
+            nap = *wait_ms - spent; /* one more try at the deadline */
+        ts.tv_sec = (time_t)(nap / 1000);
+        ts.tv_nsec = (long)(nap % 1000) * 1000000L;
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+        pause = pause < 1000 ? pause * 2 : 2000;
+    }
+    if (rc == DLOCK_OK && *wait_ms != DLOCK_WAIT_FOREVER)
+        *wait_ms = spent < *wait_ms ? *wait_ms - spent : 0;
+    return cli_open_result(rc);
+}
+
 int cli_open(const struct cli *c, dlock_store **out)
 {
-    int rc = dlock_store_open(out, c->url);
+    return cli_open_result(dlock_store_open(out, c->url));
+}
 
+int cli_open_result(int rc)
+{
     if (rc != DLOCK_OK) {
         /* The message carries the redacted URL, never the password. */
         cli_fail(rc, "cannot open the store");

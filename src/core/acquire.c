@@ -92,6 +92,7 @@ static int attempt(struct dlock_store *s, struct dlock_lock *lk,
                    int64_t deadline, int try_once, int64_t *retry_ms)
 {
     int64_t now = dlock__now_ms(), budget;
+    int rc;
 
     /* A try-lock (or an endless wait) must not report BUSY just because
      * another client was mid-transaction; a finite wait's answer is due
@@ -104,7 +105,11 @@ static int attempt(struct dlock_store *s, struct dlock_lock *lk,
      * the end we assume must not be later than the store's. */
     lk->lease_end = now + lk->ttl_ms;
     *retry_ms = -1;
-    return s->ops->try_acquire(s, lk, budget, retry_ms);
+    rc = s->ops->try_acquire(s, lk, budget, retry_ms);
+    /* The store's word on the holder's lease (a server's answer, maybe a
+     * hostile one's): in range, so the wait loop's sums cannot overflow. */
+    *retry_ms = dlock__clamp_ms(*retry_ms);
+    return rc;
 }
 
 /* The core's wait loop, for stores without a native wait: one attempt,
@@ -163,6 +168,7 @@ static int slice_acquire(struct dlock_store *s, struct dlock_lock *lk,
         /* As in attempt(): the store may move it later, never earlier. */
         lk->lease_end = dlock__now_ms() + lk->ttl_ms;
         rc = s->ops->wait_slice(s, lk, slice, &retry);
+        retry = dlock__clamp_ms(retry); /* as in attempt() */
     }
     return rc;
 }
@@ -329,9 +335,13 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
     dlock__cancel_cur = outer_cancel;
     if (dlock_cancel_fired(cancel))
         rc = cancelled(s, lk, rc);
+    /* Letting go of what the wait left on the store (a place in a
+     * queue) is one of its calls too: 1 s after the deadline at most,
+     * not the URL's whole timeout when the store is cut off. */
+    if (rc != DLOCK_OK)
+        forget_attempts(s, lk);
     dlock__io_deadline = 0;
     if (rc != DLOCK_OK) {
-        forget_attempts(s, lk);
         if (rc == DLOCK_BUSY && dlock_errmsg()[0] == '\0')
             dlock__seterr(DLOCK_BUSY, "lock '%s' is held by someone else",
                           lk->name);

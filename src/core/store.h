@@ -283,6 +283,13 @@ int64_t dlock__wall_ms(void);     /* CLOCK_REALTIME, for display only */
 void dlock__sleep_ms(int64_t ms); /* restarts after EINTR */
 /* Remaining ms until deadline (>= 0); INT64_MAX for DLOCK_WAIT_FOREVER. */
 int64_t dlock__remaining_ms(int64_t deadline);
+/* The longest duration dlock takes from outside (a URL's timeouts, a
+ * store's answer saying how long a holder's lease has left): a year, the
+ * longest lease.  now + any duration in range cannot overflow. */
+#define DLOCK_DURATION_MAX_MS DLOCK_TTL_MAX_MS
+/* A duration from outside, where it is parsed: more than
+ * DLOCK_DURATION_MAX_MS is that much, any negative is -1 ("not known"). */
+int64_t dlock__clamp_ms(int64_t ms);
 /* A bound on store I/O for the calling thread (monotonic ms, 0: none).
  * The core sets it around store calls made for a held lock (renewal,
  * release, assert_ttl) to that lock's lease end: past it the call is of

@@ -733,7 +733,8 @@ int dlock__url_param_ms(const struct dlock_url *u, const char *key,
         unit_ms = 1000;
     else if (*c != '\0')
         goto bad;
-    *out = n * unit_ms;
+    /* A year at most: a deadline now + this cannot overflow. */
+    *out = dlock__clamp_ms(n * unit_ms);
     return DLOCK_OK;
 bad:
     return dlock__seterr(DLOCK_EINVAL,

@@ -52,6 +52,13 @@ int64_t dlock__remaining_ms(int64_t deadline)
     return left > 0 ? left : 0;
 }
 
+int64_t dlock__clamp_ms(int64_t ms)
+{
+    if (ms < 0)
+        return -1;
+    return ms < DLOCK_DURATION_MAX_MS ? ms : DLOCK_DURATION_MAX_MS;
+}
+
 _Thread_local int64_t dlock__io_deadline;
 
 int64_t dlock__io_bound(int64_t timeout_ms)

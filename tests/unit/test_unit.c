@@ -368,6 +368,8 @@ static void test_quota(void)
     dlock__url_free(u);
 }
 
+static void test_bounds(void);
+
 int main(void)
 {
     test_redact();
@@ -381,7 +383,59 @@ int main(void)
     test_store_urls();
     test_password_tail();
     test_quota();
+    test_bounds();
     if (failures == 0)
         printf("unit: all passed\n");
     return failures != 0;
+}
+
+/* Issue 34, item 7: every duration from outside is clamped where it is
+ * parsed, so that now + it cannot overflow. */
+static void test_bounds_clamp(void)
+{
+    EXPECT(dlock__clamp_ms(0) == 0);
+    EXPECT(dlock__clamp_ms(1500) == 1500);
+    EXPECT(dlock__clamp_ms(DLOCK_DURATION_MAX_MS) == DLOCK_DURATION_MAX_MS);
+    EXPECT(dlock__clamp_ms(DLOCK_DURATION_MAX_MS + 1) ==
+           DLOCK_DURATION_MAX_MS);
+    EXPECT(dlock__clamp_ms(INT64_MAX) == DLOCK_DURATION_MAX_MS);
+    EXPECT(dlock__clamp_ms(-1) == -1);
+    EXPECT(dlock__clamp_ms(INT64_MIN) == -1);
+    /* The sums the wait loop and the stores make stay in range. */
+    EXPECT(dlock__now_ms() + dlock__clamp_ms(INT64_MAX) + 5000 > 0);
+}
+
+static void test_bounds_url_timeouts(void)
+{
+    struct dlock_url *u = NULL;
+    int64_t ms = -7;
+
+    /* The largest a URL can spell (INT64_MAX / 1000 seconds) and a
+     * year and a day: a year each. */
+    EXPECT(dlock__url_parse(&u, "redis://h/?timeout=9223372036854775"
+                                "&connect_timeout=31622400s"
+                                "&replicas_timeout=9223372036854775ms"
+                                "&a=1000ms") == DLOCK_OK);
+    if (u == NULL)
+        return;
+    EXPECT(dlock__url_param_ms(u, "timeout", 1000, &ms) == DLOCK_OK);
+    EXPECT(ms == DLOCK_DURATION_MAX_MS);
+    ms = -7;
+    EXPECT(dlock__url_param_ms(u, "connect_timeout", 1000, &ms) ==
+           DLOCK_OK);
+    EXPECT(ms == DLOCK_DURATION_MAX_MS);
+    ms = -7;
+    EXPECT(dlock__url_param_ms(u, "replicas_timeout", 1000, &ms) ==
+           DLOCK_OK);
+    EXPECT(ms == DLOCK_DURATION_MAX_MS);
+    EXPECT(dlock__url_param_ms(u, "a", 1000, &ms) == DLOCK_OK);
+    EXPECT(ms == 1000); /* in range: as written */
+    EXPECT(dlock__now_ms() + DLOCK_DURATION_MAX_MS > dlock__now_ms());
+    dlock__url_free(u);
+}
+
+static void test_bounds(void)
+{
+    test_bounds_clamp();
+    test_bounds_url_timeouts();
 }

@@ -3,7 +3,11 @@
  * SQL text and escaping, running statements, what an error means.
  */
 #include <errmsg.h>
+#include <errno.h>
 #include <mysqld_error.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -129,6 +133,43 @@ uint64_t dlock__my_watch(const struct my_store *ms, const struct conn *c)
     return dlock__io_watch((int)mysql_get_socket(c->db), ms->timeout_ms);
 }
 
+/* The connector's wait for its socket (MARIADB_OPT_IO_WAIT): its own
+ * timeouts are per read, so a server that sends a byte at a time would
+ * hold a statement for ever.  Here a read waits no longer than `timeout`
+ * (the read timeout, ms) counted from when the statement was sent (the
+ * socket's last data sent, TCP_INFO), so the statement's whole answer
+ * is due within it; and no call waits past dlock__io_deadline (a held
+ * lock's lease end, a finite wait's deadline + 1 s), whatever the
+ * statement (a GET_LOCK wait included).  A unix socket has no TCP_INFO:
+ * there the read timeout is per read, as the connector's. */
+static int io_wait(my_socket fd, my_bool is_read, int timeout)
+{
+    for (;;) {
+        struct pollfd p = {fd, is_read ? POLLIN : POLLOUT, 0};
+        int64_t left = timeout > 0 ? timeout : INT64_MAX;
+        struct tcp_info ti;
+        socklen_t tlen = sizeof(ti);
+        int n;
+
+        if (is_read && timeout > 0 &&
+            getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &tlen) == 0 &&
+            tlen >= sizeof(ti) && ti.tcpi_state == TCP_ESTABLISHED &&
+            (int64_t)timeout - ti.tcpi_last_data_sent < left)
+            left = (int64_t)timeout - ti.tcpi_last_data_sent;
+        if (dlock__io_deadline != 0 &&
+            dlock__io_deadline - dlock__now_ms() < left)
+            left = dlock__io_deadline - dlock__now_ms();
+        if (left <= 0)
+            return 0;
+        n = poll(&p, 1, left > 1000000 ? 1000000 : (int)left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n == 0 && left > 1000000)
+            continue;
+        return n;
+    }
+}
+
 static unsigned secs_up(int64_t ms)
 {
     return (unsigned)((ms + 999) / 1000);
@@ -160,6 +201,7 @@ static int conn_open(void *ctx, void **out)
     mysql_optionsv(c->db, MYSQL_OPT_CONNECT_TIMEOUT, &ct);
     mysql_optionsv(c->db, MYSQL_OPT_READ_TIMEOUT, &rt);
     mysql_optionsv(c->db, MYSQL_OPT_WRITE_TIMEOUT, &wt);
+    mysql_optionsv(c->db, MARIADB_OPT_IO_WAIT, io_wait);
     /* A reconnect would silently drop the session's GET_LOCKs. */
     mysql_optionsv(c->db, MYSQL_OPT_RECONNECT, &off);
     mysql_optionsv(c->db, MYSQL_SET_CHARSET_NAME, "utf8mb4");

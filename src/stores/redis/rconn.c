@@ -527,6 +527,7 @@ void dlock__rconn_free(struct rconn *c)
 
 void dlock__rconn_set_timeout(struct rconn *c, int64_t ms)
 {
+    c->timeout_ms = ms;
     struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
 
     if (c->fd < 0)
@@ -572,8 +573,33 @@ static int append(struct rconn *c, char *cmd, int len)
     }
     memcpy(c->obuf + c->olen, cmd, (size_t)len);
     c->olen += (size_t)len;
+    c->pending++;
     free(cmd);
     return REDIS_OK;
+}
+
+/* A call's deadline ran out (c->deadline): the connection is of no more
+ * use, an answer may still be on its way. */
+static int timed_out(struct rconn *c)
+{
+    seterr(c, "Resource temporarily unavailable (timed out: no whole "
+           "answer within %lld ms)", (long long)c->timeout_ms);
+    return -1;
+}
+
+/* Wait for fd to be ready for ev until the call's deadline: 1 ready, -1
+ * broken (err set). */
+static int wait_call(struct rconn *c, short ev)
+{
+    int w = wait_fd(c->fd, ev, c->deadline > 0 ? c->deadline : INT64_MAX);
+
+    if (w == 0)
+        return timed_out(c);
+    if (w < 0) {
+        seterr(c, "%s", strerror(errno));
+        return -1;
+    }
+    return 1;
 }
 
 int dlock__rconn_flush(struct rconn *c)
@@ -582,6 +608,10 @@ int dlock__rconn_flush(struct rconn *c)
 
     if (c->err)
         return REDIS_ERR;
+    /* What is written now is answered within the timeout, as a whole. */
+    if (c->olen > 0)
+        c->deadline = c->timeout_ms > 0 ? dlock__now_ms() + c->timeout_ms
+                                        : 0;
     while (off < c->olen) {
         size_t left = c->olen - off;
         ssize_t n;
@@ -596,9 +626,15 @@ int dlock__rconn_flush(struct rconn *c)
             }
             n = ret;
         } else {
-            n = send(c->fd, c->obuf + off, left, MSG_NOSIGNAL);
+            n = send(c->fd, c->obuf + off, left,
+                     MSG_NOSIGNAL | MSG_DONTWAIT);
             if (n < 0 && errno == EINTR)
                 continue;
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                if (wait_call(c, POLLOUT) < 0)
+                    return REDIS_ERR;
+                continue;
+            }
             if (n < 0) {
                 seterr(c, "%s", strerror(errno));
                 return REDIS_ERR;
@@ -695,19 +731,44 @@ int dlock__rconn_read(struct rconn *c)
     return n < 0 ? REDIS_ERR : REDIS_OK;
 }
 
+/* Read what arrives until the call's deadline (never blocking in a
+ * read: a server that sends a byte at a time would make every read
+ * succeed): 1 read some, -1 broken or out of time. */
+static int read_by_deadline(struct rconn *c)
+{
+    for (;;) {
+        int n;
+
+        c->dontwait = 1;
+        n = read_some(c);
+        c->dontwait = 0;
+        if (n != 0)
+            return n;
+        if (wait_call(c, POLLIN) < 0)
+            return -1;
+    }
+}
+
 int dlock__rconn_get_reply(struct rconn *c, void **reply)
 {
     if (dlock__rconn_next_reply(c, reply) != REDIS_OK)
         return REDIS_ERR;
-    if (*reply != NULL)
-        return REDIS_OK;
-    if (dlock__rconn_flush(c) != REDIS_OK)
-        return REDIS_ERR;
-    do {
-        if (read_some(c) < 0 || dlock__rconn_next_reply(c, reply) != REDIS_OK)
+    if (*reply == NULL) {
+        if (dlock__rconn_flush(c) != REDIS_OK)
             return REDIS_ERR;
-    } while (*reply == NULL);
-    c->answered = 1;
+        if (c->deadline == 0 && c->timeout_ms > 0)
+            c->deadline = dlock__now_ms() + c->timeout_ms;
+        do {
+            if (read_by_deadline(c) < 0 ||
+                dlock__rconn_next_reply(c, reply) != REDIS_OK)
+                return REDIS_ERR;
+        } while (*reply == NULL);
+        c->answered = 1;
+    }
+    /* The last answer of the pipeline: the next command gets a deadline
+     * of its own. */
+    if (c->pending > 0 && --c->pending == 0)
+        c->deadline = 0;
     return REDIS_OK;
 }
 

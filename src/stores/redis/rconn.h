@@ -36,6 +36,9 @@ struct rconn {
     int dontwait; /* reads must not block (the subscriber's listener) */
     int answered; /* a reply came: TLS is past the server's checks */
     int client_cert; /* TLS with a client certificate */
+    int64_t timeout_ms; /* dlock__rconn_set_timeout(): 0 none */
+    int64_t deadline;   /* monotonic ms: the answers due are due by then */
+    size_t pending;     /* commands written or appended, not answered */
     int err;      /* nonzero: broken, of no more use */
     char errstr[256];
     char host[256]; /* the address connected to; "" for a unix socket */
@@ -57,7 +60,10 @@ struct rconn *dlock__rconn_connect(const struct rtls *tls, const char *host,
                                    int port, const char *path,
                                    int64_t timeout_ms);
 void dlock__rconn_free(struct rconn *c);
-/* The socket's send and receive timeout (hiredis's redisSetTimeout). */
+/* The bound on each command's whole answer, from when it is written
+ * (a server that sends it a byte at a time gets no longer), and the
+ * socket's send and receive timeout (hiredis's redisSetTimeout).  The
+ * answers of a pipeline share the deadline of the write that sent them. */
 void dlock__rconn_set_timeout(struct rconn *c, int64_t ms);
 /* TCP keepalive, as hiredis's redisEnableKeepAlive. */
 void dlock__rconn_keepalive(struct rconn *c);

@@ -430,7 +430,9 @@ int dlock__redis_attempt(struct redis_store *rs, struct dlock_lock *lk,
                            "of a name must ask the same limit",
                            lk->name, held, n, n == 1 ? "" : "s", lk->limit);
     } else {
-        *retry_ms = r->element[1]->integer >= 0 ? r->element[1]->integer : -1;
+        /* The server's word: a year at most (a hostile one's INT64_MAX
+         * would overflow the wait loop's arithmetic). */
+        *retry_ms = dlock__clamp_ms(r->element[1]->integer);
         *foreign = r->elements < 3 ||
                    r->element[2]->type != REDIS_REPLY_INTEGER ||
                    r->element[2]->integer == 0;
