@@ -938,8 +938,9 @@ int cmd_run(const struct cli *c, int argc, char **argv)
         goto out;
     }
     if (c->verbose)
-        cli_err("run: acquired '%s' (fence %llu)", o.name,
-                (unsigned long long)dlock_fence(lock));
+        cli_err("run: acquired '%s' (fence %llu, lease %lld ms left)",
+                o.name, (unsigned long long)dlock_fence(lock),
+                (long long)dlock_lease_left(lock));
     env = child_env(o.name, dlock_fence(lock), dlock_store_url(store));
     if (env == NULL) {
         cli_err("run: out of memory");

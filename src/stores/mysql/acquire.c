@@ -148,6 +148,18 @@ static int read_row(struct my_store *ms, struct conn *c,
     return read_row_n(ms, c, ml, h, found, 0);
 }
 
+/* lk was taken by a statement sent at `sent` (this process's clock) that
+ * wrote a lease of a whole ttl on the server's clock, which started when
+ * the server ran it: no earlier than `sent`.  The lease this process
+ * counts starts there too, not when the attempt or the wait slice began
+ * (the core's guess): a takeover comes after a wait for the old holder's
+ * lease, and after a KILL, which must not come out of the new one. */
+static void lease_from(struct dlock_lock *lk, int64_t sent)
+{
+    if (sent + lk->ttl_ms > lk->lease_end)
+        lk->lease_end = sent + lk->ttl_ms;
+}
+
 /* --- semaphores: the head row and the slots -----------------------------
  *
  * A semaphore of N holds, per holder, slot i's GET_LOCK (session mode)
@@ -285,6 +297,7 @@ static int insert_row(struct my_store *ms, struct conn *c,
 {
     struct sb b = {0};
     uint64_t fence = 0;
+    int64_t sent = 0;
     int rc = DLOCK_OK;
 
     for (int tries = 0;; tries++) {
@@ -319,6 +332,8 @@ static int insert_row(struct my_store *ms, struct conn *c,
             rc = dlock__enomem();
             goto rollback;
         }
+        /* The row's lease starts when the server runs this INSERT. */
+        sent = dlock__now_ms();
         if (mysql_real_query(c->db, b.p, (unsigned long)b.len) != 0) {
             if (mysql_errno(c->db) == ER_DUP_ENTRY) {
                 *dup = 1;
@@ -434,6 +449,7 @@ static int insert_row(struct my_store *ms, struct conn *c,
             break; /* committed a row with no fence: caller cleans up */
         }
         lk->fence = fence;
+        lease_from(lk, sent);
         rc = DLOCK_OK;
         break;
     failed:
@@ -803,6 +819,7 @@ static int call_acquire(struct my_store *ms, struct dlock_lock *lk,
     struct conn *c = ml->c;
     struct sb b = {0};
     long long v = 0, fence = 0;
+    int64_t sent;
     int rc;
 
     dlock__my_sb_add(&b, "CALL %s(", ms->proc_acq);
@@ -812,14 +829,17 @@ static int call_acquire(struct my_store *ms, struct dlock_lock *lk,
     dlock__my_sb_add(&b, ", '%s', %lld, ", lk->token, (long long)lk->ttl_ms);
     dlock__my_sb_lit(&b, c, dlock__hostname(), strlen(dlock__hostname()));
     dlock__my_sb_add(&b, ", %lld)", (long long)dlock__pid());
+    sent = dlock__now_ms();
     rc = dlock__my_call(ms, c, &b, &v, &fence, "acquire");
     dlock__my_sb_free(&b);
     if (rc != DLOCK_OK)
         return rc;
     if (v == 1 && fence <= 0)
         return no_fence(ms, lk, ml);
-    if (v == 1)
+    if (v == 1) {
         lk->fence = (uint64_t)fence;
+        lease_from(lk, sent);
+    }
     *got = (int)v;
     return DLOCK_OK;
 }
@@ -837,6 +857,7 @@ static int fast_acquire(struct my_store *ms, struct dlock_lock *lk,
 {
     struct conn *c = ml->c;
     struct sb b = {0};
+    int64_t sent;
     unsigned e;
     int full;
 
@@ -876,7 +897,7 @@ static int fast_acquire(struct my_store *ms, struct dlock_lock *lk,
         dlock__my_sb_free(&b);
         return dlock__enomem();
     }
-    c->used_ms = dlock__now_ms();
+    c->used_ms = sent = dlock__now_ms();
     if (mysql_real_query(c->db, b.p, (unsigned long)b.len) == 0) {
         dlock__my_sb_free(&b);
         if (mysql_affected_rows(c->db) != 1)
@@ -884,6 +905,7 @@ static int fast_acquire(struct my_store *ms, struct dlock_lock *lk,
         lk->fence = (uint64_t)mysql_insert_id(c->db);
         if (lk->fence == 0)
             return no_fence(ms, lk, ml);
+        lease_from(lk, sent);
         *got = 1;
         return DLOCK_OK;
     }

@@ -606,7 +606,7 @@ static int session_try(struct pg_store *ps, struct dlock_lock *lk,
     if (rc != DLOCK_OK && rc != DLOCK_BUSY)
         return rc;
     if (rc == DLOCK_BUSY) {
-        int64_t until = dlock__now_ms() + TERMINATE_GRACE_MS;
+        int64_t until = dlock__now_ms() + TERMINATE_GRACE_MS, sent;
 
         pthread_mutex_lock(&s->mu);
         session_holders(ps, s, lk, &h);
@@ -622,8 +622,13 @@ static int session_try(struct pg_store *ps, struct dlock_lock *lk,
                 break;
             dlock__sleep_ms(nap);
             pthread_mutex_lock(&s->mu);
+            sent = dlock__now_ms();
             rc = session_attempt(ps, s, lk, 0);
             pthread_mutex_unlock(&s->mu);
+            /* Its row's lease started with this statement, after the
+             * naps: counted from there, not from the first try. */
+            if (rc == DLOCK_OK && sent + lk->ttl_ms > lk->lease_end)
+                lk->lease_end = sent + lk->ttl_ms;
         }
         /* Refused by a semaphore's holders: no amount of waiting helps. */
         if (rc == DLOCK_BUSY && h.lim > 1) {
@@ -729,6 +734,47 @@ out:
     return rc;
 }
 
+/* The key was granted at the end of a wait statement sent up to a slice
+ * ago, which wrote the row's lease from the grant, on the server's clock;
+ * but this process can only count its lease from when it sent that
+ * statement.  A waiter whose ttl is shorter than the slice would find its
+ * lease over on its own count, give the grant up and queue again behind
+ * the waiters that came after it.  So once the first renewal is due by
+ * that count (a third of the ttl gone), the lease is renewed now, on the
+ * session, and counted from this renewal's send time.  The lock is held
+ * whatever it answers: a row that did not match (a lease over already,
+ * a release --force) is the core's to judge as before (too late, or
+ * LOST at the next renewal); a session that failed has lost the key.
+ * Caller holds s->mu. */
+static int late_grant(struct pg_store *ps, struct sess *s,
+                      struct dlock_lock *lk)
+{
+    char ttl[24];
+    const char *v[3] = {lk->name, lk->token, ttl};
+    PGresult *res;
+    int64_t sent = dlock__now_ms();
+    int rc;
+
+    if (sent - (lk->lease_end - lk->ttl_ms) <= lk->ttl_ms / 3)
+        return DLOCK_OK;
+    snprintf(ttl, sizeof(ttl), "%lld", (long long)lk->ttl_ms);
+    rc = dlock__pg_runp(s->c, ps->base.url, "acquire", Q_EXTEND,
+                        dlock__pg_sql_extend[0], 3, v, ps->op_timeout_ms,
+                        &res, NULL);
+    if (rc == DLOCK_EUNAVAIL) {
+        sess_retire(ps, s, 1);
+        return rc;
+    }
+    if (rc != DLOCK_OK) {
+        dlock__clearerr();
+        return DLOCK_OK;
+    }
+    if (atoi(PQcmdTuples(res)) == 1 && sent + lk->ttl_ms > lk->lease_end)
+        lk->lease_end = sent + lk->ttl_ms;
+    PQclear(res);
+    return DLOCK_OK;
+}
+
 int dlock__pg_wait_slice(struct dlock_store *st, struct dlock_lock *lk,
                          int64_t slice_ms, int64_t *retry_ms)
 {
@@ -772,6 +818,7 @@ int dlock__pg_wait_slice(struct dlock_store *st, struct dlock_lock *lk,
          * earliest. */
         if (sent + lk->ttl_ms > lk->lease_end)
             lk->lease_end = sent + lk->ttl_ms;
+        rc = late_grant(ps, s, lk);
     } else if (rc == DLOCK_BUSY) {
         session_holders(ps, s, lk, &hd);
         if (hd.lim > 1)
