@@ -105,6 +105,16 @@ int dlock__my_db_err(struct my_store *ms, struct conn *c, const char *what)
     unsigned e = mysql_errno(c->db);
     int rc = dlock__my_err_code(e);
 
+    /* A server that went read-only (the old primary after a failover, a
+     * replica a proxy still sends to): as Redis's READONLY, not for good.
+     * 1290 is "running with the %s option": only --read-only (the option's
+     * name is not translated) is such; --secure-file-priv and the like
+     * stay ESTORE. */
+    if (e == ER_OPTION_PREVENTS_STATEMENT &&
+        (strstr(mysql_error(c->db), "read-only") != NULL ||
+         strstr(mysql_error(c->db), "read_only") != NULL))
+        rc = DLOCK_EUNAVAIL;
+
     if (c->name != NULL && is_charset_error(e))
         return dlock__my_unstorable(ms, c->name, mysql_error(c->db));
     if (e == ER_BAD_FIELD_ERROR)

@@ -25,9 +25,17 @@
  * (NOPERM), a bad db index and every other error: DLOCK_ESTORE. */
 int dlock__redis_error_code(const char *msg)
 {
+    /* NOREPLICAS: fewer replicas in reach than min-replicas-to-write
+     * (a replica restarting, a partition, a failover): writes come back
+     * with them.  "max number of clients": maxclients, server-wide (the
+     * server says it to a new connection, whatever it sends first, AUTH
+     * included), as "too many connections" is on the other stores. */
     static const char *const transient[] = {"LOADING", "BUSY ", "MASTERDOWN",
                                             "READONLY", "TRYAGAIN",
-                                            "CLUSTERDOWN", NULL};
+                                            "CLUSTERDOWN", "NOREPLICAS",
+                                            "ERR max number of clients "
+                                            "reached",
+                                            NULL};
 
     for (int i = 0; msg != NULL && transient[i] != NULL; i++)
         if (strncmp(msg, transient[i], strlen(transient[i])) == 0)
@@ -116,9 +124,14 @@ struct rconn *dlock__redis_connect_to(struct redis_store *rs, const char *host,
             *rc = r == NULL ? dlock__seterr(DLOCK_EUNAVAIL,
                                             "%s: no answer to AUTH: %s",
                                             rs->url, c->errstr)
-                            : dlock__seterr(DLOCK_ESTORE,
-                                            "%s: authentication failed: %s",
-                                            rs->url, said);
+                            : dlock__redis_error_code(r->str) ==
+                                      DLOCK_EUNAVAIL
+                                  ? dlock__seterr(DLOCK_EUNAVAIL, "%s: %s",
+                                                  rs->url, said)
+                                  : dlock__seterr(DLOCK_ESTORE,
+                                                  "%s: authentication "
+                                                  "failed: %s",
+                                                  rs->url, said);
             freeReplyObject(r);
             dlock__rconn_free(c);
             return NULL;
