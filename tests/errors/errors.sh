@@ -141,6 +141,37 @@ postgres)
         credentials "$scheme://dlock@$hostport/dlocktest" \
         permission "$scheme://dl_noperm:pw@$hostport/dlocktest" \
         misconfig "$scheme://dlock:dlock-test-pw@$hostport/no_such_db" || fail=1
+    # A role at its CONNECTION LIMIT is refused after its password was
+    # taken: "not now" (a connection ending frees it), not a bad password.
+    sql "DROP ROLE IF EXISTS dl_full"
+    sql "CREATE ROLE dl_full LOGIN PASSWORD 'pw' CONNECTION LIMIT 1"
+    sql "GRANT dlock TO dl_full"
+    full="$scheme://dl_full:pw@$hostport/dlocktest"
+    fifo=$(mktemp -u /tmp/dlock-errors-full.XXXXXX)
+    mkfifo "$fifo"
+    # psql holds the role's one connection until the fifo is closed.
+    psql -X -q "postgresql://dl_full:pw@$hostport/dlocktest" <"$fifo" >/dev/null 2>&1 &
+    holder=$!
+    exec 9>"$fifo"
+    echo "SELECT 1;" >&9
+    for _ in $(seq 100); do
+        n=$("$script" ctl "$dir" sql --super \
+            "SELECT count(*) FROM pg_stat_activity WHERE usename = 'dl_full'")
+        [ "$n" = 1 ] && break
+        sleep 0.1
+    done
+    [ "$n" = 1 ] || bad "the role's one connection did not show up"
+    "$errors" unreachable "$full" || fail=1
+    # ...and a waiter waits it out: the limit is lifted a second after it
+    # started (a waiter that gave up at once fails here).
+    ( exec 9>&-; sleep 1; sql "ALTER ROLE dl_full CONNECTION LIMIT -1" ) &
+    lifter=$!
+    "$dlock" -s "$full" run -w 20 errors-full -- true ||
+        bad "a waiter did not wait out the role's connection limit"
+    wait "$lifter"
+    exec 9>&-
+    wait "$holder" 2>/dev/null
+    rm -f "$fifo"
     ;;
 mysql)
     sql() { "$script" ctl "$dir" sql --root "$1" >/dev/null; }

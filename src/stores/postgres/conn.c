@@ -545,12 +545,33 @@ void dlock__pg_conn_params_free(struct pg_store *ps)
  * was reached, and then refused the password, the role or the database)
  * or wants one the URL does not give.  Anything else (refused, timed out,
  * reset, a server starting up or out of connection slots, which answer
- * before the password) may pass: DLOCK_EUNAVAIL. */
+ * before the password) may pass: DLOCK_EUNAVAIL.
+ * Some "not now" answers come after the password was taken: the role's
+ * CONNECTION LIMIT, the slots kept for superusers (SQLSTATE 53300), a
+ * server shutting down or in recovery (57P03).  Those are told by the
+ * server's (English) text; a server with translated messages leaves them
+ * DLOCK_ESTORE, the side that never retries a refused password forever. */
 static int connect_error_code(PGconn *c)
 {
-    return PQconnectionNeedsPassword(c) || PQconnectionUsedPassword(c)
-               ? DLOCK_ESTORE
-               : DLOCK_EUNAVAIL;
+    static const char *const not_now[] = {
+        "too many connections for role",
+        "remaining connection slots are reserved",
+        "sorry, too many clients already",
+        "the database system is starting up",
+        "the database system is shutting down",
+        "the database system is in recovery mode",
+        "the database system is not yet accepting connections",
+        "the database system is not accepting connections",
+    };
+    const char *msg = PQerrorMessage(c);
+
+    if (!PQconnectionNeedsPassword(c) && !PQconnectionUsedPassword(c))
+        return DLOCK_EUNAVAIL;
+    for (size_t i = 0; msg != NULL && i < sizeof(not_now) / sizeof(*not_now);
+         i++)
+        if (strstr(msg, not_now[i]) != NULL)
+            return DLOCK_EUNAVAIL;
+    return DLOCK_ESTORE;
 }
 
 /* Connect with dlock's defaults underneath whatever the URL says.  libpq
