@@ -110,6 +110,8 @@ check "on a pty" "$rc" "$T/pty.out"
 
 timeout 10 setsid "$DLOCK" -s "$enc" status x >"$T/none.out" 2>&1 </dev/null
 check "no terminal" $? "$T/none.out"
+timeout 10 setsid "$DLOCK" -s "$enc&sslpassword=" status x >"$T/empty.out" 2>&1 </dev/null
+check "no terminal, ?sslpassword= empty" $? "$T/empty.out"
 
 n=$((n + 1))
 if out=$("$DLOCK" -s "$enc&sslpassword=key-pw" status x 2>&1 </dev/null); then

@@ -473,8 +473,10 @@ static int no_key_prompt(struct pg_store *ps, size_t *n,
                          const struct dlock_url *u)
 {
     static const char nobody[] = "\001dlock: no ?sslpassword= given\001";
+    const char *given = dlock__url_param(u, "sslpassword");
 
-    if (dlock__url_param(u, "sslpassword") != NULL ||
+    /* An empty ?sslpassword= is none (kv_add leaves it out). */
+    if ((given != NULL && given[0] != '\0') ||
         !libpq_keyword("sslpassword"))
         return DLOCK_OK;
     ps->key_guard = 1;
