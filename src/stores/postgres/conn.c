@@ -459,6 +459,30 @@ static int libpq_keyword(const char *key)
     return found;
 }
 
+/* An encrypted client key must not prompt.  libpq hands OpenSSL its
+ * own pass phrase callback only when sslpassword is not empty (an empty
+ * value in the keyword arrays is skipped, as by kv_add); without it
+ * OpenSSL's default callback asks "Enter PEM pass phrase:" on the
+ * terminal and waits.  A process-wide PQsetSSLKeyPassHook_OpenSSL()
+ * would change the host program's own libpq connections, so instead,
+ * when the URL gives no ?sslpassword=, libpq gets one no one can have
+ * typed (control bytes): an encrypted key then fails to load, and
+ * dlock__pg_connect() says why.  An unencrypted key never asks for it.
+ * libpq < 13 has no sslpassword (and no hook): left as it is. */
+static int no_key_prompt(struct pg_store *ps, size_t *n,
+                         const struct dlock_url *u)
+{
+    static const char nobody[] = "\001dlock: no ?sslpassword= given\001";
+    const char *given = dlock__url_param(u, "sslpassword");
+
+    /* An empty ?sslpassword= is none (kv_add leaves it out). */
+    if ((given != NULL && given[0] != '\0') ||
+        !libpq_keyword("sslpassword"))
+        return DLOCK_OK;
+    ps->key_guard = 1;
+    return kv_adds(ps, n, "sslpassword", nobody);
+}
+
 int dlock__pg_conn_params(struct pg_store *ps, const struct dlock_url *u)
 {
     /* dlock's defaults, under whatever the URL says. */
@@ -520,6 +544,8 @@ int dlock__pg_conn_params(struct pg_store *ps, const struct dlock_url *u)
         rc = kv_adds(ps, &n, k, v);
     }
     if (rc == DLOCK_OK)
+        rc = no_key_prompt(ps, &n, u);
+    if (rc == DLOCK_OK)
         rc = kv_adds(ps, &n, "client_encoding", "UTF8");
     if (rc == DLOCK_OK && ps->conn_kw == NULL)
         rc = dlock__enomem(); /* unreachable: the defaults are there */
@@ -574,6 +600,24 @@ static int connect_error_code(PGconn *c)
     return DLOCK_ESTORE;
 }
 
+/* libpq could not load the client key with no_key_prompt()'s pass
+ * phrase: it is encrypted (libpq's English words; a translated libpq
+ * gives its own message instead). */
+static int encrypted_key(const struct pg_store *ps)
+{
+    for (size_t i = 0; ps->conn_kw[i] != NULL; i++)
+        if (strcmp(ps->conn_kw[i], "sslkey") == 0)
+            return dlock__seterr(DLOCK_EINVAL,
+                                 "%s: the client key %s is encrypted; give "
+                                 "?sslpassword= or an unencrypted key",
+                                 ps->base.url, ps->conn_val[i]);
+    return dlock__seterr(DLOCK_EINVAL,
+                         "%s: the client key (PGSSLKEY or "
+                         "~/.postgresql/postgresql.key) is encrypted; give "
+                         "?sslpassword= or an unencrypted key",
+                         ps->base.url);
+}
+
 /* Connect with dlock's defaults underneath whatever the URL says.  libpq
  * gets keyword/value pairs with expand_dbname = 0: it never parses a
  * URL of its own, so it cannot read one differently from dlock. */
@@ -591,6 +635,11 @@ int dlock__pg_connect(struct pg_store *ps, PGconn **out)
     if (PQstatus(c) != CONNECTION_OK) {
         int rc = connect_error_code(c);
 
+        if (ps->key_guard &&
+            strstr(PQerrorMessage(c), "could not load private key") != NULL) {
+            PQfinish(c);
+            return encrypted_key(ps);
+        }
         driver_text(msg, sizeof(msg), PQerrorMessage(c), sec);
         PQfinish(c);
         return dlock__seterr(rc, "cannot connect to %s: %s", ps->base.url,

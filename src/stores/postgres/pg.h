@@ -128,6 +128,10 @@ struct pg_store {
      * pairs (never the URL text: libpq would read it otherwise), and what
      * in the URL may be a secret, scrubbed from libpq's messages. */
     char **conn_kw, **conn_val, **secrets;
+    /* conn.c no_key_prompt(): the URL gave no ?sslpassword=, and libpq
+     * got one that unlocks no key, so an encrypted key fails instead of
+     * prompting. */
+    int key_guard;
     const char *const *sql;
     int lease_mode;
     int64_t op_timeout_ms;
