@@ -112,7 +112,7 @@ run_case() {
     wait "$tpid" || rc=$?
     t1=$(now_ms)
     netns_heal c2 srv
-    echo "$c: waiter exit $rc after $((t1 - t0)) ms"
+    echo "$c: waiter exit $rc after $((t1 - t0)) ms: $(tail -n1 "$d/werr")"
 
     if [ $((t1 - t0)) -le "$limit_ms" ]; then
         ok "$c: the cut-off waiter ended $((t1 - t0)) ms after it started (-w $wait_s, limit $limit_ms ms)"
