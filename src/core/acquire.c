@@ -214,10 +214,11 @@ static int cancelled(struct dlock_store *s, struct dlock_lock *lk, int rc)
 
 /* What a store kept in priv for an acquire that did not get the lock (a
  * session it waited on, what its try saw of the holder). */
-static void forget_attempts(struct dlock_store *s, struct dlock_lock *lk)
+static int forget_attempts(struct dlock_store *s, struct dlock_lock *lk)
 {
     if (lk->priv != NULL && s->ops->forget != NULL)
-        s->ops->forget(s, lk);
+        return s->ops->forget(s, lk);
+    return DLOCK_OK;
 }
 
 dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
@@ -322,7 +323,7 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
             break;
         /* Waiting out an outage starts afresh: the store's sessions of
          * this acquire went with the server. */
-        forget_attempts(s, lk);
+        (void)forget_attempts(s, lk);
         if (outage > OUTAGE_MAX_MS)
             outage = OUTAGE_MAX_MS;
         rem = dlock__remaining_ms(deadline);
@@ -338,8 +339,15 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
     /* Letting go of what the wait left on the store (a place in a
      * queue) is one of its calls too: 1 s after the deadline at most,
      * not the URL's whole timeout when the store is cut off. */
-    if (rc != DLOCK_OK)
-        forget_attempts(s, lk);
+    if (rc != DLOCK_OK) {
+        /* A wait that slept on a holder's lease (Redis: until its release
+         * is published) asks the store nothing until this call: a store
+         * that no longer answers it is what the wait ended on, as on the
+         * stores whose wait statements found it (69 in dlock(1)), not a
+         * lock seen held by someone else. */
+        if (forget_attempts(s, lk) == DLOCK_EUNAVAIL && rc == DLOCK_BUSY)
+            rc = DLOCK_EUNAVAIL;
+    }
     dlock__io_deadline = 0;
     if (rc != DLOCK_OK) {
         if (rc == DLOCK_BUSY && dlock_errmsg()[0] == '\0')

@@ -912,7 +912,7 @@ static int forget_or_release(struct dlock_store *s, struct dlock_lock *lk)
 {
     if (s->ops->forget == NULL)
         return s->ops->release(s, lk);
-    s->ops->forget(s, lk);
+    (void)s->ops->forget(s, lk);
     return DLOCK_OK;
 }
 

@@ -231,8 +231,11 @@ struct dlock_store_ops {
     /* Optional: free lk->priv of a lock that is not held (LOST, or a wait
      * that ended without it), letting go of whatever the store may still
      * hold for it on a connection of this process.  NULL: the core calls
-     * release() instead, for a LOST lock. */
-    void (*forget)(struct dlock_store *store, struct dlock_lock *lk);
+     * release() instead, for a LOST lock.  Returns DLOCK_OK, or the
+     * failure of a call it made to the store (a queue left by a script
+     * that got no answer: DLOCK_EUNAVAIL, with its message); lk->priv is
+     * freed either way. */
+    int (*forget)(struct dlock_store *store, struct dlock_lock *lk);
     /* Optional: free lk->priv in a fork child, where lk is the child's copy
      * of a lock its parent holds.  The connections in it are the
      * parent's: send nothing on them and do not end their sessions (see

@@ -439,7 +439,7 @@ static int my_release(struct dlock_store *s, struct dlock_lock *lk)
 
 /* A lock not held: a wait given up (its connection goes back), or a lost
  * lock (its row and GET_LOCK tidied away as release would). */
-static void my_forget(struct dlock_store *s, struct dlock_lock *lk)
+static int my_forget(struct dlock_store *s, struct dlock_lock *lk)
 {
     struct my_lock *ml = lk->priv;
 
@@ -447,6 +447,7 @@ static void my_forget(struct dlock_store *s, struct dlock_lock *lk)
         dlock__my_unwait((struct my_store *)s, lk);
     else
         (void)my_release(s, lk);
+    return DLOCK_OK;
 }
 
 /* In a fork child: the pinned connection is the parent's.  Its socket is

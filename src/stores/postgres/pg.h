@@ -195,7 +195,7 @@ int dlock__pg_held_drop(struct pg_store *ps, struct dlock_lock *lk,
                         int *live);
 /* Free lk->priv, giving its session reference back. */
 void dlock__pg_held_free(struct pg_store *ps, struct dlock_lock *lk);
-void dlock__pg_forget(struct dlock_store *s, struct dlock_lock *lk);
+int dlock__pg_forget(struct dlock_store *s, struct dlock_lock *lk);
 void dlock__pg_forget_inherited(struct dlock_store *s, struct dlock_lock *lk);
 /* Store close: the mux session goes (no lock is held any more). */
 void dlock__pg_sessions_close(struct pg_store *ps);

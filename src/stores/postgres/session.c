@@ -949,13 +949,14 @@ void dlock__pg_held_free(struct pg_store *ps, struct dlock_lock *lk)
 
 /* A lock lost, or a wait given up: let go of what the session may still
  * hold for it, then of the session. */
-void dlock__pg_forget(struct dlock_store *s, struct dlock_lock *lk)
+int dlock__pg_forget(struct dlock_store *s, struct dlock_lock *lk)
 {
     struct pg_store *ps = (struct pg_store *)s;
     int live;
 
     (void)dlock__pg_held_drop(ps, lk, &live);
     dlock__pg_held_free(ps, lk);
+    return DLOCK_OK;
 }
 
 /* In a fork child.  No mutexes: a parent thread may have held one at the

@@ -409,7 +409,7 @@ int dlock__redis_stale(const struct dlock_lock *lk, uint64_t now_epoch);
 /* Let go of a stale lock on the new master; returns DLOCK_LOST. */
 int dlock__redis_drop_stale(struct redis_store *rs, struct dlock_lock *lk);
 /* A wait that ended without the lock: leave the queue (best effort). */
-void dlock__redis_leave(struct redis_store *rs, struct dlock_lock *lk);
+int dlock__redis_leave(struct redis_store *rs, struct dlock_lock *lk);
 
 /* --- sub.c (all under smu) ------------------------------------------- */
 
@@ -441,7 +441,7 @@ void dlock__redis_chans_free(struct redis_store *rs);
 
 int dlock__redis_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
                             int64_t slice_ms, int64_t *retry_ms);
-void dlock__redis_forget(struct dlock_store *s, struct dlock_lock *lk);
+int dlock__redis_forget(struct dlock_store *s, struct dlock_lock *lk);
 
 /* --- renew.c -------------------------------------------------------- */
 

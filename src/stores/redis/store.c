@@ -446,12 +446,16 @@ int dlock__redis_attempt(struct redis_store *rs, struct dlock_lock *lk,
     return rc;
 }
 
-void dlock__redis_leave(struct redis_store *rs, struct dlock_lock *lk)
+int dlock__redis_leave(struct redis_store *rs, struct dlock_lock *lk)
 {
-    int rc;
+    int rc = DLOCK_OK;
+    redisReply *r =
+        lock_script(rs, S_LEAVE, lk, lk->ttl_ms, 1, NULL, 0, &rc, NULL);
 
-    freeReplyObject(
-        lock_script(rs, S_LEAVE, lk, lk->ttl_ms, 1, NULL, 0, &rc, NULL));
+    if (r == NULL)
+        return rc;
+    freeReplyObject(r);
+    return DLOCK_OK;
 }
 
 static int redis_try_acquire(struct dlock_store *s, struct dlock_lock *lk,

@@ -409,16 +409,18 @@ int dlock__redis_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
 
 /* A wait that ended without the lock: leave the queue (and pass on a
  * hand-off that crossed the end of the wait), then the channels. */
-void dlock__redis_forget(struct dlock_store *s, struct dlock_lock *lk)
+int dlock__redis_forget(struct dlock_store *s, struct dlock_lock *lk)
 {
     struct redis_store *rs = (struct redis_store *)s;
     struct wait *wt = lk->priv;
+    int rc = DLOCK_OK;
 
     if (wt == NULL || dlock__redis_is_held_tag(wt)) {
         lk->priv = NULL; /* a held lock's epoch: nothing to free */
-        return;
+        return DLOCK_OK;
     }
     if (wt->queued)
-        dlock__redis_leave(rs, lk);
+        rc = dlock__redis_leave(rs, lk);
     wait_free(rs, lk);
+    return rc;
 }
