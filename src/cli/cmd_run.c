@@ -803,6 +803,8 @@ static int supervise(pid_t child, int rfd, const struct run_opts *o,
 {
     int64_t grace = grace_of(o), margin = kill_margin(o->ttl_ms);
     int64_t kill_at = -1;
+    /* CMD's own process group, if it has one (not a terminal's job). */
+    pid_t group = getpgid(child) == child ? child : 0;
 
     for (;;) {
         struct pollfd p = {rfd, POLLIN, 0};
@@ -845,9 +847,16 @@ static int supervise(pid_t child, int rfd, const struct run_opts *o,
         }
         w = reap_children(child, &status);
         if (w == child) {
-            /* Stopped for the lock: what CMD started goes with it. */
-            if (*lost)
+            /* Stopped for the lock: what CMD started goes with it.  Its
+             * process group first, which needs no /proc (a sandbox, a
+             * chroot without it: the walk then finds nothing); the
+             * group outlives CMD while a member does, so its id is
+             * nobody else's. */
+            if (*lost) {
+                if (group > 0)
+                    (void)kill(-group, SIGKILL);
                 kill_descendants(rfd, now_ms() + grace + 1000);
+            }
             return WIFEXITED(status) ? WEXITSTATUS(status)
                                      : 128 + WTERMSIG(status);
         }

@@ -13,8 +13,9 @@
  * (a MariaDB GET_LOCK, a Redis waiter) arm a watch: one small thread
  * polls the armed cancels and calls the store's wake-up (a KILL QUERY
  * from another connection, a condition signalled) for the one that
- * fired.  The signal handler itself never does more than the store and
- * the write.
+ * fired, each on a short-lived thread of its own, so that one store that
+ * hangs delays no other wait's cancel.  The signal handler itself never
+ * does more than the store and the write.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -198,6 +199,60 @@ static void init_once(void)
     pthread_atfork(NULL, NULL, fork_child);
 }
 
+/* A wake-up runs on a thread of its own: one may wait on its store (a
+ * KILL QUERY sent to a server that stopped answering waits out its read
+ * timeout), and the watch thread must go on waking the other waits,
+ * whatever their stores do. */
+struct call {
+    struct cwatch *w;
+    void (*fn)(void *);
+    void *arg;
+};
+
+static void call_done(struct cwatch *w)
+{
+    pthread_mutex_lock(&mu);
+    w->calling = 0;
+    pthread_cond_broadcast(&done_cv);
+    pthread_mutex_unlock(&mu);
+}
+
+static void *call_main(void *arg)
+{
+    struct call *k = arg;
+
+    k->fn(k->arg);
+    call_done(k->w); /* the slot is still k->w's: unwatch waits for this */
+    free(k);
+    return NULL;
+}
+
+/* Start w's wake-up (caller holds mu, w->calling set). */
+static void call_start(struct cwatch *w)
+{
+    struct call *k = malloc(sizeof(*k));
+    pthread_attr_t a;
+    pthread_t t;
+    int ok = 0;
+
+    if (k != NULL) {
+        *k = (struct call){w, w->fn, w->arg};
+        pthread_attr_init(&a);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        ok = pthread_create(&t, &a, call_main, k) == 0;
+        pthread_attr_destroy(&a);
+    }
+    if (ok)
+        return;
+    /* No thread: here, then (the others wait for it). */
+    free(k);
+    pthread_mutex_unlock(&mu);
+    w->fn(w->arg);
+    pthread_mutex_lock(&mu);
+    w->calling = 0;
+    pthread_cond_broadcast(&done_cv);
+}
+
 static void *watch_main(void *arg)
 {
     static struct pollfd p[MAX_WATCHES + 1];
@@ -240,11 +295,7 @@ static void *watch_main(void *arg)
             if (!dlock_cancel_fired(w->c))
                 continue;
             w->calling = 1;
-            pthread_mutex_unlock(&mu);
-            w->fn(w->arg);
-            pthread_mutex_lock(&mu);
-            w->calling = 0;
-            pthread_cond_broadcast(&done_cv);
+            call_start(w);
         }
     }
     return NULL;

@@ -299,12 +299,11 @@ static int session_attempt(struct pg_store *ps, struct sess *s,
          * after the key was granted. */
         int timed_out = strcmp(state, "55P03") == 0;
 
-        /* An exclusive key, once granted, leaves nothing in the statement
-         * to wait for (the rows it deletes are skipped if locked): its
-         * lock timeout was the key's.  Answer at once, the deadline is
-         * now. */
-        if (timed_out && !lk->shared && !s->is_mux)
-            return DLOCK_BUSY;
+        /* Even an exclusive key's own lock timeout (or a cancel) may
+         * come in the moment the key is granted: PostgreSQL's
+         * LockErrorCleanup keeps the grant, and the statement fails.
+         * Without the unlock the key would stay with this session, pooled
+         * later with nobody holding the name. */
         rc2 = let_keys_go(ps, s);
         if (rc2 != DLOCK_OK)
             return rc2;
@@ -710,7 +709,16 @@ static int sem_slice(struct pg_store *ps, struct sess *s,
         return rc;
     }
     if (rc == DLOCK_ESTORE) {
-        /* The statement only waits for the key: timed out, it has none. */
+        /* The statement only waits for the slot's key, but a key granted
+         * in the moment its lock_timeout or a cancel (57014) interrupts
+         * it stays with the session although the statement failed
+         * (PostgreSQL's LockErrorCleanup keeps a grant it finds): let it
+         * go, or the slot stays taken by this session, pooled later with
+         * nobody holding it.  The wait's session holds nothing else. */
+        int rc2 = let_keys_go(ps, s);
+
+        if (rc2 != DLOCK_OK)
+            return rc2;
         if (strcmp(state, "55P03") != 0)
             return rc;
         *retry_ms = o.left_ms;
