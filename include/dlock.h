@@ -537,6 +537,119 @@ DLOCK_EXTERN dlock_rc dlock_force_release(unsigned *out_removed,
                                           dlock_store *store,
                                           const char *name);
 
+/* --- Runs: once, once per period, and the record of each run --------- */
+
+/**
+ * What dlock_run_begin() decides by (`dlock run --once`, `--once-per`).
+ * Initialise with DLOCK_RUN_RULE_INIT (both off: every run goes ahead and
+ * is recorded).
+ */
+typedef struct dlock_run_rule {
+    /** Nonzero: not again once a run of this name has succeeded (exit
+     * status 0), on any host, ever: a migration, an idempotency key. */
+    int once;
+    /** > 0: not again within period_ms / 2 of the start of the last run
+     * of this name, judged on the store's clock (never the hosts').  Give
+     * the schedule's interval: 3600000 for an hourly job.  Hosts whose
+     * schedules fire up to period_ms / 2 apart run the job once; the next
+     * period's run (period_ms later) goes ahead.  At most 365 days. */
+    int64_t period_ms;
+} dlock_run_rule;
+
+#define DLOCK_RUN_RULE_INIT {0, 0}
+
+/** How a recorded run ended. */
+typedef enum dlock_run_result {
+    /** Still running (its holder has not recorded an end). */
+    DLOCK_RUN_RUNNING = 0,
+    /** The command exited; status is its exit status (0: success). */
+    DLOCK_RUN_EXITED = 1,
+    /** The command died of signal status. */
+    DLOCK_RUN_SIGNALED = 2,
+    /** The lock was lost while it ran (status: what it ended with, or -1). */
+    DLOCK_RUN_LOST = 3,
+    /** Its holder went away without recording an end (killed, cut off);
+     * set when a later run of the name began. */
+    DLOCK_RUN_ABANDONED = 4
+} dlock_run_result;
+
+/** One recorded run of a name.  Allocated by the library (dlock_run_free()
+ * for dlock_run_begin()'s, lent to dlock_history()'s callback). */
+typedef struct dlock_run {
+    /** The name (NUL-terminated). */
+    char name[DLOCK_NAME_MAX + 1];
+    /** The fence of the lock the run held: it identifies the run. */
+    uint64_t fence;
+    /** Host name and process id of the run's holder. */
+    char host[256];
+    int64_t pid;
+    /** Start and end, milliseconds since the Unix epoch on the store's
+     * clock (SQLite: the host's); end_ms is 0 while running or abandoned. */
+    int64_t start_ms;
+    int64_t end_ms;
+    /** A dlock_run_result. */
+    int result;
+    /** The exit status (EXITED), signal (SIGNALED), or -1. */
+    int status;
+} dlock_run;
+
+/** How many runs the store keeps per name (older ones are dropped). */
+#define DLOCK_RUNS_KEPT 20
+
+/**
+ * Decide whether the holder of lock runs its job now, by rule, and if so
+ * record the run's start (host, pid, fence, the store's time) in the same
+ * call.  Called with the lock held: the lock serialises the decision, so
+ * of hosts racing for one period exactly one goes ahead.
+ * @param go    receives 1: go ahead (recorded; end it with
+ *              dlock_run_end()); 0: skip, a run already satisfied rule.
+ * @param last  if not NULL, receives the run that decided a skip (or the
+ *              last run before this one when going ahead; NULL if none);
+ *              free it with dlock_run_free().
+ * @return DLOCK_OK; DLOCK_LOST (not held any more: nothing recorded);
+ *         DLOCK_EINVAL; DLOCK_ENOTSUP (a store without run records);
+ *         DLOCK_EUNAVAIL, DLOCK_ESTORE.
+ */
+DLOCK_EXTERN dlock_rc dlock_run_begin(dlock_lock *lock,
+                                      const dlock_run_rule *rule, int *go,
+                                      dlock_run **last);
+
+/**
+ * Record how the run dlock_run_begin() started on lock ended.  Works on a
+ * lock that is LOST too (the record is the run's, found by its fence):
+ * call it before dlock_release().
+ * @param result  DLOCK_RUN_EXITED, _SIGNALED or _LOST.
+ * @param status  exit status, signal number, or -1.
+ * @return DLOCK_OK; DLOCK_EINVAL (no run begun on lock, bad result);
+ *         DLOCK_EUNAVAIL, DLOCK_ESTORE.
+ */
+DLOCK_EXTERN dlock_rc dlock_run_end(dlock_lock *lock, int result, int status);
+
+/** Called by dlock_history() for each kept run, newest first; run is lent
+ * for the call.  Return nonzero to stop (dlock_history() returns it). */
+typedef int (*dlock_run_cb)(const dlock_run *run, void *payload);
+
+/**
+ * The kept runs of name, newest first, at most max (0: all kept).
+ * @return DLOCK_OK (also when there are none), or the callback's nonzero
+ *         value, or DLOCK_EINVAL, DLOCK_ENOTSUP, DLOCK_EUNAVAIL,
+ *         DLOCK_ESTORE.
+ */
+DLOCK_EXTERN int dlock_history(dlock_store *store, const char *name,
+                               unsigned max, dlock_run_cb cb, void *payload);
+
+/**
+ * The last run of every name under prefix that has run records (held now
+ * or not), in no set order; each run is lent for the call.  What
+ * `dlock list` shows beside the held locks.
+ * @return as dlock_history().
+ */
+DLOCK_EXTERN int dlock_last_runs(dlock_store *store, const char *prefix,
+                                 dlock_run_cb cb, void *payload);
+
+/** Free a dlock_run from dlock_run_begin().  Accepts NULL. */
+DLOCK_EXTERN void dlock_run_free(dlock_run *run);
+
 /** A static description of a return code ("lock is busy", ...). */
 DLOCK_EXTERN const char *dlock_strerror(int rc);
 

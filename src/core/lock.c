@@ -850,6 +850,44 @@ dlock_rc dlock_extend(dlock_lock *lk, int64_t ttl_ms)
     return rc;
 }
 
+/* A store call on lk under its mu (src/core/run.c): on a held lock as
+ * dlock_assert_ttl() makes its call (a lapsed lease or a LOST answer
+ * marks it lost), or with held_only = 0 on a lost one too (a store that
+ * was closed under it still refuses). */
+int dlock__lock_call(struct dlock_lock *lk, int held_only,
+                     int (*fn)(struct dlock_store *s, struct dlock_lock *lk,
+                               void *arg),
+                     void *arg)
+{
+    dlock_lost_cb cb = NULL;
+    int rc = lock_usable(lk);
+
+    if (rc != DLOCK_OK)
+        return rc;
+    pthread_mutex_lock(&lk->mu);
+    if (DLOCK_STATE_GET(lk) == DLOCK_STATE_DETACHED ||
+        (held_only && DLOCK_STATE_GET(lk) != DLOCK_STATE_HELD)) {
+        rc = not_held(lk);
+        pthread_mutex_unlock(&lk->mu);
+        return rc;
+    }
+    if (held_only && lapsed(lk, dlock__now_ms())) {
+        rc = lapsed_err(lk);
+        cb = mark_lost(lk);
+    } else {
+        dlock__io_deadline = held_only ? lease_end_of(lk)
+                                       : dlock__now_ms() + lk->ttl_ms / 3;
+        rc = fn(lk->store, lk, arg);
+        dlock__io_deadline = 0;
+        if (rc == DLOCK_LOST && held_only)
+            cb = mark_lost(lk);
+    }
+    pthread_mutex_unlock(&lk->mu);
+    if (cb != NULL)
+        tell_lost(lk, cb);
+    return rc;
+}
+
 dlock_rc dlock_assert_ttl(dlock_lock *lk, int64_t min_remaining_ms)
 {
     struct dlock_store *s;

@@ -160,6 +160,7 @@ struct dlock_lock {
     unsigned refs;      /* library threads (and store close) using it now */
     int renewable;      /* the renew thread may pick it */
     int free_on_unref;  /* released from its own on_lost callback */
+    int run_begun;      /* dlock_run_begin() recorded a run (under mu) */
     int release_on_unref; /* ...while a renewal held mu: the last ref
                            * tells the store */
     struct dlock_lock *prev, *next; /* registry list */
@@ -256,6 +257,46 @@ struct dlock_store_ops {
     int (*init)(struct dlock_store *store);
     /* The DDL init() runs, as text for a DBA (malloc'd); no connection. */
     int (*ddl)(char **out, const struct dlock_url *url);
+
+    /* Run records (include/dlock.h, "Runs"; src/core/run.c checks the
+     * arguments).  Optional: NULL makes the calls DLOCK_ENOTSUP.
+     *
+     * run_begin: lk is held (the core holds lk->mu).  In ONE atomic step
+     * on the store (a script, a transaction), only if lk still owns the
+     * lock (else DLOCK_LOST, nothing written):
+     *  - read the name's summary: the start of its last run (store clock)
+     *    and whether a run of it ever succeeded;
+     *  - skip (*go = 0) if rule->once and a run succeeded, or if
+     *    rule->period_ms > 0 and now - last start < period_ms / 2, with
+     *    now the store's clock (Redis TIME, clock_timestamp(), NOW(6);
+     *    SQLite: CLOCK_REALTIME); fill *last with the run that decided it;
+     *  - else (*go = 1): mark runs of the name still RUNNING as
+     *    ABANDONED, record a new run {lk->fence, host, pid, start = now,
+     *    RUNNING}, set the summary's last start to now, drop runs beyond
+     *    DLOCK_RUNS_KEPT (oldest first), and fill *last with the run
+     *    before it if any (last->fence = 0 when none).
+     * last is zeroed by the core before the call.
+     *
+     * run_end: record result/status and end = now on the run whose fence
+     * is lk->fence (whether lk is still held or not); a success (EXITED,
+     * status 0) also marks the name's summary as succeeded.  DLOCK_OK
+     * when there is no such run any more (dropped as too old).
+     *
+     * runs: the kept runs of name, newest first, at most max (max >= 1),
+     * each passed to cb (stop and return its value when nonzero).
+     * last_runs: the newest run of each name starting with prefix ("" for
+     * all) that has runs, to cb likewise.
+     * Run records live in dlock's own tables/keys, never in a peer
+     * library's (its-mieger's shared_locks, a plain SET NX). */
+    int (*run_begin)(struct dlock_store *store, struct dlock_lock *lk,
+                     const dlock_run_rule *rule, const char *host,
+                     int64_t pid, int *go, dlock_run *last);
+    int (*run_end)(struct dlock_store *store, struct dlock_lock *lk,
+                   int result, int status);
+    int (*runs)(struct dlock_store *store, const char *name, unsigned max,
+                dlock_run_cb cb, void *payload);
+    int (*last_runs)(struct dlock_store *store, const char *prefix,
+                     dlock_run_cb cb, void *payload);
 };
 
 /* The most locks the renew thread hands one extend_many() call. */
@@ -383,6 +424,12 @@ void dlock__names_free(struct dlock__names *l);
 /* store.c: DLOCK_OK, or DLOCK_EINVAL for NULL or a fork child's use of its
  * parent's store. */
 int dlock__store_usable(const struct dlock_store *store);
+/* A store call on lk under its mu (lock.c); held_only: lk must be held
+ * (a lapsed lease or DLOCK_LOST marks it lost, as dlock_assert_ttl()). */
+int dlock__lock_call(struct dlock_lock *lk, int held_only,
+                     int (*fn)(struct dlock_store *s, struct dlock_lock *lk,
+                               void *arg),
+                     void *arg);
 
 /* lock.c, for acquire.c: the registry of held locks.  start() installs
  * the process hooks once and, for an auto-renewed lock, starts the renew

@@ -1,0 +1,448 @@
+/*
+ * runs.c - the run records' contract (include/dlock.h, "Runs"), the same
+ * on every store:  dlock-runs URL [TEST...]
+ * once (not again after a success; a failure or an abandoned run tries
+ * again), once per period (on the store's clock), the kept history, a
+ * lost lock records nothing, racing handles go ahead exactly once.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "check.h"
+
+static const char *url;
+static char run_id[64];
+
+static const char *nm(const char *base)
+{
+    static _Thread_local char buf[4][DLOCK_NAME_MAX + 1];
+    static _Thread_local int i;
+
+    i = (i + 1) % 4;
+    snprintf(buf[i], sizeof(buf[i]), "%s/%s", run_id, base);
+    return buf[i];
+}
+
+static dlock_store *open_store(void)
+{
+    dlock_store *s = NULL;
+
+    if (dlock_store_open(&s, url) != DLOCK_OK) {
+        fprintf(stderr, "cannot open %s: %s\n", url, dlock_errmsg());
+        exit(100);
+    }
+    return s;
+}
+
+static dlock_lock *take(dlock_store *s, const char *name)
+{
+    dlock_options o = DLOCK_OPTIONS_INIT;
+    dlock_lock *l = NULL;
+
+    o.wait_ms = 5000;
+    o.ttl_ms = 10000;
+    if (dlock_acquire(&l, s, name, &o) != DLOCK_OK) {
+        fprintf(stderr, "  acquire %s: %s\n", name, dlock_errmsg());
+        failures++;
+        return NULL;
+    }
+    return l;
+}
+
+/* Take name, begin a run by rule; returns go (-1: an error, counted). */
+static int begin(dlock_store *s, const char *name, const dlock_run_rule *r,
+                 dlock_lock **out, dlock_run **last)
+{
+    int go = -1, rc;
+
+    *out = take(s, name);
+    if (*out == NULL)
+        return -1;
+    rc = dlock_run_begin(*out, r, &go, last);
+    if (rc != DLOCK_OK) {
+        fprintf(stderr, "  dlock_run_begin(%s): %d %s\n", name, rc,
+                dlock_errmsg());
+        failures++;
+        return -1;
+    }
+    return go;
+}
+
+struct hist {
+    dlock_run v[DLOCK_RUNS_KEPT + 5];
+    unsigned n;
+};
+
+static int hist_cb(const dlock_run *r, void *p)
+{
+    struct hist *h = p;
+
+    if (h->n < sizeof(h->v) / sizeof(h->v[0]))
+        h->v[h->n] = *r;
+    h->n++;
+    return 0;
+}
+
+static int history(dlock_store *s, const char *name, struct hist *h)
+{
+    memset(h, 0, sizeof(*h));
+    return dlock_history(s, name, 0, hist_cb, h);
+}
+
+/* A plain run is recorded whole: who, when, how it ended. */
+static void t_record(dlock_store *s)
+{
+    dlock_run_rule r = DLOCK_RUN_RULE_INIT;
+    dlock_run *last = NULL;
+    dlock_lock *l;
+    struct hist h;
+    char host[256] = "";
+    uint64_t fence;
+
+    gethostname(host, sizeof(host) - 1);
+    CHECK(begin(s, nm("record"), &r, &l, &last) == 1);
+    EXPECT(last == NULL); /* no run before */
+    fence = dlock_fence(l);
+    EXPECT_RC(dlock_run_end(l, DLOCK_RUN_EXITED, 3), DLOCK_OK);
+    EXPECT_RC(dlock_release(l), DLOCK_OK);
+    CHECK_RC(history(s, nm("record"), &h), DLOCK_OK);
+    CHECK(h.n == 1);
+    EXPECT(strcmp(h.v[0].name, nm("record")) == 0);
+    EXPECT(h.v[0].fence == fence);
+    EXPECT(strcmp(h.v[0].host, host) == 0);
+    EXPECT(h.v[0].pid == (int64_t)getpid());
+    EXPECT(h.v[0].start_ms > 1700000000000LL);
+    EXPECT(h.v[0].end_ms >= h.v[0].start_ms);
+    EXPECT(h.v[0].result == DLOCK_RUN_EXITED);
+    EXPECT(h.v[0].status == 3);
+    /* A signal is told from an exit. */
+    CHECK(begin(s, nm("record"), &r, &l, &last) == 1);
+    CHECK(last != NULL);
+    EXPECT(last->result == DLOCK_RUN_EXITED && last->status == 3);
+    dlock_run_free(last);
+    EXPECT_RC(dlock_run_end(l, DLOCK_RUN_SIGNALED, 9), DLOCK_OK);
+    EXPECT_RC(dlock_release(l), DLOCK_OK);
+    CHECK_RC(history(s, nm("record"), &h), DLOCK_OK);
+    CHECK(h.n == 2);
+    EXPECT(h.v[0].result == DLOCK_RUN_SIGNALED && h.v[0].status == 9);
+    EXPECT(h.v[0].fence > h.v[1].fence); /* newest first */
+}
+
+/* --once: a failure and an abandoned run try again; after a success no
+ * run goes ahead, and the one that succeeded is named. */
+static void t_once(dlock_store *s)
+{
+    dlock_run_rule r = DLOCK_RUN_RULE_INIT;
+    dlock_run *last = NULL;
+    dlock_lock *l;
+    struct hist h;
+    uint64_t ok_fence;
+
+    r.once = 1;
+    CHECK(begin(s, nm("once"), &r, &l, &last) == 1);
+    EXPECT_RC(dlock_run_end(l, DLOCK_RUN_EXITED, 1), DLOCK_OK); /* fails */
+    EXPECT_RC(dlock_release(l), DLOCK_OK);
+    CHECK(begin(s, nm("once"), &r, &l, &last) == 1); /* tries again */
+    dlock_run_free(last);
+    EXPECT_RC(dlock_release(l), DLOCK_OK); /* abandoned: no end */
+    CHECK(begin(s, nm("once"), &r, &l, &last) == 1); /* tries again */
+    dlock_run_free(last);
+    ok_fence = dlock_fence(l);
+    EXPECT_RC(dlock_run_end(l, DLOCK_RUN_EXITED, 0), DLOCK_OK);
+    EXPECT_RC(dlock_release(l), DLOCK_OK);
+    for (int i = 0; i < 3; i++) {
+        last = NULL;
+        CHECK(begin(s, nm("once"), &r, &l, &last) == 0);
+        CHECK(last != NULL);
+        EXPECT(last->fence == ok_fence);
+        EXPECT(last->result == DLOCK_RUN_EXITED && last->status == 0);
+        dlock_run_free(last);
+        EXPECT_RC(dlock_run_end(l, DLOCK_RUN_EXITED, 0), DLOCK_EINVAL);
+        EXPECT_RC(dlock_release(l), DLOCK_OK);
+    }
+    CHECK_RC(history(s, nm("once"), &h), DLOCK_OK);
+    CHECK(h.n == 3); /* skips are not runs */
+    EXPECT(h.v[0].result == DLOCK_RUN_EXITED && h.v[0].status == 0);
+    EXPECT(h.v[1].result == DLOCK_RUN_ABANDONED);
+    EXPECT(h.v[2].result == DLOCK_RUN_EXITED && h.v[2].status == 1);
+    /* A success of a plain run counts for --once too. */
+    r.once = 0;
+    CHECK(begin(s, nm("once-plain"), &r, &l, &last) == 1);
+    EXPECT_RC(dlock_run_end(l, DLOCK_RUN_EXITED, 0), DLOCK_OK);
+    EXPECT_RC(dlock_release(l), DLOCK_OK);
+    r.once = 1;
+    CHECK(begin(s, nm("once-plain"), &r, &l, &last) == 0);
+    dlock_run_free(last);
+    EXPECT_RC(dlock_release(l), DLOCK_OK);
+}
+
+/* --once-per: not again within half the period of the last start, on
+ * the store's clock, whatever the run's result; then again. */
+static void t_period(dlock_store *s)
+{
+    dlock_run_rule r = DLOCK_RUN_RULE_INIT;
+    dlock_run *last = NULL;
+    dlock_lock *l;
+    int64_t t0, start;
+
+    r.period_ms = 3000;
+    t0 = now_ms();
+    CHECK(begin(s, nm("period"), &r, &l, &last) == 1);
+    EXPECT_RC(dlock_run_end(l, DLOCK_RUN_EXITED, 1), DLOCK_OK);
+    EXPECT_RC(dlock_release(l), DLOCK_OK);
+    CHECK(begin(s, nm("period"), &r, &l, &last) == 0);
+    CHECK(last != NULL);
+    start = last->start_ms;
+    EXPECT(last->result == DLOCK_RUN_EXITED && last->status == 1);
+    dlock_run_free(last);
+    EXPECT_RC(dlock_release(l), DLOCK_OK);
+    /* Poll until it goes ahead: not before half the period (less a
+     * clock-reading margin), and within it plus a second. */
+    for (;;) {
+        int go;
+
+        last = NULL;
+        go = begin(s, nm("period"), &r, &l, &last);
+        CHECK(go >= 0);
+        if (go == 1) {
+            EXPECT(now_ms() - t0 >= 1500 - 50);
+            CHECK(last != NULL);
+            EXPECT(last->start_ms == start);
+            dlock_run_free(last);
+            EXPECT_RC(dlock_run_end(l, DLOCK_RUN_EXITED, 0), DLOCK_OK);
+            EXPECT_RC(dlock_release(l), DLOCK_OK);
+            break;
+        }
+        dlock_run_free(last);
+        EXPECT_RC(dlock_release(l), DLOCK_OK);
+        CHECK(now_ms() - t0 < 2500 + 1000);
+        sleep_ms(50);
+    }
+}
+
+/* The store keeps DLOCK_RUNS_KEPT runs, newest first. */
+static void t_kept(dlock_store *s)
+{
+    dlock_run_rule r = DLOCK_RUN_RULE_INIT;
+    dlock_run *last = NULL;
+    dlock_lock *l;
+    struct hist h;
+    int n = DLOCK_RUNS_KEPT + 5;
+
+    for (int i = 0; i < n; i++) {
+        CHECK(begin(s, nm("kept"), &r, &l, &last) == 1);
+        dlock_run_free(last);
+        EXPECT_RC(dlock_run_end(l, DLOCK_RUN_EXITED, i), DLOCK_OK);
+        EXPECT_RC(dlock_release(l), DLOCK_OK);
+    }
+    CHECK_RC(history(s, nm("kept"), &h), DLOCK_OK);
+    CHECK(h.n == DLOCK_RUNS_KEPT);
+    for (unsigned i = 0; i < h.n; i++) {
+        EXPECT(h.v[i].status == n - 1 - (int)i);
+        if (i > 0)
+            EXPECT(h.v[i - 1].fence > h.v[i].fence);
+    }
+    memset(&h, 0, sizeof(h));
+    CHECK_RC(dlock_history(s, nm("kept"), 2, hist_cb, &h), DLOCK_OK);
+    EXPECT(h.n == 2 && h.v[0].status == n - 1);
+    memset(&h, 0, sizeof(h));
+    CHECK_RC(dlock_history(s, nm("never-ran"), 0, hist_cb, &h), DLOCK_OK);
+    EXPECT(h.n == 0);
+}
+
+/* A lock lost before the run began records nothing; a run whose lock is
+ * lost records LOST. */
+static void t_lost(dlock_store *s)
+{
+    dlock_run_rule r = DLOCK_RUN_RULE_INIT;
+    dlock_run *last = NULL;
+    dlock_lock *l;
+    struct hist h;
+    int go = 7;
+
+    l = take(s, nm("lost"));
+    CHECK(l != NULL);
+    CHECK_RC(dlock_force_release(NULL, s, nm("lost")), DLOCK_OK);
+    EXPECT_RC(dlock_run_begin(l, &r, &go, &last), DLOCK_LOST);
+    EXPECT(go == 0 && last == NULL);
+    EXPECT_RC(dlock_release(l), DLOCK_LOST);
+    CHECK_RC(history(s, nm("lost"), &h), DLOCK_OK);
+    EXPECT(h.n == 0);
+    CHECK(begin(s, nm("lost"), &r, &l, &last) == 1);
+    CHECK_RC(dlock_force_release(NULL, s, nm("lost")), DLOCK_OK);
+    EXPECT_RC(dlock_run_end(l, DLOCK_RUN_LOST, -1), DLOCK_OK);
+    EXPECT_RC(dlock_release(l), DLOCK_LOST);
+    CHECK_RC(history(s, nm("lost"), &h), DLOCK_OK);
+    CHECK(h.n == 1);
+    EXPECT(h.v[0].result == DLOCK_RUN_LOST);
+}
+
+static int last_cb(const dlock_run *r, void *p)
+{
+    if (strncmp(r->name, run_id, strlen(run_id)) != 0)
+        return 0; /* not ours: the prefix was wider */
+    return hist_cb(r, p);
+}
+
+/* The newest run of each name under a prefix. */
+static void t_last_runs(dlock_store *s)
+{
+    dlock_run_rule r = DLOCK_RUN_RULE_INIT;
+    dlock_run *last = NULL;
+    dlock_lock *l;
+    struct hist h;
+    char prefix[DLOCK_NAME_MAX + 1];
+
+    for (int i = 0; i < 2; i++) {
+        CHECK(begin(s, nm("last/a"), &r, &l, &last) == 1);
+        dlock_run_free(last);
+        EXPECT_RC(dlock_run_end(l, DLOCK_RUN_EXITED, 10 + i), DLOCK_OK);
+        EXPECT_RC(dlock_release(l), DLOCK_OK);
+    }
+    CHECK(begin(s, nm("last/b"), &r, &l, &last) == 1);
+    EXPECT_RC(dlock_release(l), DLOCK_OK); /* abandoned, still running */
+    snprintf(prefix, sizeof(prefix), "%s", nm("last/"));
+    memset(&h, 0, sizeof(h));
+    CHECK_RC(dlock_last_runs(s, prefix, last_cb, &h), DLOCK_OK);
+    CHECK(h.n == 2);
+    for (unsigned i = 0; i < h.n; i++) {
+        if (strcmp(h.v[i].name, nm("last/a")) == 0)
+            EXPECT(h.v[i].status == 11);
+        else
+            EXPECT(strcmp(h.v[i].name, nm("last/b")) == 0 &&
+                   h.v[i].result == DLOCK_RUN_RUNNING);
+    }
+}
+
+/* Ten handles race for one period: exactly one goes ahead. */
+struct race {
+    const char *name;
+    int went, skipped, busy, errors;
+    pthread_mutex_t mu;
+};
+
+static void *race_main(void *p)
+{
+    struct race *rc = p;
+    dlock_store *s = open_store();
+    dlock_options o = DLOCK_OPTIONS_INIT;
+    dlock_run_rule r = DLOCK_RUN_RULE_INIT;
+    dlock_lock *l = NULL;
+    int go = 0, a;
+
+    r.period_ms = 60000;
+    o.wait_ms = 0;
+    a = dlock_acquire(&l, s, rc->name, &o);
+    if (a == DLOCK_OK && dlock_run_begin(l, &r, &go, NULL) != DLOCK_OK)
+        a = -100;
+    pthread_mutex_lock(&rc->mu);
+    if (a == DLOCK_BUSY)
+        rc->busy++;
+    else if (a != DLOCK_OK)
+        rc->errors++;
+    else if (go)
+        rc->went++;
+    else
+        rc->skipped++;
+    pthread_mutex_unlock(&rc->mu);
+    if (a == DLOCK_OK) {
+        if (go)
+            sleep_ms(20); /* a short job */
+        if (go && dlock_run_end(l, DLOCK_RUN_EXITED, 0) != DLOCK_OK)
+            rc->errors++;
+        dlock_release(l);
+    }
+    dlock_store_close(s);
+    return NULL;
+}
+
+static void t_race(dlock_store *s)
+{
+    enum { T = 10 };
+    pthread_t t[T];
+    struct race rc = {nm("race"), 0, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER};
+
+    (void)s;
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < T; i++) {
+            CHECK(pthread_create(&t[i], NULL, race_main, &rc) == 0);
+            sleep_ms(5 * (i % 3));
+        }
+        for (int i = 0; i < T; i++)
+            pthread_join(t[i], NULL);
+    }
+    EXPECT(rc.errors == 0);
+    EXPECT(rc.went == 1);
+    EXPECT(rc.went + rc.skipped + rc.busy == 3 * T);
+}
+
+static void t_bad(dlock_store *s)
+{
+    dlock_run_rule r = DLOCK_RUN_RULE_INIT;
+    dlock_lock *l;
+    int go;
+
+    l = take(s, nm("bad"));
+    CHECK(l != NULL);
+    r.period_ms = -1;
+    EXPECT_RC(dlock_run_begin(l, &r, &go, NULL), DLOCK_EINVAL);
+    r.period_ms = 0;
+    EXPECT_RC(dlock_run_begin(l, NULL, &go, NULL), DLOCK_EINVAL);
+    EXPECT_RC(dlock_run_begin(l, &r, NULL, NULL), DLOCK_EINVAL);
+    EXPECT_RC(dlock_run_end(l, DLOCK_RUN_EXITED, 0), DLOCK_EINVAL);
+    EXPECT_RC(dlock_run_begin(l, &r, &go, NULL), DLOCK_OK);
+    EXPECT_RC(dlock_run_end(l, DLOCK_RUN_RUNNING, 0), DLOCK_EINVAL);
+    EXPECT_RC(dlock_run_end(l, DLOCK_RUN_EXITED, 0), DLOCK_OK);
+    EXPECT_RC(dlock_release(l), DLOCK_OK);
+    EXPECT_RC(dlock_history(s, nm("bad"), 0, NULL, NULL), DLOCK_EINVAL);
+    EXPECT_RC(dlock_run_begin(NULL, &r, &go, NULL), DLOCK_EINVAL);
+}
+
+static const struct {
+    const char *name;
+    void (*fn)(dlock_store *s);
+} tests[] = {
+    {"record", t_record}, {"once", t_once},   {"period", t_period},
+    {"kept", t_kept},     {"lost", t_lost},   {"last_runs", t_last_runs},
+    {"race", t_race},     {"bad", t_bad},
+};
+
+int main(int argc, char **argv)
+{
+    unsigned char rnd[4];
+    int failed = 0;
+    dlock_store *s;
+    FILE *ur;
+
+    if (argc < 2 || argv[1][0] == '\0') {
+        fprintf(stderr, "usage: %s URL [TEST...]\n", argv[0]);
+        return 100;
+    }
+    url = argv[1];
+    ur = fopen("/dev/urandom", "r");
+    if (ur == NULL || fread(rnd, 1, sizeof(rnd), ur) != sizeof(rnd))
+        return 100;
+    fclose(ur);
+    snprintf(run_id, sizeof(run_id), "runs-%ld-%02x%02x%02x%02x",
+             (long)getpid(), rnd[0], rnd[1], rnd[2], rnd[3]);
+    s = open_store();
+    printf("run records on %s (%s)\n", dlock_store_url(s), run_id);
+    for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+        int before = failures, want = argc <= 2;
+        int64_t t0;
+
+        for (int a = 2; a < argc; a++)
+            want |= strcmp(argv[a], tests[i].name) == 0;
+        if (!want)
+            continue;
+        t0 = now_ms();
+        tests[i].fn(s);
+        printf("%s %-12s %5lld ms\n", failures == before ? "ok  " : "FAIL",
+               tests[i].name, (long long)(now_ms() - t0));
+        failed += failures != before;
+    }
+    dlock_store_close(s);
+    printf("%d failed\n", failed);
+    return failed ? 1 : 0;
+}
