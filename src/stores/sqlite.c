@@ -68,6 +68,7 @@
 #include <unistd.h>
 
 #include "sqlite_path.h"
+#include "sqlite_runs.h"
 #include "store.h"
 
 #define DEFAULT_OP_TIMEOUT_MS 5000
@@ -91,7 +92,7 @@
     "CREATE TABLE IF NOT EXISTS dlock_fences (\n"                            \
     "    name  TEXT    PRIMARY KEY,\n"                                       \
     "    fence INTEGER NOT NULL      -- highest fence handed out\n"          \
-    ") WITHOUT ROWID;\n"
+    ") WITHOUT ROWID;\n" DLOCK_SQLITE_RUNS_DDL
 
 /* Files made by dlock 0.1 and 0.2 have no limit column: init() adds it.
  * Their rows (and those of a 0.2 client still running, which knows no
@@ -1076,6 +1077,67 @@ out:
     return rc;
 }
 
+/* --- for sqlite_runs.c ------------------------------------------------ */
+
+sqlite3 *dlock__sqlite_db(struct dlock_store *st)
+{
+    return ((struct sqlite_store *)st)->db;
+}
+
+void dlock__sqlite_lock(struct dlock_store *st)
+{
+    struct sqlite_store *ss = (struct sqlite_store *)st;
+
+    lock_db(ss, op_deadline(ss));
+}
+
+void dlock__sqlite_unlock(struct dlock_store *st)
+{
+    unlock_db((struct sqlite_store *)st);
+}
+
+int dlock__sqlite_begin(struct dlock_store *st)
+{
+    struct sqlite_store *ss = (struct sqlite_store *)st;
+
+    return begin(ss) == SQLITE_OK ? DLOCK_OK : db_error(ss, "begin");
+}
+
+int dlock__sqlite_commit(struct dlock_store *st)
+{
+    struct sqlite_store *ss = (struct sqlite_store *)st;
+
+    return exec_q(ss, Q_COMMIT) == SQLITE_OK ? DLOCK_OK
+                                             : db_error(ss, "commit");
+}
+
+void dlock__sqlite_rollback(struct dlock_store *st)
+{
+    rollback((struct sqlite_store *)st);
+}
+
+int dlock__sqlite_error(struct dlock_store *st, const char *what)
+{
+    return db_error((struct sqlite_store *)st, what);
+}
+
+int dlock__sqlite_owns(struct dlock_store *st, const struct dlock_lock *lk)
+{
+    struct sqlite_store *ss = (struct sqlite_store *)st;
+    sqlite3_stmt *s = stmt(ss, Q_TTL);
+    int src;
+
+    if (s == NULL)
+        return -1;
+    bind_name(s, 1, lk);
+    sqlite3_bind_text(s, 2, lk->token, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 3, host_ms(&ss->id));
+    sqlite3_bind_text(s, 4, ss->id.boot_id, -1, SQLITE_STATIC);
+    src = sqlite3_step(s);
+    sqlite3_reset(s);
+    return src == SQLITE_ROW ? 1 : src == SQLITE_DONE ? 0 : -1;
+}
+
 /* --- status, list, force_release ------------------------------------ */
 
 /* Fill out from the live rows of name (caller holds the connection). */
@@ -1222,4 +1284,8 @@ const struct dlock_store_ops dlock__sqlite_ops = {
     .force_release = sqlite_force_release,
     .init = sqlite_init,
     .ddl = sqlite_ddl,
+    .run_begin = dlock__sqlite_run_begin,
+    .run_end = dlock__sqlite_run_end,
+    .runs = dlock__sqlite_runs,
+    .last_runs = dlock__sqlite_last_runs,
 };

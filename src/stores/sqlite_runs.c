@@ -1,0 +1,387 @@
+/*
+ * sqlite_runs.c - run records on the SQLite store (store.h: run_begin,
+ * run_end, runs, last_runs).
+ *
+ * The decision and the record are one BEGIN IMMEDIATE transaction that
+ * first checks the caller still owns its lock row, so of the processes
+ * racing for one period the lock lets one in at a time and each sees the
+ * record of the one before.  "Now" is CLOCK_REALTIME of the calling
+ * process: every process of a SQLite store shares one host and so one
+ * clock (R4).  Runs are ordered by fence, which never goes back, not by
+ * start time, which would follow the clock if it were set back.
+ *
+ * The rows are read as dlock may have written them: a value of the wrong
+ * type or out of range (a row planted by anyone who can write the file)
+ * is shown clamped, never trusted to index or size anything.
+ */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sqlite_runs.h"
+
+#define Q_OWN_SUMMARY                                                        \
+    "SELECT last_start, last_fence, ok_fence FROM dlock_run_names "          \
+    "WHERE name = ?1"
+#define RUN_COLS "name, fence, host, pid, start_ms, end_ms, result, status"
+#define Q_ONE "SELECT " RUN_COLS " FROM dlock_runs WHERE name = ?1 AND fence = ?2"
+#define Q_NEWEST                                                             \
+    "SELECT " RUN_COLS " FROM dlock_runs WHERE name = ?1 "                   \
+    "ORDER BY fence DESC LIMIT ?2"
+#define Q_ABANDON                                                            \
+    "UPDATE dlock_runs SET result = 4 WHERE name = ?1 AND result = 0"
+#define Q_INSERT                                                             \
+    "INSERT OR REPLACE INTO dlock_runs (name, fence, host, pid, start_ms, "  \
+    "end_ms, result, status) VALUES (?1, ?2, ?3, ?4, ?5, 0, 0, -1)"
+#define Q_SUMMARY                                                            \
+    "INSERT INTO dlock_run_names (name, last_start, last_fence) "            \
+    "VALUES (?1, ?2, ?3) ON CONFLICT (name) DO UPDATE SET "                  \
+    "last_start = excluded.last_start, last_fence = excluded.last_fence"
+#define Q_TRIM                                                               \
+    "DELETE FROM dlock_runs WHERE name = ?1 AND fence NOT IN (SELECT fence " \
+    "FROM dlock_runs WHERE name = ?1 ORDER BY fence DESC LIMIT ?2)"
+#define Q_END                                                                \
+    "UPDATE dlock_runs SET result = ?3, status = ?4, end_ms = ?5 "           \
+    "WHERE name = ?1 AND fence = ?2"
+#define Q_OK                                                                 \
+    "UPDATE dlock_run_names SET ok_fence = ?2 WHERE name = ?1 AND "          \
+    "ok_fence < ?2"
+#define Q_LAST                                                               \
+    "SELECT r.name, r.fence, r.host, r.pid, r.start_ms, r.end_ms, "          \
+    "r.result, r.status FROM dlock_runs r JOIN (SELECT name, MAX(fence) AS " \
+    "f FROM dlock_runs GROUP BY name) m ON r.name = m.name AND r.fence = m.f"
+
+/* A failed SQLite call, for the caller to report with its message (never
+ * a dlock code: those are 0 or negative). */
+#define SQLERR 1
+
+/* Prepare q (not cached: runs are not the lock's hot path). */
+static sqlite3_stmt *prep(struct dlock_store *st, const char *q)
+{
+    sqlite3_stmt *s = NULL;
+
+    if (sqlite3_prepare_v2(dlock__sqlite_db(st), q, -1, &s, NULL) !=
+        SQLITE_OK) {
+        sqlite3_finalize(s);
+        return NULL;
+    }
+    return s;
+}
+
+static void bind_lk(sqlite3_stmt *s, const struct dlock_lock *lk)
+{
+    sqlite3_bind_text(s, 1, lk->name, (int)lk->name_len, SQLITE_STATIC);
+}
+
+static int64_t col_i64(sqlite3_stmt *s, int i, int64_t lo, int64_t hi,
+                       int64_t dflt)
+{
+    sqlite3_int64 v;
+
+    if (sqlite3_column_type(s, i) != SQLITE_INTEGER)
+        return dflt;
+    v = sqlite3_column_int64(s, i);
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* The current row of a RUN_COLS select into r. */
+static void read_run(sqlite3_stmt *s, dlock_run *r)
+{
+    const char *name = (const char *)sqlite3_column_text(s, 0);
+    const char *host = (const char *)sqlite3_column_text(s, 2);
+    size_t len = (size_t)sqlite3_column_bytes(s, 0);
+
+    memset(r, 0, sizeof(*r));
+    if (name != NULL) {
+        if (len > DLOCK_NAME_MAX)
+            len = DLOCK_NAME_MAX;
+        memcpy(r->name, name, len);
+        r->name[len] = '\0';
+    }
+    dlock__strlcpy(r->host, host != NULL ? host : "", sizeof(r->host));
+    r->fence = (uint64_t)col_i64(s, 1, 0, INT64_MAX, 0);
+    r->pid = col_i64(s, 3, -1, INT64_MAX, -1);
+    r->start_ms = col_i64(s, 4, 0, INT64_MAX, 0);
+    r->end_ms = col_i64(s, 5, 0, INT64_MAX, 0);
+    r->result = (int)col_i64(s, 6, DLOCK_RUN_RUNNING, DLOCK_RUN_ABANDONED,
+                             DLOCK_RUN_ABANDONED);
+    r->status = (int)col_i64(s, 7, INT_MIN, INT_MAX, -1);
+}
+
+/* The run of lk's name with fence into *r (r->fence = 0 if not kept). */
+static int get_run(struct dlock_store *st, const struct dlock_lock *lk,
+                   int64_t fence, dlock_run *r)
+{
+    sqlite3_stmt *s;
+    int src;
+
+    memset(r, 0, sizeof(*r));
+    if (fence <= 0)
+        return DLOCK_OK;
+    s = prep(st, Q_ONE);
+    if (s == NULL)
+        return SQLERR;
+    bind_lk(s, lk);
+    sqlite3_bind_int64(s, 2, fence);
+    src = sqlite3_step(s);
+    if (src == SQLITE_ROW)
+        read_run(s, r);
+    sqlite3_finalize(s);
+    return src == SQLITE_ROW || src == SQLITE_DONE ? DLOCK_OK : SQLERR;
+}
+
+/* Step a statement that returns no rows, then finalize it. */
+static int done(sqlite3_stmt *s)
+{
+    int src;
+
+    if (s == NULL)
+        return SQLERR;
+    src = sqlite3_step(s);
+    sqlite3_finalize(s);
+    return src == SQLITE_DONE ? DLOCK_OK : SQLERR;
+}
+
+int dlock__sqlite_run_begin(struct dlock_store *st, struct dlock_lock *lk,
+                            const dlock_run_rule *rule, const char *host,
+                            int64_t pid, int *go, dlock_run *last)
+{
+    int64_t now = dlock__wall_ms(), last_start = 0, last_fence = 0,
+            ok_fence = 0;
+    int have = 0, own, rc, src;
+    sqlite3_stmt *s;
+
+    *go = 0;
+    dlock__sqlite_lock(st);
+    rc = dlock__sqlite_begin(st);
+    if (rc != DLOCK_OK)
+        goto out;
+    own = dlock__sqlite_owns(st, lk);
+    if (own < 0)
+        goto sqlerr;
+    if (own == 0) {
+        dlock__sqlite_rollback(st);
+        rc = dlock__lost(lk, "its lease ran out or it was broken");
+        goto out;
+    }
+    s = prep(st, Q_OWN_SUMMARY);
+    if (s == NULL)
+        goto sqlerr;
+    bind_lk(s, lk);
+    src = sqlite3_step(s);
+    if (src == SQLITE_ROW) {
+        have = 1;
+        last_start = col_i64(s, 0, INT64_MIN, INT64_MAX, 0);
+        last_fence = col_i64(s, 1, 0, INT64_MAX, 0);
+        ok_fence = col_i64(s, 2, 0, INT64_MAX, 0);
+    }
+    sqlite3_finalize(s);
+    if (src != SQLITE_ROW && src != SQLITE_DONE)
+        goto sqlerr;
+    /* A clock set back makes now - last_start negative: skipped, for as
+     * long as it was set back (dlock(1) says so). */
+    if ((rule->once && ok_fence > 0) ||
+        (have && rule->period_ms > 0 &&
+         now - last_start < rule->period_ms / 2)) {
+        if (get_run(st, lk, rule->once && ok_fence > 0 ? ok_fence : last_fence,
+                    last) != DLOCK_OK)
+            goto sqlerr;
+        dlock__sqlite_rollback(st);
+        rc = DLOCK_OK;
+        goto out;
+    }
+    s = prep(st, Q_ABANDON);
+    if (s == NULL)
+        goto sqlerr;
+    bind_lk(s, lk);
+    if (done(s) != DLOCK_OK)
+        goto sqlerr;
+    s = prep(st, Q_NEWEST);
+    if (s == NULL)
+        goto sqlerr;
+    bind_lk(s, lk);
+    sqlite3_bind_int(s, 2, 1);
+    src = sqlite3_step(s);
+    if (src == SQLITE_ROW)
+        read_run(s, last);
+    sqlite3_finalize(s);
+    if (src != SQLITE_ROW && src != SQLITE_DONE)
+        goto sqlerr;
+    s = prep(st, Q_INSERT);
+    if (s == NULL)
+        goto sqlerr;
+    bind_lk(s, lk);
+    sqlite3_bind_int64(s, 2, (sqlite3_int64)lk->fence);
+    sqlite3_bind_text(s, 3, host, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 4, pid);
+    sqlite3_bind_int64(s, 5, now);
+    if (done(s) != DLOCK_OK)
+        goto sqlerr;
+    s = prep(st, Q_SUMMARY);
+    if (s == NULL)
+        goto sqlerr;
+    bind_lk(s, lk);
+    sqlite3_bind_int64(s, 2, now);
+    sqlite3_bind_int64(s, 3, (sqlite3_int64)lk->fence);
+    if (done(s) != DLOCK_OK)
+        goto sqlerr;
+    s = prep(st, Q_TRIM);
+    if (s == NULL)
+        goto sqlerr;
+    bind_lk(s, lk);
+    sqlite3_bind_int(s, 2, DLOCK_RUNS_KEPT);
+    if (done(s) != DLOCK_OK)
+        goto sqlerr;
+    rc = dlock__sqlite_commit(st);
+    if (rc != DLOCK_OK) {
+        dlock__sqlite_rollback(st);
+        memset(last, 0, sizeof(*last));
+        goto out;
+    }
+    *go = 1;
+    goto out;
+sqlerr:
+    rc = dlock__sqlite_error(st, "run begin");
+    dlock__sqlite_rollback(st);
+    memset(last, 0, sizeof(*last));
+out:
+    dlock__sqlite_unlock(st);
+    return rc;
+}
+
+int dlock__sqlite_run_end(struct dlock_store *st, struct dlock_lock *lk,
+                          int result, int status)
+{
+    sqlite3_stmt *s;
+    int rc;
+
+    dlock__sqlite_lock(st);
+    rc = dlock__sqlite_begin(st);
+    if (rc != DLOCK_OK)
+        goto out;
+    s = prep(st, Q_END);
+    if (s == NULL)
+        goto sqlerr;
+    bind_lk(s, lk);
+    sqlite3_bind_int64(s, 2, (sqlite3_int64)lk->fence);
+    sqlite3_bind_int(s, 3, result);
+    sqlite3_bind_int(s, 4, status);
+    sqlite3_bind_int64(s, 5, dlock__wall_ms());
+    if (done(s) != DLOCK_OK)
+        goto sqlerr;
+    if (result == DLOCK_RUN_EXITED && status == 0 &&
+        sqlite3_changes(dlock__sqlite_db(st)) > 0) {
+        s = prep(st, Q_OK);
+        if (s == NULL)
+            goto sqlerr;
+        bind_lk(s, lk);
+        sqlite3_bind_int64(s, 2, (sqlite3_int64)lk->fence);
+        if (done(s) != DLOCK_OK)
+            goto sqlerr;
+    }
+    rc = dlock__sqlite_commit(st);
+    if (rc != DLOCK_OK)
+        dlock__sqlite_rollback(st);
+    goto out;
+sqlerr:
+    rc = dlock__sqlite_error(st, "run end");
+    dlock__sqlite_rollback(st);
+out:
+    dlock__sqlite_unlock(st);
+    return rc;
+}
+
+/* Rows are gathered with the connection held, then handed to cb without
+ * it (cb may call the store). */
+struct gathered {
+    dlock_run *v;
+    size_t n, cap;
+};
+
+static int gather(sqlite3_stmt *s, struct gathered *g, const char *prefix)
+{
+    size_t plen = prefix != NULL ? strlen(prefix) : 0;
+    int src;
+
+    while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(s, 0);
+
+        if (prefix != NULL &&
+            (name == NULL || (size_t)sqlite3_column_bytes(s, 0) < plen ||
+             memcmp(name, prefix, plen) != 0))
+            continue;
+        if (g->n == g->cap) {
+            size_t cap = g->cap ? g->cap * 2 : 16;
+            dlock_run *v = realloc(g->v, cap * sizeof(*v));
+
+            if (v == NULL)
+                return dlock__enomem();
+            g->v = v;
+            g->cap = cap;
+        }
+        read_run(s, &g->v[g->n++]);
+    }
+    return src == SQLITE_DONE ? DLOCK_OK : SQLERR;
+}
+
+static int report(struct gathered *g, dlock_run_cb cb, void *payload)
+{
+    int rc = DLOCK_OK;
+
+    for (size_t i = 0; i < g->n && rc == 0; i++)
+        rc = cb(&g->v[i], payload);
+    free(g->v);
+    return rc;
+}
+
+int dlock__sqlite_runs(struct dlock_store *st, const char *name,
+                       unsigned max, dlock_run_cb cb, void *payload)
+{
+    struct gathered g = {NULL, 0, 0};
+    sqlite3_stmt *s;
+    int rc;
+
+    dlock__sqlite_lock(st);
+    s = prep(st, Q_NEWEST);
+    if (s == NULL) {
+        rc = dlock__sqlite_error(st, "history");
+    } else {
+        sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s, 2, (sqlite3_int64)max);
+        rc = gather(s, &g, NULL);
+        if (rc == SQLERR)
+            rc = dlock__sqlite_error(st, "history");
+        sqlite3_finalize(s);
+    }
+    dlock__sqlite_unlock(st);
+    if (rc != DLOCK_OK) {
+        free(g.v);
+        return rc;
+    }
+    return report(&g, cb, payload);
+}
+
+int dlock__sqlite_last_runs(struct dlock_store *st, const char *prefix,
+                            dlock_run_cb cb, void *payload)
+{
+    struct gathered g = {NULL, 0, 0};
+    sqlite3_stmt *s;
+    int rc;
+
+    dlock__sqlite_lock(st);
+    s = prep(st, Q_LAST);
+    if (s == NULL) {
+        rc = dlock__sqlite_error(st, "last runs");
+    } else {
+        rc = gather(s, &g, prefix);
+        if (rc == SQLERR)
+            rc = dlock__sqlite_error(st, "last runs");
+        sqlite3_finalize(s);
+    }
+    dlock__sqlite_unlock(st);
+    if (rc != DLOCK_OK) {
+        free(g.v);
+        return rc;
+    }
+    return report(&g, cb, payload);
+}
