@@ -1,6 +1,7 @@
 /*
  * cmd_list.c - `dlock list [PREFIX] [--json]`.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -8,35 +9,77 @@
 static const char help[] =
     "usage: dlock [-s URL] list [PREFIX] [--json]\n"
     "\n"
-    "List the held locks (whose names start with PREFIX), one per line.\n"
+    "List the held locks (whose names start with PREFIX), one per line,\n"
+    "then the names that are not held but have recorded runs; each with\n"
+    "its last run (see dlock history).\n"
     "  --json   a JSON array of objects, as `status --json` prints\n";
 
 struct walk {
     int json;
     unsigned n;
+    dlock_run *runs; /* the last run of each name that has runs */
+    unsigned char *shown;
+    size_t nruns, cap;
 };
+
+static int keep_run(const dlock_run *run, void *payload)
+{
+    struct walk *w = payload;
+
+    if (w->nruns == w->cap) {
+        size_t cap = w->cap ? w->cap * 2 : 32;
+        dlock_run *v = realloc(w->runs, cap * sizeof(*v));
+
+        if (v == NULL)
+            return DLOCK_ENOMEM;
+        w->runs = v;
+        w->cap = cap;
+    }
+    w->runs[w->nruns++] = *run;
+    return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const dlock_run *)a)->name, ((const dlock_run *)b)->name);
+}
+
+static void print_one(struct walk *w, const dlock_info *info,
+                      const dlock_run *last)
+{
+    if (w->json) {
+        fputs(w->n == 0 ? "\n  " : ",\n  ", stdout);
+        cli_json_info_run(stdout, info, last);
+    } else {
+        cli_print_info_run(info, last);
+    }
+    w->n++;
+}
 
 static int show(const dlock_info *info, void *payload)
 {
     struct walk *w = payload;
+    const dlock_run *last = NULL;
 
-    if (w->json) {
-        fputs(w->n == 0 ? "\n  " : ",\n  ", stdout);
-        cli_json_info(stdout, info);
-    } else {
-        cli_print_info(info);
+    for (size_t i = 0; i < w->nruns; i++) {
+        if (!w->shown[i] && strcmp(w->runs[i].name, info->name) == 0) {
+            w->shown[i] = 1;
+            last = &w->runs[i];
+            break;
+        }
     }
-    w->n++;
+    print_one(w, info, last);
     return 0;
 }
 
 int cmd_list(const struct cli *c, int argc, char **argv)
 {
     const char *prefix = NULL;
-    struct walk w = {0, 0};
+    struct walk w;
     dlock_store *store;
     int rc;
 
+    memset(&w, 0, sizeof(w));
     for (int i = 1; i < argc; i++) {
         if (cli_is(argv[i], "-h", "--help")) {
             fputs(help, stdout);
@@ -58,13 +101,45 @@ int cmd_list(const struct cli *c, int argc, char **argv)
     rc = cli_open(c, &store);
     if (rc != 0)
         return rc;
+    /* The runs first: a store without run records lists its locks. */
+    rc = dlock_last_runs(store, prefix, keep_run, &w);
+    if (rc == DLOCK_ENOTSUP) {
+        w.nruns = 0;
+        rc = DLOCK_OK;
+    }
+    if (rc == DLOCK_OK && w.nruns > 0) {
+        qsort(w.runs, w.nruns, sizeof(*w.runs), by_name);
+        w.shown = calloc(w.nruns, 1);
+        if (w.shown == NULL)
+            rc = DLOCK_ENOMEM;
+    }
+    if (rc != DLOCK_OK) {
+        rc = rc == DLOCK_ENOMEM ? (cli_err("list: out of memory"),
+                                   EXIT_INTERNAL)
+                                : cli_fail(rc, "list");
+        goto out;
+    }
     if (w.json)
         putchar('[');
     rc = dlock_list(store, prefix, show, &w);
+    /* Then the names that are not held now but have run. */
+    for (size_t i = 0; rc == DLOCK_OK && i < w.nruns; i++) {
+        dlock_info *info = NULL;
+
+        if (w.shown[i])
+            continue;
+        rc = dlock_status(&info, store, w.runs[i].name);
+        if (rc == DLOCK_OK)
+            print_one(&w, info, &w.runs[i]);
+        dlock_info_free(info);
+    }
     if (w.json)
         fputs(w.n ? "\n]\n" : "]\n", stdout);
     if (rc != DLOCK_OK)
         rc = cli_fail(rc, "list");
+out:
+    free(w.runs);
+    free(w.shown);
     dlock_store_close(store);
     return rc;
 }

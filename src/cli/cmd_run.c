@@ -57,9 +57,23 @@ static const char help[] =
     "                        lock); every holder must give the same N\n"
     "      --grace SEC       between SIGTERM and SIGKILL when the lock is\n"
     "                        lost (default 10, at most a third of --ttl)\n"
+    "      --once            run CMD until it has succeeded once (exit 0),\n"
+    "                        on any host: after that, skip\n"
+    "      --once-per PERIOD run CMD once per PERIOD (5m, 1h, 1d, or\n"
+    "                        seconds): skip if the last run of NAME started\n"
+    "                        less than PERIOD/2 ago on the store's clock.\n"
+    "                        Give the schedule's interval (1h for an hourly\n"
+    "                        cron job)\n"
+    "      --metrics-file PATH  write the run's metrics to PATH (also\n"
+    "                        $DLOCK_METRICS_FILE)\n"
+    "With --once or --once-per and no -w, a busy lock is a skip too (the\n"
+    "run is someone else's); with -w, dlock waits, then decides.  A skip\n"
+    "exits 0 (or CODE with -E) after one line on stderr saying which run\n"
+    "satisfied it.  Every run is recorded (see dlock history NAME).\n"
     "\n"
     "exit: CMD's status (128+N if killed by signal N), 1 or CODE if not\n"
-    "acquired, 64 usage, 69 store failing, 75 lock lost, 126/127 CMD not\n"
+    "acquired, 0 or CODE if skipped, 64 usage, 69 store failing (or no run\n"
+    "records for --once/--once-per), 75 lock lost, 126/127 CMD not\n"
     "executable/not found.\n";
 
 static int sigpipe_w = -1;
@@ -152,6 +166,45 @@ int cli_run_parse(struct run_opts *o, int argc, char **argv)
             return -1;
         if (cli_is(a, "-n", "--nonblock")) {
             o->wait_ms = 0;
+            o->wait_given = 1;
+            continue;
+        }
+        if (cli_is(a, "--once", NULL)) {
+            o->once = 1;
+            continue;
+        }
+        if (cli_is(a, "--once-per", "--metrics-file") ||
+            !strncmp(a, "--once-per=", 11) ||
+            !strncmp(a, "--metrics-file=", 15)) {
+            int per = a[2] == 'o';
+            const char *v = strchr(a, '=') ? strchr(a, '=') + 1
+                            : i + 1 < argc ? argv[++i]
+                                           : NULL;
+
+            if (v == NULL) {
+                cli_err("run: %s needs a value", a);
+                return EXIT_USAGE;
+            }
+            if (!per) {
+                if (*v == '\0') {
+                    cli_err("run: --metrics-file needs a path");
+                    return EXIT_USAGE;
+                }
+                o->metrics_file = v;
+                continue;
+            }
+            o->period_ms = cli_parse_duration(v);
+            if (o->period_ms == -2) {
+                cli_err("run: --once-per '%s' is longer than 365 days",
+                        cli_arg_shown(v));
+                return EXIT_USAGE;
+            }
+            if (o->period_ms <= 0) {
+                cli_err("run: bad --once-per '%s': a period such as 5m, "
+                        "1h, 1d or 90 (seconds), the schedule's interval",
+                        cli_arg_shown(v));
+                return EXIT_USAGE;
+            }
             continue;
         }
         if (cli_is(a, "-S", "--shared")) {
@@ -189,6 +242,8 @@ int cli_run_parse(struct run_opts *o, int argc, char **argv)
             cli_err("run: %s needs a value", a);
             return EXIT_USAGE;
         }
+        if (ms == &o->wait_ms)
+            o->wait_given = 1;
         if (ms != NULL) {
             *ms = cli_parse_seconds(val);
             if (*ms == -2) {
@@ -230,8 +285,18 @@ int cli_run_parse(struct run_opts *o, int argc, char **argv)
                 return EXIT_USAGE;
             }
             o->conflict_code = (int)v;
+            o->conflict_given = 1;
         }
     }
+    if (o->metrics_file == NULL) {
+        const char *env = getenv("DLOCK_METRICS_FILE");
+
+        if (env != NULL && env[0] != '\0')
+            o->metrics_file = env;
+    }
+    /* With a rule and no -w, a busy lock is someone else's run: a try. */
+    if ((o->once || o->period_ms > 0) && !o->wait_given)
+        o->wait_ms = 0;
     if (o->name == NULL || o->cmd == NULL) {
         cli_err("run: %s", o->name == NULL ? "missing NAME" : "missing CMD");
         fputs(help, stderr);
@@ -329,6 +394,15 @@ static int64_t now_ms(void)
     struct timespec ts;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The host's wall clock, for the metrics file only. */
+static int64_t cli_wall_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
@@ -799,7 +873,7 @@ static void signal_cmd(pid_t child, int sig)
  * ends.  A lock found lost sooner (broken by an administrator, taken
  * over) gets SIGTERM at once and SIGKILL after the grace period. */
 static int supervise(pid_t child, int rfd, const struct run_opts *o,
-                     dlock_lock *lock, int *lost)
+                     dlock_lock *lock, int *lost, int *raw)
 {
     int64_t grace = grace_of(o), margin = kill_margin(o->ttl_ms);
     int64_t kill_at = -1;
@@ -857,6 +931,7 @@ static int supervise(pid_t child, int rfd, const struct run_opts *o,
                     (void)kill(-group, SIGKILL);
                 kill_descendants(rfd, now_ms() + grace + 1000);
             }
+            *raw = status;
             return WIFEXITED(status) ? WEXITSTATUS(status)
                                      : 128 + WTERMSIG(status);
         }
@@ -906,14 +981,141 @@ static int release_after(dlock_lock *lock, const struct run_opts *o,
     return status;
 }
 
+/* The holder's fence as dlock_status() tells it: the highest handed out. */
+static void say_busy(dlock_store *store, const char *name)
+{
+    dlock_info *info = NULL;
+
+    if (cli_quiet)
+        return;
+    fputs("dlock: run: '", stderr);
+    cli_print_safe(stderr, name);
+    if (dlock_status(&info, store, name) != DLOCK_OK || !info->held) {
+        fputs("' is running now (its holder could not be told)\n", stderr);
+    } else if (info->other_client) {
+        fputs("' is held now by another client (not dlock)\n", stderr);
+    } else {
+        fputs("' is running now on host ", stderr);
+        cli_print_safe(stderr, info->host[0] ? info->host : "?");
+        fprintf(stderr, " (pid %lld, fence %llu)\n", (long long)info->pid,
+                (unsigned long long)info->fence);
+    }
+    dlock_info_free(info);
+}
+
+/* The skip line: which run satisfied the rule. */
+static void say_ran(const char *name, const dlock_run *last)
+{
+    char iso[64];
+
+    if (cli_quiet)
+        return;
+    fputs("dlock: run: '", stderr);
+    cli_print_safe(stderr, name);
+    if (last == NULL) {
+        fputs("' already ran (its record is no longer kept)\n", stderr);
+        return;
+    }
+    fprintf(stderr, "' already ran at %s on host ",
+            cli_time_utc(last->start_ms, iso, sizeof(iso)));
+    cli_print_safe(stderr, last->host[0] ? last->host : "?");
+    fprintf(stderr, " (fence %llu; ", (unsigned long long)last->fence);
+    switch (last->result) {
+    case DLOCK_RUN_EXITED:
+        fprintf(stderr, "exit %d)\n", last->status);
+        break;
+    case DLOCK_RUN_SIGNALED:
+        fprintf(stderr, "signal %d)\n", last->status);
+        break;
+    default:
+        fprintf(stderr, "%s)\n", cli_run_word(last->result));
+    }
+}
+
+/* Decide and record the run's start (dlock_run_begin()).  -1: go on
+ * (with *recorded set when the run is recorded); else the exit code (a
+ * skip, 0 by default, or a failure). */
+static int begin_run(const struct run_opts *o, dlock_lock *lock,
+                     int *recorded, struct cli_run_report *rep)
+{
+    dlock_run_rule rule = DLOCK_RUN_RULE_INIT;
+    dlock_run *last = NULL;
+    int ruled = o->once || o->period_ms > 0, go = 0, rc;
+
+    rule.once = o->once;
+    rule.period_ms = o->period_ms;
+    rc = dlock_run_begin(lock, &rule, &go, &last);
+    if (rc == DLOCK_OK && go) {
+        *recorded = 1;
+        dlock_run_free(last);
+        return -1;
+    }
+    if (rc == DLOCK_OK) {
+        say_ran(o->name, last);
+        dlock_run_free(last);
+        rep->skipped = 1;
+        return o->conflict_given ? o->conflict_code : 0;
+    }
+    if (rc == DLOCK_LOST)
+        return cli_fail(rc, "run");
+    if (ruled) {
+        /* Fail closed: without a decision the job must not run. */
+        if (rc == DLOCK_ENOTSUP)
+            cli_err("run: %s: --once and --once-per need run records; "
+                    "not running the command",
+                    dlock_errmsg());
+        else
+            cli_err("run: cannot decide whether '%s' runs (%s); not "
+                    "running the command",
+                    o->name, dlock_errmsg());
+        return rc == DLOCK_ENOTSUP ? EXIT_UNAVAILABLE : cli_exit_code(rc);
+    }
+    /* A plain run goes ahead unrecorded: quietly on a store without
+     * records, with a warning when the store failed to write one. */
+    if (rc != DLOCK_ENOTSUP)
+        cli_err("run: warning: the run of '%s' is not recorded: %s",
+                o->name, dlock_errmsg());
+    return -1;
+}
+
+/* Record how the run ended (before the release: the record is found by
+ * the lock's fence). */
+static void end_run(const struct run_opts *o, dlock_lock *lock, int raw,
+                    int lost)
+{
+    int result, status = -1, rc;
+
+    if (lost || dlock_lease_left(lock) == 0) {
+        result = DLOCK_RUN_LOST;
+        if (raw >= 0 && WIFEXITED(raw))
+            status = WEXITSTATUS(raw);
+    } else if (raw >= 0 && WIFSIGNALED(raw)) {
+        result = DLOCK_RUN_SIGNALED;
+        status = WTERMSIG(raw);
+    } else {
+        result = DLOCK_RUN_EXITED;
+        status = raw >= 0 ? WEXITSTATUS(raw) : -1;
+    }
+    rc = dlock_run_end(lock, result, status);
+    if (rc != DLOCK_OK)
+        cli_err("run: warning: the end of the run of '%s' is not "
+                "recorded: %s%s",
+                o->name, dlock_errmsg(),
+                o->once && result == DLOCK_RUN_EXITED && status == 0
+                    ? " (--once will run it again)"
+                    : "");
+}
+
 int cmd_run(const struct cli *c, int argc, char **argv)
 {
     struct run_opts o = {0};
+    struct cli_run_report rep;
     struct sigaction sa;
     dlock_store *store = NULL;
     dlock_lock *lock = NULL;
     char **env = NULL;
-    int pfd[2] = {-1, -1}, rc, lost = 0;
+    int pfd[2] = {-1, -1}, rc, lost = 0, recorded = 0, raw = -1;
+    int64_t t0;
     pid_t child;
 
     rc = cli_run_parse(&o, argc, argv);
@@ -924,19 +1126,32 @@ int cmd_run(const struct cli *c, int argc, char **argv)
         }
         return rc;
     }
+    memset(&rep, 0, sizeof(rep));
+    rep.name = o.name;
+    rep.metrics_file = o.metrics_file;
     /* The pipe first: the on_lost callback may fire as soon as the lock is
      * held. */
     if (pipe2(pfd, O_CLOEXEC | O_NONBLOCK) != 0) {
         cli_err("run: pipe: %s", strerror(errno));
-        return EXIT_INTERNAL;
+        rc = EXIT_INTERNAL;
+        goto out;
     }
     sigpipe_w = pfd[1];
     scan_fds(0);
+    t0 = now_ms();
     rc = cli_open_waiting(c, &store, &o.wait_ms);
     if (rc != 0)
         goto out;
     rc = acquire(c, &o, store, &lock);
+    rep.waited_ms = now_ms() - t0;
     if (rc == DLOCK_BUSY) {
+        if (o.once || o.period_ms > 0) {
+            /* Someone else's run of it: a skip, not a failure. */
+            say_busy(store, o.name);
+            rep.skipped = 1;
+            rc = o.conflict_given ? o.conflict_code : 0;
+            goto out;
+        }
         if (c->verbose)
             cli_err("run: lock '%s' not acquired in time", o.name);
         rc = o.conflict_code;
@@ -950,6 +1165,9 @@ int cmd_run(const struct cli *c, int argc, char **argv)
         cli_err("run: acquired '%s' (fence %llu, lease %lld ms left)",
                 o.name, (unsigned long long)dlock_fence(lock),
                 (long long)dlock_lease_left(lock));
+    rc = begin_run(&o, lock, &recorded, &rep);
+    if (rc >= 0)
+        goto out;
     env = child_env(o.name, dlock_fence(lock), dlock_store_url(store));
     if (env == NULL) {
         cli_err("run: out of memory");
@@ -966,18 +1184,33 @@ int cmd_run(const struct cli *c, int argc, char **argv)
     scan_fds(1);
     /* Whatever CMD starts stays dlock's descendant (see signal_cmd()). */
     (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
+    rep.start_ms = cli_wall_ms();
     child = spawn(o.cmd, env);
     if (child < 0) {
         rc = -child;
-        goto out;
+        /* CMD not found / not executable: the run ended so. */
+        raw = rc == 126 || rc == 127 ? (rc << 8) : -1;
+    } else {
+        rep.ran = 1;
+        rc = supervise(child, pfd[0], &o, lock, &lost, &raw);
     }
-    rc = supervise(child, pfd[0], &o, lock, &lost);
+    rep.end_ms = cli_wall_ms();
+    if (raw >= 0 && WIFEXITED(raw)) {
+        rep.exited = 1;
+        rep.status = WEXITSTATUS(raw);
+    } else if (raw >= 0 && WIFSIGNALED(raw)) {
+        rep.signaled = 1;
+        rep.sig = WTERMSIG(raw);
+    }
+    if (recorded)
+        end_run(&o, lock, raw, lost);
     if (lost) {
         rc = EXIT_LOST;
-    } else {
+    } else if (child >= 0) {
         rc = release_after(lock, &o, rc);
         lock = NULL;
     }
+    rep.lost = rc == EXIT_LOST && rep.ran;
 out:
     if (lock != NULL)
         (void)dlock_release(lock);
@@ -987,5 +1220,9 @@ out:
         close(pfd[0]);
         close(pfd[1]);
     }
+    if (rep.end_ms == 0)
+        rep.end_ms = cli_wall_ms();
+    rep.exit_code = rc;
+    run_report(&rep);
     return rc;
 }

@@ -11,8 +11,9 @@ static const char help[] =
     "Show whether NAME is held, by whom (host, pid, since when), how much\n"
     "lease is left and the highest fence handed out.  Exit 0 either way.\n"
     "A semaphore (run --limit N) shows how many of its N slots are taken\n"
-    "and the holder whose lease lasts longest.\n"
-    "  --json   one JSON object\n";
+    "and the holder whose lease lasts longest.  Then the last recorded run\n"
+    "of NAME, if any: how it ended, where, when (see dlock history).\n"
+    "  --json   one JSON object; \"last_run\" is the last run (null if none)\n";
 
 void cli_print_info(const dlock_info *in)
 {
@@ -42,11 +43,55 @@ void cli_print_info(const dlock_info *in)
     printf(", fence %llu\n", (unsigned long long)in->fence);
 }
 
+static int keep_first(const dlock_run *run, void *payload)
+{
+    *(dlock_run *)payload = *run;
+    return 0;
+}
+
+/* The last run of name into *out (out->fence = 0: none, or a store
+ * without run records).  0, or an exit code after saying why. */
+int cli_last_run(dlock_store *store, const char *name, dlock_run *out)
+{
+    int rc;
+
+    memset(out, 0, sizeof(*out));
+    rc = dlock_history(store, name, 1, keep_first, out);
+    if (rc == DLOCK_ENOTSUP || rc == DLOCK_EINVAL) {
+        /* No records kept, or a name history cannot take: none. */
+        memset(out, 0, sizeof(*out));
+        return 0;
+    }
+    return rc == DLOCK_OK ? 0 : cli_fail(rc, "last run");
+}
+
+void cli_print_info_run(const dlock_info *info, const dlock_run *last)
+{
+    cli_print_info(info);
+    if (last != NULL && last->fence != 0) {
+        fputs("  last run: ", stdout);
+        cli_print_run(stdout, last);
+        putchar('\n');
+    }
+}
+
+void cli_json_info_run(FILE *f, const dlock_info *info, const dlock_run *last)
+{
+    cli_json_info_open(f, info);
+    fputs(",\"last_run\":", f);
+    if (last != NULL && last->fence != 0)
+        cli_json_run(f, last);
+    else
+        fputs("null", f);
+    fputc('}', f);
+}
+
 int cmd_status(const struct cli *c, int argc, char **argv)
 {
     const char *name = NULL;
     dlock_store *store;
     dlock_info *info = NULL;
+    dlock_run last;
     int json = 0, rc;
 
     for (int i = 1; i < argc; i++) {
@@ -77,11 +122,13 @@ int cmd_status(const struct cli *c, int argc, char **argv)
     rc = dlock_status(&info, store, name);
     if (rc != DLOCK_OK) {
         rc = cli_fail(rc, "status");
+    } else if ((rc = cli_last_run(store, name, &last)) != 0) {
+        /* said */
     } else if (json) {
-        cli_json_info(stdout, info);
+        cli_json_info_run(stdout, info, &last);
         putchar('\n');
     } else {
-        cli_print_info(info);
+        cli_print_info_run(info, &last);
     }
     dlock_info_free(info);
     dlock_store_close(store);

@@ -296,6 +296,12 @@ void cli_json_string(FILE *f, const char *s)
 
 void cli_json_info(FILE *f, const dlock_info *in)
 {
+    cli_json_info_open(f, in);
+    fputc('}', f);
+}
+
+void cli_json_info_open(FILE *f, const dlock_info *in)
+{
     fputs("{\"name\":", f);
     cli_json_string(f, in->name);
     /* A name that is not UTF-8 (planted in the store by another client)
@@ -337,7 +343,7 @@ void cli_json_info(FILE *f, const dlock_info *in)
         fprintf(f, ",\"since_ms\":%lld", (long long)in->since_ms);
     else
         fputs(",\"since_ms\":null", f);
-    fprintf(f, ",\"other_client\":%s}", in->other_client ? "true" : "false");
+    fprintf(f, ",\"other_client\":%s", in->other_client ? "true" : "false");
 }
 
 const char *cli_time(int64_t unix_ms, char *buf, size_t len)
@@ -349,6 +355,148 @@ const char *cli_time(int64_t unix_ms, char *buf, size_t len)
         strftime(buf, len, "%Y-%m-%dT%H:%M:%S%z", &tm) == 0)
         snprintf(buf, len, "unknown");
     return buf;
+}
+
+const char *cli_time_utc(int64_t unix_ms, char *buf, size_t len)
+{
+    time_t t = (time_t)(unix_ms / 1000);
+    struct tm tm;
+    char sec[32];
+
+    if (unix_ms <= 0 || gmtime_r(&t, &tm) == NULL ||
+        strftime(sec, sizeof(sec), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+        snprintf(buf, len, "unknown");
+    else
+        snprintf(buf, len, "%s.%03dZ", sec, (int)(unix_ms % 1000));
+    return buf;
+}
+
+int64_t cli_parse_duration(const char *s)
+{
+    static const struct {
+        char unit;
+        int64_t sec;
+    } units[] = {{'m', 60}, {'h', 3600}, {'d', 86400}};
+    char num[64];
+    size_t n;
+    int64_t ms;
+
+    if (s == NULL || *s == '\0')
+        return -1;
+    n = strlen(s);
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        /* "5m" is minutes; "250ms" and "10s" are cli_parse_seconds()'s. */
+        if (s[n - 1] != units[i].unit || n >= sizeof(num))
+            continue;
+        memcpy(num, s, n - 1);
+        num[n - 1] = '\0';
+        if (num[0] == '\0' || strpbrk(num, "ms") != NULL)
+            return -1;
+        ms = cli_parse_seconds(num);
+        if (ms < 0)
+            return ms;
+        if (ms > CLI_SECONDS_MAX * 1000 / units[i].sec)
+            return -2;
+        return ms * units[i].sec;
+    }
+    return cli_parse_seconds(s);
+}
+
+const char *cli_run_word(int result)
+{
+    switch (result) {
+    case DLOCK_RUN_RUNNING:
+        return "running";
+    case DLOCK_RUN_EXITED:
+        return "exited";
+    case DLOCK_RUN_SIGNALED:
+        return "signaled";
+    case DLOCK_RUN_LOST:
+        return "lost";
+    case DLOCK_RUN_ABANDONED:
+        return "abandoned";
+    default:
+        return "unknown";
+    }
+}
+
+void cli_json_run(FILE *f, const dlock_run *r)
+{
+    char iso[64];
+
+    fputs("{\"name\":", f);
+    cli_json_string(f, r->name);
+    if (!cli_utf8_valid(r->name)) {
+        fputs(",\"name_hex\":\"", f);
+        for (const unsigned char *p = (const unsigned char *)r->name; *p; p++)
+            fprintf(f, "%02x", *p);
+        fputc('"', f);
+    }
+    /* The fence as a string, as cli_json_info() gives it. */
+    fprintf(f, ",\"fence\":\"%llu\",\"host\":",
+            (unsigned long long)r->fence);
+    if (r->host[0] != '\0')
+        cli_json_string(f, r->host);
+    else
+        fputs("null", f);
+    if (r->pid > 0)
+        fprintf(f, ",\"pid\":%lld", (long long)r->pid);
+    else
+        fputs(",\"pid\":null", f);
+    if (r->start_ms > 0)
+        fprintf(f, ",\"start_ms\":%lld,\"start\":\"%s\"",
+                (long long)r->start_ms,
+                cli_time_utc(r->start_ms, iso, sizeof(iso)));
+    else
+        fputs(",\"start_ms\":null,\"start\":null", f);
+    if (r->end_ms > 0)
+        fprintf(f, ",\"end_ms\":%lld,\"end\":\"%s\"",
+                (long long)r->end_ms,
+                cli_time_utc(r->end_ms, iso, sizeof(iso)));
+    else
+        fputs(",\"end_ms\":null,\"end\":null", f);
+    fprintf(f, ",\"result\":\"%s\"", cli_run_word(r->result));
+    /* The exit status (exited), the signal (signaled), what a lost run
+     * ended with; null when there is none. */
+    if ((r->result == DLOCK_RUN_EXITED || r->result == DLOCK_RUN_SIGNALED ||
+         r->result == DLOCK_RUN_LOST) &&
+        r->status >= 0)
+        fprintf(f, ",\"status\":%d}", r->status);
+    else
+        fputs(",\"status\":null}", f);
+}
+
+void cli_print_run(FILE *f, const dlock_run *r)
+{
+    char iso[64];
+
+    switch (r->result) {
+    case DLOCK_RUN_EXITED:
+        fprintf(f, "exited %d", r->status);
+        break;
+    case DLOCK_RUN_SIGNALED:
+        fprintf(f, "killed by signal %d", r->status);
+        break;
+    case DLOCK_RUN_LOST:
+        fputs("lost the lock", f);
+        if (r->status >= 0)
+            fprintf(f, " (exit %d)", r->status);
+        break;
+    case DLOCK_RUN_ABANDONED:
+        fputs("abandoned (its holder went away)", f);
+        break;
+    default:
+        fputs(r->result == DLOCK_RUN_RUNNING ? "running" : "unknown", f);
+    }
+    fputs(" on host ", f);
+    cli_print_safe(f, r->host[0] ? r->host : "?");
+    fprintf(f, " pid %lld, started %s", (long long)r->pid,
+            cli_time_utc(r->start_ms, iso, sizeof(iso)));
+    if (r->end_ms > 0 && r->end_ms >= r->start_ms)
+        fprintf(f, ", took %lld.%03lld s",
+                (long long)((r->end_ms - r->start_ms) / 1000),
+                (long long)((r->end_ms - r->start_ms) % 1000));
+    fprintf(f, ", fence %llu", (unsigned long long)r->fence);
 }
 
 int cli_is(const char *arg, const char *a, const char *b)

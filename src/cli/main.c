@@ -18,10 +18,13 @@ static const char usage_fmt[] =
     "MySQL/MariaDB.\n"
     "\n"
     "commands:\n"
-    "  run NAME [-w SEC | -n] [--ttl SEC] [-E CODE] [--shared] [--] CMD...\n"
-    "                      run CMD while holding the lock NAME\n"
-    "  status NAME [--json]  who holds NAME\n"
-    "  list [PREFIX] [--json]  held locks\n"
+    "  run NAME [-w SEC | -n] [--ttl SEC] [-E CODE] [--shared]\n"
+    "      [--once | --once-per PERIOD] [--] CMD...\n"
+    "                      run CMD while holding the lock NAME (once, or\n"
+    "                      once per PERIOD, with the flags)\n"
+    "  status NAME [--json]  who holds NAME, its last run\n"
+    "  list [PREFIX] [--json]  held locks and names that have run\n"
+    "  history NAME [--json] [-n N]  the recorded runs of NAME\n"
     "  release --force NAME  break a stuck lock (administration)\n"
     "  init [--print]      create the store's tables (or print the DDL)\n"
     "\n"
@@ -40,7 +43,8 @@ static const char usage_fmt[] =
     "      --version       the version and the stores compiled in\n"
     "\n"
     "exit codes: the command's own (128+N if it died of signal N); 1 (or\n"
-    "-E CODE) not acquired in time; 64 usage; 69 store unreachable or\n"
+    "-E CODE) not acquired in time; 0 (or -E CODE) skipped by --once or\n"
+    "--once-per; 64 usage; 69 store unreachable or\n"
     "failing; 70 internal error; 75 lock lost while the command ran.\n";
 
 static void usage(FILE *f)
@@ -162,7 +166,7 @@ static int cli_main(int argc, char **argv)
     } cmds[] = {
         {"run", cmd_run},         {"status", cmd_status},
         {"list", cmd_list},       {"release", cmd_release},
-        {"init", cmd_init},
+        {"init", cmd_init},       {"history", cmd_history},
     };
     struct cli c = {NULL, 0};
     char *file = NULL;
