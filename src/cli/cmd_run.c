@@ -69,7 +69,8 @@ static const char help[] =
     "With --once or --once-per and no -w, a busy lock is a skip too (the\n"
     "run is someone else's); with -w, dlock waits, then decides.  A skip\n"
     "exits 0 (or CODE with -E) after one line on stderr saying which run\n"
-    "satisfied it.  Every run is recorded (see dlock history NAME).\n"
+    "satisfied it.  Every run of a lock (not --shared or --limit) is\n"
+    "recorded: see dlock history NAME.\n"
     "\n"
     "exit: CMD's status (128+N if killed by signal N), 1 or CODE if not\n"
     "acquired, 0 or CODE if skipped, 64 usage, 69 store failing (or no run\n"
@@ -293,6 +294,12 @@ int cli_run_parse(struct run_opts *o, int argc, char **argv)
 
         if (env != NULL && env[0] != '\0')
             o->metrics_file = env;
+    }
+    /* The decision is serialised by the lock: one holder at a time. */
+    if ((o->once || o->period_ms > 0) && (o->shared || o->limit > 1)) {
+        cli_err("run: --once and --once-per need an exclusive lock, not "
+                "%s", o->shared ? "--shared" : "--limit");
+        return EXIT_USAGE;
     }
     /* With a rule and no -w, a busy lock is someone else's run: a try. */
     if ((o->once || o->period_ms > 0) && !o->wait_given)
@@ -1165,9 +1172,13 @@ int cmd_run(const struct cli *c, int argc, char **argv)
         cli_err("run: acquired '%s' (fence %llu, lease %lld ms left)",
                 o.name, (unsigned long long)dlock_fence(lock),
                 (long long)dlock_lease_left(lock));
-    rc = begin_run(&o, lock, &recorded, &rep);
-    if (rc >= 0)
-        goto out;
+    /* Shared holders and a semaphore's run side by side: a record of
+     * each would mark the others' as abandoned.  Locks only. */
+    if (!o.shared && o.limit == 1) {
+        rc = begin_run(&o, lock, &recorded, &rep);
+        if (rc >= 0)
+            goto out;
+    }
     env = child_env(o.name, dlock_fence(lock), dlock_store_url(store));
     if (env == NULL) {
         cli_err("run: out of memory");
