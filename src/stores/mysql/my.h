@@ -10,6 +10,7 @@
  *              holder, a semaphore's head row and slots
  *   wait.c     the try and the wait's slices around an attempt
  *   renew.c    the renew thread's batches (extend_many)
+ *   runs.c     run records: run_begin, run_end, runs, last_runs
  *   store.c    the ops table: open and close, extend, assert, release,
  *              status, list, force-release
  *
@@ -152,6 +153,8 @@ struct my_store {
     char proc_acq[TABLE_MAX + 8]; /* NAME_acq2: GET_LOCK + row + fence */
     char proc_rel[TABLE_MAX + 8]; /* NAME_rel1: row + RELEASE_LOCK */
     char index[TABLE_MAX + 7];
+    char runs[TABLE_MAX + 10];    /* NAME_runs: the kept runs (runs.c) */
+    char runsum[TABLE_MAX + 10];  /* NAME_runsum: each name's summary */
     char raw_table[TABLE_MAX + 1];
     char name_charset[65]; /* of the table's name column ("" unknown) */
     char engine[65];       /* the lock table's ENGINE ("" unknown) */
@@ -259,6 +262,29 @@ int dlock__my_extend(struct dlock_store *s, struct dlock_lock *lk,
  * c still holds it. */
 void dlock__my_tidy_lost(struct my_store *ms, struct conn *c,
                          const struct dlock_lock *lk, struct my_lock *ml);
+
+/* WHERE clause: lk's row, still live (and, in session mode, its GET_LOCK
+ * still held by c's session). */
+void dlock__my_sb_own(struct sb *b, struct my_store *ms, struct conn *c,
+                      const struct dlock_lock *lk, const struct my_lock *ml);
+
+/* --- runs.c ------------------------------------------------------------ */
+
+/* The DDL of the run record tables, statements separated by sep. */
+void dlock__my_ddl_runs(struct sb *b, const struct my_store *ms,
+                        const char *sep);
+/* Create the run record tables if missing (`dlock init`, and on first
+ * use): DLOCK_OK, or why not. */
+int dlock__my_create_runs(struct my_store *ms, struct conn *c);
+int dlock__my_run_begin(struct dlock_store *s, struct dlock_lock *lk,
+                        const dlock_run_rule *rule, const char *host,
+                        int64_t pid, int *go, dlock_run *last);
+int dlock__my_run_end(struct dlock_store *s, struct dlock_lock *lk,
+                      int result, int status);
+int dlock__my_runs(struct dlock_store *s, const char *name, unsigned max,
+                   dlock_run_cb cb, void *payload);
+int dlock__my_last_runs(struct dlock_store *s, const char *prefix,
+                        dlock_run_cb cb, void *payload);
 
 /* --- renew.c ----------------------------------------------------------- */
 

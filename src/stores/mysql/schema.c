@@ -658,6 +658,8 @@ static int init_fn(void *conn, void *arg, int *dead)
         rc = check_tables(ms, c);
     if (rc == DLOCK_OK)
         ensure_extras(ms, c);
+    if (rc == DLOCK_OK)
+        rc = dlock__my_create_runs(ms, c);
     *dead = rc != DLOCK_OK && dlock__my_conn_error(mysql_errno(c->db));
     return rc;
 }
@@ -718,6 +720,8 @@ int dlock__my_parse_names(const struct dlock_url *u, struct my_store *ms)
     snprintf(ms->proc_acq, sizeof(ms->proc_acq), "%c%s_acq2%c", q, table, q);
     snprintf(ms->proc_rel, sizeof(ms->proc_rel), "%c%s_rel1%c", q, table, q);
     snprintf(ms->index, sizeof(ms->index), "%c%s_ix1%c", q, table, q);
+    snprintf(ms->runs, sizeof(ms->runs), "%c%s_runs%c", q, table, q);
+    snprintf(ms->runsum, sizeof(ms->runsum), "%c%s_runsum%c", q, table, q);
     return DLOCK_OK;
 }
 
@@ -752,6 +756,9 @@ int dlock__my_ddl(char **out, const struct dlock_url *u)
                          "-- InnoDB lock table, or MySQL: the counters "
                          "above)\n");
     ddl_fseq(&b, ms, ";\n");
+    dlock__my_sb_add(&b, ";\n-- Run records (dlock run --once, --once-per, "
+                         "dlock history)\n");
+    dlock__my_ddl_runs(&b, ms, ";\n");
     dlock__my_sb_add(&b, ";\n");
     if (!ms->lease_mode) {
         dlock__my_sb_add(&b, "-- Without the fence sequence (MySQL, "

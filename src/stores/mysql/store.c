@@ -196,8 +196,8 @@ struct held_call;
 static int release_op(struct held_call *k, struct conn *c);
 
 /* WHERE clause: lk's row, still live (and its GET_LOCK still ours). */
-static void sb_own(struct sb *b, struct my_store *ms, struct conn *c,
-                   const struct dlock_lock *lk, const struct my_lock *ml)
+void dlock__my_sb_own(struct sb *b, struct my_store *ms, struct conn *c,
+                      const struct dlock_lock *lk, const struct my_lock *ml)
 {
     dlock__my_sb_add(b, " WHERE name = ");
     dlock__my_sb_key(b, c, ml);
@@ -291,7 +291,7 @@ static int extend_op(struct held_call *k, struct conn *c)
                      "UNIX_TIMESTAMP(), ttl = %lld",
                      k->ms->table, (long long)k->ttl_ms,
                      (long long)((k->ttl_ms + 999) / 1000));
-    sb_own(&b, k->ms, c, k->lk, k->ml);
+    dlock__my_sb_own(&b, k->ms, c, k->lk, k->ml);
     rc = dlock__my_run(k->ms, c, &b, NULL, "extend");
     dlock__my_sb_free(&b);
     if (rc == DLOCK_OK && mysql_affected_rows(c->db) != 1) {
@@ -318,7 +318,7 @@ static int ttl_op(struct held_call *k, struct conn *c)
 
     dlock__my_sb_add(&b, "SELECT " EXPIRES " - " NOWMS " FROM %s",
                      k->ms->table);
-    sb_own(&b, k->ms, c, k->lk, k->ml);
+    dlock__my_sb_own(&b, k->ms, c, k->lk, k->ml);
     rc = dlock__my_run_int(k->ms, c, &b, &left, &found, "assert_ttl");
     dlock__my_sb_free(&b);
     if (rc == DLOCK_OK && !found) {
@@ -408,7 +408,7 @@ static int release_op(struct held_call *k, struct conn *c)
             return rc;
     }
     dlock__my_sb_add(&b, "DELETE FROM %s", k->ms->table);
-    sb_own(&b, k->ms, c, k->lk, k->ml);
+    dlock__my_sb_own(&b, k->ms, c, k->lk, k->ml);
     rc = run_release(k, c, &b);
     if (rc != DLOCK_OK)
         return rc;
@@ -892,4 +892,8 @@ const struct dlock_store_ops dlock__mysql_ops = {
     .force_release = my_force_release,
     .init = dlock__my_init,
     .ddl = dlock__my_ddl,
+    .run_begin = dlock__my_run_begin,
+    .run_end = dlock__my_run_end,
+    .runs = dlock__my_runs,
+    .last_runs = dlock__my_last_runs,
 };

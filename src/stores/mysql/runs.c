@@ -1,0 +1,618 @@
+/*
+ * runs.c - the MySQL store's run records (include/dlock.h, "Runs";
+ * store.h: run_begin, run_end, runs, last_runs), in both modes.
+ *
+ * Two InnoDB tables of dlock's own, named after the lock table (?table=;
+ * never its-mieger's table itself), created on first use or by `dlock
+ * init`:
+ *   NAME_runs    one row per kept run: (name, fence) -> full_name, host,
+ *                pid, start_ms, end_ms, result, status
+ *   NAME_runsum  one row per name: its last run's start and fence, and
+ *                the fence of its last run that succeeded (NULL: none)
+ * `name` is the lock's key, as in the lock table (the name itself up to
+ * 64 characters, see keys.h): the unit this store excludes by; the whole
+ * name is in full_name (binary).  Times are milliseconds on the server's
+ * clock (NOW(6)), as the lock table's leases.
+ *
+ * run_begin is one round trip on the lock's own connection (session mode:
+ * its pinned one, whose session holds the GET_LOCK; lease mode: a pooled
+ * one): one packet of statements in one transaction (the connections
+ * allow multi-statements, see conn.c) that
+ *   - counts lk's live row as extend() checks it (session mode: also that
+ *     this session holds the GET_LOCK; lease mode: the row is locked FOR
+ *     UPDATE, so no takeover can delete it until the transaction ends);
+ *   - reads the name's summary FOR UPDATE;
+ *   - decides (-1: not ours, 0: skip, 1: go) with the server's time;
+ *   - and only when going ahead: marks RUNNING runs ABANDONED, inserts
+ *     the run, drops runs beyond DLOCK_RUNS_KEPT (oldest fences first),
+ *     sets the summary's last start;
+ *   - answers the decision and the run that decided it (or the one
+ *     before the new one).
+ * Every write is conditional on the decision, so "not ours" and "skip"
+ * write nothing.  A session-mode takeover of our lock KILLs this session,
+ * which rolls the transaction back.  A packet whose COMMIT got through
+ * but whose answer was lost and that is sent again (the pool's retry)
+ * finds its own fence as the last run and goes ahead again.
+ *
+ * The plain lock cycle never touches these tables.
+ */
+#include <mysqld_error.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "my.h"
+
+/* The server's clock in ms, from NOW(6). */
+#define RUNNOW "CAST(FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000) AS SIGNED)"
+
+#define NO_TABLE (-1000) /* run_tx(): a table is missing */
+
+void dlock__my_ddl_runs(struct sb *b, const struct my_store *ms,
+                        const char *sep)
+{
+    dlock__my_sb_add(
+        b,
+        "CREATE TABLE IF NOT EXISTS %s (   -- run records: the kept runs\n"
+        "    name      VARCHAR(64) CHARACTER SET utf8mb4 COLLATE "
+        "utf8mb4_bin NOT NULL,  -- the lock's key\n"
+        "    fence     BIGINT UNSIGNED NOT NULL, -- the run's lock\n"
+        "    full_name VARBINARY(1024) NOT NULL,\n"
+        "    host      VARCHAR(255) CHARACTER SET utf8mb4 NOT NULL,\n"
+        "    pid       BIGINT NOT NULL,\n"
+        "    start_ms  BIGINT NOT NULL,          -- unix ms, server clock\n"
+        "    end_ms    BIGINT NULL,\n"
+        "    result    TINYINT NOT NULL,  -- 0 running, 1 exited, "
+        "2 signaled, 3 lost, 4 abandoned\n"
+        "    status    INT NOT NULL,      -- exit status, signal, or -1\n"
+        "    PRIMARY KEY (name, fence)\n"
+        ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4%s"
+        "CREATE TABLE IF NOT EXISTS %s (   -- run records: per name\n"
+        "    name          VARCHAR(64) CHARACTER SET utf8mb4 COLLATE "
+        "utf8mb4_bin NOT NULL PRIMARY KEY,\n"
+        "    full_name     VARBINARY(1024) NOT NULL,\n"
+        "    last_start_ms BIGINT NOT NULL,          -- unix ms, server "
+        "clock\n"
+        "    last_fence    BIGINT UNSIGNED NOT NULL,\n"
+        "    ok_fence      BIGINT UNSIGNED NULL      -- a run that "
+        "succeeded\n"
+        ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
+        ms->runs, sep, ms->runsum);
+}
+
+int dlock__my_create_runs(struct my_store *ms, struct conn *c)
+{
+    struct sb b = {0};
+    int rc = DLOCK_OK;
+
+    dlock__my_ddl_runs(&b, ms, "\n;;\n");
+    if (b.oom)
+        rc = dlock__enomem();
+    for (char *p = b.oom ? NULL : b.p; p != NULL && rc == DLOCK_OK;) {
+        char *end = strstr(p, "\n;;\n");
+        size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
+        const char *stmt = p;
+        unsigned e;
+
+        p = end != NULL ? end + 4 : NULL;
+        if (dlock__my_query(c, stmt, n) == 0)
+            continue;
+        e = mysql_errno(c->db);
+        if (e == ER_TABLEACCESS_DENIED_ERROR || e == ER_DBACCESS_DENIED_ERROR)
+            rc = dlock__seterr(DLOCK_ESTORE,
+                               "the run record tables %s and %s are missing "
+                               "in %s and this user may not create them: "
+                               "ask a DBA to run the DDL of `dlock init "
+                               "--print` (%s)",
+                               ms->runs, ms->runsum, ms->base.url,
+                               mysql_error(c->db));
+        else
+            rc = dlock__my_db_err(ms, c, "creating the run record tables");
+    }
+    dlock__my_sb_free(&b);
+    return rc;
+}
+
+/* Send b's statements (one transaction, START TRANSACTION ... COMMIT,
+ * or a single statement) and read every result: the last result set goes to *res (NULL if
+ * none).  On a failure the transaction is rolled back (best effort; an
+ * InnoDB deadlock or lock wait timeout: the whole packet goes again) and
+ * the failure's code returned, NO_TABLE (no message) when a table is
+ * missing. */
+static int run_tx(struct my_store *ms, struct conn *c, const struct sb *b,
+                  MYSQL_RES **res, const char *what)
+{
+    *res = NULL;
+    if (b->oom)
+        return dlock__enomem();
+    for (int tries = 0;; tries++) {
+        unsigned e;
+        int st, rc;
+
+        c->used_ms = dlock__now_ms();
+        st = mysql_real_query(c->db, b->p, (unsigned long)b->len);
+        while (st == 0) {
+            MYSQL_RES *r = mysql_store_result(c->db);
+
+            if (r != NULL) {
+                mysql_free_result(*res);
+                *res = r;
+            } else if (mysql_field_count(c->db) != 0) {
+                st = 1; /* the result did not arrive */
+                break;
+            }
+            st = mysql_next_result(c->db);
+        }
+        if (st == -1)
+            return DLOCK_OK;
+        mysql_free_result(*res);
+        *res = NULL;
+        e = mysql_errno(c->db);
+        if (dlock__my_conn_error(e))
+            return dlock__my_db_err(ms, c, what);
+        rc = e == ER_NO_SUCH_TABLE ? NO_TABLE : dlock__my_db_err(ms, c, what);
+        if (mysql_query(c->db, "ROLLBACK") != 0)
+            return dlock__my_db_err(ms, c, what);
+        if ((e != ER_LOCK_DEADLOCK && e != ER_LOCK_WAIT_TIMEOUT) ||
+            tries >= 20)
+            return rc;
+        dlock__sleep_ms(tries < 3 ? 0 : 1);
+    }
+}
+
+/* run_tx(), creating the tables first if they are missing.  create:
+ * make them (run_begin, run_end); else a missing table is DLOCK_OK with
+ * *res NULL (nothing recorded yet). */
+static int run_tx_tables(struct my_store *ms, struct conn *c,
+                         const struct sb *b, MYSQL_RES **res, int create,
+                         const char *what)
+{
+    int rc = run_tx(ms, c, b, res, what);
+
+    if (rc != NO_TABLE)
+        return rc;
+    if (!create)
+        return DLOCK_OK;
+    rc = dlock__my_create_runs(ms, c);
+    if (rc != DLOCK_OK)
+        return rc;
+    rc = run_tx(ms, c, b, res, what);
+    if (rc == NO_TABLE)
+        rc = dlock__seterr(DLOCK_ESTORE,
+                           "%s on %s: the run record tables %s and %s "
+                           "are missing after creating them",
+                           what, ms->base.url, ms->runs, ms->runsum);
+    return rc;
+}
+
+/* A run from a row of (full_name, fence, host, pid, start_ms, end_ms,
+ * result, status) at row[i..]. */
+static void read_run(MYSQL_ROW row, const unsigned long *lens, int i,
+                     dlock_run *r)
+{
+    size_t n = row[i] != NULL ? lens[i] : 0;
+
+    memset(r, 0, sizeof(*r));
+    if (n > DLOCK_NAME_MAX)
+        n = DLOCK_NAME_MAX;
+    if (n > 0)
+        memcpy(r->name, row[i], n);
+    r->name[n] = '\0';
+    r->fence = row[i + 1] ? strtoull(row[i + 1], NULL, 10) : 0;
+    dlock__strlcpy(r->host, row[i + 2] ? row[i + 2] : "", sizeof(r->host));
+    r->pid = row[i + 3] ? strtoll(row[i + 3], NULL, 10) : 0;
+    r->start_ms = row[i + 4] ? strtoll(row[i + 4], NULL, 10) : 0;
+    r->end_ms = row[i + 5] ? strtoll(row[i + 5], NULL, 10) : 0;
+    r->result = row[i + 6] ? atoi(row[i + 6]) : DLOCK_RUN_RUNNING;
+    r->status = row[i + 7] ? atoi(row[i + 7]) : -1;
+    if (r->result == DLOCK_RUN_RUNNING || r->result == DLOCK_RUN_ABANDONED)
+        r->end_ms = 0;
+}
+
+#define RUN_COLS(p)                                                          \
+    p "full_name, " p "fence, " p "host, " p "pid, " p "start_ms, " p          \
+      "end_ms, " p "result, " p "status"
+
+/* --- calls on a lock ---------------------------------------------------- */
+
+struct rcall {
+    struct my_store *ms;
+    struct dlock_lock *lk;
+    struct my_lock *ml;
+    int (*op)(struct rcall *k, struct conn *c);
+    const dlock_run_rule *rule;
+    const char *host;
+    int64_t pid;
+    int *go;
+    dlock_run *last;
+    int result, status;
+};
+
+static void sb_nkey(struct sb *b, struct conn *c, const struct my_lock *ml)
+{
+    dlock__my_sb_lit(b, c, ml->nkey, ml->nkey_len);
+}
+
+static void sb_name(struct sb *b, struct conn *c, const struct dlock_lock *lk)
+{
+    dlock__my_sb_lit(b, c, lk->name, lk->name_len);
+}
+
+static int begin_op(struct rcall *k, struct conn *c)
+{
+    struct my_store *ms = k->ms;
+    struct dlock_lock *lk = k->lk;
+    unsigned long long f = (unsigned long long)lk->fence;
+    long long period = (long long)k->rule->period_ms;
+    int once = k->rule->once != 0;
+    struct sb b = {0};
+    MYSQL_RES *res = NULL;
+    MYSQL_ROW row;
+    long long go;
+    int rc;
+
+    dlock__my_sb_add(&b,
+                     "START TRANSACTION; SET @dl_own = 0, @dl_last = NULL, "
+                     "@dl_lastf = 0, @dl_okf = NULL, @dl_cut = 0, @dl_now = "
+                     RUNNOW "; SELECT COUNT(*) INTO @dl_own FROM %s",
+                     ms->table);
+    dlock__my_sb_own(&b, ms, c, lk, k->ml);
+    /* Lease mode: no takeover deletes the row before we commit. */
+    dlock__my_sb_add(&b, "%s; SELECT last_start_ms, last_fence, ok_fence "
+                         "INTO @dl_last, @dl_lastf, @dl_okf FROM %s WHERE "
+                         "name = ",
+                     ms->lease_mode ? " FOR UPDATE" : "", ms->runsum);
+    sb_nkey(&b, c, k->ml);
+    /* The decision; a run of ours already there (a packet sent again)
+     * goes ahead. */
+    dlock__my_sb_add(&b,
+                     " FOR UPDATE; SET @dl_go = IF(@dl_own <> 1, -1, "
+                     "IF(@dl_lastf = %llu, 1, IF((%d AND @dl_okf IS NOT "
+                     "NULL) OR (%lld > 0 AND @dl_last IS NOT NULL AND "
+                     "@dl_now - @dl_last < %lld), 0, 1))); "
+                     "SET @dl_show = IF(@dl_go = 1, IF(@dl_lastf = %llu, 0, "
+                     "@dl_lastf), IF(%d AND @dl_okf IS NOT NULL, @dl_okf, "
+                     "@dl_lastf)); UPDATE %s SET result = %d WHERE name = ",
+                     f, once, period, period / 2, f, once, ms->runs,
+                     DLOCK_RUN_ABANDONED);
+    sb_nkey(&b, c, k->ml);
+    dlock__my_sb_add(&b,
+                     " AND result = %d AND @dl_go = 1; INSERT INTO %s "
+                     "(name, fence, full_name, host, pid, start_ms, end_ms, "
+                     "result, status) SELECT ",
+                     DLOCK_RUN_RUNNING, ms->runs);
+    sb_nkey(&b, c, k->ml);
+    dlock__my_sb_add(&b, ", %llu, ", f);
+    sb_name(&b, c, lk);
+    dlock__my_sb_add(&b, ", ");
+    dlock__my_sb_lit(&b, c, k->host, strlen(k->host));
+    dlock__my_sb_add(&b,
+                     ", %lld, @dl_now, NULL, %d, -1 FROM DUAL WHERE @dl_go "
+                     "= 1 ON DUPLICATE KEY UPDATE host = VALUES(host), pid "
+                     "= VALUES(pid), start_ms = @dl_now, end_ms = NULL, "
+                     "result = %d, status = -1; SELECT fence INTO @dl_cut "
+                     "FROM %s WHERE name = ",
+                     (long long)k->pid, DLOCK_RUN_RUNNING, DLOCK_RUN_RUNNING,
+                     ms->runs);
+    sb_nkey(&b, c, k->ml);
+    dlock__my_sb_add(&b,
+                     " ORDER BY fence DESC LIMIT 1 OFFSET %d; DELETE FROM %s "
+                     "WHERE name = ",
+                     DLOCK_RUNS_KEPT - 1, ms->runs);
+    sb_nkey(&b, c, k->ml);
+    dlock__my_sb_add(&b,
+                     " AND fence < @dl_cut AND @dl_go = 1; INSERT INTO %s "
+                     "(name, full_name, last_start_ms, last_fence) SELECT ",
+                     ms->runsum);
+    sb_nkey(&b, c, k->ml);
+    dlock__my_sb_add(&b, ", ");
+    sb_name(&b, c, lk);
+    dlock__my_sb_add(&b,
+                     ", @dl_now, %llu FROM DUAL WHERE @dl_go = 1 ON "
+                     "DUPLICATE KEY UPDATE full_name = VALUES(full_name), "
+                     "last_start_ms = @dl_now, last_fence = %llu; SELECT "
+                     "@dl_go, @dl_show, @dl_okf, " RUN_COLS("r.")
+                     " FROM (SELECT 1) AS one LEFT JOIN %s AS r ON r.name "
+                     "= ",
+                     f, f, ms->runs);
+    sb_nkey(&b, c, k->ml);
+    dlock__my_sb_add(&b, " AND r.fence = @dl_show; COMMIT");
+    rc = run_tx_tables(ms, c, &b, &res, 1, "run_begin");
+    dlock__my_sb_free(&b);
+    if (rc != DLOCK_OK)
+        return rc;
+    row = res != NULL ? mysql_fetch_row(res) : NULL;
+    if (row == NULL || row[0] == NULL) {
+        mysql_free_result(res);
+        return dlock__seterr(DLOCK_ESTORE, "run_begin on %s: no answer",
+                             ms->base.url);
+    }
+    go = strtoll(row[0], NULL, 10);
+    if (go == 1 || go == 0) {
+        unsigned long long show = row[1] ? strtoull(row[1], NULL, 10) : 0;
+        unsigned long long okf = row[2] ? strtoull(row[2], NULL, 10) : 0;
+
+        *k->go = (int)go;
+        if (row[4] != NULL) {
+            read_run(row, mysql_fetch_lengths(res), 3, k->last);
+        } else if (go == 0 && show != 0) {
+            /* The run that decided was dropped as too old: its fence
+             * and, for a success, its result. */
+            k->last->fence = show;
+            k->last->status = -1;
+            if (show == okf) {
+                k->last->result = DLOCK_RUN_EXITED;
+                k->last->status = 0;
+            }
+        }
+    }
+    mysql_free_result(res);
+    if (go == 1 || go == 0)
+        return DLOCK_OK;
+    if (go != -1)
+        return dlock__seterr(DLOCK_ESTORE,
+                             "run_begin on %s: unexpected answer %lld",
+                             ms->base.url, go);
+    dlock__my_tidy_lost(ms, c, lk, k->ml);
+    return dlock__lost(lk, "its lease ran out or it was broken");
+}
+
+static int end_op(struct rcall *k, struct conn *c)
+{
+    struct my_store *ms = k->ms;
+    unsigned long long f = (unsigned long long)k->lk->fence;
+    struct sb b = {0};
+    MYSQL_RES *res = NULL;
+    int rc;
+
+    dlock__my_sb_add(&b,
+                     "START TRANSACTION; UPDATE %s SET end_ms = " RUNNOW
+                     ", result = %d, status = %d WHERE name = ",
+                     ms->runs, k->result, k->status);
+    sb_nkey(&b, c, k->ml);
+    dlock__my_sb_add(&b, " AND fence = %llu", f);
+    if (k->result == DLOCK_RUN_EXITED && k->status == 0) {
+        dlock__my_sb_add(&b, "; UPDATE %s SET ok_fence = %llu WHERE name = ",
+                         ms->runsum, f);
+        sb_nkey(&b, c, k->ml);
+        dlock__my_sb_add(&b, " AND (ok_fence IS NULL OR ok_fence < %llu)",
+                         f);
+    }
+    dlock__my_sb_add(&b, "; COMMIT");
+    /* No tables: no such run (DLOCK_OK, as a run dropped as too old). */
+    rc = run_tx_tables(ms, c, &b, &res, 0, "run_end");
+    mysql_free_result(res);
+    dlock__my_sb_free(&b);
+    return rc;
+}
+
+static int rcall_fn(void *conn, void *arg, int *dead)
+{
+    struct rcall *k = arg;
+    struct conn *c = conn;
+    uint64_t w = dlock__my_watch(k->ms, c);
+    int rc = k->op(k, c);
+
+    dlock__io_unwatch(w);
+    *dead = rc != DLOCK_OK && rc != DLOCK_LOST &&
+            dlock__my_conn_error(mysql_errno(c->db));
+    return rc;
+}
+
+/* k->op on the lock's pinned connection (session mode): its session
+ * failing is the lock's loss (its GET_LOCK went with it).  *failed: the
+ * connection broke (it is discarded). */
+static int pinned_run(struct rcall *k, int *failed)
+{
+    struct my_lock *ml = k->ml;
+    uint64_t w = dlock__my_watch(k->ms, ml->c);
+    int rc = k->op(k, ml->c);
+
+    dlock__io_unwatch(w);
+    *failed = 0;
+    if (rc != DLOCK_OK && rc != DLOCK_LOST &&
+        dlock__my_conn_error(mysql_errno(ml->c->db))) {
+        char why[512];
+
+        *failed = 1;
+        snprintf(why, sizeof(why),
+                 "its connection to %s failed (%s), and its GET_LOCK went "
+                 "with the session",
+                 k->ms->base.url, mysql_error(ml->c->db));
+        dlock__pool_discard(&k->ms->pool, ml->c);
+        ml->c = NULL;
+        rc = dlock__lost(k->lk, why);
+    }
+    return rc;
+}
+
+int dlock__my_run_begin(struct dlock_store *s, struct dlock_lock *lk,
+                        const dlock_run_rule *rule, const char *host,
+                        int64_t pid, int *go, dlock_run *last)
+{
+    struct rcall k = {(struct my_store *)s, lk, lk->priv, begin_op, rule,
+                      host, pid, go, last, 0, 0};
+    int failed;
+
+    *go = 0;
+    if (k.ml == NULL || !k.ml->held ||
+        (!k.ms->lease_mode && k.ml->c == NULL))
+        return dlock__lost(lk, "its connection was lost earlier");
+    if (k.ml->c == NULL)
+        return dlock__pool_run(&k.ms->pool, rcall_fn, &k);
+    return pinned_run(&k, &failed);
+}
+
+int dlock__my_run_end(struct dlock_store *s, struct dlock_lock *lk,
+                      int result, int status)
+{
+    struct rcall k = {(struct my_store *)s, lk, lk->priv, end_op, NULL,
+                      NULL, 0, NULL, NULL, result, status};
+    struct my_lock tmp;
+    int failed = 1, rc;
+
+    if (k.ml == NULL) {
+        /* Its state is gone (cannot happen while the core holds lk):
+         * the keys again, from the name. */
+        memset(&tmp, 0, sizeof(tmp));
+        tmp.key_len = dlock__mysql_key(lk->name, lk->name_len,
+                                       k.ms->mariadb, tmp.key);
+        tmp.nkey_len = tmp.key_len;
+        memcpy(tmp.nkey, tmp.key, tmp.key_len + 1);
+        k.ml = &tmp;
+    }
+    /* On the lock's own session while it has one; after that broke (the
+     * lock is lost, the run still ends), on a pooled one. */
+    if (k.ml->c != NULL) {
+        rc = pinned_run(&k, &failed);
+        if (!failed)
+            return rc;
+    }
+    return dlock__pool_run(&k.ms->pool, rcall_fn, &k);
+}
+
+/* --- reading the records ------------------------------------------------ */
+
+struct rlist {
+    struct my_store *ms;
+    const char *name; /* runs: the name; last_runs: the prefix */
+    unsigned max;
+    dlock_run *v;
+    size_t n, cap;
+};
+
+static int rlist_add(struct rlist *l, MYSQL_ROW row, const unsigned long *lens)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 8;
+        dlock_run *nv = realloc(l->v, cap * sizeof(*nv));
+
+        if (nv == NULL)
+            return dlock__enomem();
+        l->v = nv;
+        l->cap = cap;
+    }
+    read_run(row, lens, 0, &l->v[l->n++]);
+    return DLOCK_OK;
+}
+
+/* The rows of b's SELECT into l, whose name starts with prefix (binary,
+ * as list() compares). */
+static int collect(struct my_store *ms, struct conn *c, struct sb *b,
+                   struct rlist *l, const char *prefix, const char *what)
+{
+    size_t plen = strlen(prefix);
+    MYSQL_RES *res = NULL;
+    MYSQL_ROW row;
+    int rc = run_tx_tables(ms, c, b, &res, 0, what);
+
+    while (rc == DLOCK_OK && res != NULL && (row = mysql_fetch_row(res))) {
+        unsigned long *lens = mysql_fetch_lengths(res);
+
+        if (row[0] == NULL || lens[0] < plen || lens[0] > DLOCK_NAME_MAX ||
+            memcmp(row[0], prefix, plen) != 0)
+            continue;
+        rc = rlist_add(l, row, lens);
+    }
+    mysql_free_result(res);
+    return rc;
+}
+
+static int runs_fn(void *conn, void *arg, int *dead)
+{
+    struct rlist *l = arg;
+    struct my_store *ms = l->ms;
+    struct conn *c = conn;
+    char key[KEY_MAX + 1];
+    size_t len = strlen(l->name);
+    size_t klen = dlock__mysql_key(l->name, len, ms->mariadb, key);
+    struct sb b = {0};
+    int rc;
+
+    l->n = 0;
+    dlock__my_sb_add(&b, "SELECT " RUN_COLS("")
+                         " FROM %s WHERE name = ",
+                     ms->runs);
+    dlock__my_sb_lit(&b, c, key, klen);
+    dlock__my_sb_add(&b, " AND full_name = ");
+    dlock__my_sb_lit(&b, c, l->name, len);
+    dlock__my_sb_add(&b, " ORDER BY fence DESC LIMIT %u", l->max);
+    rc = collect(ms, c, &b, l, l->name, "history");
+    dlock__my_sb_free(&b);
+    *dead = rc != DLOCK_OK && dlock__my_conn_error(mysql_errno(c->db));
+    return rc;
+}
+
+/* Each run to cb, with no connection held (cb may call the library). */
+static int report(struct rlist *l, int rc, dlock_run_cb cb, void *payload)
+{
+    for (size_t i = 0; rc == DLOCK_OK && i < l->n; i++)
+        rc = cb(&l->v[i], payload);
+    free(l->v);
+    return rc;
+}
+
+int dlock__my_runs(struct dlock_store *s, const char *name, unsigned max,
+                   dlock_run_cb cb, void *payload)
+{
+    struct rlist l = {(struct my_store *)s, name, max, NULL, 0, 0};
+
+    return report(&l, dlock__pool_run(&l.ms->pool, runs_fn, &l), cb,
+                  payload);
+}
+
+/* prefix as a LIKE pattern (escape character '!') and its '%'. */
+static void sb_like(struct sb *b, struct conn *c, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    char *p = malloc(2 * n + 2);
+    size_t j = 0;
+
+    if (p == NULL) {
+        b->oom = 1;
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (prefix[i] == '!' || prefix[i] == '%' || prefix[i] == '_')
+            p[j++] = '!';
+        p[j++] = prefix[i];
+    }
+    p[j++] = '%';
+    dlock__my_sb_lit(b, c, p, j);
+    free(p);
+}
+
+static int last_fn(void *conn, void *arg, int *dead)
+{
+    struct rlist *l = arg;
+    struct my_store *ms = l->ms;
+    struct conn *c = conn;
+    struct sb b = {0};
+    int rc;
+
+    l->n = 0;
+    dlock__my_sb_add(&b,
+                     "SELECT " RUN_COLS("r.")
+                     " FROM %s AS s JOIN %s AS r ON r.name = s.name AND "
+                     "r.fence = s.last_fence",
+                     ms->runsum, ms->runs);
+    if (l->name[0] != '\0') {
+        /* VARBINARY: LIKE compares bytes. */
+        dlock__my_sb_add(&b, " WHERE r.full_name LIKE ");
+        sb_like(&b, c, l->name);
+        dlock__my_sb_add(&b, " ESCAPE '!'");
+    }
+    rc = collect(ms, c, &b, l, l->name, "last runs");
+    dlock__my_sb_free(&b);
+    *dead = rc != DLOCK_OK && dlock__my_conn_error(mysql_errno(c->db));
+    return rc;
+}
+
+int dlock__my_last_runs(struct dlock_store *s, const char *prefix,
+                        dlock_run_cb cb, void *payload)
+{
+    struct rlist l = {(struct my_store *)s, prefix, 0, NULL, 0, 0};
+
+    return report(&l, dlock__pool_run(&l.ms->pool, last_fn, &l), cb,
+                  payload);
+}
