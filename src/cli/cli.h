@@ -83,4 +83,20 @@ int cmd_list(const struct cli *c, int argc, char **argv);
 int cmd_release(const struct cli *c, int argc, char **argv);
 int cmd_init(const struct cli *c, int argc, char **argv);
 
+/* What one `dlock run` did, for --metrics-file (metrics.c). */
+struct cli_run_report {
+    const char *name;          /* the lock name */
+    const char *metrics_file;  /* --metrics-file PATH or $DLOCK_METRICS_FILE; NULL: none */
+    int64_t start_ms;          /* wall clock (host CLOCK_REALTIME) ms since epoch when CMD started; 0 if it did not run */
+    int64_t end_ms;            /* wall clock ms when it ended (or when dlock decided to skip / gave up) */
+    int64_t waited_ms;         /* time spent acquiring the lock */
+    int ran;                   /* 1: CMD ran */
+    int skipped;               /* 1: not run because another run satisfied --once/--once-per or held it (busy with a rule) */
+    int exited;  int status;   /* exited: 1 and status = exit status */
+    int signaled; int sig;     /* signaled: 1 and sig = signal number */
+    int lost;                  /* 1: the lock was lost while CMD ran */
+    int exit_code;             /* what dlock exits with */
+};
+void run_report(const struct cli_run_report *r);
+
 #endif
