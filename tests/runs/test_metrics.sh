@@ -195,5 +195,99 @@ eq("dlock_run_runs_total", "job1", 7)
 eq("dlock_run_runs_total", "job2", 7)
 '
 
+# --- dlock run --metrics-file ---------------------------------------------
+if ! "$dlock" run --help 2>&1 | grep -q -- --metrics-file; then
+    fail "dlock run has no --metrics-file (the CLI of issue 35 is not in this build)"
+    echo "# metrics: $fails failure(s)"
+    exit 1
+fi
+d=$tmp/cli
+mkdir -p "$d"
+m=$d/jobs.prom
+p=metrics-$$-$RANDOM
+before=$(date +%s)
+run() { "$dlock" -s "$url" run "$@"; }
+rc=0; run "$p-a" --metrics-file "$m" -- true || rc=$?
+[ $rc = 0 ] || fail "run a success: exit $rc"
+rc=0; run "$p-a" --metrics-file="$m" -- sh -c 'exit 3' || rc=$?
+[ $rc = 3 ] || fail "run a failure: exit $rc"
+# The environment variable; --once-per: the second run is skipped.
+rc=0; DLOCK_METRICS_FILE=$m run "$p-b" --once-per 1h -- true || rc=$?
+[ $rc = 0 ] || fail "once-per first run: exit $rc"
+rc=0; DLOCK_METRICS_FILE=$m run "$p-b" --once-per 1h -- sh -c 'echo ran >"$0"' "$d/b-ran" 2>"$d/b.err" || rc=$?
+[ $rc = 0 ] && [ ! -e "$d/b-ran" ] || fail "once-per second run: exit $rc, ran: $(ls "$d")"
+# A lock broken from outside while CMD runs: LOST (exit 75), CMD SIGTERMed.
+mkfifo "$d/up"
+run "$p-c" --ttl 3 --metrics-file "$m" -- sh -c 'echo up >"$0"; exec sleep 60' "$d/up" 2>"$d/c.err" &
+pid=$!
+exec 3<>"$d/up"   # opened read-write: does not block, unlike <
+if ! read -t 60 -r _ <&3; then
+    fail "lost run: CMD never started ($(cat "$d/c.err"))"
+fi
+exec 3<&-
+"$dlock" -s "$url" release --force "$p-c" >/dev/null
+rc=0; wait $pid || rc=$?
+[ $rc = 75 ] || fail "lost run: exit $rc ($(cat "$d/c.err"))"
+# A CMD that does not exist: not run.
+rc=0; run "$p-d" --metrics-file "$m" -- "$d/no-such-cmd" 2>/dev/null || rc=$?
+[ $rc = 127 ] || fail "missing CMD: exit $rc"
+check "$m" "dlock run: a success, a failure, a --once-per skip, a lost run, a missing CMD, four names in one file" "
+p = '$p'
+before = $before
+import time
+now = time.time()
+assert names('dlock_run_runs_total') == {p + '-a', p + '-b', p + '-c', p + '-d'}, names('dlock_run_runs_total')
+a = p + '-a'
+eq('dlock_run_runs_total', a, 2)
+eq('dlock_run_failures_total', a, 1)
+eq('dlock_run_last_exit_status', a, 3)
+eq('dlock_run_last_signal', a, 0)
+eq('dlock_run_last_lost', a, 0)
+s = v('dlock_run_last_success_timestamp_seconds', a)
+st = v('dlock_run_last_start_timestamp_seconds', a)
+assert before - 1 <= s <= st <= now + 1, (before, s, st, now)
+assert 0 <= v('dlock_run_last_duration_seconds', a) < 30
+assert 0 <= v('dlock_run_last_wait_seconds', a) < 30
+b = p + '-b'
+eq('dlock_run_runs_total', b, 1)
+eq('dlock_run_skipped_total', b, 1)
+eq('dlock_run_failures_total', b, 0)
+eq('dlock_run_last_exit_status', b, 0)
+assert v('dlock_run_last_attempt_timestamp_seconds', b) >= v('dlock_run_last_start_timestamp_seconds', b)
+c = p + '-c'
+eq('dlock_run_runs_total', c, 1)
+eq('dlock_run_lost_total', c, 1)
+eq('dlock_run_last_lost', c, 1)
+eq('dlock_run_failures_total', c, 1)
+eq('dlock_run_last_signal', c, 15)
+eq('dlock_run_last_exit_status', c, -1)
+eq('dlock_run_last_success_timestamp_seconds', c, 0)
+d = p + '-d'
+eq('dlock_run_runs_total', d, 0)
+eq('dlock_run_not_run_total', d, 1)
+"
+# A metrics file that cannot be written is said, and the run's status
+# stays CMD's.
+rc=0; run "$p-e" --metrics-file "$d/no-dir/x.prom" -- sh -c 'exit 4' 2>"$d/e.err" || rc=$?
+[ $rc = 4 ] && grep -q "metrics file $d/no-dir/x.prom" "$d/e.err" \
+    && ok "dlock run: an unwritable metrics file is said; the exit status stays CMD's ($rc)" \
+    || fail "dlock run: unwritable metrics file: exit $rc, $(cat "$d/e.err")"
+
+# Ten dlock runs at once on three names, all into one file.
+c=$d/conc.prom
+pids=()
+for i in $(seq 1 10); do
+    run "$p-x$((i % 3))" -w 60 --metrics-file "$c" -- true &
+    pids+=($!)
+done
+bad=0
+for q in "${pids[@]}"; do wait "$q" || bad=1; done
+[ $bad = 0 ] || fail "dlock run: parallel runs failed"
+check "$c" "dlock run: 10 parallel runs on 3 names into one file: all counted" "
+p = '$p'
+assert sum(v('dlock_run_runs_total', p + '-x%d' % i) for i in range(3)) == 10
+eq('dlock_run_runs_total', p + '-x0', 3)
+"
+
 echo "# metrics: $fails failure(s)"
 [ $fails -eq 0 ]
