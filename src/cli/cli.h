@@ -60,6 +60,31 @@ void cli_json_info(FILE *f, const dlock_info *info);
 void cli_print_info(const dlock_info *info);
 /* Format a Unix ms timestamp as local ISO 8601 into buf. */
 const char *cli_time(int64_t unix_ms, char *buf, size_t len);
+/* The same in UTC with milliseconds: 2026-11-27T12:00:00.123Z. */
+const char *cli_time_utc(int64_t unix_ms, char *buf, size_t len);
+/* Parse a duration: what cli_parse_seconds() takes, or a number with m,
+ * h or d ("5m", "1h", "1.5h", "1d"); ms, -1 if not one, -2 if over
+ * CLI_SECONDS_MAX. */
+int64_t cli_parse_duration(const char *s);
+
+/* Run records (dlock_run), shared by status, list, history and run. */
+/* The result as a word: running, exited, signaled, lost, abandoned. */
+const char *cli_run_word(int result);
+/* One JSON object for run (fence as a string, times as ms and ISO). */
+void cli_json_run(FILE *f, const dlock_run *run);
+/* One line's worth for run, without the name: "exited 0 on host h pid
+ * 42, started ..., took 1.234 s, fence 7" (host escaped). */
+void cli_print_run(FILE *f, const dlock_run *run);
+/* cmd_status.c: the last run of name (out->fence 0: none; a store
+ * without run records has none): 0 or an exit code after saying why. */
+int cli_last_run(dlock_store *store, const char *name, dlock_run *out);
+/* cli_print_info() / cli_json_info() with the last run (NULL or fence 0:
+ * none; JSON "last_run": null). */
+void cli_print_info_run(const dlock_info *info, const dlock_run *last);
+void cli_json_info_run(FILE *f, const dlock_info *info,
+                       const dlock_run *last);
+/* cli_json_info() without the closing brace, for a caller adding keys. */
+void cli_json_info_open(FILE *f, const dlock_info *info);
 /* Is arg one of the names (e.g. "-h", "--help")? */
 int cli_is(const char *arg, const char *a, const char *b);
 
@@ -74,7 +99,36 @@ struct run_opts {
     int conflict_code;
     int shared;
     unsigned limit; /* 1: a lock; N > 1: one of N holders (semaphore) */
+    int wait_given;     /* -w or -n was given */
+    int conflict_given; /* -E was given */
+    int once;           /* --once */
+    int64_t period_ms;  /* --once-per DURATION; 0: none */
+    const char *metrics_file; /* --metrics-file, else $DLOCK_METRICS_FILE */
 };
+
+/* What one `dlock run` did, for the metrics file (src/cli/metrics.c,
+ * filled by t35-extra).  Times are the host's wall clock, ms since the
+ * Unix epoch. */
+struct cli_run_report {
+    const char *name;         /* the lock name */
+    const char *metrics_file; /* --metrics-file PATH or $DLOCK_METRICS_FILE;
+                               * NULL: none */
+    int64_t start_ms;  /* when CMD started; 0 if it did not run */
+    int64_t end_ms;    /* when it ended (or dlock skipped / gave up) */
+    int64_t waited_ms; /* time spent acquiring the lock */
+    int ran;           /* CMD ran */
+    int skipped;       /* not run: --once/--once-per satisfied, or the lock
+                        * busy with either */
+    int exited;        /* CMD exited, with status */
+    int status;
+    int signaled;      /* CMD died of signal sig */
+    int sig;
+    int lost;          /* the lock was lost while CMD ran */
+    int exit_code;     /* what dlock exits with */
+};
+/* Called once by cmd_run() just before it returns (after its options
+ * were parsed).  metrics: filled by t35-extra. */
+void run_report(const struct cli_run_report *r);
 int cli_run_parse(struct run_opts *o, int argc, char **argv);
 
 int cmd_run(const struct cli *c, int argc, char **argv);
@@ -82,21 +136,6 @@ int cmd_status(const struct cli *c, int argc, char **argv);
 int cmd_list(const struct cli *c, int argc, char **argv);
 int cmd_release(const struct cli *c, int argc, char **argv);
 int cmd_init(const struct cli *c, int argc, char **argv);
-
-/* What one `dlock run` did, for --metrics-file (metrics.c). */
-struct cli_run_report {
-    const char *name;          /* the lock name */
-    const char *metrics_file;  /* --metrics-file PATH or $DLOCK_METRICS_FILE; NULL: none */
-    int64_t start_ms;          /* wall clock (host CLOCK_REALTIME) ms since epoch when CMD started; 0 if it did not run */
-    int64_t end_ms;            /* wall clock ms when it ended (or when dlock decided to skip / gave up) */
-    int64_t waited_ms;         /* time spent acquiring the lock */
-    int ran;                   /* 1: CMD ran */
-    int skipped;               /* 1: not run because another run satisfied --once/--once-per or held it (busy with a rule) */
-    int exited;  int status;   /* exited: 1 and status = exit status */
-    int signaled; int sig;     /* signaled: 1 and sig = signal number */
-    int lost;                  /* 1: the lock was lost while CMD ran */
-    int exit_code;             /* what dlock exits with */
-};
-void run_report(const struct cli_run_report *r);
+int cmd_history(const struct cli *c, int argc, char **argv);
 
 #endif
