@@ -3,7 +3,8 @@
 #
 #   bindings/php/test.sh LIBDLOCK_PATH [DLOCK_CLI_PATH]
 #
-# Runs tests/test_store.php against SQLite (a temporary directory) and
+# Runs tests/test_store.php and tests/test_runs.php against SQLite (a
+# temporary directory) and
 # against each network store named by DLOCK_TEST_REDIS_URL,
 # DLOCK_TEST_POSTGRES_URL, DLOCK_TEST_MYSQL_URL, DLOCK_TEST_REDIS_SENTINEL_URL,
 # DLOCK_TEST_REDIS_CLUSTER_URL, and tests/test_compat.php (the
@@ -75,6 +76,7 @@ lint=$(find "$here" -name '*.php' -print0 | xargs -0 -n1 "$php" -l 2>&1 | grep -
 check "php -l of every file${lint:+: $lint}" test -z "$lint"
 
 run sqlite "$here/tests/test_store.php" "sqlite://$tmp/php-test.db" "${cliarg[@]}"
+run sqlite "$here/tests/test_runs.php" "sqlite://$tmp/php-test.db"
 
 for var in DLOCK_TEST_REDIS_URL DLOCK_TEST_POSTGRES_URL DLOCK_TEST_MYSQL_URL \
            DLOCK_TEST_REDIS_SENTINEL_URL DLOCK_TEST_REDIS_CLUSTER_URL; do
@@ -93,6 +95,7 @@ for var in DLOCK_TEST_REDIS_URL DLOCK_TEST_POSTGRES_URL DLOCK_TEST_MYSQL_URL \
     fi
     tag=${var#DLOCK_TEST_}; tag=${tag%_URL}; tag=${tag,,}
     run "$tag" "$here/tests/test_store.php" "$url" "${cliarg[@]}"
+    run "$tag" "$here/tests/test_runs.php" "$url"
     if [ "$var" = DLOCK_TEST_MYSQL_URL ]; then
         if command -v mysql >/dev/null; then
             run compat "$here/tests/test_compat.php" "$url"

@@ -49,6 +49,21 @@ typedef struct dlock_info {
     unsigned limit;
 } dlock_info;
 typedef int (*dlock_list_cb)(const dlock_info *info, void *payload);
+typedef struct dlock_run_rule {
+    int once;
+    int64_t period_ms;
+} dlock_run_rule;
+typedef struct dlock_run {
+    char name[1025];
+    uint64_t fence;
+    char host[256];
+    int64_t pid;
+    int64_t start_ms;
+    int64_t end_ms;
+    int result;
+    int status;
+} dlock_run;
+typedef int (*dlock_run_cb)(const dlock_run *run, void *payload);
 int dlock_options_init(dlock_options *opts, unsigned version);
 const char *dlock_default_url(void);
 int dlock_store_open(dlock_store **out, const char *url);
@@ -70,6 +85,11 @@ int dlock_status(dlock_info **out, dlock_store *store, const char *name);
 void dlock_info_free(dlock_info *info);
 int dlock_list(dlock_store *store, const char *prefix, dlock_list_cb cb, void *payload);
 int dlock_force_release(unsigned *out_removed, dlock_store *store, const char *name);
+int dlock_run_begin(dlock_lock *lock, const dlock_run_rule *rule, int *go, dlock_run **last);
+int dlock_run_end(dlock_lock *lock, int result, int status);
+int dlock_history(dlock_store *store, const char *name, unsigned max, dlock_run_cb cb, void *payload);
+int dlock_last_runs(dlock_store *store, const char *prefix, dlock_run_cb cb, void *payload);
+void dlock_run_free(dlock_run *run);
 const char *dlock_strerror(int rc);
 const char *dlock_errmsg(void);
 const char *dlock_schemes(void);

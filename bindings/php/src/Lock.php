@@ -146,6 +146,80 @@ final class Lock
         }
     }
 
+    /**
+     * Decide, with the lock held, whether this holder runs its job now,
+     * and if so record the run's start in the same step
+     * (dlock_run_begin()).
+     *
+     * @param bool       $once    not again once a run of this name
+     *                            succeeded (anywhere, ever): a migration.
+     * @param float|null $oncePer seconds, the schedule's interval (3600
+     *                            for an hourly job): not again within
+     *                            $oncePer / 2 of the last run's start, on
+     *                            the store's clock.
+     * @return array{0: bool, 1: ?Run} [go, last]: go true (recorded: end
+     *         it with runEnd()) or false (skip: a run already did the
+     *         job); last the run that decided a skip, or the run before
+     *         this one (null if none).
+     * @throws LostException (nothing recorded)
+     * @throws NotSupportedException a store without run records
+     */
+    public function runBegin(bool $once = false, ?float $oncePer = null): array
+    {
+        $this->live();
+        $ffi = Ffi::get();
+        $rule = $ffi->new('dlock_run_rule');
+        $rule->once = $once ? 1 : 0;
+        $period = 0;
+        if ($oncePer !== null) {
+            if (is_nan($oncePer) || $oncePer < 0) {
+                throw new InvalidArgumentException("bad oncePer $oncePer: seconds, up to 365 days", Exception::EINVAL);
+            }
+            $period = self::ms($oncePer);
+        }
+        $rule->period_ms = $period;
+        $go = $ffi->new('int');
+        $last = $ffi->new('dlock_run *');
+        $rc = $ffi->dlock_run_begin($this->handle, \FFI::addr($rule), \FFI::addr($go), \FFI::addr($last));
+        if ($rc !== Exception::OK) {
+            throw Exception::fromRc($rc, "run_begin \"{$this->name}\"");
+        }
+        $run = null;
+        if (!\FFI::isNull($last)) {
+            try {
+                $run = Run::fromC($last[0]);
+            } finally {
+                $ffi->dlock_run_free($last);
+            }
+        }
+        return [$go->cdata !== 0, $run];
+    }
+
+    /**
+     * Record how the run runBegin() started ended (dlock_run_end()).
+     * Works on a lost lock too: call it before release().
+     *
+     * @param int|string $result Run::EXITED ($status the exit status, 0
+     *                           for success), Run::SIGNALED ($status the
+     *                           signal), Run::LOST ($status -1 or what it
+     *                           ended with); or "exited", "signaled", "lost".
+     * @throws InvalidArgumentException no run was begun, a bad result
+     * @throws LostException the lock was released already
+     */
+    public function runEnd(int|string $result = Run::EXITED, int $status = 0): void
+    {
+        if ($this->handle === null) {
+            throw new LostException("lock \"{$this->name}\" was released", Exception::LOST);
+        }
+        if ($status < -2147483648 || $status > 2147483647) {
+            throw new InvalidArgumentException("bad status $status", Exception::EINVAL);
+        }
+        $rc = Ffi::get()->dlock_run_end($this->handle, Run::resultCode($result), $status);
+        if ($rc !== Exception::OK) {
+            throw Exception::fromRc($rc, "run_end \"{$this->name}\"");
+        }
+    }
+
     /** The store this lock was taken in. */
     public function store(): Store
     {

@@ -205,6 +205,122 @@ final class Store
         return $removed->cdata;
     }
 
+    /**
+     * The kept runs of $name (at most Run::KEPT), newest first; $max > 0
+     * keeps the newest $max.
+     * @return Run[]
+     * @throws NotSupportedException a store without run records
+     */
+    public function history(string $name, int $max = 0): array
+    {
+        self::noNul($name, 'name');
+        if ($max < 0 || $max > 0xFFFFFFFF) {
+            throw new InvalidArgumentException("bad max $max", Exception::EINVAL);
+        }
+        return $this->runs(fn ($ffi, $cb) => $ffi->dlock_history($this->h(), $name, $max, $cb, null));
+    }
+
+    /**
+     * The last run of every name starting with $prefix ('' or null: all)
+     * that has run records, in no particular order.
+     * @return Run[]
+     */
+    public function lastRuns(?string $prefix = null): array
+    {
+        if ($prefix !== null) {
+            self::noNul($prefix, 'prefix');
+        }
+        return $this->runs(fn ($ffi, $cb) => $ffi->dlock_last_runs($this->h(), $prefix, $cb, null));
+    }
+
+    /**
+     * Run $fn under the lock $name unless a run already did the job, and
+     * record the run (what `dlock run --once` / `--once-per` do).
+     *
+     * @param bool       $once    not again once a run succeeded.
+     * @param float|null $oncePer seconds, the schedule's interval: not
+     *                            again within $oncePer / 2 of the last
+     *                            run's start (the store's clock).
+     * @param float|null $wait    as lock(); default: wait until acquired
+     *                            (a second host waits for the first, then
+     *                            skips).  Not acquired in time: busy.
+     * $fn returning is a success (exit status 0); $fn throwing records
+     * status 1 and the exception propagates.  A lock lost while $fn ran
+     * is recorded LOST and LostException is thrown.
+     * @throws LostException|NotSupportedException|UnavailableException|StoreException
+     */
+    public function runOnce(
+        string $name,
+        callable $fn,
+        bool $once = false,
+        ?float $oncePer = null,
+        ?float $wait = self::FOREVER,
+        float $ttl = 30
+    ): RunOutcome {
+        $lock = $this->lock($name, $wait, $ttl);
+        if ($lock === null) {
+            return new RunOutcome(false, null, null, true);
+        }
+        try {
+            [$go, $last] = $lock->runBegin($once, $oncePer);
+            if (!$go) {
+                return new RunOutcome(false, null, $last);
+            }
+            try {
+                $value = $fn();
+            } catch (\Throwable $e) {
+                try {
+                    $lost = $lock->isLost();
+                    $lock->runEnd($lost ? Run::LOST : Run::EXITED, $lost ? -1 : 1);
+                } catch (Exception $ignored) {
+                }
+                throw $e;
+            }
+            if ($lock->isLost()) {
+                $lock->runEnd(Run::LOST, 0);
+                throw new LostException("run_once: lock \"$name\" was lost while the job ran", Exception::LOST);
+            }
+            $lock->runEnd(Run::EXITED, 0);
+            return new RunOutcome(true, $value, $last);
+        } finally {
+            if ($lock->isHeld()) {
+                $lock->release();
+            } else {
+                // Lost: free the handle; its LostException is the one above.
+                try {
+                    $lock->release();
+                } catch (Exception $ignored) {
+                }
+            }
+        }
+    }
+
+    /** dlock_history()/dlock_last_runs(): $call($ffi, $cb) returns a code. */
+    private function runs(callable $call): array
+    {
+        $ffi = Ffi::get();
+        $found = [];
+        $error = null;
+        // Called synchronously, on this thread, inside the call.
+        $cb = function ($run, $payload) use (&$found, &$error): int {
+            try {
+                $found[] = Run::fromC($run[0]);
+                return 0;
+            } catch (\Throwable $e) {
+                $error = $e;
+                return 1;
+            }
+        };
+        $rc = $call($ffi, $cb);
+        if ($error !== null) {
+            throw $error;
+        }
+        if ($rc !== Exception::OK) {
+            throw Exception::fromRc($rc);
+        }
+        return $found;
+    }
+
     /** The library version (dlock_version()). */
     public static function version(): string
     {

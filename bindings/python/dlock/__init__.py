@@ -97,6 +97,8 @@ __all__ = [
     "EXPIRING", "EINVAL", "EUNAVAIL", "ESTORE", "ENOTSUP", "ENOMEM",
     "ECANCELED",
     "NAME_MAX", "LIMIT_MAX", "TTL_MIN", "DEFAULT_TTL",
+    "Run", "RunOutcome", "RUN_RUNNING", "RUN_EXITED", "RUN_SIGNALED",
+    "RUN_LOST", "RUN_ABANDONED", "RUNS_KEPT",
 ]
 
 __version__ = "0.2.0"
@@ -120,6 +122,18 @@ TTL_MIN = 0.1           # seconds (DLOCK_TTL_MIN_MS)
 DEFAULT_TTL = 30.0      # seconds (DLOCK_DEFAULT_TTL_MS)
 _OPTIONS_VERSION = 3    # the dlock_options layout declared below
 SONAME = "libdlock.so.0.2"
+
+# dlock_run_result, as in dlock.h ("Runs").
+RUN_RUNNING = 0
+RUN_EXITED = 1
+RUN_SIGNALED = 2
+RUN_LOST = 3
+RUN_ABANDONED = 4
+RUNS_KEPT = 20          # DLOCK_RUNS_KEPT: runs the store keeps per name
+_RUN_RESULTS = {
+    RUN_RUNNING: "running", RUN_EXITED: "exited", RUN_SIGNALED: "signaled",
+    RUN_LOST: "lost", RUN_ABANDONED: "abandoned",
+}
 
 
 # --- exceptions -----------------------------------------------------------
@@ -261,6 +275,31 @@ class _Info(ctypes.Structure):
 _LIST_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_Info), _vp)
 
 
+class _RunRule(ctypes.Structure):
+    # dlock_run_rule.
+    _fields_ = [
+        ("once", ctypes.c_int),
+        ("period_ms", ctypes.c_int64),
+    ]
+
+
+class _Run(ctypes.Structure):
+    # dlock_run: only ever read through a pointer the library hands out.
+    _fields_ = [
+        ("name", ctypes.c_char * (NAME_MAX + 1)),
+        ("fence", ctypes.c_uint64),
+        ("host", ctypes.c_char * 256),
+        ("pid", ctypes.c_int64),
+        ("start_ms", ctypes.c_int64),
+        ("end_ms", ctypes.c_int64),
+        ("result", ctypes.c_int),
+        ("status", ctypes.c_int),
+    ]
+
+
+_RUN_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_Run), _vp)
+
+
 def _fn(name, restype, *argtypes):
     f = getattr(_lib, name)
     f.restype = restype
@@ -303,6 +342,13 @@ _cancel_fire = _fn("dlock_cancel_fire", None, _vp)
 _cancel_fired = _fn("dlock_cancel_fired", _c_int, _vp)
 _cancel_reset = _fn("dlock_cancel_reset", None, _vp)
 _cancel_free = _fn("dlock_cancel_free", None, _vp)
+_run_begin = _fn("dlock_run_begin", _c_int, _vp, ctypes.POINTER(_RunRule),
+                 ctypes.POINTER(_c_int), ctypes.POINTER(ctypes.POINTER(_Run)))
+_run_end = _fn("dlock_run_end", _c_int, _vp, _c_int, _c_int)
+_history = _fn("dlock_history", _c_int, _vp, _c_char_p, ctypes.c_uint,
+               _RUN_CB, _vp)
+_last_runs = _fn("dlock_last_runs", _c_int, _vp, _c_char_p, _RUN_CB, _vp)
+_run_free = _fn("dlock_run_free", None, ctypes.POINTER(_Run))
 
 
 class Cancel:
@@ -598,6 +644,75 @@ class LockInfo:
             other_client=bool(i.other_client), limit=i.limit)
 
 
+@dataclass(frozen=True)
+class Run:
+    """One recorded run of a name (dlock_run): :meth:`Store.history`,
+    :meth:`Store.last_runs`, :meth:`Lock.run_begin`.  ``start`` and ``end``
+    are Unix times in seconds on the store's clock (SQLite: the host's);
+    ``end`` is None while running or when abandoned.  ``result`` is one of
+    RUN_RUNNING, RUN_EXITED, RUN_SIGNALED, RUN_LOST, RUN_ABANDONED;
+    ``status`` the exit status (EXITED), the signal (SIGNALED) or -1.
+    ``fence`` identifies the run (the fence of the lock it held)."""
+    name: str
+    fence: int
+    host: str
+    pid: int
+    start: float
+    end: object
+    result: int
+    status: int
+
+    @property
+    def result_name(self):
+        """"running", "exited", "signaled", "lost" or "abandoned"."""
+        return _RUN_RESULTS.get(self.result, "result %d" % self.result)
+
+    @property
+    def succeeded(self):
+        """True for a run that exited with status 0."""
+        return self.result == RUN_EXITED and self.status == 0
+
+    @classmethod
+    def _from(cls, r):
+        return cls(
+            name=r.name.decode("utf-8", "surrogateescape"), fence=r.fence,
+            host=_s(r.host), pid=r.pid, start=r.start_ms / 1000.0,
+            end=r.end_ms / 1000.0 if r.end_ms > 0 else None,
+            result=r.result, status=r.status)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What :meth:`Store.run_once` did: ``ran`` (fn was called), ``value``
+    (what fn returned; None when it did not run) and ``last`` (the
+    :class:`Run` that made it skip, or the run before this one)."""
+    ran: bool
+    value: object
+    last: object
+
+
+def _period_ms(once_per):
+    if once_per is None:
+        return 0
+    ms = _ms(once_per, "once_per")
+    if ms is None:
+        raise InvalidArgument("once_per must be finite", EINVAL)
+    return ms
+
+
+def _run_result(result):
+    if isinstance(result, str):
+        for k, v in _RUN_RESULTS.items():
+            if v == result:
+                return k
+        raise InvalidArgument("result %r is not 'exited', 'signaled' or "
+                              "'lost'" % result, EINVAL)
+    if isinstance(result, bool) or not isinstance(result, int):
+        raise TypeError("dlock: result must be RUN_EXITED, RUN_SIGNALED or "
+                        "RUN_LOST, not %r" % (result,))
+    return result
+
+
 # --- store ------------------------------------------------------------------
 
 class _StoreState:
@@ -822,6 +937,81 @@ class Store:
             if rc != OK:
                 raise _error(rc, "force_release")
         return n.value
+
+    def _runs(self, fn, what, *args):
+        found, errors = [], []
+
+        def cb(run, _payload):
+            try:
+                found.append(Run._from(run.contents))
+                return 0
+            except BaseException as e:  # never into C
+                errors.append(e)
+                return 1
+
+        cfunc = _RUN_CB(cb)
+        with self._using() as h:
+            rc = fn(h, *args, cfunc, None)
+            if errors:
+                raise errors[0]
+            if rc != OK:
+                raise _error(rc, what)
+        return found
+
+    def history(self, name, max=0):
+        """The kept runs of ``name`` (at most :data:`RUNS_KEPT`), newest
+        first, as a list of :class:`Run`; ``max`` > 0 keeps the newest
+        ``max``.  Raises :class:`NotSupported` on a store without run
+        records."""
+        if isinstance(max, bool) or not isinstance(max, int):
+            raise TypeError("dlock: max must be an int, not %r" % (max,))
+        if not 0 <= max < 2 ** 32:
+            raise InvalidArgument("max %d is out of range" % max, EINVAL)
+        return self._runs(_history, "history", _cstr(name), max)
+
+    def last_runs(self, prefix=""):
+        """The last :class:`Run` of every name starting with ``prefix``
+        that has run records, in no particular order."""
+        return self._runs(_last_runs, "last_runs",
+                          _cstr(prefix or "", "prefix"))
+
+    def run_once(self, name, fn, once=False, once_per=None, **lock_kw):
+        """Run ``fn()`` under the lock ``name`` unless a run already did
+        the job, and record the run (what ``dlock run --once`` /
+        ``--once-per`` do).  Returns a :class:`RunOutcome`.
+
+        once: not again once a run of ``name`` succeeded (anywhere, ever).
+        once_per: seconds, the schedule's interval (3600 for an hourly
+        job): not again within once_per / 2 of the last run's start, on the
+        store's clock.  Neither: every call runs fn (and is recorded).
+        lock_kw: as :meth:`lock` (``wait`` defaults to forever: a second
+        host waits for the first, then skips).
+
+        fn returning is a success (exit status 0); fn raising records
+        status 1 and the exception propagates.  If the lock was lost while
+        fn ran, the run is recorded LOST and :class:`Lost` is raised.
+        """
+        if not callable(fn):
+            raise TypeError("dlock: fn must be callable")
+        with self.lock(name, **lock_kw) as lk:
+            go, last = lk.run_begin(once=once, once_per=once_per)
+            if not go:
+                return RunOutcome(False, None, last)
+            try:
+                value = fn()
+            except BaseException:
+                try:
+                    lk.run_end(RUN_LOST if lk.lost else RUN_EXITED,
+                               -1 if lk.lost else 1)
+                except DlockError:
+                    pass
+                raise
+            if lk.lost:
+                lk.run_end(RUN_LOST, 0)
+                raise Lost("run_once: lock %r was lost while fn ran"
+                           % lk.name, LOST)
+            lk.run_end(RUN_EXITED, 0)
+            return RunOutcome(True, value, last)
 
 
 # --- lock -------------------------------------------------------------------
@@ -1104,6 +1294,70 @@ class Lock:
         if ms is None:
             raise InvalidArgument("ttl must be finite", EINVAL)
         self._call(_assert_ttl, ms, "assert_ttl")
+
+    # -- runs
+    def run_begin(self, once=False, once_per=None):
+        """Decide, with the lock held, whether this holder runs its job
+        now (dlock_run_begin()), and if so record the run's start in the
+        same step.  Returns ``(go, last)``: go True (recorded; end it with
+        :meth:`run_end`) or False (skip: a run already did the job); last
+        the :class:`Run` that decided a skip, or the run before this one
+        (None if there is none).
+
+        once: not again once a run of this name succeeded.  once_per:
+        seconds, the schedule's interval: not again within once_per / 2 of
+        the last run's start, on the store's clock.
+        Raises :class:`Lost` (nothing recorded), :class:`NotSupported` (a
+        store without run records), :class:`NotHeld`."""
+        rule = _RunRule()
+        rule.once = 1 if once else 0
+        rule.period_ms = _period_ms(once_per)
+        go = _c_int()
+        last = ctypes.POINTER(_Run)()
+        st = self._st
+        with st.guard():
+            h = st.h
+            if not h:
+                raise NotHeld("lock %r is not held" % self.name)
+            with _Using(st.ss, allow_closed=True):
+                rc = _run_begin(h, ctypes.byref(rule), ctypes.byref(go),
+                                ctypes.byref(last))
+                err = None if rc == OK else _error(rc, "run_begin")
+            if rc == LOST:
+                self._was_lost = True
+        try:
+            if err is not None:
+                raise err
+            return (bool(go.value),
+                    Run._from(last.contents) if last else None)
+        finally:
+            if last:
+                _run_free(last)
+
+    def run_end(self, result=RUN_EXITED, status=0):
+        """Record how the run :meth:`run_begin` started ended
+        (dlock_run_end()): ``result`` RUN_EXITED (``status`` the exit
+        status, 0 for success), RUN_SIGNALED (``status`` the signal) or
+        RUN_LOST (``status`` -1 or what it ended with); the names
+        "exited", "signaled", "lost" too.  Works on a lost lock: call it
+        before :meth:`release`."""
+        r = _run_result(result)
+        if isinstance(status, bool) or not isinstance(status, int):
+            raise TypeError("dlock: status must be an int, not %r"
+                            % (status,))
+        if not -2 ** 31 <= status < 2 ** 31:
+            raise InvalidArgument("status %d is out of range" % status,
+                                  EINVAL)
+        st = self._st
+        with st.guard():
+            h = st.h
+            if not h:
+                raise NotHeld("lock %r is not held" % self.name)
+            with _Using(st.ss, allow_closed=True):
+                rc = _run_end(h, r, status)
+                err = None if rc == OK else _error(rc, "run_end")
+        if err is not None:
+            raise err
 
     def _fire_lost(self):
         self._was_lost = True
