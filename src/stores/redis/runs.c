@@ -314,6 +314,7 @@ int dlock__redis_runs(struct dlock_store *s, const char *name, unsigned max,
     char stop[16];
     const char *argv[4] = {"LRANGE", NULL, "0", stop};
     size_t lens[4] = {6, 0, 1, 0};
+    unsigned told = 0;
     struct run_keys rk;
     redisReply *r;
     dlock_run *run;
@@ -322,7 +323,9 @@ int dlock__redis_runs(struct dlock_store *s, const char *name, unsigned max,
     rc = run_keys_of(rs, name, strlen(name), &rk);
     if (rc != DLOCK_OK)
         return rc;
-    snprintf(stop, sizeof(stop), "%u", max - 1);
+    /* All kept (the list holds DLOCK_RUNS_KEPT), and the first max that
+     * are records: an entry someone else pushed takes no run's place. */
+    snprintf(stop, sizeof(stop), "%d", DLOCK_RUNS_KEPT - 1);
     argv[1] = rk.key[3];
     lens[1] = rk.klen[3];
     lens[3] = strlen(stop);
@@ -349,10 +352,12 @@ int dlock__redis_runs(struct dlock_store *s, const char *name, unsigned max,
         return dlock__enomem();
     }
     dlock__strlcpy(run->name, name, sizeof(run->name));
-    for (size_t i = 0; i < r->elements && i < max && rc == DLOCK_OK; i++) {
+    for (size_t i = 0; i < r->elements && told < max && rc == DLOCK_OK;
+         i++) {
         if (r->element[i]->type != REDIS_REPLY_STRING ||
             parse_run(r->element[i]->str, run) != 0)
             continue;
+        told++;
         rc = cb(run, payload);
     }
     free(run);
