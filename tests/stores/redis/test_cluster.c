@@ -540,11 +540,15 @@ static void t_runs_slots(void)
         CHECK_RC(dlock_release(l), DLOCK_OK);
         snprintf(key, sizeof(key), "dlock:%s", names[i]);
         port = owner_of(key, &slot);
-        k = keys_with(port, names[i] + strlen(run_id), found, 16);
+        k = keys_with(port, names[i], found, 16);
         for (int j = 0; j < k; j++) {
+            const char *at = strstr(found[j], names[i]);
             int ks = -1;
 
-            if (strstr(found[j], "\xffrun") == NULL)
+            /* this name's (not rs-m10's for rs-m1) run keys */
+            if (at == NULL || strchr("}\xfe\xff", at[strlen(names[i])]) ==
+                                  NULL ||
+                strstr(found[j], "\xffrun") == NULL)
                 continue;
             runkeys++;
             CHECK(owner_of(found[j], &ks) == port);
