@@ -538,7 +538,7 @@ static void t_runs_slots(void)
         CHECK(go == 1);
         CHECK_RC(dlock_run_end(l, DLOCK_RUN_EXITED, 3), DLOCK_OK);
         CHECK_RC(dlock_release(l), DLOCK_OK);
-        snprintf(key, sizeof(key), "dlock:%s", names[i]);
+        snprintf(key, sizeof(key), "dlock:%.500s", names[i]);
         port = owner_of(key, &slot);
         k = keys_with(port, names[i], found, 16);
         for (int j = 0; j < k; j++) {
