@@ -1257,6 +1257,29 @@ static void t_runs_keys(void)
     if (sr.n != 3)
         printf("  last_runs(%s): %d runs\n", run_id, sr.n);
     CHECK(sr.n == 3);
+    /* A shared holder and a semaphore's: theirs while their place is
+     * live, LOST (nothing written) once it is gone. */
+    for (int kind = 0; kind < 2; kind++) {
+        const char *name = nm(kind ? "rk-sem" : "rk-shared");
+        dlock_options ko = opts(0, 5000, 0);
+        dlock_lock *l2;
+
+        ko.shared = kind == 0;
+        ko.limit = kind ? 3 : 1;
+        CHECK_RC(dlock_acquire(&l, s, name, &ko), DLOCK_OK);
+        CHECK_RC(dlock_acquire(&l2, s, name, &ko), DLOCK_OK);
+        CHECK_RC(dlock_run_begin(l, &rule, &go, NULL), DLOCK_OK);
+        CHECK(go == 1);
+        CHECK_RC(dlock_run_end(l, DLOCK_RUN_EXITED, 0), DLOCK_OK);
+        CHECK_RC(dlock_release(l2), DLOCK_OK);
+        CHECK_RC(dlock_force_release(NULL, s, name), DLOCK_OK);
+        CHECK_RC(dlock_run_begin(l, &rule, &go, NULL), DLOCK_LOST);
+        CHECK(go == 0);
+        dlock_release(l);
+        memset(&sr, 0, sizeof(sr));
+        CHECK_RC(dlock_history(s, name, 0, seen_cb, &sr), DLOCK_OK);
+        CHECK(sr.n == 1 && sr.status[0] == 0);
+    }
     redisFree(c);
     dlock_store_close(s);
 }
