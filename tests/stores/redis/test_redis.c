@@ -1280,7 +1280,19 @@ static void t_runs_keys(void)
         CHECK_RC(dlock_history(s, name, 0, seen_cb, &sr), DLOCK_OK);
         CHECK(sr.n == 1 && sr.status[0] == 0);
     }
+    /* A restart without persistence forgets the records, as
+     * docs/stores/redis.md says: --once runs again. */
+    rule.once = 1;
+    CHECK_RC(dlock_acquire(&l, s, nm("rk"), &o), DLOCK_OK);
+    CHECK_RC(dlock_run_begin(l, &rule, &go, NULL), DLOCK_OK);
+    CHECK(go == 0); /* the success above */
+    CHECK_RC(dlock_release(l), DLOCK_OK);
     redisFree(c);
+    CHECK(script(NULL, 0, "ctl %s restart", dir) == 0);
+    CHECK_RC(dlock_acquire(&l, s, nm("rk"), &o), DLOCK_OK);
+    CHECK_RC(dlock_run_begin(l, &rule, &go, NULL), DLOCK_OK);
+    CHECK(go == 1);
+    CHECK_RC(dlock_release(l), DLOCK_OK);
     dlock_store_close(s);
 }
 
