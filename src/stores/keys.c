@@ -67,7 +67,7 @@ static void sha1_add(struct sha1 *s, const void *data, size_t len)
     }
 }
 
-static void sha1_hex(const void *data, size_t len, char out[41])
+void dlock__sha1_hex(const void *data, size_t len, char out[41])
 {
     static const char hex[] = "0123456789abcdef";
     struct sha1 s = {
@@ -121,7 +121,7 @@ size_t dlock__mysql_key(const char *name, size_t len, int mariadb,
         return len;
     }
     memcpy(out, name, cut);
-    sha1_hex(name, len, out + cut);
+    dlock__sha1_hex(name, len, out + cut);
     return cut + 40;
 }
 
@@ -142,7 +142,7 @@ void dlock__mysql_sem_prefix(const char *name, size_t len,
     memcpy(buf, name, len);
     buf[len] = '\0';
     memcpy(buf + len + 1, tail, sizeof(tail) - 1);
-    sha1_hex(buf, len + sizeof(tail), out);
+    dlock__sha1_hex(buf, len + sizeof(tail), out);
     out[40] = '#';
     out[41] = '\0';
 }

@@ -9,6 +9,10 @@
 
 #include <stddef.h>
 
+/* The SHA1 (FIPS 180-1) of data in lower-case hex, NUL-terminated: the
+ * MySQL key of a long name, and the digest Redis names a script by. */
+void dlock__sha1_hex(const void *data, size_t len, char out[41]);
+
 /* MySQL/MariaDB: 64 characters of at most 4 bytes each. */
 #define DLOCK__MYSQL_KEY_MAX (64 * 4)
 

@@ -12,6 +12,8 @@
  *   store.c    the ops table: open, close, acquire, extend, release,
  *              status, list, force-release
  *   renew.c    the renew thread's batches: many extends in one pipeline
+ *   runs.c     run records (dlock_run_begin/_end, dlock_history,
+ *              dlock_last_runs): their scripts and keys
  *   rconn.c    one connection: TCP, unix socket or TLS (OpenSSL), with
  *              hiredis's command formatting and reply reader
  *
@@ -40,6 +42,10 @@
  *   P NAME \xff release the channel a release that hands the lock to
  *                       nobody is published on ("r"), and a hand-off
  *                       the new holder's lease ("h" + ms)
+ *   P NAME \xff runs    the name's kept runs, newest first: a list of
+ *                       "fence start end result status pid host" (runs.c)
+ *   P NAME \xff run     its run summary: a hash (start of the last run,
+ *                       the record of a run that succeeded)
  *   P NAME \xff w TOKEN a waiter's own channel: "g" + fence when a
  *                       release hands the lock to it (a wake-up only:
  *                       anyone may publish; the waiter's attempt tells)
@@ -99,8 +105,14 @@ enum {
     S_STATUS,
     S_FORCE,
     S_LEAVE,
+    /* runs.c's, not loaded with the others (a connection that never
+     * records a run pays nothing for them): their sha is computed here,
+     * and the first EVALSHA on a server that lacks them sends the text */
+    S_RUN_BEGIN,
+    S_RUN_END,
     S_COUNT
 };
+#define S_LOADED S_RUN_BEGIN
 
 /* How many keys every script gets (the numkeys of EVALSHA): all of
  * struct dlock__rkeys. */
@@ -375,6 +387,15 @@ redisReply *dlock__redis_run(struct redis_store *rs, int s,
                              const struct dlock__rkeys *k, int nargs,
                              const char **args, const size_t *alen, int retry,
                              int *rc);
+/* As dlock__redis_run(), with nkeys (at most RUN_KEYS_MAX) keys of one
+ * hash slot and up to RUN_ARGS_MAX arguments. */
+#define RUN_KEYS_MAX 8
+#define RUN_ARGS_MAX 8
+redisReply *dlock__redis_run_keys(struct redis_store *rs, int s, int nkeys,
+                                  const char *const *keys,
+                                  const size_t *klen, int nargs,
+                                  const char **args, const size_t *alen,
+                                  int retry, int *rc);
 
 /* --- store.c --------------------------------------------------------- */
 
@@ -410,6 +431,29 @@ int dlock__redis_stale(const struct dlock_lock *lk, uint64_t now_epoch);
 int dlock__redis_drop_stale(struct redis_store *rs, struct dlock_lock *lk);
 /* A wait that ended without the lock: leave the queue (best effort). */
 int dlock__redis_leave(struct redis_store *rs, struct dlock_lock *lk);
+
+/* SCAN the server (every master of a cluster) for the keys matching
+ * pattern, calling take for each (caller does not hold mu; take runs
+ * with it held and must not call into the store).  Stops at take's first
+ * error. */
+int dlock__redis_scan(struct redis_store *rs, const char *pattern,
+                      int (*take)(struct redis_store *rs, const char *key,
+                                  size_t len, void *arg),
+                      void *arg);
+
+/* --- runs.c --------------------------------------------------------- */
+
+/* The text of script s >= S_LOADED. */
+const char *dlock__redis_run_lua(int s);
+int dlock__redis_run_begin(struct dlock_store *s, struct dlock_lock *lk,
+                           const dlock_run_rule *rule, const char *host,
+                           int64_t pid, int *go, dlock_run *last);
+int dlock__redis_run_end(struct dlock_store *s, struct dlock_lock *lk,
+                         int result, int status);
+int dlock__redis_runs(struct dlock_store *s, const char *name, unsigned max,
+                      dlock_run_cb cb, void *payload);
+int dlock__redis_last_runs(struct dlock_store *s, const char *prefix,
+                           dlock_run_cb cb, void *payload);
 
 /* --- sub.c (all under smu) ------------------------------------------- */
 

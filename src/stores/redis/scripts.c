@@ -6,6 +6,7 @@
  * EVALSHA; when the server answers NOSCRIPT (SCRIPT FLUSH, a restart, a
  * failover) the text goes with EVAL, which also caches it again.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -524,20 +525,25 @@ int dlock__redis_scripts_init(struct redis_store *rs)
     static const char heard[] = HEARD;
 
     for (int i = 0; i < S_COUNT; i++) {
-        const char *at = strstr(lua[i], heard);
-        size_t len = strlen(lua[i]), hl = strlen(HEARD_CLUSTER);
+        const char *src = i < S_LOADED ? lua[i] : dlock__redis_run_lua(i);
+        const char *at = strstr(src, heard);
+        size_t len = strlen(src), hl = strlen(HEARD_CLUSTER);
         char *v;
 
-        rs->lua[i] = lua[i];
-        if (!rs->cluster || at == NULL)
-            continue;
-        v = malloc(len - (sizeof(heard) - 1) + hl + 1);
-        if (v == NULL)
-            return dlock__enomem();
-        memcpy(v, lua[i], (size_t)(at - lua[i]));
-        memcpy(v + (at - lua[i]), HEARD_CLUSTER, hl);
-        strcpy(v + (at - lua[i]) + hl, at + sizeof(heard) - 1);
-        rs->lua[i] = rs->lua_buf[i] = v;
+        rs->lua[i] = src;
+        if (rs->cluster && at != NULL) {
+            v = malloc(len - (sizeof(heard) - 1) + hl + 1);
+            if (v == NULL)
+                return dlock__enomem();
+            memcpy(v, src, (size_t)(at - src));
+            memcpy(v + (at - src), HEARD_CLUSTER, hl);
+            strcpy(v + (at - src) + hl, at + sizeof(heard) - 1);
+            rs->lua[i] = rs->lua_buf[i] = v;
+        }
+        /* Redis names a script by the SHA1 of its text: those not
+         * loaded on connect are EVALSHA'd by it all the same. */
+        if (i >= S_LOADED)
+            dlock__sha1_hex(rs->lua[i], strlen(rs->lua[i]), rs->sha[i]);
     }
     return DLOCK_OK;
 }
@@ -573,7 +579,7 @@ static int load_error(struct redis_store *rs, struct rconn *c,
 
 int dlock__redis_load_scripts(struct redis_store *rs, struct rconn *c)
 {
-    for (int i = 0; i < S_COUNT; i++) {
+    for (int i = 0; i < S_LOADED; i++) {
         redisReply *r = dlock__rconn_command(c, "SCRIPT LOAD %s", rs->lua[i]);
         int rc;
 
@@ -650,30 +656,40 @@ static int eval_fn(void *conn, void *arg, int *dead)
     return rc;
 }
 
-redisReply *dlock__redis_run(struct redis_store *rs, int s,
-                             const struct dlock__rkeys *k, int nargs,
-                             const char **args, const size_t *alen, int retry,
-                             int *rc)
+redisReply *dlock__redis_run_keys(struct redis_store *rs, int s, int nkeys,
+                                  const char *const *keys,
+                                  const size_t *klen, int nargs,
+                                  const char **args, const size_t *alen,
+                                  int retry, int *rc)
 {
-    const char *argv[3 + DLOCK__RKEYS + 6];
-    size_t lens[3 + DLOCK__RKEYS + 6];
+    const char *argv[3 + RUN_KEYS_MAX + RUN_ARGS_MAX];
+    size_t lens[3 + RUN_KEYS_MAX + RUN_ARGS_MAX];
+    char nk[16];
     struct eval e = {rs, s, 0, argv, lens, NULL};
 
-    argv[2] = RKEYS_STR;
-    lens[2] = 1;
-    for (int i = 0; i < DLOCK__RKEYS; i++) {
-        argv[3 + i] = k->k[i];
-        lens[3 + i] = k->klen[i];
+    if (nkeys > RUN_KEYS_MAX)
+        nkeys = RUN_KEYS_MAX;
+    if (nargs > RUN_ARGS_MAX)
+        nargs = RUN_ARGS_MAX;
+    if (nkeys == DLOCK__RKEYS)
+        strcpy(nk, RKEYS_STR);
+    else
+        snprintf(nk, sizeof(nk), "%d", nkeys);
+    argv[2] = nk;
+    lens[2] = strlen(nk);
+    for (int i = 0; i < nkeys; i++) {
+        argv[3 + i] = keys[i];
+        lens[3 + i] = klen[i];
     }
-    for (int i = 0; i < nargs && i < 6; i++) {
-        argv[3 + DLOCK__RKEYS + i] = args[i];
-        lens[3 + DLOCK__RKEYS + i] = alen[i];
+    for (int i = 0; i < nargs; i++) {
+        argv[3 + nkeys + i] = args[i];
+        lens[3 + nkeys + i] = alen[i];
     }
-    e.argc = 3 + DLOCK__RKEYS + (nargs < 6 ? nargs : 6);
+    e.argc = 3 + nkeys + nargs;
     *rc = dlock__redis_exec(rs,
-                            rs->cluster ? (int)dlock__redis_slot(k->k[0],
-                                                                k->klen[0])
-                                        : -1,
+                            rs->cluster
+                                ? (int)dlock__redis_slot(keys[0], klen[0])
+                                : -1,
                             eval_fn, &e, retry);
     if (*rc != DLOCK_OK)
         return NULL;
@@ -683,4 +699,15 @@ redisReply *dlock__redis_run(struct redis_store *rs, int s,
         return NULL;
     }
     return e.reply;
+}
+
+redisReply *dlock__redis_run(struct redis_store *rs, int s,
+                             const struct dlock__rkeys *k, int nargs,
+                             const char **args, const size_t *alen, int retry,
+                             int *rc)
+{
+    _Static_assert(DLOCK__RKEYS <= RUN_KEYS_MAX, "RUN_KEYS_MAX too small");
+    return dlock__redis_run_keys(rs, s, DLOCK__RKEYS, k->k, k->klen,
+                                 nargs < 6 ? nargs : 6, args, alen, retry,
+                                 rc);
 }

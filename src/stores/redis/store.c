@@ -636,11 +636,13 @@ static int redis_status(struct dlock_store *s, const char *name,
     return describe((struct redis_store *)s, name, out);
 }
 
-/* SCAN one server (with Cluster: the master of slot) for the lock keys
- * that match pattern, into names. */
+/* SCAN one server (with Cluster: the master of slot) for the keys that
+ * match pattern, each to take. */
 struct scan {
     const char *pattern;
-    struct dlock__names *names;
+    int (*take)(struct redis_store *rs, const char *key, size_t len,
+                void *arg);
+    void *arg;
 };
 
 static int scan_node(struct redis_store *rs, int slot, void *arg)
@@ -673,21 +675,44 @@ static int scan_node(struct redis_store *rs, int slot, void *arg)
         for (size_t i = 0; i < r->element[1]->elements && rc == DLOCK_OK;
              i++) {
             redisReply *key = r->element[1]->element[i];
-            size_t cut;
 
-            /* With Cluster only the lock keys: a shared lock's key is
-             * there while it has readers, and a tagged derived key (with
-             * an empty prefix) is no name. */
-            if (key->type != REDIS_REPLY_STRING ||
-                (rs->cluster && memchr(key->str, 0xff, key->len) != NULL) ||
-                !dlock__redis_key_name(key->str, key->len, rs->prefix,
-                                       rs->prefix_len, &cut))
-                continue;
-            rc = dlock__names_add(sc->names, key->str + rs->prefix_len, cut);
+            if (key->type == REDIS_REPLY_STRING)
+                rc = sc->take(rs, key->str, key->len, sc->arg);
         }
         freeReplyObject(r);
     } while (rc == DLOCK_OK && strcmp(cursor, "0") != 0);
     return rc;
+}
+
+int dlock__redis_scan(struct redis_store *rs, const char *pattern,
+                      int (*take)(struct redis_store *rs, const char *key,
+                                  size_t len, void *arg),
+                      void *arg)
+{
+    struct scan sc = {pattern, take, arg};
+    int rc;
+
+    /* A cluster's masters are scanned one after the other. */
+    pthread_mutex_lock(&rs->mu);
+    rc = rs->cluster ? dlock__redis_cluster_each_master(rs, scan_node, &sc)
+                     : scan_node(rs, -1, &sc);
+    pthread_mutex_unlock(&rs->mu);
+    return rc;
+}
+
+/* A lock key (or a shared lock's readers key) SCAN met: its name. */
+static int take_lock_key(struct redis_store *rs, const char *key, size_t len,
+                         void *arg)
+{
+    size_t cut;
+
+    /* With Cluster only the lock keys: a shared lock's key is there while
+     * it has readers, and a tagged derived key (with an empty prefix) is
+     * no name. */
+    if ((rs->cluster && memchr(key, 0xff, len) != NULL) ||
+        !dlock__redis_key_name(key, len, rs->prefix, rs->prefix_len, &cut))
+        return DLOCK_OK;
+    return dlock__names_add(arg, key + rs->prefix_len, cut);
 }
 
 static int redis_list(struct dlock_store *s, const char *prefix,
@@ -698,7 +723,6 @@ static int redis_list(struct dlock_store *s, const char *prefix,
     size_t plen = strlen(prefix);
     char *lit = malloc(rs->prefix_len + plen + 1), *pattern;
     struct dlock__names names = {NULL, 0, 0};
-    struct scan sc = {NULL, &names};
     int rc;
 
     if (lit == NULL)
@@ -709,14 +733,9 @@ static int redis_list(struct dlock_store *s, const char *prefix,
     free(lit);
     if (pattern == NULL)
         return dlock__enomem();
-    sc.pattern = pattern;
     /* Collect first (SCAN may return a key twice), then describe each
-     * without the connection held, so cb may call into the library.  A
-     * cluster's masters are scanned one after the other. */
-    pthread_mutex_lock(&rs->mu);
-    rc = rs->cluster ? dlock__redis_cluster_each_master(rs, scan_node, &sc)
-                     : scan_node(rs, -1, &sc);
-    pthread_mutex_unlock(&rs->mu);
+     * without the connection held, so cb may call into the library. */
+    rc = dlock__redis_scan(rs, pattern, take_lock_key, &names);
     free(pattern);
     if (rc != DLOCK_OK) {
         dlock__names_free(&names);
@@ -788,4 +807,8 @@ const struct dlock_store_ops dlock__redis_ops = {
     .force_release = redis_force_release,
     .init = redis_init,
     .ddl = redis_ddl,
+    .run_begin = dlock__redis_run_begin,
+    .run_end = dlock__redis_run_end,
+    .runs = dlock__redis_runs,
+    .last_runs = dlock__redis_last_runs,
 };

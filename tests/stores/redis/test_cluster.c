@@ -16,6 +16,8 @@
  * ask_half_migrated  a slot half migrated: its names are DLOCK_EUNAVAIL
  *                  (ASK, then TRYAGAIN), a waiter waits it out, a held
  *                  lock survives it; then all go on, on the target
+ * runs_slots       run records: their keys in the lock key's slot,
+ *                  whatever the name's braces; last_runs on every master
  * failover_loses   the master of a held lock's slot is killed: the holder
  *                  is told LOST (never trusted, though the replica may have
  *                  the key), another client gets the lock with a higher
@@ -477,6 +479,88 @@ static void t_failover_loses(void)
     dlock_store_close(s);
 }
 
+/* Run records on a cluster: the run keys of every spelling of a name
+ * (a hash tag of its own, a '}' that needs a borrowed tag, a lone '{',
+ * an empty tag) are in the lock key's slot on its master, and
+ * last_runs finds the names on every master. */
+struct run_seen {
+    int n, mine;
+};
+
+static int run_seen_cb(const dlock_run *r, void *p)
+{
+    struct run_seen *rs = p;
+
+    rs->n++;
+    rs->mine += strstr(r->name, "/rs-") != NULL && r->result == 1 &&
+                r->status == 3;
+    return 0;
+}
+
+static void t_runs_slots(void)
+{
+    static const char *const bases[] = {"rs-plain", "rs-{tag}x", "rs-br}ace",
+                                        "rs-a{b", "rs-{}empty"};
+    dlock_options o = opts(0, 10000, 0);
+    dlock_run_rule rule = DLOCK_RUN_RULE_INIT;
+    dlock_store *s = must_open(url);
+    char names[16][128];
+    int ms[8], nms = masters(ms), n = 0, on[8] = {0};
+    struct run_seen seen = {0, 0};
+
+    CHECK(nms == 3);
+    for (size_t b = 0; b < sizeof(bases) / sizeof(bases[0]); b++)
+        snprintf(names[n++], sizeof(names[0]), "%s", nm(bases[b]));
+    /* and a name on every master */
+    for (int i = 0; i < 300 && n < 16; i++) {
+        char base[32], key[600];
+        int port;
+
+        snprintf(base, sizeof(base), "rs-m%d", i);
+        snprintf(key, sizeof(key), "dlock:%s", nm(base));
+        port = owner_of(key, NULL);
+        for (int m = 0; m < nms; m++)
+            if (port == ms[m] && !on[m]) {
+                on[m] = 1;
+                snprintf(names[n++], sizeof(names[0]), "%s", nm(base));
+            }
+        if (on[0] && on[1] && on[2])
+            break;
+    }
+    CHECK(n == 8);
+    for (int i = 0; i < n; i++) {
+        char key[600], found[16][600];
+        dlock_lock *l;
+        int go = 0, slot, port, k, runkeys = 0;
+
+        CHECK_RC(dlock_acquire(&l, s, names[i], &o), DLOCK_OK);
+        CHECK_RC(dlock_run_begin(l, &rule, &go, NULL), DLOCK_OK);
+        CHECK(go == 1);
+        CHECK_RC(dlock_run_end(l, DLOCK_RUN_EXITED, 3), DLOCK_OK);
+        CHECK_RC(dlock_release(l), DLOCK_OK);
+        snprintf(key, sizeof(key), "dlock:%.500s", names[i]);
+        port = owner_of(key, &slot);
+        k = keys_with(port, names[i], found, 16);
+        for (int j = 0; j < k; j++) {
+            const char *at = strstr(found[j], names[i]);
+            int ks = -1;
+
+            /* this name's (not rs-m10's for rs-m1) run keys */
+            if (at == NULL || strchr("}\xfe\xff", at[strlen(names[i])]) ==
+                                  NULL ||
+                strstr(found[j], "\xffrun") == NULL)
+                continue;
+            runkeys++;
+            CHECK(owner_of(found[j], &ks) == port);
+            CHECK(ks == slot);
+        }
+        CHECK(runkeys == 2); /* the runs and the summary */
+    }
+    CHECK_RC(dlock_last_runs(s, run_id, run_seen_cb, &seen), DLOCK_OK);
+    CHECK(seen.n == n && seen.mine == n);
+    dlock_store_close(s);
+}
+
 static const struct rt_test tests[] = {
     {"keys_one_slot", t_keys_one_slot, 0},
     {"wrong_scheme", t_wrong_scheme, 0},
@@ -484,6 +568,7 @@ static const struct rt_test tests[] = {
     {"migrate_keeps", t_migrate_keeps, 0},
     {"ask_half_migrated", t_ask_half_migrated, 0},
     {"failover_loses", t_failover_loses, 0},
+    {"runs_slots", t_runs_slots, 0},
 };
 
 int main(int argc, char **argv)

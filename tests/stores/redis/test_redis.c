@@ -1142,6 +1142,160 @@ static void t_tls_codes(void)
     }
 }
 
+/* Run records (runs.c, docs/stores/redis.md): the documented layout (a
+ * list of "fence start end result status pid host", newest first, and
+ * a summary hash, neither expiring); the scripts are not loaded on
+ * connect but EVALSHA finds them once sent (their sha is the server's);
+ * a plain cycle leaves the records alone and costs what it did; entries
+ * someone else pushed are passed over; last_runs takes the prefix's
+ * glob characters literally.  On a server of its own (EVAL counts). */
+struct seen_runs {
+    int n;
+    char names[4][DLOCK_NAME_MAX + 1];
+    int status[4];
+};
+
+static int seen_cb(const dlock_run *r, void *p)
+{
+    struct seen_runs *sr = p;
+
+    if (sr->n < 4) {
+        snprintf(sr->names[sr->n], sizeof(sr->names[0]), "%s", r->name);
+        sr->status[sr->n] = r->status;
+    }
+    sr->n++;
+    return 0;
+}
+
+static long long eval_calls(redisContext *c)
+{
+    redisReply *r = redisCommand(c, "INFO commandstats");
+    const char *p = r != NULL && r->type == REDIS_REPLY_STRING
+                        ? strstr(r->str, "cmdstat_eval:calls=")
+                        : NULL;
+    long long n = p != NULL ? atoll(p + strlen("cmdstat_eval:calls=")) : 0;
+
+    freeReplyObject(r);
+    return n;
+}
+
+static void t_runs_keys(void)
+{
+    char u[256], key[600], runs[620], sum[620], host[256] = "", rhost[256];
+    dlock_options o = opts(0, 5000, 0);
+    dlock_run_rule rule = DLOCK_RUN_RULE_INIT;
+    struct seen_runs sr;
+    unsigned long long f;
+    long long st, en, res, stat, pid, evals, calls;
+    dlock_store *s;
+    redisContext *c;
+    dlock_lock *l;
+    int go = 0;
+
+    own_server(u, sizeof(u));
+    s = must_open(u);
+    c = raw_open(u);
+    gethostname(host, sizeof(host) - 1);
+    snprintf(key, sizeof(key), "dlock:%s", nm("rk"));
+    snprintf(runs, sizeof(runs), "%s\xffruns", key);
+    snprintf(sum, sizeof(sum), "%s\xffrun", key);
+    CHECK_RC(dlock_acquire(&l, s, nm("rk"), &o), DLOCK_OK);
+    CHECK_RC(dlock_run_begin(l, &rule, &go, NULL), DLOCK_OK);
+    CHECK(go == 1);
+    CHECK(strcmp(raw_str(c, "TYPE %b", runs, strlen(runs)), "list") == 0);
+    CHECK(raw_int(c, "LLEN %b", runs, strlen(runs)) == 1);
+    CHECK(sscanf(raw_str(c, "LINDEX %b 0", runs, strlen(runs)),
+                 "%llu %lld %lld %lld %lld %lld %255s", &f, &st, &en, &res,
+                 &stat, &pid, rhost) == 7);
+    CHECK(f == dlock_fence(l) && en == 0 && res == DLOCK_RUN_RUNNING &&
+          stat == -1 && pid == (long long)getpid());
+    CHECK(strcmp(rhost, host) == 0);
+    CHECK(st >= (long long)(server_us(c) / 1000) - 5000);
+    CHECK(raw_int(c, "HGET %b start", sum, strlen(sum)) == st);
+    CHECK(raw_int(c, "PTTL %b", runs, strlen(runs)) == -1);
+    CHECK(raw_int(c, "PTTL %b", sum, strlen(sum)) == -1);
+    CHECK_RC(dlock_run_end(l, DLOCK_RUN_EXITED, 0), DLOCK_OK);
+    CHECK(sscanf(raw_str(c, "LINDEX %b 0", runs, strlen(runs)),
+                 "%llu %lld %lld %lld %lld", &f, &st, &en, &res, &stat) == 5);
+    CHECK(en >= st && res == DLOCK_RUN_EXITED && stat == 0);
+    CHECK(strcmp(raw_str(c, "HGET %b ok", sum, strlen(sum)),
+                 raw_str(c, "LINDEX %b 0", runs, strlen(runs))) == 0);
+    CHECK_RC(dlock_release(l), DLOCK_OK);
+    /* The next run: EVALSHA finds the script the first one sent. */
+    evals = eval_calls(c);
+    CHECK_RC(dlock_acquire(&l, s, nm("rk"), &o), DLOCK_OK);
+    CHECK_RC(dlock_run_begin(l, &rule, &go, NULL), DLOCK_OK);
+    CHECK_RC(dlock_run_end(l, DLOCK_RUN_SIGNALED, 15), DLOCK_OK);
+    CHECK_RC(dlock_release(l), DLOCK_OK);
+    CHECK(eval_calls(c) == evals);
+    CHECK(raw_int(c, "LLEN %b", runs, strlen(runs)) == 2);
+    /* A plain cycle: two scripts, the records untouched. */
+    calls = script_calls(c);
+    CHECK_RC(dlock_acquire(&l, s, nm("rk"), &o), DLOCK_OK);
+    CHECK_RC(dlock_release(l), DLOCK_OK);
+    CHECK(script_calls(c) - calls == 2);
+    CHECK(raw_int(c, "LLEN %b", runs, strlen(runs)) == 2);
+    /* Someone else's entry is passed over. */
+    CHECK(raw_int(c, "LPUSH %b %s", runs, strlen(runs), "not a run") == 3);
+    memset(&sr, 0, sizeof(sr));
+    CHECK_RC(dlock_history(s, nm("rk"), 0, seen_cb, &sr), DLOCK_OK);
+    CHECK(sr.n == 2 && sr.status[0] == 15 && sr.status[1] == 0);
+    /* Glob characters in a prefix are literal. */
+    CHECK_RC(dlock_acquire(&l, s, nm("g[a]*?x"), &o), DLOCK_OK);
+    CHECK_RC(dlock_run_begin(l, &rule, &go, NULL), DLOCK_OK);
+    CHECK_RC(dlock_run_end(l, DLOCK_RUN_EXITED, 7), DLOCK_OK);
+    CHECK_RC(dlock_release(l), DLOCK_OK);
+    CHECK_RC(dlock_acquire(&l, s, nm("ga-zz"), &o), DLOCK_OK);
+    CHECK_RC(dlock_run_begin(l, &rule, &go, NULL), DLOCK_OK);
+    CHECK_RC(dlock_release(l), DLOCK_OK);
+    memset(&sr, 0, sizeof(sr));
+    CHECK_RC(dlock_last_runs(s, nm("g[a]*?"), seen_cb, &sr), DLOCK_OK);
+    CHECK(sr.n == 1 && strcmp(sr.names[0], nm("g[a]*?x")) == 0 &&
+          sr.status[0] == 7);
+    memset(&sr, 0, sizeof(sr));
+    CHECK_RC(dlock_last_runs(s, run_id, seen_cb, &sr), DLOCK_OK);
+    if (sr.n != 3)
+        printf("  last_runs(%s): %d runs\n", run_id, sr.n);
+    CHECK(sr.n == 3);
+    /* A shared holder and a semaphore's: theirs while their place is
+     * live, LOST (nothing written) once it is gone. */
+    for (int kind = 0; kind < 2; kind++) {
+        const char *name = nm(kind ? "rk-sem" : "rk-shared");
+        dlock_options ko = opts(0, 5000, 0);
+        dlock_lock *l2;
+
+        ko.shared = kind == 0;
+        ko.limit = kind ? 3 : 1;
+        CHECK_RC(dlock_acquire(&l, s, name, &ko), DLOCK_OK);
+        CHECK_RC(dlock_acquire(&l2, s, name, &ko), DLOCK_OK);
+        CHECK_RC(dlock_run_begin(l, &rule, &go, NULL), DLOCK_OK);
+        CHECK(go == 1);
+        CHECK_RC(dlock_run_end(l, DLOCK_RUN_EXITED, 0), DLOCK_OK);
+        CHECK_RC(dlock_release(l2), DLOCK_OK);
+        CHECK_RC(dlock_force_release(NULL, s, name), DLOCK_OK);
+        CHECK_RC(dlock_run_begin(l, &rule, &go, NULL), DLOCK_LOST);
+        CHECK(go == 0);
+        dlock_release(l);
+        memset(&sr, 0, sizeof(sr));
+        CHECK_RC(dlock_history(s, name, 0, seen_cb, &sr), DLOCK_OK);
+        CHECK(sr.n == 1 && sr.status[0] == 0);
+    }
+    /* A restart without persistence forgets the records, as
+     * docs/stores/redis.md says: --once runs again. */
+    rule.once = 1;
+    CHECK_RC(dlock_acquire(&l, s, nm("rk"), &o), DLOCK_OK);
+    CHECK_RC(dlock_run_begin(l, &rule, &go, NULL), DLOCK_OK);
+    CHECK(go == 0); /* the success above */
+    CHECK_RC(dlock_release(l), DLOCK_OK);
+    redisFree(c);
+    CHECK(script(NULL, 0, "ctl %s restart", dir) == 0);
+    CHECK_RC(dlock_acquire(&l, s, nm("rk"), &o), DLOCK_OK);
+    CHECK_RC(dlock_run_begin(l, &rule, &go, NULL), DLOCK_OK);
+    CHECK(go == 1);
+    CHECK_RC(dlock_release(l), DLOCK_OK);
+    dlock_store_close(s);
+}
+
 static const struct rt_test tests[] = {
     {"tls_codes", t_tls_codes, 0},
     {"foreign_holder", t_foreign_holder, 0},
@@ -1164,6 +1318,7 @@ static const struct rt_test tests[] = {
     {"foreign_lookalike_poll", t_foreign_lookalike_poll, 1},
     {"foreign_lookalike_keyspace", t_foreign_lookalike_keyspace, 1},
     {"foreign_lookalike_keyspace_acl", t_foreign_lookalike_keyspace_acl, 1},
+    {"runs_keys", t_runs_keys, 1},
 };
 
 int main(int argc, char **argv)

@@ -1,0 +1,470 @@
+/*
+ * runs.c - the Redis store's run records (include/dlock.h, "Runs";
+ * src/core/store.h: run_begin, run_end, runs, last_runs).
+ *
+ * Two keys per name, derived as the fence key is (keys.c), so that with
+ * Cluster they share the lock key's hash slot:
+ *   P NAME \xff runs   a list of the kept runs, newest first, each
+ *                      "fence start end result status pid host" (start
+ *                      and end in ms on the server's clock, end 0 while
+ *                      running or abandoned; result a dlock_run_result)
+ *   P NAME \xff run    the summary: a hash, start (the last run's start)
+ *                      and ok (the record of a run that succeeded, as it
+ *                      ended; kept when the list drops it)
+ * Neither expires.  Beginning a run is one script (ownership, decision,
+ * record); so is ending one.  Reading them is one LRANGE per name; the
+ * names under a prefix come from SCAN over the summary keys (every
+ * master of a cluster).  Nothing here runs in a plain acquire or release.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "redis.h"
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* As scripts.c: now, in ms on the server's clock. */
+#define NOW                                                                  \
+    "local t = redis.call('TIME') "                                          \
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) "
+
+/* KEYS: 1 lock, 2 readers, 3 semaphore holders, 4 runs, 5 summary (all in
+ * one slot).  ARGV: 1 token, 2 what lk is ('x' a lock, 's' a shared lock,
+ * 'm' a semaphore slot), 3 once ('1'), 4 period ms, 5 fence, 6 pid,
+ * 7 host.  Ownership is what the release and extend scripts check: the
+ * lock key holds "dlock1:" + the token, or a live place among the
+ * holders while the lock key holds their marker.  Answers {-1}: not
+ * ours; {0, record}: skip, the run that decided it ("" unknown);
+ * {1, record}: recorded, the run before it ("" none). */
+static const char begin_lua[] =
+    NOW
+    "local mine "
+    "if ARGV[2] == 'x' then "
+    "  mine = redis.call('GET', KEYS[1]) == 'dlock1:' .. ARGV[1] "
+    "else "
+    "  local z, mark = KEYS[2], '\\255shared' "
+    "  if ARGV[2] == 'm' then z, mark = KEYS[3], '\\255sem' end "
+    "  local s = redis.call('ZSCORE', z, ARGV[1]) "
+    "  mine = s and tonumber(s) > now and "
+    "    redis.call('GET', KEYS[1]) == mark "
+    "end "
+    "if not mine then return {-1} end "
+    "local sum = redis.call('HMGET', KEYS[5], 'start', 'ok') "
+    "if ARGV[3] == '1' and sum[2] then return {0, sum[2]} end "
+    "local p, st = tonumber(ARGV[4]), tonumber(sum[1] or '') "
+    /* now - st < p / 2, without the fraction */
+    "if p > 0 and st and (now - st) * 2 < p then "
+    "  return {0, redis.call('LINDEX', KEYS[4], 0) or ''} "
+    "end "
+    "local all = redis.call('LRANGE', KEYS[4], 0, -1) "
+    "for i, v in ipairs(all) do "
+    "  local a, rest = string.match(v, '^(%d+ %d+ %d+) 0 (.*)$') "
+    "  if a then "
+    "    all[i] = a .. ' 4 ' .. rest "
+    "    redis.call('LSET', KEYS[4], i - 1, all[i]) "
+    "  end "
+    "end "
+    "local ms = string.format('%d', now) "
+    "redis.call('LPUSH', KEYS[4], "
+    "  ARGV[5] .. ' ' .. ms .. ' 0 0 -1 ' .. ARGV[6] .. ' ' .. ARGV[7]) "
+    "redis.call('LTRIM', KEYS[4], 0, " STR(DLOCK_RUNS_KEPT) " - 1) "
+    "redis.call('HSET', KEYS[5], 'start', ms) "
+    "return {1, all[1] or ''}";
+
+/* KEYS as begin_lua's.  ARGV: 1 fence, 2 result, 3 status.  The run is
+ * found by its fence, whoever holds the lock now; a success is also
+ * the summary's ok.  Answers 1, or 0 when the run was dropped. */
+static const char end_lua[] =
+    NOW
+    "local all = redis.call('LRANGE', KEYS[4], 0, -1) "
+    "for i, v in ipairs(all) do "
+    "  local f, s, rest = "
+    "    string.match(v, '^(%d+) (%d+) %d+ %d+ %-?%d+ (.*)$') "
+    "  if f == ARGV[1] then "
+    "    v = f .. ' ' .. s .. ' ' .. string.format('%d', now) .. ' ' .. "
+    "      ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. rest "
+    "    redis.call('LSET', KEYS[4], i - 1, v) "
+    "    if ARGV[2] == '1' and ARGV[3] == '0' then "
+    "      redis.call('HSET', KEYS[5], 'ok', v) "
+    "    end "
+    "    return 1 "
+    "  end "
+    "end "
+    "return 0";
+
+const char *dlock__redis_run_lua(int s)
+{
+    return s == S_RUN_BEGIN ? begin_lua : end_lua;
+}
+
+/* --- keys ------------------------------------------------------------ */
+
+#define RUNS_SUFFIX "\xff" "runs"
+#define SUMMARY_SUFFIX "\xff" "run"
+#define FENCE_WORD "fence"
+
+/* A name's lock, readers and semaphore keys and its two run keys, in the
+ * order of the scripts' KEYS. */
+struct run_keys {
+    struct dlock__rkeys k;
+    char *buf;
+    const char *key[5];
+    size_t klen[5];
+};
+
+static void run_keys_free(struct run_keys *rk)
+{
+    free(rk->k.buf);
+    free(rk->buf);
+}
+
+/* The run keys are the fence key with its word replaced: same tag, same
+ * slot, and as unable to be another name's key. */
+static int derive(const struct dlock__rkeys *k, const char *suffix,
+                  char *out, size_t *len)
+{
+    size_t base = k->klen[1] - (sizeof(FENCE_WORD) - 1) - 1;
+
+    memcpy(out, k->k[1], base);
+    memcpy(out + base, suffix, strlen(suffix) + 1);
+    *len = base + strlen(suffix);
+    return DLOCK_OK;
+}
+
+static int run_keys_of(struct redis_store *rs, const char *name, size_t len,
+                       struct run_keys *rk)
+{
+    size_t base;
+    int rc;
+
+    memset(rk, 0, sizeof(*rk));
+    rc = dlock__redis_keys_of(rs, name, len, &rk->k);
+    if (rc != DLOCK_OK)
+        return rc;
+    base = rk->k.klen[1];
+    rk->buf = malloc(2 * (base + sizeof(RUNS_SUFFIX)));
+    if (rk->buf == NULL) {
+        free(rk->k.buf);
+        return dlock__enomem();
+    }
+    derive(&rk->k, RUNS_SUFFIX, rk->buf, &rk->klen[3]);
+    derive(&rk->k, SUMMARY_SUFFIX, rk->buf + base + sizeof(RUNS_SUFFIX),
+           &rk->klen[4]);
+    rk->key[3] = rk->buf;
+    rk->key[4] = rk->buf + base + sizeof(RUNS_SUFFIX);
+    rk->key[0] = rk->k.k[0];
+    rk->klen[0] = rk->k.klen[0];
+    rk->key[1] = rk->k.k[2];
+    rk->klen[1] = rk->k.klen[2];
+    rk->key[2] = rk->k.k[6];
+    rk->klen[2] = rk->k.klen[6];
+    return DLOCK_OK;
+}
+
+/* --- records --------------------------------------------------------- */
+
+/* A record "fence start end result status pid host" into out (its name
+ * left as it is): 0, or -1 when it is not one (a key someone else wrote
+ * to), which is then passed over. */
+static int parse_run(const char *s, dlock_run *out)
+{
+    long long v[5];
+    unsigned long long f;
+    char *e;
+
+    if (*s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    f = strtoull(s, &e, 10);
+    if (errno != 0 || *e != ' ' || f == 0)
+        return -1;
+    s = e + 1;
+    for (int i = 0; i < 5; i++) {
+        if (*s != '-' && (*s < '0' || *s > '9'))
+            return -1;
+        v[i] = strtoll(s, &e, 10);
+        if (errno != 0 || *e != ' ')
+            return -1;
+        s = e + 1;
+    }
+    if (v[2] < DLOCK_RUN_RUNNING || v[2] > DLOCK_RUN_ABANDONED ||
+        v[3] < INT_MIN || v[3] > INT_MAX)
+        return -1;
+    out->fence = (uint64_t)f;
+    out->start_ms = v[0];
+    out->end_ms = v[1];
+    out->result = (int)v[2];
+    out->status = (int)v[3];
+    out->pid = v[4];
+    dlock__strlcpy(out->host, s, sizeof(out->host));
+    return 0;
+}
+
+/* --- run_begin, run_end ---------------------------------------------- */
+
+static int lost(const struct dlock_lock *lk)
+{
+    return dlock__lost(lk, "its lease ran out, it was broken, or the "
+                           "server lost it");
+}
+
+int dlock__redis_run_begin(struct dlock_store *s, struct dlock_lock *lk,
+                           const dlock_run_rule *rule, const char *host,
+                           int64_t pid, int *go, dlock_run *last)
+{
+    struct redis_store *rs = (struct redis_store *)s;
+    char period[24], fence[24], pidb[24];
+    const char *a[7];
+    size_t al[7];
+    struct run_keys rk;
+    redisReply *r;
+    long long v;
+    int rc;
+
+    /* Taken before a failover: LOST, as every other call on it says. */
+    if (dlock__redis_stale(lk, dlock__redis_epoch(rs, lk)))
+        return dlock__redis_drop_stale(rs, lk);
+    rc = run_keys_of(rs, lk->name, lk->name_len, &rk);
+    if (rc != DLOCK_OK)
+        return rc;
+    snprintf(period, sizeof(period), "%lld", (long long)rule->period_ms);
+    snprintf(fence, sizeof(fence), "%llu", (unsigned long long)lk->fence);
+    snprintf(pidb, sizeof(pidb), "%lld", (long long)pid);
+    a[0] = lk->token;
+    a[1] = lk->limit > 1 ? "m" : lk->shared ? "s" : "x";
+    a[2] = rule->once ? "1" : "0";
+    a[3] = period;
+    a[4] = fence;
+    a[5] = pidb;
+    a[6] = host;
+    for (int i = 0; i < 7; i++)
+        al[i] = strlen(a[i]);
+    /* Not retried: a second try after a first that went through would
+     * find its own run and skip. */
+    pthread_mutex_lock(&rs->mu);
+    r = dlock__redis_run_keys(rs, S_RUN_BEGIN, 5, rk.key, rk.klen, 7, a, al,
+                              0, &rc);
+    pthread_mutex_unlock(&rs->mu);
+    run_keys_free(&rk);
+    if (r == NULL)
+        return rc;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+        r->element[0]->type != REDIS_REPLY_INTEGER ||
+        (r->element[0]->integer != -1 &&
+         (r->elements != 2 || r->element[1]->type != REDIS_REPLY_STRING)))
+        return dlock__redis_bad_reply(rs, r);
+    v = r->element[0]->integer;
+    if (v != -1 && parse_run(r->element[1]->str, last) != 0)
+        memset(last, 0, sizeof(*last));
+    freeReplyObject(r);
+    /* The script ran on a master that took over since lk was taken. */
+    if (v != -1 && dlock__redis_stale(lk, dlock__redis_epoch(rs, lk))) {
+        memset(last, 0, sizeof(*last));
+        return dlock__redis_drop_stale(rs, lk);
+    }
+    if (v == -1)
+        return lost(lk);
+    *go = v == 1;
+    return DLOCK_OK;
+}
+
+int dlock__redis_run_end(struct dlock_store *s, struct dlock_lock *lk,
+                         int result, int status)
+{
+    struct redis_store *rs = (struct redis_store *)s;
+    char fence[24], res[8], st[16];
+    const char *a[3] = {fence, res, st};
+    size_t al[3];
+    struct run_keys rk;
+    redisReply *r;
+    int rc;
+
+    rc = run_keys_of(rs, lk->name, lk->name_len, &rk);
+    if (rc != DLOCK_OK)
+        return rc;
+    snprintf(fence, sizeof(fence), "%llu", (unsigned long long)lk->fence);
+    snprintf(res, sizeof(res), "%d", result);
+    snprintf(st, sizeof(st), "%d", status);
+    for (int i = 0; i < 3; i++)
+        al[i] = strlen(a[i]);
+    /* Retried: a second try writes the same end (a moment later). */
+    pthread_mutex_lock(&rs->mu);
+    r = dlock__redis_run_keys(rs, S_RUN_END, 5, rk.key, rk.klen, 3, a, al, 1,
+                              &rc);
+    pthread_mutex_unlock(&rs->mu);
+    run_keys_free(&rk);
+    if (r == NULL)
+        return rc;
+    if (r->type != REDIS_REPLY_INTEGER)
+        return dlock__redis_bad_reply(rs, r);
+    freeReplyObject(r);
+    return DLOCK_OK;
+}
+
+/* --- runs, last_runs ------------------------------------------------- */
+
+int dlock__redis_runs(struct dlock_store *s, const char *name, unsigned max,
+                      dlock_run_cb cb, void *payload)
+{
+    struct redis_store *rs = (struct redis_store *)s;
+    char stop[16];
+    const char *argv[4] = {"LRANGE", NULL, "0", stop};
+    size_t lens[4] = {6, 0, 1, 0};
+    unsigned told = 0;
+    struct run_keys rk;
+    redisReply *r;
+    dlock_run *run;
+    int rc;
+
+    rc = run_keys_of(rs, name, strlen(name), &rk);
+    if (rc != DLOCK_OK)
+        return rc;
+    /* All kept (the list holds DLOCK_RUNS_KEPT), and the first max that
+     * are records: an entry someone else pushed takes no run's place. */
+    snprintf(stop, sizeof(stop), "%d", DLOCK_RUNS_KEPT - 1);
+    argv[1] = rk.key[3];
+    lens[1] = rk.klen[3];
+    lens[3] = strlen(stop);
+    pthread_mutex_lock(&rs->mu);
+    rc = dlock__redis_cmd(rs,
+                          rs->cluster ? (int)dlock__redis_slot(rk.key[0],
+                                                               rk.klen[0])
+                                      : -1,
+                          1, &r, 4, argv, lens);
+    pthread_mutex_unlock(&rs->mu);
+    run_keys_free(&rk);
+    if (rc != DLOCK_OK)
+        return rc;
+    if (r->type == REDIS_REPLY_ERROR) {
+        rc = dlock__redis_reply_error(rs, r, "LRANGE");
+        freeReplyObject(r);
+        return rc;
+    }
+    if (r->type != REDIS_REPLY_ARRAY)
+        return dlock__redis_bad_reply(rs, r);
+    run = calloc(1, sizeof(*run));
+    if (run == NULL) {
+        freeReplyObject(r);
+        return dlock__enomem();
+    }
+    dlock__strlcpy(run->name, name, sizeof(run->name));
+    for (size_t i = 0; i < r->elements && told < max && rc == DLOCK_OK;
+         i++) {
+        if (r->element[i]->type != REDIS_REPLY_STRING ||
+            parse_run(r->element[i]->str, run) != 0)
+            continue;
+        told++;
+        rc = cb(run, payload);
+    }
+    free(run);
+    freeReplyObject(r);
+    return rc;
+}
+
+/* SCAN's summary keys under a prefix: the names they are the summary
+ * of.  A key is taken only if it is exactly the summary key of the name
+ * read from it (a key spelt to look like one is passed over). */
+struct take_arg {
+    const char *want; /* the names' prefix */
+    size_t want_len;
+    struct dlock__names *names;
+};
+
+static int is_summary_of(struct redis_store *rs, const char *key, size_t len,
+                         const char *name, size_t nlen,
+                         const struct take_arg *ta)
+{
+    struct run_keys rk;
+    int same;
+
+    if (nlen == 0 || nlen > DLOCK_NAME_MAX || nlen < ta->want_len ||
+        memcmp(name, ta->want, ta->want_len) != 0 ||
+        memchr(name, '\0', nlen) != NULL ||
+        dlock__check_name(name, nlen) != DLOCK_OK)
+        return 0;
+    if (run_keys_of(rs, name, nlen, &rk) != DLOCK_OK)
+        return 0;
+    same = rk.klen[4] == len && memcmp(rk.key[4], key, len) == 0;
+    run_keys_free(&rk);
+    return same;
+}
+
+static int take_summary(struct redis_store *rs, const char *key, size_t len,
+                        void *arg)
+{
+    static const char suf[] = SUMMARY_SUFFIX;
+    const struct take_arg *ta = arg;
+    const char *p = rs->prefix, *close;
+    size_t pl = rs->prefix_len, bl, sl = sizeof(suf) - 1;
+
+    if (len < sl || memcmp(key + len - sl, suf, sl) != 0)
+        return DLOCK_OK;
+    bl = len - sl; /* the key less its word */
+    /* P NAME (a plain server; a cluster when P NAME has a tag) */
+    if (bl >= pl && memcmp(key, p, pl) == 0 &&
+        is_summary_of(rs, key, len, key + pl, bl - pl, ta))
+        return dlock__names_add(ta->names, key + pl, bl - pl);
+    if (!rs->cluster || bl < 3 || key[0] != '{' || key[bl - 1] != '\xfe')
+        return DLOCK_OK;
+    /* "{" P NAME "}" 0xfe */
+    if (bl >= pl + 3 && key[bl - 2] == '}' && memcmp(key + 1, p, pl) == 0 &&
+        is_summary_of(rs, key, len, key + 1 + pl, bl - 3 - pl, ta))
+        return dlock__names_add(ta->names, key + 1 + pl, bl - 3 - pl);
+    /* "{" tag "}" P NAME 0xfe */
+    close = memchr(key, '}', bl);
+    if (close != NULL) {
+        size_t at = (size_t)(close - key) + 1;
+
+        if (bl >= at + pl + 1 && memcmp(key + at, p, pl) == 0 &&
+            is_summary_of(rs, key, len, key + at + pl, bl - 1 - at - pl, ta))
+            return dlock__names_add(ta->names, key + at + pl,
+                                    bl - 1 - at - pl);
+    }
+    return DLOCK_OK;
+}
+
+int dlock__redis_last_runs(struct dlock_store *s, const char *prefix,
+                           dlock_run_cb cb, void *payload)
+{
+    struct redis_store *rs = (struct redis_store *)s;
+    struct dlock__names names = {NULL, 0, 0};
+    struct take_arg ta = {prefix, strlen(prefix), &names};
+    size_t plen = strlen(prefix), gl;
+    char *lit, *glob, *pattern;
+    int rc;
+
+    /* MATCH: the prefix (glob characters escaped), any name's rest, the
+     * summary's word; with Cluster a tag may come first. */
+    lit = malloc(rs->prefix_len + plen + 1);
+    if (lit == NULL)
+        return dlock__enomem();
+    memcpy(lit, rs->prefix, rs->prefix_len);
+    memcpy(lit + rs->prefix_len, prefix, plen + 1);
+    glob = dlock__redis_glob_prefix(lit, rs->prefix_len + plen);
+    free(lit);
+    if (glob == NULL)
+        return dlock__enomem();
+    gl = strlen(glob);
+    pattern = malloc(1 + gl + sizeof(SUMMARY_SUFFIX));
+    if (pattern == NULL) {
+        free(glob);
+        return dlock__enomem();
+    }
+    snprintf(pattern, 1 + gl + sizeof(SUMMARY_SUFFIX), "%s%s%s",
+             rs->cluster ? "*" : "", glob, SUMMARY_SUFFIX);
+    free(glob);
+    /* Names first (SCAN may return a key twice), then each one's newest
+     * run without the connection held, so cb may call the library. */
+    rc = dlock__redis_scan(rs, pattern, take_summary, &ta);
+    free(pattern);
+    for (size_t i = 0; i < names.n && rc == DLOCK_OK; i++)
+        rc = dlock__redis_runs(s, names.v[i], 1, cb, payload);
+    dlock__names_free(&names);
+    if (rc == DLOCK_OK)
+        dlock__clearerr();
+    return rc;
+}
