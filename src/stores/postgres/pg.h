@@ -118,6 +118,7 @@ extern const char dlock__pg_sql_lease_fmt[];
 extern const char dlock__pg_sql_have_tables[];
 extern const char dlock__pg_sql_init[];
 extern const char dlock__pg_sql_ddl[];
+extern const char dlock__pg_sql_init_runs[];
 
 /* --- the handle ------------------------------------------------------ */
 
@@ -221,8 +222,6 @@ const void *dlock__pg_held_session(const struct dlock_lock *lk);
 
 /* --- store.c --------------------------------------------------------- */
 
-/* Create the tables (always: run the DDL; else only if one is missing). */
-int dlock__pg_init_tables(struct pg_store *ps, int always);
 /* lk's row is gone or past its lease: let its key go (session mode) and
  * return DLOCK_LOST. */
 int dlock__pg_found_lost(struct pg_store *ps, struct dlock_lock *lk);

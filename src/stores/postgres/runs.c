@@ -276,9 +276,11 @@ int dlock__pg_run_begin(struct dlock_store *s, struct dlock_lock *lk,
     rc = begin_once(ps, lk, sql, &res, state);
     if (rc == DLOCK_ESTORE && strcmp(state, UNDEFINED_TABLE) == 0) {
         /* A server whose lock tables predate run records: create them
-         * (as dlock init; the transaction above rolled back), then
-         * again. */
-        rc = dlock__pg_init_tables(ps, 1);
+         * (the transaction above rolled back), then again. */
+        rc = rq(ps, "creating the run tables", dlock__pg_sql_init_runs, 0,
+                NULL, &res, NULL);
+        PQclear(res);
+        res = NULL;
         if (rc == DLOCK_OK)
             rc = begin_once(ps, lk, sql, &res, state);
     }

@@ -597,6 +597,14 @@ const char dlock__pg_sql_init[] =
     "BEGIN; SELECT pg_advisory_xact_lock(hashtextextended('dlock: create "
     "tables', 0)); " DDL "COMMIT;";
 
+/* The run tables alone, for a server whose other objects predate them
+ * (runs.c): CREATE on the schema is all it needs, where the whole DDL
+ * needs to own the functions it replaces.  One implicit transaction (an
+ * error rolls it back), under init's lock. */
+const char dlock__pg_sql_init_runs[] =
+    "SELECT pg_advisory_xact_lock(hashtextextended('dlock: create "
+    "tables', 0)); " RUNS_DDL;
+
 /* clang-format on */
 
 const char dlock__pg_sql_ddl[] = DDL;

@@ -106,7 +106,7 @@ out:
     return rc;
 }
 
-int dlock__pg_init_tables(struct pg_store *ps, int always)
+static int init_tables(struct pg_store *ps, int always)
 {
     struct init_call k = {ps, always};
 
@@ -115,7 +115,7 @@ int dlock__pg_init_tables(struct pg_store *ps, int always)
 
 static int pg_init(struct dlock_store *s)
 {
-    return dlock__pg_init_tables((struct pg_store *)s, 1);
+    return init_tables((struct pg_store *)s, 1);
 }
 
 static int parse_options(const struct dlock_url *u, int *hashtext, int *lease,
@@ -187,7 +187,7 @@ static int pg_open(struct dlock_store **out, const struct dlock_url *u)
                      DLOCK__PG_POOL_MAX_IDLE);
     ps->base.url = u->redacted; /* for messages until the core sets it */
 
-    rc = dlock__pg_init_tables(ps, 0);
+    rc = init_tables(ps, 0);
     if (rc != DLOCK_OK) {
         pg_close(&ps->base);
         return rc;

@@ -40,7 +40,9 @@
  *               one period at once (queued on the name's summary row):
  *               one goes ahead, in both modes; names with quotes,
  *               backslashes, LIKE wildcards, UTF-8 are stored as given
- *               and a prefix is taken literally
+ *               and a prefix is taken literally; a store without the
+ *               run tables, used by a role that owns none of its
+ *               objects: no runs, then the first begin creates them
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -1247,6 +1249,10 @@ static void runs_sem_race(const char *u, const char *base)
     PGconn *c = raw(), *w = raw();
     int went = 0, waiting = 0;
 
+    /* The run tables, on a server whose lock tables predate them. */
+    s[0] = open_url(u);
+    EXPECT(dlock_store_init(s[0]) == DLOCK_OK);
+    dlock_store_close(s[0]);
     free(q1(c, "BEGIN", NULL));
     {
         char *v = q1(c, "INSERT INTO dlock_run_names (name) VALUES ($1) "
@@ -1357,11 +1363,82 @@ static void runs_names(const char *u)
     dlock_store_close(s);
 }
 
+static int count_cb(const dlock_run *run, void *p)
+{
+    (void)run;
+    ++*(int *)p;
+    return 0;
+}
+
+/* A store whose lock tables predate run records, used by a role that
+ * owns none of its objects (only CREATE on the schema): the readers see
+ * no runs, the first run begin creates the run tables and records.  In
+ * a schema of its own, so that tests running beside it keep theirs. */
+static void runs_lazy(void)
+{
+    PGconn *c = raw();
+    char schema[64], sql[512], u[1024], *o;
+    const char *at;
+    dlock_store *s;
+    dlock_lock *l = NULL;
+    dlock_options opt = opts(0, 5000, 1);
+    dlock_run_rule rule = DLOCK_RUN_RULE_INIT;
+    int go = 0, n = 0;
+
+    snprintf(schema, sizeof(schema), "runs_lazy_%d", (int)getpid());
+    snprintf(sql, sizeof(sql), "CREATE SCHEMA %s", schema);
+    free(q1(c, sql, NULL));
+    /* as the owner (dlock): every object, then the run tables dropped */
+    snprintf(u, sizeof(u), "%s%coptions=-csearch_path%%3D%s", url,
+             strchr(url, '?') != NULL ? '&' : '?', schema);
+    dlock_store_close(open_url(u));
+    {
+        static const char *const fmt[] = {
+            "DROP TABLE %s.dlock_runs, %s.dlock_run_names",
+            "GRANT USAGE, CREATE ON SCHEMA %s TO other",
+            "GRANT ALL ON ALL TABLES IN SCHEMA %s TO other",
+            "GRANT ALL ON ALL SEQUENCES IN SCHEMA %s TO other",
+        };
+
+        for (size_t i = 0; i < sizeof(fmt) / sizeof(fmt[0]); i++) {
+            snprintf(sql, sizeof(sql), fmt[i], schema, schema);
+            o = q1(c, sql, NULL);
+            if (o == NULL)
+                fprintf(stderr, "  %s: %s", sql, PQerrorMessage(c));
+            EXPECT(o != NULL);
+            free(o);
+        }
+    }
+    /* as "other" */
+    at = strchr(url, '@');
+    CHECK(at != NULL);
+    snprintf(u, sizeof(u), "postgres://other:other-pw%s%coptions=-csearch_"
+             "path%%3D%s", at, strchr(url, '?') != NULL ? '&' : '?', schema);
+    s = open_url(u);
+    EXPECT(dlock_history(s, nm("lazy"), 0, count_cb, &n) == DLOCK_OK &&
+           n == 0);
+    EXPECT(dlock_last_runs(s, "", count_cb, &n) == DLOCK_OK && n == 0);
+    EXPECT(dlock_acquire(&l, s, nm("lazy"), &opt) == DLOCK_OK);
+    EXPECT(dlock_run_begin(l, &rule, &go, NULL) == DLOCK_OK && go);
+    EXPECT(dlock_run_end(l, DLOCK_RUN_EXITED, 0) == DLOCK_OK);
+    EXPECT(dlock_release(l) == DLOCK_OK);
+    EXPECT(dlock_history(s, nm("lazy"), 0, count_cb, &n) == DLOCK_OK &&
+           n == 1);
+    dlock_store_close(s);
+    free(q1(c, "SET client_min_messages = warning", NULL));
+    snprintf(sql, sizeof(sql), "DROP SCHEMA %s CASCADE", schema);
+    o = q1(c, sql, NULL);
+    EXPECT(o != NULL);
+    free(o);
+    PQfinish(c);
+}
+
 static void t_runs(void)
 {
     runs_sem_race(url, "runs-sem");
     runs_sem_race(with("mode=lease"), "runs-sem-lease");
     runs_names(url);
+    runs_lazy();
 }
 
 static const struct {
