@@ -188,8 +188,8 @@ struct rq_call {
 static int rq_fn(void *conn, void *arg, int *dead)
 {
     struct rq_call *k = arg;
-    int rc = dlock__pg_run(conn, k->ps->base.url, k->what, k->sql, k->n,
-                           k->v, k->ps->op_timeout_ms, &k->res, k->state);
+    int rc = dlock__pg_run(conn, k->ps->base.url, k->what, k->sql, k->n, k->v,
+                           k->ps->op_timeout_ms, &k->res, k->state);
 
     *dead = rc == DLOCK_EUNAVAIL;
     return rc;
@@ -277,8 +277,8 @@ int dlock__pg_run_begin(struct dlock_store *s, struct dlock_lock *lk,
     if (rc == DLOCK_ESTORE && strcmp(state, UNDEFINED_TABLE) == 0) {
         /* A server whose lock tables predate run records: create them
          * (the transaction above rolled back), then again. */
-        rc = rq(ps, "creating the run tables", dlock__pg_sql_init_runs, 0,
-                NULL, &res, NULL);
+        rc = rq(ps, "creating the run tables", dlock__pg_sql_init_runs, 0, NULL,
+                &res, NULL);
         PQclear(res);
         res = NULL;
         if (rc == DLOCK_OK)
@@ -310,8 +310,8 @@ out:
 
 /* --- run_end ----------------------------------------------------------- */
 
-int dlock__pg_run_end(struct dlock_store *s, struct dlock_lock *lk,
-                      int result, int status)
+int dlock__pg_run_end(struct dlock_store *s, struct dlock_lock *lk, int result,
+                      int status)
 {
     struct pg_store *ps = (struct pg_store *)s;
     char fence[24], res_s[16], st[16];

@@ -1323,7 +1323,9 @@ static int runs_cb(const dlock_run *run, void *p)
 static void runs_names(const char *u)
 {
     static const char *const names[] = {
-        "o'k", "b\\s", "a_b", "axb", "p%q", "pxq", "e!x", "dd$$x", "\xc3\xa9t\xc3\xa9",
+        "o'k", "b\\s", "a_b", "axb",
+        "p%q", "pxq", "e!x", "dd$$x",
+        "\xc3\xa9t\xc3\xa9",
     };
     dlock_store *s = open_url(u);
     dlock_run_rule rule = DLOCK_RUN_RULE_INIT;
