@@ -8,6 +8,7 @@
  *   store.c    the ops table: open, lease mode, per-lock calls, status
  *   xact.c     dlock_pg_xact_lock() on the caller's connection
  *   renew.c    the renew thread's batches: many extends in one UPDATE
+ *   runs.c     run records: once, once per period, the kept runs
  *
  * postgres://[user[:password]@]host[:port]/db[?keys=hashtext][&mode=lease]
  *     [&max_keys=N]
@@ -117,6 +118,7 @@ extern const char dlock__pg_sql_lease_fmt[];
 extern const char dlock__pg_sql_have_tables[];
 extern const char dlock__pg_sql_init[];
 extern const char dlock__pg_sql_ddl[];
+extern const char dlock__pg_sql_init_runs[];
 
 /* --- the handle ------------------------------------------------------ */
 
@@ -189,6 +191,11 @@ int dlock__pg_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
 int dlock__pg_held_run(struct pg_store *ps, struct dlock_lock *lk,
                        const char *what, int id, const char *sql, int n,
                        const char *const *v, PGresult **res);
+/* The same, with the SQLSTATE of a server's error in state (as
+ * dlock__pg_run()). */
+int dlock__pg_held_run_st(struct pg_store *ps, struct dlock_lock *lk,
+                          const char *what, int id, const char *sql, int n,
+                          const char *const *v, PGresult **res, char state[6]);
 /* Delete our row and let our key go.  *live: the row was there and within
  * its lease. */
 int dlock__pg_held_drop(struct pg_store *ps, struct dlock_lock *lk,
@@ -212,6 +219,24 @@ void dlock__pg_acq_params(struct dlock__pg_acq_params *p,
 
 /* The session holding lk's key (an opaque identity), or NULL. */
 const void *dlock__pg_held_session(const struct dlock_lock *lk);
+
+/* --- store.c --------------------------------------------------------- */
+
+/* lk's row is gone or past its lease: let its key go (session mode) and
+ * return DLOCK_LOST. */
+int dlock__pg_found_lost(struct pg_store *ps, struct dlock_lock *lk);
+
+/* --- runs.c: run records (store.h, "run_begin") ---------------------- */
+
+int dlock__pg_run_begin(struct dlock_store *s, struct dlock_lock *lk,
+                        const dlock_run_rule *rule, const char *host,
+                        int64_t pid, int *go, dlock_run *last);
+int dlock__pg_run_end(struct dlock_store *s, struct dlock_lock *lk,
+                      int result, int status);
+int dlock__pg_runs(struct dlock_store *s, const char *name, unsigned max,
+                   dlock_run_cb cb, void *payload);
+int dlock__pg_last_runs(struct dlock_store *s, const char *prefix,
+                        dlock_run_cb cb, void *payload);
 
 /* --- renew.c --------------------------------------------------------- */
 

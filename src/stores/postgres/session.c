@@ -850,6 +850,13 @@ int dlock__pg_held_run(struct pg_store *ps, struct dlock_lock *lk,
                        const char *what, int id, const char *sql, int n,
                        const char *const *v, PGresult **res)
 {
+    return dlock__pg_held_run_st(ps, lk, what, id, sql, n, v, res, NULL);
+}
+
+int dlock__pg_held_run_st(struct pg_store *ps, struct dlock_lock *lk,
+                          const char *what, int id, const char *sql, int n,
+                          const char *const *v, PGresult **res, char state[6])
+{
     struct held *h = lk->priv;
     struct sess *s;
     char why[600];
@@ -864,8 +871,8 @@ int dlock__pg_held_run(struct pg_store *ps, struct dlock_lock *lk,
         h->keyed = 0;
         return dlock__lost(lk, "its database session ended");
     }
-    rc = dlock__pg_runq(s->c, ps->base.url, what, id, sql, n, v, ps->op_timeout_ms, res,
-              NULL);
+    rc = dlock__pg_runq(s->c, ps->base.url, what, id, sql, n, v,
+                        ps->op_timeout_ms, res, state);
     if (rc == DLOCK_EUNAVAIL) {
         snprintf(why, sizeof(why), "its database session ended (%s)",
                  dlock_errmsg());

@@ -164,6 +164,33 @@
     "    o_got := true; o_slot := s;\n"                                      \
     "END $$;\n"
 
+/* Run records (runs.c), the same in both modes, durable: a record is
+ * what an operator reads after a crash.  Names in the "C" collation, so
+ * that a prefix (LIKE 'p%') is a range of the primary key. */
+#define RUNS_DDL                                                             \
+    "-- Run records (dlock run --once, --once-per; dlock history): the\n"   \
+    "-- last runs of each name (20 kept), and per name the start of its\n"  \
+    "-- last run and its last success.  Times: ms since the epoch on the\n" \
+    "-- server's clock.\n"                                                  \
+    "CREATE TABLE IF NOT EXISTS dlock_runs (\n"                             \
+    "    name     text COLLATE \"C\" NOT NULL,\n"                          \
+    "    fence    bigint   NOT NULL, -- the fence of the run's lock\n"      \
+    "    host     text     NOT NULL,\n"                                     \
+    "    pid      bigint   NOT NULL,\n"                                     \
+    "    start_ms bigint   NOT NULL,\n"                                     \
+    "    end_ms   bigint,            -- NULL: running or abandoned\n"       \
+    "    result   smallint NOT NULL, -- 0 running, 1 exited, 2 signaled,\n" \
+    "                                -- 3 lost, 4 abandoned\n"              \
+    "    status   integer  NOT NULL, -- exit status, signal, or -1\n"       \
+    "    PRIMARY KEY (name, fence)\n"                                       \
+    ");\n"                                                                  \
+    "CREATE TABLE IF NOT EXISTS dlock_run_names (\n"                        \
+    "    name            text COLLATE \"C\" PRIMARY KEY,\n"                \
+    "    last_start_ms   bigint, -- start of its last run\n"               \
+    "    succeeded_fence bigint, -- its last run that exited 0 (NULL: none)\n"\
+    "    succeeded_ms    bigint\n"                                          \
+    ");\n"
+
 /* Lease mode's rows and the per-name fences of lease mode (and of dlock
  * 0.1's session mode) are durable.  Session mode's rows and its fence
  * sequence are UNLOGGED: a holder row dies with its session anyway, so
@@ -245,7 +272,7 @@
     "    PERFORM set_config(" FENCE_GUC ", r::text, false);\n"               \
     "    RETURN f;\n"                                                        \
     "END $$;\n"                                                              \
-    SEM_DDL
+    SEM_DDL RUNS_DDL
 
 #define KEY_X "hashtextextended($1::text, 0)"
 #define KEY_H "hashtext($1::text)::bigint"
@@ -569,6 +596,14 @@ const char dlock__pg_sql_have_tables[] =
 const char dlock__pg_sql_init[] =
     "BEGIN; SELECT pg_advisory_xact_lock(hashtextextended('dlock: create "
     "tables', 0)); " DDL "COMMIT;";
+
+/* The run tables alone, for a server whose other objects predate them
+ * (runs.c): CREATE on the schema is all it needs, where the whole DDL
+ * needs to own the functions it replaces.  One implicit transaction (an
+ * error rolls it back), under init's lock. */
+const char dlock__pg_sql_init_runs[] =
+    "SELECT pg_advisory_xact_lock(hashtextextended('dlock: create "
+    "tables', 0)); " RUNS_DDL;
 
 /* clang-format on */
 

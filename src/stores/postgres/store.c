@@ -307,7 +307,7 @@ static int lock_run(struct pg_store *ps, struct dlock_lock *lk,
 
 /* The row is gone or past its lease: let the key go now, so nobody waits
  * for a lock we know we lost. */
-static int found_lost(struct pg_store *ps, struct dlock_lock *lk)
+int dlock__pg_found_lost(struct pg_store *ps, struct dlock_lock *lk)
 {
     int live;
 
@@ -332,7 +332,7 @@ static int pg_extend(struct dlock_store *s, struct dlock_lock *lk,
         return rc;
     changed = atoi(PQcmdTuples(res));
     PQclear(res);
-    return changed == 0 ? found_lost(ps, lk) : DLOCK_OK;
+    return changed == 0 ? dlock__pg_found_lost(ps, lk) : DLOCK_OK;
 }
 
 static int pg_ttl_left(struct dlock_store *s, struct dlock_lock *lk,
@@ -349,7 +349,7 @@ static int pg_ttl_left(struct dlock_store *s, struct dlock_lock *lk,
         return rc;
     if (PQntuples(res) == 0) {
         PQclear(res);
-        return found_lost(ps, lk);
+        return dlock__pg_found_lost(ps, lk);
     }
     *left_ms = dlock__pg_col_i64(res, 0, 0, 1);
     PQclear(res);
@@ -568,6 +568,10 @@ const struct dlock_store_ops dlock__postgres_ops = {
     .force_release = pg_force_release,
     .init = pg_init,
     .ddl = pg_ddl,
+    .run_begin = dlock__pg_run_begin,
+    .run_end = dlock__pg_run_end,
+    .runs = dlock__pg_runs,
+    .last_runs = dlock__pg_last_runs,
 };
 
 

@@ -36,6 +36,13 @@
  *   force_one   release --force of one of two names a process holds on
  *               one session: only that lock is LOST, the other stays
  *               held; a stopped holder is fenced off after a short bound
+ *   runs        run records: holders of a semaphore that begin runs of
+ *               one period at once (queued on the name's summary row):
+ *               one goes ahead, in both modes; names with quotes,
+ *               backslashes, LIKE wildcards, UTF-8 are stored as given
+ *               and a prefix is taken literally; a store without the
+ *               run tables, used by a role that owns none of its
+ *               objects: no runs, then the first begin creates them
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -1193,6 +1200,249 @@ static void t_ceiling(void)
     dlock_store_close(s);
 }
 
+/* --- run records ------------------------------------------------------- */
+
+struct run_racer {
+    dlock_lock *l;
+    dlock_run_rule rule;
+    int rc, go;
+    int done[2];
+};
+
+static void *run_racer_main(void *p)
+{
+    struct run_racer *r = p;
+
+    r->rc = dlock_run_begin(r->l, &r->rule, &r->go, NULL);
+    if (write(r->done[1], "x", 1) != 1)
+        r->rc = -1;
+    return NULL;
+}
+
+/* Sessions of this server waiting for a lock whose query names what. */
+static int lock_waiters(PGconn *c, const char *what)
+{
+    char *v = q1(c,
+                 "SELECT count(*) FROM pg_stat_activity WHERE "
+                 "application_name = 'dlock' AND wait_event_type = 'Lock' "
+                 "AND strpos(query, $1) > 0",
+                 what);
+    int n = v != NULL ? atoi(v) : -1;
+
+    free(v);
+    return n;
+}
+
+/* Three holders of a semaphore of 3 begin runs of a name at once, by one
+ * period: one goes ahead.  A raw transaction holds the name's summary row
+ * (uncommitted, as a first run would) until all three wait on it, so
+ * they decide one after the other, each seeing the one before. */
+static void runs_sem_race(const char *u, const char *base)
+{
+    enum { N = 3 };
+    const char *n = nm(base);
+    dlock_store *s[N];
+    struct run_racer r[N];
+    pthread_t th[N];
+    /* c holds the row; w looks (a transaction sees pg_stat_activity as
+     * it was when it first looked). */
+    PGconn *c = raw(), *w = raw();
+    int went = 0, waiting = 0;
+
+    /* The run tables, on a server whose lock tables predate them. */
+    s[0] = open_url(u);
+    EXPECT(dlock_store_init(s[0]) == DLOCK_OK);
+    dlock_store_close(s[0]);
+    free(q1(c, "BEGIN", NULL));
+    {
+        char *v = q1(c, "INSERT INTO dlock_run_names (name) VALUES ($1) "
+                        "RETURNING 1", n);
+
+        EXPECT(v != NULL && strcmp(v, "1") == 0);
+        free(v);
+    }
+    for (int i = 0; i < N; i++) {
+        dlock_options o = sem(0, N);
+
+        s[i] = open_url(u);
+        memset(&r[i], 0, sizeof(r[i]));
+        r[i].rule.period_ms = 60000;
+        r[i].rc = -1;
+        EXPECT(dlock_acquire(&r[i].l, s[i], n, &o) == DLOCK_OK);
+        if (pipe(r[i].done) != 0)
+            exit(2);
+        if (r[i].l != NULL)
+            pthread_create(&th[i], NULL, run_racer_main, &r[i]);
+    }
+    for (int t = 0; t < 500 && waiting < N; t++) {
+        waiting = lock_waiters(w, "dlock_run_names");
+        if (waiting < N)
+            sleep_ms(10);
+    }
+    if (waiting != N)
+        fprintf(stderr, "  %d of %d run_begin wait on the summary row\n",
+                waiting, N);
+    EXPECT(waiting == N);
+    for (int i = 0; i < N; i++)
+        EXPECT(!readable(r[i].done[0], 0)); /* all still waiting */
+    free(q1(c, "COMMIT", NULL));
+    for (int i = 0; i < N; i++) {
+        if (r[i].l == NULL)
+            continue;
+        EXPECT(readable(r[i].done[0], 5000));
+        pthread_join(th[i], NULL);
+        if (r[i].rc != DLOCK_OK)
+            fprintf(stderr, "  run_begin: %d\n", r[i].rc);
+        EXPECT(r[i].rc == DLOCK_OK);
+        went += r[i].go;
+        if (r[i].go)
+            EXPECT(dlock_run_end(r[i].l, DLOCK_RUN_EXITED, 0) == DLOCK_OK);
+        EXPECT(dlock_release(r[i].l) == DLOCK_OK);
+    }
+    EXPECT(went == 1);
+    for (int i = 0; i < N; i++) {
+        close(r[i].done[0]);
+        close(r[i].done[1]);
+        dlock_store_close(s[i]);
+    }
+    PQfinish(c);
+    PQfinish(w);
+}
+
+static int runs_cb(const dlock_run *run, void *p)
+{
+    char *out = p;
+    size_t len = strlen(out);
+
+    snprintf(out + len, 4096 - len, "%s|", strrchr(run->name, '/') + 1);
+    return 0;
+}
+
+/* Names of any bytes are stored and found as given; a prefix's LIKE
+ * wildcards and escape character are taken literally. */
+static void runs_names(const char *u)
+{
+    static const char *const names[] = {
+        "o'k", "b\\s", "a_b", "axb",
+        "p%q", "pxq", "e!x", "dd$$x",
+        "\xc3\xa9t\xc3\xa9",
+    };
+    dlock_store *s = open_url(u);
+    dlock_run_rule rule = DLOCK_RUN_RULE_INIT;
+    char name[300], pre[300], out[4096];
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        dlock_options o = opts(0, 5000, 1);
+        dlock_lock *l = NULL;
+        int go = 0;
+
+        snprintf(name, sizeof(name), "%s/%s", nm("names"), names[i]);
+        EXPECT(dlock_acquire(&l, s, name, &o) == DLOCK_OK);
+        EXPECT(dlock_run_begin(l, &rule, &go, NULL) == DLOCK_OK && go);
+        EXPECT(dlock_run_end(l, DLOCK_RUN_EXITED, (int)i) == DLOCK_OK);
+        EXPECT(dlock_release(l) == DLOCK_OK);
+        out[0] = '\0';
+        EXPECT(dlock_history(s, name, 0, runs_cb, out) == DLOCK_OK);
+        snprintf(pre, sizeof(pre), "%s|", names[i]);
+        EXPECT(strcmp(out, pre) == 0);
+    }
+    {
+        static const char *const want[][2] = {
+            {"a_", "a_b|"}, {"p%", "p%q|"}, {"e!", "e!x|"}, {"o'", "o'k|"},
+            {"b\\", "b\\s|"}, {"dd$", "dd$$x|"}, {"\xc3\xa9", "\xc3\xa9t\xc3\xa9|"},
+        };
+
+        for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+            snprintf(pre, sizeof(pre), "%s/%s", nm("names"), want[i][0]);
+            out[0] = '\0';
+            EXPECT(dlock_last_runs(s, pre, runs_cb, out) == DLOCK_OK);
+            if (strcmp(out, want[i][1]) != 0)
+                fprintf(stderr, "  last_runs(%s): %s, want %s\n", pre, out,
+                        want[i][1]);
+            EXPECT(strcmp(out, want[i][1]) == 0);
+        }
+    }
+    dlock_store_close(s);
+}
+
+static int count_cb(const dlock_run *run, void *p)
+{
+    (void)run;
+    ++*(int *)p;
+    return 0;
+}
+
+/* A store whose lock tables predate run records, used by a role that
+ * owns none of its objects (only CREATE on the schema): the readers see
+ * no runs, the first run begin creates the run tables and records.  In
+ * a schema of its own, so that tests running beside it keep theirs. */
+static void runs_lazy(void)
+{
+    PGconn *c = raw();
+    char schema[64], sql[512], u[1024], *o;
+    const char *at;
+    dlock_store *s;
+    dlock_lock *l = NULL;
+    dlock_options opt = opts(0, 5000, 1);
+    dlock_run_rule rule = DLOCK_RUN_RULE_INIT;
+    int go = 0, n = 0;
+
+    snprintf(schema, sizeof(schema), "runs_lazy_%d", (int)getpid());
+    snprintf(sql, sizeof(sql), "CREATE SCHEMA %s", schema);
+    free(q1(c, sql, NULL));
+    /* as the owner (dlock): every object, then the run tables dropped */
+    snprintf(u, sizeof(u), "%s%coptions=-csearch_path%%3D%s", url,
+             strchr(url, '?') != NULL ? '&' : '?', schema);
+    dlock_store_close(open_url(u));
+    {
+        static const char *const fmt[] = {
+            "DROP TABLE %s.dlock_runs, %s.dlock_run_names",
+            "GRANT USAGE, CREATE ON SCHEMA %s TO other",
+            "GRANT ALL ON ALL TABLES IN SCHEMA %s TO other",
+            "GRANT ALL ON ALL SEQUENCES IN SCHEMA %s TO other",
+        };
+
+        for (size_t i = 0; i < sizeof(fmt) / sizeof(fmt[0]); i++) {
+            snprintf(sql, sizeof(sql), fmt[i], schema, schema);
+            o = q1(c, sql, NULL);
+            if (o == NULL)
+                fprintf(stderr, "  %s: %s", sql, PQerrorMessage(c));
+            EXPECT(o != NULL);
+            free(o);
+        }
+    }
+    /* as "other" */
+    at = strchr(url, '@');
+    CHECK(at != NULL);
+    snprintf(u, sizeof(u), "postgres://other:other-pw%s%coptions=-csearch_"
+             "path%%3D%s", at, strchr(url, '?') != NULL ? '&' : '?', schema);
+    s = open_url(u);
+    EXPECT(dlock_history(s, nm("lazy"), 0, count_cb, &n) == DLOCK_OK &&
+           n == 0);
+    EXPECT(dlock_last_runs(s, "", count_cb, &n) == DLOCK_OK && n == 0);
+    EXPECT(dlock_acquire(&l, s, nm("lazy"), &opt) == DLOCK_OK);
+    EXPECT(dlock_run_begin(l, &rule, &go, NULL) == DLOCK_OK && go);
+    EXPECT(dlock_run_end(l, DLOCK_RUN_EXITED, 0) == DLOCK_OK);
+    EXPECT(dlock_release(l) == DLOCK_OK);
+    EXPECT(dlock_history(s, nm("lazy"), 0, count_cb, &n) == DLOCK_OK &&
+           n == 1);
+    dlock_store_close(s);
+    free(q1(c, "SET client_min_messages = warning", NULL));
+    snprintf(sql, sizeof(sql), "DROP SCHEMA %s CASCADE", schema);
+    o = q1(c, sql, NULL);
+    EXPECT(o != NULL);
+    free(o);
+    PQfinish(c);
+}
+
+static void t_runs(void)
+{
+    runs_sem_race(url, "runs-sem");
+    runs_sem_race(with("mode=lease"), "runs-sem-lease");
+    runs_names(url);
+    runs_lazy();
+}
+
 static const struct {
     const char *name;
     void (*fn)(void);
@@ -1202,7 +1452,7 @@ static const struct {
     {"badinput", t_badinput}, {"lease", t_lease},
     {"mux", t_mux},           {"semaphore", t_semaphore},
     {"max_keys", t_max_keys}, {"force_one", t_force_one},
-    {"ceiling", t_ceiling},
+    {"ceiling", t_ceiling},   {"runs", t_runs},
 };
 
 int main(int argc, char **argv)
