@@ -618,6 +618,56 @@ static int encrypted_key(const struct pg_store *ps)
                          ps->base.url);
 }
 
+/* libpq's connect_timeout for this store in ms (the last one given wins,
+ * as in libpq; under 2 s is 2 s, as libpq takes it); INT64_MAX: none. */
+static int64_t connect_timeout_ms(const struct pg_store *ps)
+{
+    const char *v = NULL;
+    long secs;
+
+    for (size_t i = 0; ps->conn_kw[i] != NULL; i++)
+        if (strcmp(ps->conn_kw[i], "connect_timeout") == 0)
+            v = ps->conn_val[i];
+    if (v == NULL)
+        return INT64_MAX;
+    secs = strtol(v, NULL, 10);
+    if (secs <= 0)
+        return INT64_MAX;
+    return secs < 2 ? 2000 : secs > INT_MAX ? INT64_MAX : secs * 1000LL;
+}
+
+/* A connect that ends at dlock__io_deadline, which comes before libpq's
+ * own connect_timeout (a held lock's call: a LOST run's end, a renewal,
+ * must not outlast the lease by the whole connect timeout on a server cut
+ * off).  NULL: out of memory; *late set when the deadline passed. */
+static PGconn *connect_until(struct pg_store *ps, int *late)
+{
+    PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+    PGconn *c = PQconnectStartParams((const char *const *)ps->conn_kw,
+                                     (const char *const *)ps->conn_val, 0);
+
+    *late = 0;
+    if (c == NULL || PQstatus(c) == CONNECTION_BAD)
+        return c;
+    while (st != PGRES_POLLING_OK && st != PGRES_POLLING_FAILED) {
+        int64_t left = dlock__io_deadline - dlock__now_ms();
+        struct pollfd p = {PQsocket(c),
+                           st == PGRES_POLLING_READING ? POLLIN : POLLOUT, 0};
+        int r;
+
+        if (left <= 0) {
+            *late = 1;
+            break;
+        }
+        r = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
+        if (r < 0 && errno != EINTR)
+            break;
+        if (r > 0)
+            st = PQconnectPoll(c);
+    }
+    return c;
+}
+
 /* Connect with dlock's defaults underneath whatever the URL says.  libpq
  * gets keyword/value pairs with expand_dbname = 0: it never parses a
  * URL of its own, so it cannot read one differently from dlock. */
@@ -626,12 +676,24 @@ int dlock__pg_connect(struct pg_store *ps, PGconn **out)
     const char *const *sec = (const char *const *)ps->secrets;
     char msg[512];
     PGconn *c;
+    int late = 0;
 
     *out = NULL;
-    c = PQconnectdbParams((const char *const *)ps->conn_kw,
-                          (const char *const *)ps->conn_val, 0);
+    if (dlock__io_deadline != 0 &&
+        dlock__io_deadline - dlock__now_ms() < connect_timeout_ms(ps))
+        c = connect_until(ps, &late);
+    else
+        c = PQconnectdbParams((const char *const *)ps->conn_kw,
+                              (const char *const *)ps->conn_val, 0);
     if (c == NULL)
         return dlock__enomem();
+    if (late) {
+        PQfinish(c);
+        return dlock__seterr(DLOCK_EUNAVAIL,
+                             "cannot connect to %s: no answer within the "
+                             "lock's lease",
+                             ps->base.url);
+    }
     if (PQstatus(c) != CONNECTION_OK) {
         int rc = connect_error_code(c);
 
