@@ -1034,6 +1034,12 @@ static void say_ran(const char *name, const dlock_run *last)
     case DLOCK_RUN_SIGNALED:
         fprintf(stderr, "signal %d)\n", last->status);
         break;
+    case DLOCK_RUN_RUNNING:
+        /* We hold the lock: whoever ran it does not, so it will never
+         * record an end (cut off, killed); the next run that goes ahead
+         * marks it abandoned. */
+        fputs("no end recorded: its holder is gone)\n", stderr);
+        break;
     default:
         fprintf(stderr, "%s)\n", cli_run_word(last->result));
     }
