@@ -66,8 +66,10 @@ static const char help[] =
     "                        cron job)\n"
     "      --metrics-file PATH  write the run's metrics to PATH (also\n"
     "                        $DLOCK_METRICS_FILE)\n"
-    "With --once or --once-per and no -w, a busy lock is a skip too (the\n"
-    "run is someone else's); with -w, dlock waits, then decides.  A skip\n"
+    "With --once-per and no -w, a busy lock is a skip too (the run is\n"
+    "someone else's); with -w, dlock waits, then decides.  --once waits as\n"
+    "a plain run (default: forever), then decides; a lock still busy at\n"
+    "the end of -w is not a skip but \"not acquired\" (1 or CODE).  A skip\n"
     "exits 0 (or CODE with -E) after one line on stderr saying which run\n"
     "satisfied it.  Every run of a lock (not --shared or --limit) is\n"
     "recorded: see dlock history NAME.\n"
@@ -301,8 +303,11 @@ int cli_run_parse(struct run_opts *o, int argc, char **argv)
                 "%s", o->shared ? "--shared" : "--limit");
         return EXIT_USAGE;
     }
-    /* With a rule and no -w, a busy lock is someone else's run: a try. */
-    if ((o->once || o->period_ms > 0) && !o->wait_given)
+    /* With --once-per and no -w, a busy lock is this period's run on
+     * another host: a try.  --once alone waits as a plain run does: a
+     * busy lock is a run that has not succeeded yet (it may fail), so
+     * only its end can tell whether to skip. */
+    if (o->period_ms > 0 && !o->wait_given)
         o->wait_ms = 0;
     if (o->name == NULL || o->cmd == NULL) {
         cli_err("run: %s", o->name == NULL ? "missing NAME" : "missing CMD");
@@ -1158,11 +1163,19 @@ int cmd_run(const struct cli *c, int argc, char **argv)
     rc = acquire(c, &o, store, &lock);
     rep.waited_ms = now_ms() - t0;
     if (rc == DLOCK_BUSY) {
-        if (o.once || o.period_ms > 0) {
+        if (o.period_ms > 0) {
             /* Someone else's run of it: a skip, not a failure. */
             say_busy(store, o.name);
             rep.skipped = 1;
             rc = o.conflict_given ? o.conflict_code : 0;
+            goto out;
+        }
+        if (o.once) {
+            /* Not a skip: that run has not succeeded (yet), and exit 0
+             * would tell `dlock run --once m -- ./migrate && ./app` that
+             * the migration is done. */
+            say_busy(store, o.name);
+            rc = o.conflict_code;
             goto out;
         }
         if (c->verbose)

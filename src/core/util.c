@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -293,11 +294,42 @@ void dlock__strlcpy(char *dst, const char *src, size_t dstlen)
 static char hostname[256];
 static pthread_once_t hostname_once = PTHREAD_ONCE_INIT;
 
+/* The host name as stores keep it: valid UTF-8, every byte that is not
+ * part of a UTF-8 character written as \xHH.  gethostname() gives
+ * whatever sethostname() was given (any bytes, in a UTS namespace); the
+ * PostgreSQL and MariaDB columns are UTF-8 and refused such a name, so
+ * that every acquire and run record from that host failed ("out of
+ * memory" from PQescapeLiteral, "the table's name column is utf8mb4"). */
 static void hostname_init(void)
 {
-    if (gethostname(hostname, sizeof(hostname)) != 0)
-        dlock__strlcpy(hostname, "unknown", sizeof(hostname));
-    hostname[sizeof(hostname) - 1] = '\0';
+    char raw[256];
+    size_t o = 0;
+
+    if (gethostname(raw, sizeof(raw)) != 0)
+        dlock__strlcpy(raw, "unknown", sizeof(raw));
+    raw[sizeof(raw) - 1] = '\0';
+    for (size_t i = 0; raw[i] != '\0';) {
+        const unsigned char *u = (const unsigned char *)raw + i;
+        size_t n = 0;
+
+        for (size_t k = 1; k <= 4 && n == 0 && u[k - 1] != '\0'; k++)
+            if (utf8_valid(u, k))
+                n = k;
+        if (n > 0) {
+            if (o + n >= sizeof(hostname))
+                break;
+            memcpy(hostname + o, u, n);
+            o += n;
+            i += n;
+        } else {
+            if (o + 4 >= sizeof(hostname))
+                break;
+            snprintf(hostname + o, 5, "\\x%02x", u[0]);
+            o += 4;
+            i++;
+        }
+    }
+    hostname[o] = '\0';
 }
 
 const char *dlock__hostname(void)

@@ -46,16 +46,22 @@
  * given, @W half the period (ms), @K the runs kept besides the new one.
  * Answers one row: ours, go, then the run that decided a skip, or the
  * run before this one (as it is now: ABANDONED if it was RUNNING), or
- * NULLs. */
+ * NULLs.  m: a RUNNING run of our own fence is there already: this text
+ * was sent before, committed, and its answer was lost (lease mode: the
+ * pool sends it again on a new connection); that run is ours, so it goes
+ * ahead again instead of skipping because of its own start. */
 static const char begin_tmpl[] =
     "INSERT INTO dlock_run_names AS x (name) SELECT @N WHERE " OURS " "
     "ON CONFLICT (name) DO UPDATE SET last_start_ms = x.last_start_ms; "
     "WITH o AS (SELECT " OURS " AS ours, " NOW_MS " AS now_ms), "
     "s AS (SELECT last_start_ms, succeeded_fence, succeeded_ms FROM "
     "dlock_run_names WHERE name = @N), "
+    "m AS (SELECT EXISTS (SELECT 1 FROM dlock_runs WHERE name = @N AND "
+    "fence = @F AND result = 0) AS again), "
     "g AS (SELECT o.ours, o.now_ms, coalesce(@Y AND s.succeeded_fence IS "
-    "NOT NULL, false) AS by_once, coalesce(@R AND o.now_ms - "
-    "s.last_start_ms < @W, false) AS by_period FROM o LEFT JOIN s ON true), "
+    "NOT NULL AND NOT m.again, false) AS by_once, coalesce(@R AND o.now_ms "
+    "- s.last_start_ms < @W AND NOT m.again, false) AS by_period FROM o "
+    "CROSS JOIN m LEFT JOIN s ON true), "
     "d AS (SELECT g.*, g.ours AND NOT g.by_once AND NOT g.by_period AS go "
     "FROM g), "
     "p AS (SELECT " RUN_COLS " FROM dlock_runs WHERE name = @N AND fence "
