@@ -974,11 +974,17 @@ static int supervise(pid_t child, int rfd, const struct run_opts *o,
  * confirmed and the lock goes when its lease runs out.  A wrapper that
  * reruns on 75 must not rerun a finished job. */
 static int release_after(dlock_lock *lock, const struct run_opts *o,
-                         int status)
+                         int status, int unreachable)
 {
     int64_t left = dlock_lease_left(lock);
     int r = dlock_release(lock);
 
+    /* The run's end could not reach the store just before: a session
+     * store then knows its session is gone and answers the release LOST
+     * without asking anyone.  That is "could not confirm" (R11), not a
+     * loss seen before the command ended. */
+    if (r == DLOCK_LOST && unreachable && left > 0)
+        r = DLOCK_EUNAVAIL;
     if (left == 0 || r == DLOCK_LOST) {
         cli_err("run: lock '%s' was lost before the command ended%s%s",
                 o->name, r == DLOCK_LOST ? ": " : "",
@@ -1098,8 +1104,8 @@ static int begin_run(const struct run_opts *o, dlock_lock *lock,
 
 /* Record how the run ended (before the release: the record is found by
  * the lock's fence). */
-static void end_run(const struct run_opts *o, dlock_lock *lock, int raw,
-                    int lost)
+static int end_run(const struct run_opts *o, dlock_lock *lock, int raw,
+                   int lost)
 {
     int result, status = -1, rc;
 
@@ -1122,6 +1128,7 @@ static void end_run(const struct run_opts *o, dlock_lock *lock, int raw,
                 o->once && result == DLOCK_RUN_EXITED && status == 0
                     ? " (--once will run it again)"
                     : "");
+    return rc;
 }
 
 int cmd_run(const struct cli *c, int argc, char **argv)
@@ -1133,6 +1140,7 @@ int cmd_run(const struct cli *c, int argc, char **argv)
     dlock_lock *lock = NULL;
     char **env = NULL;
     int pfd[2] = {-1, -1}, rc, lost = 0, recorded = 0, raw = -1;
+    int end_rc = DLOCK_OK;
     int64_t t0;
     pid_t child;
 
@@ -1233,11 +1241,11 @@ int cmd_run(const struct cli *c, int argc, char **argv)
         rep.sig = WTERMSIG(raw);
     }
     if (recorded)
-        end_run(&o, lock, raw, lost);
+        end_rc = end_run(&o, lock, raw, lost);
     if (lost) {
         rc = EXIT_LOST;
     } else if (child >= 0) {
-        rc = release_after(lock, &o, rc);
+        rc = release_after(lock, &o, rc, end_rc == DLOCK_EUNAVAIL);
         lock = NULL;
     }
     rep.lost = rc == EXIT_LOST && rep.ran;
