@@ -143,19 +143,10 @@ int dlock_history(dlock_store *s, const char *name, unsigned max,
 int dlock_last_runs(dlock_store *s, const char *prefix, dlock_run_cb cb,
                     void *payload)
 {
-    int rc;
+    int rc = dlock__prefix_call_ok(s, cb != NULL, &prefix);
 
-    dlock__clearerr();
-    rc = dlock__store_usable(s);
     if (rc != DLOCK_OK)
         return rc;
-    if (cb == NULL)
-        return dlock__seterr(DLOCK_EINVAL, "callback is NULL");
-    if (prefix == NULL)
-        prefix = "";
-    if (strlen(prefix) > DLOCK_NAME_MAX)
-        return dlock__seterr(DLOCK_EINVAL, "prefix is longer than %d bytes",
-                             DLOCK_NAME_MAX);
     if (s->ops->last_runs == NULL)
         return no_runs(s);
     return s->ops->last_runs(s, prefix, cb, payload);

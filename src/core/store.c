@@ -329,23 +329,33 @@ static int list_relay(const dlock_info *info, void *arg)
     return r->cb(&r->copy, r->payload);
 }
 
-int dlock_list(dlock_store *s, const char *prefix, dlock_list_cb cb,
-               void *payload)
+int dlock__prefix_call_ok(const dlock_store *s, int has_cb,
+                          const char **prefix)
 {
-    struct list_relay *r;
     int rc;
 
     dlock__clearerr();
     rc = dlock__store_usable(s);
     if (rc != DLOCK_OK)
         return rc;
-    if (cb == NULL)
+    if (!has_cb)
         return dlock__seterr(DLOCK_EINVAL, "callback is NULL");
-    if (prefix == NULL)
-        prefix = "";
-    if (strlen(prefix) > DLOCK_NAME_MAX)
+    if (*prefix == NULL)
+        *prefix = "";
+    if (strlen(*prefix) > DLOCK_NAME_MAX)
         return dlock__seterr(DLOCK_EINVAL, "prefix is longer than %d bytes",
                              DLOCK_NAME_MAX);
+    return DLOCK_OK;
+}
+
+int dlock_list(dlock_store *s, const char *prefix, dlock_list_cb cb,
+               void *payload)
+{
+    struct list_relay *r;
+    int rc = dlock__prefix_call_ok(s, cb != NULL, &prefix);
+
+    if (rc != DLOCK_OK)
+        return rc;
     r = malloc(sizeof(*r));
     if (r == NULL)
         return dlock__enomem();

@@ -424,6 +424,11 @@ void dlock__names_free(struct dlock__names *l);
 /* store.c: DLOCK_OK, or DLOCK_EINVAL for NULL or a fork child's use of its
  * parent's store. */
 int dlock__store_usable(const struct dlock_store *store);
+/* The checks dlock_list() and dlock_last_runs() share: a usable store, a
+ * callback, and a prefix (NULL: "") of at most DLOCK_NAME_MAX bytes.
+ * Clears the thread's message first. */
+int dlock__prefix_call_ok(const struct dlock_store *store, int has_cb,
+                          const char **prefix);
 /* A store call on lk under its mu (lock.c); held_only: lk must be held
  * (a lapsed lease or DLOCK_LOST marks it lost, as dlock_assert_ttl()). */
 int dlock__lock_call(struct dlock_lock *lk, int held_only,
