@@ -334,23 +334,29 @@ static int report(struct gathered *g, dlock_run_cb cb, void *payload)
     return rc;
 }
 
-int dlock__sqlite_runs(struct dlock_store *st, const char *name,
-                       unsigned max, dlock_run_cb cb, void *payload)
+/* Run query q (Q_NEWEST: name's runs, newest first, at most max; Q_LAST:
+ * the newest run of each name under prefix), then hand the rows to cb
+ * with the store unlocked. */
+static int query_runs(struct dlock_store *st, const char *q, const char *name,
+                      unsigned max, const char *prefix, const char *what,
+                      dlock_run_cb cb, void *payload)
 {
     struct gathered g = {NULL, 0, 0};
     sqlite3_stmt *s;
     int rc;
 
     dlock__sqlite_lock(st);
-    s = prep(st, Q_NEWEST);
+    s = prep(st, q);
     if (s == NULL) {
-        rc = dlock__sqlite_error(st, "history");
+        rc = dlock__sqlite_error(st, what);
     } else {
-        sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(s, 2, (sqlite3_int64)max);
-        rc = gather(s, &g, NULL);
+        if (name != NULL) {
+            sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(s, 2, (sqlite3_int64)max);
+        }
+        rc = gather(s, &g, prefix);
         if (rc == SQLERR)
-            rc = dlock__sqlite_error(st, "history");
+            rc = dlock__sqlite_error(st, what);
         sqlite3_finalize(s);
     }
     dlock__sqlite_unlock(st);
@@ -361,27 +367,14 @@ int dlock__sqlite_runs(struct dlock_store *st, const char *name,
     return report(&g, cb, payload);
 }
 
+int dlock__sqlite_runs(struct dlock_store *st, const char *name,
+                       unsigned max, dlock_run_cb cb, void *payload)
+{
+    return query_runs(st, Q_NEWEST, name, max, NULL, "history", cb, payload);
+}
+
 int dlock__sqlite_last_runs(struct dlock_store *st, const char *prefix,
                             dlock_run_cb cb, void *payload)
 {
-    struct gathered g = {NULL, 0, 0};
-    sqlite3_stmt *s;
-    int rc;
-
-    dlock__sqlite_lock(st);
-    s = prep(st, Q_LAST);
-    if (s == NULL) {
-        rc = dlock__sqlite_error(st, "last runs");
-    } else {
-        rc = gather(s, &g, prefix);
-        if (rc == SQLERR)
-            rc = dlock__sqlite_error(st, "last runs");
-        sqlite3_finalize(s);
-    }
-    dlock__sqlite_unlock(st);
-    if (rc != DLOCK_OK) {
-        free(g.v);
-        return rc;
-    }
-    return report(&g, cb, payload);
+    return query_runs(st, Q_LAST, NULL, 0, prefix, "last runs", cb, payload);
 }
