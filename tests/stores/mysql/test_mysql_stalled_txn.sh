@@ -1,0 +1,123 @@
+#!/bin/sh
+# A client that goes silent inside one of dlock's transactions (stopped,
+# paused, cut off) must not block the name past its own call deadline:
+#   test_mysql_stalled_txn.sh DLOCK_BINARY STORE_URL
+#
+# The server keeps an open transaction's row locks for as long as the
+# connection lives, and it cannot tell a silent client from a slow one.
+# Each session of dlock's therefore asks MariaDB to end a transaction
+# left idle longer than the client's own deadline (?timeout=): by then
+# the client has given up on it anyway (docs/threat-model.md, R13).
+#
+# A proxy (stall_after.py) forwards A's traffic until A's lock-row INSERT
+# has reached the server, then forwards nothing more while it keeps both
+# sides open: the server sees a live connection in the middle of a
+# transaction.
+#   1. A (?timeout=1s) takes a free name and stalls inside its INSERT's
+#      transaction: B (direct, -w 8) must get the name.
+#   2. Lease mode: H holds; W (?timeout=1s) waits, and its INSERT that
+#      meets H's row stalls (InnoDB keeps a shared lock on the row it
+#      met): H's release must still be confirmed, and a try-lock after it
+#      must get the name.
+# Before the fix, B waited on A's row lock (innodb_lock_wait_timeout,
+# 50 s) past its -w, and H's DELETE on W's: "could not confirm".
+set -u
+DLOCK=$1
+STORE=$2
+here=$(cd "$(dirname "$0")" && pwd)
+if [ -z "$STORE" ]; then
+    echo "FAIL no store URL (DLOCK_TEST_MYSQL_URL)"
+    exit 1
+fi
+case $STORE in *mode=lease*) lease=1 ;; *) lease=0 ;; esac
+T=$(mktemp -d /tmp/dlock-stall.XXXXXX)
+proxy=""
+pids=""
+cleanup() {
+    for p in $pids $proxy; do
+        kill "$p" 2>/dev/null
+    done
+    rm -rf "$T"
+}
+trap cleanup EXIT
+fails=0
+n=0
+. "$here/waiter-lib.sh"
+
+# A proxy to the server of STORE that stalls after the lock-row INSERT;
+# sets $proxy and $PURL (STORE through it, ?timeout=1s).
+start_proxy() {
+    rm -f "$T/proxy.out"
+    python3 "$here/stall_after.py" "$host" "$port" \
+        "(name, connection_id, created" >"$T/proxy.out" 2>"$T/proxy.err" &
+    proxy=$!
+    until_true "[ -s '$T/proxy.out' ]" 100 || {
+        fail "the proxy did not start: $(cat "$T/proxy.err")"
+        exit 1
+    }
+    pport=$(head -n 1 "$T/proxy.out")
+    PURL=$(printf '%s' "$STORE" | sed "s/@$host:$port\//@127.0.0.1:$pport\//")
+    case $PURL in
+        *\?*) PURL="$PURL&timeout=1s" ;;
+        *) PURL="$PURL?timeout=1s" ;;
+    esac
+}
+stop_proxy() {
+    kill "$proxy" 2>/dev/null
+    wait "$proxy" 2>/dev/null
+    proxy=""
+}
+stalled() { grep -q '^stalled' "$T/proxy.out"; }
+
+# --- 1. a free name, its taker silent inside the INSERT's transaction
+name="stall-$$-a"
+start_proxy
+"$DLOCK" -s "$PURL" run -n --ttl 3 "$name" -- true 2>"$T/a_err"
+rc=$?
+if stalled; then
+    ok "A's INSERT reached the server and A went silent (A: exit $rc)"
+else
+    fail "the proxy never stalled A (exit $rc: $(cat "$T/a_err"))"
+fi
+if "$DLOCK" -s "$STORE" run -w 8 "$name" -- true 2>"$T/b_err"; then
+    ok "B got the name A's silent transaction had touched"
+else
+    fail "B did not get the name within 8 s: $(cat "$T/b_err")"
+fi
+stop_proxy
+
+# --- 2. lease mode: a waiter silent after meeting the holder's row
+if [ "$lease" = 1 ]; then
+    name="stall-$$-w"
+    mkfifo "$T/held" "$T/go"
+    "$DLOCK" -s "$STORE" run --ttl 30 "$name" -- sh -c \
+        'echo x >"$0/held"; read _ <"$0/go"' "$T" 2>"$T/h_err" &
+    H=$!
+    pids="$pids $H"
+    read _ <"$T/held"
+    start_proxy
+    "$DLOCK" -s "$PURL" run -w 3 "$name" -- true 2>"$T/w_err"
+    rc=$?
+    if stalled; then
+        ok "W's INSERT met H's row and W went silent (W: exit $rc)"
+    else
+        fail "the proxy never stalled W (exit $rc: $(cat "$T/w_err"))"
+    fi
+    echo x >"$T/go"
+    wait "$H"
+    rc=$?
+    if [ "$rc" = 0 ] && ! grep -q "could not confirm" "$T/h_err"; then
+        ok "H's release was confirmed"
+    else
+        fail "H's release (exit $rc): $(cat "$T/h_err")"
+    fi
+    if "$DLOCK" -s "$STORE" run -n "$name" -- true 2>"$T/n_err"; then
+        ok "a try-lock got the name after H let go"
+    else
+        fail "a try-lock after H let go: $(cat "$T/n_err")"
+    fi
+    stop_proxy
+fi
+
+echo "$fails of $n checks failed"
+[ "$fails" = 0 ]
