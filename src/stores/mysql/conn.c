@@ -185,6 +185,18 @@ static unsigned secs_up(int64_t ms)
     return (unsigned)((ms + 999) / 1000);
 }
 
+void dlock__my_sb_idle(struct sb *b, const struct my_store *ms,
+                       int64_t idle_ms)
+{
+    /* The M! comment runs on MariaDB 10.3 and later only; the user
+     * variable keeps the statement valid everywhere. */
+    dlock__my_sb_add(b,
+                     "SET @dl_idle = 0 /*M!100300 , SESSION "
+                     "idle_transaction_timeout = %u */",
+                     secs_up(idle_ms > ms->timeout_ms ? idle_ms
+                                                      : ms->timeout_ms));
+}
+
 /* A new connection, set up for locking (the pool's open). */
 static int conn_open(void *ctx, void **out)
 {
@@ -221,7 +233,8 @@ static int conn_open(void *ctx, void **out)
      * or cut off inside it would otherwise keep its row locks, and the
      * name, for as long as the server believes the connection lives.
      * MariaDB (10.3+, the M! comment) then ends the session; MySQL has
-     * no such setting (docs/threat-model.md, R13). */
+     * no such setting (docs/threat-model.md, R13).  A session-mode
+     * holder's own transactions allow a whole lease (runs.c). */
     snprintf(init, sizeof(init),
              "SET time_zone = '+00:00', autocommit = 1"
              "/*M!100300 , idle_transaction_timeout = %u */",

@@ -240,6 +240,12 @@ void dlock__my_sb_add(struct sb *b, const char *fmt, ...) DLOCK_PRINTF(2, 3);
 /* A quoted string literal, escaped for c. */
 void dlock__my_sb_lit(struct sb *b, struct conn *c, const char *s, size_t len);
 void dlock__my_sb_reset(struct sb *b);
+/* A statement that sets how long the server lets a transaction of this
+ * session sit idle before it ends the session (threat model R13): at
+ * least `timeout`, and at least idle_ms (MariaDB 10.3+ only: on other
+ * servers a no-op).  No trailing separator. */
+void dlock__my_sb_idle(struct sb *b, const struct my_store *ms,
+                       int64_t idle_ms);
 void dlock__my_sb_free(struct sb *b);
 /* Send one statement (InnoDB deadlocks retried): 0, or -1 with c's error
  * set. */

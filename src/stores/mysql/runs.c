@@ -238,6 +238,29 @@ static void sb_name(struct sb *b, struct conn *c, const struct dlock_lock *lk)
     dlock__my_sb_lit(b, c, lk->name, lk->name_len);
 }
 
+/* Session mode: these transactions run on the session whose GET_LOCK is
+ * the lock, and the server ending it (R13) would end the lock before its
+ * lease.  So its idle bound is a whole lease here, as long as a stopped
+ * holder keeps the name anyway (a contender KILLs it then): the packet
+ * starts by raising it and, once committed, sets it back.  A packet that
+ * fails midway leaves it raised, on this connection only. */
+static void held_idle(struct sb *b, struct my_store *ms,
+                      const struct dlock_lock *lk)
+{
+    if (ms->lease_mode)
+        return;
+    dlock__my_sb_idle(b, ms, lk->ttl_ms);
+    dlock__my_sb_add(b, "; ");
+}
+
+static void held_idle_end(struct sb *b, struct my_store *ms)
+{
+    if (ms->lease_mode)
+        return;
+    dlock__my_sb_add(b, "; ");
+    dlock__my_sb_idle(b, ms, 0);
+}
+
 static int begin_op(struct rcall *k, struct conn *c)
 {
     struct my_store *ms = k->ms;
@@ -251,6 +274,7 @@ static int begin_op(struct rcall *k, struct conn *c)
     long long go;
     int rc;
 
+    held_idle(&b, ms, lk);
     dlock__my_sb_add(&b,
                      "START TRANSACTION; SET @dl_own = 0, @dl_last = NULL, "
                      "@dl_lastf = 0, @dl_okf = NULL, @dl_cut = 0, @dl_now = "
@@ -317,6 +341,7 @@ static int begin_op(struct rcall *k, struct conn *c)
                      f, f, ms->runs);
     sb_nkey(&b, c, k->ml);
     dlock__my_sb_add(&b, " AND r.fence = @dl_show; COMMIT");
+    held_idle_end(&b, ms);
     rc = run_tx_tables(ms, c, &b, &res, 1, "run_begin");
     dlock__my_sb_free(&b);
     if (rc != DLOCK_OK)
@@ -365,6 +390,7 @@ static int end_op(struct rcall *k, struct conn *c)
     MYSQL_RES *res = NULL;
     int rc;
 
+    held_idle(&b, ms, k->lk);
     dlock__my_sb_add(&b,
                      "START TRANSACTION; UPDATE %s SET end_ms = " RUNNOW
                      ", result = %d, status = %d WHERE name = ",
@@ -379,6 +405,7 @@ static int end_op(struct rcall *k, struct conn *c)
                          f);
     }
     dlock__my_sb_add(&b, "; COMMIT");
+    held_idle_end(&b, ms);
     /* No tables: no such run (DLOCK_OK, as a run dropped as too old). */
     rc = run_tx_tables(ms, c, &b, &res, 0, "run_end");
     mysql_free_result(res);
