@@ -137,6 +137,12 @@ for cmd in run status list history release init; do
     misplaced $cmd "dlock --version" --version
 done
 
+# A URL where the command goes: a hint to -s, the password not shown.
+out=$("$DLOCK" "$secret" run "$id/g" -- true 2>&1)
+check "dlock URL run ... exits 64" 64 $?
+has "  with the hint" "$out" "a store URL goes after -s: dlock -s URL COMMAND"
+hasnt "  not showing the password" "$out" hunter2secret
+
 # The option in a run's option list (after NAME) gets the hint too.
 out=$("$DLOCK" run "$id/g" -s "$secret" -- true 2>&1)
 check "dlock run NAME -s URL -- CMD exits 64" 64 $?
