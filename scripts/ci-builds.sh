@@ -254,7 +254,7 @@ step_deb() {
     say "a 10-line program linked with libdlock.a from libdlock-dev (README's recipe)"
     need libsqlite3-dev libhiredis-dev libssl-dev libpq-dev libmariadb-dev || return 1
     local a
-    a=$(pkg-config --variable=libdir dlock)/libdlock.a
+    a=$(realpath "$(pkg-config --variable=libdir dlock)/libdlock.a")
     dpkg -S "$a" 2>/dev/null | grep -q '^libdlock-dev' ||
         { echo "ci: libdlock-dev does not ship $a" >&2; return 1; }
     cat >"$use/app.c" <<'EOF'
