@@ -46,7 +46,9 @@ if unshare -rn true 2>/dev/null; then
 elif unshare -n true 2>/dev/null; then
     offline=(unshare -n)
 fi
-echo "# pip runs ${offline[*]:+under '${offline[*]}' (no network) and }with --no-index"
+how="with --no-index"
+[ ${#offline[@]} = 0 ] || how="under ${offline[*]} (no network), $how"
+echo "# pip runs $how"
 
 # A copy of the source (what a user has), to prove the tree is untouched.
 src_before=$(cd "$here" && find . -path ./tests -prune -o -type f -print |

@@ -34,6 +34,7 @@ hasnt() { # hasnt NAME TEXT PATTERN
 # --- 1. scripts without "#!" ------------------------------------------------
 mkdir "$T/bin"
 # No "#!": execve() says ENOEXEC; execvp() runs it as "/bin/sh FILE ARG...".
+# shellcheck disable=SC2016 # expanded by the script
 printf 'echo "ran $DLOCK_NAME fence=${DLOCK_FENCE:+yes} args=$*"\nexit 3\n' \
     >"$T/bin/noshebang"
 chmod +x "$T/bin/noshebang"
@@ -126,15 +127,15 @@ for cmd in run status list history release init; do
     release) rest=" --force NAME" ;;
     *) rest="" ;;
     esac
-    misplaced $cmd "dlock -s URL $cmd$rest" -s "$secret"
-    misplaced $cmd "dlock -s URL $cmd$rest" "-s$secret"
-    misplaced $cmd "dlock --store URL $cmd$rest" --store "$secret"
-    misplaced $cmd "dlock --store URL $cmd$rest" "--store=$secret"
-    misplaced $cmd "dlock --store-file FILE $cmd$rest" --store-file "$T/storefile"
-    misplaced $cmd "dlock --store-file FILE $cmd$rest" "--store-file=$T/storefile"
-    misplaced $cmd "dlock -v $cmd$rest" -v
-    misplaced $cmd "dlock --verbose $cmd$rest" --verbose
-    misplaced $cmd "dlock --version" --version
+    misplaced "$cmd" "dlock -s URL $cmd$rest" -s "$secret"
+    misplaced "$cmd" "dlock -s URL $cmd$rest" "-s$secret"
+    misplaced "$cmd" "dlock --store URL $cmd$rest" --store "$secret"
+    misplaced "$cmd" "dlock --store URL $cmd$rest" "--store=$secret"
+    misplaced "$cmd" "dlock --store-file FILE $cmd$rest" --store-file "$T/storefile"
+    misplaced "$cmd" "dlock --store-file FILE $cmd$rest" "--store-file=$T/storefile"
+    misplaced "$cmd" "dlock -v $cmd$rest" -v
+    misplaced "$cmd" "dlock --verbose $cmd$rest" --verbose
+    misplaced "$cmd" "dlock --version" --version
 done
 
 # A URL where the command goes: a hint to -s, the password not shown.
@@ -149,6 +150,7 @@ check "dlock run NAME -s URL -- CMD exits 64" 64 $?
 has "  with the hint" "$out" "dlock -s URL run NAME -- CMD"
 
 # After the command's own words, -s is the command's.
+# shellcheck disable=SC2016
 out=$("$DLOCK" run "$id/g" -- sh -c 'echo "$1"' sh -s 2>&1)
 check "a CMD's own -s is left alone" "-s" "$out"
 out=$("$DLOCK" run "$id/g" echo -s 2>&1)
