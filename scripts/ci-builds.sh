@@ -255,7 +255,7 @@ step_deb() {
     need libsqlite3-dev libhiredis-dev libssl-dev libpq-dev libmariadb-dev || return 1
     local a
     a=$(realpath "$(pkg-config --variable=libdir dlock)/libdlock.a")
-    dpkg -S "$a" 2>/dev/null | grep -q '^libdlock-dev' ||
+    [[ $(dpkg -S "$a" 2>/dev/null) == libdlock-dev* ]] ||
         { echo "ci: libdlock-dev does not ship $a" >&2; return 1; }
     cat >"$use/app.c" <<'EOF'
 #include <dlock.h>

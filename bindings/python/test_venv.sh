@@ -130,10 +130,13 @@ fi
 
 # 3. The sdist, built by the backend itself, then installed from it.
 mkdir "$T/dist"
+# (The listing to a file: grep -q quitting early would SIGPIPE tar, and
+# pipefail make that a failure.)
 if sdist=$(cd "$here" && "$py" -c 'import sys, _dlock_build as b
 print(b.build_sdist(sys.argv[1]))' "$T/dist") &&
-    tar -tzf "$T/dist/$sdist" | grep -q '/dlock/__init__.py$' &&
-    tar -tzf "$T/dist/$sdist" | grep -q '/PKG-INFO$'; then
+    tar -tzf "$T/dist/$sdist" >"$T/sdist.list" &&
+    grep -q '/dlock/__init__.py$' "$T/sdist.list" &&
+    grep -q '/PKG-INFO$' "$T/sdist.list"; then
     ok "sdist: $sdist"
     "$py" -m venv "$T/v3"
     if pip_install "$T/pip3.log" "$T/v3" "$T/dist/$sdist"; then
@@ -143,7 +146,7 @@ print(b.build_sdist(sys.argv[1]))' "$T/dist") &&
         fail "venv: pip install the sdist, offline"
     fi
 else
-    fail "sdist"
+    fail "sdist: $(cat "$T/sdist.list" 2>/dev/null)"
 fi
 
 # 4. Editable: the source directory on the venv's path.
