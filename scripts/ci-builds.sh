@@ -13,7 +13,8 @@
 #   make install PREFIX=/usr DESTDIR=...
 #   Debian: scripts/deb.sh, lintian (no errors), the three packages
 #         installed with apt-get, the examples built against them with
-#         pkg-config and find_package(dlock), dlock --version and the demo
+#         pkg-config and find_package(dlock), README's static recipe
+#         against libdlock-dev's libdlock.a, dlock --version and the demo
 #         from /usr/bin, then purged again (the machine is left as found).
 #
 #   scripts/ci-builds.sh [STEP...]     (default: every step; see `steps`)
@@ -246,6 +247,35 @@ step_deb() {
     # shellcheck disable=SC2046
     cc -std=c11 -Wall -Wextra -Werror $(pkg-config --cflags dlock libpq) \
         -o "$use/pg_xact" "$src/examples/pg_xact.c" $(pkg-config --libs dlock libpq) || return 1
+
+    # README's static recipe, as written, against libdlock-dev's libdlock.a
+    # (the store clients linked shared: they are the suggested -dev
+    # packages, here already as Build-Depends).
+    say "a 10-line program linked with libdlock.a from libdlock-dev (README's recipe)"
+    need libsqlite3-dev libhiredis-dev libssl-dev libpq-dev libmariadb-dev || return 1
+    local a
+    a=$(realpath "$(pkg-config --variable=libdir dlock)/libdlock.a")
+    [[ $(dpkg -S "$a" 2>/dev/null) == libdlock-dev* ]] ||
+        { echo "ci: libdlock-dev does not ship $a" >&2; return 1; }
+    cat >"$use/app.c" <<'EOF'
+#include <dlock.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+    dlock_store *s; dlock_lock *l;
+    if (argc < 2 || dlock_store_open(&s, argv[1]) != DLOCK_OK) return 69;
+    if (dlock_acquire(&l, s, "static-app", NULL) != DLOCK_OK) return 1;
+    printf("fence %llu\n", (unsigned long long)dlock_fence(l));
+    dlock_release(l); dlock_store_close(s); return 0;
+}
+EOF
+    # shellcheck disable=SC2046
+    (cd "$use" && cc app.c -Wl,-Bstatic $(pkg-config --static --libs dlock | sed 's/-ldlock /-ldlock -Wl,-Bdynamic /') -o app-static) \
+        2>"$use/static.log" || { cat "$use/static.log" >&2; return 1; }
+    readelf -d "$use/app-static" >"$use/app-static.dyn"
+    ! grep -q "libdlock" "$use/app-static.dyn" ||
+        { echo "ci: app-static needs the shared libdlock" >&2; return 1; }
+    [ "$("$use/app-static" "$url")" = "fence 1" ] ||
+        { echo "ci: the static program failed" >&2; return 1; }
 
     say "examples with CMake find_package(dlock) against the installed package"
     cat >"$use/CMakeLists.txt" <<EOF

@@ -19,3 +19,18 @@ echo "B: waiting up to 10 s..."
 "$dlock" "$@" -v run demo -w 10 -- sh -c 'echo "B: got the lock (fence $DLOCK_FENCE) after A released it"'
 wait $a
 "$dlock" "$@" status demo
+
+# Where this dlock is, and how to type just `dlock` (as README's tour does).
+dir=$(cd "$(dirname "$dlock")" && pwd)
+if [ "$(command -v dlock 2>/dev/null)" = "$dir/dlock" ]; then
+    echo "dlock is $dir/dlock (on your PATH)"
+else
+    # shellcheck disable=SC2016 # $PWD and $PATH are for the user to type
+    case $dir in
+    "$PWD"/*) shown='$PWD'${dir#"$PWD"} ;; # as typed from here
+    *) shown=$dir ;;
+    esac
+    echo "dlock is $dir/dlock, not on your PATH; for the tour, run:"
+    # shellcheck disable=SC2016
+    printf '  export PATH="%s:$PATH"   # or: sudo make install\n' "$shown"
+fi

@@ -87,6 +87,11 @@ void cli_json_info_run(FILE *f, const dlock_info *info,
 void cli_json_info_open(FILE *f, const dlock_info *info);
 /* Is arg one of the names (e.g. "-h", "--help")? */
 int cli_is(const char *arg, const char *a, const char *b);
+/* Is arg a global option (-s, --store, --store-file, -v, --verbose,
+ * --version) given after the command cmd?  Then say so and where it goes,
+ * as in "dlock -s URL <cmd> <rest>", and return 1; else 0.  The option's
+ * value is never shown (a URL may hold a password). */
+int cli_misplaced_global(const char *cmd, const char *rest, const char *arg);
 
 /* `dlock run` options, parsed by cli_run_parse(): 0 to go on, -1 for
  * --help, else a usage exit code (after printing why). */

@@ -75,6 +75,8 @@ int cmd_history(const struct cli *c, int argc, char **argv)
         } else if (strcmp(a, "--") == 0 && i + 1 < argc && !name) {
             name = argv[++i];
         } else if (a[0] == '-' && a[1] != '\0') {
+            if (cli_misplaced_global("history", "NAME", a))
+                return EXIT_USAGE;
             cli_err("history: unknown option '%s'", cli_arg_shown(a));
             return EXIT_USAGE;
         } else if (name == NULL) {

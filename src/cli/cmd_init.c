@@ -25,6 +25,8 @@ int cmd_init(const struct cli *c, int argc, char **argv)
         } else if (strcmp(argv[i], "--print") == 0) {
             print = 1;
         } else {
+            if (cli_misplaced_global("init", "", argv[i]))
+                return EXIT_USAGE;
             cli_err("init: unexpected argument '%s'", cli_arg_shown(argv[i]));
             return EXIT_USAGE;
         }

@@ -89,6 +89,8 @@ int cmd_list(const struct cli *c, int argc, char **argv)
         } else if (strcmp(argv[i], "--") == 0 && i + 1 < argc && !prefix) {
             prefix = argv[++i];
         } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            if (cli_misplaced_global("list", "", argv[i]))
+                return EXIT_USAGE;
             cli_err("list: unknown option '%s'", cli_arg_shown(argv[i]));
             return EXIT_USAGE;
         } else if (prefix == NULL) {

@@ -30,6 +30,8 @@ int cmd_release(const struct cli *c, int argc, char **argv)
         } else if (strcmp(argv[i], "--") == 0 && i + 1 < argc && !name) {
             name = argv[++i];
         } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            if (cli_misplaced_global("release", "--force NAME", argv[i]))
+                return EXIT_USAGE;
             cli_err("release: unknown option '%s'", cli_arg_shown(argv[i]));
             return EXIT_USAGE;
         } else if (name == NULL) {

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -77,7 +78,8 @@ static const char help[] =
     "exit: CMD's status (128+N if killed by signal N), 1 or CODE if not\n"
     "acquired, 0 or CODE if skipped, 64 usage, 69 store failing (or no run\n"
     "records for --once/--once-per), 75 lock lost, 126/127 CMD not\n"
-    "executable/not found.\n";
+    "executable/not found.  A CMD file without \"#!\" runs with /bin/sh, as\n"
+    "with execvp(3) and flock(1).\n";
 
 static int sigpipe_w = -1;
 static pid_t self_pid;
@@ -228,6 +230,8 @@ int cli_run_parse(struct run_opts *o, int argc, char **argv)
         else if (!(cli_is(a, "-E", "--conflict-exit-code") ||
                    !strncmp(a, "--conflict-exit-code=", 21) ||
                    (!strncmp(a, "-E", 2) && a[2]))) {
+            if (cli_misplaced_global("run", "NAME -- CMD", a))
+                return EXIT_USAGE;
             cli_err("run: unknown option '%s' (see dlock run --help)",
                     cli_arg_shown(a));
             return EXIT_USAGE;
@@ -532,9 +536,10 @@ static void default_one(int sig, void *arg)
 /* In the child, between fork() and exec: async-signal-safe calls only.
  * CMD must not outlive dlock (a second holder would run beside it), so it
  * is killed when dlock dies: PR_SET_PDEATHSIG, and if dlock died before
- * that was in place (we are already someone else's child), not started. */
-static void child_exec(char **paths, char **argv, char **env, int errfd,
-                       pid_t parent, int own_group)
+ * that was in place (we are already someone else's child), not started.
+ * sh_argv has room for argv and two more (allocated before fork()). */
+static void child_exec(char **paths, char **argv, char **env, char **sh_argv,
+                       int errfd, pid_t parent, int own_group)
 {
     sigset_t none;
     int err = ENOENT;
@@ -549,6 +554,19 @@ static void child_exec(char **paths, char **argv, char **env, int errfd,
     (void)sigprocmask(SIG_SETMASK, &none, NULL);
     for (size_t i = 0; paths[i] != NULL; i++) {
         execve(paths[i], argv, env);
+        /* As execvp (and so flock(1), xargs, make): an executable file the
+         * kernel cannot run (ENOEXEC: a script without "#!") is a shell
+         * script; run it with /bin/sh, as "/bin/sh PATH ARG...". */
+        if (errno == ENOEXEC) {
+            size_t k = 0;
+
+            sh_argv[0] = (char *)"/bin/sh";
+            sh_argv[1] = paths[i];
+            do
+                sh_argv[k + 2] = argv[k + 1];
+            while (argv[++k] != NULL);
+            execve(sh_argv[0], sh_argv, env);
+        }
         /* As execvp: remember a permission problem, go on past a missing
          * file, stop at anything else. */
         if (errno == EACCES)
@@ -578,23 +596,52 @@ static int foreground_job(void)
     return 0;
 }
 
+/* Why CMD could not be started, with what to do about the common cases
+ * (a file without its x bit, a directory). */
+static void say_exec_failed(const char *file, int err)
+{
+    struct stat st;
+
+    if (err == EACCES && strchr(file, '/') != NULL && stat(file, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) {
+            cli_err("run: cannot run '%s': it is a directory", file);
+            return;
+        }
+        if (S_ISREG(st.st_mode) && access(file, X_OK) != 0) {
+            cli_err("run: cannot run '%s': %s (it is not executable: "
+                    "chmod +x it, or run it as: sh %s)",
+                    file, strerror(err), file);
+            return;
+        }
+    }
+    cli_err("run: cannot run '%s': %s", file, strerror(err));
+}
+
 /* Start CMD; returns its pid, or -(exit code) on failure. */
 static pid_t spawn(char **cmd, char **env)
 {
     int own_group = !foreground_job();
-    char **paths = exec_paths(cmd[0]);
+    char **paths = exec_paths(cmd[0]), **sh_argv;
     sigset_t all, old;
     int efd[2], err = 0;
     pid_t pid, parent = getpid();
+    size_t argc = 0;
     ssize_t n;
 
-    if (paths == NULL) {
+    while (cmd[argc] != NULL)
+        argc++;
+    /* "/bin/sh", the path, the arguments after cmd[0], NULL. */
+    sh_argv = calloc(argc + 2, sizeof(*sh_argv));
+    if (paths == NULL || sh_argv == NULL) {
         cli_err("run: out of memory");
+        free_argv(paths);
+        free(sh_argv);
         return -EXIT_INTERNAL;
     }
     if (pipe2(efd, O_CLOEXEC) != 0) {
         cli_err("run: pipe: %s", strerror(errno));
         free_argv(paths);
+        free(sh_argv);
         return -EXIT_INTERNAL;
     }
     /* No handler of ours may run in the child before exec. */
@@ -603,7 +650,7 @@ static pid_t spawn(char **cmd, char **env)
     pid = fork();
     if (pid == 0) {
         close(efd[0]);
-        child_exec(paths, cmd, env, efd[1], parent, own_group);
+        child_exec(paths, cmd, env, sh_argv, efd[1], parent, own_group);
     }
     if (pid > 0 && own_group)
         (void)setpgid(pid, pid); /* as the child does: whoever runs first */
@@ -612,6 +659,7 @@ static pid_t spawn(char **cmd, char **env)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     close(efd[1]);
     free_argv(paths);
+    free(sh_argv);
     if (pid < 0) {
         close(efd[0]);
         cli_err("run: cannot start '%s': %s", cmd[0], strerror(err));
@@ -628,7 +676,7 @@ static pid_t spawn(char **cmd, char **env)
 
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
             ;
-        cli_err("run: cannot run '%s': %s", cmd[0], strerror(err));
+        say_exec_failed(cmd[0], err);
         return err == ENOENT ? -127 : -126;
     }
     return pid;

@@ -504,3 +504,34 @@ int cli_is(const char *arg, const char *a, const char *b)
     return (a != NULL && strcmp(arg, a) == 0) ||
            (b != NULL && strcmp(arg, b) == 0);
 }
+
+int cli_misplaced_global(const char *cmd, const char *rest, const char *arg)
+{
+    /* As main.c takes them: "-s URL", "-sURL", "--store URL",
+     * "--store=URL", "--store-file FILE", "--store-file=FILE", "-v",
+     * "--verbose", "--version". */
+    static const struct {
+        const char *opt, *val;
+    } g[] = {{"--store-file", "FILE"}, {"--store", "URL"}, {"-s", "URL"},
+             {"--verbose", NULL},      {"-v", NULL},      {"--version", NULL}};
+
+    for (size_t k = 0; k < sizeof(g) / sizeof(g[0]); k++) {
+        size_t n = strlen(g[k].opt);
+
+        if (strncmp(arg, g[k].opt, n) != 0)
+            continue;
+        if (arg[n] != '\0' && !(g[k].val != NULL && arg[n] == '=') &&
+            !(g[k].val != NULL && n == 2)) /* -sURL */
+            continue;
+        if (g[k].val == NULL && strcmp(g[k].opt, "--version") == 0)
+            cli_err("%s: --version is a global option: dlock --version",
+                    cmd);
+        else
+            cli_err("%s: %s is a global option; put it before '%s': "
+                    "dlock %s%s%s %s%s%s",
+                    cmd, g[k].opt, cmd, g[k].opt, g[k].val ? " " : "",
+                    g[k].val ? g[k].val : "", cmd, rest[0] ? " " : "", rest);
+        return 1;
+    }
+    return 0;
+}

@@ -252,7 +252,12 @@ static int cli_main(int argc, char **argv)
     for (size_t k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++)
         if (strcmp(argv[i], cmds[k].name) == 0)
             rc = cmds[k].fn(&c, argc - i, argv + i);
-    if (rc < 0) {
+    if (rc < 0 && strstr(argv[i], "://") != NULL) {
+        /* "dlock redis://h run ...": a store where the command goes. */
+        cli_err("unknown command '%s': a store URL goes after -s: "
+                "dlock -s URL COMMAND ...", cli_arg_shown(argv[i]));
+        rc = EXIT_USAGE;
+    } else if (rc < 0) {
         cli_err("unknown command '%s' (see dlock --help)", cli_arg_shown(argv[i]));
         rc = EXIT_USAGE;
     }
