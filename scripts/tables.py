@@ -309,9 +309,16 @@ def main(argv):
             if old != text:
                 with open(p, 'w', encoding='utf-8') as f:
                     f.write(text)
+    # A result file no table reads: its table was dropped from the pages.
+    used = {src.rstrip('/') for p in pages() for _, src, _ in remake(p)[1]}
+    for r in sorted(glob.glob(os.path.join(ROOT, 'docs', 'results', '*'))):
+        rel = os.path.relpath(r, ROOT)
+        if rel not in used:
+            bad += 1
+            print('%s: no table in README.md or docs/ is made from it' % rel)
     if check:
-        print('tables.py --check: %d table(s), %d differ%s' % (
-            n, bad, ': run scripts/tables.py, or commit the result files that made them' if bad else ''))
+        print('tables.py --check: %d table(s), %d problem(s)%s' % (
+            n, bad, ': run scripts/tables.py (or commit the result files that made the tables)' if bad else ''))
         return 1 if bad else 0
     return 0
 
