@@ -2,6 +2,10 @@
 # make bench: dlock-bench on every store compiled in, against throwaway
 # servers started the same way the tests start them.
 #   scripts/bench.sh BUILD_DIR [dlock-bench options]
+#   DLOCK_BENCH_RESULTS=docs/results/bench scripts/bench.sh BUILD_DIR ...
+#       also copy this run's JSON into that directory (its old *.json
+#       removed first), with run.txt saying which run and when, and remake
+#       the docs' tables from them (scripts/tables.py); commit the lot.
 set -euo pipefail
 build=${1:?usage: scripts/bench.sh BUILD_DIR}
 shift
@@ -13,6 +17,8 @@ export DLOCK_SERVER_DURABLE=1
 . "$here/servers.sh"
 out=$here/../bench/results
 mkdir -p "$out"
+stamp=$tmp/bench-start # servers.sh's directory: its cleanup removes it
+touch "$stamp"
 # Pinning: the servers (every thread, and the processes they started)
 # and dlock-bench on one CPU.  On a VM a wake-up across vCPUs can cost
 # more than the work (here ~90 us, against 8 us on one CPU), and which
@@ -142,3 +148,16 @@ for u in "${urls[@]}"; do
 done
 echo
 echo "JSON in bench/results/"
+if [ -n "${DLOCK_BENCH_RESULTS:-}" ]; then
+    mkdir -p "$DLOCK_BENCH_RESULTS"
+    rm -f "$DLOCK_BENCH_RESULTS"/*.json
+    # Only this run's files (bench/results/ keeps older ones).
+    find "$out" -maxdepth 1 -name '*.json' -newer "$stamp" \
+        -exec cp {} "$DLOCK_BENCH_RESULTS"/ \;
+    {
+        echo "# run: scripts/bench.sh $build $*, dlock $(git -C "$here/.." describe --always --dirty 2>/dev/null || echo '?'), $(nproc) CPUs${DLOCK_BENCH_NOTE:+; $DLOCK_BENCH_NOTE}"
+        echo "# date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+    } >"$DLOCK_BENCH_RESULTS/run.txt"
+    python3 "$here/tables.py"
+    echo "copied to $DLOCK_BENCH_RESULTS (with run.txt); the docs' tables remade"
+fi
