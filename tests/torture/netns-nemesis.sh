@@ -29,10 +29,11 @@
 # seed on its first fault and keeps it for the run).
 #
 # Each fault, once healed, prints one line to stdout (torture's output):
-#   nemesis: fault=K kind=KIND host=HOST start_s=S length_s=L
+#   nemesis: fault=K kind=KIND host=HOST start_s=S length_s=L drawn_s=D
 # start_s: seconds after $DLOCK_NEMESIS_T0 (boot clock seconds, as
 # /proc/uptime; without it, the boot clock itself), length_s: from the
-# cut to the heal, both as measured.  The same goes to
+# cut to the heal, both as measured; drawn_s: the length drawn (what a
+# SEED replays).  The same goes to
 # $DLOCK_TORTURE_DIR/nemesis.log with boot clock times (the workers' logs
 # have the boot clock in microseconds).
 set -euo pipefail
@@ -161,7 +162,7 @@ fault_begin() {
 fault_end() {
     up
     awk -v k="$k" -v kind="$kind" -v h="$host" -v t0="$t0" -v a="$started" \
-        -v b="$R" 'BEGIN { printf "nemesis: fault=%d kind=%s host=%s start_s=%.2f length_s=%.2f\n", k, kind, h, a - t0, b - a }'
+        -v b="$R" -v l="$lasts" 'BEGIN { printf "nemesis: fault=%d kind=%s host=%s start_s=%.2f length_s=%.2f drawn_s=%s\n", k, kind, h, a - t0, b - a, l }'
     echo "$R healed" >>"$dir/nemesis.log"
 }
 
