@@ -102,7 +102,9 @@ done
 # holder cuts of 2..3 leases: with the fenced counter nothing may be lost (a cut holder's late
 # write is refused by its fence); the control, the unfenced counter whose
 # holders ignore LOST, must lose updates, or the harness is blind to what
-# a cut-off holder that does not stop does.
+# a cut-off holder that does not stop does.  15 s each, the control 30 s
+# (not $DLOCK_TORTURE_SECONDS); their nemesis draws its lengths from the
+# same seed.
 for c in "${cases[@]}"; do
     partition_url "$c" || continue
     for w in fenced counter; do
