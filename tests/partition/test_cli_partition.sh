@@ -23,7 +23,12 @@
 # on the real clock).  At rates of 0.99 and above the checks are the
 # same; below, the overlap is measured and reported, not asserted (no
 # lease survives a client clock much slower than the server's: issue 24).
-# $DLOCK_PARTITION_RATES="0.5 0.99 1.01 2" runs every default case at each.
+# $DLOCK_PARTITION_RATES="0.5 0.99 1.01 2" runs every default case at each:
+# the stores concurrently, each (its cases and rates in turn, as without
+# the variable) in a child of this script with a topology and a server of
+# its own, so that a cut in one never touches another; their outputs
+# follow in order, then one table.  $DLOCK_PARTITION_CONCURRENT=0 runs
+# them all one after another instead.
 #
 # Root only.  Exits 77 (ctest: skipped) when the machine cannot run it,
 # except with CI=true, where that is a failure.
@@ -37,6 +42,73 @@ exit_bound=$((ttl + 2)) # host 1's dlock must be gone by then after the cut
 
 # shellcheck source=SCRIPTDIR/lib.sh
 . "$here/lib.sh"
+# run_children CASE...: each CASE at every rate of $DLOCK_PARTITION_RATES,
+# in one child of this script per store (its own topology and server: the
+# same three servers as one after another, no more), the children all at
+# once; then their outputs in order, one table, and one verdict: 77 when
+# every child could not run.
+run_children() {
+    local c g d rc n=0 cannot=0 failed=0 checks=0 line
+    local -a groups=() pids=() args
+    local -A group_cases=()
+    for c in "$@"; do
+        g=${c%-lease}
+        [ -n "${group_cases[$g]:-}" ] || groups+=("$g")
+        group_cases[$g]+=" $c"
+    done
+    d=$(mktemp -d /tmp/dlock-partition-cli.XXXXXX)
+    # shellcheck disable=SC2064 # d is fixed now
+    trap "rm -rf '$d'" EXIT
+    for g in "${groups[@]}"; do
+        args=()
+        for c in ${group_cases[$g]}; do
+            for r in "${rates[@]}"; do
+                args+=("$c@$r")
+            done
+        done
+        env -u DLOCK_PARTITION_RATES "$0" "$DLOCK" "$BEAT" "${args[@]}" \
+            >"$d/$g" 2>&1 &
+        pids+=($!)
+    done
+    # A signal stops the children (each tears its topology down).
+    # shellcheck disable=SC2064
+    trap "kill ${pids[*]} 2>/dev/null; rm -rf '$d'" EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+    for g in "${groups[@]}"; do
+        rc=0
+        wait "${pids[n]}" || rc=$?
+        n=$((n + 1))
+        echo "===${group_cases[$g]} at ${rates[*]}: exit $rc"
+        cat "$d/$g"
+        if [ "$rc" = 77 ]; then
+            cannot=$((cannot + 1))
+        elif [ "$rc" != 0 ]; then
+            failed=$((failed + 1))
+        fi
+    done
+    # shellcheck disable=SC2064
+    trap "rm -rf '$d'" EXIT
+    [ "$cannot" -lt ${#groups[@]} ] || exit 77
+    echo
+    echo "CLI case, seconds after the cut (lease ${ttl} s):"
+    printf '%-20s %10s %10s %10s\n' store "host2-from" "host1-last" overlap
+    for g in "${groups[@]}"; do
+        # The child's table: the rows between its two header lines and
+        # its verdict, "F of N checks failed".
+        sed -n '/^CLI case, seconds after the cut/,/ checks failed$/p' \
+            "$d/$g" | sed '1,2d;$d'
+        line=$(grep -E '^[0-9]+ of [0-9]+ checks failed$' "$d/$g" || true)
+        [ -n "$line" ] || line="1 of 1 checks failed"
+        fails=$((fails + ${line%% of *}))
+        line=${line#* of }
+        checks=$((checks + ${line%% *}))
+    done
+    echo "$fails of $checks checks failed ($failed of ${#groups[@]} stores' runs failed)"
+    [ "$fails" = 0 ] && [ "$failed" = 0 ]
+}
+
+fails=0
 cases=("$@")
 if [ ${#cases[@]} -eq 0 ]; then
     mapfile -t cases < <(partition_cases "$DLOCK")
@@ -50,6 +122,11 @@ if [ ${#cases[@]} -eq 0 ]; then
                 cases+=("$c@$r")
             done
         done
+        if [ "${DLOCK_PARTITION_CONCURRENT:-1}" != 0 ] &&
+            [ ${#plain[@]} -gt 1 ]; then
+            run_children "${plain[@]}"
+            exit
+        fi
     fi
 fi
 [ ${#cases[@]} -gt 0 ] || partition_cannot "no networked store in $DLOCK"
