@@ -15,7 +15,7 @@
 # silently: no reset, no ICMP); host c2 runs `dlock run -w 30 NAME -- beat`.
 # The overlap is host 1's command's last line minus host 2's command's
 # first, and must be 0 (a line of host 1 at or after host 2's first fails).
-# Also: host 1's dlock exits 75 (lost) within the lease + 2 s of the cut, and
+# Also: host 1's dlock exits 75 (lost) within the lease + 3 s of the cut, and
 # after the heal a new `dlock run` from c1 gets the lock.
 #
 # CASE@RATE runs host 1's dlock with its clock at RATE x real time
@@ -38,7 +38,13 @@ BEAT=$(realpath "${2:?usage: test_cli_partition.sh DLOCK BEAT [CASE...]}")
 shift 2
 here=$(cd "$(dirname "$0")" && pwd)
 ttl=3                   # host 1's lease, seconds
-exit_bound=$((ttl + 2)) # host 1's dlock must be gone by then after the cut
+# Host 1's dlock must be gone this long after the cut: its lease, the
+# second it takes to stop the command, and since every run is recorded
+# (issue 35) one attempt to record the run's end over the cut network,
+# which on MariaDB's lease mode is a new connection's connect timeout
+# (2 s; measured +4.94 s at rate 1, +5.00 s at 0.99, against a bound of
+# ttl + 2 before).
+exit_bound=$((ttl + 3))
 
 # shellcheck source=SCRIPTDIR/lib.sh
 . "$here/lib.sh"
