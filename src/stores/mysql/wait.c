@@ -617,9 +617,15 @@ int dlock__my_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
     } else if (rc != DLOCK_BUSY) {
         /* The wait is over, and the connection's state unknown: closed,
          * which lets go of a GET_LOCK it may hold.  A cancelled wait's
-         * connection still answers: its waiter row goes first. */
-        if (dlock__cancelled())
+         * connection still answers: its waiter row goes first, and a
+         * GET_LOCK granted just before the cancel is let go of here, as
+         * the server frees a closed session's locks only a moment after
+         * the close, and the caller is told the name is not held. */
+        if (dlock__cancelled() && ml->c != NULL) {
             drop_lease(ms, lk, ml);
+            dlock__my_release_getlock(ms, ml->c, ml);
+            dlock__clearerr();
+        }
         unpin(ms, ml, 0);
         dlock__my_free_lock(ms, ml);
         lk->priv = NULL;
