@@ -61,6 +61,8 @@ run() {   # run TAG SCRIPT ARGS...
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+# (Up to the matching fi: the loading checks and SQLite, unless
+# DLOCK_TEST_ONLY names another store.)
 if [ -z "$only" ] || [ "$only" = sqlite ]; then
 # Loading: DLOCK_LIBRARY, the SONAME, a missing library.
 ver=$("$php" "${phpflags[@]}" -r 'require $argv[1]; echo Dlock\Store::version();' "$here/autoload.php" 2>&1) || true
