@@ -2,7 +2,11 @@
 #   make demo     install build deps if missing, build, show two `dlock run`
 #                 excluding each other on the embedded store
 #   make test     install deps and servers, build with ASan+UBSan and
-#                 -Werror, run every suite against every store
+#                 -Werror, run the quick tier: every store, every public
+#                 behaviour (ctest -L quick -j$(JOBS); ~7 min on 2 cores)
+#   make test-long  the long tier: torture, partitions, clocks, the Redis
+#                 Sentinel/Cluster/TLS topologies, failovers, valgrind
+#                 (what .ci/run runs after make test)
 #   make bench    dlock-bench on every store, ratios to the raw round trip
 #   make fuzz     libFuzzer targets (FUZZ_SECONDS=300 each)
 #   make torture  long fault-injection runs per store (SECONDS_PER_RUN=60)
@@ -15,7 +19,7 @@ TEST_BUILD ?= build-test
 PREFIX     ?= /usr/local
 JOBS       ?= 2
 
-.PHONY: all build demo test torture bench fuzz install deb clean deps
+.PHONY: all build demo test test-long test-build torture bench fuzz install deb clean deps
 
 all: build
 
@@ -30,12 +34,20 @@ build: deps
 demo: build
 	@scripts/demo.sh $(BUILD)/dlock
 
-test:
-	@scripts/deps.sh test
-	@cmake -S . -B $(TEST_BUILD) -DCMAKE_BUILD_TYPE=Debug \
-	    -DDLOCK_SANITIZE=ON -DDLOCK_WERROR=ON >/dev/null
-	@cmake --build $(TEST_BUILD) -j$(JOBS)
-	@scripts/test.sh $(TEST_BUILD)
+# The ASan+UBSan build both tiers run (scripts/test.sh prints a
+# "== stage NAME: N s" line per stage after it).
+test-build:
+	@t0=$$(date +%s); scripts/deps.sh test && \
+	cmake -S . -B $(TEST_BUILD) -DCMAKE_BUILD_TYPE=Debug \
+	    -DDLOCK_SANITIZE=ON -DDLOCK_WERROR=ON >/dev/null && \
+	cmake --build $(TEST_BUILD) -j$(JOBS) && \
+	echo "== stage deps, configure, build: $$(( $$(date +%s) - t0 )) s"
+
+test: test-build
+	@JOBS=$(JOBS) scripts/test.sh $(TEST_BUILD) quick
+
+test-long: test-build
+	@scripts/test.sh $(TEST_BUILD) long
 
 bench: build
 	@scripts/deps.sh test
@@ -64,11 +76,7 @@ fuzz:
 
 # Long torture runs (SECONDS per workload and fault, per store).
 SECONDS_PER_RUN ?= 60
-torture:
-	@scripts/deps.sh test
-	@cmake -S . -B $(TEST_BUILD) -DCMAKE_BUILD_TYPE=Debug \
-	    -DDLOCK_SANITIZE=ON -DDLOCK_WERROR=ON >/dev/null
-	@cmake --build $(TEST_BUILD) -j$(JOBS)
+torture: test-build
 	@DLOCK_TORTURE_SECONDS=$(SECONDS_PER_RUN) scripts/test.sh $(TEST_BUILD) -R torture
 
 install: build
@@ -79,4 +87,4 @@ deb:
 	@JOBS=$(JOBS) scripts/deb.sh $(DEB_OUT)
 
 clean:
-	rm -rf $(BUILD) $(TEST_BUILD)
+	rm -rf $(BUILD) $(TEST_BUILD) $(TEST_BUILD)-plain

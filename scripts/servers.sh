@@ -1,6 +1,8 @@
 # Sourced by test.sh and bench.sh: start a throwaway server for every
 # network store compiled into $build, export DLOCK_TEST_<STORE>_URL, and
-# stop them all on exit.  Needs: build, here, ci; sets: tmp, problems.
+# stop them all on exit.  Needs: build, here, ci; tier (optional: quick
+# starts no Sentinel, Cluster or TLS topology: only the long tier's
+# entries use them); sets: tmp, problems.
 tmp=$(mktemp -d /tmp/dlock-test.XXXXXX)
 chmod 755 "$tmp"
 started=()
@@ -49,10 +51,17 @@ for store in redis postgres mysql; do
     fi
 done
 
+if [ "${tier:-}" = quick ]; then
+    echo "== quick tier: no Sentinel, Cluster or TLS topologies (make test-long)"
+    topologies=
+else
+    topologies=$schemes
+fi
+
 # Redis beyond one server: a Sentinel topology (master, replica, three
 # sentinels), when the redis store is compiled in (and a cluster, once
 # scripts/server-redis-cluster.sh exists).
-case ",$schemes," in
+case ",$topologies," in
 *redis-sentinel*)
     for topo in redis-sentinel redis-cluster; do
         [ -x "$here/server-$topo.sh" ] || continue
@@ -76,7 +85,7 @@ esac
 # scripts' start-tls), for the contract, CLI and TLS suites:
 # DLOCK_TEST_REDIS_TLS_URL, DLOCK_TEST_REDIS_SENTINEL_TLS_URL,
 # DLOCK_TEST_REDIS_CLUSTER_TLS_URL (and _DIR).
-case ",$schemes," in
+case ",$topologies," in
 *rediss*)
     for topo in redis redis-sentinel redis-cluster; do
         [ -x "$here/server-$topo.sh" ] || continue

@@ -13,6 +13,11 @@
 # store is skipped with a message.  DLOCK_CLI_PATH, if given, breaks a lock
 # from another process for the LOST case (else a second PHP process does).
 # One line per check; exit status 1 if anything failed.
+# DLOCK_TEST_ONLY=STORE (sqlite, redis, postgres, mysql, redis-sentinel,
+# redis-cluster, compat): that one only (sqlite also runs the [load]
+# checks; compat is test_compat.php on the MySQL URL), and with CI=true
+# that store's URL must be set: one ctest entry a store
+# (tests/CMakeLists.txt, bindings-php-STORE).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -28,6 +33,11 @@ phpflags=(-d ffi.enable=1 -d display_errors=stderr -d error_reporting=-1)
 export DLOCK_LIBRARY=$lib
 failed=0
 ci=${CI:-}
+only=${DLOCK_TEST_ONLY:-}
+case $only in
+""|sqlite|redis|postgres|mysql|redis-sentinel|redis-cluster|compat) ;;
+*) echo "FAIL DLOCK_TEST_ONLY=$only: not a store this script tests"; exit 1 ;;
+esac
 
 command -v "$php" >/dev/null || { echo "FAIL php not found"; exit 1; }
 if ! grep -qx FFI <<<"$("$php" -m)"; then
@@ -51,6 +61,9 @@ run() {   # run TAG SCRIPT ARGS...
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+# (Up to the matching fi: the loading checks and SQLite, unless
+# DLOCK_TEST_ONLY names another store.)
+if [ -z "$only" ] || [ "$only" = sqlite ]; then
 # Loading: DLOCK_LIBRARY, the SONAME, a missing library.
 ver=$("$php" "${phpflags[@]}" -r 'require $argv[1]; echo Dlock\Store::version();' "$here/autoload.php" 2>&1) || true
 check "DLOCK_LIBRARY loads libdlock $ver" test -n "$ver"
@@ -77,13 +90,26 @@ check "php -l of every file${lint:+: $lint}" test -z "$lint"
 
 run sqlite "$here/tests/test_store.php" "sqlite://$tmp/php-test.db" "${cliarg[@]}"
 run sqlite "$here/tests/test_runs.php" "sqlite://$tmp/php-test.db"
+fi
 
 for var in DLOCK_TEST_REDIS_URL DLOCK_TEST_POSTGRES_URL DLOCK_TEST_MYSQL_URL \
            DLOCK_TEST_REDIS_SENTINEL_URL DLOCK_TEST_REDIS_CLUSTER_URL; do
+    tag=${var#DLOCK_TEST_}; tag=${tag%_URL}; tag=${tag,,}
+    case $only in
+    "") ;;
+    compat) [ "$tag" = mysql ] || continue ;;
+    *) [ "$tag" = "${only//-/_}" ] || continue ;;
+    esac
     url=${!var:-}
     if [ -z "$url" ]; then
         case $var in
-        *SENTINEL*|*CLUSTER*) echo "skip $var is not set" ;;
+        *SENTINEL*|*CLUSTER*)
+            if [ -n "$only" ] && [ "$ci" = true ]; then
+                echo "FAIL $var is not set (CI=true: DLOCK_TEST_ONLY=$only)"
+                failed=1
+            else
+                echo "skip $var is not set"
+            fi ;;
         *)  if [ "$ci" = true ]; then
                 echo "FAIL $var is not set (CI=true: every store must be tested)"
                 failed=1
@@ -93,10 +119,11 @@ for var in DLOCK_TEST_REDIS_URL DLOCK_TEST_POSTGRES_URL DLOCK_TEST_MYSQL_URL \
         esac
         continue
     fi
-    tag=${var#DLOCK_TEST_}; tag=${tag%_URL}; tag=${tag,,}
-    run "$tag" "$here/tests/test_store.php" "$url" "${cliarg[@]}"
-    run "$tag" "$here/tests/test_runs.php" "$url"
-    if [ "$var" = DLOCK_TEST_MYSQL_URL ]; then
+    if [ "$only" != compat ]; then
+        run "$tag" "$here/tests/test_store.php" "$url" "${cliarg[@]}"
+        run "$tag" "$here/tests/test_runs.php" "$url"
+    fi
+    if [ "$var" = DLOCK_TEST_MYSQL_URL ] && [ "$only" != mysql ]; then
         if command -v mysql >/dev/null; then
             run compat "$here/tests/test_compat.php" "$url"
         elif [ "$ci" = true ]; then

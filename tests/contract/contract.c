@@ -3,6 +3,7 @@
  * against any store URL:
  *
  *     dlock-contract KIND URL [TEST...]
+ *     dlock-contract --list [--io]
  *
  * KIND names the store and mode under test (sqlite, redis, postgres,
  * postgres-lease, postgres-hashtext, mysql, mysql-lease): what the suite
@@ -10,7 +11,9 @@
  * and a store that lacks what its row promises fails.
  *
  * Each test prints "ok"/"FAIL"; the exit status is the number of failed
- * tests (capped at 100).  Names are prefixed with a random run id, so runs
+ * tests (capped at 100); a TEST that names no case exits 2 before any
+ * runs.  --list prints the case names (--io: those the transport variants
+ * run, see the table at the end).  Names are prefixed with a random run id, so runs
  * against a long-lived server do not see each other.
  *
  * Timing: lease lengths are a few hundred milliseconds so the suite stays
@@ -1470,45 +1473,55 @@ static void t_close_with_held(dlock_store *s)
     CHECK_RC(dlock_release(b), DLOCK_OK);
 }
 
+/*
+ * The cases, in the order they run.  io = 1: the outcome depends on the
+ * connection (round trips, waits on the subscriber or a blocking read
+ * against a deadline, pipelined renewals, reconnects after fork, several
+ * connections at once); the transport variants (TLS, ?replicas=1) run only
+ * these: the others are lease arithmetic and argument checks, the same
+ * whatever carries them.  tests/CMakeLists.txt reads this table (one case
+ * a line, exactly as written here) to make one ctest entry per case.
+ */
 static const struct {
     const char *name;
     void (*fn)(dlock_store *);
+    int io;
 } tests[] = {
-    {"try_busy", t_try_busy},
-    {"wait_zero_free", t_wait_zero_free},
-    {"wait_finite", t_wait_finite},
-    {"wait_forever", t_wait_forever},
-    {"timeout_precision", t_timeout_precision},
-    {"lease_takeover", t_lease_takeover},
-    {"lease_expired_untaken", t_lease_expired_untaken},
-    {"lapsed", t_lapsed},
-    {"fences", t_fences},
-    {"extend", t_extend},
-    {"assert_ttl", t_assert_ttl},
-    {"broken_lock", t_broken_lock},
-    {"lost_in_extend", t_lost_in_extend},
-    {"auto_renew", t_auto_renew},
-    {"names", t_names},
-    {"many_and_list", t_many_and_list},
-    {"renew_many", t_renew_many},
-    {"threads_shared_handle", t_threads_shared_handle},
-    {"threads_own_handles", t_threads_own_handles},
-    {"threads_extend_break", t_threads_extend_break},
-    {"processes", t_processes},
-    {"sigkill_holder", t_sigkill_holder},
-    {"atexit", t_atexit},
-    {"fork_child", t_fork_child},
-    {"fork_child_own_store", t_fork_child_own_store},
-    {"shared", t_shared},
-    {"errmsg", t_errmsg},
-    {"bad_options", t_bad_options},
-    {"close_with_held", t_close_with_held},
-    {"sem_admit", t_sem_admit},
-    {"sem_broken", t_sem_broken},
-    {"sem_waiter", t_sem_waiter},
-    {"sem_expiry", t_sem_expiry},
-    {"sem_sigkill", t_sem_sigkill},
-    {"sem_limit_mismatch", t_sem_limit_mismatch},
+    {"try_busy", t_try_busy, 1},
+    {"wait_zero_free", t_wait_zero_free, 1},
+    {"wait_finite", t_wait_finite, 1},
+    {"wait_forever", t_wait_forever, 1},
+    {"timeout_precision", t_timeout_precision, 1},
+    {"lease_takeover", t_lease_takeover, 0},
+    {"lease_expired_untaken", t_lease_expired_untaken, 0},
+    {"lapsed", t_lapsed, 0},
+    {"fences", t_fences, 1},
+    {"extend", t_extend, 1},
+    {"assert_ttl", t_assert_ttl, 0},
+    {"broken_lock", t_broken_lock, 1},
+    {"lost_in_extend", t_lost_in_extend, 1},
+    {"auto_renew", t_auto_renew, 1},
+    {"names", t_names, 0},
+    {"many_and_list", t_many_and_list, 1},
+    {"renew_many", t_renew_many, 1},
+    {"threads_shared_handle", t_threads_shared_handle, 1},
+    {"threads_own_handles", t_threads_own_handles, 1},
+    {"threads_extend_break", t_threads_extend_break, 0},
+    {"processes", t_processes, 1},
+    {"sigkill_holder", t_sigkill_holder, 0},
+    {"atexit", t_atexit, 1},
+    {"fork_child", t_fork_child, 1},
+    {"fork_child_own_store", t_fork_child_own_store, 1},
+    {"shared", t_shared, 1},
+    {"errmsg", t_errmsg, 0},
+    {"bad_options", t_bad_options, 0},
+    {"close_with_held", t_close_with_held, 1},
+    {"sem_admit", t_sem_admit, 1},
+    {"sem_broken", t_sem_broken, 0},
+    {"sem_waiter", t_sem_waiter, 1},
+    {"sem_expiry", t_sem_expiry, 0},
+    {"sem_sigkill", t_sem_sigkill, 0},
+    {"sem_limit_mismatch", t_sem_limit_mismatch, 0},
 };
 
 int main(int argc, char **argv)
@@ -1517,9 +1530,19 @@ int main(int argc, char **argv)
     int failed = 0, ran = 0;
     dlock_store *s;
     FILE *ur;
+    const char *prog = argv[0];
 
+    if (argc >= 2 && strcmp(argv[1], "--list") == 0) {
+        int io_only = argc >= 3 && strcmp(argv[2], "--io") == 0;
+
+        for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+            if (!io_only || tests[i].io)
+                printf("%s\n", tests[i].name);
+        return 0;
+    }
     if (argc < 3 || argv[2][0] == '\0') {
-        fprintf(stderr, "usage: %s KIND URL [TEST...]\n", argv[0]);
+        fprintf(stderr, "usage: %s KIND URL [TEST...]\n"
+                        "       %s --list [--io]\n", argv[0], argv[0]);
         return 100;
     }
     kind = argv[1];
@@ -1548,6 +1571,20 @@ int main(int argc, char **argv)
         if (strcmp(argv[3], "atexit") == 0)
             child_exit_holding();
         return 100;
+    }
+    /* A TEST that names no case is an error: a typo must not pass as a
+     * run of nothing. */
+    for (int a = 2; a < argc; a++) {
+        size_t i = 0;
+
+        while (i < sizeof(tests) / sizeof(tests[0]) &&
+               strcmp(argv[a], tests[i].name) != 0)
+            i++;
+        if (i == sizeof(tests) / sizeof(tests[0])) {
+            fprintf(stderr, "%s: no contract case named '%s' (--list lists them)\n",
+                    prog, argv[a]);
+            return 2;
+        }
     }
     ur = fopen("/dev/urandom", "r");
     if (ur == NULL || fread(rnd, 1, sizeof(rnd), ur) != sizeof(rnd))
