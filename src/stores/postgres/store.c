@@ -492,6 +492,33 @@ static int pg_list(struct dlock_store *s, const char *prefix,
                             cb, payload);
 }
 
+/* pg_terminate_backend() only signals: the backend lets go of its
+ * advisory locks when it has exited, a moment later (longer under load).
+ * Wait for the sessions in pids ("{1,2}") to be gone, at most the
+ * store's timeout, so that the name is free when release --force
+ * returns (best effort, as the termination itself). */
+static void gone_wait(struct pg_store *ps, const char *pids)
+{
+    const char *v[1] = {pids};
+    int64_t end = dlock__now_ms() + ps->op_timeout_ms;
+
+    for (int i = 0;; i++) {
+        PGresult *res;
+        int64_t n;
+
+        if (ctl_run(ps, "release --force", -1,
+                    "SELECT count(*) FROM pg_stat_activity WHERE pid = "
+                    "ANY($1::int[])",
+                    1, v, &res) != DLOCK_OK)
+            return;
+        n = dlock__pg_col_i64(res, 0, 0, 0);
+        PQclear(res);
+        if (n == 0 || dlock__now_ms() >= end)
+            return;
+        dlock__sleep_ms(i < 10 ? 5 : 20);
+    }
+}
+
 static int pg_force_release(struct dlock_store *s, const char *name,
                             unsigned *removed)
 {
@@ -533,8 +560,10 @@ static int pg_force_release(struct dlock_store *s, const char *name,
          * go (sql.c: FORCE_HELD); pid 0 stands for them. */
         v[1] = pids;
         if (ctl_run(ps, "release --force", -1, ps->sql[Q_FORCE_KILL], 2, v,
-                    &res) == DLOCK_OK)
+                    &res) == DLOCK_OK) {
             PQclear(res);
+            gone_wait(ps, pids);
+        }
         free(pids);
     }
     dlock__clearerr();
