@@ -19,6 +19,15 @@
 #      meets H's row stalls (InnoDB keeps a shared lock on the row it
 #      met): H's release must still be confirmed, and a try-lock after it
 #      must get the name.
+#   3. Session mode: H holds; W (?timeout=1s, --ttl 60) waits in
+#      GET_LOCK; H lets go; W, granted the GET_LOCK, stalls inside its
+#      holder row's transaction (insert_row: START TRANSACTION, INSERT,
+#      the fence, COMMIT in separate round trips).  C (direct, -w 8)
+#      must get the name, with a fence above H's.  Case 1 does not show
+#      this in session mode: a free name is taken there in one
+#      autocommit statement, so A stalls outside any transaction and B
+#      gets the name by A's 3 s lease alone.  Without the server's bound
+#      C would wait for W's waiter lease (>= its 60 s ttl).
 # Before the fix, B waited on A's row lock (innodb_lock_wait_timeout,
 # 50 s) past its -w, and H's DELETE on W's: "could not confirm".
 set -u
@@ -44,12 +53,14 @@ fails=0
 n=0
 . "$here/waiter-lib.sh"
 
-# A proxy to the server of STORE that stalls after the lock-row INSERT;
-# sets $proxy and $PURL (STORE through it, ?timeout=1s).
+# A proxy to the server of STORE that stalls after the lock-row INSERT
+# (or after the request holding $1); sets $proxy and $PURL (STORE
+# through it, ?timeout=1s).
 start_proxy() {
     rm -f "$T/proxy.out"
     python3 "$here/stall_after.py" "$host" "$port" \
-        "(name, connection_id, created" >"$T/proxy.out" 2>"$T/proxy.err" &
+        "${1:-(name, connection_id, created}" >"$T/proxy.out" \
+        2>"$T/proxy.err" &
     proxy=$!
     until_true "[ -s '$T/proxy.out' ]" 100 || {
         fail "the proxy did not start: $(cat "$T/proxy.err")"
@@ -116,6 +127,51 @@ if [ "$lease" = 1 ]; then
     else
         fail "a try-lock after H let go: $(cat "$T/n_err")"
     fi
+    stop_proxy
+fi
+
+# --- 3. session mode: a granted waiter silent inside its holder row's
+# transaction, holding the GET_LOCK
+if [ "$lease" = 0 ]; then
+    name="stall-$$-g"
+    rm -f "$T/held" "$T/go"
+    mkfifo "$T/held" "$T/go"
+    "$DLOCK" -s "$STORE" run --ttl 30 "$name" -- sh -c \
+        'echo "$DLOCK_FENCE" >"$0/held"; read _ <"$0/go"' "$T" \
+        2>"$T/h_err" &
+    H=$!
+    pids="$pids $H"
+    hf=$(cat "$T/held")
+    # The holder row's INSERT only (not the waiter row's, nor the
+    # one-statement acquire's INSERT ... SELECT).
+    start_proxy "pid, full_name) VALUES ("
+    "$DLOCK" -s "$PURL" run --ttl 60 -w 30 "$name" -- true 2>"$T/w_err" &
+    W=$!
+    pids="$pids $W"
+    if until_true "[ \"\$(getlock_waits \"$name\")\" -ge 1 ]" 100; then
+        ok "W waits in GET_LOCK"
+    else
+        fail "W never waited in GET_LOCK: $(cat "$T/w_err")"
+    fi
+    echo x >"$T/go"
+    wait "$H"
+    if until_true stalled 100; then
+        ok "W, granted, went silent inside its holder row's transaction"
+    else
+        fail "the proxy never stalled W: $(cat "$T/w_err")"
+    fi
+    cf=$("$DLOCK" -s "$STORE" run -w 8 "$name" -- sh -c 'echo "$DLOCK_FENCE"' \
+        2>"$T/c_err")
+    rc=$?
+    if [ "$rc" = 0 ] && [ -n "$cf" ] && [ -n "$hf" ] &&
+        [ "$(printf '%s\n%s\n' "$hf" "$cf" | sort -n | tail -n 1)" = "$cf" ] &&
+        [ "$cf" != "$hf" ]; then
+        ok "C got the name from W's silent session, fence $cf > H's $hf"
+    else
+        fail "C (exit $rc, fence '$cf', H's '$hf'): $(cat "$T/c_err")"
+    fi
+    kill "$W" 2>/dev/null
+    wait "$W" 2>/dev/null
     stop_proxy
 fi
 
