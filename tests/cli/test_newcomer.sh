@@ -3,6 +3,9 @@
 #  - a script without "#!" runs under `dlock run` with /bin/sh, as under
 #    flock(1) (execvp's ENOEXEC fallback), its status passed on; a file
 #    that is not executable still exits 126 saying why, a missing one 127;
+#    a binary the kernel cannot run (another architecture's) is never
+#    handed to /bin/sh (126), and a script whose path starts with '-' is
+#    sh's script, not its options;
 #  - a global option (-s, --store, --store-file, -v, --verbose, --version)
 #    given after the command is a usage error that says where it goes,
 #    without echoing the URL (it may hold a password).
@@ -89,6 +92,37 @@ has "  saying so" "$out" "No such file"
 
 out=$(PATH="$T/bin" "$DLOCK" run "$id/s" -- missing-$$ 2>&1)
 check "a command not on PATH exits 127" 127 $?
+
+# A binary the kernel cannot run (another architecture's ELF, a corrupt
+# one) also fails with ENOEXEC, but it is no script: /bin/sh must never
+# read it as one (dash runs whatever lines it finds in it).  126, "Exec
+# format error", as bash says; the bytes below hold a shell line after
+# an aarch64 ELF header.
+printf '\177ELF\002\001\001\000\000\000\000\000\000\000\000\000\002\000\267\000\001\000\000\000\ntouch %s\n' \
+    "$T/ran-as-sh" >"$T/bin/foreign"
+chmod +x "$T/bin/foreign"
+out=$("$DLOCK" run "$id/s" -- "$T/bin/foreign" 2>&1)
+check "another architecture's binary exits 126" 126 $?
+check "  and is not run by /bin/sh" no "$([ -e "$T/ran-as-sh" ] && echo yes || echo no)"
+has "  saying why" "$out" "Exec format error"
+# The same with a NUL before the first newline and no ELF magic (bash's
+# test for a binary file).
+printf 'zz\000zz\ntouch %s\n' "$T/ran-as-sh2" >"$T/bin/blob"
+chmod +x "$T/bin/blob"
+"$DLOCK" run "$id/s" -- "$T/bin/blob" >/dev/null 2>&1
+check "a file with a NUL in its first line exits 126" 126 $?
+check "  and is not run by /bin/sh" no "$([ -e "$T/ran-as-sh2" ] && echo yes || echo no)"
+
+# A script without "#!" whose name starts with '-' (found through an
+# empty PATH entry, or a relative path): /bin/sh must take it as the
+# script, not as its options ("-c" would run the first argument).
+mkdir "$T/-d"
+printf 'echo dash-ok "$@"\n' >"$T/-d/-c"
+chmod +x "$T/-d/-c"
+out=$(cd "$T/-d" && PATH=":/usr/bin:/bin" "$DLOCK" run "$id/s" -- -c 'echo INJECTED' 2>&1)
+check "a script named -c on PATH runs as the script" "dash-ok echo INJECTED" "$out"
+out=$(cd "$T" && "$DLOCK" run "$id/s" -- -d/-c x 2>&1)
+check "a script at a relative path starting with - runs" "dash-ok x" "$out"
 
 # With a "#!" line nothing changed.
 printf '#!/bin/sh\nexit 5\n' >"$T/bin/shebang"
