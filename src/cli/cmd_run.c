@@ -318,6 +318,8 @@ int cli_run_parse(struct run_opts *o, int argc, char **argv)
         fputs(help, stderr);
         return EXIT_USAGE;
     }
+    if (cli_name_secret("run", "NAME -- CMD", o->name))
+        return EXIT_USAGE;
     return 0;
 }
 

@@ -178,6 +178,29 @@ check "dlock URL run ... exits 64" 64 $?
 has "  with the hint" "$out" "a store URL goes after -s: dlock -s URL COMMAND"
 hasnt "  not showing the password" "$out" hunter2secret
 
+# A URL where NAME goes ("dlock status redis://u:pw@h"): as a lock name
+# its password would be printed (status, release's message), written
+# into the store for every client to list (run), and put in CMD's
+# DLOCK_NAME.  A usage error with the hint, the password not shown, and
+# nothing taken.
+for cmd in status history release run; do
+    case $cmd in
+    run) set -- run "$secret" -- sh -c 'echo "RAN $DLOCK_NAME"' ;;
+    release) set -- release --force "$secret" ;;
+    *) set -- "$cmd" "$secret" ;;
+    esac
+    out=$("$DLOCK" "$@" 2>&1 </dev/null)
+    check "dlock $cmd URL-with-password as NAME exits 64" 64 $?
+    hasnt "  not showing the password" "$out" hunter2secret
+    has "  with the hint" "$out" "dlock -s URL"
+    hasnt "  and nothing ran" "$out" "RAN "
+done
+out=$("$DLOCK" list 2>&1)
+hasnt "  and no lock was named after it" "$out" hunter2secret
+# A name that merely looks like a URL, with no password, is still a name.
+"$DLOCK" run "postgres://db1/app" -- true
+check "a URL-like name without a password is still a name" 0 $?
+
 # The option in a run's option list (after NAME) gets the hint too.
 out=$("$DLOCK" run "$id/g" -s "$secret" -- true 2>&1)
 check "dlock run NAME -s URL -- CMD exits 64" 64 $?
