@@ -547,14 +547,15 @@ static int shell_script(const char *path)
     ssize_t n;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 
+    /* Unreadable (mode 111): /bin/sh says why, as under execvp. */
     if (fd < 0)
-        return 0;
+        return 1;
     do
         n = read(fd, buf, sizeof(buf));
     while (n < 0 && errno == EINTR);
     (void)close(fd);
     if (n < 0)
-        return 0;
+        return 1;
     if (n >= 4 && memcmp(buf, "\177ELF", 4) == 0)
         return 0;
     for (ssize_t i = 0; i < n && buf[i] != '\n'; i++)
