@@ -81,12 +81,16 @@ def _wheel_file():
 
 
 def _package_files():
-    """(archive name, path) of every file of the package, sorted."""
+    """(archive name, path) of the package's Python files, sorted: what a
+    working tree collects beside them (an editor's swap file or backup,
+    notes, a libdlock copied in, which a py3-none-any wheel must not
+    carry) stays out."""
     out = []
     for d, dirs, files in os.walk(os.path.join(_HERE, _PKG)):
-        dirs[:] = sorted(x for x in dirs if x != "__pycache__")
+        dirs[:] = sorted(x for x in dirs
+                         if x != "__pycache__" and not x.startswith("."))
         for f in sorted(files):
-            if f.endswith((".pyc", ".pyo")):
+            if f.startswith(".") or not (f.endswith(".py") or f == "py.typed"):
                 continue
             path = os.path.join(d, f)
             out.append((os.path.relpath(path, _HERE).replace(os.sep, "/"),

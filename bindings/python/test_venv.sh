@@ -12,6 +12,9 @@
 #   3. the sdist the in-tree backend makes, installed the same way;
 #   4. pip install -e (editable);
 #   5. no install: PYTHONPATH=bindings/python with the system python3.
+#   6. from a copy under a path with a space, with stray files in the
+#      package directory (swap file, backup, notes, a library): installs,
+#      and the wheel and sdist hold none of them.
 # Offline: pip gets --no-index, and runs in a new network namespace with
 # no interface up where that can be made (root, or unprivileged user
 # namespaces).  Nothing is written into the source tree.
@@ -162,6 +165,44 @@ fi
 # 5. No install at all: PYTHONPATH.
 check pythonpath "$py" PYTHONPATH="$here" DLOCK_LIBRARY="$lib"
 module_in "  imported from the source" "$here/dlock"
+
+# 6. A copy under a directory with a space in its name, with the files a
+# working tree collects in the package (an editor's swap file and
+# backup, notes, a library copied in): pip install works from there, and
+# the wheel and sdist hold the package's Python files only.
+sp="$T/with space/python"
+mkdir -p "$sp"
+(cd "$here" && tar -cf - --exclude=./tests --exclude=__pycache__ .) |
+    (cd "$sp" && tar -xf -)
+for f in .__init__.py.swp __init__.py~ NOTES.txt libdlock.so.0.2; do
+    printf 'stray\n' >"$sp/dlock/$f"
+done
+mkdir "$T/dist6"
+if whl=$(cd "$sp" && "$py" -c 'import sys, _dlock_build as b
+print(b.build_wheel(sys.argv[1]))' "$T/dist6") &&
+    sd=$(cd "$sp" && "$py" -c 'import sys, _dlock_build as b
+print(b.build_sdist(sys.argv[1]))' "$T/dist6") &&
+    "$py" -c 'import sys, zipfile
+print("\n".join(zipfile.ZipFile(sys.argv[1]).namelist()))' \
+        "$T/dist6/$whl" >"$T/whl6.list" &&
+    tar -tzf "$T/dist6/$sd" >"$T/sdist6.list"; then
+    stray=$(grep -h -e 'swp$' -e '~$' -e 'NOTES' -e '\.so' \
+        "$T/whl6.list" "$T/sdist6.list" || true)
+    if [ -z "$stray" ] && grep -q '^dlock/__init__.py$' "$T/whl6.list"; then
+        ok "wheel and sdist hold no stray files of the package directory"
+    else
+        fail "stray files in the wheel or sdist: $stray"
+    fi
+else
+    fail "building in '$sp': $(cat "$T/whl6.list" "$T/sdist6.list" 2>&1)"
+fi
+"$py" -m venv "$T/v6"
+if pip_install "$T/pip6.log" "$T/v6" "$sp"; then
+    ok "venv: pip install from a path with a space, offline"
+    check venv-space "$T/v6/bin/python" DLOCK_LIBRARY="$lib"
+else
+    fail "venv: pip install from a path with a space, offline"
+fi
 
 src_after=$(cd "$here" && find . -path ./tests -prune -o -type f -print |
     LC_ALL=C sort | xargs sha256sum)

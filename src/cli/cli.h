@@ -92,6 +92,12 @@ int cli_is(const char *arg, const char *a, const char *b);
  * as in "dlock -s URL <cmd> <rest>", and return 1; else 0.  The option's
  * value is never shown (a URL may hold a password). */
 int cli_misplaced_global(const char *cmd, const char *rest, const char *arg);
+/* Is name a URL holding a password ("dlock status redis://u:pw@h": a
+ * store URL where NAME goes)?  Then say so, redacted, with where a store
+ * goes ("dlock -s URL <cmd> <rest>"), and return 1: as a lock name it
+ * would be printed, put in CMD's environment and written into the store
+ * for every client to list.  A URL-like name without one is a name. */
+int cli_name_secret(const char *cmd, const char *rest, const char *name);
 
 /* `dlock run` options, parsed by cli_run_parse(): 0 to go on, -1 for
  * --help, else a usage exit code (after printing why). */

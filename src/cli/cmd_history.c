@@ -90,6 +90,8 @@ int cmd_history(const struct cli *c, int argc, char **argv)
         fputs(help, stderr);
         return EXIT_USAGE;
     }
+    if (cli_name_secret("history", "NAME", name))
+        return EXIT_USAGE;
     rc = cli_open(c, &store);
     if (rc != 0)
         return rc;

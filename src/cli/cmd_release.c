@@ -45,6 +45,8 @@ int cmd_release(const struct cli *c, int argc, char **argv)
         fputs(help, stderr);
         return EXIT_USAGE;
     }
+    if (cli_name_secret("release", "--force NAME", name))
+        return EXIT_USAGE;
     if (!force) {
         cli_err("release: a lock is released by its holder; use --force to "
                 "break '%s'", name);

@@ -79,7 +79,7 @@ static const char help[] =
     "acquired, 0 or CODE if skipped, 64 usage, 69 store failing (or no run\n"
     "records for --once/--once-per), 75 lock lost, 126/127 CMD not\n"
     "executable/not found.  A CMD file without \"#!\" runs with /bin/sh, as\n"
-    "with execvp(3) and flock(1).\n";
+    "with execvp(3) and flock(1); a binary it cannot run exits 126.\n";
 
 static int sigpipe_w = -1;
 static pid_t self_pid;
@@ -318,6 +318,8 @@ int cli_run_parse(struct run_opts *o, int argc, char **argv)
         fputs(help, stderr);
         return EXIT_USAGE;
     }
+    if (cli_name_secret("run", "NAME -- CMD", o->name))
+        return EXIT_USAGE;
     return 0;
 }
 
@@ -533,11 +535,40 @@ static void default_one(int sig, void *arg)
     (void)signal(sig, SIG_DFL);
 }
 
+/* Is the file at path one /bin/sh may read as a script (the child's
+ * ENOEXEC fallback)?  Not if it is a binary the kernel could not run
+ * (another architecture's ELF, a corrupt one): its magic number, or a
+ * NUL byte before the first newline in its first 80 bytes (bash's test;
+ * POSIX lets the shell refuse a file that is not text).  dash would run
+ * whatever lines it found in it.  Async-signal-safe. */
+static int shell_script(const char *path)
+{
+    char buf[80];
+    ssize_t n;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+
+    /* Unreadable (mode 111): /bin/sh says why, as under execvp. */
+    if (fd < 0)
+        return 1;
+    do
+        n = read(fd, buf, sizeof(buf));
+    while (n < 0 && errno == EINTR);
+    (void)close(fd);
+    if (n < 0)
+        return 1;
+    if (n >= 4 && memcmp(buf, "\177ELF", 4) == 0)
+        return 0;
+    for (ssize_t i = 0; i < n && buf[i] != '\n'; i++)
+        if (buf[i] == '\0')
+            return 0;
+    return 1;
+}
+
 /* In the child, between fork() and exec: async-signal-safe calls only.
  * CMD must not outlive dlock (a second holder would run beside it), so it
  * is killed when dlock dies: PR_SET_PDEATHSIG, and if dlock died before
  * that was in place (we are already someone else's child), not started.
- * sh_argv has room for argv and two more (allocated before fork()). */
+ * sh_argv has room for argv and three more (allocated before fork()). */
 static void child_exec(char **paths, char **argv, char **env, char **sh_argv,
                        int errfd, pid_t parent, int own_group)
 {
@@ -556,16 +587,27 @@ static void child_exec(char **paths, char **argv, char **env, char **sh_argv,
         execve(paths[i], argv, env);
         /* As execvp (and so flock(1), xargs, make): an executable file the
          * kernel cannot run (ENOEXEC: a script without "#!") is a shell
-         * script; run it with /bin/sh, as "/bin/sh PATH ARG...". */
+         * script; run it with /bin/sh, as "/bin/sh -- PATH ARG..." ("--":
+         * a path starting with '-' is the script, not sh's options).  A
+         * binary is not (shell_script()): ENOEXEC, 126. */
         if (errno == ENOEXEC) {
             size_t k = 0;
 
+            if (!shell_script(paths[i])) {
+                err = ENOEXEC;
+                break;
+            }
             sh_argv[0] = (char *)"/bin/sh";
-            sh_argv[1] = paths[i];
+            sh_argv[1] = (char *)"--";
+            sh_argv[2] = paths[i];
             do
-                sh_argv[k + 2] = argv[k + 1];
+                sh_argv[k + 3] = argv[k + 1];
             while (argv[++k] != NULL);
             execve(sh_argv[0], sh_argv, env);
+            /* No /bin/sh to run it: this file is what could not run
+             * (never a later one of the same name on PATH). */
+            err = errno == ENOENT || errno == ENOTDIR ? ENOEXEC : errno;
+            break;
         }
         /* As execvp: remember a permission problem, go on past a missing
          * file, stop at anything else. */
@@ -630,8 +672,8 @@ static pid_t spawn(char **cmd, char **env)
 
     while (cmd[argc] != NULL)
         argc++;
-    /* "/bin/sh", the path, the arguments after cmd[0], NULL. */
-    sh_argv = calloc(argc + 2, sizeof(*sh_argv));
+    /* "/bin/sh", "--", the path, the arguments after cmd[0], NULL. */
+    sh_argv = calloc(argc + 3, sizeof(*sh_argv));
     if (paths == NULL || sh_argv == NULL) {
         cli_err("run: out of memory");
         free_argv(paths);

@@ -118,6 +118,8 @@ int cmd_status(const struct cli *c, int argc, char **argv)
         fputs(help, stderr);
         return EXIT_USAGE;
     }
+    if (cli_name_secret("status", "NAME", name))
+        return EXIT_USAGE;
     rc = cli_open(c, &store);
     if (rc != 0)
         return rc;

@@ -535,3 +535,21 @@ int cli_misplaced_global(const char *cmd, const char *rest, const char *arg)
     }
     return 0;
 }
+
+int cli_name_secret(const char *cmd, const char *rest, const char *name)
+{
+    char *red = NULL;
+    int secret;
+
+    if (strstr(name, "://") == NULL)
+        return 0;
+    /* Redaction changes only a password (or fails: count it as one). */
+    secret = dlock_url_redact(&red, name) != DLOCK_OK || strcmp(red, name) != 0;
+    if (secret)
+        cli_err("%s: NAME '%s' is a URL holding a password; a lock name is "
+                "shown to every client of the store, so it is refused.  A "
+                "store URL goes after -s: dlock -s URL %s %s",
+                cmd, red != NULL ? red : "***", cmd, rest);
+    dlock_free(red);
+    return secret;
+}

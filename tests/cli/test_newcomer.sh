@@ -3,6 +3,9 @@
 #  - a script without "#!" runs under `dlock run` with /bin/sh, as under
 #    flock(1) (execvp's ENOEXEC fallback), its status passed on; a file
 #    that is not executable still exits 126 saying why, a missing one 127;
+#    a binary the kernel cannot run (another architecture's) is never
+#    handed to /bin/sh (126), and a script whose path starts with '-' is
+#    sh's script, not its options;
 #  - a global option (-s, --store, --store-file, -v, --verbose, --version)
 #    given after the command is a usage error that says where it goes,
 #    without echoing the URL (it may hold a password).
@@ -90,6 +93,37 @@ has "  saying so" "$out" "No such file"
 out=$(PATH="$T/bin" "$DLOCK" run "$id/s" -- missing-$$ 2>&1)
 check "a command not on PATH exits 127" 127 $?
 
+# A binary the kernel cannot run (another architecture's ELF, a corrupt
+# one) also fails with ENOEXEC, but it is no script: /bin/sh must never
+# read it as one (dash runs whatever lines it finds in it).  126, "Exec
+# format error", as bash says; the bytes below hold a shell line after
+# an aarch64 ELF header.
+printf '\177ELF\002\001\001\000\000\000\000\000\000\000\000\000\002\000\267\000\001\000\000\000\ntouch %s\n' \
+    "$T/ran-as-sh" >"$T/bin/foreign"
+chmod +x "$T/bin/foreign"
+out=$("$DLOCK" run "$id/s" -- "$T/bin/foreign" 2>&1)
+check "another architecture's binary exits 126" 126 $?
+check "  and is not run by /bin/sh" no "$([ -e "$T/ran-as-sh" ] && echo yes || echo no)"
+has "  saying why" "$out" "Exec format error"
+# The same with a NUL before the first newline and no ELF magic (bash's
+# test for a binary file).
+printf 'zz\000zz\ntouch %s\n' "$T/ran-as-sh2" >"$T/bin/blob"
+chmod +x "$T/bin/blob"
+"$DLOCK" run "$id/s" -- "$T/bin/blob" >/dev/null 2>&1
+check "a file with a NUL in its first line exits 126" 126 $?
+check "  and is not run by /bin/sh" no "$([ -e "$T/ran-as-sh2" ] && echo yes || echo no)"
+
+# A script without "#!" whose name starts with '-' (found through an
+# empty PATH entry, or a relative path): /bin/sh must take it as the
+# script, not as its options ("-c" would run the first argument).
+mkdir "$T/-d"
+printf 'echo dash-ok "$@"\n' >"$T/-d/-c"
+chmod +x "$T/-d/-c"
+out=$(cd "$T/-d" && PATH=":/usr/bin:/bin" "$DLOCK" run "$id/s" -- -c 'echo INJECTED' 2>&1)
+check "a script named -c on PATH runs as the script" "dash-ok echo INJECTED" "$out"
+out=$(cd "$T" && "$DLOCK" run "$id/s" -- -d/-c x 2>&1)
+check "a script at a relative path starting with - runs" "dash-ok x" "$out"
+
 # With a "#!" line nothing changed.
 printf '#!/bin/sh\nexit 5\n' >"$T/bin/shebang"
 chmod +x "$T/bin/shebang"
@@ -143,6 +177,29 @@ out=$("$DLOCK" "$secret" run "$id/g" -- true 2>&1)
 check "dlock URL run ... exits 64" 64 $?
 has "  with the hint" "$out" "a store URL goes after -s: dlock -s URL COMMAND"
 hasnt "  not showing the password" "$out" hunter2secret
+
+# A URL where NAME goes ("dlock status redis://u:pw@h"): as a lock name
+# its password would be printed (status, release's message), written
+# into the store for every client to list (run), and put in CMD's
+# DLOCK_NAME.  A usage error with the hint, the password not shown, and
+# nothing taken.
+for cmd in status history release run; do
+    case $cmd in
+    run) set -- run "$secret" -- sh -c 'echo "RAN $DLOCK_NAME"' ;;
+    release) set -- release --force "$secret" ;;
+    *) set -- "$cmd" "$secret" ;;
+    esac
+    out=$("$DLOCK" "$@" 2>&1 </dev/null)
+    check "dlock $cmd URL-with-password as NAME exits 64" 64 $?
+    hasnt "  not showing the password" "$out" hunter2secret
+    has "  with the hint" "$out" "dlock -s URL"
+    hasnt "  and nothing ran" "$out" "RAN "
+done
+out=$("$DLOCK" list 2>&1)
+hasnt "  and no lock was named after it" "$out" hunter2secret
+# A name that merely looks like a URL, with no password, is still a name.
+"$DLOCK" run "postgres://db1/app" -- true
+check "a URL-like name without a password is still a name" 0 $?
 
 # The option in a run's option list (after NAME) gets the hint too.
 out=$("$DLOCK" run "$id/g" -s "$secret" -- true 2>&1)

@@ -153,6 +153,21 @@ static int run_tx(struct my_store *ms, struct conn *c, const struct sb *b,
         rc = e == ER_NO_SUCH_TABLE ? NO_TABLE : dlock__my_db_err(ms, c, what);
         if (mysql_query(c->db, "ROLLBACK") != 0)
             return dlock__my_db_err(ms, c, what);
+        if (!ms->lease_mode) {
+            /* The packet raised the idle bound first (held_idle) and
+             * stopped before setting it back: set it back here, or the
+             * connection keeps a lease-long bound, in the pool after
+             * this lock (R13). */
+            struct sb r = {0};
+            int oom, st;
+
+            dlock__my_sb_idle(&r, ms, 0);
+            oom = r.oom;
+            st = oom ? -1 : mysql_real_query(c->db, r.p, (unsigned long)r.len);
+            dlock__my_sb_free(&r);
+            if (st != 0)
+                return oom ? dlock__enomem() : dlock__my_db_err(ms, c, what);
+        }
         if ((e != ER_LOCK_DEADLOCK && e != ER_LOCK_WAIT_TIMEOUT) ||
             tries >= 20)
             return rc;
@@ -245,17 +260,21 @@ static void sb_name(struct sb *b, struct conn *c, const struct dlock_lock *lk)
  * starts by raising it and, once committed, sets it back.  A packet that
  * fails midway leaves it raised, on this connection only. */
 static void held_idle(struct sb *b, struct my_store *ms,
-                      const struct dlock_lock *lk)
+                      const struct dlock_lock *lk, const struct conn *c,
+                      const struct my_lock *ml)
 {
-    if (ms->lease_mode)
+    /* Only on the lock's own session: a pooled one (run_end after that
+     * broke) holds no GET_LOCK to lose. */
+    if (ms->lease_mode || ml == NULL || c != ml->c)
         return;
     dlock__my_sb_idle(b, ms, lk->ttl_ms);
     dlock__my_sb_add(b, "; ");
 }
 
-static void held_idle_end(struct sb *b, struct my_store *ms)
+static void held_idle_end(struct sb *b, struct my_store *ms,
+                          const struct conn *c, const struct my_lock *ml)
 {
-    if (ms->lease_mode)
+    if (ms->lease_mode || ml == NULL || c != ml->c)
         return;
     dlock__my_sb_add(b, "; ");
     dlock__my_sb_idle(b, ms, 0);
@@ -274,7 +293,7 @@ static int begin_op(struct rcall *k, struct conn *c)
     long long go;
     int rc;
 
-    held_idle(&b, ms, lk);
+    held_idle(&b, ms, lk, c, k->ml);
     dlock__my_sb_add(&b,
                      "START TRANSACTION; SET @dl_own = 0, @dl_last = NULL, "
                      "@dl_lastf = 0, @dl_okf = NULL, @dl_cut = 0, @dl_now = "
@@ -341,7 +360,7 @@ static int begin_op(struct rcall *k, struct conn *c)
                      f, f, ms->runs);
     sb_nkey(&b, c, k->ml);
     dlock__my_sb_add(&b, " AND r.fence = @dl_show; COMMIT");
-    held_idle_end(&b, ms);
+    held_idle_end(&b, ms, c, k->ml);
     rc = run_tx_tables(ms, c, &b, &res, 1, "run_begin");
     dlock__my_sb_free(&b);
     if (rc != DLOCK_OK)
@@ -390,7 +409,7 @@ static int end_op(struct rcall *k, struct conn *c)
     MYSQL_RES *res = NULL;
     int rc;
 
-    held_idle(&b, ms, k->lk);
+    held_idle(&b, ms, k->lk, c, k->ml);
     dlock__my_sb_add(&b,
                      "START TRANSACTION; UPDATE %s SET end_ms = " RUNNOW
                      ", result = %d, status = %d WHERE name = ",
@@ -405,7 +424,7 @@ static int end_op(struct rcall *k, struct conn *c)
                          f);
     }
     dlock__my_sb_add(&b, "; COMMIT");
-    held_idle_end(&b, ms);
+    held_idle_end(&b, ms, c, k->ml);
     /* No tables: no such run (DLOCK_OK, as a run dropped as too old). */
     rc = run_tx_tables(ms, c, &b, &res, 0, "run_end");
     mysql_free_result(res);
