@@ -185,14 +185,16 @@ static unsigned secs_up(int64_t ms)
     return (unsigned)((ms + 999) / 1000);
 }
 
+/* The assignments of a SET that bounds the session's idle transactions
+ * to secs (R13).  The M! comment runs on MariaDB 10.3 and later only; the
+ * user variable keeps the statement valid everywhere. */
+#define IDLE_SET                                                             \
+    "@dl_idle = 0 /*M!100300 , SESSION idle_transaction_timeout = %u */"
+
 void dlock__my_sb_idle(struct sb *b, const struct my_store *ms,
                        int64_t idle_ms)
 {
-    /* The M! comment runs on MariaDB 10.3 and later only; the user
-     * variable keeps the statement valid everywhere. */
-    dlock__my_sb_add(b,
-                     "SET @dl_idle = 0 /*M!100300 , SESSION "
-                     "idle_transaction_timeout = %u */",
+    dlock__my_sb_add(b, "SET " IDLE_SET,
                      secs_up(idle_ms > ms->timeout_ms ? idle_ms
                                                       : ms->timeout_ms));
 }
@@ -236,9 +238,7 @@ static int conn_open(void *ctx, void **out)
      * no such setting (docs/threat-model.md, R13).  A session-mode
      * holder's own transactions allow a whole lease (runs.c). */
     snprintf(init, sizeof(init),
-             "SET time_zone = '+00:00', autocommit = 1"
-             "/*M!100300 , idle_transaction_timeout = %u */",
-             wt);
+             "SET time_zone = '+00:00', autocommit = 1, " IDLE_SET, wt);
     mysql_optionsv(c->db, MYSQL_INIT_COMMAND, init);
     /* Fewer gap locks between concurrent INSERTs and DELETEs of a key. */
     mysql_optionsv(c->db, MYSQL_INIT_COMMAND,

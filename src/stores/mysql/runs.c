@@ -259,13 +259,20 @@ static void sb_name(struct sb *b, struct conn *c, const struct dlock_lock *lk)
  * holder keeps the name anyway (a contender KILLs it then): the packet
  * starts by raising it and, once committed, sets it back.  A packet that
  * fails midway leaves it raised, on this connection only. */
+/* Is c the session whose GET_LOCK is ml's lock?  Not in lease mode, nor a
+ * pooled connection (run_end after the lock's own broke): those hold no
+ * GET_LOCK to lose. */
+static int lock_session(const struct my_store *ms, const struct conn *c,
+                        const struct my_lock *ml)
+{
+    return !ms->lease_mode && ml != NULL && c == ml->c;
+}
+
 static void held_idle(struct sb *b, struct my_store *ms,
                       const struct dlock_lock *lk, const struct conn *c,
                       const struct my_lock *ml)
 {
-    /* Only on the lock's own session: a pooled one (run_end after that
-     * broke) holds no GET_LOCK to lose. */
-    if (ms->lease_mode || ml == NULL || c != ml->c)
+    if (!lock_session(ms, c, ml))
         return;
     dlock__my_sb_idle(b, ms, lk->ttl_ms);
     dlock__my_sb_add(b, "; ");
@@ -274,7 +281,7 @@ static void held_idle(struct sb *b, struct my_store *ms,
 static void held_idle_end(struct sb *b, struct my_store *ms,
                           const struct conn *c, const struct my_lock *ml)
 {
-    if (ms->lease_mode || ml == NULL || c != ml->c)
+    if (!lock_session(ms, c, ml))
         return;
     dlock__my_sb_add(b, "; ");
     dlock__my_sb_idle(b, ms, 0);
