@@ -11,6 +11,8 @@
 #   make fuzz     libFuzzer targets (FUZZ_SECONDS=300 each)
 #   make torture  long fault-injection runs per store (SECONDS_PER_RUN=60)
 #   make install  PREFIX=/usr/local DESTDIR=
+#   make golden   rewrite tests/golden/ from the .sql/.lua files (review
+#                 the diff, then commit it with the change)
 #   make deb      the Debian packages (libdlock0.2, libdlock-dev, dlock)
 #                 into DEB_OUT=build-deb, built from a copy of the tree
 
@@ -19,7 +21,7 @@ TEST_BUILD ?= build-test
 PREFIX     ?= /usr/local
 JOBS       ?= 2
 
-.PHONY: all build demo test test-long test-build torture bench fuzz install deb clean deps
+.PHONY: all build demo test test-long test-build golden torture bench fuzz install deb clean deps
 
 all: build
 
@@ -48,6 +50,14 @@ test: test-build
 
 test-long: test-build
 	@scripts/test.sh $(TEST_BUILD) long
+
+# The golden copies of every statement and script (tests/golden/).
+golden:
+	@cmake -S . -B $(TEST_BUILD) -DCMAKE_BUILD_TYPE=Debug \
+	    -DDLOCK_SANITIZE=ON -DDLOCK_WERROR=ON >/dev/null && \
+	cmake --build $(TEST_BUILD) -j$(JOBS) --target test_golden && \
+	$(TEST_BUILD)/tests/test_golden --update tests/golden \
+	    $$(sed -n 's/^DLOCK_GOLDEN_STORES:INTERNAL=//p' $(TEST_BUILD)/CMakeCache.txt | tr ';' ' ')
 
 bench: build
 	@scripts/deps.sh test

@@ -11,6 +11,7 @@
 #include "check.h"
 #include "quota.h"
 #include "store.h"
+#include "text.h"
 
 static void redact_is(const char *in, const char *want)
 {
@@ -368,6 +369,27 @@ static void test_quota(void)
     dlock__url_free(u);
 }
 
+/* {{placeholder}} expansion of statement templates (src/core/text.h). */
+static void test_text_expand(void)
+{
+    const char *const vars[] = {"table", "dlock_locks", "x", "", "v", NULL,
+                                NULL};
+    char *s;
+
+    s = dlock__text_expand("SELECT * FROM {{table}} WHERE a{{x}}b", vars);
+    EXPECT(s != NULL && strcmp(s, "SELECT * FROM dlock_locks WHERE ab") == 0);
+    free(s);
+    s = dlock__text_expand("{{v}}{{table}}{", vars); /* NULL value: "" */
+    EXPECT(s != NULL && strcmp(s, "dlock_locks{") == 0);
+    free(s);
+    s = dlock__text_expand("no placeholders", NULL);
+    EXPECT(s != NULL && strcmp(s, "no placeholders") == 0);
+    free(s);
+    EXPECT(dlock__text_expand("a {{missing}} b", vars) == NULL);
+    EXPECT(strstr(dlock_errmsg(), "{{missing}}") != NULL);
+    EXPECT(dlock__text_expand("a {{table b", vars) == NULL);
+}
+
 static void test_bounds(void);
 
 int main(void)
@@ -384,6 +406,7 @@ int main(void)
     test_password_tail();
     test_quota();
     test_bounds();
+    test_text_expand();
     if (failures == 0)
         printf("unit: all passed\n");
     return failures != 0;

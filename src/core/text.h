@@ -1,0 +1,34 @@
+/*
+ * text.h - statement and script templates (SQL, Lua) kept as files.
+ *
+ * A store's SQL and Lua live in src/stores/STORE/sql/ *.sql and lua/ *.lua,
+ * one statement or script per file, and reach C as
+ * `dlock__text_STORE_BASE[]` (generated "STORE_text.h", cmake/embed.cmake).
+ * What varies at run time (a table name, a variant's fragment) is a
+ * {{name}} placeholder, filled in by dlock__text_expand() once, when the
+ * store opens, into the exact text it sends.
+ *
+ * Golden copies: every store compiled in has a function
+ *     void dlock__STORE_texts(dlock__text_emit emit, void *arg);
+ * that expands every template for every variant it has, with the same code
+ * open() uses, and hands each to emit().  tests/golden/test_golden.c
+ * compares them with tests/golden/STORE/VARIANT/NAME, so a review shows
+ * the SQL or Lua that changed, and psql or redis-cli --eval can run a
+ * golden file as it is.
+ */
+#ifndef DLOCK_CORE_TEXT_H
+#define DLOCK_CORE_TEXT_H
+
+/* One expanded statement or script: VARIANT is a folder name (the store's
+ * configuration it belongs to: "default", "lease", "cluster"...), NAME a
+ * file name with its extension ("acquire.sql", "acquire.lua"). */
+typedef void (*dlock__text_emit)(void *arg, const char *variant,
+                                 const char *name, const char *text);
+
+/* tmpl with every {{key}} replaced by its value from vars, a
+ * NULL-terminated list of key, value pairs.  A malloc'd string; NULL with
+ * DLOCK_ENOMEM set, or with DLOCK_EINVAL set if tmpl names a key that vars
+ * lacks or a "{{" does not close (a bug the golden test finds first). */
+char *dlock__text_expand(const char *tmpl, const char *const *vars);
+
+#endif /* DLOCK_CORE_TEXT_H */
