@@ -800,6 +800,7 @@ static int check(const struct cfg *c, int gens[])
     unsigned most = 0, most_slots = 0;
     double full_ms = 0;
     int64_t max_end = 0;
+    const struct window *max_w = NULL;
     char path[512];
     int fails = 0;
 
@@ -815,14 +816,28 @@ static int check(const struct cfg *c, int gens[])
     for (size_t i = 0; i < h.n; i++) {
         if (i > 0 && h.w[i].start < max_end) {
             overlaps++;
-            if (overlaps <= 3 && c->workload != W_SEM)
-                fprintf(stderr, "  overlap: worker %d fence %llu starts at "
-                        "%lld, before %lld\n", h.w[i].worker,
+            if (overlaps <= 3 && c->workload != W_SEM) {
+                fprintf(stderr, "  overlap: worker %d fence %llu [%lld, "
+                        "%lld] (invoked %lld), before worker %d fence %llu "
+                        "[%lld, %lld] (invoked %lld) ends\n", h.w[i].worker,
                         (unsigned long long)h.w[i].fence,
-                        (long long)h.w[i].start, (long long)max_end);
+                        (long long)h.w[i].start, (long long)h.w[i].end,
+                        (long long)h.w[i].invoke, max_w->worker,
+                        (unsigned long long)max_w->fence,
+                        (long long)max_w->start, (long long)max_end,
+                        (long long)max_w->invoke);
+                /* Where the server faults were, to tell a hole from a
+                 * fault the checker does not model. */
+                for (size_t k = 0; k < n_nemeses; k++)
+                    fprintf(stderr, "    server fault %zu: [%lld, %lld]\n",
+                            k, (long long)nemeses[k].start,
+                            (long long)nemeses[k].end);
+            }
         }
-        if (h.w[i].end > max_end)
+        if (h.w[i].end > max_end) {
             max_end = h.w[i].end;
+            max_w = &h.w[i];
+        }
         /* Fences rise in the order holdings began.  A window a revoking
          * fault cut to nothing was no holding: its acquire was answered
          * after the server had already dropped the lock (a reply that
