@@ -19,7 +19,7 @@ static const char *lookup(const char *const *vars, const char *key,
 char *dlock__text_expand(const char *tmpl, const char *const *vars)
 {
     size_t cap = strlen(tmpl) + 1, n = 0;
-    char *out;
+    char *out = NULL;
 
     /* Two passes: the size, then the text. */
     for (int pass = 0; pass < 2; pass++) {
