@@ -1,5 +1,5 @@
 /*
- * sqlite_runs.c - run records on the SQLite store (store.h: run_begin,
+ * runs.c - run records on the SQLite store (store.h: run_begin,
  * run_end, runs, last_runs).
  *
  * The decision and the record are one BEGIN IMMEDIATE transaction that
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sqlite_runs.h"
+#include "sq.h"
 
 #define Q_OWN_SUMMARY                                                        \
     "SELECT last_start, last_fence, ok_fence FROM dlock_run_names "          \

@@ -1,5 +1,5 @@
 /*
- * sqlite.c - the embedded store: a lock table in a SQLite file.
+ * store.c - the embedded store: a lock table in a SQLite file.
  *
  * sqlite:///absolute/path/file.db[?timeout=5s]
  *
@@ -67,8 +67,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sqlite_path.h"
-#include "sqlite_runs.h"
+#include "sq.h"
 #include "store.h"
 
 #define DEFAULT_OP_TIMEOUT_MS 5000
@@ -1077,7 +1076,7 @@ out:
     return rc;
 }
 
-/* --- for sqlite_runs.c ------------------------------------------------ */
+/* --- for runs.c -------------------------------------------------- */
 
 sqlite3 *dlock__sqlite_db(struct dlock_store *st)
 {

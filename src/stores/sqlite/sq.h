@@ -1,9 +1,12 @@
 /*
- * sqlite_runs.h - what sqlite_runs.c (the run records) needs of sqlite.c,
- * and the run tables' DDL, part of the store's DDL.
+ * sq.h - the SQLite store's private header: what its files share.
+ *
+ *   store.c  the ops table: open, close, init, the DDL; the connection
+ *   path.c   where the file may be: private directory, no symbolic links
+ *   runs.c   run records: once, once per period, the kept runs
  */
-#ifndef DLOCK_SQLITE_RUNS_H
-#define DLOCK_SQLITE_RUNS_H
+#ifndef DLOCK_STORES_SQ_H
+#define DLOCK_STORES_SQ_H
 
 #include <sqlite3.h>
 #include <stdint.h>
@@ -32,7 +35,17 @@
     "    ok_fence   INTEGER NOT NULL DEFAULT 0  -- last success, 0: none\n"  \
     ") WITHOUT ROWID;\n"
 
-/* sqlite.c: the connection, taken for one operation (lock/unlock), a
+/* path.c: the default store: its private directory (privdir.c) and its
+ * file, created 0600 if missing.  DLOCK_OK or a code with the message
+ * set. */
+int dlock__sqlite_default_file(const char *path);
+/* DLOCK_EUNAVAIL if the database or its -wal, -shm, -journal is a
+ * symbolic link. */
+int dlock__sqlite_refuse_links(const char *path);
+/* path with its directory resolved, malloc'd into *out. */
+int dlock__sqlite_real_path(const char *path, char **out);
+
+/* store.c: the connection, taken for one operation (lock/unlock), a
  * BEGIN IMMEDIATE / COMMIT / ROLLBACK on it, errors as dlock codes. */
 sqlite3 *dlock__sqlite_db(struct dlock_store *st);
 void dlock__sqlite_lock(struct dlock_store *st);
@@ -45,7 +58,7 @@ int dlock__sqlite_error(struct dlock_store *st, const char *what);
  * on a store error (connection held, inside a transaction). */
 int dlock__sqlite_owns(struct dlock_store *st, const struct dlock_lock *lk);
 
-/* sqlite_runs.c: the four run ops of dlock__sqlite_ops. */
+/* runs.c: the four run ops of dlock__sqlite_ops. */
 int dlock__sqlite_run_begin(struct dlock_store *st, struct dlock_lock *lk,
                             const dlock_run_rule *rule, const char *host,
                             int64_t pid, int *go, dlock_run *last);
