@@ -10,34 +10,6 @@
 
 #include "sq.h"
 
-/* Statements, prepared once per handle (the Q_ numbers: sq.h). */
-static const char *const sql[Q_COUNT] = {
-    [Q_BEGIN] = "BEGIN IMMEDIATE",
-    [Q_COMMIT] = "COMMIT",
-    [Q_ROLLBACK] = "ROLLBACK",
-    [Q_HOLDERS] = "SELECT owner, shared, expires_at, boot_id, host, pid, "
-                  "pid_start, pid_ns, acquired_at, \"limit\" "
-                  "FROM dlock_locks WHERE name = ?1",
-    [Q_DELETE_ROW] = "DELETE FROM dlock_locks WHERE name = ?1 AND owner = ?2",
-    [Q_BUMP_FENCE] = "INSERT INTO dlock_fences (name, fence) VALUES (?1, 1) "
-                     "ON CONFLICT (name) DO UPDATE SET fence = fence + 1 "
-                     "RETURNING fence",
-    [Q_INSERT] = "INSERT INTO dlock_locks (name, owner, shared, fence, "
-                 "expires_at, boot_id, acquired_at, host, pid, pid_start, "
-                 "pid_ns, \"limit\") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
-                 "?9, ?10, ?11, ?12)",
-    [Q_EXTEND] = "UPDATE dlock_locks SET expires_at = ?3 WHERE name = ?1 "
-                 "AND owner = ?2 AND boot_id = ?4 AND expires_at > ?5",
-    [Q_TTL] = "SELECT expires_at - ?3 FROM dlock_locks WHERE name = ?1 AND "
-              "owner = ?2 AND boot_id = ?4 AND expires_at > ?3",
-    [Q_RELEASE] = "DELETE FROM dlock_locks WHERE name = ?1 AND owner = ?2 "
-                  "AND boot_id = ?3 AND expires_at > ?4",
-    [Q_FORGET] = "DELETE FROM dlock_locks WHERE name = ?1 AND owner = ?2",
-    [Q_FENCE] = "SELECT fence FROM dlock_fences WHERE name = ?1",
-    [Q_NAMES] = "SELECT DISTINCT name FROM dlock_locks ORDER BY name",
-    [Q_FORCE] = "DELETE FROM dlock_locks WHERE name = ?1",
-};
-
 int dlock__sq_busy_handler(void *arg, int count)
 {
     struct sqlite_store *ss = arg;
@@ -74,7 +46,7 @@ int dlock__sq_is_busy(struct sqlite_store *ss)
 sqlite3_stmt *dlock__sq_stmt(struct sqlite_store *ss, int q)
 {
     if (ss->st[q] == NULL &&
-        sqlite3_prepare_v3(ss->db, sql[q], -1, SQLITE_PREPARE_PERSISTENT,
+        sqlite3_prepare_v3(ss->db, ss->sql[q], -1, SQLITE_PREPARE_PERSISTENT,
                            &ss->st[q], NULL) != SQLITE_OK)
         return NULL;
     sqlite3_reset(ss->st[q]);

@@ -62,7 +62,7 @@ int dlock__sq_extend(struct dlock_store *st, struct dlock_lock *lk,
         return rc;
     if (changed == 0) {
         /* Expired but not yet taken: tidy our row away. */
-        (void)run_on_row(ss, Q_FORGET, lk, 0, &changed, "extend");
+        (void)run_on_row(ss, Q_DELETE_ROW, lk, 0, &changed, "extend");
         return dlock__lost(lk, LOST_WHY);
     }
     return DLOCK_OK;
@@ -110,7 +110,7 @@ int dlock__sq_release(struct dlock_store *st, struct dlock_lock *lk)
     if (rc != DLOCK_OK)
         return rc;
     if (changed == 0) {
-        (void)run_on_row(ss, Q_FORGET, lk, 0, &changed, "release");
+        (void)run_on_row(ss, Q_DELETE_ROW, lk, 0, &changed, "release");
         return dlock__lost(lk, LOST_WHY);
     }
     return DLOCK_OK;
@@ -157,7 +157,7 @@ int dlock__sq_extend_many(struct dlock_store *st,
             rcs[i] = DLOCK_OK;
             continue;
         }
-        s = dlock__sq_stmt(ss, Q_FORGET);
+        s = dlock__sq_stmt(ss, Q_DELETE_ROW);
         if (s == NULL)
             goto sqlerr;
         dlock__sq_bind_name(s, 1, lk);

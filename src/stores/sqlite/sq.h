@@ -11,6 +11,7 @@
  *   lease.c    extend, ttl_left, release, extend_many
  *   status.c   status, list, force_release
  *   runs.c     run records: once, once per period, the kept runs
+ *   texts.c    the statements (sql/ *.sql), expanded once per open
  */
 #ifndef DLOCK_STORES_SQ_H
 #define DLOCK_STORES_SQ_H
@@ -20,8 +21,12 @@
 #include <stdint.h>
 
 #include "store.h"
+#include "text.h"
 
-/* Statements, prepared once per handle. */
+/* The statements, one per file in sql/ (texts.c).  Those before Q_COUNT
+ * are prepared once per handle (conn.c); the others run once per open
+ * (wal, schema, has-limit, migrate-limit) or are prepared per call
+ * (runs.c: not the lock's hot path). */
 enum {
     Q_BEGIN,
     Q_COMMIT,
@@ -33,11 +38,25 @@ enum {
     Q_EXTEND,
     Q_TTL,
     Q_RELEASE,
-    Q_FORGET,
     Q_FENCE,
     Q_NAMES,
     Q_FORCE,
-    Q_COUNT
+    Q_COUNT,
+    T_WAL = Q_COUNT,
+    T_SCHEMA,
+    T_HAS_LIMIT,
+    T_MIGRATE_LIMIT,
+    T_RUN_SUMMARY,
+    T_RUN_ONE,
+    T_RUN_NEWEST,
+    T_RUN_ABANDON,
+    T_RUN_INSERT,
+    T_RUN_NAMES,
+    T_RUN_TRIM,
+    T_RUN_END,
+    T_RUN_OK,
+    T_RUN_LAST,
+    T_COUNT
 };
 
 /* What identifies this process and machine in a row, and how its clocks
@@ -58,6 +77,7 @@ struct sqlite_store {
     pthread_mutex_t mu; /* one connection, used by one thread at a time */
     sqlite3 *db;
     sqlite3_stmt *st[Q_COUNT];
+    char *sql[T_COUNT]; /* every statement, expanded at open (texts.c) */
     char *path;
     int64_t op_timeout_ms;
     int64_t busy_deadline; /* monotonic ms, for the busy handler */
@@ -69,6 +89,13 @@ static inline void dlock__sq_bind_name(sqlite3_stmt *s, int i,
 {
     sqlite3_bind_text(s, i, lk->name, (int)lk->name_len, SQLITE_STATIC);
 }
+
+/* texts.c: every statement (sql/ *.sql) with its placeholders filled,
+ * malloc'd into out (DLOCK_OK, or a code with the message set, out all
+ * NULL), and freed; the golden test's hook (src/core/text.h). */
+int dlock__sq_texts_build(char *out[T_COUNT]);
+void dlock__sq_texts_free(char *out[T_COUNT]);
+void dlock__sqlite_texts(dlock__text_emit emit, void *arg);
 
 /* conn.c: the connection, taken for one operation until deadline
  * (monotonic ms; dlock__sq_deadline(): now plus the store's timeout); the
@@ -115,28 +142,6 @@ int dlock__sq_list(struct dlock_store *st, const char *prefix,
                    void *payload);
 int dlock__sq_force_release(struct dlock_store *st, const char *name,
                             unsigned *removed);
-
-/* Run records: one row per kept run (DLOCK_RUNS_KEPT per name, the newest
- * by fence), and one summary row per name that ever ran: the start of
- * its last run and the fence of its last success (0: none). */
-#define DLOCK_SQLITE_RUNS_DDL                                                \
-    "CREATE TABLE IF NOT EXISTS dlock_runs (\n"                              \
-    "    name      TEXT    NOT NULL,\n"                                      \
-    "    fence     INTEGER NOT NULL,  -- the run's lock fence\n"             \
-    "    host      TEXT    NOT NULL,\n"                                      \
-    "    pid       INTEGER NOT NULL,\n"                                      \
-    "    start_ms  INTEGER NOT NULL,  -- Unix ms (CLOCK_REALTIME)\n"         \
-    "    end_ms    INTEGER NOT NULL DEFAULT 0,\n"                            \
-    "    result    INTEGER NOT NULL,  -- dlock_run_result\n"                 \
-    "    status    INTEGER NOT NULL DEFAULT -1,\n"                           \
-    "    PRIMARY KEY (name, fence)\n"                                        \
-    ") WITHOUT ROWID;\n"                                                     \
-    "CREATE TABLE IF NOT EXISTS dlock_run_names (\n"                         \
-    "    name       TEXT    PRIMARY KEY,\n"                                  \
-    "    last_start INTEGER NOT NULL,  -- Unix ms of the last run's start\n" \
-    "    last_fence INTEGER NOT NULL,\n"                                     \
-    "    ok_fence   INTEGER NOT NULL DEFAULT 0  -- last success, 0: none\n"  \
-    ") WITHOUT ROWID;\n"
 
 /* path.c: the default store: its private directory (privdir.c) and its
  * file, created 0600 if missing.  DLOCK_OK or a code with the message

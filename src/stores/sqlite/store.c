@@ -69,34 +69,6 @@
 
 #define DEFAULT_OP_TIMEOUT_MS 5000
 
-#define DDL                                                                  \
-    "CREATE TABLE IF NOT EXISTS dlock_locks (\n"                             \
-    "    name        TEXT    NOT NULL,\n"                                    \
-    "    owner       TEXT    NOT NULL,  -- random 128-bit token, hex\n"      \
-    "    shared      INTEGER NOT NULL,\n"                                    \
-    "    fence       INTEGER NOT NULL,\n"                                    \
-    "    expires_at  INTEGER NOT NULL,  -- host CLOCK_BOOTTIME ms\n"         \
-    "    boot_id     TEXT    NOT NULL,\n"                                    \
-    "    acquired_at INTEGER NOT NULL,  -- Unix ms\n"                        \
-    "    host        TEXT    NOT NULL,\n"                                    \
-    "    pid         INTEGER NOT NULL,\n"                                    \
-    "    pid_start   INTEGER NOT NULL,  -- starttime, host ticks\n"          \
-    "    pid_ns      TEXT    NOT NULL,\n"                                    \
-    "    \"limit\"     INTEGER NOT NULL DEFAULT 1, -- 1 lock, N semaphore\n"   \
-    "    PRIMARY KEY (name, owner)\n"                                        \
-    ") WITHOUT ROWID;\n"                                                     \
-    "CREATE TABLE IF NOT EXISTS dlock_fences (\n"                            \
-    "    name  TEXT    PRIMARY KEY,\n"                                       \
-    "    fence INTEGER NOT NULL      -- highest fence handed out\n"          \
-    ") WITHOUT ROWID;\n" DLOCK_SQLITE_RUNS_DDL
-
-/* Files made by dlock 0.1 and 0.2 have no limit column: init() adds it.
- * Their rows (and those of a 0.2 client still running, which knows no
- * semaphores and takes any row as a conflict) are locks: limit 1. */
-#define MIGRATE_LIMIT                                                        \
-    "ALTER TABLE dlock_locks ADD COLUMN \"limit\" INTEGER NOT NULL "         \
-    "DEFAULT 1"
-
 static void sqlite_close(struct dlock_store *s)
 {
     struct sqlite_store *ss = (struct sqlite_store *)s;
@@ -104,6 +76,7 @@ static void sqlite_close(struct dlock_store *s)
     for (int i = 0; i < Q_COUNT; i++)
         sqlite3_finalize(ss->st[i]);
     sqlite3_close(ss->db);
+    dlock__sq_texts_free(ss->sql);
     pthread_mutex_destroy(&ss->mu);
     free(ss->path);
     free(ss);
@@ -115,19 +88,19 @@ static int has_limit_column(struct sqlite_store *ss)
     sqlite3_stmt *s = NULL;
     int rc;
 
-    if (sqlite3_prepare_v2(ss->db, "SELECT 1 FROM pragma_table_info("
-                           "'dlock_locks') WHERE name = 'limit'",
-                           -1, &s, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(ss->db, ss->sql[T_HAS_LIMIT], -1, &s, NULL) !=
+        SQLITE_OK)
         return -1;
     rc = sqlite3_step(s);
     sqlite3_finalize(s);
     return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
 }
 
-/* Add the limit column to a file made before semaphores.  Looked at
- * without the write lock first (every open comes here; only the first
- * after an upgrade migrates), then again under it, since another process
- * may be migrating the same file right now. */
+/* Add the limit column to a file made before semaphores
+ * (migrate-limit.sql).  Looked at without the write lock first (every
+ * open comes here; only the first after an upgrade migrates), then again
+ * under it, since another process may be migrating the same file right
+ * now. */
 static int migrate_limit(struct sqlite_store *ss, char **err)
 {
     int have = has_limit_column(ss);
@@ -139,7 +112,7 @@ static int migrate_limit(struct sqlite_store *ss, char **err)
     have = has_limit_column(ss);
     if (have < 0 ||
         (have == 0 &&
-         sqlite3_exec(ss->db, MIGRATE_LIMIT, NULL, NULL, err) != SQLITE_OK) ||
+         sqlite3_exec(ss->db, ss->sql[T_MIGRATE_LIMIT], NULL, NULL, err) != SQLITE_OK) ||
         dlock__sq_exec(ss, Q_COMMIT) != SQLITE_OK) {
         dlock__sq_rollback(ss);
         return SQLITE_ERROR;
@@ -154,7 +127,7 @@ static int sqlite_init(struct dlock_store *s)
     int rc;
 
     dlock__sq_lock(ss, dlock__sq_deadline(ss));
-    rc = sqlite3_exec(ss->db, DDL, NULL, NULL, &err);
+    rc = sqlite3_exec(ss->db, ss->sql[T_SCHEMA], NULL, NULL, &err);
     if (rc == SQLITE_OK)
         rc = migrate_limit(ss, &err);
     dlock__sq_unlock(ss);
@@ -177,9 +150,7 @@ static int sqlite_init(struct dlock_store *s)
 static int set_wal(struct sqlite_store *ss, char **err)
 {
     for (int tries = 0;; tries++) {
-        int rc = sqlite3_exec(ss->db, "PRAGMA journal_mode = WAL; "
-                                      "PRAGMA synchronous = FULL;",
-                              NULL, NULL, err);
+        int rc = sqlite3_exec(ss->db, ss->sql[T_WAL], NULL, NULL, err);
 
         /* The busy handler's own naps and deadline, called by hand. */
         if (rc == SQLITE_OK || !dlock__sq_is_busy(ss) || !dlock__sq_busy_handler(ss, tries))
@@ -268,6 +239,10 @@ static int sqlite_open(struct dlock_store **out, const struct dlock_url *u)
     }
     pthread_mutex_init(&ss->mu, NULL);
     ss->base.url = (char *)u->redacted; /* for messages until the core sets it */
+    /* Every statement, once (texts.c). */
+    rc = dlock__sq_texts_build(ss->sql);
+    if (rc != DLOCK_OK)
+        goto fail;
 
     /* The private-directory checks are for the default only: an explicit
      * store keeps the permissions its admin chose. */
@@ -302,9 +277,7 @@ static int sqlite_open(struct dlock_store **out, const struct dlock_url *u)
     sqlite3_extended_result_codes(ss->db, 1);
     sqlite3_busy_handler(ss->db, dlock__sq_busy_handler, ss);
     ss->busy_deadline = dlock__sq_deadline(ss);
-    /* WAL: readers never wait for the writer.  FULL: a lock handed out is
-     * on disk before anyone is told, so a crash never hands it out twice
-     * (and never lets a fence go back). */
+    /* WAL and synchronous FULL (wal.sql says why). */
     rc = set_wal(ss, &err);
     if (rc != SQLITE_OK) {
         rc = dlock__seterr(open_error_code(ss->db, ss->path),
@@ -323,12 +296,27 @@ fail:
     return rc;
 }
 
+/* schema.sql, then migrate-limit.sql as a comment for a DBA. */
 static int sqlite_ddl(char **out, const struct dlock_url *u)
 {
+    static const char how[] = "-- A file from dlock 0.1 or 0.2 (no limit "
+                              "column) is migrated on first use, or by:\n-- ";
+    char *t[T_COUNT];
+    size_t schema, migrate;
+    int rc;
+
     (void)u;
-    *out = dlock__strdup(DDL "-- A file from dlock 0.1 or 0.2 (no limit "
-                         "column) is migrated on first use, or by:\n-- "
-                         MIGRATE_LIMIT ";\n");
+    rc = dlock__sq_texts_build(t);
+    if (rc != DLOCK_OK)
+        return rc;
+    schema = strlen(t[T_SCHEMA]);
+    /* The statement without its final newline, then ";\n". */
+    migrate = strcspn(t[T_MIGRATE_LIMIT], "\n");
+    *out = malloc(schema + sizeof(how) - 1 + migrate + 3);
+    if (*out != NULL)
+        snprintf(*out, schema + sizeof(how) - 1 + migrate + 3, "%s%s%.*s;\n",
+                 t[T_SCHEMA], how, (int)migrate, t[T_MIGRATE_LIMIT]);
+    dlock__sq_texts_free(t);
     return *out != NULL ? DLOCK_OK : dlock__enomem();
 }
 
