@@ -118,7 +118,8 @@ int dlock__sqlite_begin(struct dlock_store *st)
 {
     struct sqlite_store *ss = (struct sqlite_store *)st;
 
-    return dlock__sq_begin(ss) == SQLITE_OK ? DLOCK_OK : dlock__sq_error(ss, "begin");
+    return dlock__sq_begin(ss) == SQLITE_OK ? DLOCK_OK
+                                            : dlock__sq_error(ss, "begin");
 }
 
 int dlock__sqlite_commit(struct dlock_store *st)

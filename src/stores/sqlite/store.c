@@ -112,7 +112,8 @@ static int migrate_limit(struct sqlite_store *ss, char **err)
     have = has_limit_column(ss);
     if (have < 0 ||
         (have == 0 &&
-         sqlite3_exec(ss->db, ss->sql[T_MIGRATE_LIMIT], NULL, NULL, err) != SQLITE_OK) ||
+         sqlite3_exec(ss->db, ss->sql[T_MIGRATE_LIMIT], NULL, NULL, err) !=
+             SQLITE_OK) ||
         dlock__sq_exec(ss, Q_COMMIT) != SQLITE_OK) {
         dlock__sq_rollback(ss);
         return SQLITE_ERROR;
@@ -153,7 +154,8 @@ static int set_wal(struct sqlite_store *ss, char **err)
         int rc = sqlite3_exec(ss->db, ss->sql[T_WAL], NULL, NULL, err);
 
         /* The busy handler's own naps and deadline, called by hand. */
-        if (rc == SQLITE_OK || !dlock__sq_is_busy(ss) || !dlock__sq_busy_handler(ss, tries))
+        if (rc == SQLITE_OK || !dlock__sq_is_busy(ss) ||
+            !dlock__sq_busy_handler(ss, tries))
             return rc;
         sqlite3_free(*err);
         *err = NULL;
