@@ -1,8 +1,8 @@
 /*
- * sqlite_path.c - where a SQLite store's file may be: the default store's
+ * path.c - where a SQLite store's file may be: the default store's
  * private directory and file, no symbolic link at the database or its
  * companions, the directory above it resolved.  Pure path checks, apart
- * from the database file they open; sqlite.c opens the database.
+ * from the database file they open; store.c opens the database.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sqlite_path.h"
+#include "sq.h"
 #include "store.h"
 
 /* The default store lives in a directory private to its user

@@ -1,5 +1,5 @@
 /*
- * sqlite_runs.c - run records on the SQLite store (store.h: run_begin,
+ * runs.c - run records on the SQLite store (store.h: run_begin,
  * run_end, runs, last_runs).
  *
  * The decision and the record are one BEGIN IMMEDIATE transaction that
@@ -18,49 +18,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sqlite_runs.h"
-
-#define Q_OWN_SUMMARY                                                        \
-    "SELECT last_start, last_fence, ok_fence FROM dlock_run_names "          \
-    "WHERE name = ?1"
-#define RUN_COLS "name, fence, host, pid, start_ms, end_ms, result, status"
-#define Q_ONE "SELECT " RUN_COLS " FROM dlock_runs WHERE name = ?1 AND fence = ?2"
-#define Q_NEWEST                                                             \
-    "SELECT " RUN_COLS " FROM dlock_runs WHERE name = ?1 "                   \
-    "ORDER BY fence DESC LIMIT ?2"
-#define Q_ABANDON                                                            \
-    "UPDATE dlock_runs SET result = 4 WHERE name = ?1 AND result = 0"
-#define Q_INSERT                                                             \
-    "INSERT OR REPLACE INTO dlock_runs (name, fence, host, pid, start_ms, "  \
-    "end_ms, result, status) VALUES (?1, ?2, ?3, ?4, ?5, 0, 0, -1)"
-#define Q_SUMMARY                                                            \
-    "INSERT INTO dlock_run_names (name, last_start, last_fence) "            \
-    "VALUES (?1, ?2, ?3) ON CONFLICT (name) DO UPDATE SET "                  \
-    "last_start = excluded.last_start, last_fence = excluded.last_fence"
-#define Q_TRIM                                                               \
-    "DELETE FROM dlock_runs WHERE name = ?1 AND fence NOT IN (SELECT fence " \
-    "FROM dlock_runs WHERE name = ?1 ORDER BY fence DESC LIMIT ?2)"
-#define Q_END                                                                \
-    "UPDATE dlock_runs SET result = ?3, status = ?4, end_ms = ?5 "           \
-    "WHERE name = ?1 AND fence = ?2"
-#define Q_OK                                                                 \
-    "UPDATE dlock_run_names SET ok_fence = ?2 WHERE name = ?1 AND "          \
-    "ok_fence < ?2"
-#define Q_LAST                                                               \
-    "SELECT r.name, r.fence, r.host, r.pid, r.start_ms, r.end_ms, "          \
-    "r.result, r.status FROM dlock_runs r JOIN (SELECT name, MAX(fence) AS " \
-    "f FROM dlock_runs GROUP BY name) m ON r.name = m.name AND r.fence = m.f"
+#include "sq.h"
 
 /* A failed SQLite call, for the caller to report with its message (never
  * a dlock code: those are 0 or negative). */
 #define SQLERR 1
 
-/* Prepare q (not cached: runs are not the lock's hot path). */
-static sqlite3_stmt *prep(struct dlock_store *st, const char *q)
+/* Prepare statement t (sq.h's T_RUN_*; not cached: runs are not the
+ * lock's hot path). */
+static sqlite3_stmt *prep(struct dlock_store *st, int t)
 {
     sqlite3_stmt *s = NULL;
 
-    if (sqlite3_prepare_v2(dlock__sqlite_db(st), q, -1, &s, NULL) !=
+    if (sqlite3_prepare_v2(dlock__sqlite_db(st),
+                           ((struct sqlite_store *)st)->sql[t], -1, &s,
+                           NULL) !=
         SQLITE_OK) {
         sqlite3_finalize(s);
         return NULL;
@@ -84,7 +56,7 @@ static int64_t col_i64(sqlite3_stmt *s, int i, int64_t lo, int64_t hi,
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-/* The current row of a RUN_COLS select into r. */
+/* The current row of run-one.sql, run-newest.sql or run-last.sql into r. */
 static void read_run(sqlite3_stmt *s, dlock_run *r)
 {
     const char *name = (const char *)sqlite3_column_text(s, 0);
@@ -118,7 +90,7 @@ static int get_run(struct dlock_store *st, const struct dlock_lock *lk,
     memset(r, 0, sizeof(*r));
     if (fence <= 0)
         return DLOCK_OK;
-    s = prep(st, Q_ONE);
+    s = prep(st, T_RUN_ONE);
     if (s == NULL)
         return SQLERR;
     bind_lk(s, lk);
@@ -164,7 +136,7 @@ int dlock__sqlite_run_begin(struct dlock_store *st, struct dlock_lock *lk,
         rc = dlock__lost(lk, "its lease ran out or it was broken");
         goto out;
     }
-    s = prep(st, Q_OWN_SUMMARY);
+    s = prep(st, T_RUN_SUMMARY);
     if (s == NULL)
         goto sqlerr;
     bind_lk(s, lk);
@@ -190,13 +162,13 @@ int dlock__sqlite_run_begin(struct dlock_store *st, struct dlock_lock *lk,
         rc = DLOCK_OK;
         goto out;
     }
-    s = prep(st, Q_ABANDON);
+    s = prep(st, T_RUN_ABANDON);
     if (s == NULL)
         goto sqlerr;
     bind_lk(s, lk);
     if (done(s) != DLOCK_OK)
         goto sqlerr;
-    s = prep(st, Q_NEWEST);
+    s = prep(st, T_RUN_NEWEST);
     if (s == NULL)
         goto sqlerr;
     bind_lk(s, lk);
@@ -207,7 +179,7 @@ int dlock__sqlite_run_begin(struct dlock_store *st, struct dlock_lock *lk,
     sqlite3_finalize(s);
     if (src != SQLITE_ROW && src != SQLITE_DONE)
         goto sqlerr;
-    s = prep(st, Q_INSERT);
+    s = prep(st, T_RUN_INSERT);
     if (s == NULL)
         goto sqlerr;
     bind_lk(s, lk);
@@ -217,7 +189,7 @@ int dlock__sqlite_run_begin(struct dlock_store *st, struct dlock_lock *lk,
     sqlite3_bind_int64(s, 5, now);
     if (done(s) != DLOCK_OK)
         goto sqlerr;
-    s = prep(st, Q_SUMMARY);
+    s = prep(st, T_RUN_NAMES);
     if (s == NULL)
         goto sqlerr;
     bind_lk(s, lk);
@@ -225,7 +197,7 @@ int dlock__sqlite_run_begin(struct dlock_store *st, struct dlock_lock *lk,
     sqlite3_bind_int64(s, 3, (sqlite3_int64)lk->fence);
     if (done(s) != DLOCK_OK)
         goto sqlerr;
-    s = prep(st, Q_TRIM);
+    s = prep(st, T_RUN_TRIM);
     if (s == NULL)
         goto sqlerr;
     bind_lk(s, lk);
@@ -259,7 +231,7 @@ int dlock__sqlite_run_end(struct dlock_store *st, struct dlock_lock *lk,
     rc = dlock__sqlite_begin(st);
     if (rc != DLOCK_OK)
         goto out;
-    s = prep(st, Q_END);
+    s = prep(st, T_RUN_END);
     if (s == NULL)
         goto sqlerr;
     bind_lk(s, lk);
@@ -271,7 +243,7 @@ int dlock__sqlite_run_end(struct dlock_store *st, struct dlock_lock *lk,
         goto sqlerr;
     if (result == DLOCK_RUN_EXITED && status == 0 &&
         sqlite3_changes(dlock__sqlite_db(st)) > 0) {
-        s = prep(st, Q_OK);
+        s = prep(st, T_RUN_OK);
         if (s == NULL)
             goto sqlerr;
         bind_lk(s, lk);
@@ -334,10 +306,10 @@ static int report(struct gathered *g, dlock_run_cb cb, void *payload)
     return rc;
 }
 
-/* Run query q (Q_NEWEST: name's runs, newest first, at most max; Q_LAST:
- * the newest run of each name under prefix), then hand the rows to cb
- * with the store unlocked. */
-static int query_runs(struct dlock_store *st, const char *q, const char *name,
+/* Run query q (T_RUN_NEWEST: name's runs, newest first, at most max;
+ * T_RUN_LAST: the newest run of each name under prefix), then hand the
+ * rows to cb with the store unlocked. */
+static int query_runs(struct dlock_store *st, int q, const char *name,
                       unsigned max, const char *prefix, const char *what,
                       dlock_run_cb cb, void *payload)
 {
@@ -370,11 +342,13 @@ static int query_runs(struct dlock_store *st, const char *q, const char *name,
 int dlock__sqlite_runs(struct dlock_store *st, const char *name,
                        unsigned max, dlock_run_cb cb, void *payload)
 {
-    return query_runs(st, Q_NEWEST, name, max, NULL, "history", cb, payload);
+    return query_runs(st, T_RUN_NEWEST, name, max, NULL, "history", cb,
+                      payload);
 }
 
 int dlock__sqlite_last_runs(struct dlock_store *st, const char *prefix,
                             dlock_run_cb cb, void *payload)
 {
-    return query_runs(st, Q_LAST, NULL, 0, prefix, "last runs", cb, payload);
+    return query_runs(st, T_RUN_LAST, NULL, 0, prefix, "last runs", cb,
+                      payload);
 }

@@ -1,0 +1,180 @@
+/*
+ * sq.h - the SQLite store's private header: what its files share.
+ *
+ *   store.c    the ops table: open, close, init, the DDL (its header
+ *              comment: what the store promises, and how)
+ *   path.c     where the file may be: private directory, no symbolic links
+ *   conn.c     the one connection: mutex, busy handler, statements,
+ *              transactions, errors
+ *   holder.c   this process's identity and clock; is a row's holder gone?
+ *   acquire.c  try_acquire
+ *   lease.c    extend, ttl_left, release, extend_many
+ *   status.c   status, list, force_release
+ *   runs.c     run records: once, once per period, the kept runs
+ *   texts.c    the statements (sql/ *.sql), expanded once per open
+ */
+#ifndef DLOCK_STORES_SQ_H
+#define DLOCK_STORES_SQ_H
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdint.h>
+
+#include "store.h"
+#include "text.h"
+
+/* The statements, one per file in sql/ (texts.c).  Those before Q_COUNT
+ * are prepared once per handle (conn.c); the others run once per open
+ * (wal, schema, has-limit, migrate-limit) or are prepared per call
+ * (runs.c: not the lock's hot path). */
+enum {
+    Q_BEGIN,
+    Q_COMMIT,
+    Q_ROLLBACK,
+    Q_HOLDERS,
+    Q_DELETE_ROW,
+    Q_BUMP_FENCE,
+    Q_INSERT,
+    Q_EXTEND,
+    Q_TTL,
+    Q_RELEASE,
+    Q_FENCE,
+    Q_NAMES,
+    Q_FORCE,
+    Q_COUNT,
+    T_WAL = Q_COUNT,
+    T_SCHEMA,
+    T_HAS_LIMIT,
+    T_MIGRATE_LIMIT,
+    T_RUN_SUMMARY,
+    T_RUN_ONE,
+    T_RUN_NEWEST,
+    T_RUN_ABANDON,
+    T_RUN_INSERT,
+    T_RUN_NAMES,
+    T_RUN_TRIM,
+    T_RUN_END,
+    T_RUN_OK,
+    T_RUN_LAST,
+    T_COUNT
+};
+
+/* What identifies this process and machine in a row, and how its clocks
+ * relate to the host's: read from /proc when the store is opened (a fork
+ * child opens its own store, so reads its own). */
+struct ident {
+    char boot_id[64]; /* "unknown" when /proc/sys cannot be read */
+    int boot_known;
+    char pid_ns[64];     /* "" when unknown: then no pid is looked up */
+    int proc_ours;       /* /proc/PID names the pids of our namespace */
+    int64_t boot_off_ns; /* our CLOCK_BOOTTIME minus the host's */
+    long long tick_ns;   /* one clock tick of /proc/PID/stat */
+    long long start;     /* our start time, host ticks; 0 if unknown */
+};
+
+struct sqlite_store {
+    struct dlock_store base;
+    pthread_mutex_t mu; /* one connection, used by one thread at a time */
+    sqlite3 *db;
+    sqlite3_stmt *st[Q_COUNT];
+    char *sql[T_COUNT]; /* every statement, expanded at open (texts.c) */
+    char *path;
+    int64_t op_timeout_ms;
+    int64_t busy_deadline; /* monotonic ms, for the busy handler */
+    struct ident id;
+};
+
+static inline void dlock__sq_bind_name(sqlite3_stmt *s, int i,
+                                       const struct dlock_lock *lk)
+{
+    sqlite3_bind_text(s, i, lk->name, (int)lk->name_len, SQLITE_STATIC);
+}
+
+/* texts.c: every statement (sql/ *.sql) with its placeholders filled,
+ * malloc'd into out (DLOCK_OK, or a code with the message set, out all
+ * NULL), and freed; the golden test's hook (src/core/text.h). */
+int dlock__sq_texts_build(char *out[T_COUNT]);
+void dlock__sq_texts_free(char *out[T_COUNT]);
+void dlock__sqlite_texts(dlock__text_emit emit, void *arg);
+
+/* conn.c: the connection, taken for one operation until deadline
+ * (monotonic ms; dlock__sq_deadline(): now plus the store's timeout); the
+ * busy handler (also called by hand when SQLite will not); statement q
+ * prepared once and reset (NULL on error); q run to its end (an SQLite
+ * code); BEGIN IMMEDIATE; ROLLBACK if a transaction is open; the last
+ * error as a dlock code with its message. */
+void dlock__sq_lock(struct sqlite_store *ss, int64_t deadline);
+void dlock__sq_unlock(struct sqlite_store *ss);
+int64_t dlock__sq_deadline(struct sqlite_store *ss);
+int dlock__sq_busy_handler(void *arg, int count);
+int dlock__sq_is_busy(struct sqlite_store *ss);
+sqlite3_stmt *dlock__sq_stmt(struct sqlite_store *ss, int q);
+int dlock__sq_exec(struct sqlite_store *ss, int q);
+int dlock__sq_begin(struct sqlite_store *ss);
+void dlock__sq_rollback(struct sqlite_store *ss);
+int dlock__sq_error(struct sqlite_store *ss, const char *what);
+
+/* holder.c: fill id for this process (0, or -1 if it cannot tell its
+ * clock from the host's: the caller refuses the store); the host's
+ * CLOCK_BOOTTIME in ms; of the current row of Q_HOLDERS, the limit its
+ * holder asked (1 for a value dlock could not have written) and whether
+ * its holder is gone for good (now: dlock__sq_host_ms()). */
+int dlock__sq_ident_read(struct ident *id);
+int64_t dlock__sq_host_ms(const struct ident *id);
+unsigned dlock__sq_row_limit(sqlite3_stmt *s);
+int dlock__sq_row_dead(const struct ident *id, sqlite3_stmt *s, int64_t now);
+
+/* acquire.c, lease.c, status.c: the ops of dlock__sqlite_ops. */
+int dlock__sq_try_acquire(struct dlock_store *st, struct dlock_lock *lk,
+                          int64_t deadline, int64_t *retry_ms);
+int dlock__sq_extend(struct dlock_store *st, struct dlock_lock *lk,
+                     int64_t ttl_ms);
+int dlock__sq_extend_many(struct dlock_store *st,
+                          struct dlock_lock *const *locks, size_t n,
+                          int *rcs);
+int dlock__sq_ttl_left(struct dlock_store *st, struct dlock_lock *lk,
+                       int64_t *left_ms);
+int dlock__sq_release(struct dlock_store *st, struct dlock_lock *lk);
+int dlock__sq_status(struct dlock_store *st, const char *name,
+                     dlock_info *out);
+int dlock__sq_list(struct dlock_store *st, const char *prefix,
+                   int (*cb)(const dlock_info *info, void *payload),
+                   void *payload);
+int dlock__sq_force_release(struct dlock_store *st, const char *name,
+                            unsigned *removed);
+
+/* path.c: the default store: its private directory (privdir.c) and its
+ * file, created 0600 if missing.  DLOCK_OK or a code with the message
+ * set. */
+int dlock__sqlite_default_file(const char *path);
+/* DLOCK_EUNAVAIL if the database or its -wal, -shm, -journal is a
+ * symbolic link. */
+int dlock__sqlite_refuse_links(const char *path);
+/* path with its directory resolved, malloc'd into *out. */
+int dlock__sqlite_real_path(const char *path, char **out);
+
+/* conn.c, for runs.c: the connection, taken for one operation (lock/unlock), a
+ * BEGIN IMMEDIATE / COMMIT / ROLLBACK on it, errors as dlock codes. */
+sqlite3 *dlock__sqlite_db(struct dlock_store *st);
+void dlock__sqlite_lock(struct dlock_store *st);
+void dlock__sqlite_unlock(struct dlock_store *st);
+int dlock__sqlite_begin(struct dlock_store *st);
+int dlock__sqlite_commit(struct dlock_store *st);
+void dlock__sqlite_rollback(struct dlock_store *st);
+int dlock__sqlite_error(struct dlock_store *st, const char *what);
+/* Does lk still own its row (lease not over, this boot)?  1, 0, or -1
+ * on a store error (connection held, inside a transaction). */
+int dlock__sqlite_owns(struct dlock_store *st, const struct dlock_lock *lk);
+
+/* runs.c: the four run ops of dlock__sqlite_ops. */
+int dlock__sqlite_run_begin(struct dlock_store *st, struct dlock_lock *lk,
+                            const dlock_run_rule *rule, const char *host,
+                            int64_t pid, int *go, dlock_run *last);
+int dlock__sqlite_run_end(struct dlock_store *st, struct dlock_lock *lk,
+                          int result, int status);
+int dlock__sqlite_runs(struct dlock_store *st, const char *name,
+                       unsigned max, dlock_run_cb cb, void *payload);
+int dlock__sqlite_last_runs(struct dlock_store *st, const char *prefix,
+                            dlock_run_cb cb, void *payload);
+
+#endif

@@ -1,0 +1,2 @@
+-- commit.sql - ends a begin.sql transaction.
+COMMIT

@@ -1,0 +1,2 @@
+-- rollback.sql - undoes a begin.sql transaction that failed.
+ROLLBACK

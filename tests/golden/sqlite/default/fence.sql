@@ -1,0 +1,1 @@
+SELECT fence FROM dlock_fences WHERE name = ?1

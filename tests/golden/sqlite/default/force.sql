@@ -1,0 +1,1 @@
+DELETE FROM dlock_locks WHERE name = ?1

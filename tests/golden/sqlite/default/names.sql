@@ -1,0 +1,1 @@
+SELECT DISTINCT name FROM dlock_locks ORDER BY name

@@ -1,0 +1,1 @@
+UPDATE dlock_runs SET result = 4 WHERE name = ?1 AND result = 0
