@@ -2,7 +2,7 @@
  * pg.h - the PostgreSQL store's private header: its handle, its sessions,
  * and what its files share.
  *
- *   sql.c      the SQL text
+ *   statements.c  the SQL statements, built from sql/ *.sql at open
  *   conn.c     one connection: connect, run a statement within a deadline
  *   session.c  session mode: advisory locks on pooled sessions, the wait
  *   store.c    the ops table: open, lease mode, per-lock calls, status
@@ -66,10 +66,11 @@
 #include "pool.h"
 #include "quota.h"
 #include "store.h"
+#include "text.h"
 
 #define DLOCK__PG_POOL_MAX_IDLE 8
 
-/* --- sql.c ---------------------------------------------------------- */
+/* --- statements.c ---------------------------------------------------------- */
 
 enum {
     Q_TRY_X,
@@ -98,27 +99,23 @@ enum {
     Q_DROP_BROKEN
 };
 
-/* Keyed statements, indexed by Q_*: hashtextextended keys, hashtext keys. */
-extern const char *const dlock__pg_sql_x[Q_KEYED];
-extern const char *const dlock__pg_sql_h[Q_KEYED];
-/* Per mode, indexed by lease_mode: [0] session mode's rows (dlock_held),
- * [1] lease mode's (dlock_locks). */
-extern const char *const dlock__pg_sql_extend[2];
-extern const char *const dlock__pg_sql_ttl[2];
-extern const char *const dlock__pg_sql_names[2];
-extern const char *const dlock__pg_sql_force[2];
-extern const char dlock__pg_sql_release_l[];
-extern const char dlock__pg_sql_unlock_all[];
-extern const char dlock__pg_sql_drop_broken[];
-extern const char dlock__pg_sql_sem_wait[];
-extern const char dlock__pg_sql_lease_sem_fmt[];
-extern const char dlock__pg_sql_status_l[];
-extern const char dlock__pg_sql_status2_l[];
-extern const char dlock__pg_sql_lease_fmt[];
-extern const char dlock__pg_sql_have_tables[];
-extern const char dlock__pg_sql_init[];
-extern const char dlock__pg_sql_ddl[];
-extern const char dlock__pg_sql_init_runs[];
+/* Every statement, expanded from sql/ *.sql once, at open (one set per
+ * handle: its key function).  keyed[]: by Q_*.  Per mode, indexed by
+ * lease_mode: [0] session mode's rows (dlock_held), [1] lease mode's
+ * (dlock_locks).  lease_fmt, lease_sem_fmt: printf formats. */
+struct dlock__pg_sql {
+    char *q[Q_KEYED];
+    char *extend[2], *ttl[2], *names[2], *force[2];
+    char *release_l, *unlock_all, *drop_broken, *sem_wait, *status_l,
+        *status2_l, *lease_fmt, *lease_sem_fmt, *have_tables, *init, *ddl,
+        *init_runs;
+};
+/* Fill q for a handle using hashtext() keys (else hashtextextended()):
+ * DLOCK_OK, or an error with q all NULL. */
+int dlock__pg_sql_build(struct dlock__pg_sql *q, int hashtext);
+void dlock__pg_sql_free(struct dlock__pg_sql *q);
+/* Every statement of every variant, to emit() (text.h; the golden test). */
+void dlock__postgres_texts(dlock__text_emit emit, void *arg);
 
 /* --- the handle ------------------------------------------------------ */
 
@@ -134,7 +131,8 @@ struct pg_store {
      * got one that unlocks no key, so an encrypted key fails instead of
      * prompting. */
     int key_guard;
-    const char *const *sql;
+    struct dlock__pg_sql text; /* the statements, built at open */
+    const char *const *sql;    /* text.q */
     int lease_mode;
     int64_t op_timeout_ms;
 

@@ -16,7 +16,7 @@
 #define TERMINATE_GRACE_MS 1000
 /* How often a handle's exclusive try also tidies the name's rows of
  * other (dead) sessions: the full statement Q_TRY_X instead of the fast
- * Q_TRY_X1 / Q_TRY_XM (sql.c). */
+ * Q_TRY_X1 / Q_TRY_XM (sql/try_x1.sql, try_xm.sql). */
 #define TIDY_MS 10000
 
 /* The acquire statements' parameters (lease mode's too). */
@@ -241,7 +241,7 @@ static int let_keys_go(struct pg_store *ps, struct sess *s)
         return DLOCK_OK;
     }
     rc = dlock__pg_runp(s->c, ps->base.url, "acquire", Q_UNLOCK_ALL,
-                        dlock__pg_sql_unlock_all, 0, NULL, ps->op_timeout_ms,
+                        ps->text.unlock_all, 0, NULL, ps->op_timeout_ms,
                         &r, NULL);
     if (rc != DLOCK_OK) {
         sess_retire(ps, s, 1);
@@ -701,7 +701,7 @@ static int sem_slice(struct pg_store *ps, struct sess *s,
     snprintf(tmo, sizeof(tmo), "%lld", (long long)slice_ms);
     dlock__pg_cancellable = 1;
     rc = dlock__pg_runp(s->c, ps->base.url, "acquire", Q_SEM_WAIT,
-                        dlock__pg_sql_sem_wait, 3, v,
+                        ps->text.sem_wait, 3, v,
                         slice_ms + ps->op_timeout_ms, &res, state);
     dlock__pg_cancellable = 0;
     if (rc == DLOCK_EUNAVAIL) {
@@ -767,7 +767,7 @@ static int late_grant(struct pg_store *ps, struct sess *s,
         return DLOCK_OK;
     snprintf(ttl, sizeof(ttl), "%lld", (long long)lk->ttl_ms);
     rc = dlock__pg_runp(s->c, ps->base.url, "acquire", Q_EXTEND,
-                        dlock__pg_sql_extend[0], 3, v, ps->op_timeout_ms,
+                        ps->text.extend[0], 3, v, ps->op_timeout_ms,
                         &res, NULL);
     if (rc == DLOCK_EUNAVAIL) {
         sess_retire(ps, s, 1);
@@ -937,7 +937,7 @@ int dlock__pg_held_drop(struct pg_store *ps, struct dlock_lock *lk,
         pthread_mutex_lock(&h->s->mu);
         if (h->s->c != NULL &&
             dlock__pg_runp(h->s->c, ps->base.url, "release", Q_DROP_BROKEN,
-                           dlock__pg_sql_drop_broken, 2, v,
+                           ps->text.drop_broken, 2, v,
                            ps->op_timeout_ms, &res, NULL) == DLOCK_OK) {
             PQclear(res);
         } else if (h->s->c != NULL) {
