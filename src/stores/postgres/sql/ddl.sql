@@ -23,8 +23,7 @@ CREATE TABLE IF NOT EXISTS dlock_locks (
 );
 CREATE TABLE IF NOT EXISTS dlock_fences (
     name  text   PRIMARY KEY, -- '': ceiling of the session fences
-    fence bigint NOT NULL     -- highest fence handed out ('':
-                              -- above every one handed out)
+    fence bigint NOT NULL     -- highest handed out ('': above every one)
 );
 -- Session mode: one row per held lock, written by the statement
 -- that takes the advisory lock; gone with a crash, like the locks.

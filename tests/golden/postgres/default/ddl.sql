@@ -12,7 +12,7 @@ CREATE TABLE IF NOT EXISTS dlock_locks (
 );
 CREATE TABLE IF NOT EXISTS dlock_fences (
     name  text   PRIMARY KEY, -- '': ceiling of the session fences
-    fence bigint NOT NULL     -- highest fence handed out ('':
+    fence bigint NOT NULL     -- highest handed out ('': above every one)
 );
 CREATE UNLOGGED TABLE IF NOT EXISTS dlock_held (
     name        text        NOT NULL,
@@ -170,7 +170,7 @@ CREATE TABLE IF NOT EXISTS dlock_runs (
     pid      bigint   NOT NULL,
     start_ms bigint   NOT NULL,
     end_ms   bigint,            -- NULL: running or abandoned
-    result   smallint NOT NULL, -- 0 running, 1 exited, 2 signaled,
+    result   smallint NOT NULL, -- 0 running 1 exited 2 signaled 3 lost 4 abandoned
     status   integer  NOT NULL, -- exit status, signal, or -1
     PRIMARY KEY (name, fence)
 );

@@ -6,7 +6,7 @@ CREATE TABLE IF NOT EXISTS dlock_runs (
     pid      bigint   NOT NULL,
     start_ms bigint   NOT NULL,
     end_ms   bigint,            -- NULL: running or abandoned
-    result   smallint NOT NULL, -- 0 running, 1 exited, 2 signaled,
+    result   smallint NOT NULL, -- 0 running 1 exited 2 signaled 3 lost 4 abandoned
     status   integer  NOT NULL, -- exit status, signal, or -1
     PRIMARY KEY (name, fence)
 );
