@@ -42,66 +42,80 @@
 #define KEY_H "hashtext($1::text)::bigint"
 
 /* Placeholders every template may use. */
-#define COMMON_VARS                                                        \
-    "fence_min", FENCE_MIN, "fence_block", FENCE_BLOCK, "fence_half",      \
+#define COMMON_VARS                                                            \
+    "fence_min", FENCE_MIN, "fence_block", FENCE_BLOCK, "fence_half",          \
         FENCE_HALF, "fence_guc", FENCE_GUC
 
 /* The acquire's variants: the lock function, the CTE whose got decides
  * ({{got}}: l, or m after part-sem-gate.sql), the row's shared column,
  * and more columns. */
-#define ACQ_X(FN) "lock_fn", FN, "got", "l", "shared", "$3::boolean", "extra", ""
-#define ACQ_S(FN)                                                          \
-    "lock_fn", FN, "got", "m", "shared", "$3::boolean", "extra",           \
+#define ACQ_X(FN)                                                              \
+    "lock_fn", FN, "got", "l", "shared", "$3::boolean", "extra", ""
+#define ACQ_S(FN)                                                              \
+    "lock_fn", FN, "got", "m", "shared", "$3::boolean", "extra",               \
         ", (SELECT count(*) FROM u)"
 #define ACQ_FAST(FN) "lock_fn", FN, "got", "l", "shared", "false"
 
 struct tmpl {
     const char *name; /* golden file name */
     const char *text;
-    const char *vars[10]; /* its own {{key}}, value pairs, NULL-ended */
+    /* its own {{key}}, value pairs, NULL-ended (all NULL: none) */
+    const char *vars[10];
 };
 
 /* Keyed, by Q_*. */
 static const struct tmpl keyed[Q_KEYED] = {
-    [Q_TRY_X] = {"try_x.sql", dlock__text_postgres_try_x,
+    [Q_TRY_X] = {"try_x.sql",
+                 dlock__text_postgres_try_x,
                  {ACQ_X("pg_try_advisory_lock"), NULL}},
-    [Q_TRY_S] = {"try_s.sql", dlock__text_postgres_try_s,
+    [Q_TRY_S] = {"try_s.sql",
+                 dlock__text_postgres_try_s,
                  {ACQ_S("pg_try_advisory_lock_shared"), NULL}},
-    [Q_WAIT_X] = {"wait_x.sql", dlock__text_postgres_wait_x,
+    [Q_WAIT_X] = {"wait_x.sql",
+                  dlock__text_postgres_wait_x,
                   {ACQ_X("pg_advisory_lock"), NULL}},
-    [Q_WAIT_S] = {"wait_s.sql", dlock__text_postgres_wait_s,
+    [Q_WAIT_S] = {"wait_s.sql",
+                  dlock__text_postgres_wait_s,
                   {ACQ_S("pg_advisory_lock_shared"), NULL}},
     [Q_HOLDERS] = {"holders.sql", dlock__text_postgres_holders, {NULL}},
     [Q_TERMINATE] = {"terminate.sql", dlock__text_postgres_terminate, {NULL}},
-    [Q_RELEASE_X] = {"release_x.sql", dlock__text_postgres_release,
+    [Q_RELEASE_X] = {"release_x.sql",
+                     dlock__text_postgres_release,
                      {"unlock_fn", "pg_advisory_unlock", NULL}},
-    [Q_RELEASE_S] = {"release_s.sql", dlock__text_postgres_release,
+    [Q_RELEASE_S] = {"release_s.sql",
+                     dlock__text_postgres_release,
                      {"unlock_fn", "pg_advisory_unlock_shared", NULL}},
     [Q_STATUS] = {"status.sql", dlock__text_postgres_status, {NULL}},
     [Q_STATUS2] = {"status2.sql", dlock__text_postgres_status2, {NULL}},
-    [Q_FORCE_KILL] = {"force_kill.sql", dlock__text_postgres_force_kill,
+    [Q_FORCE_KILL] = {"force_kill.sql",
+                      dlock__text_postgres_force_kill,
                       {NULL}},
     [Q_SEM] = {"sem.sql", dlock__text_postgres_sem, {NULL}},
     [Q_RELEASE_M] = {"release_m.sql", dlock__text_postgres_release_m, {NULL}},
-    [Q_TRY_X1] = {"try_x1.sql", dlock__text_postgres_try_x1,
+    [Q_TRY_X1] = {"try_x1.sql",
+                  dlock__text_postgres_try_x1,
                   {ACQ_FAST("pg_try_advisory_lock"), NULL}},
-    [Q_TRY_XM] = {"try_xm.sql", dlock__text_postgres_try_xm,
+    [Q_TRY_XM] = {"try_xm.sql",
+                  dlock__text_postgres_try_xm,
                   {ACQ_FAST("pg_try_advisory_lock"), NULL}},
-    [Q_RELEASE_X1] = {"release_x1.sql", dlock__text_postgres_release_x1,
+    [Q_RELEASE_X1] = {"release_x1.sql",
+                      dlock__text_postgres_release_x1,
                       {NULL}},
 };
 
 /* Per mode ([0] session mode's dlock_held, [1] lease mode's dlock_locks):
  * golden file names are the same in both variants. */
-#define PER_MODE(T, N)                                                     \
-    {{N, T, {"table", "dlock_held", NULL}},                                \
-     {N, T, {"table", "dlock_locks", NULL}}}
-static const struct tmpl extend[2] =
-    PER_MODE(dlock__text_postgres_extend, "extend.sql");
-static const struct tmpl ttl[2] = PER_MODE(dlock__text_postgres_ttl,
-                                           "ttl.sql");
-static const struct tmpl names[2] = PER_MODE(dlock__text_postgres_names,
-                                             "names.sql");
+static const struct tmpl extend[2] = {
+    {"extend.sql", dlock__text_postgres_extend, {"table", "dlock_held", NULL}},
+    {"extend.sql",
+     dlock__text_postgres_extend,
+     {"table", "dlock_locks", NULL}}};
+static const struct tmpl ttl[2] = {
+    {"ttl.sql", dlock__text_postgres_ttl, {"table", "dlock_held", NULL}},
+    {"ttl.sql", dlock__text_postgres_ttl, {"table", "dlock_locks", NULL}}};
+static const struct tmpl names[2] = {
+    {"names.sql", dlock__text_postgres_names, {"table", "dlock_held", NULL}},
+    {"names.sql", dlock__text_postgres_names, {"table", "dlock_locks", NULL}}};
 static const struct tmpl force[2] = {
     {"force.sql", dlock__text_postgres_force_held, {NULL}},
     {"force.sql", dlock__text_postgres_force_lease, {NULL}}};
@@ -109,27 +123,46 @@ static const struct tmpl force[2] = {
 /* The rest, each in one variant: "default" (session mode; what both modes
  * share) or "lease". */
 static const struct {
-    size_t off; /* in struct dlock__pg_sql */
+    size_t off; /* of its field in struct dlock__pg_sql */
     int lease;
     struct tmpl t;
 } other[] = {
-#define OTHER(F, L, N, T) {offsetof(struct dlock__pg_sql, F), L, {N, T, {NULL}}}
-    OTHER(release_l, 1, "release.sql", dlock__text_postgres_release_lease),
-    OTHER(status_l, 1, "status.sql", dlock__text_postgres_status_lease),
-    OTHER(status2_l, 1, "status2.sql", dlock__text_postgres_status2_lease),
-    OTHER(lease_fmt, 1, "acquire.sql", dlock__text_postgres_lease_acquire),
-    OTHER(lease_sem_fmt, 1, "acquire_sem.sql",
-          dlock__text_postgres_lease_sem_acquire),
-    OTHER(unlock_all, 0, "unlock_all.sql", dlock__text_postgres_unlock_all),
-    OTHER(drop_broken, 0, "drop_broken.sql",
-          dlock__text_postgres_drop_broken),
-    OTHER(sem_wait, 0, "sem_wait.sql", dlock__text_postgres_sem_wait),
-    OTHER(have_tables, 0, "have_tables.sql",
-          dlock__text_postgres_have_tables),
-    OTHER(init, 0, "init.sql", dlock__text_postgres_init),
-    OTHER(ddl, 0, "ddl.sql", dlock__text_postgres_ddl),
-    OTHER(init_runs, 0, "init_runs.sql", dlock__text_postgres_init_runs),
-#undef OTHER
+    {offsetof(struct dlock__pg_sql, release_l),
+     1,
+     {"release.sql", dlock__text_postgres_release_lease, {NULL}}},
+    {offsetof(struct dlock__pg_sql, status_l),
+     1,
+     {"status.sql", dlock__text_postgres_status_lease, {NULL}}},
+    {offsetof(struct dlock__pg_sql, status2_l),
+     1,
+     {"status2.sql", dlock__text_postgres_status2_lease, {NULL}}},
+    {offsetof(struct dlock__pg_sql, lease_fmt),
+     1,
+     {"acquire.sql", dlock__text_postgres_lease_acquire, {NULL}}},
+    {offsetof(struct dlock__pg_sql, lease_sem_fmt),
+     1,
+     {"acquire_sem.sql", dlock__text_postgres_lease_sem_acquire, {NULL}}},
+    {offsetof(struct dlock__pg_sql, unlock_all),
+     0,
+     {"unlock_all.sql", dlock__text_postgres_unlock_all, {NULL}}},
+    {offsetof(struct dlock__pg_sql, drop_broken),
+     0,
+     {"drop_broken.sql", dlock__text_postgres_drop_broken, {NULL}}},
+    {offsetof(struct dlock__pg_sql, sem_wait),
+     0,
+     {"sem_wait.sql", dlock__text_postgres_sem_wait, {NULL}}},
+    {offsetof(struct dlock__pg_sql, have_tables),
+     0,
+     {"have_tables.sql", dlock__text_postgres_have_tables, {NULL}}},
+    {offsetof(struct dlock__pg_sql, init),
+     0,
+     {"init.sql", dlock__text_postgres_init, {NULL}}},
+    {offsetof(struct dlock__pg_sql, ddl),
+     0,
+     {"ddl.sql", dlock__text_postgres_ddl, {NULL}}},
+    {offsetof(struct dlock__pg_sql, init_runs),
+     0,
+     {"init_runs.sql", dlock__text_postgres_init_runs, {NULL}}},
 };
 
 static char *expand(const struct tmpl *t, const char *key)
@@ -154,20 +187,20 @@ static char **other_slot(struct dlock__pg_sql *q, size_t i)
 
 /* Every statement into q (all NULL first); with emit, each (NULL if it did
  * not expand) is also handed to emit() under its variant. */
-static int build(struct dlock__pg_sql *q, int hashtext,
-                 dlock__text_emit emit, void *arg)
+static int build(struct dlock__pg_sql *q, int hashtext, dlock__text_emit emit,
+                 void *arg)
 {
     const char *keyv = hashtext ? "keys-hashtext" : "default";
     int rc = DLOCK_OK, m;
     size_t i;
 
-#define ONE(DST, T, KEY, VARIANT)                                          \
-    do {                                                                   \
-        (DST) = expand((T), (KEY));                                        \
-        if ((DST) == NULL)                                                 \
-            rc = DLOCK_ENOMEM; /* or a bug the golden test finds */  \
-        if (emit != NULL)                                                  \
-            emit(arg, (VARIANT), (T)->name, (DST));                        \
+#define ONE(DST, T, KEY, VARIANT)                                              \
+    do {                                                                       \
+        (DST) = expand((T), (KEY));                                            \
+        if ((DST) == NULL)                                                     \
+            rc = DLOCK_ENOMEM; /* or a bug the golden test finds */            \
+        if (emit != NULL)                                                      \
+            emit(arg, (VARIANT), (T)->name, (DST));                            \
     } while (0)
     for (i = 0; i < Q_KEYED; i++)
         ONE(q->q[i], &keyed[i], hashtext ? KEY_H : KEY_X, keyv);
