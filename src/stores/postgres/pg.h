@@ -2,9 +2,11 @@
  * pg.h - the PostgreSQL store's private header: its handle, its sessions,
  * and what its files share.
  *
- *   sql.c      the SQL text
+ *   statements.c  the SQL statements, built from sql/ *.sql at open
  *   conn.c     one connection: connect, run a statement within a deadline
- *   session.c  session mode: advisory locks on pooled sessions, the wait
+ *   sessions.c session mode's database sessions, the mux, a held lock's
+ *              statements on its session
+ *   acquire.c  session mode's acquire: the try, the wait's slices
  *   store.c    the ops table: open, lease mode, per-lock calls, status
  *   xact.c     dlock_pg_xact_lock() on the caller's connection
  *   renew.c    the renew thread's batches: many extends in one UPDATE
@@ -21,7 +23,7 @@
  * holder that dies frees it at once.  Try-locks of a process share one
  * session (the "mux"); a lock that had to wait keeps the session it
  * waited on; a lock without auto-renewal gets a session of its own (see
- * session.c).  A row in the UNLOGGED table dlock_held, written by the
+ * acquire.c).  A row in the UNLOGGED table dlock_held, written by the
  * same statement that takes the
  * advisory lock, carries the owner token, fence, lease and holder
  * details; fences come from one UNLOGGED sequence, below a durable
@@ -66,10 +68,11 @@
 #include "pool.h"
 #include "quota.h"
 #include "store.h"
+#include "text.h"
 
 #define DLOCK__PG_POOL_MAX_IDLE 8
 
-/* --- sql.c ---------------------------------------------------------- */
+/* --- statements.c ---------------------------------------------------------- */
 
 enum {
     Q_TRY_X,
@@ -98,27 +101,23 @@ enum {
     Q_DROP_BROKEN
 };
 
-/* Keyed statements, indexed by Q_*: hashtextextended keys, hashtext keys. */
-extern const char *const dlock__pg_sql_x[Q_KEYED];
-extern const char *const dlock__pg_sql_h[Q_KEYED];
-/* Per mode, indexed by lease_mode: [0] session mode's rows (dlock_held),
- * [1] lease mode's (dlock_locks). */
-extern const char *const dlock__pg_sql_extend[2];
-extern const char *const dlock__pg_sql_ttl[2];
-extern const char *const dlock__pg_sql_names[2];
-extern const char *const dlock__pg_sql_force[2];
-extern const char dlock__pg_sql_release_l[];
-extern const char dlock__pg_sql_unlock_all[];
-extern const char dlock__pg_sql_drop_broken[];
-extern const char dlock__pg_sql_sem_wait[];
-extern const char dlock__pg_sql_lease_sem_fmt[];
-extern const char dlock__pg_sql_status_l[];
-extern const char dlock__pg_sql_status2_l[];
-extern const char dlock__pg_sql_lease_fmt[];
-extern const char dlock__pg_sql_have_tables[];
-extern const char dlock__pg_sql_init[];
-extern const char dlock__pg_sql_ddl[];
-extern const char dlock__pg_sql_init_runs[];
+/* Every statement, expanded from sql/ *.sql once, at open (one set per
+ * handle: its key function).  keyed[]: by Q_*.  Per mode, indexed by
+ * lease_mode: [0] session mode's rows (dlock_held), [1] lease mode's
+ * (dlock_locks).  lease_fmt, lease_sem_fmt: printf formats. */
+struct dlock__pg_sql {
+    char *q[Q_KEYED];
+    char *extend[2], *ttl[2], *names[2], *force[2];
+    char *release_l, *unlock_all, *drop_broken, *sem_wait, *status_l,
+        *status2_l, *lease_fmt, *lease_sem_fmt, *have_tables, *init, *ddl,
+        *init_runs;
+};
+/* Fill q for a handle using hashtext() keys (else hashtextextended()):
+ * DLOCK_OK, or an error with q all NULL. */
+int dlock__pg_sql_build(struct dlock__pg_sql *q, int hashtext);
+void dlock__pg_sql_free(struct dlock__pg_sql *q);
+/* Every statement of every variant, to emit() (text.h; the golden test). */
+void dlock__postgres_texts(dlock__text_emit emit, void *arg);
 
 /* --- the handle ------------------------------------------------------ */
 
@@ -134,7 +133,8 @@ struct pg_store {
      * got one that unlocks no key, so an encrypted key fails instead of
      * prompting. */
     int key_guard;
-    const char *const *sql;
+    struct dlock__pg_sql text; /* the statements, built at open */
+    const char *const *sql;    /* text.q */
     int lease_mode;
     int64_t op_timeout_ms;
 
@@ -147,7 +147,7 @@ struct pg_store {
     struct dlock__pool pool; /* idle connections (PGconn *) */
     pthread_mutex_t sess_mu; /* mux, and every session's refs and is_mux */
     struct sess *mux;        /* the session try-locks share */
-    int64_t tidied_ms;       /* last exclusive try that tidied (session.c) */
+    int64_t tidied_ms;       /* last exclusive try that tidied (acquire.c) */
 };
 
 /* --- conn.c ---------------------------------------------------------- */
@@ -180,12 +180,52 @@ int dlock__pg_conn_clean(PGconn *c);
 int64_t dlock__pg_col_i64(const PGresult *r, int row, int col, int64_t dflt);
 int dlock__pg_col_bool(const PGresult *r, int row, int col);
 
-/* --- session.c ------------------------------------------------------- */
+/* --- sessions.c ----------------------------------------------------- */
 
-int dlock__pg_session_try(struct pg_store *ps, struct dlock_lock *lk,
-                          int64_t deadline, int64_t *retry_ms);
-int dlock__pg_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
-                         int64_t slice_ms, int64_t *retry_ms);
+/*
+ * A database session that holds advisory locks.  Try-locks share the
+ * store's current "mux" session, so a process holding thousands of locks
+ * needs one connection, not thousands; a lock that had to wait got its
+ * own session for the wait and keeps it.  Statements on a session are
+ * serialised by its mutex.  When a session dies every lock on it is lost,
+ * which is the truth: the server dropped their keys.
+ */
+struct sess {
+    pthread_mutex_t mu; /* one statement at a time */
+    PGconn *c;          /* NULL once the session is known to be gone */
+    unsigned refs;      /* locks (and attempts) using it; under sess_mu */
+    int reused;         /* has run a statement before (may have died idle) */
+    int is_mux;         /* ps->mux; under sess_mu */
+    int dirty;          /* may hold a key nobody owns: close, not pool */
+    int own;            /* one lock's (or wait's) own, never the mux */
+    char id[24];        /* random, for its rows: a backend pid is reused */
+};
+
+/* A lock's priv: held, or (keyed 0) waiting for it on s. */
+struct held {
+    struct sess *s;
+    int keyed; /* its key and row are still on s */
+    int slot;  /* a semaphore's slot; -1 for a lock */
+    int nkeys; /* counted in ps->keys until freed */
+};
+
+/* Advisory keys a holder of lk takes (counted in ps->keys). */
+int dlock__pg_keys_of(const struct dlock_lock *lk);
+/* Count lk's keys against the handle's limit, or fail saying why. */
+int dlock__pg_keys_take(struct pg_store *ps, const struct dlock_lock *lk);
+/* A session (refs 1) on a pooled connection, or on a new one with
+ * `fresh`. */
+int dlock__pg_sess_new(struct pg_store *ps, struct sess **out, int fresh);
+void dlock__pg_sess_unref(struct pg_store *ps, struct sess *s);
+/* No new locks on s (gone: closed now); caller holds s->mu. */
+void dlock__pg_sess_retire(struct pg_store *ps, struct sess *s, int gone);
+/* The mux session, with a reference taken; *reused: it may have run
+ * statements before (and died idle since). */
+int dlock__pg_mux_get(struct pg_store *ps, struct sess **out, int fresh,
+                      int *reused);
+/* After a failed acquire statement: let the keys it may have taken go
+ * (or retire a shared session).  DLOCK_OK, or the error that retired s. */
+int dlock__pg_let_keys_go(struct pg_store *ps, struct sess *s);
 /* A statement for a held lock, on its session; the session's failure
  * means the lock is lost (DLOCK_LOST). */
 int dlock__pg_held_run(struct pg_store *ps, struct dlock_lock *lk,
@@ -206,6 +246,15 @@ int dlock__pg_forget(struct dlock_store *s, struct dlock_lock *lk);
 void dlock__pg_forget_inherited(struct dlock_store *s, struct dlock_lock *lk);
 /* Store close: the mux session goes (no lock is held any more). */
 void dlock__pg_sessions_close(struct pg_store *ps);
+/* The session holding lk's key (an opaque identity), or NULL. */
+const void *dlock__pg_held_session(const struct dlock_lock *lk);
+
+/* --- acquire.c ------------------------------------------------------ */
+
+int dlock__pg_session_try(struct pg_store *ps, struct dlock_lock *lk,
+                          int64_t deadline, int64_t *retry_ms);
+int dlock__pg_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
+                         int64_t slice_ms, int64_t *retry_ms);
 
 /* acquire's parameters: $1 name .. $6 pid, $7 lock_timeout ms (0: try),
  * $8 the session's id (sess NULL: none, lease mode). */
@@ -216,9 +265,6 @@ struct dlock__pg_acq_params {
 void dlock__pg_acq_params(struct dlock__pg_acq_params *p,
                           const struct dlock_lock *lk,
                           int64_t lock_timeout_ms, const char *sess);
-
-/* The session holding lk's key (an opaque identity), or NULL. */
-const void *dlock__pg_held_session(const struct dlock_lock *lk);
 
 /* --- store.c --------------------------------------------------------- */
 

@@ -24,7 +24,7 @@
 
 /* $1 names, $2 owners, $3 leases in ms; answers the 1-based positions of
  * the rows renewed.  Session mode's rows are in the UNLOGGED dlock_held,
- * lease mode's in dlock_locks (as pg_extend()'s dlock__pg_sql_extend). */
+ * lease mode's in dlock_locks (as pg_extend()'s extend.sql). */
 #define RENEW(T)                                                             \
     "UPDATE " T " AS l SET expires_at = clock_timestamp() + b.ttl * "        \
     "interval '1 millisecond' FROM unnest($1::text[], $2::text[], "          \

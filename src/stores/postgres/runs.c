@@ -1,7 +1,7 @@
 /*
  * runs.c - the PostgreSQL store's run records (store.h: run_begin,
  * run_end, runs, last_runs), in both modes, in the tables dlock_runs and
- * dlock_run_names (sql.c: RUNS_DDL).
+ * dlock_run_names (sql/part-runs-ddl.sql).
  *
  * run_begin is one round trip: a query of two statements in one
  * implicit transaction, on the lock's own session (session mode) or a
@@ -283,7 +283,7 @@ int dlock__pg_run_begin(struct dlock_store *s, struct dlock_lock *lk,
     if (rc == DLOCK_ESTORE && strcmp(state, UNDEFINED_TABLE) == 0) {
         /* A server whose lock tables predate run records: create them
          * (the transaction above rolled back), then again. */
-        rc = rq(ps, "creating the run tables", dlock__pg_sql_init_runs, 0, NULL,
+        rc = rq(ps, "creating the run tables", ps->text.init_runs, 0, NULL,
                 &res, NULL);
         PQclear(res);
         res = NULL;

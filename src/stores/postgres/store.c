@@ -60,6 +60,7 @@ static void pg_close(struct dlock_store *s)
     dlock__pool_destroy(&ps->pool);
     pthread_mutex_destroy(&ps->sess_mu);
     dlock__pg_conn_params_free(ps);
+    dlock__pg_sql_free(&ps->text);
     free(ps);
 }
 
@@ -79,7 +80,7 @@ static int init_fn(void *conn, void *arg, int *dead)
     int rc = DLOCK_OK, have = 0;
 
     if (!k->always) {
-        rc = dlock__pg_run(c, ps->base.url, "init", dlock__pg_sql_have_tables,
+        rc = dlock__pg_run(c, ps->base.url, "init", ps->text.have_tables,
                            0, NULL, ps->op_timeout_ms, &res, NULL);
         if (rc != DLOCK_OK)
             goto out;
@@ -90,7 +91,7 @@ static int init_fn(void *conn, void *arg, int *dead)
     }
     if (!have) {
         rc = dlock__pg_run(c, ps->base.url, "creating the lock tables",
-                           dlock__pg_sql_init, 0, NULL, ps->op_timeout_ms, &res,
+                           ps->text.init, 0, NULL, ps->op_timeout_ms, &res,
                            NULL);
         if (rc == DLOCK_OK)
             PQclear(res);
@@ -177,7 +178,13 @@ static int pg_open(struct dlock_store **out, const struct dlock_url *u)
         free(ps);
         return rc;
     }
-    ps->sql = hashtext ? dlock__pg_sql_h : dlock__pg_sql_x;
+    rc = dlock__pg_sql_build(&ps->text, hashtext);
+    if (rc != DLOCK_OK) {
+        dlock__pg_conn_params_free(ps);
+        free(ps);
+        return rc;
+    }
+    ps->sql = (const char *const *)ps->text.q;
     ps->lease_mode = lease;
     ps->base.poll_wait = lease; /* no native wait without a session */
     ps->op_timeout_ms = timeout;
@@ -224,7 +231,7 @@ static int lease_fn(void *conn, void *arg, int *dead)
         rc = dlock__enomem();
         goto out;
     }
-    len = strlen(dlock__pg_sql_lease_sem_fmt) + 6 * strlen(name) +
+    len = strlen(ps->text.lease_sem_fmt) + 6 * strlen(name) +
           strlen(host) + 300;
     sql = malloc(len);
     if (sql == NULL) {
@@ -234,11 +241,11 @@ static int lease_fn(void *conn, void *arg, int *dead)
     if (lk->limit > 1) {
         unsigned n = lk->limit;
 
-        snprintf(sql, len, dlock__pg_sql_lease_sem_fmt, name, name, name,
+        snprintf(sql, len, ps->text.lease_sem_fmt, name, name, name,
                  name, n, n, n, n, n, name, lk->token, host, p.pid, p.ttl, n,
                  n);
     } else {
-        snprintf(sql, len, dlock__pg_sql_lease_fmt, name, name, name, sh,
+        snprintf(sql, len, ps->text.lease_fmt, name, name, name, sh,
                  name, name, name, lk->token, sh, host, p.pid, p.ttl);
     }
     rc = dlock__pg_run(c, ps->base.url, "acquire", sql, 0, NULL,
@@ -327,7 +334,7 @@ static int pg_extend(struct dlock_store *s, struct dlock_lock *lk,
 
     snprintf(ttl, sizeof(ttl), "%lld", (long long)ttl_ms);
     rc = lock_run(ps, lk, "extend", Q_EXTEND,
-                  dlock__pg_sql_extend[ps->lease_mode], 3, v, &res);
+                  ps->text.extend[ps->lease_mode], 3, v, &res);
     if (rc != DLOCK_OK)
         return rc;
     changed = atoi(PQcmdTuples(res));
@@ -343,7 +350,7 @@ static int pg_ttl_left(struct dlock_store *s, struct dlock_lock *lk,
     PGresult *res;
     int rc;
 
-    rc = lock_run(ps, lk, "assert_ttl", Q_TTL, dlock__pg_sql_ttl[ps->lease_mode],
+    rc = lock_run(ps, lk, "assert_ttl", Q_TTL, ps->text.ttl[ps->lease_mode],
                   2, v, &res);
     if (rc != DLOCK_OK)
         return rc;
@@ -364,7 +371,7 @@ static int pg_release(struct dlock_store *s, struct dlock_lock *lk)
     int rc, live;
 
     if (ps->lease_mode) {
-        rc = ctl_run(ps, "release", Q_RELEASE_L, dlock__pg_sql_release_l, 2, v,
+        rc = ctl_run(ps, "release", Q_RELEASE_L, ps->text.release_l, 2, v,
                      &res);
         if (rc != DLOCK_OK)
             return rc;
@@ -401,7 +408,7 @@ static int describe_fn(void *conn, void *arg, int *dead)
 
     *out = k->blank;
     rc = dlock__pg_run(conn, ps->base.url, "status",
-                       ps->lease_mode ? dlock__pg_sql_status_l
+                       ps->lease_mode ? ps->text.status_l
                                       : ps->sql[Q_STATUS],
                        1, v, ps->op_timeout_ms, &res, NULL);
     if (rc != DLOCK_OK)
@@ -423,7 +430,7 @@ static int describe_fn(void *conn, void *arg, int *dead)
     }
     PQclear(res);
     rc = dlock__pg_run(conn, ps->base.url, "status",
-                       ps->lease_mode ? dlock__pg_sql_status2_l
+                       ps->lease_mode ? ps->text.status2_l
                                       : ps->sql[Q_STATUS2],
                        1, v, ps->op_timeout_ms, &res, NULL);
     if (rc != DLOCK_OK)
@@ -464,7 +471,7 @@ static int names_fn(void *conn, void *arg, int *dead)
     int rc;
 
     rc = dlock__pg_run(conn, k->ps->base.url, "list",
-                       dlock__pg_sql_names[k->ps->lease_mode], 1, v,
+                       k->ps->text.names[k->ps->lease_mode], 1, v,
                        k->ps->op_timeout_ms, &res, NULL);
     *dead = rc == DLOCK_EUNAVAIL;
     if (rc != DLOCK_OK)
@@ -529,7 +536,7 @@ static int pg_force_release(struct dlock_store *s, const char *name,
     size_t len = 3;
     int rc;
 
-    rc = ctl_run(ps, "release --force", -1, dlock__pg_sql_force[ps->lease_mode],
+    rc = ctl_run(ps, "release --force", -1, ps->text.force[ps->lease_mode],
                  1, v, &res);
     if (rc != DLOCK_OK)
         return rc;
@@ -557,7 +564,7 @@ static int pg_force_release(struct dlock_store *s, const char *name,
         /* The sessions still holding the key that hold nothing else (or
          * hold it past its lease): end them (best effort).  The others'
          * holders find their rows broken at their next renewal and let
-         * go (sql.c: FORCE_HELD); pid 0 stands for them. */
+         * go (sql/force_held.sql); pid 0 stands for them. */
         v[1] = pids;
         if (ctl_run(ps, "release --force", -1, ps->sql[Q_FORCE_KILL], 2, v,
                     &res) == DLOCK_OK) {
@@ -572,8 +579,15 @@ static int pg_force_release(struct dlock_store *s, const char *name,
 
 static int pg_ddl(char **out, const struct dlock_url *u)
 {
+    struct dlock__pg_sql q;
+    int rc;
+
     (void)u;
-    *out = dlock__strdup(dlock__pg_sql_ddl);
+    rc = dlock__pg_sql_build(&q, 0);
+    if (rc != DLOCK_OK)
+        return rc;
+    *out = dlock__strdup(q.ddl);
+    dlock__pg_sql_free(&q);
     return *out != NULL ? DLOCK_OK : dlock__enomem();
 }
 

@@ -1,9 +1,9 @@
 /*
- * session.c - session mode: advisory locks held by database sessions
- * (struct sess below), the try, the wait's slices, per-lock statements.
- *
- * Sessions' connections come from, and go back to, the store's pool; one
- * that may still hold a key nobody owns ("dirty") is closed instead.
+ * acquire.c - session mode's acquire: the try (on the mux, or on a
+ * session of the lock's own), the wait's slices, semaphores' admissions
+ * and waits, and the fencing off of hung holders on the way.  The
+ * sessions it puts locks on, and a held lock's later statements:
+ * sessions.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +16,7 @@
 #define TERMINATE_GRACE_MS 1000
 /* How often a handle's exclusive try also tidies the name's rows of
  * other (dead) sessions: the full statement Q_TRY_X instead of the fast
- * Q_TRY_X1 / Q_TRY_XM (sql.c). */
+ * Q_TRY_X1 / Q_TRY_XM (sql/try_x1.sql, try_xm.sql). */
 #define TIDY_MS 10000
 
 /* The acquire statements' parameters (lease mode's too). */
@@ -36,219 +36,6 @@ void dlock__pg_acq_params(struct dlock__pg_acq_params *p,
     p->v[5] = p->pid;
     p->v[6] = p->timeout;
     p->v[7] = sess;
-}
-
-/*
- * A database session that holds advisory locks.  Try-locks share the
- * store's current "mux" session, so a process holding thousands of locks
- * needs one connection, not thousands; a lock that had to wait got its
- * own session for the wait and keeps it.  Statements on a session are
- * serialised by its mutex.  When a session dies every lock on it is lost,
- * which is the truth: the server dropped their keys.
- */
-struct sess {
-    pthread_mutex_t mu; /* one statement at a time */
-    PGconn *c;          /* NULL once the session is known to be gone */
-    unsigned refs;      /* locks (and attempts) using it; under sess_mu */
-    int reused;         /* has run a statement before (may have died idle) */
-    int is_mux;         /* ps->mux; under sess_mu */
-    int dirty;          /* may hold a key nobody owns: close, not pool */
-    int own;            /* one lock's (or wait's) own, never the mux */
-    char id[24];        /* random, for its rows: a backend pid is reused */
-};
-
-/* A lock's priv: held, or (keyed 0) waiting for it on s. */
-struct held {
-    struct sess *s;
-    int keyed; /* its key and row are still on s */
-    int slot;  /* a semaphore's slot; -1 for a lock */
-    int nkeys; /* counted in ps->keys until freed */
-};
-
-/* Advisory keys a holder of lk takes: a semaphore's slot, semaphore key
- * and K; a lock's K. */
-static int keys_of(const struct dlock_lock *lk)
-{
-    return lk->limit > 1 ? 3 : 1;
-}
-
-/* Count lk's keys against the handle's limit before taking them: every
- * session advisory key is an entry of the server's shared lock table,
- * and when those run out every client of the server gets "out of shared
- * memory", new connections included. */
-static int keys_take(struct pg_store *ps, const struct dlock_lock *lk)
-{
-    int64_t held;
-    /* What this acquire needs: "holds 0" alone left a user who asked
-     * max_keys=2 for a semaphore wondering. */
-    const char *needs = lk->limit > 1
-                            ? "a semaphore holder needs 3 advisory keys "
-                              "(its slot's, the semaphore's, the name's)"
-                            : "a lock needs 1 advisory key";
-
-    if (dlock__quota_take(&ps->keys, keys_of(lk), &held))
-        return DLOCK_OK;
-    if (!ps->keys.is_auto)
-        return dlock__seterr(DLOCK_ESTORE,
-                             "postgres acquire of '%s': %s; this handle "
-                             "holds %lld, and max_keys=%lld (%s)",
-                             lk->name, needs, (long long)held,
-                             (long long)ps->keys.max, ps->base.url);
-    return dlock__seterr(
-        DLOCK_ESTORE,
-        "postgres acquire of '%s': %s; this handle holds %lld, half of "
-        "the server's lock table (%lld entries: "
-        "max_locks_per_transaction %lld x its backends); more could leave "
-        "every client of the server with \"out of shared memory\". Raise "
-        "max_locks_per_transaction, or set ?max_keys=N (0: no limit), or "
-        "use ?mode=lease (%s)",
-        lk->name, needs, (long long)held, (long long)ps->keys.server,
-        (long long)ps->locks_per_xact, ps->base.url);
-}
-
-/* A session on a pooled connection, or with `fresh` on a new one (the
- * retry of dlock__pool's policy). */
-static int sess_new(struct pg_store *ps, struct sess **out, int fresh)
-{
-    struct sess *s = calloc(1, sizeof(*s));
-    void *c = NULL;
-    int pooled = 0, rc;
-
-    if (s == NULL)
-        return dlock__enomem();
-    rc = fresh ? dlock__pool_open(&ps->pool, &c)
-               : dlock__pool_get(&ps->pool, &c, &pooled);
-    if (rc != DLOCK_OK) {
-        free(s);
-        return rc;
-    }
-    s->c = c;
-    s->reused = pooled;
-    {
-        uint64_t r = 0;
-
-        if (dlock__random(&r, sizeof(r)) != 0)
-            r = ((uint64_t)dlock__rand32() << 32) | dlock__rand32();
-        snprintf(s->id, sizeof(s->id), "%lld",
-                 (long long)(r & 0x7fffffffffffffffULL));
-    }
-    pthread_mutex_init(&s->mu, NULL);
-    s->refs = 1;
-    s->own = 1; /* until mux_get makes it the mux */
-    *out = s;
-    return DLOCK_OK;
-}
-
-static void sess_free(struct pg_store *ps, struct sess *s)
-{
-    if (s->dirty)
-        dlock__pool_discard(&ps->pool, s->c);
-    else
-        dlock__pool_put(&ps->pool, s->c);
-    pthread_mutex_destroy(&s->mu);
-    free(s);
-}
-
-static void sess_unref(struct pg_store *ps, struct sess *s)
-{
-    int last;
-
-    pthread_mutex_lock(&ps->sess_mu);
-    last = --s->refs == 0 && !s->is_mux;
-    pthread_mutex_unlock(&ps->sess_mu);
-    if (last)
-        sess_free(ps, s);
-}
-
-/* No new locks on s (it is gone or dirty); caller holds s->mu. */
-static void sess_retire(struct pg_store *ps, struct sess *s, int gone)
-{
-    if (gone && s->c != NULL) {
-        PQfinish(s->c);
-        s->c = NULL;
-    }
-    pthread_mutex_lock(&ps->sess_mu);
-    if (ps->mux == s) {
-        ps->mux = NULL;
-        s->is_mux = 0;
-        /* The store's own reference goes; holders keep theirs. */
-        s->refs--;
-    }
-    pthread_mutex_unlock(&ps->sess_mu);
-}
-
-/* The mux session, with a reference taken (a new one on a fresh
- * connection with `fresh`, unless another thread made one meanwhile).
- * *reused: another thread has it, so it may have run statements and
- * died idle since (read here, under sess_mu: s->reused itself is written
- * under s->mu by whoever runs a statement on it). */
-static int mux_get(struct pg_store *ps, struct sess **out, int fresh,
-                   int *reused)
-{
-    struct sess *s;
-    int rc;
-
-    pthread_mutex_lock(&ps->sess_mu);
-    s = ps->mux;
-    if (s != NULL)
-        s->refs++;
-    pthread_mutex_unlock(&ps->sess_mu);
-    if (s != NULL) {
-        *out = s;
-        *reused = 1;
-        return DLOCK_OK;
-    }
-    rc = sess_new(ps, &s, fresh); /* refs 1: ours */
-    if (rc != DLOCK_OK)
-        return rc;
-    *reused = s->reused; /* a pooled connection: not yet shared */
-    pthread_mutex_lock(&ps->sess_mu);
-    if (ps->mux == NULL) {
-        ps->mux = s;
-        s->is_mux = 1;
-        s->own = 0; /* and never again, even once retired */
-        s->refs++; /* the store's */
-    } else {
-        /* Another thread installed one meanwhile: use that. */
-        struct sess *mine = s;
-
-        s = ps->mux;
-        s->refs++;
-        pthread_mutex_unlock(&ps->sess_mu);
-        sess_unref(ps, mine);
-        *out = s;
-        *reused = 1;
-        return DLOCK_OK;
-    }
-    pthread_mutex_unlock(&ps->sess_mu);
-    *out = s;
-    return DLOCK_OK;
-}
-
-/* A failed acquire statement may have taken session keys (advisory locks
- * are not transactional): let them go.  A shared session (other locks
- * live on it) takes no new ones and is closed once they are gone; a
- * session of the attempt's own unlocks everything.  DLOCK_OK, or the
- * error that retired the session. */
-static int let_keys_go(struct pg_store *ps, struct sess *s)
-{
-    PGresult *r;
-    int rc;
-
-    if (s->is_mux) {
-        s->dirty = 1;
-        sess_retire(ps, s, 0);
-        return DLOCK_OK;
-    }
-    rc = dlock__pg_runp(s->c, ps->base.url, "acquire", Q_UNLOCK_ALL,
-                        dlock__pg_sql_unlock_all, 0, NULL, ps->op_timeout_ms,
-                        &r, NULL);
-    if (rc != DLOCK_OK) {
-        sess_retire(ps, s, 1);
-        return rc;
-    }
-    PQclear(r);
-    return DLOCK_OK;
 }
 
 /* One statement that takes the advisory lock and writes the row, on s
@@ -290,7 +77,7 @@ static int session_attempt(struct pg_store *ps, struct sess *s,
                         state);
     dlock__pg_cancellable = 0;
     if (rc == DLOCK_EUNAVAIL) {
-        sess_retire(ps, s, 1);
+        dlock__pg_sess_retire(ps, s, 1);
         return rc;
     }
     if (rc == DLOCK_ESTORE) {
@@ -304,7 +91,7 @@ static int session_attempt(struct pg_store *ps, struct sess *s,
          * LockErrorCleanup keeps the grant, and the statement fails.
          * Without the unlock the key would stay with this session, pooled
          * later with nobody holding the name. */
-        rc2 = let_keys_go(ps, s);
+        rc2 = dlock__pg_let_keys_go(ps, s);
         if (rc2 != DLOCK_OK)
             return rc2;
         return timed_out ? DLOCK_BUSY : rc;
@@ -316,7 +103,7 @@ static int session_attempt(struct pg_store *ps, struct sess *s,
     if (PQgetisnull(res, 0, 1)) {
         PQclear(res);
         s->dirty = 1;
-        sess_retire(ps, s, 0);
+        dlock__pg_sess_retire(ps, s, 0);
         return dlock__seterr(DLOCK_ESTORE,
                              "postgres acquire: no row "
                              "written for '%s' (%s)",
@@ -440,7 +227,7 @@ static void session_undo(struct pg_store *ps, struct sess *s,
                              ps->op_timeout_ms, &res, NULL) == DLOCK_OK)
         PQclear(res);
     else
-        sess_retire(ps, s, 1);
+        dlock__pg_sess_retire(ps, s, 1);
 }
 
 /* One try, on the mux session, or on a session of its own for a lock
@@ -494,13 +281,13 @@ static int sem_attempt(struct pg_store *ps, struct sess *s,
     rc = dlock__pg_runp(s->c, ps->base.url, "acquire", Q_SEM, ps->sql[Q_SEM],
                         8, v, ps->op_timeout_ms, &res, NULL);
     if (rc == DLOCK_EUNAVAIL) {
-        sess_retire(ps, s, 1);
+        dlock__pg_sess_retire(ps, s, 1);
         return rc;
     }
     if (rc == DLOCK_ESTORE) {
         /* The function may have taken session keys before it failed:
          * let them go as session_attempt() does. */
-        int rc2 = let_keys_go(ps, s);
+        int rc2 = dlock__pg_let_keys_go(ps, s);
 
         return rc2 != DLOCK_OK ? rc2 : rc;
     }
@@ -538,8 +325,8 @@ static int mux_attempt(struct pg_store *ps, struct dlock_lock *lk,
     for (int fresh = 0;; fresh = 1) {
         struct sess *s = NULL;
         int reused = 0;
-        int rc = lk->auto_renew ? mux_get(ps, &s, fresh, &reused)
-                                : sess_new(ps, &s, fresh);
+        int rc = lk->auto_renew ? dlock__pg_mux_get(ps, &s, fresh, &reused)
+                                : dlock__pg_sess_new(ps, &s, fresh);
 
         if (rc != DLOCK_OK)
             return rc;
@@ -551,11 +338,11 @@ static int mux_attempt(struct pg_store *ps, struct dlock_lock *lk,
         s->reused = 1;
         pthread_mutex_unlock(&s->mu);
         if (rc == DLOCK_EUNAVAIL && reused && !fresh) {
-            sess_unref(ps, s);
+            dlock__pg_sess_unref(ps, s);
             continue;
         }
         if (rc != DLOCK_OK && rc != DLOCK_BUSY) {
-            sess_unref(ps, s);
+            dlock__pg_sess_unref(ps, s);
             return rc;
         }
         *sp = s;
@@ -587,7 +374,7 @@ static int sem_try(struct pg_store *ps, struct dlock_lock *lk,
         session_undo(ps, s, lk, o.slot);
         pthread_mutex_unlock(&s->mu);
     }
-    sess_unref(ps, s);
+    dlock__pg_sess_unref(ps, s);
     return rc;
 }
 
@@ -645,22 +432,22 @@ static int session_try(struct pg_store *ps, struct dlock_lock *lk,
         session_undo(ps, s, lk, -1);
         pthread_mutex_unlock(&s->mu);
     }
-    sess_unref(ps, s);
+    dlock__pg_sess_unref(ps, s);
     return rc;
 }
 
 int dlock__pg_session_try(struct pg_store *ps, struct dlock_lock *lk,
                           int64_t deadline, int64_t *retry_ms)
 {
-    int rc = keys_take(ps, lk);
+    int rc = dlock__pg_keys_take(ps, lk);
 
     if (rc != DLOCK_OK)
         return rc;
     rc = session_try(ps, lk, deadline, retry_ms);
     if (rc == DLOCK_OK)
-        ((struct held *)lk->priv)->nkeys = keys_of(lk);
+        ((struct held *)lk->priv)->nkeys = dlock__pg_keys_of(lk);
     else
-        dlock__quota_give(&ps->keys, keys_of(lk));
+        dlock__quota_give(&ps->keys, dlock__pg_keys_of(lk));
     return rc;
 }
 
@@ -701,11 +488,11 @@ static int sem_slice(struct pg_store *ps, struct sess *s,
     snprintf(tmo, sizeof(tmo), "%lld", (long long)slice_ms);
     dlock__pg_cancellable = 1;
     rc = dlock__pg_runp(s->c, ps->base.url, "acquire", Q_SEM_WAIT,
-                        dlock__pg_sql_sem_wait, 3, v,
+                        ps->text.sem_wait, 3, v,
                         slice_ms + ps->op_timeout_ms, &res, state);
     dlock__pg_cancellable = 0;
     if (rc == DLOCK_EUNAVAIL) {
-        sess_retire(ps, s, 1);
+        dlock__pg_sess_retire(ps, s, 1);
         return rc;
     }
     if (rc == DLOCK_ESTORE) {
@@ -715,7 +502,7 @@ static int sem_slice(struct pg_store *ps, struct sess *s,
          * (PostgreSQL's LockErrorCleanup keeps a grant it finds): let it
          * go, or the slot stays taken by this session, pooled later with
          * nobody holding it.  The wait's session holds nothing else. */
-        int rc2 = let_keys_go(ps, s);
+        int rc2 = dlock__pg_let_keys_go(ps, s);
 
         if (rc2 != DLOCK_OK)
             return rc2;
@@ -767,10 +554,10 @@ static int late_grant(struct pg_store *ps, struct sess *s,
         return DLOCK_OK;
     snprintf(ttl, sizeof(ttl), "%lld", (long long)lk->ttl_ms);
     rc = dlock__pg_runp(s->c, ps->base.url, "acquire", Q_EXTEND,
-                        dlock__pg_sql_extend[0], 3, v, ps->op_timeout_ms,
+                        ps->text.extend[0], 3, v, ps->op_timeout_ms,
                         &res, NULL);
     if (rc == DLOCK_EUNAVAIL) {
-        sess_retire(ps, s, 1);
+        dlock__pg_sess_retire(ps, s, 1);
         return rc;
     }
     if (rc != DLOCK_OK) {
@@ -795,21 +582,21 @@ int dlock__pg_wait_slice(struct dlock_store *st, struct dlock_lock *lk,
 
     if (h == NULL) {
         /* The wait counts its keys from its first slice to its end. */
-        rc = keys_take(ps, lk);
+        rc = dlock__pg_keys_take(ps, lk);
         if (rc != DLOCK_OK)
             return rc;
-        rc = sess_new(ps, &s, 0);
+        rc = dlock__pg_sess_new(ps, &s, 0);
         if (rc == DLOCK_OK) {
             rc = hold(lk, s, 0);
             if (rc != DLOCK_OK)
-                sess_unref(ps, s);
+                dlock__pg_sess_unref(ps, s);
         }
         if (rc != DLOCK_OK) {
-            dlock__quota_give(&ps->keys, keys_of(lk));
+            dlock__quota_give(&ps->keys, dlock__pg_keys_of(lk));
             return rc;
         }
         h = lk->priv;
-        h->nkeys = keys_of(lk);
+        h->nkeys = dlock__pg_keys_of(lk);
     }
     s = h->s;
     pthread_mutex_lock(&s->mu);
@@ -842,170 +629,4 @@ int dlock__pg_wait_slice(struct dlock_store *st, struct dlock_lock *lk,
     }
     pthread_mutex_unlock(&s->mu);
     return rc;
-}
-
-/* A statement for a held lock, on its session.  The session's failure
- * means its advisory locks are gone: the lock is lost. */
-int dlock__pg_held_run(struct pg_store *ps, struct dlock_lock *lk,
-                       const char *what, int id, const char *sql, int n,
-                       const char *const *v, PGresult **res)
-{
-    return dlock__pg_held_run_st(ps, lk, what, id, sql, n, v, res, NULL);
-}
-
-int dlock__pg_held_run_st(struct pg_store *ps, struct dlock_lock *lk,
-                          const char *what, int id, const char *sql, int n,
-                          const char *const *v, PGresult **res, char state[6])
-{
-    struct held *h = lk->priv;
-    struct sess *s;
-    char why[600];
-    int rc;
-
-    if (h == NULL || !h->keyed)
-        return dlock__lost(lk, "its database session ended or it was let go");
-    s = h->s;
-    pthread_mutex_lock(&s->mu);
-    if (s->c == NULL) {
-        pthread_mutex_unlock(&s->mu);
-        h->keyed = 0;
-        return dlock__lost(lk, "its database session ended");
-    }
-    rc = dlock__pg_runq(s->c, ps->base.url, what, id, sql, n, v,
-                        ps->op_timeout_ms, res, state);
-    if (rc == DLOCK_EUNAVAIL) {
-        snprintf(why, sizeof(why), "its database session ended (%s)",
-                 dlock_errmsg());
-        sess_retire(ps, s, 1);
-        pthread_mutex_unlock(&s->mu);
-        h->keyed = 0;
-        /* The release itself cut off: the lock was ours until now, and
-         * goes with the session (or its lease); only the goodbye is
-         * unconfirmed, as dlock_release() says of a store it could not
-         * tell.  (A session killed by release --force since the last
-         * renewal reads the same way: the client cannot tell the two
-         * apart here.) */
-        if (strcmp(what, "release") == 0)
-            return dlock__seterr(DLOCK_EUNAVAIL,
-                                 "lock '%s': its release could not be "
-                                 "confirmed: %s", lk->name, why);
-        return dlock__lost(lk, why);
-    }
-    pthread_mutex_unlock(&s->mu);
-    return rc;
-}
-
-/* Delete our row and let our key go (one level: other locks on the same
- * session keep theirs).  *live: the row was there and within its lease. */
-int dlock__pg_held_drop(struct pg_store *ps, struct dlock_lock *lk,
-                        int *live)
-{
-    struct held *h = lk->priv;
-    char sl[16];
-    const char *v[3] = {lk->name, lk->token, sl};
-    int q = lk->limit > 1 ? Q_RELEASE_M
-            : lk->shared  ? Q_RELEASE_S
-                          : Q_RELEASE_X1;
-    PGresult *res;
-    int rc, gone;
-
-    *live = 0;
-    if (h == NULL || !h->keyed)
-        return DLOCK_OK;
-    snprintf(sl, sizeof(sl), "%d", h->slot);
-    rc = dlock__pg_held_run(ps, lk, "release", q, ps->sql[q],
-                            lk->limit > 1 ? 3 : 2, v, &res);
-    if (rc == DLOCK_LOST)
-        return rc;
-    h->keyed = 0;
-    if (rc != DLOCK_OK) {
-        /* Not known whether the key went: no new locks on that session,
-         * and it is closed once its other locks are gone. */
-        pthread_mutex_lock(&h->s->mu);
-        h->s->dirty = 1;
-        sess_retire(ps, h->s, 0);
-        pthread_mutex_unlock(&h->s->mu);
-        return rc;
-    }
-    *live = dlock__pg_col_bool(res, 0, 0) && dlock__pg_col_bool(res, 0, 1);
-    gone = PQntuples(res) < 1 || PQgetisnull(res, 0, 0);
-    PQclear(res);
-    if (q == Q_RELEASE_X1 && gone) {
-        /* No row of our owner: release --force broke it (renamed it),
-         * or it is gone.  Delete a broken one: our session may take the
-         * name again, and must keep no row it does not hold. */
-        pthread_mutex_lock(&h->s->mu);
-        if (h->s->c != NULL &&
-            dlock__pg_runp(h->s->c, ps->base.url, "release", Q_DROP_BROKEN,
-                           dlock__pg_sql_drop_broken, 2, v,
-                           ps->op_timeout_ms, &res, NULL) == DLOCK_OK) {
-            PQclear(res);
-        } else if (h->s->c != NULL) {
-            h->s->dirty = 1;
-            sess_retire(ps, h->s, 0);
-        }
-        pthread_mutex_unlock(&h->s->mu);
-    }
-    return DLOCK_OK;
-}
-
-/* Forget lk's session reference and its priv. */
-void dlock__pg_held_free(struct pg_store *ps, struct dlock_lock *lk)
-{
-    struct held *h = lk->priv;
-
-    if (h == NULL)
-        return;
-    dlock__quota_give(&ps->keys, h->nkeys);
-    sess_unref(ps, h->s);
-    free(h);
-    lk->priv = NULL;
-}
-
-/* A lock lost, or a wait given up: let go of what the session may still
- * hold for it, then of the session. */
-int dlock__pg_forget(struct dlock_store *s, struct dlock_lock *lk)
-{
-    struct pg_store *ps = (struct pg_store *)s;
-    int live;
-
-    (void)dlock__pg_held_drop(ps, lk, &live);
-    dlock__pg_held_free(ps, lk);
-    return DLOCK_OK;
-}
-
-/* In a fork child.  No mutexes: a parent thread may have held one at the
- * fork, and nobody else uses this copy of the store here (the core
- * refuses it).  A session still referenced (the mux, or other inherited
- * locks) stays reachable; the last reference frees it without ending the
- * parent's session: libpq's goodbye goes to /dev/null. */
-void dlock__pg_forget_inherited(struct dlock_store *st, struct dlock_lock *lk)
-{
-    struct held *h = lk->priv;
-    struct sess *s = h->s;
-
-    lk->priv = NULL;
-    free(h);
-    if (--s->refs > 0 || s->is_mux)
-        return;
-    if (s->c != NULL && dlock__fd_detach(PQsocket(s->c)) == 0)
-        PQfinish(s->c);
-    free(s);
-    (void)st;
-}
-
-void dlock__pg_sessions_close(struct pg_store *ps)
-{
-    if (ps->mux != NULL)
-        sess_free(ps, ps->mux);
-    ps->mux = NULL;
-}
-
-/* The session lk's key is on (renew.c groups a batch by it), or NULL when
- * it is on none any more. */
-const void *dlock__pg_held_session(const struct dlock_lock *lk)
-{
-    const struct held *h = lk->priv;
-
-    return h != NULL && h->keyed ? h->s : NULL;
 }

@@ -1,0 +1,25 @@
+-- Fragment: the run records' tables (runs.c), the same in both modes,
+-- durable: a record is what an operator reads after a crash.  Names in
+-- the "C" collation, so that a prefix (LIKE 'p%') is a range of the
+-- primary key.
+-- Run records (dlock run --once, --once-per; dlock history): the
+-- last runs of each name (20 kept), and per name the start of its
+-- last run and its last success.  Times: ms since the epoch on the
+-- server's clock.
+CREATE TABLE IF NOT EXISTS dlock_runs (
+    name     text COLLATE "C" NOT NULL,
+    fence    bigint   NOT NULL, -- the fence of the run's lock
+    host     text     NOT NULL,
+    pid      bigint   NOT NULL,
+    start_ms bigint   NOT NULL,
+    end_ms   bigint,            -- NULL: running or abandoned
+    result   smallint NOT NULL, -- 0 running 1 exited 2 signaled 3 lost 4 abandoned
+    status   integer  NOT NULL, -- exit status, signal, or -1
+    PRIMARY KEY (name, fence)
+);
+CREATE TABLE IF NOT EXISTS dlock_run_names (
+    name            text COLLATE "C" PRIMARY KEY,
+    last_start_ms   bigint, -- start of its last run
+    succeeded_fence bigint, -- its last run that exited 0 (NULL: none)
+    succeeded_ms    bigint
+);

@@ -1,0 +1,5 @@
+-- A semaphore's wait: block on one slot's key.  $1 name, $2 slot,
+-- $3 lock_timeout ms.
+SELECT pg_advisory_lock(hashtextextended($1::text, $2::integer + 1))
+FROM (SELECT set_config('lock_timeout', $3::text, true) AS c OFFSET 0)
+s

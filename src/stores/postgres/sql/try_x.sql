@@ -1,0 +1,8 @@
+-- An exclusive try (Q_TRY_X), with the tidying of other sessions' rows.
+-- Parameters: $1 name, $2 owner, $3 shared, $4 ttl ms, $5 host, $6 pid,
+-- $7 wait ms (0: try), $8 the session's id.  {{key}}: the name's key
+-- (hashtextextended($1::text, 0), or hashtext($1::text)::bigint with
+-- ?keys=hashtext), computed by the server.  The advisory lock, then (if
+-- granted) the row and the fence, in one statement and one snapshot.
+-- @include part-acq-try.sql
+-- @include part-acq-rest.sql

@@ -1,0 +1,8 @@
+-- An exclusive wait (Q_WAIT_X), on a session of its own.
+-- Parameters: $1 name, $2 owner, $3 shared, $4 ttl ms, $5 host, $6 pid,
+-- $7 wait ms (0: try), $8 the session's id.  {{key}}: the name's key
+-- (hashtextextended($1::text, 0), or hashtext($1::text)::bigint with
+-- ?keys=hashtext), computed by the server.  The advisory lock, then (if
+-- granted) the row and the fence, in one statement and one snapshot.
+-- @include part-acq-wait.sql
+-- @include part-acq-rest.sql

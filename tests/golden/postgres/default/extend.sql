@@ -1,0 +1,3 @@
+UPDATE dlock_held SET expires_at = clock_timestamp() + $3::bigint *
+interval '1 millisecond' WHERE name = $1 AND owner = $2 AND
+expires_at > clock_timestamp()

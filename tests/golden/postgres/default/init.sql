@@ -1,0 +1,184 @@
+BEGIN; SELECT pg_advisory_xact_lock(hashtextextended('dlock: create tables', 0));
+CREATE TABLE IF NOT EXISTS dlock_locks (
+    name        text        NOT NULL,
+    owner       text        NOT NULL, -- random 128-bit token, hex
+    shared      boolean     NOT NULL,
+    fence       bigint      NOT NULL,
+    backend_pid integer     NOT NULL, -- 0: lease mode
+    host        text        NOT NULL,
+    pid         bigint      NOT NULL,
+    expires_at  timestamptz NOT NULL, -- server clock
+    acquired_at timestamptz NOT NULL,
+    PRIMARY KEY (name, owner)
+);
+CREATE TABLE IF NOT EXISTS dlock_fences (
+    name  text   PRIMARY KEY, -- '': ceiling of the session fences
+    fence bigint NOT NULL     -- highest handed out ('': above every one)
+);
+CREATE UNLOGGED TABLE IF NOT EXISTS dlock_held (
+    name        text        NOT NULL,
+    owner       text        NOT NULL, -- random 128-bit token, hex
+    shared      boolean     NOT NULL,
+    fence       bigint      NOT NULL,
+    backend_pid integer     NOT NULL, -- holding session
+    sess        bigint      NOT NULL, -- its random id
+    host        text        NOT NULL,
+    pid         bigint      NOT NULL,
+    expires_at  timestamptz NOT NULL, -- server clock
+    acquired_at timestamptz NOT NULL,
+    PRIMARY KEY (name, owner)
+);
+DO $$ BEGIN
+    IF current_setting('server_version_num')::int >= 150000 THEN
+        EXECUTE 'CREATE UNLOGGED SEQUENCE IF NOT EXISTS dlock_fence_seq';
+    ELSE
+        EXECUTE 'CREATE SEQUENCE IF NOT EXISTS dlock_fence_seq';
+    END IF;
+END $$;
+CREATE OR REPLACE FUNCTION dlock_fence_raise_v1(p_v bigint)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE f bigint := p_v; r bigint;
+BEGIN
+    IF f < 1000000000000000 THEN
+        PERFORM pg_advisory_xact_lock(hashtextextended('dlock: fence seed', 0));
+        f := nextval('dlock_fence_seq');
+        IF f < 1000000000000000 THEN
+            SELECT greatest(max(x.fence) + 1, 1000000000000000) INTO f
+                FROM dlock_fences x;
+            PERFORM setval('dlock_fence_seq', f);
+        END IF;
+    END IF;
+    SELECT x.fence INTO r FROM dlock_fences x WHERE x.name = '';
+    IF r IS NULL OR f >= r - 524288 THEN
+        PERFORM set_config('synchronous_commit', 'on', true);
+        INSERT INTO dlock_fences AS x (name, fence) VALUES ('',
+            f + 1048576) ON CONFLICT (name) DO UPDATE SET
+            fence = greatest(x.fence, excluded.fence)
+            RETURNING x.fence INTO r;
+    END IF;
+    PERFORM set_config('dlock.fence_ceiling_' || pg_backend_pid(), r::text, false);
+    RETURN f;
+END $$;
+ALTER TABLE dlock_held ADD COLUMN IF NOT EXISTS lim integer NOT NULL
+    DEFAULT 1, ADD COLUMN IF NOT EXISTS slot integer NOT NULL DEFAULT 0;
+ALTER TABLE dlock_locks ADD COLUMN IF NOT EXISTS lim integer NOT NULL DEFAULT 1;
+CREATE OR REPLACE FUNCTION dlock_sem_acquire_v2(p_name text,
+    p_owner text, p_lim integer, p_ttl bigint, p_host text,
+    p_pid bigint, p_sess bigint, p_k0 bigint, p_have integer,
+    OUT o_got boolean, OUT o_fence bigint, OUT o_lim integer,
+    OUT o_slot integer, OUT o_left bigint, OUT o_wait integer,
+    OUT o_host text, OUT o_pid bigint, OUT o_killed integer)
+LANGUAGE plpgsql AS $$
+DECLARE
+    db oid;
+    ks bigint := hashtextextended(p_name, -1);
+    s integer;
+    have_slot boolean := false;
+BEGIN
+    o_got := false; o_slot := -1; o_wait := -1; o_killed := 0;
+    PERFORM pg_advisory_xact_lock(hashtextextended(p_name, -2));
+    SELECT d.oid INTO db FROM pg_database d
+        WHERE d.datname = current_database();
+    SELECT h.lim INTO o_lim FROM dlock_held h WHERE h.name = p_name
+        AND h.lim <> p_lim AND h.expires_at > clock_timestamp()
+        AND EXISTS (SELECT 1 FROM pg_locks p WHERE p.pid =
+        h.backend_pid AND p.locktype = 'advisory' AND p.granted AND
+        p.objsubid = 1 AND p.database = db AND ((p.classid::bigint << 32)
+        | p.objid::bigint) = CASE WHEN h.lim > 1 THEN
+        hashtextextended(p_name, h.slot + 1) ELSE p_k0 END) LIMIT 1;
+    IF o_lim IS NOT NULL THEN
+        IF p_have >= 0 THEN
+            PERFORM pg_advisory_unlock(hashtextextended(p_name,
+                                                        p_have + 1));
+        END IF;
+        RETURN;
+    END IF;
+    IF p_have >= 0 THEN
+        s := p_have; have_slot := true;
+    ELSE
+        FOR s IN SELECT g FROM generate_series(0, p_lim - 1) g
+            LEFT JOIN (SELECT h.slot, bool_or(h.sess = p_sess) AS
+            mine FROM dlock_held h WHERE h.name = p_name AND h.lim > 1
+            GROUP BY h.slot) o ON o.slot = g WHERE o.mine IS NOT TRUE
+            ORDER BY o.slot IS NOT NULL, g LOOP
+            IF pg_try_advisory_lock(hashtextextended(p_name, s + 1))
+            THEN
+                have_slot := true;
+                EXIT;
+            END IF;
+        END LOOP;
+    END IF;
+    IF NOT have_slot THEN
+        BEGIN
+            SELECT count(*) FILTER (WHERE pg_terminate_backend(
+                h.backend_pid)) INTO o_killed FROM dlock_held h
+                WHERE h.name = p_name AND h.lim > 1 AND h.expires_at
+                <= clock_timestamp() AND h.backend_pid <>
+                pg_backend_pid() AND EXISTS (SELECT 1 FROM pg_locks p
+                WHERE p.pid = h.backend_pid AND p.locktype = 'advisory'
+                AND p.granted AND p.objsubid = 1 AND p.database = db AND
+                ((p.classid::bigint << 32) | p.objid::bigint) =
+                hashtextextended(p_name, h.slot + 1));
+        EXCEPTION WHEN insufficient_privilege THEN
+            o_killed := -1;
+        END;
+        SELECT min(ceil(extract(epoch FROM h.expires_at -
+            clock_timestamp()) * 1000)::bigint) INTO o_left
+            FROM dlock_held h WHERE h.name = p_name AND h.lim > 1
+            AND h.expires_at > clock_timestamp();
+        SELECT h.slot, h.host, h.pid INTO o_wait, o_host, o_pid
+            FROM dlock_held h WHERE h.name = p_name AND h.lim > 1
+            AND h.sess <> p_sess AND h.slot < p_lim
+            ORDER BY random() LIMIT 1;
+        IF o_wait IS NULL THEN
+            o_wait := floor(random() * p_lim)::integer;
+        END IF;
+        RETURN;
+    END IF;
+    PERFORM pg_advisory_lock_shared(ks);
+    IF NOT pg_try_advisory_lock_shared(p_k0) THEN
+        PERFORM pg_advisory_unlock_shared(ks);
+        PERFORM pg_advisory_unlock(hashtextextended(p_name, s + 1));
+        RETURN;
+    END IF;
+    IF EXISTS (SELECT 1
+        FROM (SELECT p.pid, bool_or(k = p_k0) AS k0, bool_or(k = ks)
+        AS s FROM (SELECT p.pid, (p.classid::bigint << 32) |
+        p.objid::bigint AS k FROM pg_locks p WHERE p.locktype =
+        'advisory' AND p.granted AND p.objsubid = 1 AND p.database =
+        db) p WHERE p.k IN (p_k0, ks) GROUP BY p.pid) x WHERE x.k0
+        AND NOT x.s AND x.pid <> pg_backend_pid()) THEN
+        PERFORM pg_advisory_unlock_shared(p_k0);
+        PERFORM pg_advisory_unlock_shared(ks);
+        PERFORM pg_advisory_unlock(hashtextextended(p_name, s + 1));
+        RETURN;
+    END IF;
+    DELETE FROM dlock_held h WHERE h.name = p_name AND h.sess <>
+        p_sess AND ((h.lim > 1 AND h.slot = s) OR (h.lim = 1 AND NOT
+        h.shared));
+    o_fence := dlock_fence_raise_v1(nextval('dlock_fence_seq'));
+    INSERT INTO dlock_held (name, owner, shared, fence, backend_pid,
+        sess, host, pid, expires_at, acquired_at, lim, slot) VALUES
+        (p_name, p_owner, false, o_fence, pg_backend_pid(), p_sess,
+        p_host, p_pid, clock_timestamp() + p_ttl *
+        interval '1 millisecond', clock_timestamp(), p_lim, s);
+    o_got := true; o_slot := s;
+END $$;
+CREATE TABLE IF NOT EXISTS dlock_runs (
+    name     text COLLATE "C" NOT NULL,
+    fence    bigint   NOT NULL, -- the fence of the run's lock
+    host     text     NOT NULL,
+    pid      bigint   NOT NULL,
+    start_ms bigint   NOT NULL,
+    end_ms   bigint,            -- NULL: running or abandoned
+    result   smallint NOT NULL, -- 0 running 1 exited 2 signaled 3 lost 4 abandoned
+    status   integer  NOT NULL, -- exit status, signal, or -1
+    PRIMARY KEY (name, fence)
+);
+CREATE TABLE IF NOT EXISTS dlock_run_names (
+    name            text COLLATE "C" PRIMARY KEY,
+    last_start_ms   bigint, -- start of its last run
+    succeeded_fence bigint, -- its last run that exited 0 (NULL: none)
+    succeeded_ms    bigint
+);
+COMMIT;

@@ -1,0 +1,18 @@
+SELECT pg_advisory_xact_lock(hashtextextended('dlock: create tables', 0));
+CREATE TABLE IF NOT EXISTS dlock_runs (
+    name     text COLLATE "C" NOT NULL,
+    fence    bigint   NOT NULL, -- the fence of the run's lock
+    host     text     NOT NULL,
+    pid      bigint   NOT NULL,
+    start_ms bigint   NOT NULL,
+    end_ms   bigint,            -- NULL: running or abandoned
+    result   smallint NOT NULL, -- 0 running 1 exited 2 signaled 3 lost 4 abandoned
+    status   integer  NOT NULL, -- exit status, signal, or -1
+    PRIMARY KEY (name, fence)
+);
+CREATE TABLE IF NOT EXISTS dlock_run_names (
+    name            text COLLATE "C" PRIMARY KEY,
+    last_start_ms   bigint, -- start of its last run
+    succeeded_fence bigint, -- its last run that exited 0 (NULL: none)
+    succeeded_ms    bigint
+);

@@ -1,0 +1,33 @@
+WITH l AS (SELECT true AS got, pg_advisory_lock_shared(hashtext($1::text)::bigint) FROM (SELECT
+set_config('lock_timeout', $7::text, true) AS c OFFSET 0) s)
+, m AS (SELECT CASE WHEN l.got THEN NOT EXISTS (SELECT 1 FROM
+pg_locks p WHERE
+p.locktype = 'advisory' AND p.granted AND p.objsubid = 1 AND
+p.database = (SELECT oid FROM pg_database WHERE datname =
+current_database()) AND ((p.classid::bigint << 32) |
+p.objid::bigint)
+= hashtextextended($1::text, -1)) ELSE false END AS got FROM l
+OFFSET 0), u AS (SELECT pg_advisory_unlock_shared(hashtext($1::text)::bigint) FROM l, m
+WHERE l.got AND NOT m.got)
+, d AS (DELETE FROM dlock_held WHERE ctid IN (SELECT t.ctid FROM
+dlock_held t WHERE (SELECT got FROM m) AND t.name = $1 AND
+t.sess <> $8::bigint AND (NOT $3::boolean OR NOT t.shared OR
+t.expires_at <= clock_timestamp() OR NOT
+EXISTS (SELECT 1 FROM pg_locks p WHERE p.pid = t.backend_pid AND
+p.locktype = 'advisory' AND p.granted AND p.objsubid = 1 AND
+p.database = (SELECT oid FROM pg_database WHERE datname =
+current_database()) AND ((p.classid::bigint << 32) |
+p.objid::bigint)
+= hashtext($1::text)::bigint)
+) FOR UPDATE OF t SKIP LOCKED))
+, f AS (SELECT CASE WHEN s.v >= 1000000000000000 AND s.v < nullif(
+current_setting('dlock.fence_ceiling_' || pg_backend_pid(), true), '')::bigint - 524288
+THEN s.v ELSE dlock_fence_raise_v1(s.v) END AS fence FROM (SELECT
+nextval('dlock_fence_seq') AS v FROM m WHERE m.got OFFSET 0)
+s)
+, i AS (INSERT INTO dlock_held (name, owner, shared, fence,
+backend_pid, sess, host, pid, expires_at, acquired_at) SELECT $1, $2,
+$3::boolean, f.fence, pg_backend_pid(), $8::bigint, $5, $6::bigint,
+clock_timestamp() + $4::bigint * interval '1 millisecond',
+clock_timestamp() FROM f RETURNING fence)
+SELECT m.got, (SELECT fence FROM i), (SELECT count(*) FROM u) FROM m

@@ -1,0 +1,1 @@
+SELECT (SELECT fence FROM dlock_fences WHERE name = $1), 0, false

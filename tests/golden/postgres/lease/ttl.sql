@@ -1,0 +1,3 @@
+SELECT greatest(1, ceil(extract(epoch FROM expires_at -
+clock_timestamp()) * 1000)::bigint) FROM dlock_locks WHERE name = $1 AND
+owner = $2 AND expires_at > clock_timestamp()
