@@ -10,7 +10,9 @@
 #     the same directory, itself processed the same way): Lua's shared
 #     functions and SQL's shared fragments live once;
 #   - a line whose first non-blank characters are `--` is a comment for the
-#     reader of the file and is not sent;
+#     reader of the file and is not sent; in a file with a line
+#     `-- @keep-comments` (DDL that DBAs read as dlock prints it) only the
+#     leading comment block is dropped, the other comment lines are sent;
 # {{name}} placeholders are left as they are: the store fills them in at
 # run time (dlock__text_expand(), src/core/text.h).  Every line ends in
 # "\n", so golden files (tests/golden/) are ordinary text files.
@@ -27,6 +29,14 @@ function(embed_read path depth out)
   if(NOT text MATCHES "\n$")
     string(APPEND text "\n")
   endif()
+  # `-- @keep-comments`: text that is also read as sent (DDL a DBA runs,
+  # `dlock ddl`) keeps its comment lines, all but the leading block.
+  set(keep FALSE)
+  if(text MATCHES "(^|\n)[ \t]*--[ \t]*@keep-comments[^\n]*\n")
+    set(keep TRUE)
+    string(REGEX REPLACE "(^|\n)[ \t]*--[ \t]*@keep-comments[^\n]*\n" "\\1"
+           text "${text}")
+  endif()
   get_filename_component(dir "${path}" DIRECTORY)
   math(EXPR next "${depth} + 1")
   # Includes first (their own comments go with them).
@@ -39,10 +49,15 @@ function(embed_read path depth out)
     # "\n" + line + "\n" -> "\n" + sub (sub ends in "\n")
     string(REPLACE "${line}\n" "${sub}" text "${text}")
   endforeach()
-  # Comment lines out (a leading "\n" makes the first line match too).
-  set(text "\n${text}")
-  string(REGEX REPLACE "\n[ \t]*--[^\n]*" "" text "${text}")
-  string(REGEX REPLACE "^\n" "" text "${text}")
+  if(keep)
+    # Only the file's leading comment block is for its reader alone.
+    string(REGEX REPLACE "^([ \t]*--[^\n]*\n)+" "" text "${text}")
+  else()
+    # Comment lines out (a leading "\n" makes the first line match too).
+    set(text "\n${text}")
+    string(REGEX REPLACE "\n[ \t]*--[^\n]*" "" text "${text}")
+    string(REGEX REPLACE "^\n" "" text "${text}")
+  endif()
   set(${out} "${text}" PARENT_SCOPE)
 endfunction()
 

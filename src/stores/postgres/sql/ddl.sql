@@ -9,6 +9,7 @@
 -- sequence are UNLOGGED: a holder row dies with its session anyway, so
 -- neither is worth a durable commit (see the fence function for what a
 -- crash does).
+-- @keep-comments: these comments are sent and printed (dlock ddl).
 CREATE TABLE IF NOT EXISTS dlock_locks (
     name        text        NOT NULL,
     owner       text        NOT NULL, -- random 128-bit token, hex

@@ -2,6 +2,8 @@
 -- durable: a record is what an operator reads after a crash.  Names in
 -- the "C" collation, so that a prefix (LIKE 'p%') is a range of the
 -- primary key.
+-- @keep-comments: these comments are sent and printed (dlock ddl).
+
 -- Run records (dlock run --once, --once-per; dlock history): the
 -- last runs of each name (20 kept), and per name the start of its
 -- last run and its last success.  Times: ms since the epoch on the

@@ -15,6 +15,8 @@ CREATE TABLE IF NOT EXISTS dlock_fences (
     name  text   PRIMARY KEY, -- '': ceiling of the session fences
     fence bigint NOT NULL     -- highest handed out ('': above every one)
 );
+-- Session mode: one row per held lock, written by the statement
+-- that takes the advisory lock; gone with a crash, like the locks.
 CREATE UNLOGGED TABLE IF NOT EXISTS dlock_held (
     name        text        NOT NULL,
     owner       text        NOT NULL, -- random 128-bit token, hex
@@ -28,6 +30,7 @@ CREATE UNLOGGED TABLE IF NOT EXISTS dlock_held (
     acquired_at timestamptz NOT NULL,
     PRIMARY KEY (name, owner)
 );
+-- Session mode's fences (all names): UNLOGGED from PostgreSQL 15.
 DO $$ BEGIN
     IF current_setting('server_version_num')::int >= 150000 THEN
         EXECUTE 'CREATE UNLOGGED SEQUENCE IF NOT EXISTS dlock_fence_seq';
@@ -35,6 +38,14 @@ DO $$ BEGIN
         EXECUTE 'CREATE SEQUENCE IF NOT EXISTS dlock_fence_seq';
     END IF;
 END $$;
+-- Every session fence handed out is below the ceiling, the row ''
+-- of dlock_fences (durable): a drawing statement that finds its
+-- fence within half a block of it raises it a block above the
+-- fence in its own transaction, committed durably before the
+-- fence is returned.  A crash resets the UNLOGGED sequence to 1:
+-- a value below 10^15 re-seeds it (once, under a transaction
+-- advisory lock) above every fence in dlock_fences, the ceiling
+-- included.  No clock.  p_v: the value nextval() drew.
 CREATE OR REPLACE FUNCTION dlock_fence_raise_v1(p_v bigint)
 RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE f bigint := p_v; r bigint;
@@ -56,12 +67,25 @@ BEGIN
             fence = greatest(x.fence, excluded.fence)
             RETURNING x.fence INTO r;
     END IF;
+    -- The session's copy (undone if this transaction aborts).
     PERFORM set_config('dlock.fence_ceiling_' || pg_backend_pid(), r::text, false);
     RETURN f;
 END $$;
+-- Semaphores (limit N > 1): holder rows say their limit and slot (added
+-- columns: dlock 0.2.0's tables get them on the next init).  Keys, all
+-- hashtextextended(name, seed) whatever ?keys= says: seed i + 1 is slot
+-- i, held exclusively by that slot's holder; seed -1 ("the semaphore
+-- key") is held shared by every semaphore holder; seed -2 serialises
+-- admissions as a transaction lock.  Every holder also holds the name's
+-- own key p_k0 (the limit-1 key) shared, so a limit-1 lock and a
+-- semaphore exclude each other on the server.
 ALTER TABLE dlock_held ADD COLUMN IF NOT EXISTS lim integer NOT NULL
     DEFAULT 1, ADD COLUMN IF NOT EXISTS slot integer NOT NULL DEFAULT 0;
 ALTER TABLE dlock_locks ADD COLUMN IF NOT EXISTS lim integer NOT NULL DEFAULT 1;
+-- One admission to a semaphore of session mode: under the name's
+-- admission lock (so it reads every earlier admission's row), check
+-- the limit in force, take a free slot (or p_have, already taken),
+-- the semaphore key and the name's key k0 shared, and write the row.
 CREATE OR REPLACE FUNCTION dlock_sem_acquire_v2(p_name text,
     p_owner text, p_lim integer, p_ttl bigint, p_host text,
     p_pid bigint, p_sess bigint, p_k0 bigint, p_have integer,
@@ -79,6 +103,7 @@ BEGIN
     PERFORM pg_advisory_xact_lock(hashtextextended(p_name, -2));
     SELECT d.oid INTO db FROM pg_database d
         WHERE d.datname = current_database();
+    -- A live holder of another limit (its key still held).
     SELECT h.lim INTO o_lim FROM dlock_held h WHERE h.name = p_name
         AND h.lim <> p_lim AND h.expires_at > clock_timestamp()
         AND EXISTS (SELECT 1 FROM pg_locks p WHERE p.pid =
@@ -96,6 +121,8 @@ BEGIN
     IF p_have >= 0 THEN
         s := p_have; have_slot := true;
     ELSE
+        -- Slots without a row first; never one this session holds
+        -- (session advisory locks stack).
         FOR s IN SELECT g FROM generate_series(0, p_lim - 1) g
             LEFT JOIN (SELECT h.slot, bool_or(h.sess = p_sess) AS
             mine FROM dlock_held h WHERE h.name = p_name AND h.lim > 1
@@ -109,6 +136,9 @@ BEGIN
         END LOOP;
     END IF;
     IF NOT have_slot THEN
+        -- Full.  Fence off holders past their lease whose session
+        -- still holds their slot (hung), then say who holds it and
+        -- which slot to wait on (a random one of other sessions).
         BEGIN
             SELECT count(*) FILTER (WHERE pg_terminate_backend(
                 h.backend_pid)) INTO o_killed FROM dlock_held h
@@ -136,6 +166,10 @@ BEGIN
         RETURN;
     END IF;
     PERFORM pg_advisory_lock_shared(ks);
+    -- k0 held exclusively (a limit-1 lock), or shared by a session
+    -- without the semaphore key (a shared lock, another client):
+    -- not admitted.  The rows check above named the limit if the
+    -- holder is dlock's and committed.
     IF NOT pg_try_advisory_lock_shared(p_k0) THEN
         PERFORM pg_advisory_unlock_shared(ks);
         PERFORM pg_advisory_unlock(hashtextextended(p_name, s + 1));
@@ -153,6 +187,8 @@ BEGIN
         PERFORM pg_advisory_unlock(hashtextextended(p_name, s + 1));
         RETURN;
     END IF;
+    -- Ours now: rows of other sessions for this slot, or of an
+    -- exclusive lock, are a dead session's.
     DELETE FROM dlock_held h WHERE h.name = p_name AND h.sess <>
         p_sess AND ((h.lim > 1 AND h.slot = s) OR (h.lim = 1 AND NOT
         h.shared));
@@ -164,6 +200,11 @@ BEGIN
         interval '1 millisecond', clock_timestamp(), p_lim, s);
     o_got := true; o_slot := s;
 END $$;
+
+-- Run records (dlock run --once, --once-per; dlock history): the
+-- last runs of each name (20 kept), and per name the start of its
+-- last run and its last success.  Times: ms since the epoch on the
+-- server's clock.
 CREATE TABLE IF NOT EXISTS dlock_runs (
     name     text COLLATE "C" NOT NULL,
     fence    bigint   NOT NULL, -- the fence of the run's lock

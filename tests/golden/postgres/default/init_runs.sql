@@ -1,4 +1,9 @@
 SELECT pg_advisory_xact_lock(hashtextextended('dlock: create tables', 0));
+
+-- Run records (dlock run --once, --once-per; dlock history): the
+-- last runs of each name (20 kept), and per name the start of its
+-- last run and its last success.  Times: ms since the epoch on the
+-- server's clock.
 CREATE TABLE IF NOT EXISTS dlock_runs (
     name     text COLLATE "C" NOT NULL,
     fence    bigint   NOT NULL, -- the fence of the run's lock
