@@ -1,6 +1,7 @@
 # Sourced by test.sh and bench.sh: start a throwaway server for every
 # network store compiled into $build, export DLOCK_TEST_<STORE>_URL, and
-# stop them all on exit.  Needs: build, here, ci; tier (optional: quick
+# stop them all on exit (and DLOCK_TEST_MYSQL_LEASE_URL: the same
+# MariaDB in lease mode).  Needs: build, here, ci; tier (optional: quick
 # starts no Sentinel, Cluster or TLS topology: only the long tier's
 # entries use them); sets: tmp, problems.
 tmp=$(mktemp -d /tmp/dlock-test.XXXXXX)
@@ -45,6 +46,13 @@ for store in redis postgres mysql; do
     if url=$("$here/server-$store.sh" start "$tmp/$store"); then
         echo "== $store: $(echo "$url" | sed -E 's#://([^:/@]*):[^@]*@#://\1:***@#')"
         export "DLOCK_TEST_${upper}_URL=$url" "DLOCK_TEST_${upper}_DIR=$tmp/$store"
+        # MariaDB's lease mode, on a table of its own (InnoDB: lease mode
+        # refuses session mode's MEMORY table), for every *-mysql-lease
+        # entry: the query is added here once, not in each entry.
+        if [ "$store" = mysql ]; then
+            case $url in *\?*) q='&' ;; *) q='?' ;; esac
+            export "DLOCK_TEST_MYSQL_LEASE_URL=$url${q}mode=lease&table=lease_locks"
+        fi
     else
         echo "== $store: the server did not start"
         problems=$((problems + 1))

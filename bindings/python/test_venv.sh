@@ -24,9 +24,8 @@ if [ $# -ne 1 ]; then
     echo "usage: $0 LIBDLOCK_PATH" >&2
     exit 64
 fi
-here=$(cd "$(dirname "$0")" && pwd)
-lib=$(realpath "$1")
-[ -f "$lib" ] || { echo "$0: no library at $lib" >&2; exit 66; }
+. "$(dirname "$0")/lib_arg.sh"
+lib_arg "$1"
 py=/usr/bin/python3
 [ -x "$py" ] || py=$(command -v python3)
 if ! "$py" -c 'import ensurepip, venv' 2>/dev/null; then

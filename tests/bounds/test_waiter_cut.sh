@@ -34,13 +34,6 @@ command -v ss >/dev/null || partition_cannot "no ss (iproute2)"
 ok() { echo "ok   $*"; }
 fail() { fails=$((fails + 1)); echo "FAIL $*"; }
 
-# Monotonic-enough milliseconds (bash 5's EPOCHREALTIME; every namespace
-# shares the clock).
-now_ms() {
-    local t=${EPOCHREALTIME/[.,]/}
-    echo $((t / 1000))
-}
-
 run_case() {
     local c=$1 u d name hpid tpid wpid t0 t1 rc i connected
     partition_url "$c" || {
@@ -75,7 +68,7 @@ run_case() {
 
     # The waiter, on c2, bounded by timeout(1) (exit 124/137 fails
     # below).  ip netns exec execs dlock: timeout's child is dlock.
-    t0=$(now_ms)
+    t0=$(partition_now_ms)
     timeout -k 5 30 ip netns exec "$(netns_name c2)" \
         "$DLOCK" -s "$u" run "$name" -w "$wait_s" -- \
         sh -c 'echo ran >"$1"' sh "$d/ran" 2>"$d/werr" &
@@ -101,7 +94,7 @@ run_case() {
     fi
     # The cut at +1 s (the issue's scenario; the connection above is
     # what makes it a waiter that is cut, not one that never reached).
-    while [ $(($(now_ms) - t0)) -lt "$cut_after_ms" ]; do
+    while [ $(($(partition_now_ms) - t0)) -lt "$cut_after_ms" ]; do
         sleep 0.02
     done
     if ! kill -0 "$tpid" 2>/dev/null; then
@@ -110,7 +103,7 @@ run_case() {
     netns_cut c2 srv
     rc=0
     wait "$tpid" || rc=$?
-    t1=$(now_ms)
+    t1=$(partition_now_ms)
     netns_heal c2 srv
     echo "$c: waiter exit $rc after $((t1 - t0)) ms: $(tail -n1 "$d/werr")"
 

@@ -5,6 +5,13 @@
 set -u
 DLOCK=$1
 STORE=$2
+# A missing or broken binary would leave the FIFO synchronisation below
+# waiting for a command that never started (until ctest's timeout): stop
+# here, at once, saying why.
+if ! out=$("$DLOCK" --version 2>&1); then
+    echo "FAIL the dlock binary '$DLOCK' does not run: ${out:-no output}"
+    exit 1
+fi
 # DLOCK may be a wrapper (scripts/test.sh runs this suite once more with
 # the binary under valgrind).
 export DLOCK_STORE="$STORE"

@@ -13,6 +13,12 @@
 #                              is stopped at exit.  PARTITION_SERVER_ENV
 #                              (VAR=VALUE words) goes into the server
 #                              script's environment (libfaketime)
+#   partition_server STORE ARGS...
+#                              scripts/server-STORE.sh ARGS on srv, with the
+#                              addresses partition_url starts it with (srv's
+#                              own, the clients' /24): e.g. ctl DIR restart
+#   partition_now_ms           milliseconds (bash 5's EPOCHREALTIME: every
+#                              namespace shares the clock)
 
 partition_scripts=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../scripts" && pwd)
 # shellcheck source=SCRIPTDIR/../../scripts/netns.sh
@@ -73,11 +79,8 @@ partition_url() {
         mkdir -p "$dir"
         chmod 777 "$dir"
         netns_at_exit "ip netns exec '$(netns_name srv)' '$partition_scripts/server-$store.sh' stop '$dir' >/dev/null 2>&1"
-        partition_urls[$store]=$(netns_exec srv \
-            env ${PARTITION_SERVER_ENV[@]+"${PARTITION_SERVER_ENV[@]}"} \
-            DLOCK_SERVER_HOST="$(netns_addr srv)" \
-            DLOCK_SERVER_CLIENTS="$NETNS_NET.0/24" \
-            "$partition_scripts/server-$store.sh" start "$dir") || return 1
+        partition_urls[$store]=$(partition_server "$store" start "$dir") ||
+            return 1
     fi
     u=${partition_urls[$store]}
     if [ "$c" != "$store" ]; then
@@ -91,4 +94,19 @@ partition_url() {
     fi
     # shellcheck disable=SC2034 # for the caller
     PARTITION_URL=$u
+}
+
+partition_server() {
+    local store=$1
+    shift
+    netns_exec srv \
+        env ${PARTITION_SERVER_ENV[@]+"${PARTITION_SERVER_ENV[@]}"} \
+        DLOCK_SERVER_HOST="$(netns_addr srv)" \
+        DLOCK_SERVER_CLIENTS="$NETNS_NET.0/24" \
+        "$partition_scripts/server-$store.sh" "$@"
+}
+
+partition_now_ms() {
+    local t=${EPOCHREALTIME/[.,]/}
+    echo $((t / 1000))
 }

@@ -57,11 +57,6 @@ partition_begin 2 "$@"
 ok() { echo "ok   $*"; }
 fail() { fails=$((fails + 1)); echo "FAIL $*"; }
 
-now_ms() {
-    local t=${EPOCHREALTIME/[.,]/}
-    echo $((t / 1000))
-}
-
 # until_grep PATTERN FILE SECONDS: FILE has a line matching PATTERN.
 until_grep() {
     local end=$((SECONDS + $3))
@@ -131,14 +126,14 @@ cut_off() {
     local t_cut pid2
     start_holder c1 "$ttl" "$@" "$name" || return 1
     netns_cut c1 srv
-    t_cut=$(now_ms)
+    t_cut=$(partition_now_ms)
     timeout -k 5 120 ip netns exec "$(netns_name c2)" \
         "$DLOCK" -s "$u" run "$@" -w 30 "$name" -- \
         sh -c "$CMD2" sh "$log" c2 2>"$d/err-c2" &
     pid2=$!
     rc1=0
     wait "$hpid" || rc1=$?
-    took=$(($(now_ms) - t_cut))
+    took=$(($(partition_now_ms) - t_cut))
     rc2=0
     wait "$pid2" || rc2=$?
     # The watcher ends with CMD (timeout(1) bounds it).
@@ -239,24 +234,21 @@ case_restart() {
     : >"$log"
     start_holder c1 "$ttl3" --once-per 60s "$name" || return 0
     # The same addresses as partition_url started it with.
-    netns_exec srv env DLOCK_SERVER_HOST="$(netns_addr srv)" \
-        DLOCK_SERVER_CLIENTS="$NETNS_NET.0/24" \
-        "$partition_scripts/server-$store.sh" ctl "$T/server-$store" \
-        restart >/dev/null
-    t_r=$(now_ms)
+    partition_server "$store" ctl "$T/server-$store" restart >/dev/null
+    t_r=$(partition_now_ms)
     rc1=0
     if [ "$c" = "$store" ]; then
         # Redis (no persistence), session mode: the lock is gone.
         wait "$hpid" || rc1=$?
         wait "$wpid" || true
         if [ "$rc1" = 75 ] && grep -q '^dead c1$' "$log" && ! grep -q '^end c1$' "$log"; then
-            ok "$c: restart: c1's run was lost (75, CMD stopped), $(($(now_ms) - t_r)) ms after the restart"
+            ok "$c: restart: c1's run was lost (75, CMD stopped), $(($(partition_now_ms) - t_r)) ms after the restart"
         else
             fail "$c: restart: c1 exited $rc1 (want 75, CMD stopped): $(tail -n3 "$d/err-c1")"
         fi
     else
         # Lease mode: the row outlives the restart, the holder renews it.
-        left=$(((ttl3 + 2) * 1000 + t_r - $(now_ms)))
+        left=$(((ttl3 + 2) * 1000 + t_r - $(partition_now_ms)))
         if [ "$left" -gt 0 ] && ! until_grep '^dead c1$' "$log" $(((left + 999) / 1000)) &&
             kill -0 "$hpid" 2>/dev/null; then
             ok "$c: restart: c1's run went on (still running $((ttl3 + 2)) s after it)"

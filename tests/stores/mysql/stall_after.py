@@ -10,74 +10,38 @@ stalls its connection; every other connection is forwarded as usual.
 Prints its own port on the first line of stdout and "stalled" when it
 stalls.  Listens on 127.0.0.1 only; exits on SIGTERM.
 """
-import selectors
-import signal
-import socket
+import os
 import sys
 
-host, port = sys.argv[1], int(sys.argv[2])
-mark = sys.argv[3].encode()
-signal.signal(signal.SIGTERM, lambda s, f: sys.exit(0))
-
-ls = socket.socket()
-ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-ls.bind(("127.0.0.1", 0))
-ls.listen(64)
-print(ls.getsockname()[1], flush=True)
-
-sel = selectors.DefaultSelector()
-sel.register(ls, selectors.EVENT_READ, None)
-peer = {}      # socket -> (other socket, from_server)
-seen = {}      # client socket -> tail of its bytes, to find MARK
-stalled = []   # the stalled pair, kept open and no longer read
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "common"))
+from proxy import Proxy  # noqa: E402
 
 
-def close(s):
-    o = peer.pop(s, (None, None))[0]
-    for x in (s, o):
-        if x is not None:
-            try:
-                sel.unregister(x)
-            except (KeyError, ValueError):
-                pass
-            x.close()
-            peer.pop(x, None)
-            seen.pop(x, None)
+class StallAfter(Proxy):
+    def __init__(self, host, port, mark):
+        super().__init__(host, port)
+        self.mark = mark
+        self.seen = {}      # client socket -> tail of its bytes, to find MARK
+        self.stalled = []   # the stalled pair, kept open and no longer read
+
+    def on_accept(self, client, server):
+        self.seen[client] = b""
+
+    def close(self, s):
+        for x in (s, self.peer.get(s, (None,))[0]):
+            self.seen.pop(x, None)
+        super().close(s)
+
+    def on_data(self, s, other, from_server, data):
+        if not self.forward(s, other, data):
+            return
+        if not from_server and not self.stalled:
+            tail = (self.seen[s] + data)[-(len(self.mark) + 65536):]
+            self.seen[s] = tail
+            if self.mark in tail:
+                self.stalled = self.detach(s)
+                self.say("stalled")
 
 
-while True:
-    for key, _ in sel.select():
-        s = key.fileobj
-        if s is ls:
-            c, _ = ls.accept()
-            u = socket.create_connection((host, port))
-            peer[c] = (u, False)
-            peer[u] = (c, True)
-            seen[c] = b""
-            sel.register(c, selectors.EVENT_READ, None)
-            sel.register(u, selectors.EVENT_READ, None)
-            continue
-        if s not in peer:
-            continue
-        o, from_server = peer[s]
-        try:
-            data = s.recv(65536)
-        except OSError:
-            data = b""
-        if not data:
-            close(s)
-            continue
-        try:
-            o.sendall(data)
-        except OSError:
-            close(s)
-            continue
-        if not from_server and not stalled:
-            tail = (seen[s] + data)[-(len(mark) + 65536):]
-            seen[s] = tail
-            if mark in tail:
-                for x in (s, o):
-                    sel.unregister(x)
-                    peer.pop(x, None)
-                stalled = [s, o]
-                print("stalled", flush=True)
+StallAfter(sys.argv[1], sys.argv[2], sys.argv[3].encode()).run()

@@ -48,6 +48,13 @@ if [ -z "$STORE" ]; then
     echo "FAIL no store URL (DLOCK_TEST_MYSQL_URL)"
     exit 1
 fi
+# A missing or broken binary would leave the FIFO synchronisation below
+# waiting for a command that never started (until ctest's timeout): stop
+# here, at once, saying why.
+if ! out=$("$DLOCK" --version 2>&1); then
+    echo "FAIL the dlock binary '$DLOCK' does not run: ${out:-no output}"
+    exit 1
+fi
 case $STORE in *mode=lease*) lease=1 ;; *) lease=0 ;; esac
 T=$(mktemp -d /tmp/dlock-stall.XXXXXX)
 proxy=""
