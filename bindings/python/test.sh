@@ -14,15 +14,14 @@ if [ $# -lt 1 ]; then
     echo "usage: $0 LIBDLOCK_PATH [DLOCK_CLI_PATH] [PYTEST ARGS...]" >&2
     exit 64
 fi
-here=$(cd "$(dirname "$0")" && pwd)
-lib=$(realpath "$1")
+. "$(dirname "$0")/lib_arg.sh"
+lib_arg "$1"
 shift
 cli=
 if [ $# -ge 1 ] && [ "${1#-}" = "$1" ]; then
     cli=$(realpath "$1")
     shift
 fi
-[ -f "$lib" ] || { echo "$0: no library at $lib" >&2; exit 66; }
 
 export DLOCK_LIBRARY=$lib
 export DLOCK_CLI=$cli
