@@ -84,6 +84,7 @@
 #include "pool.h"
 #include "rconn.h"
 #include "store.h"
+#include "text.h"
 
 /* --- scripts.c ------------------------------------------------------- */
 
@@ -225,8 +226,7 @@ struct redis_store {
     pthread_mutex_t mu;
     struct dlock__pool pool;
     char sha[S_COUNT][41];
-    const char *lua[S_COUNT]; /* the scripts' text (scripts.c) */
-    char *lua_buf[S_COUNT];   /* ... those made for Cluster */
+    char *lua[S_COUNT]; /* the scripts' text, made at open (scripts.c) */
 
     /* pub/sub */
     pthread_mutex_t smu;
@@ -378,6 +378,9 @@ int dlock__redis_cmd(struct redis_store *rs, int slot, int retry,
 /* The scripts' text for rs (its Cluster variants: scripts.c, HEARD). */
 int dlock__redis_scripts_init(struct redis_store *rs);
 void dlock__redis_scripts_free(struct redis_store *rs);
+/* Every script, as each variant of the store ("standalone", "cluster")
+ * sends it, to emit(): the golden copies (src/core/text.h). */
+void dlock__redis_texts(dlock__text_emit emit, void *arg);
 /* SCRIPT LOAD every script on a new connection, into rs->sha. */
 int dlock__redis_load_scripts(struct redis_store *rs, struct rconn *c);
 /* Run script s with the 4 keys of k and nargs arguments (caller holds
@@ -443,8 +446,6 @@ int dlock__redis_scan(struct redis_store *rs, const char *pattern,
 
 /* --- runs.c --------------------------------------------------------- */
 
-/* The text of script s >= S_LOADED. */
-const char *dlock__redis_run_lua(int s);
 int dlock__redis_run_begin(struct dlock_store *s, struct dlock_lock *lk,
                            const dlock_run_rule *rule, const char *host,
                            int64_t pid, int *go, dlock_run *last);
