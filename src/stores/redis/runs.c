@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "redis.h"
+#include "locks.h"
 
 /* --- keys ------------------------------------------------------------ */
 

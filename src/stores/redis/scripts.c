@@ -1,5 +1,7 @@
 /*
- * scripts.c - the Lua scripts, one per operation, and running them.
+ * scripts.c - the Lua scripts, one per operation: their text, and loading
+ * them on a new connection (with its database selected: the connection
+ * made ready, dlock__redis_ready).  Running them is eval.c's.
  *
  * Every operation on a lock is one script, one round trip.  The scripts
  * are lua/ *.lua (embedded at build time, cmake/embed.cmake), expanded
@@ -12,10 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "redis.h"
+#include "scripts.h"
 
 #include "redis_text.h"
-#include "text.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -93,7 +94,7 @@ void dlock__redis_texts(dlock__text_emit emit, void *arg)
             char *text = script_text(i, v == 1);
 
             emit(arg, variant[v], script[i].name,
-                 text != NULL ? text : "(no text: dlock__text_expand failed)\n");
+                 text != NULL ? text : "(dlock__text_expand failed)\n");
             free(text);
         }
 }
@@ -107,7 +108,7 @@ void dlock__redis_scripts_free(struct redis_store *rs)
 /* SCRIPT LOAD answered error r.  A server that does not know SCRIPT
  * echoes its arguments, dlock's Lua source, which says nothing to a
  * user: a Sentinel is the likely one, and is named (a cluster node gets
- * its hint from conn.c); another gets the error without the echo. */
+ * its hint from link.c); another gets the error without the echo. */
 static int load_error(struct redis_store *rs, struct rconn *c,
                       const redisReply *r)
 {
@@ -149,115 +150,29 @@ int dlock__redis_load_scripts(struct redis_store *rs, struct rconn *c)
     return DLOCK_OK;
 }
 
-/* EVALSHA script s (argv[1] its sha), else its text on NOSCRIPT. */
-struct eval {
-    struct redis_store *rs;
-    int s, argc;
-    const char **argv;
-    size_t *lens;
-    redisReply *reply;
-};
-
-/* Scripts whose success must reach the replicas (?replicas=). */
-static int wants_acks(int s)
+int dlock__redis_ready(struct redis_store *rs, struct rconn *c, void **out)
 {
-    return s == S_ACQ || s == S_ACQ_SHARED || s == S_ACQ_SEM || s == S_EXT ||
-           s == S_EXT_SHARED || s == S_EXT_SEM;
-}
-
-/* An acquire's {1, fence, ...} or an extend's 1. */
-static int worked(const redisReply *r)
-{
-    if (r->type == REDIS_REPLY_INTEGER)
-        return r->integer == 1;
-    return r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
-           r->element[0]->type == REDIS_REPLY_INTEGER &&
-           r->element[0]->integer == 1;
-}
-
-static int eval_fn(void *conn, void *arg, int *dead)
-{
-    struct eval *e = arg;
+    redisReply *r;
     int rc;
 
-    e->argv[0] = "EVALSHA";
-    e->lens[0] = 7;
-    e->argv[1] = e->rs->sha[e->s];
-    e->lens[1] = 40;
-    rc = dlock__redis_send(e->rs, conn, e->argc, e->argv, e->lens, &e->reply,
-                           dead);
-    if (rc == DLOCK_OK && e->reply->type == REDIS_REPLY_ERROR &&
-        strncmp(e->reply->str, "NOSCRIPT", 8) == 0) {
-        freeReplyObject(e->reply);
-        e->argv[0] = "EVAL";
-        e->lens[0] = 4;
-        e->argv[1] = e->rs->lua[e->s];
-        e->lens[1] = strlen(e->rs->lua[e->s]);
-        rc = dlock__redis_send(e->rs, conn, e->argc, e->argv, e->lens,
-                               &e->reply, dead);
+    *out = NULL;
+    if (rs->db != 0) {
+        r = dlock__rconn_command(c, "SELECT %d", rs->db);
+        if (r == NULL || r->type == REDIS_REPLY_ERROR) {
+            rc =
+                r ? dlock__redis_reply_error(rs, r, "SELECT")
+                  : dlock__seterr(DLOCK_EUNAVAIL, "%s: %s", rs->url, c->errstr);
+            freeReplyObject(r);
+            dlock__rconn_free(c);
+            return rc;
+        }
+        freeReplyObject(r);
     }
-    /* ?replicas=: an acquire or a renewal that worked is asked about on
-     * the connection that wrote it (WAIT counts that client's writes:
-     * on another connection it would say nothing about this one). */
-    e->rs->acks = -1;
-    if (rc == DLOCK_OK && e->rs->replicas > 0 && wants_acks(e->s) &&
-        worked(e->reply))
-        e->rs->acks = dlock__redis_wait_acks(e->rs, conn, dead);
-    return rc;
-}
-
-redisReply *dlock__redis_run_keys(struct redis_store *rs, int s, int nkeys,
-                                  const char *const *keys,
-                                  const size_t *klen, int nargs,
-                                  const char **args, const size_t *alen,
-                                  int retry, int *rc)
-{
-    const char *argv[3 + RUN_KEYS_MAX + RUN_ARGS_MAX];
-    size_t lens[3 + RUN_KEYS_MAX + RUN_ARGS_MAX];
-    char nk[16];
-    struct eval e = {rs, s, 0, argv, lens, NULL};
-
-    if (nkeys > RUN_KEYS_MAX)
-        nkeys = RUN_KEYS_MAX;
-    if (nargs > RUN_ARGS_MAX)
-        nargs = RUN_ARGS_MAX;
-    if (nkeys == DLOCK__RKEYS)
-        strcpy(nk, RKEYS_STR);
-    else
-        snprintf(nk, sizeof(nk), "%d", nkeys);
-    argv[2] = nk;
-    lens[2] = strlen(nk);
-    for (int i = 0; i < nkeys; i++) {
-        argv[3 + i] = keys[i];
-        lens[3 + i] = klen[i];
+    rc = dlock__redis_load_scripts(rs, c);
+    if (rc != DLOCK_OK) {
+        dlock__rconn_free(c);
+        return rc;
     }
-    for (int i = 0; i < nargs; i++) {
-        argv[3 + nkeys + i] = args[i];
-        lens[3 + nkeys + i] = alen[i];
-    }
-    e.argc = 3 + nkeys + nargs;
-    *rc = dlock__redis_exec(rs,
-                            rs->cluster
-                                ? (int)dlock__redis_slot(keys[0], klen[0])
-                                : -1,
-                            eval_fn, &e, retry);
-    if (*rc != DLOCK_OK)
-        return NULL;
-    if (e.reply->type == REDIS_REPLY_ERROR) {
-        *rc = dlock__redis_reply_error(rs, e.reply, "script");
-        freeReplyObject(e.reply);
-        return NULL;
-    }
-    return e.reply;
-}
-
-redisReply *dlock__redis_run(struct redis_store *rs, int s,
-                             const struct dlock__rkeys *k, int nargs,
-                             const char **args, const size_t *alen, int retry,
-                             int *rc)
-{
-    _Static_assert(DLOCK__RKEYS <= RUN_KEYS_MAX, "RUN_KEYS_MAX too small");
-    return dlock__redis_run_keys(rs, s, DLOCK__RKEYS, k->k, k->klen,
-                                 nargs < 6 ? nargs : 6, args, alen, retry,
-                                 rc);
+    *out = c;
+    return DLOCK_OK;
 }
