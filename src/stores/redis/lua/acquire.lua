@@ -3,7 +3,7 @@
 -- Every per-lock script gets the same keys and arguments (scripts.c):
 -- KEYS: 1 lock, 2 fence, 3 readers, 4 info, 5 queue, 6 waiters, 7 sem.
 -- ARGV: 1 token, 2 ttl ms, 3 host, 4 pid, 5 (an acquire) how it treats
--- the queue: 'q' wait, 't' try, 'u' unfair (redis.h), 6 (a semaphore's
+-- the queue: 'q' wait, 'n' try, 'u' unfair (redis.h: Q_*), 6 (a semaphore's
 -- acquire) its limit.  Channels are not keys: the name's release channel
 -- is KEYS[1] .. '\255release', a waiter's own channel KEYS[1] .. '\255w'
 -- .. its token.  PUBLISH goes through pcall: a user whose ACL has no
