@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "redis.h"
+#include "topology.h"
 
 #define SLOTS 16384
 #define MAP_MIN_MS 100  /* asking for the map again after a failure */
@@ -42,7 +42,7 @@
 
 /* --- each node's pool -------------------------------------------------- */
 
-/* A node's command connection: as the single server's (conn.c), at the
+/* A node's command connection: as the single server's (route.c), at the
  * node's address. */
 static int node_open(void *ctx, void **out)
 {

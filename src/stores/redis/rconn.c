@@ -1,7 +1,9 @@
 /*
- * rconn.c - the store's connections: a socket (TCP or unix), TLS on it
- * with OpenSSL for rediss://, hiredis's command formatting and reply
- * reader on top (rconn.h says why).
+ * rconn.c - the transport, the store's bottom layer (redis.h): one
+ * connection, a socket (TCP or unix), TLS on it with OpenSSL for
+ * rediss://, hiredis's command formatting and reply reader on top
+ * (rconn.h says why).  It knows nothing of the store's handle: link.c,
+ * the layer above, does.
  *
  * TLS: the server's certificate must chain to ?cacert= (else the
  * system's trusted CAs) and name the host connected to (an address the

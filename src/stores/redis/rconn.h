@@ -1,6 +1,7 @@
 /*
- * rconn.h - one connection to a Redis server: TCP, a unix socket, or TLS
- * over TCP, behind one interface that every call site of the store uses.
+ * rconn.h - the transport: one connection to a Redis server, TCP, a unix
+ * socket, or TLS over TCP, behind one interface that every call site of
+ * the store uses.
  *
  * Why not hiredis's redisContext: Debian's hiredis (0.14) has no TLS, and
  * its context reads and writes the socket itself with no hook for another

@@ -1,21 +1,23 @@
 /*
- * redis.h - the Redis store's private header: its handle, and what its
- * files share.
+ * redis.h - the Redis store's handle (struct redis_store) and the types
+ * and constants its files share.  Functions are declared by layer, each
+ * header above the one before and calling only down:
  *
- *   conn.c     connections: connect, the command connection's pool and
- *              the retry-once policy (src/core/pool.h)
- *   scripts.c  the Lua scripts and running them (EVALSHA, EVAL on
- *              NOSCRIPT)
- *   sub.c      the subscriber connection, its listener thread, channels
- *   wait.c     the wait: one slice at a time (wait_slice), keyspace
- *              events and polling for foreign holders
- *   store.c    the ops table: open, close, acquire, extend, release,
- *              status, list, force-release
- *   renew.c    the renew thread's batches: many extends in one pipeline
- *   runs.c     run records (dlock_run_begin/_end, dlock_history,
- *              dlock_last_runs): their scripts and keys
- *   rconn.c    one connection: TCP, unix socket or TLS (OpenSSL), with
- *              hiredis's command formatting and reply reader
+ *   rconn.h     the transport: one connection, TCP, unix socket or TLS
+ *               (OpenSSL), with hiredis's command formatting and reply
+ *               reader (rconn.c)
+ *   link.h      a link to one server: connect and authenticate, send a
+ *               command, error classes, WAIT, retry-once on a pool
+ *               (link.c)
+ *   scripts.h   the Lua scripts' text (lua/ *.lua, expanded per variant)
+ *               and loading them on a new connection (scripts.c)
+ *   topology.h  where commands go: the master, with Sentinel (master.c),
+ *               Redis Cluster (cluster.c), the command pool and exec
+ *               over either (route.c)
+ *   eval.h      running a script: EVALSHA, EVAL on NOSCRIPT (eval.c)
+ *   locks.h     the operations: the ops table (store.c), the wait and
+ *               its subscriber (wait.c, sub.c), batched renewals
+ *               (renew.c), run records (runs.c)
  *
  * redis://[user:pass@]host[:port][/db][?prefix=dlock:&connect_timeout=5s
  *                                      &timeout=5s]
@@ -59,12 +61,12 @@
  * Threads: one command connection per store handle, used under the mutex
  * mu.  Each command is a sub-millisecond round trip and a lock never pins
  * a connection, so more connections would only add load on the server.
- * The connection sits in a core pool of one (conn.c), for the pool's
+ * The connection sits in a core pool of one (link.c, route.c), for the pool's
  * retry-once policy.  Waiting uses a second connection, subscribed to the
  * channels of the names this handle waits on and its waiters' own
  * channels, read by a listener thread.  With ?fair=1 (the default) a
  * waiter queues on the server and a release hands the lock to the head
- * of the queue, telling only it (scripts.c: handoff); otherwise a release
+ * of the queue, telling only it (lua/fn_handoff.lua); otherwise a release
  * message wakes one waiter per handle (first come, first woken).
  * A holder that is not dlock (its value lacks "dlock1:") never publishes:
  * waiters on it also subscribe to the lock key's keyspace channel when the
@@ -85,7 +87,7 @@
 #include "rconn.h"
 #include "store.h"
 
-/* --- scripts.c ------------------------------------------------------- */
+/* --- the scripts (scripts.c, eval.c) ------------------------------- */
 
 /* Per-lock scripts come in threes: a lock, a shared lock, a semaphore
  * (dlock__redis_script picks one). */
@@ -179,13 +181,13 @@ struct redis_store {
      * the subscriber); NULL: plaintext (rconn.c). */
     struct rtls *tls;
     /* ?replicas=N: an acquire or a renewal counts only once WAIT says N
-     * replicas have it, within ?replicas_timeout= (scripts.c: eval_fn
+     * replicas have it, within ?replicas_timeout= (eval.c: eval_fn
      * asks, store.c and renew.c decide).  0: no WAIT. */
     int replicas;
     int64_t replicas_timeout_ms;
     long long acks; /* what the last WAIT answered (under mu), -1 none */
 
-    /* Sentinel (topo.c): the sentinels, the master's name, where it was
+    /* Sentinel (master.c): the sentinels, the master's name, where it was
      * last, and the epoch: how many times the command connection found
      * the master somewhere else.  A lock taken in an older epoch is LOST
      * (the promoted replica may lack it, or have it without its holder
@@ -225,8 +227,7 @@ struct redis_store {
     pthread_mutex_t mu;
     struct dlock__pool pool;
     char sha[S_COUNT][41];
-    const char *lua[S_COUNT]; /* the scripts' text (scripts.c) */
-    char *lua_buf[S_COUNT];   /* ... those made for Cluster */
+    char *lua[S_COUNT]; /* the scripts' text, made at open (scripts.c) */
 
     /* pub/sub */
     pthread_mutex_t smu;
@@ -247,7 +248,7 @@ struct redis_store {
     int64_t ks_checked; /* ... at this time */
 };
 
-/* --- cluster.c ------------------------------------------------------- */
+/* --- Redis Cluster (cluster.c, link.c) ------------------------------ */
 
 enum { R_MOVED = 1, R_ASK };
 
@@ -260,237 +261,10 @@ struct cnode {
     struct dlock__pool pool;
 };
 
-/* Parse redis-cluster://host:port[,host:port...][/0] into rs, ask the
- * seeds for the slot map (which also checks the address and the password). */
-int dlock__redis_cluster_open(struct redis_store *rs,
-                              const struct dlock_url *u);
-void dlock__redis_cluster_free(struct redis_store *rs);
-/* The hash slot of a lock name (of its lock key). */
-unsigned dlock__redis_name_slot(const struct redis_store *rs,
-                                const char *name, size_t len);
-/* fn on the command connection of the master of slot (-1: any master),
- * following MOVED and ASK, and asking for the map again when a node did
- * not answer (caller holds mu). */
-int dlock__redis_cluster_exec(struct redis_store *rs, int slot,
-                              dlock__pool_fn fn, void *arg, int retry);
-/* The node that serves slot, or -1 (caller holds mu; may ask for the
- * map). */
-int dlock__redis_cluster_owner(struct redis_store *rs, unsigned slot);
-/* Each master once: calls fn with a slot it serves (caller holds mu). */
-int dlock__redis_cluster_each_master(struct redis_store *rs,
-                                     int (*fn)(struct redis_store *, int slot,
-                                               void *),
-                                     void *arg);
-/* A connection to any node, for the subscriber. */
-struct rconn *dlock__redis_cluster_any(struct redis_store *rs, int *rc);
 
-/* --- conn.c ---------------------------------------------------------- */
 
-/* The pool's callbacks (ctx: the struct redis_store); a new connection
- * has its database selected and the scripts loaded. */
-extern const struct dlock__pool_ops dlock__redis_pool_ops;
-/* A connection made ready for commands: its database selected, the
- * scripts loaded; *out = c, or c freed and an error. */
-int dlock__redis_ready(struct redis_store *rs, struct rconn *c, void **out);
-/* The close and healthy callbacks of every Redis pool (cluster nodes'
- * too); ctx unused. */
-void dlock__redis_pool_close(void *ctx, void *c);
-int dlock__redis_pool_healthy(void *ctx, void *c, int64_t idle_ms);
-/* Connect to host:port (NULL: the unix socket), authenticate and check
- * that the peer speaks Redis.  Returns a ready context, or NULL with *rc
- * and the message set. */
-struct rconn *dlock__redis_connect_to(struct redis_store *rs, const char *host,
-                                      int port, int *rc);
 
-/* --- topo.c ---------------------------------------------------------- */
 
-/* A connection to the master: the configured server, or with Sentinel
- * the one the sentinels name (and which says it is master).  main: the
- * command connection, whose master change starts a new epoch. */
-struct rconn *dlock__redis_connect(struct redis_store *rs, int main, int *rc);
-/* Does the server on c say (ROLE) it is a `role`: "master", "sentinel"? */
-int dlock__redis_role_is(struct rconn *c, const char *role);
-/* Does a sentinel name a master for rs->master (whether or not it is
- * reachable)? */
-int dlock__redis_sentinel_knows(struct redis_store *rs);
-/* Parse redis-sentinel://host:port,host:port/MASTER into rs. */
-int dlock__redis_topo_parse(struct redis_store *rs, const struct dlock_url *u);
-/* Parse host[:port][,host[:port]...] (the sentinels, a cluster's seed
- * nodes) into sent_host and sent_port; what names them in messages. */
-int dlock__redis_hosts_parse(struct redis_store *rs, const struct dlock_url *u,
-                             int default_port, const char *what);
-void dlock__redis_topo_free(struct redis_store *rs);
-/* DLOCK_EUNAVAIL or DLOCK_ESTORE for a server's error answer msg
- * (include/dlock.h's failure classes). */
-int dlock__redis_error_code(const char *msg);
-/* The error of the server's error answer r (not freed), its code by
- * dlock__redis_error_code(). */
-int dlock__redis_reply_error(struct redis_store *rs, const redisReply *r,
-                             const char *what);
-/* Frees r: DLOCK_ESTORE, "unexpected reply". */
-int dlock__redis_bad_reply(struct redis_store *rs, redisReply *r);
-/* The socket timeout of c for the exchanges that follow: the URL's, or
- * less when the call is for a held lock whose lease ends sooner
- * (dlock__io_bound()).  Returns whether it changed it, for
- * dlock__redis_unbound() to put the URL's back. */
-int dlock__redis_bound(struct redis_store *rs, struct rconn *c);
-void dlock__redis_unbound(struct redis_store *rs, struct rconn *c, int bound);
-/* WAIT rs->replicas on c: how many replicas acknowledged every write of
- * c so far, within ?replicas_timeout= (less near a held lock's lease
- * end); -1 when the connection broke (*dead set) or the answer was not a
- * count. */
-long long dlock__redis_wait_acks(struct redis_store *rs, struct rconn *c,
-                                 int *dead);
-/* DLOCK_EUNAVAIL: what of name[0..len) (an acquire, a renewal) fewer
- * than rs->replicas acknowledged (acks). */
-int dlock__redis_unacked(struct redis_store *rs, const char *what,
-                         const char *name, long long acks);
-/* Send one command on c and read its answer: DLOCK_OK with *out (an
- * error answer too: the caller looks), or DLOCK_EUNAVAIL with *dead set
- * when the connection broke or did not answer in time. */
-int dlock__redis_send(struct redis_store *rs, struct rconn *c, int argc,
-                      const char **argv, const size_t *lens, redisReply **out,
-                      int *dead);
-/* SIGPIPE blocked in this thread from begin to end (conn.c). */
-struct dlock__nopipe {
-    sigset_t old;
-    int was_pending;
-};
-void dlock__redis_nopipe_begin(struct dlock__nopipe *np);
-void dlock__redis_nopipe_end(struct dlock__nopipe *np);
-/* fn on the command connection (caller holds mu): with Cluster, that of
- * the master of slot (-1: any).  retry: under the pool's retry-once
- * policy; 0 for what must not run twice. */
-int dlock__redis_exec(struct redis_store *rs, int slot, dlock__pool_fn fn,
-                      void *arg, int retry);
-/* As dlock__redis_exec(), on one pool (the single-server path, and each
- * cluster node's). */
-int dlock__redis_exec_on(struct dlock__pool *pool, dlock__pool_fn fn,
-                         void *arg, int retry);
-/* One command on the command connection, retried as dlock__redis_exec
- * does (caller holds mu): DLOCK_OK with *out as dlock__redis_send. */
-int dlock__redis_cmd(struct redis_store *rs, int slot, int retry,
-                     redisReply **out, int argc, const char **argv,
-                     const size_t *lens);
 
-/* --- scripts.c ------------------------------------------------------- */
-
-/* The scripts' text for rs (its Cluster variants: scripts.c, HEARD). */
-int dlock__redis_scripts_init(struct redis_store *rs);
-void dlock__redis_scripts_free(struct redis_store *rs);
-/* SCRIPT LOAD every script on a new connection, into rs->sha. */
-int dlock__redis_load_scripts(struct redis_store *rs, struct rconn *c);
-/* Run script s with the 4 keys of k and nargs arguments (caller holds
- * mu).  Returns the reply (caller frees), or NULL with *rc set: an error
- * answer is DLOCK_ESTORE.  retry as for dlock__redis_exec. */
-redisReply *dlock__redis_run(struct redis_store *rs, int s,
-                             const struct dlock__rkeys *k, int nargs,
-                             const char **args, const size_t *alen, int retry,
-                             int *rc);
-/* As dlock__redis_run(), with nkeys (at most RUN_KEYS_MAX) keys of one
- * hash slot and up to RUN_ARGS_MAX arguments. */
-#define RUN_KEYS_MAX 8
-#define RUN_ARGS_MAX 8
-redisReply *dlock__redis_run_keys(struct redis_store *rs, int s, int nkeys,
-                                  const char *const *keys,
-                                  const size_t *klen, int nargs,
-                                  const char **args, const size_t *alen,
-                                  int retry, int *rc);
-
-/* --- store.c --------------------------------------------------------- */
-
-int dlock__redis_keys_of(struct redis_store *rs, const char *name,
-                         size_t name_len, struct dlock__rkeys *k);
-/* The script of kind base (S_ACQ, S_REL, S_EXT or S_TTL) for lk: a
- * lock's, a shared lock's or a semaphore's. */
-int dlock__redis_script(const struct dlock_lock *lk, int base);
-/* One attempt (OK: *epoch is the epoch it ran in); q is Q_WAIT, Q_TRY or Q_UNFAIR.  BUSY: *retry_ms is the
- * holder's lease left (-1 unknown), *foreign is set if the holder is not
- * a dlock client (its value is not "dlock1:" + a token), which will not
- * publish when it lets go, and *place is the place in the queue (0: not
- * queued). */
-int dlock__redis_attempt(struct redis_store *rs, struct dlock_lock *lk,
-                         const char *q, int64_t *retry_ms, int *foreign,
-                         long long *place, uint64_t *epoch);
-/* The current epoch (topo.c); a held lock's lk->priv records the one it
- * was taken in (dlock__redis_held), tagged so it is no wait's pointer. */
-uint64_t dlock__redis_epoch(struct redis_store *rs,
-                            const struct dlock_lock *lk);
-void dlock__redis_held(struct dlock_lock *lk, uint64_t epoch);
-int dlock__redis_is_held_tag(const void *priv);
-/* The lease the server is asked for: one ms more than the holder counts.
- * The server's clock counts whole ms (rounded down) from when the script
- * runs, which can be up to 1 ms before the holder's count began: without
- * the margin a lease (a lock's PX, a semaphore slot's score) could end
- * before the holder's own end, and its slot be handed on while it still
- * holds (the semaphore torture saw 4 holders of 3). */
-#define DLOCK__REDIS_LEASE(ttl) ((ttl) > 0 ? (ttl) + 1 : (ttl))
-/* Was lk taken in an epoch before now_epoch (a failover since)? */
-int dlock__redis_stale(const struct dlock_lock *lk, uint64_t now_epoch);
-/* Let go of a stale lock on the new master; returns DLOCK_LOST. */
-int dlock__redis_drop_stale(struct redis_store *rs, struct dlock_lock *lk);
-/* A wait that ended without the lock: leave the queue (best effort). */
-int dlock__redis_leave(struct redis_store *rs, struct dlock_lock *lk);
-
-/* SCAN the server (every master of a cluster) for the keys matching
- * pattern, calling take for each (caller does not hold mu; take runs
- * with it held and must not call into the store).  Stops at take's first
- * error. */
-int dlock__redis_scan(struct redis_store *rs, const char *pattern,
-                      int (*take)(struct redis_store *rs, const char *key,
-                                  size_t len, void *arg),
-                      void *arg);
-
-/* --- runs.c --------------------------------------------------------- */
-
-/* The text of script s >= S_LOADED. */
-const char *dlock__redis_run_lua(int s);
-int dlock__redis_run_begin(struct dlock_store *s, struct dlock_lock *lk,
-                           const dlock_run_rule *rule, const char *host,
-                           int64_t pid, int *go, dlock_run *last);
-int dlock__redis_run_end(struct dlock_store *s, struct dlock_lock *lk,
-                         int result, int status);
-int dlock__redis_runs(struct dlock_store *s, const char *name, unsigned max,
-                      dlock_run_cb cb, void *payload);
-int dlock__redis_last_runs(struct dlock_store *s, const char *prefix,
-                           dlock_run_cb cb, void *payload);
-
-/* --- sub.c (all under smu) ------------------------------------------- */
-
-/* The pub/sub connection and its listener, started on first use or after
- * a failure (may drop and retake smu). */
-int dlock__redis_sub_ensure(struct redis_store *rs);
-/* Stop the listener and close the connection (smu not held). */
-void dlock__redis_sub_stop(struct redis_store *rs);
-/* Send (UN)SUBSCRIBE for one channel; kind is what it is for, P_*.
- * -1 when not sent (no connection, out of memory, write failed). */
-int dlock__redis_sub_cmd(struct redis_store *rs, const char *verb,
-                         const char *chan, size_t len, unsigned char kind);
-/* Join w to the waiters of channel name[0..len), subscribing it if it
- * is new; own: a waiter's own channel.  NULL: out of memory. */
-struct chan *dlock__redis_chan_join(struct redis_store *rs, const char *name,
-                                    size_t len, int own, struct waiter *w);
-/* Take w off c (passing on a wake-up it did not use); the last waiter
- * unsubscribes and frees c. */
-void dlock__redis_chan_leave(struct redis_store *rs, struct chan *c,
-                             struct waiter *w);
-/* Subscribe c to the keyspace channel of k's lock key, if not yet.  Out
- * of memory leaves c->ks NULL: the waiter polls. */
-void dlock__redis_chan_want_ks(struct redis_store *rs, struct chan *c,
-                               const struct dlock__rkeys *k);
-/* Store close: free every channel (no waiter is left). */
-void dlock__redis_chans_free(struct redis_store *rs);
-
-/* --- wait.c ---------------------------------------------------------- */
-
-int dlock__redis_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
-                            int64_t slice_ms, int64_t *retry_ms);
-int dlock__redis_forget(struct dlock_store *s, struct dlock_lock *lk);
-
-/* --- renew.c -------------------------------------------------------- */
-
-int dlock__redis_extend_many(struct dlock_store *s,
-                             struct dlock_lock *const *locks, size_t n,
-                             int *rcs);
 
 #endif /* DLOCK_STORES_REDIS_H */

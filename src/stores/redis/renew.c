@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "redis.h"
+#include "locks.h"
 
 struct renew_call {
     struct redis_store *rs;

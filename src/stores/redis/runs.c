@@ -15,6 +15,7 @@
  * record); so is ending one.  Reading them is one LRANGE per name; the
  * names under a prefix come from SCAN over the summary keys (every
  * master of a cluster).  Nothing here runs in a plain acquire or release.
+ * The two scripts are lua/run_begin.lua and lua/run_end.lua.
  */
 #include <errno.h>
 #include <limits.h>
@@ -22,84 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "redis.h"
-
-#define STR_(x) #x
-#define STR(x) STR_(x)
-
-/* As scripts.c: now, in ms on the server's clock. */
-#define NOW                                                                  \
-    "local t = redis.call('TIME') "                                          \
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) "
-
-/* KEYS: 1 lock, 2 readers, 3 semaphore holders, 4 runs, 5 summary (all in
- * one slot).  ARGV: 1 token, 2 what lk is ('x' a lock, 's' a shared lock,
- * 'm' a semaphore slot), 3 once ('1'), 4 period ms, 5 fence, 6 pid,
- * 7 host.  Ownership is what the release and extend scripts check: the
- * lock key holds "dlock1:" + the token, or a live place among the
- * holders while the lock key holds their marker.  Answers {-1}: not
- * ours; {0, record}: skip, the run that decided it ("" unknown);
- * {1, record}: recorded, the run before it ("" none). */
-static const char begin_lua[] =
-    NOW
-    "local mine "
-    "if ARGV[2] == 'x' then "
-    "  mine = redis.call('GET', KEYS[1]) == 'dlock1:' .. ARGV[1] "
-    "else "
-    "  local z, mark = KEYS[2], '\\255shared' "
-    "  if ARGV[2] == 'm' then z, mark = KEYS[3], '\\255sem' end "
-    "  local s = redis.call('ZSCORE', z, ARGV[1]) "
-    "  mine = s and tonumber(s) > now and "
-    "    redis.call('GET', KEYS[1]) == mark "
-    "end "
-    "if not mine then return {-1} end "
-    "local sum = redis.call('HMGET', KEYS[5], 'start', 'ok') "
-    "if ARGV[3] == '1' and sum[2] then return {0, sum[2]} end "
-    "local p, st = tonumber(ARGV[4]), tonumber(sum[1] or '') "
-    /* now - st < p / 2, without the fraction */
-    "if p > 0 and st and (now - st) * 2 < p then "
-    "  return {0, redis.call('LINDEX', KEYS[4], 0) or ''} "
-    "end "
-    "local all = redis.call('LRANGE', KEYS[4], 0, -1) "
-    "for i, v in ipairs(all) do "
-    "  local a, rest = string.match(v, '^(%d+ %d+ %d+) 0 (.*)$') "
-    "  if a then "
-    "    all[i] = a .. ' 4 ' .. rest "
-    "    redis.call('LSET', KEYS[4], i - 1, all[i]) "
-    "  end "
-    "end "
-    "local ms = string.format('%d', now) "
-    "redis.call('LPUSH', KEYS[4], "
-    "  ARGV[5] .. ' ' .. ms .. ' 0 0 -1 ' .. ARGV[6] .. ' ' .. ARGV[7]) "
-    "redis.call('LTRIM', KEYS[4], 0, " STR(DLOCK_RUNS_KEPT) " - 1) "
-    "redis.call('HSET', KEYS[5], 'start', ms) "
-    "return {1, all[1] or ''}";
-
-/* KEYS as begin_lua's.  ARGV: 1 fence, 2 result, 3 status.  The run is
- * found by its fence, whoever holds the lock now; a success is also
- * the summary's ok.  Answers 1, or 0 when the run was dropped. */
-static const char end_lua[] =
-    NOW
-    "local all = redis.call('LRANGE', KEYS[4], 0, -1) "
-    "for i, v in ipairs(all) do "
-    "  local f, s, rest = "
-    "    string.match(v, '^(%d+) (%d+) %d+ %d+ %-?%d+ (.*)$') "
-    "  if f == ARGV[1] then "
-    "    v = f .. ' ' .. s .. ' ' .. string.format('%d', now) .. ' ' .. "
-    "      ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. rest "
-    "    redis.call('LSET', KEYS[4], i - 1, v) "
-    "    if ARGV[2] == '1' and ARGV[3] == '0' then "
-    "      redis.call('HSET', KEYS[5], 'ok', v) "
-    "    end "
-    "    return 1 "
-    "  end "
-    "end "
-    "return 0";
-
-const char *dlock__redis_run_lua(int s)
-{
-    return s == S_RUN_BEGIN ? begin_lua : end_lua;
-}
+#include "locks.h"
 
 /* --- keys ------------------------------------------------------------ */
 

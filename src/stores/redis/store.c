@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "redis.h"
+#include "locks.h"
 
 #define DEFAULT_PREFIX "dlock:"
 #define DEFAULT_TIMEOUT_MS 5000
@@ -54,7 +54,7 @@ static void redis_close(struct dlock_store *s)
     dlock__redis_chans_free(rs);
     dlock__redis_cluster_free(rs);
     dlock__redis_scripts_free(rs);
-    dlock__redis_topo_free(rs);
+    dlock__redis_master_free(rs);
     free(rs->pend);
     pthread_mutex_destroy(&rs->tmu);
     pthread_mutex_destroy(&rs->mu);
@@ -214,7 +214,7 @@ static int redis_open(struct dlock_store **out, const struct dlock_url *u)
         rs->cluster = 1;
         rs->host = dlock__strdup(""); /* the nodes have theirs */
     } else if (is_sentinel) {
-        rc = dlock__redis_topo_parse(rs, u);
+        rc = dlock__redis_sentinel_parse(rs, u);
         if (rc != DLOCK_OK)
             goto fail;
         rs->host = dlock__strdup(rs->sent_host[0]); /* until asked */

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "redis.h"
+#include "locks.h"
 
 static void wake_all(struct redis_store *rs)
 {
@@ -199,9 +199,9 @@ static void on_push(struct redis_store *rs, redisReply *r)
         /* "h" + ms: the lock was handed to another waiter, whose lease
          * ends within ms.  Nothing to try now, but every waiter here
          * must look again by then: that holder may die at once, and its
-         * lease ends without a word (scripts.c: handoff).  A forged one
-         * can only make them look sooner: the look moves earlier only,
-         * and a look is an attempt. */
+         * lease ends without a word (lua/fn_handoff.lua: handoff).  A
+         * forged one can only make them look sooner: the look moves
+         * earlier only, and a look is an attempt. */
         int64_t at = dlock__now_ms() + ms;
 
         for (struct waiter *w = c->head; w != NULL; w = w->next)

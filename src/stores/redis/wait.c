@@ -24,7 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "redis.h"
+#include "locks.h"
 
 /* A waiter whose holder has no lease (someone PERSISTed the key), or
  * whose wake-up may not come (keyspace notifications turned off after we

@@ -1,6 +1,10 @@
 /*
- * conn.c - Redis connections: connect and authenticate, the command
- * connection in a core pool of one, and the retry-once policy.
+ * link.c - a link to one Redis server, over a transport connection
+ * (rconn.c): connect and authenticate, send a command and read its answer
+ * (error classes, Cluster redirections, WAIT for replicas), and the
+ * retry-once policy over a pool of one such connection.  Nothing here
+ * knows where the server is (master.c, cluster.c) or what is sent
+ * (scripts.c, eval.c).
  *
  * Why a pool of one and not a pool: every command is one short round
  * trip and no lock pins a connection, so the handle keeps a single
@@ -16,7 +20,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "redis.h"
+#include "link.h"
 
 /* The class of an error answer (include/dlock.h): a server loading its
  * data, running a script past its time (BUSY), without its master or a
@@ -389,14 +393,6 @@ int dlock__redis_exec_on(struct dlock__pool *pool, dlock__pool_fn fn,
     return rc;
 }
 
-int dlock__redis_exec(struct redis_store *rs, int slot, dlock__pool_fn fn,
-                      void *arg, int retry)
-{
-    if (rs->cluster)
-        return dlock__redis_cluster_exec(rs, slot, fn, arg, retry);
-    return dlock__redis_exec_on(&rs->pool, fn, arg, retry);
-}
-
 static int exec_once(struct dlock__pool *pool, dlock__pool_fn fn, void *arg,
                      int retry)
 {
@@ -418,75 +414,7 @@ static int exec_once(struct dlock__pool *pool, dlock__pool_fn fn, void *arg,
     return rc;
 }
 
-struct cmd {
-    struct redis_store *rs;
-    int argc;
-    const char **argv;
-    const size_t *lens;
-    redisReply *reply;
-};
-
-static int cmd_fn(void *conn, void *arg, int *dead)
-{
-    struct cmd *m = arg;
-
-    return dlock__redis_send(m->rs, conn, m->argc, m->argv, m->lens, &m->reply,
-                             dead);
-}
-
-int dlock__redis_cmd(struct redis_store *rs, int slot, int retry,
-                     redisReply **out, int argc, const char **argv,
-                     const size_t *lens)
-{
-    struct cmd m = {rs, argc, argv, lens, NULL};
-    int rc = dlock__redis_exec(rs, slot, cmd_fn, &m, retry);
-
-    *out = m.reply;
-    return rc;
-}
-
-/* --- the pool's callbacks -------------------------------------------- */
-
-int dlock__redis_ready(struct redis_store *rs, struct rconn *c, void **out)
-{
-    redisReply *r;
-    int rc;
-
-    *out = NULL;
-    if (rs->db != 0) {
-        r = dlock__rconn_command(c, "SELECT %d", rs->db);
-        if (r == NULL || r->type == REDIS_REPLY_ERROR) {
-            rc =
-                r ? dlock__redis_reply_error(rs, r, "SELECT")
-                  : dlock__seterr(DLOCK_EUNAVAIL, "%s: %s", rs->url, c->errstr);
-            freeReplyObject(r);
-            dlock__rconn_free(c);
-            return rc;
-        }
-        freeReplyObject(r);
-    }
-    rc = dlock__redis_load_scripts(rs, c);
-    if (rc != DLOCK_OK) {
-        dlock__rconn_free(c);
-        return rc;
-    }
-    *out = c;
-    return DLOCK_OK;
-}
-
-/* The command connection: the server's, or the sentinels' master's. */
-static int pool_open(void *ctx, void **out)
-{
-    struct redis_store *rs = ctx;
-    struct rconn *c;
-    int rc = DLOCK_OK;
-
-    *out = NULL;
-    c = dlock__redis_connect(rs, 1, &rc);
-    if (c == NULL)
-        return rc;
-    return dlock__redis_ready(rs, c, out);
-}
+/* --- the pool's callbacks (every Redis pool's) -------------------------- */
 
 void dlock__redis_pool_close(void *ctx, void *c)
 {
@@ -503,8 +431,13 @@ int dlock__redis_pool_healthy(void *ctx, void *c, int64_t idle_ms)
     return ((struct rconn *)c)->err == 0;
 }
 
-const struct dlock__pool_ops dlock__redis_pool_ops = {
-    .open = pool_open,
-    .close = dlock__redis_pool_close,
-    .healthy = dlock__redis_pool_healthy,
-};
+int dlock__redis_role_is(struct rconn *c, const char *role)
+{
+    redisReply *r = dlock__rconn_command(c, "ROLE");
+    int yes = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+              r->element[0]->type == REDIS_REPLY_STRING &&
+              strcmp(r->element[0]->str, role) == 0;
+
+    freeReplyObject(r);
+    return yes;
+}

@@ -1,5 +1,5 @@
 /*
- * topo.c - where the master is: the one configured server, or the one the
+ * master.c - where the master is: the one configured server, or the one the
  * sentinels name.
  *
  * redis-sentinel://[user:pass@]host:port[,host:port...]/MASTER[?db=N&...]
@@ -12,23 +12,24 @@
  * checks ROLE: during a failover a sentinel may still name the old master,
  * now a replica, which is refused (EUNAVAIL: a waiter waits it out, a
  * renewal retries while its lease runs).  Commands that meet a demoted
- * master (READONLY) drop the connection (conn.c), so the next one asks
+ * master (READONLY) drop the connection (link.c), so the next one asks
  * again.  When the command connection finds the master at another address
  * than before, a new epoch starts: locks taken before are LOST (store.c),
  * because the promoted replica may lack them (asynchronous replication)
  * and someone may have taken them there meanwhile.  Fences stay rising:
  * the fence script never hands out less than the server's clock in us
- * (scripts.c), which covers a replica that had not seen the last INCRs as
- * long as the failover takes longer than the clocks of the two servers
- * differ.
+ * (lua/fn_fence.lua), which covers a replica that had not seen the last
+ * INCRs as long as the failover takes longer than the clocks of the two
+ * servers differ.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "redis.h"
+#include "topology.h"
 
-int dlock__redis_topo_parse(struct redis_store *rs, const struct dlock_url *u)
+int dlock__redis_sentinel_parse(struct redis_store *rs,
+                                const struct dlock_url *u)
 {
     if (u->path == NULL || strlen(u->path) < 2 || strchr(u->path + 1, '/'))
         return dlock__seterr(DLOCK_EINVAL, "expected redis-sentinel://host:"
@@ -82,7 +83,7 @@ int dlock__redis_hosts_parse(struct redis_store *rs, const struct dlock_url *u,
     return DLOCK_OK;
 }
 
-void dlock__redis_topo_free(struct redis_store *rs)
+void dlock__redis_master_free(struct redis_store *rs)
 {
     for (int i = 0; i < rs->nsent; i++)
         free(rs->sent_host[i]);
@@ -116,17 +117,6 @@ static int ask_sentinel(struct redis_store *rs, int i, char *host,
     freeReplyObject(r);
     dlock__rconn_free(c);
     return ok;
-}
-
-int dlock__redis_role_is(struct rconn *c, const char *role)
-{
-    redisReply *r = dlock__rconn_command(c, "ROLE");
-    int yes = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
-              r->element[0]->type == REDIS_REPLY_STRING &&
-              strcmp(r->element[0]->str, role) == 0;
-
-    freeReplyObject(r);
-    return yes;
 }
 
 static struct rconn *sentinel_connect(struct redis_store *rs, int main,
@@ -182,10 +172,9 @@ int dlock__redis_sentinel_knows(struct redis_store *rs)
     return 0;
 }
 
-struct rconn *dlock__redis_connect(struct redis_store *rs, int main, int *rc)
+struct rconn *dlock__redis_master_connect(struct redis_store *rs, int main,
+                                          int *rc)
 {
-    if (rs->cluster)
-        return dlock__redis_cluster_any(rs, rc);
     if (rs->master != NULL)
         return sentinel_connect(rs, main, rc);
     return dlock__redis_connect_to(rs, rs->sock != NULL ? NULL : rs->host,

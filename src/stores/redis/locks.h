@@ -1,0 +1,107 @@
+/*
+ * locks.h - what the files of the store's operations share, the top
+ * layer (above eval.h): store.c (the ops table), wait.c and sub.c (the
+ * wait and its subscriber), renew.c (batched renewals), runs.c (run
+ * records).
+ */
+#ifndef DLOCK_STORES_REDIS_LOCKS_H
+#define DLOCK_STORES_REDIS_LOCKS_H
+
+#include "eval.h"
+
+/* --- store.c --------------------------------------------------------- */
+
+int dlock__redis_keys_of(struct redis_store *rs, const char *name,
+                         size_t name_len, struct dlock__rkeys *k);
+/* The script of kind base (S_ACQ, S_REL, S_EXT or S_TTL) for lk: a
+ * lock's, a shared lock's or a semaphore's. */
+int dlock__redis_script(const struct dlock_lock *lk, int base);
+/* One attempt (OK: *epoch is the epoch it ran in); q is Q_WAIT, Q_TRY or Q_UNFAIR.  BUSY: *retry_ms is the
+ * holder's lease left (-1 unknown), *foreign is set if the holder is not
+ * a dlock client (its value is not "dlock1:" + a token), which will not
+ * publish when it lets go, and *place is the place in the queue (0: not
+ * queued). */
+int dlock__redis_attempt(struct redis_store *rs, struct dlock_lock *lk,
+                         const char *q, int64_t *retry_ms, int *foreign,
+                         long long *place, uint64_t *epoch);
+/* The current epoch (master.c, cluster.c); a held lock's lk->priv
+ * records the one it was taken in (dlock__redis_held), tagged so it is
+ * no wait's pointer. */
+uint64_t dlock__redis_epoch(struct redis_store *rs,
+                            const struct dlock_lock *lk);
+void dlock__redis_held(struct dlock_lock *lk, uint64_t epoch);
+int dlock__redis_is_held_tag(const void *priv);
+/* The lease the server is asked for: one ms more than the holder counts.
+ * The server's clock counts whole ms (rounded down) from when the script
+ * runs, which can be up to 1 ms before the holder's count began: without
+ * the margin a lease (a lock's PX, a semaphore slot's score) could end
+ * before the holder's own end, and its slot be handed on while it still
+ * holds (the semaphore torture saw 4 holders of 3). */
+#define DLOCK__REDIS_LEASE(ttl) ((ttl) > 0 ? (ttl) + 1 : (ttl))
+/* Was lk taken in an epoch before now_epoch (a failover since)? */
+int dlock__redis_stale(const struct dlock_lock *lk, uint64_t now_epoch);
+/* Let go of a stale lock on the new master; returns DLOCK_LOST. */
+int dlock__redis_drop_stale(struct redis_store *rs, struct dlock_lock *lk);
+/* A wait that ended without the lock: leave the queue (best effort). */
+int dlock__redis_leave(struct redis_store *rs, struct dlock_lock *lk);
+
+/* SCAN the server (every master of a cluster) for the keys matching
+ * pattern, calling take for each (caller does not hold mu; take runs
+ * with it held and must not call into the store).  Stops at take's first
+ * error. */
+int dlock__redis_scan(struct redis_store *rs, const char *pattern,
+                      int (*take)(struct redis_store *rs, const char *key,
+                                  size_t len, void *arg),
+                      void *arg);
+
+/* --- runs.c --------------------------------------------------------- */
+
+int dlock__redis_run_begin(struct dlock_store *s, struct dlock_lock *lk,
+                           const dlock_run_rule *rule, const char *host,
+                           int64_t pid, int *go, dlock_run *last);
+int dlock__redis_run_end(struct dlock_store *s, struct dlock_lock *lk,
+                         int result, int status);
+int dlock__redis_runs(struct dlock_store *s, const char *name, unsigned max,
+                      dlock_run_cb cb, void *payload);
+int dlock__redis_last_runs(struct dlock_store *s, const char *prefix,
+                           dlock_run_cb cb, void *payload);
+
+/* --- sub.c (all under smu) ------------------------------------------- */
+
+/* The pub/sub connection and its listener, started on first use or after
+ * a failure (may drop and retake smu). */
+int dlock__redis_sub_ensure(struct redis_store *rs);
+/* Stop the listener and close the connection (smu not held). */
+void dlock__redis_sub_stop(struct redis_store *rs);
+/* Send (UN)SUBSCRIBE for one channel; kind is what it is for, P_*.
+ * -1 when not sent (no connection, out of memory, write failed). */
+int dlock__redis_sub_cmd(struct redis_store *rs, const char *verb,
+                         const char *chan, size_t len, unsigned char kind);
+/* Join w to the waiters of channel name[0..len), subscribing it if it
+ * is new; own: a waiter's own channel.  NULL: out of memory. */
+struct chan *dlock__redis_chan_join(struct redis_store *rs, const char *name,
+                                    size_t len, int own, struct waiter *w);
+/* Take w off c (passing on a wake-up it did not use); the last waiter
+ * unsubscribes and frees c. */
+void dlock__redis_chan_leave(struct redis_store *rs, struct chan *c,
+                             struct waiter *w);
+/* Subscribe c to the keyspace channel of k's lock key, if not yet.  Out
+ * of memory leaves c->ks NULL: the waiter polls. */
+void dlock__redis_chan_want_ks(struct redis_store *rs, struct chan *c,
+                               const struct dlock__rkeys *k);
+/* Store close: free every channel (no waiter is left). */
+void dlock__redis_chans_free(struct redis_store *rs);
+
+/* --- wait.c ---------------------------------------------------------- */
+
+int dlock__redis_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
+                            int64_t slice_ms, int64_t *retry_ms);
+int dlock__redis_forget(struct dlock_store *s, struct dlock_lock *lk);
+
+/* --- renew.c -------------------------------------------------------- */
+
+int dlock__redis_extend_many(struct dlock_store *s,
+                             struct dlock_lock *const *locks, size_t n,
+                             int *rcs);
+
+#endif /* DLOCK_STORES_REDIS_LOCKS_H */

@@ -1,0 +1,22 @@
+-- A busy attempt that waits (ARGV[5] 'q') joins the queue (or keeps its
+-- place) with a deadline past the holder's lease by a grace of 10000 ms:
+-- a waiter looks again at that lease end at the latest, which renews its
+-- entry, so only an entry whose waiter is gone (or hangs) runs out.  A
+-- semaphore's waiter notes its limit ("l:" token).  Returns the place in
+-- the queue (1: next), 0 when not queued.
+local function enqueue(now, left)
+  if ARGV[5] ~= 'q' then return 0 end
+  local dl = now + math.max(left, 1000) + 10000
+  if not redis.call('ZSCORE', KEYS[5], ARGV[1]) then
+    redis.call('ZADD', KEYS[5], redis.call('HINCRBY', KEYS[6], '#', 1),
+      ARGV[1])
+  end
+  redis.call('HSET', KEYS[6], ARGV[1], ARGV[2] .. ' ' ..
+    string.format('%d', dl) .. ' ' .. ARGV[4] .. ' ' .. ARGV[3])
+  if ARGV[6] then redis.call('HSET', KEYS[6], 'l:' .. ARGV[1], ARGV[6]) end
+  if redis.call('PTTL', KEYS[5]) < dl - now then
+    redis.call('PEXPIREAT', KEYS[5], dl)
+    redis.call('PEXPIREAT', KEYS[6], dl)
+  end
+  return redis.call('ZRANK', KEYS[5], ARGV[1]) + 1
+end

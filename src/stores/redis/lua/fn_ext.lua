@@ -1,0 +1,15 @@
+-- Renew tok's place among the holders in z: 1, or 0 when it has none.
+local function ext(z, mark, tok, ttl, now)
+  local s = redis.call('ZSCORE', z, tok)
+  if redis.call('GET', KEYS[1]) ~= mark or not s or
+     tonumber(s) <= now then
+    redis.call('ZREM', z, tok)
+    return 0
+  end
+  redis.call('ZADD', z, now + tonumber(ttl), tok)
+  local top = redis.call('ZRANGE', z, -1, -1, 'WITHSCORES')
+  redis.call('PEXPIREAT', z, tonumber(top[2]))
+  redis.call('PEXPIREAT', KEYS[4], tonumber(top[2]))
+  redis.call('PEXPIREAT', KEYS[1], tonumber(top[2]))
+  return 1
+end

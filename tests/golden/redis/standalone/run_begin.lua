@@ -1,0 +1,33 @@
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local mine
+if ARGV[2] == 'x' then
+  mine = redis.call('GET', KEYS[1]) == 'dlock1:' .. ARGV[1]
+else
+  local z, mark = KEYS[2], '\255shared'
+  if ARGV[2] == 'm' then z, mark = KEYS[3], '\255sem' end
+  local s = redis.call('ZSCORE', z, ARGV[1])
+  mine = s and tonumber(s) > now and
+    redis.call('GET', KEYS[1]) == mark
+end
+if not mine then return {-1} end
+local sum = redis.call('HMGET', KEYS[5], 'start', 'ok')
+if ARGV[3] == '1' and sum[2] then return {0, sum[2]} end
+local p, st = tonumber(ARGV[4]), tonumber(sum[1] or '')
+if p > 0 and st and (now - st) * 2 < p then
+  return {0, redis.call('LINDEX', KEYS[4], 0) or ''}
+end
+local all = redis.call('LRANGE', KEYS[4], 0, -1)
+for i, v in ipairs(all) do
+  local a, rest = string.match(v, '^(%d+ %d+ %d+) 0 (.*)$')
+  if a then
+    all[i] = a .. ' 4 ' .. rest
+    redis.call('LSET', KEYS[4], i - 1, all[i])
+  end
+end
+local ms = string.format('%d', now)
+redis.call('LPUSH', KEYS[4],
+  ARGV[5] .. ' ' .. ms .. ' 0 0 -1 ' .. ARGV[6] .. ' ' .. ARGV[7])
+redis.call('LTRIM', KEYS[4], 0, 20 - 1)
+redis.call('HSET', KEYS[5], 'start', ms)
+return {1, all[1] or ''}
