@@ -99,8 +99,8 @@ static void t_foreign_holder(void)
     dlock_store_close(s);
 }
 
-/* The uncontended acquire and release take a short path (scripts.c:
- * ACQ_FREE, REL_FREE) when no key of the name but the fence counter
+/* The uncontended acquire and release take a short path (lua/acquire.lua,
+ * lua/release.lua: their first block) when no key of the name but the fence counter
  * exists: it must leave what the full path leaves.  Fences strictly
  * increase and never fall below the server's clock in us; the info hash
  * holds the fence, host, pid and since, with the lease; a release leaves
