@@ -76,8 +76,8 @@ void run_signal_cmd(pid_t child, int sig);
 int run_supervise(pid_t child, int rfd, const struct run_opts *o,
                   dlock_lock *lock, int *lost, int *raw);
 /* CMD has exited under the lock: release it; the exit code. */
-int run_release_after(dlock_lock *lock, const struct run_opts *o,
-                      int status, int unreachable);
+int run_release_after(dlock_lock *lock, const struct run_opts *o, int status,
+                      int unreachable);
 
 /* --- run_records.c: the run records (--once, --once-per) ------------ */
 

@@ -130,8 +130,8 @@ int run_supervise(pid_t child, int rfd, const struct run_opts *o,
  * lock, so its own status, and a warning that the release could not be
  * confirmed and the lock goes when its lease runs out.  A wrapper that
  * reruns on 75 must not rerun a finished job. */
-int run_release_after(dlock_lock *lock, const struct run_opts *o,
-                      int status, int unreachable)
+int run_release_after(dlock_lock *lock, const struct run_opts *o, int status,
+                      int unreachable)
 {
     int64_t left = dlock_lease_left(lock);
     int r = dlock_release(lock);
