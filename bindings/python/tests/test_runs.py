@@ -237,7 +237,7 @@ def test_callback_errors_do_not_reach_c(store, name, monkeypatch):
 def test_not_supported_is_a_clear_exception(store, name, monkeypatch):
     """A store without run records answers DLOCK_ENOTSUP: NotSupported
     (a DlockError with that code), never a crash or a silent empty list."""
-    monkeypatch.setattr(dlock, "_history",
+    monkeypatch.setattr(dlock._store, "_history",
                         lambda *a: dlock.ENOTSUP)
     with pytest.raises(dlock.NotSupported) as e:
         store.history(name)

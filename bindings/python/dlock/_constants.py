@@ -1,0 +1,34 @@
+"""The numbers of dlock.h the binding uses: return codes (dlock_rc),
+limits, the library's SONAME and the run results (dlock_run_result)."""
+
+# dlock_rc, as in dlock.h.
+OK = 0
+BUSY = -1
+LOST = -2
+EXPIRING = -3
+EINVAL = -4
+EUNAVAIL = -5
+ESTORE = -6
+ENOTSUP = -7
+ENOMEM = -8
+ECANCELED = -9
+
+WAIT_FOREVER = -1
+NAME_MAX = 1024
+LIMIT_MAX = 1024
+TTL_MIN = 0.1           # seconds (DLOCK_TTL_MIN_MS)
+DEFAULT_TTL = 30.0      # seconds (DLOCK_DEFAULT_TTL_MS)
+_OPTIONS_VERSION = 3    # the dlock_options layout declared below
+SONAME = "libdlock.so.0.2"
+
+# dlock_run_result, as in dlock.h ("Runs").
+RUN_RUNNING = 0
+RUN_EXITED = 1
+RUN_SIGNALED = 2
+RUN_LOST = 3
+RUN_ABANDONED = 4
+RUNS_KEPT = 20          # DLOCK_RUNS_KEPT: runs the store keeps per name
+_RUN_RESULTS = {
+    RUN_RUNNING: "running", RUN_EXITED: "exited", RUN_SIGNALED: "signaled",
+    RUN_LOST: "lost", RUN_ABANDONED: "abandoned",
+}

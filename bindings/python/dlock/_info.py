@@ -1,0 +1,109 @@
+"""What the store tells, as frozen values: LockInfo (dlock_info), Run
+(dlock_run) and RunOutcome (Store.run_once()); and the checks of a
+run's arguments (once_per, result)."""
+
+from dataclasses import dataclass
+
+from ._args import _ms
+from ._constants import EINVAL, RUN_EXITED, _RUN_RESULTS
+from ._errors import InvalidArgument
+from ._ffi import _s
+
+# --- info -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LockInfo:
+    """What the store knows about one name (dlock_status(), dlock_list()).
+    Times in seconds; ``ttl`` None when unknown or not held; ``since`` a
+    Unix time or None; ``fence`` 0 when unknown; ``pid`` 0 when unknown."""
+    name: str
+    held: bool
+    shared: bool
+    holders: int
+    fence: int
+    ttl: object
+    host: str
+    pid: int
+    since: object
+    other_client: bool
+    limit: int
+
+    @classmethod
+    def _from(cls, i):
+        return cls(
+            name=i.name.decode("utf-8", "surrogateescape"),
+            held=bool(i.held), shared=bool(i.shared), holders=i.holders,
+            fence=i.fence,
+            ttl=None if i.ttl_ms < 0 else i.ttl_ms / 1000.0,
+            host=_s(i.host), pid=i.pid,
+            since=i.since_ms / 1000.0 if i.since_ms > 0 else None,
+            other_client=bool(i.other_client), limit=i.limit)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One recorded run of a name (dlock_run): :meth:`Store.history`,
+    :meth:`Store.last_runs`, :meth:`Lock.run_begin`.  ``start`` and ``end``
+    are Unix times in seconds on the store's clock (SQLite: the host's);
+    ``end`` is None while running or when abandoned.  ``result`` is one of
+    RUN_RUNNING, RUN_EXITED, RUN_SIGNALED, RUN_LOST, RUN_ABANDONED;
+    ``status`` the exit status (EXITED), the signal (SIGNALED) or -1.
+    ``fence`` identifies the run (the fence of the lock it held)."""
+    name: str
+    fence: int
+    host: str
+    pid: int
+    start: float
+    end: object
+    result: int
+    status: int
+
+    @property
+    def result_name(self):
+        """"running", "exited", "signaled", "lost" or "abandoned"."""
+        return _RUN_RESULTS.get(self.result, "result %d" % self.result)
+
+    @property
+    def succeeded(self):
+        """True for a run that exited with status 0."""
+        return self.result == RUN_EXITED and self.status == 0
+
+    @classmethod
+    def _from(cls, r):
+        return cls(
+            name=r.name.decode("utf-8", "surrogateescape"), fence=r.fence,
+            host=_s(r.host), pid=r.pid, start=r.start_ms / 1000.0,
+            end=r.end_ms / 1000.0 if r.end_ms > 0 else None,
+            result=r.result, status=r.status)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What :meth:`Store.run_once` did: ``ran`` (fn was called), ``value``
+    (what fn returned; None when it did not run) and ``last`` (the
+    :class:`Run` that made it skip, or the run before this one)."""
+    ran: bool
+    value: object
+    last: object
+
+
+def _period_ms(once_per):
+    if once_per is None:
+        return 0
+    ms = _ms(once_per, "once_per")
+    if ms is None:
+        raise InvalidArgument("once_per must be finite", EINVAL)
+    return ms
+
+
+def _run_result(result):
+    if isinstance(result, str):
+        for k, v in _RUN_RESULTS.items():
+            if v == result:
+                return k
+        raise InvalidArgument("result %r is not 'exited', 'signaled' or "
+                              "'lost'" % result, EINVAL)
+    if isinstance(result, bool) or not isinstance(result, int):
+        raise TypeError("dlock: result must be RUN_EXITED, RUN_SIGNALED or "
+                        "RUN_LOST, not %r" % (result,))
+    return result

@@ -1,0 +1,224 @@
+"""Store (dlock_store): open, close, init, status, list, force_release,
+the locks it makes, its run records and run_once()."""
+
+import ctypes
+import weakref
+
+from . import _lock
+from ._args import _cstr
+from ._constants import DEFAULT_TTL, EINVAL, LOST, OK, RUN_EXITED, RUN_LOST
+from ._errors import DlockError, InvalidArgument, Lost, _error
+from ._ffi import (_Info, _LIST_CB, _RUN_CB, _force_release, _history,
+                   _info_free, _last_runs, _list, _s, _status, _store_init,
+                   _store_open, _store_url, _vp)
+from ._info import LockInfo, Run, RunOutcome
+from ._store_state import _StoreState, _Using, _close_handle
+
+class Store:
+    """An open store (dlock_store_open()).  ``url`` None (or "") is the
+    default store, :func:`default_url`.  Thread-safe.  A context manager:
+    leaving it closes the store.  Closing a store releases the locks still
+    held through it; their :class:`Lock` objects then raise :class:`Lost`.
+    """
+
+    def __init__(self, url=None):
+        h = _vp()
+        u = None if url is None else _cstr(url, "url")
+        rc = _store_open(ctypes.byref(h), u)
+        if rc != OK:
+            # The library's message names the URL redacted.
+            raise _error(rc, "cannot open store")
+        self._ss = _StoreState(h.value)
+        self._url = _s(_store_url(h))
+        self._finalizer = weakref.finalize(self, _close_handle, self._ss)
+
+    @property
+    def url(self):
+        """The store's URL with any password replaced by ``***``."""
+        return self._url
+
+    @property
+    def closed(self):
+        return self._ss.h is None
+
+    def _using(self):
+        return _Using(self._ss)
+
+    def close(self):
+        """Close the store (idempotent).  Waits for calls other threads
+        have in flight on it or on its locks; calls begun after it raise
+        :class:`InvalidArgument`."""
+        self._finalizer()
+
+    def __enter__(self):
+        if self.closed:
+            raise InvalidArgument("the store is closed", EINVAL)
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __repr__(self):
+        return "<dlock.Store %r%s>" % (self._url,
+                                       " closed" if self.closed else "")
+
+    def init(self):
+        """Create the store's tables if missing (dlock_store_init())."""
+        with self._using() as h:
+            rc = _store_init(h)
+        if rc != OK:
+            raise _error(rc, "init")
+
+    def lock(self, name, wait=None, ttl=DEFAULT_TTL, shared=False,
+             limit=None, renew=True, on_lost=None, cancel=None):
+        """A :class:`Lock` on ``name``, not acquired yet: use it as a
+        context manager (acquired on entry, released on exit) or call
+        ``acquire()``/``release()``.
+
+        wait: None or math.inf wait forever; 0 try once; else seconds.
+        ttl: the lease in seconds (0.1 up to 365 days), default 30.
+        shared: a shared (read) lock.  limit: N > 1 makes it a semaphore of
+        N holders.  renew: renew the lease every ttl/3 while held.
+        on_lost: called once with the Lock when it is found lost.
+        cancel: a :class:`Cancel` whose ``fire()`` stops its waits.
+        """
+        return _lock.Lock(self, name, wait=wait, ttl=ttl, shared=shared,
+                          limit=limit, renew=renew, on_lost=on_lost,
+                          cancel=cancel)
+
+    def acquire(self, name, **kw):
+        """``store.lock(name, **kw)`` acquired (raises :class:`Busy` /
+        :class:`Timeout` if not acquired in time)."""
+        lk = self.lock(name, **kw)
+        lk.acquire()
+        return lk
+
+    def try_lock(self, name, wait=0, **kw):
+        """An acquired :class:`Lock`, or None if someone else holds it
+        (after waiting ``wait`` seconds, default 0: try once).  Other
+        failures raise."""
+        lk = self.lock(name, wait=wait, **kw)
+        return lk if lk.acquire(raise_busy=False) else None
+
+    def status(self, name):
+        """A :class:`LockInfo` for ``name``, held or not."""
+        out = ctypes.POINTER(_Info)()
+        b = _cstr(name)
+        with self._using() as h:
+            rc = _status(ctypes.byref(out), h, b)
+            if rc != OK:
+                raise _error(rc, "status")
+        try:
+            return LockInfo._from(out.contents)
+        finally:
+            _info_free(out)
+
+    def list(self, prefix=""):
+        """A list of :class:`LockInfo`, one per held lock whose name starts
+        with ``prefix``, in no particular order."""
+        found, errors = [], []
+
+        def cb(info, _payload):
+            try:
+                found.append(LockInfo._from(info.contents))
+                return 0
+            except BaseException as e:  # never into C
+                errors.append(e)
+                return 1
+
+        cfunc = _LIST_CB(cb)
+        b = _cstr(prefix or "", "prefix")
+        with self._using() as h:
+            rc = _list(h, b, cfunc, None)
+            if errors:
+                raise errors[0]
+            if rc != OK:
+                raise _error(rc, "list")
+        return found
+
+    def force_release(self, name):
+        """Break ``name`` whoever holds it (administration); its holder
+        finds it lost.  Returns how many holders were removed."""
+        n = ctypes.c_uint()
+        b = _cstr(name)
+        with self._using() as h:
+            rc = _force_release(ctypes.byref(n), h, b)
+            if rc != OK:
+                raise _error(rc, "force_release")
+        return n.value
+
+    def _runs(self, fn, what, *args):
+        found, errors = [], []
+
+        def cb(run, _payload):
+            try:
+                found.append(Run._from(run.contents))
+                return 0
+            except BaseException as e:  # never into C
+                errors.append(e)
+                return 1
+
+        cfunc = _RUN_CB(cb)
+        with self._using() as h:
+            rc = fn(h, *args, cfunc, None)
+            if errors:
+                raise errors[0]
+            if rc != OK:
+                raise _error(rc, what)
+        return found
+
+    def history(self, name, max=0):
+        """The kept runs of ``name`` (at most :data:`RUNS_KEPT`), newest
+        first, as a list of :class:`Run`; ``max`` > 0 keeps the newest
+        ``max``.  Raises :class:`NotSupported` on a store without run
+        records."""
+        if isinstance(max, bool) or not isinstance(max, int):
+            raise TypeError("dlock: max must be an int, not %r" % (max,))
+        if not 0 <= max < 2 ** 32:
+            raise InvalidArgument("max %d is out of range" % max, EINVAL)
+        return self._runs(_history, "history", _cstr(name), max)
+
+    def last_runs(self, prefix=""):
+        """The last :class:`Run` of every name starting with ``prefix``
+        that has run records, in no particular order."""
+        return self._runs(_last_runs, "last_runs",
+                          _cstr(prefix or "", "prefix"))
+
+    def run_once(self, name, fn, once=False, once_per=None, **lock_kw):
+        """Run ``fn()`` under the lock ``name`` unless a run already did
+        the job, and record the run (what ``dlock run --once`` /
+        ``--once-per`` do).  Returns a :class:`RunOutcome`.
+
+        once: not again once a run of ``name`` succeeded (anywhere, ever).
+        once_per: seconds, the schedule's interval (3600 for an hourly
+        job): not again within once_per / 2 of the last run's start, on the
+        store's clock.  Neither: every call runs fn (and is recorded).
+        lock_kw: as :meth:`lock` (``wait`` defaults to forever: a second
+        host waits for the first, then skips).
+
+        fn returning is a success (exit status 0); fn raising records
+        status 1 and the exception propagates.  If the lock was lost while
+        fn ran, the run is recorded LOST and :class:`Lost` is raised.
+        """
+        if not callable(fn):
+            raise TypeError("dlock: fn must be callable")
+        with self.lock(name, **lock_kw) as lk:
+            go, last = lk.run_begin(once=once, once_per=once_per)
+            if not go:
+                return RunOutcome(False, None, last)
+            try:
+                value = fn()
+            except BaseException:
+                try:
+                    lk.run_end(RUN_LOST if lk.lost else RUN_EXITED,
+                               -1 if lk.lost else 1)
+                except DlockError:
+                    pass
+                raise
+            if lk.lost:
+                lk.run_end(RUN_LOST, 0)
+                raise Lost("run_once: lock %r was lost while fn ran"
+                           % lk.name, LOST)
+            lk.run_end(RUN_EXITED, 0)
+            return RunOutcome(True, value, last)

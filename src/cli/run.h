@@ -1,0 +1,92 @@
+/*
+ * run.h - the pieces of `dlock run` (cmd_run.c) shared between its files:
+ * option parsing (run_opts.c), the self-pipe signals and loss arrive on
+ * (run_signals.c), starting CMD (run_spawn.c), the processes CMD started
+ * (run_procs.c), watching CMD and the lease (run_supervise.c) and the
+ * run records behind --once / --once-per (run_records.c).  Private to
+ * src/cli: the command's interface is cli.h.
+ */
+#ifndef DLOCK_CLI_RUN_H
+#define DLOCK_CLI_RUN_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "cli.h"
+
+/* run_opts.c: `dlock run --help`. */
+extern const char cli_run_help[];
+
+/* The monotonic clock in ms: waits, the lease's deadlines. */
+static inline int64_t run_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* --- run_signals.c: the self-pipe ----------------------------------- */
+
+/* Byte codes on the self-pipe.  Signals: the number, with 0x80 set when
+ * another process sent it (kill(2)); without, the kernel did (a terminal's
+ * ^C, which the child, in the same process group, already got) or we did
+ * (SIGPIPE or SIGXFSZ from our own write). */
+#define EV_CHILD 'C'
+#define EV_LOST 'L'
+
+/* The pipe's write end: where the handlers and run_on_lost() write. */
+void run_signals_pipe(int wfd);
+/* Catch SIGCHLD and every signal in the caught set onto the self-pipe. */
+void run_signals_catch(void);
+/* In CMD's child before exec (async-signal-safe): the caught set back to
+ * SIG_DFL. */
+void run_signals_default(void);
+/* The lock's on_lost callback (the renew thread): EV_LOST on the pipe. */
+void run_on_lost(dlock_lock *lock, void *payload);
+
+/* --- run_spawn.c: starting CMD -------------------------------------- */
+
+/* mark_cloexec 0: note the fds open now (the user's, for CMD); 1: set
+ * close-on-exec on every fd opened since (store connections). */
+void run_scan_fds(int mark_cloexec);
+/* environ without DLOCK_NAME/FENCE/STORE, plus ours; free with
+ * run_free_env(). */
+char **run_child_env(const char *name, uint64_t fence, const char *url);
+void run_free_env(char **env);
+/* Start CMD; returns its pid, or -(exit code) on failure. */
+pid_t run_spawn(char **cmd, char **env);
+
+/* --- run_procs.c: what CMD started ---------------------------------- */
+
+/* Reap every child of dlock that has exited; child if CMD was among them,
+ * its status in *status. */
+pid_t run_reap_children(pid_t child, int *status);
+/* CMD has exited and the lock is lost: SIGKILL every descendant left
+ * until none is, or until deadline (run_now_ms()). */
+void run_kill_descendants(int rfd, int64_t deadline);
+/* sig to CMD (its group if it has its own) and every process it started. */
+void run_signal_cmd(pid_t child, int sig);
+
+/* --- run_supervise.c: while CMD runs -------------------------------- */
+
+/* Wait for CMD, forwarding signals and stopping it before the lease
+ * ends; its status as a shell reports it, *lost, *raw (waitpid()'s). */
+int run_supervise(pid_t child, int rfd, const struct run_opts *o,
+                  dlock_lock *lock, int *lost, int *raw);
+/* CMD has exited under the lock: release it; the exit code. */
+int run_release_after(dlock_lock *lock, const struct run_opts *o, int status,
+                      int unreachable);
+
+/* --- run_records.c: the run records (--once, --once-per) ------------ */
+
+/* Someone else holds name (a busy --once / --once-per run): say who. */
+void run_say_busy(dlock_store *store, const char *name);
+/* Decide and record the run's start: -1 to go on, else the exit code. */
+int run_begin(const struct run_opts *o, dlock_lock *lock, int *recorded,
+              struct cli_run_report *rep);
+/* Record how the run ended; dlock_run_end()'s rc. */
+int run_end(const struct run_opts *o, dlock_lock *lock, int raw, int lost);
+
+#endif

@@ -1,0 +1,141 @@
+/*
+ * run_records.c - `dlock run`'s run records (dlock_run_begin() /
+ * dlock_run_end()): --once and --once-per decide from them whether CMD
+ * runs or is skipped (and say which run satisfied the rule, or who holds
+ * the lock now), and every plain run of a lock is recorded.
+ */
+#include <stdio.h>
+#include <sys/wait.h>
+
+#include "run.h"
+
+/* The holder's fence as dlock_status() tells it: the highest handed out. */
+void run_say_busy(dlock_store *store, const char *name)
+{
+    dlock_info *info = NULL;
+
+    if (cli_quiet)
+        return;
+    fputs("dlock: run: '", stderr);
+    cli_print_safe(stderr, name);
+    if (dlock_status(&info, store, name) != DLOCK_OK || !info->held) {
+        fputs("' is running now (its holder could not be told)\n", stderr);
+    } else if (info->other_client) {
+        fputs("' is held now by another client (not dlock)\n", stderr);
+    } else {
+        fputs("' is running now on host ", stderr);
+        cli_print_safe(stderr, info->host[0] ? info->host : "?");
+        fprintf(stderr, " (pid %lld, fence %llu)\n", (long long)info->pid,
+                (unsigned long long)info->fence);
+    }
+    dlock_info_free(info);
+}
+
+/* The skip line: which run satisfied the rule. */
+static void say_ran(const char *name, const dlock_run *last)
+{
+    char iso[64];
+
+    if (cli_quiet)
+        return;
+    fputs("dlock: run: '", stderr);
+    cli_print_safe(stderr, name);
+    if (last == NULL) {
+        fputs("' already ran (its record is no longer kept)\n", stderr);
+        return;
+    }
+    fprintf(stderr, "' already ran at %s on host ",
+            cli_time_utc(last->start_ms, iso, sizeof(iso)));
+    cli_print_safe(stderr, last->host[0] ? last->host : "?");
+    fprintf(stderr, " (fence %llu; ", (unsigned long long)last->fence);
+    switch (last->result) {
+    case DLOCK_RUN_EXITED:
+        fprintf(stderr, "exit %d)\n", last->status);
+        break;
+    case DLOCK_RUN_SIGNALED:
+        fprintf(stderr, "signal %d)\n", last->status);
+        break;
+    case DLOCK_RUN_RUNNING:
+        /* We hold the lock: whoever ran it does not, so it will never
+         * record an end (cut off, killed); the next run that goes ahead
+         * marks it abandoned. */
+        fputs("no end recorded: its holder is gone)\n", stderr);
+        break;
+    default:
+        fprintf(stderr, "%s)\n", cli_run_word(last->result));
+    }
+}
+
+/* Decide and record the run's start (dlock_run_begin()).  -1: go on
+ * (with *recorded set when the run is recorded); else the exit code (a
+ * skip, 0 by default, or a failure). */
+int run_begin(const struct run_opts *o, dlock_lock *lock, int *recorded,
+              struct cli_run_report *rep)
+{
+    dlock_run_rule rule = DLOCK_RUN_RULE_INIT;
+    dlock_run *last = NULL;
+    int ruled = o->once || o->period_ms > 0, go = 0, rc;
+
+    rule.once = o->once;
+    rule.period_ms = o->period_ms;
+    rc = dlock_run_begin(lock, &rule, &go, &last);
+    if (rc == DLOCK_OK && go) {
+        *recorded = 1;
+        dlock_run_free(last);
+        return -1;
+    }
+    if (rc == DLOCK_OK) {
+        say_ran(o->name, last);
+        dlock_run_free(last);
+        rep->skipped = 1;
+        return o->conflict_given ? o->conflict_code : 0;
+    }
+    if (rc == DLOCK_LOST)
+        return cli_fail(rc, "run");
+    if (ruled) {
+        /* Fail closed: without a decision the job must not run. */
+        if (rc == DLOCK_ENOTSUP)
+            cli_err("run: %s: --once and --once-per need run records; "
+                    "not running the command",
+                    dlock_errmsg());
+        else
+            cli_err("run: cannot decide whether '%s' runs (%s); not "
+                    "running the command",
+                    o->name, dlock_errmsg());
+        return rc == DLOCK_ENOTSUP ? EXIT_UNAVAILABLE : cli_exit_code(rc);
+    }
+    /* A plain run goes ahead unrecorded: quietly on a store without
+     * records, with a warning when the store failed to write one. */
+    if (rc != DLOCK_ENOTSUP)
+        cli_err("run: warning: the run of '%s' is not recorded: %s",
+                o->name, dlock_errmsg());
+    return -1;
+}
+
+/* Record how the run ended (before the release: the record is found by
+ * the lock's fence). */
+int run_end(const struct run_opts *o, dlock_lock *lock, int raw, int lost)
+{
+    int result, status = -1, rc;
+
+    if (lost || dlock_lease_left(lock) == 0) {
+        result = DLOCK_RUN_LOST;
+        if (raw >= 0 && WIFEXITED(raw))
+            status = WEXITSTATUS(raw);
+    } else if (raw >= 0 && WIFSIGNALED(raw)) {
+        result = DLOCK_RUN_SIGNALED;
+        status = WTERMSIG(raw);
+    } else {
+        result = DLOCK_RUN_EXITED;
+        status = raw >= 0 ? WEXITSTATUS(raw) : -1;
+    }
+    rc = dlock_run_end(lock, result, status);
+    if (rc != DLOCK_OK)
+        cli_err("run: warning: the end of the run of '%s' is not "
+                "recorded: %s%s",
+                o->name, dlock_errmsg(),
+                o->once && result == DLOCK_RUN_EXITED && status == 0
+                    ? " (--once will run it again)"
+                    : "");
+    return rc;
+}

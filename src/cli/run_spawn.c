@@ -1,0 +1,355 @@
+/*
+ * run_spawn.c - starting CMD for `dlock run`: the fds and environment it
+ * inherits, the paths execvp() would try (worked out before fork()), the
+ * fork, the child's async-signal-safe way to exec (PR_SET_PDEATHSIG, its
+ * own process group off a terminal, /bin/sh for a script without "#!"),
+ * and why it could not start.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "run.h"
+
+extern char **environ;
+
+#define MAX_TRACKED_FD 4096
+
+/* fds open before the store was: the user's, passed on to CMD.  Anything
+ * opened since (store connections) gets close-on-exec. */
+static unsigned char user_fds[MAX_TRACKED_FD];
+
+void run_scan_fds(int mark_cloexec)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+
+    if (d == NULL)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        int fd = atoi(e->d_name);
+
+        if (fd < 3 || fd >= MAX_TRACKED_FD || fd == dirfd(d))
+            continue;
+        if (!mark_cloexec) {
+            user_fds[fd] = 1;
+        } else if (!user_fds[fd]) {
+            int fl = fcntl(fd, F_GETFD);
+
+            if (fl >= 0)
+                (void)fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+        }
+    }
+    closedir(d);
+}
+
+/* environ without DLOCK_NAME/FENCE/STORE, plus ours. */
+char **run_child_env(const char *name, uint64_t fence, const char *url)
+{
+    static const char *const ours[] = {"DLOCK_NAME=", "DLOCK_FENCE=",
+                                       "DLOCK_STORE="};
+    size_t n = 0, k = 0;
+    char **env;
+    char *vals[3];
+
+    while (environ[n] != NULL)
+        n++;
+    env = calloc(n + 4, sizeof(*env));
+    if (env == NULL)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        int skip = 0;
+
+        for (size_t j = 0; j < 3; j++)
+            skip |= strncmp(environ[i], ours[j], strlen(ours[j])) == 0;
+        if (!skip)
+            env[k++] = environ[i];
+    }
+    vals[0] = malloc(strlen(name) + 12);
+    vals[1] = malloc(48);
+    vals[2] = malloc(strlen(url) + 13);
+    if (vals[0] == NULL || vals[1] == NULL || vals[2] == NULL) {
+        free(vals[0]);
+        free(vals[1]);
+        free(vals[2]);
+        free(env);
+        return NULL;
+    }
+    sprintf(vals[0], "DLOCK_NAME=%s", name);
+    sprintf(vals[1], "DLOCK_FENCE=%llu", (unsigned long long)fence);
+    sprintf(vals[2], "DLOCK_STORE=%s", url);
+    env[k++] = vals[0];
+    env[k++] = vals[1];
+    env[k++] = vals[2];
+    env[k] = NULL;
+    return env;
+}
+
+void run_free_env(char **env)
+{
+    size_t n = 0;
+
+    if (env == NULL)
+        return;
+    while (env[n] != NULL)
+        n++;
+    /* Our three strings are the last three. */
+    for (size_t i = n >= 3 ? n - 3 : 0; i < n; i++)
+        free(env[i]);
+    free(env);
+}
+
+/* The paths execvp() would try for file, in order (NULL-terminated;
+ * free with free_argv()).  Worked out before fork(): between fork() and
+ * exec the child of a threaded process may only make async-signal-safe
+ * calls, which rules out malloc. */
+static char **exec_paths(const char *file)
+{
+    const char *path = getenv("PATH"), *p;
+    size_t n = 1, k = 0, flen = strlen(file);
+    char **v;
+
+    if (strchr(file, '/') != NULL || *file == '\0') {
+        v = calloc(2, sizeof(*v));
+        if (v != NULL && (v[0] = strdup(file)) == NULL) {
+            free(v);
+            v = NULL;
+        }
+        return v;
+    }
+    if (path == NULL)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    for (p = path; *p; p++)
+        n += *p == ':';
+    v = calloc(n + 1, sizeof(*v));
+    if (v == NULL)
+        return NULL;
+    for (p = path;; p++) {
+        const char *end = strchrnul(p, ':');
+        size_t dlen = (size_t)(end - p);
+
+        /* An empty entry is the current directory, as in execvp(). */
+        v[k] = malloc(dlen + flen + 3);
+        if (v[k] == NULL)
+            break;
+        if (dlen == 0)
+            memcpy(v[k], "./", 3);
+        else {
+            memcpy(v[k], p, dlen);
+            memcpy(v[k] + dlen, "/", 2);
+        }
+        strcat(v[k], file);
+        k++;
+        if (*end == '\0')
+            return v;
+        p = end;
+    }
+    for (size_t i = 0; i < k; i++)
+        free(v[i]);
+    free(v);
+    return NULL;
+}
+
+static void free_argv(char **v)
+{
+    for (size_t i = 0; v != NULL && v[i] != NULL; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* Is the file at path one /bin/sh may read as a script (the child's
+ * ENOEXEC fallback)?  Not if it is a binary the kernel could not run
+ * (another architecture's ELF, a corrupt one): its magic number, or a
+ * NUL byte before the first newline in its first 80 bytes (bash's test;
+ * POSIX lets the shell refuse a file that is not text).  dash would run
+ * whatever lines it found in it.  Async-signal-safe. */
+static int shell_script(const char *path)
+{
+    char buf[80];
+    ssize_t n;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+
+    /* Unreadable (mode 111): /bin/sh says why, as under execvp. */
+    if (fd < 0)
+        return 1;
+    do
+        n = read(fd, buf, sizeof(buf));
+    while (n < 0 && errno == EINTR);
+    (void)close(fd);
+    if (n < 0)
+        return 1;
+    if (n >= 4 && memcmp(buf, "\177ELF", 4) == 0)
+        return 0;
+    for (ssize_t i = 0; i < n && buf[i] != '\n'; i++)
+        if (buf[i] == '\0')
+            return 0;
+    return 1;
+}
+
+/* In the child, between fork() and exec: async-signal-safe calls only.
+ * CMD must not outlive dlock (a second holder would run beside it), so it
+ * is killed when dlock dies: PR_SET_PDEATHSIG, and if dlock died before
+ * that was in place (we are already someone else's child), not started.
+ * sh_argv has room for argv and three more (allocated before fork()). */
+static void child_exec(char **paths, char **argv, char **env, char **sh_argv,
+                       int errfd, pid_t parent, int own_group)
+{
+    sigset_t none;
+    int err = ENOENT;
+
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+        _exit(EXIT_LOST);
+    if (own_group)
+        (void)setpgid(0, 0);
+    run_signals_default();
+    (void)signal(SIGCHLD, SIG_DFL);
+    sigemptyset(&none);
+    (void)sigprocmask(SIG_SETMASK, &none, NULL);
+    for (size_t i = 0; paths[i] != NULL; i++) {
+        execve(paths[i], argv, env);
+        /* As execvp (and so flock(1), xargs, make): an executable file the
+         * kernel cannot run (ENOEXEC: a script without "#!") is a shell
+         * script; run it with /bin/sh, as "/bin/sh -- PATH ARG..." ("--":
+         * a path starting with '-' is the script, not sh's options).  A
+         * binary is not (shell_script()): ENOEXEC, 126. */
+        if (errno == ENOEXEC) {
+            size_t k = 0;
+
+            if (!shell_script(paths[i])) {
+                err = ENOEXEC;
+                break;
+            }
+            sh_argv[0] = (char *)"/bin/sh";
+            sh_argv[1] = (char *)"--";
+            sh_argv[2] = paths[i];
+            do
+                sh_argv[k + 3] = argv[k + 1];
+            while (argv[++k] != NULL);
+            execve(sh_argv[0], sh_argv, env);
+            /* No /bin/sh to run it: this file is what could not run
+             * (never a later one of the same name on PATH). */
+            err = errno == ENOENT || errno == ENOTDIR ? ENOEXEC : errno;
+            break;
+        }
+        /* As execvp: remember a permission problem, go on past a missing
+         * file, stop at anything else. */
+        if (errno == EACCES)
+            err = EACCES;
+        else if (errno != ENOENT && errno != ENOTDIR)
+            err = errno;
+        if (err != ENOENT && err != EACCES)
+            break;
+    }
+    (void)!write(errfd, &err, sizeof(err));
+    _exit(err == ENOENT ? 127 : 126);
+}
+
+/* Is dlock the foreground job of its terminal?  Then CMD shares its
+ * process group, so that ^C, ^Z and the terminal itself work as for any
+ * job.  Otherwise (cron, systemd, a script, timeout(1)) CMD gets a group of
+ * its own: a signal sent to dlock's whole group (kill -INT -PGID) then
+ * reaches CMD once, passed on by dlock, instead of twice. */
+static int foreground_job(void)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        pid_t fg = isatty(fd) ? tcgetpgrp(fd) : -1;
+
+        if (fg > 0)
+            return fg == getpgrp();
+    }
+    return 0;
+}
+
+/* Why CMD could not be started, with what to do about the common cases
+ * (a file without its x bit, a directory). */
+static void say_exec_failed(const char *file, int err)
+{
+    struct stat st;
+
+    if (err == EACCES && strchr(file, '/') != NULL && stat(file, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) {
+            cli_err("run: cannot run '%s': it is a directory", file);
+            return;
+        }
+        if (S_ISREG(st.st_mode) && access(file, X_OK) != 0) {
+            cli_err("run: cannot run '%s': %s (it is not executable: "
+                    "chmod +x it, or run it as: sh %s)",
+                    file, strerror(err), file);
+            return;
+        }
+    }
+    cli_err("run: cannot run '%s': %s", file, strerror(err));
+}
+
+/* Start CMD; returns its pid, or -(exit code) on failure. */
+pid_t run_spawn(char **cmd, char **env)
+{
+    int own_group = !foreground_job();
+    char **paths = exec_paths(cmd[0]), **sh_argv;
+    sigset_t all, old;
+    int efd[2], err = 0;
+    pid_t pid, parent = getpid();
+    size_t argc = 0;
+    ssize_t n;
+
+    while (cmd[argc] != NULL)
+        argc++;
+    /* "/bin/sh", "--", the path, the arguments after cmd[0], NULL. */
+    sh_argv = calloc(argc + 3, sizeof(*sh_argv));
+    if (paths == NULL || sh_argv == NULL) {
+        cli_err("run: out of memory");
+        free_argv(paths);
+        free(sh_argv);
+        return -EXIT_INTERNAL;
+    }
+    if (pipe2(efd, O_CLOEXEC) != 0) {
+        cli_err("run: pipe: %s", strerror(errno));
+        free_argv(paths);
+        free(sh_argv);
+        return -EXIT_INTERNAL;
+    }
+    /* No handler of ours may run in the child before exec. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid = fork();
+    if (pid == 0) {
+        close(efd[0]);
+        child_exec(paths, cmd, env, sh_argv, efd[1], parent, own_group);
+    }
+    if (pid > 0 && own_group)
+        (void)setpgid(pid, pid); /* as the child does: whoever runs first */
+    if (pid < 0)
+        err = errno;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    close(efd[1]);
+    free_argv(paths);
+    free(sh_argv);
+    if (pid < 0) {
+        close(efd[0]);
+        cli_err("run: cannot start '%s': %s", cmd[0], strerror(err));
+        return -EXIT_INTERNAL;
+    }
+    /* The exec's outcome: EOF when it worked (the pipe is close-on-exec),
+     * the errno when it did not. */
+    do
+        n = read(efd[0], &err, sizeof(err));
+    while (n < 0 && errno == EINTR);
+    close(efd[0]);
+    if (n == (ssize_t)sizeof(err)) {
+        int status;
+
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            ;
+        say_exec_failed(cmd[0], err);
+        return err == ENOENT ? -127 : -126;
+    }
+    return pid;
+}
