@@ -23,7 +23,9 @@
 #include <sys/prctl.h>
 #endif
 
-#include "store.h"
+#include "clock.h"
+#include "errors.h"
+#include "iobound.h"
 
 #define MAX_WATCHES 256
 

@@ -11,7 +11,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api.h"
+#include "errors.h"
+#include "names.h"
+#include "process.h"
+#include "registry.h"
 #include "store.h"
+#include "strutil.h"
+#include "url.h"
 
 #ifdef DLOCK_HAVE_SQLITE
 #define SQLITE_OPS (&dlock__sqlite_ops)
@@ -152,6 +159,16 @@ static int lookup(struct dlock_url **out, const struct dlock_store_ops **ops,
                                "%s support was not compiled in (this dlock "
                                "has: %s)",
                                schemes[i].label, dlock_schemes());
+        else if (schemes[i].ops->version != DLOCK_STORE_OPS_VERSION)
+            /* A store written for another version of store.h: its idea
+             * of what the core passes and expects is not ours. */
+            rc = dlock__seterr(DLOCK_ENOTSUP,
+                               "the %s store was built for store contract "
+                               "version %d; this dlock's core speaks "
+                               "version %d",
+                               schemes[i].ops->name,
+                               schemes[i].ops->version,
+                               DLOCK_STORE_OPS_VERSION);
         *ops = schemes[i].ops;
         goto done;
     }

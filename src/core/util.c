@@ -11,7 +11,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "store.h"
+#include "clock.h"
+#include "errors.h"
+#include "iobound.h"
+#include "names.h"
+#include "process.h"
+#include "random.h"
+#include "strutil.h"
 
 static int64_t clock_ms(clockid_t id)
 {

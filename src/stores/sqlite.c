@@ -69,7 +69,15 @@
 
 #include "sqlite_path.h"
 #include "sqlite_runs.h"
+#include "cancel.h"
+#include "clock.h"
+#include "errors.h"
+#include "names.h"
+#include "process.h"
+#include "random.h"
 #include "store.h"
+#include "strutil.h"
+#include "url.h"
 
 #define DEFAULT_OP_TIMEOUT_MS 5000
 

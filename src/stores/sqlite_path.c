@@ -13,7 +13,10 @@
 #include <unistd.h>
 
 #include "sqlite_path.h"
-#include "store.h"
+#include "errors.h"
+#include "privdir.h"
+#include "strutil.h"
+#include "url.h"
 
 /* The default store lives in a directory private to its user
  * (privdir.c); its file is created 0600 (SQLite gives the -wal and -shm

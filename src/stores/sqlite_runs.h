@@ -8,7 +8,10 @@
 #include <sqlite3.h>
 #include <stdint.h>
 
+#include "clock.h"
+#include "errors.h"
 #include "store.h"
+#include "strutil.h"
 
 /* Run records: one row per kept run (DLOCK_RUNS_KEPT per name, the newest
  * by fence), and one summary row per name that ever ran: the start of

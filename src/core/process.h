@@ -1,0 +1,21 @@
+/*
+ * process.h - who this process is: its pid, its incarnation (which tells
+ * a fork child from its parent) and its host name (util.c).  Stores
+ * record pid and host with each holder; the core refuses a fork child's
+ * use of its parent's stores and locks by generation.
+ */
+#ifndef DLOCK_CORE_PROCESS_H
+#define DLOCK_CORE_PROCESS_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/* getpid(), cached (and refreshed in fork children). */
+pid_t dlock__pid(void);
+/* This process's incarnation: changes in every fork child, even one that
+ * has its parent's pid (a pid 1 forking into a new pid namespace).  What
+ * tells "made by this process", where a pid cannot. */
+uint64_t dlock__generation(void);
+const char *dlock__hostname(void);
+
+#endif /* DLOCK_CORE_PROCESS_H */
