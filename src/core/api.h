@@ -15,5 +15,10 @@ int dlock__store_usable(const struct dlock_store *store);
  * Clears the thread's message first. */
 int dlock__prefix_call_ok(const struct dlock_store *store, int has_cb,
                           const char **prefix);
+/* DLOCK_OK, or DLOCK_ENOTSUP with a message when ops was built for
+ * another version of the store contract (ops->version is not
+ * DLOCK_STORE_OPS_VERSION).  dlock_store_open() and dlock_ddl() check
+ * every store's table before using it. */
+int dlock__ops_check(const struct dlock_store_ops *ops);
 
 #endif /* DLOCK_CORE_API_H */

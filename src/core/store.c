@@ -140,6 +140,20 @@ dlock_rc dlock_options_init(dlock_options *opts, unsigned version)
     return DLOCK_OK;
 }
 
+int dlock__ops_check(const struct dlock_store_ops *ops)
+{
+    /* A store written for another version of store.h: its idea of what
+     * the core passes and expects is not ours. */
+    if (ops->version != DLOCK_STORE_OPS_VERSION)
+        return dlock__seterr(DLOCK_ENOTSUP,
+                             "the %s store was built for store contract "
+                             "version %d; this dlock's core speaks version "
+                             "%d",
+                             ops->name, ops->version,
+                             DLOCK_STORE_OPS_VERSION);
+    return DLOCK_OK;
+}
+
 /* Parse url and find its store's ops. */
 static int lookup(struct dlock_url **out, const struct dlock_store_ops **ops,
                   const char *url)
@@ -159,16 +173,8 @@ static int lookup(struct dlock_url **out, const struct dlock_store_ops **ops,
                                "%s support was not compiled in (this dlock "
                                "has: %s)",
                                schemes[i].label, dlock_schemes());
-        else if (schemes[i].ops->version != DLOCK_STORE_OPS_VERSION)
-            /* A store written for another version of store.h: its idea
-             * of what the core passes and expects is not ours. */
-            rc = dlock__seterr(DLOCK_ENOTSUP,
-                               "the %s store was built for store contract "
-                               "version %d; this dlock's core speaks "
-                               "version %d",
-                               schemes[i].ops->name,
-                               schemes[i].ops->version,
-                               DLOCK_STORE_OPS_VERSION);
+        else
+            rc = dlock__ops_check(schemes[i].ops);
         *ops = schemes[i].ops;
         goto done;
     }
