@@ -1,5 +1,5 @@
 /*
- * clock.h - clocks, sleeps, deadlines and backoff delays (util.c).
+ * clock.h - clocks, sleeps, deadlines and backoff delays (clock.c).
  *
  * Every deadline in dlock is a CLOCK_MONOTONIC time in milliseconds
  * (dlock__now_ms()); the wall clock is for display and run records only.

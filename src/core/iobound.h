@@ -1,8 +1,7 @@
 /*
- * iobound.h - bounds on a store's I/O: the thread's I/O deadline
- * (util.c), a watch that enforces it on a client library that takes no
- * deadline per call (iowatch.c), and detaching a fork child from an
- * inherited connection (util.c).
+ * iobound.h - the I/O deadline of store calls: the thread's deadline,
+ * and a watch that enforces it on a client library that takes no
+ * deadline per call (iowatch.c).
  */
 #ifndef DLOCK_CORE_IOBOUND_H
 #define DLOCK_CORE_IOBOUND_H
@@ -26,11 +25,5 @@ int64_t dlock__io_bound(int64_t timeout_ms);
  * returns to its caller (and before fd is closed). */
 uint64_t dlock__io_watch(int fd, int64_t timeout_ms);
 void dlock__io_unwatch(uint64_t id);
-
-/* In a fork child: point fd at /dev/null, so that a client library's
- * close function (PQfinish, mysql_close) can free an inherited
- * connection while what it sends goes nowhere and the parent's session
- * lives on.  Returns 0, or -1 with errno. */
-int dlock__fd_detach(int fd);
 
 #endif /* DLOCK_CORE_IOBOUND_H */

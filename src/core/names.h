@@ -1,7 +1,6 @@
 /*
- * names.h - lock names: the check every name passes (util.c), and the
- * list of names a store's list() collects before describing each
- * (store.c).
+ * names.h - lock names (names.c): the check every name passes, and the
+ * list of names a store's list() collects before describing each.
  */
 #ifndef DLOCK_CORE_NAMES_H
 #define DLOCK_CORE_NAMES_H

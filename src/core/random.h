@@ -1,5 +1,5 @@
 /*
- * random.h - random bytes, jitter and owner tokens (util.c).
+ * random.h - random bytes, jitter and owner tokens (random.c).
  */
 #ifndef DLOCK_CORE_RANDOM_H
 #define DLOCK_CORE_RANDOM_H
