@@ -12,7 +12,8 @@
  *   clock.h    monotonic time, sleeps, deadlines, backoff
  *   iobound.h  the I/O deadline of store calls for a held lock
  *   cancel.h   waking a native wait when its acquire is cancelled
- *   process.h  pid, fork generation, host name (recorded with holders)
+ *   process.h  pid, fork generation, host name (recorded with holders),
+ *              letting go of a connection a fork child inherited
  *   random.h   owner tokens, jitter
  *   strutil.h  small string helpers
  *   names.h    name checks, the list() helper
@@ -190,7 +191,7 @@ struct dlock_store_ops {
     /* Optional: free lk->priv in a fork child, where lk is the child's copy
      * of a lock its parent holds.  The connections in it are the
      * parent's: send nothing on them and do not end their sessions (see
-     * dlock__fd_detach()).  The core calls it when the child frees such a
+     * dlock__fd_detach(), process.h).  The core calls it when the child frees such a
      * lock; those it never frees stay reachable from the registry.  With
      * it, a store needs no list of its held locks. */
     void (*forget_inherited)(struct dlock_store *store,
