@@ -191,9 +191,9 @@ struct dlock_store_ops {
     /* Optional: free lk->priv in a fork child, where lk is the child's copy
      * of a lock its parent holds.  The connections in it are the
      * parent's: send nothing on them and do not end their sessions (see
-     * dlock__fd_detach(), process.h).  The core calls it when the child frees such a
-     * lock; those it never frees stay reachable from the registry.  With
-     * it, a store needs no list of its held locks. */
+     * dlock__fd_detach(), process.h).  The core calls it when the child
+     * frees such a lock; those it never frees stay reachable from the
+     * registry.  With it, a store needs no list of its held locks. */
     void (*forget_inherited)(struct dlock_store *store,
                              struct dlock_lock *lk);
 
