@@ -51,7 +51,8 @@
 #include "bench.h"
 #include "contract.h"
 #include "dlock.h"
-#include "store.h" /* dlock__renewals() */
+#include "registry.h" /* dlock__renewals() */
+#include "url.h"
 #ifdef DLOCK_HAVE_REDIS
 #include "../src/stores/redis/rconn.h"
 #endif

@@ -20,7 +20,8 @@
 #endif
 
 #include "bench.h"
-#include "store.h"
+#include "dlock.h"
+#include "url.h"
 
 struct bench_noop {
     char kind;

@@ -2,7 +2,8 @@
  * acquire.c - dlock_acquire(): option checks, one attempt, and the core's
  * wait loop (polling with jittered backoff, or bounded slices of a store's
  * native wait), which also waits out a store that went away.  What happens
- * to a lock once held (renewal, loss, release, the registry) is lock.c's.
+ * to a lock once held (renewal, loss, release, the registry): registry.c,
+ * renew.c, lease.c, held.c.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -10,9 +11,22 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "store.h"
+#include "api.h"
+#include "cancel.h"
+#include "clock.h"
+#include "errors.h"
+#include "held.h"
+#include "iobound.h"
+#include "names.h"
+#include "process.h"
+#include "random.h"
+#include "registry.h"
+#include "strutil.h"
 
 #define TTL_MAX_MS DLOCK_TTL_MAX_MS
+/* A lease and any other duration from outside share one bound. */
+_Static_assert(DLOCK_TTL_MAX_MS == DLOCK_DURATION_MAX_MS,
+               "store.h and clock.h disagree on the longest duration");
 
 /* How long one attempt may wait for the store's own short-lived internal
  * contention (SQLite's write lock, say) when the caller asked not to wait
@@ -88,7 +102,7 @@ static int check_options(const dlock_options *o, const dlock_store *s)
 
 /* One attempt.  *retry_ms: the holder's lease left when the store knows
  * it, else -1. */
-static int attempt(struct dlock_store *s, struct dlock_lock *lk,
+static int attempt(struct dlock_store *s, struct dlock__held *lk,
                    int64_t deadline, int try_once, int64_t *retry_ms)
 {
     int64_t now = dlock__now_ms(), budget;
@@ -103,9 +117,9 @@ static int attempt(struct dlock_store *s, struct dlock_lock *lk,
         budget = deadline;
     /* If this attempt succeeds, the lease started no earlier than now:
      * the end we assume must not be later than the store's. */
-    lk->lease_end = now + lk->ttl_ms;
+    lk->view.lease_end = now + lk->view.ttl_ms;
     *retry_ms = -1;
-    rc = s->ops->try_acquire(s, lk, budget, retry_ms);
+    rc = s->ops->try_acquire(s, &lk->view, budget, retry_ms);
     /* The store's word on the holder's lease (a server's answer, maybe a
      * hostile one's): in range, so the wait loop's sums cannot overflow. */
     *retry_ms = dlock__clamp_ms(*retry_ms);
@@ -115,7 +129,7 @@ static int attempt(struct dlock_store *s, struct dlock_lock *lk,
 /* The core's wait loop, for stores without a native wait: one attempt,
  * then jittered exponential backoff (capped by DLOCK_POLL_MAX_MS and by
  * when the holder's lease ends, when the store knows), until deadline. */
-static int poll_acquire(struct dlock_store *s, struct dlock_lock *lk,
+static int poll_acquire(struct dlock_store *s, struct dlock__held *lk,
                         int64_t deadline, int try_once)
 {
     unsigned attempts;
@@ -147,7 +161,7 @@ static int poll_acquire(struct dlock_store *s, struct dlock_lock *lk,
  * SLICE_MARGIN_MS after the holder's lease does: between slices the store
  * looks at the holder again, so one that hangs past its lease is fenced
  * off in time, whenever it started to hang. */
-static int slice_acquire(struct dlock_store *s, struct dlock_lock *lk,
+static int slice_acquire(struct dlock_store *s, struct dlock__held *lk,
                          int64_t deadline)
 {
     int64_t retry;
@@ -166,8 +180,8 @@ static int slice_acquire(struct dlock_store *s, struct dlock_lock *lk,
             slice = retry + SLICE_MARGIN_MS;
         retry = -1;
         /* As in attempt(): the store may move it later, never earlier. */
-        lk->lease_end = dlock__now_ms() + lk->ttl_ms;
-        rc = s->ops->wait_slice(s, lk, slice, &retry);
+        lk->view.lease_end = dlock__now_ms() + lk->view.ttl_ms;
+        rc = s->ops->wait_slice(s, &lk->view, slice, &retry);
         retry = dlock__clamp_ms(retry); /* as in attempt() */
     }
     return rc;
@@ -179,34 +193,34 @@ static int slice_acquire(struct dlock_store *s, struct dlock_lock *lk,
  * lost from its first moment, and someone may hold it already.  It is
  * let go again (best effort, briefly), and the attempt counts as a store
  * that did not answer in time, which a wait retries within its deadline. */
-static int too_late(struct dlock_store *s, struct dlock_lock *lk)
+static int too_late(struct dlock_store *s, struct dlock__held *lk)
 {
     int64_t now = dlock__now_ms(), saved = dlock__io_deadline;
 
-    if (now < lk->lease_end - dlock__drift_margin(lk->ttl_ms))
+    if (now < lk->view.lease_end - dlock__drift_margin(lk->view.ttl_ms))
         return DLOCK_OK;
-    dlock__io_deadline = now + lk->ttl_ms / 3;
-    (void)s->ops->release(s, lk);
+    dlock__io_deadline = now + lk->view.ttl_ms / 3;
+    (void)s->ops->release(s, &lk->view);
     dlock__io_deadline = saved;
     return dlock__seterr(DLOCK_EUNAVAIL,
                          "%s granted lock '%s' only after the lease it "
                          "started had run out (%lld ms after the request "
                          "was sent, lease %lld ms): not taken",
-                         s->url, lk->name,
-                         (long long)(now - (lk->lease_end - lk->ttl_ms)),
-                         (long long)lk->ttl_ms);
+                         s->url, lk->view.name,
+                         (long long)(now - (lk->view.lease_end - lk->view.ttl_ms)),
+                         (long long)lk->view.ttl_ms);
 }
 
 /* The acquire's cancel fired before it returned: whatever its wait ended
  * with, the answer is DLOCK_ECANCELED, and a grant that raced the cancel
  * is let go again (as too_late() does), so nothing is held. */
-static int cancelled(struct dlock_store *s, struct dlock_lock *lk, int rc)
+static int cancelled(struct dlock_store *s, struct dlock__held *lk, int rc)
 {
     if (rc == DLOCK_OK) {
         int64_t saved = dlock__io_deadline;
 
-        dlock__io_deadline = dlock__now_ms() + lk->ttl_ms / 3;
-        (void)s->ops->release(s, lk);
+        dlock__io_deadline = dlock__now_ms() + lk->view.ttl_ms / 3;
+        (void)s->ops->release(s, &lk->view);
         dlock__io_deadline = saved;
     }
     return dlock__ecanceled();
@@ -214,10 +228,10 @@ static int cancelled(struct dlock_store *s, struct dlock_lock *lk, int rc)
 
 /* What a store kept in priv for an acquire that did not get the lock (a
  * session it waited on, what its try saw of the holder). */
-static int forget_attempts(struct dlock_store *s, struct dlock_lock *lk)
+static int forget_attempts(struct dlock_store *s, struct dlock__held *lk)
 {
-    if (lk->priv != NULL && s->ops->forget != NULL)
-        return s->ops->forget(s, lk);
+    if (lk->view.priv != NULL && s->ops->forget != NULL)
+        return s->ops->forget(s, &lk->view);
     return DLOCK_OK;
 }
 
@@ -226,7 +240,7 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
 {
     static const dlock_options defaults = DLOCK_OPTIONS_INIT;
     struct dlock_cancel *cancel, *outer_cancel;
-    struct dlock_lock *lk;
+    struct dlock__held *lk;
     int64_t t0, deadline;
     int rc;
 
@@ -261,14 +275,14 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
     lk = calloc(1, sizeof(*lk));
     if (lk == NULL)
         return dlock__enomem();
-    lk->name = dlock__strndup(name, name_len);
-    if (lk->name == NULL) {
+    lk->view.name = dlock__strndup(name, name_len);
+    if (lk->view.name == NULL) {
         free(lk);
         return dlock__enomem();
     }
-    rc = dlock__token(lk->token);
+    rc = dlock__token(lk->view.token);
     if (rc != DLOCK_OK) {
-        free(lk->name);
+        free(lk->view.name);
         free(lk);
         return rc;
     }
@@ -282,13 +296,13 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
         return rc;
     }
     lk->store = s;
-    lk->name_len = name_len;
-    lk->ttl_ms = opts->ttl_ms;
-    lk->shared = opts->shared != 0;
-    lk->limit = opts->version >= 2 && opts->limit > 1 ? opts->limit : 1;
+    lk->view.name_len = name_len;
+    lk->view.ttl_ms = opts->ttl_ms;
+    lk->view.shared = opts->shared != 0;
+    lk->view.limit = opts->version >= 2 && opts->limit > 1 ? opts->limit : 1;
     lk->pid = dlock__pid();
     lk->gen = dlock__generation();
-    lk->auto_renew = opts->auto_renew != 0;
+    lk->view.auto_renew = opts->auto_renew != 0;
     lk->on_lost = opts->on_lost;
     lk->payload = opts->payload;
 
@@ -352,7 +366,7 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
     if (rc != DLOCK_OK) {
         if (rc == DLOCK_BUSY && dlock_errmsg()[0] == '\0')
             dlock__seterr(DLOCK_BUSY, "lock '%s' is held by someone else",
-                          lk->name);
+                          lk->view.name);
         dlock__registry_unreserve(lk);
         dlock__lock_free(lk);
         return rc;
@@ -360,13 +374,13 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
     /* lease_end was set before the successful attempt was sent: never
      * later than the store's, so loss is never noticed late. */
     t0 = dlock__now_ms();
-    lk->next_renew = lk->lease_end - lk->ttl_ms + lk->ttl_ms / 3;
+    lk->next_renew = lk->view.lease_end - lk->view.ttl_ms + lk->view.ttl_ms / 3;
     if (lk->next_renew < t0)
         lk->next_renew = t0;
     DLOCK_STATE_SET(lk, DLOCK_STATE_HELD);
     dlock__registry_add(lk);
     dlock__clearerr();
-    *out = lk;
+    *out = &lk->view;
     return DLOCK_OK;
 }
 

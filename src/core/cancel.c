@@ -27,7 +27,10 @@
 #include <sys/prctl.h>
 #endif
 
-#include "store.h"
+#include "cancel.h"
+#include "dlock.h"
+#include "clock.h"
+#include "errors.h"
 
 struct dlock_cancel {
     int fired; /* atomic */

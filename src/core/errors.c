@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "errors.h"
 #include "store.h"
 
 /* The last failure's text, one per thread (libgit2's git_error_last). */

@@ -1,10 +1,12 @@
 /*
- * iowatch.c - a deadline for a blocking call of a client library that
- * takes none per call.
+ * iowatch.c - the I/O deadline of store calls (iobound.h): the thread's
+ * dlock__io_deadline, dlock__io_bound() that stores pass their timeouts
+ * through, and a watch that enforces the deadline on a blocking call of a
+ * client library that takes none per call.
  *
  * MariaDB Connector/C fixes a connection's read timeout (in whole seconds)
  * when it connects; a renewal or release for a held lock must not outlive
- * that lock's lease (dlock__io_deadline, store.h), or a store that stopped
+ * that lock's lease (dlock__io_deadline), or a store that stopped
  * answering keeps the renew thread, and the holder's release, waiting for
  * the whole timeout.  So the store arms a watch on the connection's socket
  * around such a call: if the call is still running at the deadline, one
@@ -23,7 +25,23 @@
 #include <sys/prctl.h>
 #endif
 
-#include "store.h"
+#include "clock.h"
+#include "errors.h"
+#include "iobound.h"
+
+_Thread_local int64_t dlock__io_deadline;
+
+int64_t dlock__io_bound(int64_t timeout_ms)
+{
+    int64_t left;
+
+    if (dlock__io_deadline == 0)
+        return timeout_ms;
+    left = dlock__io_deadline - dlock__now_ms();
+    if (left < 1)
+        left = 1;
+    return left < timeout_ms ? left : timeout_ms;
+}
 
 #define MAX_WATCHES 256
 

@@ -7,7 +7,10 @@
  */
 #include "pool.h"
 
-#include "store.h"
+#include "clock.h"
+#include "errors.h"
+#include "iobound.h"
+#include "names.h"
 
 void dlock__pool_init(struct dlock__pool *p, const struct dlock__pool_ops *ops,
                       void *ctx, unsigned max_idle)

@@ -18,7 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "store.h"
+#include "errors.h"
+#include "privdir.h"
 
 static int refuse(const char *dir, const char *why)
 {

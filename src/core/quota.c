@@ -4,7 +4,8 @@
 #include "quota.h"
 
 #include "dlock.h"
-#include "store.h"
+#include "errors.h"
+#include "url.h"
 
 int dlock__quota_init(struct dlock__quota *q, const struct dlock_url *u,
                       const char *key)

@@ -8,7 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store.h"
+#include "api.h"
+#include "clock.h"
+#include "errors.h"
+#include "held.h"
+#include "names.h"
+#include "process.h"
 
 struct begin_args {
     const dlock_run_rule *rule;
@@ -23,7 +28,7 @@ static int begin_call(struct dlock_store *s, struct dlock_lock *lk, void *arg)
                                (int64_t)dlock__pid(), a->go, a->last);
 
     if (rc == DLOCK_OK && *a->go)
-        lk->run_begun = 1;
+        dlock__held_of(lk)->run_begun = 1;
     return rc;
 }
 
@@ -33,9 +38,10 @@ static int no_runs(const struct dlock_store *s)
                          "the %s store keeps no run records", s->ops->name);
 }
 
-dlock_rc dlock_run_begin(dlock_lock *lk, const dlock_run_rule *rule, int *go,
-                         dlock_run **last)
+dlock_rc dlock_run_begin(dlock_lock *lock, const dlock_run_rule *rule,
+                         int *go, dlock_run **last)
 {
+    struct dlock__held *lk = dlock__held_of(lock);
     struct begin_args a;
     dlock_run *rec;
     int rc;
@@ -67,8 +73,8 @@ dlock_rc dlock_run_begin(dlock_lock *lk, const dlock_run_rule *rule, int *go,
     if (rc != DLOCK_OK)
         *go = 0;
     if (rc == DLOCK_OK && rec->fence != 0) {
-        memcpy(rec->name, lk->name, lk->name_len);
-        rec->name[lk->name_len] = '\0';
+        memcpy(rec->name, lk->view.name, lk->view.name_len);
+        rec->name[lk->view.name_len] = '\0';
     }
     if (rc == DLOCK_OK && last != NULL && rec->fence != 0)
         *last = rec;
@@ -87,7 +93,7 @@ static int end_call(struct dlock_store *s, struct dlock_lock *lk, void *arg)
 {
     struct end_args *a = arg;
 
-    if (!lk->run_begun)
+    if (!dlock__held_of(lk)->run_begun)
         return dlock__seterr(DLOCK_EINVAL,
                              "no run was begun on lock '%s' "
                              "(dlock_run_begin() said go)",
@@ -95,8 +101,9 @@ static int end_call(struct dlock_store *s, struct dlock_lock *lk, void *arg)
     return s->ops->run_end(s, lk, a->result, a->status);
 }
 
-dlock_rc dlock_run_end(dlock_lock *lk, int result, int status)
+dlock_rc dlock_run_end(dlock_lock *lock, int result, int status)
 {
+    struct dlock__held *lk = dlock__held_of(lock);
     struct end_args a = {result, status};
     int rc;
 

@@ -11,7 +11,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api.h"
+#include "errors.h"
+#include "names.h"
+#include "process.h"
+#include "registry.h"
 #include "store.h"
+#include "strutil.h"
+#include "url.h"
 
 #ifdef DLOCK_HAVE_SQLITE
 #define SQLITE_OPS (&dlock__sqlite_ops)
@@ -133,6 +140,20 @@ dlock_rc dlock_options_init(dlock_options *opts, unsigned version)
     return DLOCK_OK;
 }
 
+int dlock__ops_check(const struct dlock_store_ops *ops)
+{
+    /* A store written for another version of store.h: its idea of what
+     * the core passes and expects is not ours. */
+    if (ops->version != DLOCK_STORE_OPS_VERSION)
+        return dlock__seterr(DLOCK_ENOTSUP,
+                             "the %s store was built for store contract "
+                             "version %d; this dlock's core speaks version "
+                             "%d",
+                             ops->name, ops->version,
+                             DLOCK_STORE_OPS_VERSION);
+    return DLOCK_OK;
+}
+
 /* Parse url and find its store's ops. */
 static int lookup(struct dlock_url **out, const struct dlock_store_ops **ops,
                   const char *url)
@@ -152,6 +173,8 @@ static int lookup(struct dlock_url **out, const struct dlock_store_ops **ops,
                                "%s support was not compiled in (this dlock "
                                "has: %s)",
                                schemes[i].label, dlock_schemes());
+        else
+            rc = dlock__ops_check(schemes[i].ops);
         *ops = schemes[i].ops;
         goto done;
     }
@@ -387,54 +410,5 @@ dlock_rc dlock_force_release(unsigned *out_removed, dlock_store *s,
     rc = s->ops->force_release(s, name, &removed);
     if (out_removed != NULL)
         *out_removed = removed;
-    return rc;
-}
-
-int dlock__names_add(struct dlock__names *l, const char *name, size_t len)
-{
-    for (size_t i = 0; i < l->n; i++)
-        if (strlen(l->v[i]) == len && memcmp(l->v[i], name, len) == 0)
-            return DLOCK_OK;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        char **v = realloc(l->v, cap * sizeof(*v));
-
-        if (v == NULL)
-            return dlock__enomem();
-        l->v = v;
-        l->cap = cap;
-    }
-    if ((l->v[l->n] = dlock__strndup(name, len)) == NULL)
-        return dlock__enomem();
-    l->n++;
-    return DLOCK_OK;
-}
-
-void dlock__names_free(struct dlock__names *l)
-{
-    for (size_t i = 0; i < l->n; i++)
-        free(l->v[i]);
-    free(l->v);
-    memset(l, 0, sizeof(*l));
-}
-
-int dlock__names_report(struct dlock__names *l, struct dlock_store *s,
-                        int (*describe)(struct dlock_store *, const char *,
-                                        dlock_info *),
-                        int (*cb)(const dlock_info *, void *), void *payload)
-{
-    int rc = DLOCK_OK;
-
-    for (size_t i = 0; i < l->n && rc == DLOCK_OK; i++) {
-        dlock_info info;
-
-        memset(&info, 0, sizeof(info));
-        info.ttl_ms = -1;
-        dlock__strlcpy(info.name, l->v[i], sizeof(info.name));
-        rc = describe(s, l->v[i], &info);
-        if (rc == DLOCK_OK && info.held)
-            rc = cb(&info, payload);
-    }
-    dlock__names_free(l);
     return rc;
 }

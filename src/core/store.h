@@ -1,175 +1,126 @@
 /*
- * store.h - the private contract between the dlock core and its stores.
+ * store.h - the contract between the dlock core and a store.
  *
- * Each store is one `static const struct dlock_store_ops` (SQLite's
- * sqlite3_io_methods is the model).  A store's open() allocates its own
- * struct whose first member is `struct dlock_store`; the core fills in the
- * base fields after open() returns.
+ * This header is all a store's author needs to read: what the core asks
+ * of a store (struct dlock_store_ops), the base of a store handle
+ * (struct dlock_store) and the part of a lock a store may see (struct
+ * dlock_lock).  SQLite's sqlite3_io_methods and libgit2's sys/ headers
+ * are the model.  The helpers a store calls live in their own headers:
  *
- * The core owns everything that is the same for every store: name and
- * option checks, the owner token, the wait loop and its deadline, the renew
- * thread, LOST bookkeeping, the registry of held locks, atexit and fork.
- * A store only talks to its database.
+ *   errors.h   the thread's error message (dlock__seterr, dlock__lost)
+ *   url.h      the parsed URL, its parameters, scrubbing driver text
+ *   clock.h    monotonic time, sleeps, deadlines, backoff
+ *   iobound.h  the I/O deadline of store calls for a held lock
+ *   cancel.h   waking a native wait when its acquire is cancelled
+ *   process.h  pid, fork generation, host name (recorded with holders),
+ *              letting go of a connection a fork child inherited
+ *   random.h   owner tokens, jitter
+ *   strutil.h  small string helpers
+ *   names.h    name checks, the list() helper
+ *   pool.h     an idle-connection pool with the retry-once policy
+ *   quota.h    a handle's share of a server-wide resource
+ *   text.h     SQL/Lua templates kept as files ({{placeholders}})
  *
- * Store functions return DLOCK_* codes and, on failure, set the thread's
- * message with dlock__seterr().  They must never print and never put a
- * password in a message (use store->url, which is redacted).
+ * THE DIVISION OF LABOUR.  The core owns everything that is the same for
+ * every store: name and option checks, the owner token, the wait loop and
+ * its deadline, the renew and lease threads, LOST bookkeeping, the
+ * registry of held locks, atexit and fork (docs/internals.md).  A store
+ * only talks to its database: one attempt, one bounded native wait
+ * slice, one renewal (or a batch), one release.  It never sleeps to wait
+ * for a holder unless inside wait_slice, never retries past a deadline
+ * it was given, and keeps no list of held locks.
+ *
+ * LIFETIME.  A store is one `const struct dlock_store_ops` (declared at
+ * the end of this header, listed in store.c's scheme table).  open()
+ * allocates the store's own struct whose first member is `struct
+ * dlock_store`; the core fills in the base fields after open() returns
+ * and calls close() once, after every lock taken through the handle was
+ * released or detached.
+ *
+ * THREADS.  Calls on one lock are serialised by the core (the user's
+ * thread against the renew thread), but calls on different locks of one
+ * handle come from any thread at once: a store guards its connections
+ * itself (pool.h).
+ *
+ * ERRORS.  Store functions return DLOCK_* codes and, on failure, set the
+ * thread's message with dlock__seterr().  They must never print and
+ * never put a password in a message (use store->url, which is redacted,
+ * and dlock__scrub() for a driver's text).
  */
 #ifndef DLOCK_CORE_STORE_H
 #define DLOCK_CORE_STORE_H
 
-#include <pthread.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "dlock.h"
+#include "random.h" /* DLOCK_TOKEN_HEX */
 
-#if defined(__GNUC__)
-#define DLOCK_PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define DLOCK_PRINTF(f, a)
-#endif
+struct dlock_url; /* url.h */
 
-/* Owner tokens: 128 random bits as 32 lowercase hex digits. */
-#define DLOCK_TOKEN_HEX 32
+/* The version of this contract.  Bumped when an op's meaning or a
+ * struct below changes in a way an existing store must follow. */
+#define DLOCK_STORE_OPS_VERSION 2
 
-/* A parsed store URL: scheme://[user[:password]@]host[:port][/path][?k=v&..]
- * Every component is percent-decoded; absent ones are NULL (port: 0). */
-struct dlock_url_param {
-    char *key;
-    char *value;
-};
+/* The longest lease dlock grants (the core refuses a longer ttl).  A
+ * store may treat a row whose lease ends later than now + this as
+ * corrupt: no dlock wrote it.  Equal to DLOCK_DURATION_MAX_MS (clock.h). */
+#define DLOCK_TTL_MAX_MS (365LL * 24 * 3600 * 1000)
 
-struct dlock_url {
-    char *scheme;   /* lower case */
-    char *user;
-    char *password;
-    char *host;     /* "[v6]" brackets removed */
-    int port;
-    char *path;     /* from the first '/' after the authority, decoded */
-    char *query;    /* raw text after '?', not decoded (libpq wants it) */
-    char *redacted; /* the whole URL with the password as "***" */
-    char *raw;      /* the whole URL as given: may hold a password */
-    size_t nparams;
-    struct dlock_url_param *params;
-};
+/* The most locks the renew thread hands one extend_many() call. */
+#define DLOCK_RENEW_BATCH 500
 
-int dlock__url_parse(struct dlock_url **out, const char *url);
-void dlock__url_free(struct dlock_url *url);
-/* The value of ?key=, or NULL if absent ("" if present without value). */
-const char *dlock__url_param(const struct dlock_url *url, const char *key);
-/* DLOCK_EINVAL (with a message) if the URL has a parameter not in the
- * NULL-terminated list `known`. */
-/* DLOCK_EINVAL for the unknown option u->params[i]: named, unless it
- * follows a credential (then it may be a password's tail). */
-int dlock__url_unknown_option(const struct dlock_url *u, size_t i);
-int dlock__url_check_params(const struct dlock_url *url,
-                            const char *const *known);
-/* Parse a non-negative integer parameter with an optional unit suffix
- * "ms" or "s" (no suffix: `unit_ms` per unit).  Absent: *out untouched. */
-int dlock__url_param_ms(const struct dlock_url *url, const char *key,
-                        int64_t unit_ms, int64_t *out);
-/* Parse a whole number parameter, 0 or more (a count: ?max_keys=).
- * Absent: *out untouched. */
-int dlock__url_param_count(const struct dlock_url *url, const char *key,
-                           int64_t *out);
-
-/* What in the URL text may be a secret: the password (up to the
- * authority's last '@', and up to the URL's last '@'), and the values of
- * credential parameters (?password=...), each as written and decoded.
- * A NULL-terminated malloc'd list for dlock__scrub(); NULL if out of
- * memory.  dlock__secrets_free() wipes and frees it. */
-char **dlock__url_secrets(const char *url);
-void dlock__secrets_free(char **secrets);
-/* Copy src (a driver's or server's text) to dst[cap] with every secret of
- * the NULL-terminated list replaced by "***"; a secret under 4 bytes that
- * occurs drops the whole text.  No text from libpq, the Redis transport
- * or libmariadb reaches a message without passing here. */
-void dlock__scrub(char *dst, size_t cap, const char *src,
-                  const char *const *secrets);
-/* dlock__scrub() on the thread's message. */
-void dlock__scrub_errmsg(const char *const *secrets);
-
-/* The base of every store handle. */
+/* The base of every store handle: the first member of the store's own
+ * struct.  Set by the core after open(), except poll_wait. */
 struct dlock_store {
     const struct dlock_store_ops *ops;
-    char *url; /* redacted, for messages and dlock_store_url() */
-    pid_t pid;      /* the process that opened it (for messages) */
-    uint64_t gen;   /* its dlock__generation(): a fork child may not use it */
+    char *url;    /* redacted, for messages and dlock_store_url() */
+    pid_t pid;    /* the process that opened it (for messages) */
+    uint64_t gen; /* its dlock__generation(): a fork child may not use it */
     /* Set by open(): this handle has no native wait (a table-only lease
      * mode, say), so the core polls try_acquire even though the ops
      * table has wait_slice. */
     int poll_wait;
 };
 
-/* Lock states, owned by the core. */
-enum dlock_state {
-    DLOCK_STATE_HELD = 0,
-    DLOCK_STATE_LOST,
-    DLOCK_STATE_DETACHED /* its store was closed under it */
-};
-
-/* lk->state is written under lk->mu but read without it (lease_left(),
- * the registry scans): every access goes through these two. */
-#define DLOCK_STATE_GET(lk) __atomic_load_n(&(lk)->state, __ATOMIC_ACQUIRE)
-#define DLOCK_STATE_SET(lk, v)                                               \
-    __atomic_store_n(&(lk)->state, (v), __ATOMIC_RELEASE)
-
-/* A held lock.  Stores read name..shared and set fence and priv; the rest
- * belongs to the core (src/core/lock.c), except lease_end, which a store
- * may move later during a native wait (see wait_slice). */
+/* A lock as a store sees it: the core's own bookkeeping (its mutex, its
+ * place in the renew and lease schedules, its state, its LOST callback)
+ * is in a struct of the core's that this one is the first member of, out
+ * of a store's sight.  The public dlock_lock handle points here.
+ *
+ * A store reads name..limit, sets fence and priv, and may move
+ * lease_end during a native wait (see wait_slice).  Nothing here changes
+ * while a store call on the lock runs, except through the store. */
 struct dlock_lock {
-    struct dlock_store *store;
-    char *name;
+    char *name;      /* NUL-terminated; name_len bytes, valid UTF-8 */
     size_t name_len;
-    char token[DLOCK_TOKEN_HEX + 1];
-    int64_t ttl_ms;
-    int shared;
+    char token[DLOCK_TOKEN_HEX + 1]; /* this holder's owner token */
+    int64_t ttl_ms;  /* the lease to ask for (dlock_extend() may change it
+                      * between calls) */
+    int shared;      /* a shared (read) lock: only on stores with has_shared */
     /* 1: a lock; N > 1: a semaphore of N (only on stores with has_limit).
      * A store admits lk while fewer than limit hold the name and all of
      * them asked the same limit; a holder that asked another limit makes
      * the attempt DLOCK_EINVAL, with a message naming the limit in force.
      * It records limit with the holder so that status can report it. */
     unsigned limit;
-    uint64_t fence; /* set by the store on acquire */
-    void *priv;     /* the store's per-lock state (a pinned connection...) */
-
-    /* core-private */
-    pthread_mutex_t mu; /* serialises store calls on this lock */
-    pid_t pid;          /* the owning process (for messages) */
-    uint64_t gen;       /* its dlock__generation() */
-    enum dlock_state state;
-    int auto_renew;
-    int lost_notified;  /* declared lost (atomic: the lease thread sets
-                         * it without mu); on_lost ran or is running */
-    dlock_lost_cb on_lost;
-    void *payload;
-    int64_t lease_end;  /* monotonic ms: lease end as this process knows;
-                         * the core writes it, a waiting store may too.
-                         * Once held: the store's end less the clock-rate
-                         * margin (lock.c), the moment the lock is LOST */
-    int64_t next_renew; /* monotonic ms */
-    /* under the registry mutex: two heaps, [0] the renew thread's (key:
-     * min(next_renew, lease_end)), [1] the lease thread's (key: lease_end
-     * when last looked at) */
-    int64_t due[2];
-    size_t heap_idx[2]; /* place in each heap, or SIZE_MAX */
-    int heap_slot[2];   /* a place in that heap is reserved for it */
-    unsigned refs;      /* library threads (and store close) using it now */
-    int renewable;      /* the renew thread may pick it */
-    int free_on_unref;  /* released from its own on_lost callback */
-    int run_begun;      /* dlock_run_begin() recorded a run (under mu) */
-    int release_on_unref; /* ...while a renewal held mu: the last ref
-                           * tells the store */
-    struct dlock_lock *prev, *next; /* registry list */
+    int auto_renew;  /* read-only: the renew thread will renew it (a store
+                      * may keep such locks on a shared session) */
+    uint64_t fence;  /* set by the store on acquire */
+    void *priv;      /* the store's per-lock state (a pinned connection...) */
+    /* Monotonic ms: the lease end as this process knows it.  The core
+     * sets it before each attempt and slice to (call time + ttl); a store
+     * waiting natively may move it later, to (the time its successful
+     * statement was sent + ttl), never later than that.  Once held it is
+     * the core's (written under the core's atomics): read-only. */
+    int64_t lease_end;
 };
 
-#define DLOCK_STORE_OPS_VERSION 1
-
 struct dlock_store_ops {
-    int version;      /* DLOCK_STORE_OPS_VERSION */
+    /* DLOCK_STORE_OPS_VERSION as the store was compiled: dlock_store_open()
+     * refuses a table whose version is not the core's. */
+    int version;
     const char *name; /* "sqlite", "redis", ... */
     int has_shared;   /* supports shared (read) locks */
     int has_limit;    /* supports semaphores (dlock_lock.limit > 1) */
@@ -213,7 +164,7 @@ struct dlock_store_ops {
                   int64_t ttl_ms);
     /* Optional: renew many leases of this store in one round trip (the
      * renew thread's batches, at most DLOCK_RENEW_BATCH locks).  Each
-     * locks[i] is held (the core holds its mu) and is renewed to its own
+     * locks[i] is held (the core holds its mutex) and is renewed to its own
      * lk->ttl_ms from now.  Returns DLOCK_OK with rcs[i] set to what
      * extend() would answer for locks[i] (DLOCK_OK, DLOCK_LOST, or a
      * transient failure), or a failure code when nothing is known of any
@@ -240,9 +191,9 @@ struct dlock_store_ops {
     /* Optional: free lk->priv in a fork child, where lk is the child's copy
      * of a lock its parent holds.  The connections in it are the
      * parent's: send nothing on them and do not end their sessions (see
-     * dlock__fd_detach()).  The core calls it when the child frees such a
-     * lock; those it never frees stay reachable from the registry.  With
-     * it, a store needs no list of its held locks. */
+     * dlock__fd_detach(), process.h).  The core calls it when the child
+     * frees such a lock; those it never frees stay reachable from the
+     * registry.  With it, a store needs no list of its held locks. */
     void (*forget_inherited)(struct dlock_store *store,
                              struct dlock_lock *lk);
 
@@ -261,7 +212,7 @@ struct dlock_store_ops {
     /* Run records (include/dlock.h, "Runs"; src/core/run.c checks the
      * arguments).  Optional: NULL makes the calls DLOCK_ENOTSUP.
      *
-     * run_begin: lk is held (the core holds lk->mu).  In ONE atomic step
+     * run_begin: lk is held (the core holds its mutex).  In ONE atomic step
      * on the store (a script, a transaction), only if lk still owns the
      * lock (else DLOCK_LOST, nothing written):
      *  - read the name's summary: the start of its last run (store clock)
@@ -299,162 +250,12 @@ struct dlock_store_ops {
                      dlock_run_cb cb, void *payload);
 };
 
-/* The most locks the renew thread hands one extend_many() call. */
-#define DLOCK_RENEW_BATCH 500
 
-/* The longest lease dlock grants (lock.c).  A store may treat a row whose
- * lease ends later than now + this as corrupt: no dlock wrote it. */
-#define DLOCK_TTL_MAX_MS (365LL * 24 * 3600 * 1000)
-
-/* privdir.c: make sure dir is a directory only this process's euid can
- * change: create it 0700 if missing; if it exists, refuse (DLOCK_EUNAVAIL,
- * with a message naming dir and the reason) a symbolic link, a
- * non-directory, one owned by another uid, or one writable by group or
- * others.  Never changes an existing directory. */
-int dlock__private_dir(const char *dir);
-
-/* errors.c */
-int dlock__seterr(int rc, const char *fmt, ...) DLOCK_PRINTF(2, 3);
-int dlock__vseterr(int rc, const char *fmt, va_list ap);
-void dlock__clearerr(void);
-int dlock__enomem(void);
-/* DLOCK_LOST with "lock 'NAME' is no longer ours: WHY". */
-int dlock__lost(const struct dlock_lock *lk, const char *why);
-
-/* util.c */
-int64_t dlock__now_ms(void);      /* CLOCK_MONOTONIC */
-int64_t dlock__wall_ms(void);     /* CLOCK_REALTIME, for display only */
-void dlock__sleep_ms(int64_t ms); /* restarts after EINTR */
-/* Remaining ms until deadline (>= 0); INT64_MAX for DLOCK_WAIT_FOREVER. */
-int64_t dlock__remaining_ms(int64_t deadline);
-/* The longest duration dlock takes from outside (a URL's timeouts, a
- * store's answer saying how long a holder's lease has left): a year, the
- * longest lease.  now + any duration in range cannot overflow. */
-#define DLOCK_DURATION_MAX_MS DLOCK_TTL_MAX_MS
-/* A duration from outside, where it is parsed: more than
- * DLOCK_DURATION_MAX_MS is that much, any negative is -1 ("not known"). */
-int64_t dlock__clamp_ms(int64_t ms);
-/* A bound on store I/O for the calling thread (monotonic ms, 0: none).
- * The core sets it around store calls made for a held lock (renewal,
- * release, assert_ttl) to that lock's lease end: past it the call is of
- * no use, and a store that stopped answering must not keep the renew
- * thread or the holder waiting for the URL's whole timeout.  Stores pass
- * their own timeout through dlock__io_bound() wherever they wait. */
-extern _Thread_local int64_t dlock__io_deadline;
-/* timeout_ms, or less when dlock__io_deadline comes sooner (at least 1). */
-int64_t dlock__io_bound(int64_t timeout_ms);
-/* iowatch.c: for a client library whose calls take no deadline: while
- * armed, the socket fd is shut down at dlock__io_deadline, so that a
- * call blocked on it fails then.  Armed only when that deadline comes
- * before timeout_ms (the library's own); 0 when not armed.  Unwatch
- * before the call returns to its caller (and before fd is closed). */
-uint64_t dlock__io_watch(int fd, int64_t timeout_ms);
-void dlock__io_unwatch(uint64_t id);
-int dlock__random(void *buf, size_t len);
-int dlock__token(char out[DLOCK_TOKEN_HEX + 1]);
-/* getpid(), cached (and refreshed in fork children). */
-pid_t dlock__pid(void);
-/* This process's incarnation: changes in every fork child, even one that
- * has its parent's pid (a pid 1 forking into a new pid namespace).  What
- * tells "made by this process", where a pid cannot. */
-uint64_t dlock__generation(void);
-/* DLOCK_OK or DLOCK_EINVAL with a message: 1..DLOCK_NAME_MAX bytes, valid
- * UTF-8.  len is the byte length. */
-int dlock__check_name(const char *name, size_t len);
-/* Poll delay for attempt n (0-based): exponential from 1 ms to
- * DLOCK_POLL_MAX_MS, scaled by a jitter factor in [0.5, 1) from rnd. */
-#define DLOCK_POLL_MAX_MS 50
-int64_t dlock__backoff_ms(unsigned attempt, uint32_t rnd);
-uint32_t dlock__rand32(void);
-char *dlock__strdup(const char *s);
-char *dlock__strndup(const char *s, size_t n);
-/* Bounded copy that always terminates dst (dstlen > 0). */
-void dlock__strlcpy(char *dst, const char *src, size_t dstlen);
-const char *dlock__hostname(void);
-/* In a fork child: point fd at /dev/null, so that a client library's
- * close function (PQfinish, mysql_close) can free an inherited
- * connection while what it sends goes nowhere and the parent's session
- * lives on.  Returns 0, or -1 with errno. */
-int dlock__fd_detach(int fd);
-
-/* cancel.c: the cancel of the acquire running on this thread (NULL:
- * none), set by acquire.c for the whole acquire and cleared before it
- * lets go of what a cancelled wait left (so that cleanup is never
- * cancelled itself).  A store's wait checks dlock__cancelled() between
- * its steps and wakes on it: a wait that polls descriptors adds
- * dlock__cancel_fd() (readable once fired); one that blocks elsewhere
- * arms dlock__cancel_watch(fn, arg): fn(arg) runs once, on another
- * thread, when the cancel fires while armed; unwatch() returns only once
- * fn has returned, so arm it around the blocking call and unwatch before
- * touching what fn touches.  A store returns what its wait ended with;
- * the core turns it into DLOCK_ECANCELED and releases a grant that raced
- * the cancel. */
-extern _Thread_local struct dlock_cancel *dlock__cancel_cur;
-int dlock__cancelled(void);
-int dlock__cancel_fd(void);
-/* DLOCK_ECANCELED with its message. */
-int dlock__ecanceled(void);
-/* Sleep up to ms, less if the cancel fires: 1 if it did. */
-int dlock__cancel_sleep_ms(int64_t ms);
-uint64_t dlock__cancel_watch(void (*fn)(void *), void *arg);
-void dlock__cancel_unwatch(uint64_t id);
-
-/* Store ops compiled in (store.c has the scheme table). */
+/* The stores compiled in (store.c's scheme table has their schemes).  A
+ * new store defines one of these and adds its schemes there. */
 extern const struct dlock_store_ops dlock__sqlite_ops;
 extern const struct dlock_store_ops dlock__redis_ops;
 extern const struct dlock_store_ops dlock__postgres_ops;
 extern const struct dlock_store_ops dlock__mysql_ops;
-
-/* store.c: names a list() collected (with the connection held) before
- * describing each (without it, so the callback may call the library). */
-struct dlock__names {
-    char **v;
-    size_t n, cap;
-};
-/* Add name[0..len) unless already there; DLOCK_OK or DLOCK_ENOMEM. */
-int dlock__names_add(struct dlock__names *l, const char *name, size_t len);
-/* describe() each name and call cb for those held; stops at the first
- * error or nonzero cb.  Frees the list. */
-int dlock__names_report(struct dlock__names *l, struct dlock_store *s,
-                        int (*describe)(struct dlock_store *, const char *,
-                                        dlock_info *),
-                        int (*cb)(const dlock_info *, void *), void *payload);
-void dlock__names_free(struct dlock__names *l);
-
-/* store.c: DLOCK_OK, or DLOCK_EINVAL for NULL or a fork child's use of its
- * parent's store. */
-int dlock__store_usable(const struct dlock_store *store);
-/* The checks dlock_list() and dlock_last_runs() share: a usable store, a
- * callback, and a prefix (NULL: "") of at most DLOCK_NAME_MAX bytes.
- * Clears the thread's message first. */
-int dlock__prefix_call_ok(const struct dlock_store *store, int has_cb,
-                          const char **prefix);
-/* A store call on lk under its mu (lock.c); held_only: lk must be held
- * (a lapsed lease or DLOCK_LOST marks it lost, as dlock_assert_ttl()). */
-int dlock__lock_call(struct dlock_lock *lk, int held_only,
-                     int (*fn)(struct dlock_store *s, struct dlock_lock *lk,
-                               void *arg),
-                     void *arg);
-
-/* lock.c, for acquire.c: the registry of held locks.  start() installs
- * the process hooks once and, for an auto-renewed lock, starts the renew
- * thread; reserve() makes room in the renew heap before the store is
- * asked (so registering a held lock cannot fail), unreserve() gives it
- * back when the acquire fails; add() registers a held lock. */
-int dlock__registry_start(int auto_renew);
-int dlock__registry_reserve(struct dlock_lock *lk, int auto_renew);
-void dlock__registry_unreserve(struct dlock_lock *lk);
-void dlock__registry_add(struct dlock_lock *lk);
-void dlock__lock_free(struct dlock_lock *lk);
-
-/* lock.c: the store is closing; release (best effort) and detach the locks
- * this process holds through it. */
-void dlock__registry_detach_store(struct dlock_store *store);
-/* lock.c: the clock-rate margin of a lease of ttl_ms (DLOCK_DRIFT_DIV):
- * a holder counts its lease as ending that much before the store does. */
-int64_t dlock__drift_margin(int64_t ttl_ms);
-/* lock.c: leases the renew thread has renewed in this process so far
- * (dlock-bench reads it; the thread is named "dlock-renew" on Linux). */
-uint64_t dlock__renewals(void);
 
 #endif /* DLOCK_CORE_STORE_H */

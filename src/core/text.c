@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store.h"
+#include "errors.h"
 #include "text.h"
 
 static const char *lookup(const char *const *vars, const char *key,

@@ -19,7 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store.h"
+#include "clock.h"
+#include "dlock.h"
+#include "errors.h"
+#include "strutil.h"
+#include "url.h"
 
 static int hexval(int c)
 {

@@ -7,7 +7,8 @@
 #include <string.h>
 
 #include "keys.h"
-#include "store.h"
+#include "errors.h"
+#include "names.h"
 
 /* --- MySQL/MariaDB: SHA1 (FIPS 180-1) for the key of long names -------- */
 

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "store.h"
+#include "random.h"
 
 /* Fork a child that is pid 1 of a new pid namespace; in the child, run
  * fn(arg, fd) with the write end of a pipe and _exit with its result.

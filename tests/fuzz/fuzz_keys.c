@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "keys.h"
-#include "store.h"
+#include "names.h"
 
 #define PREFIX "dlock:"
 #define PLEN (sizeof(PREFIX) - 1)

@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store.h"
+#include "dlock.h"
+#include "names.h"
 
 static dlock_store *store;
 

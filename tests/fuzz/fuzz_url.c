@@ -13,7 +13,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "store.h"
+#include "dlock.h"
+#include "url.h"
 
 /* Does the password's text also appear in another part of the URL (then
  * seeing it in the redacted form is not a leak)? */

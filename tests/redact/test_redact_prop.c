@@ -25,7 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "store.h"
+#include "dlock.h"
+#include "url.h"
 
 static uint64_t rng;
 

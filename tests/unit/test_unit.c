@@ -10,7 +10,11 @@
 
 #include "check.h"
 #include "quota.h"
-#include "store.h"
+#include "clock.h"
+#include "names.h"
+#include "process.h"
+#include "random.h"
+#include "url.h"
 #include "text.h"
 
 static void redact_is(const char *in, const char *want)

@@ -84,7 +84,16 @@
 #include "../keys.h"
 #include "pool.h"
 #include "quota.h"
+#include "cancel.h"
+#include "clock.h"
+#include "errors.h"
+#include "iobound.h"
+#include "names.h"
+#include "process.h"
+#include "random.h"
 #include "store.h"
+#include "strutil.h"
+#include "url.h"
 
 /* Longest single GET_LOCK wait (never longer than ?timeout=).  A
  * connection's read timeout, fixed when it connects, is ?timeout= plus one

@@ -67,8 +67,17 @@
 
 #include "pool.h"
 #include "quota.h"
+#include "cancel.h"
+#include "clock.h"
+#include "errors.h"
+#include "iobound.h"
+#include "names.h"
+#include "process.h"
+#include "random.h"
 #include "store.h"
+#include "strutil.h"
 #include "text.h"
+#include "url.h"
 
 #define DLOCK__PG_POOL_MAX_IDLE 8
 

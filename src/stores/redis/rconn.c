@@ -40,7 +40,10 @@
 #include <unistd.h>
 
 #include "rconn.h"
-#include "store.h"
+#include "clock.h"
+#include "errors.h"
+#include "strutil.h"
+#include "url.h"
 
 struct rtls {
     SSL_CTX *ctx;

@@ -85,7 +85,15 @@
 #include "../keys.h"
 #include "pool.h"
 #include "rconn.h"
+#include "cancel.h"
+#include "clock.h"
+#include "errors.h"
+#include "iobound.h"
+#include "names.h"
+#include "process.h"
 #include "store.h"
+#include "strutil.h"
+#include "url.h"
 
 /* --- the scripts (scripts.c, eval.c) ------------------------------- */
 

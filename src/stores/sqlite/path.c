@@ -12,8 +12,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "errors.h"
+#include "privdir.h"
 #include "sq.h"
-#include "store.h"
+#include "strutil.h"
+#include "url.h"
 
 /* The default store lives in a directory private to its user
  * (privdir.c); its file is created 0600 (SQLite gives the -wal and -shm

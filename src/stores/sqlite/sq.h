@@ -20,7 +20,15 @@
 #include <sqlite3.h>
 #include <stdint.h>
 
+#include "cancel.h"
+#include "clock.h"
+#include "errors.h"
+#include "names.h"
+#include "process.h"
+#include "random.h"
 #include "store.h"
+#include "strutil.h"
+#include "url.h"
 #include "text.h"
 
 /* The statements, one per file in sql/ (texts.c).  Those before Q_COUNT

@@ -15,7 +15,7 @@
 
 #include "check.h" /* now_ms, sleep_ms */
 #include "rtest.h"
-#include "store.h" /* dlock__url_parse: the raw client connects alike */
+#include "url.h" /* dlock__url_parse: the raw client connects alike */
 
 #ifndef SERVER_SCRIPT
 #define SERVER_SCRIPT "scripts/server-redis.sh"

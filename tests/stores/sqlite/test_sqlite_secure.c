@@ -29,7 +29,7 @@
 
 #include "check.h"
 #include "dlock.h"
-#include "store.h"
+#include "privdir.h"
 
 static char base[4096];
 

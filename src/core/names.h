@@ -1,0 +1,34 @@
+/*
+ * names.h - lock names (names.c): the check every name passes, and the
+ * list of names a store's list() collects before describing each.
+ */
+#ifndef DLOCK_CORE_NAMES_H
+#define DLOCK_CORE_NAMES_H
+
+#include <stddef.h>
+
+#include "dlock.h"
+
+struct dlock_store;
+
+/* DLOCK_OK or DLOCK_EINVAL with a message: 1..DLOCK_NAME_MAX bytes, valid
+ * UTF-8.  len is the byte length. */
+int dlock__check_name(const char *name, size_t len);
+
+/* Names a list() collected (with the connection held) before describing
+ * each (without it, so the callback may call the library). */
+struct dlock__names {
+    char **v;
+    size_t n, cap;
+};
+/* Add name[0..len) unless already there; DLOCK_OK or DLOCK_ENOMEM. */
+int dlock__names_add(struct dlock__names *l, const char *name, size_t len);
+/* describe() each name and call cb for those held; stops at the first
+ * error or nonzero cb.  Frees the list. */
+int dlock__names_report(struct dlock__names *l, struct dlock_store *s,
+                        int (*describe)(struct dlock_store *, const char *,
+                                        dlock_info *),
+                        int (*cb)(const dlock_info *, void *), void *payload);
+void dlock__names_free(struct dlock__names *l);
+
+#endif /* DLOCK_CORE_NAMES_H */
