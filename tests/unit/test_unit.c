@@ -8,12 +8,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "api.h"
 #include "check.h"
 #include "quota.h"
 #include "clock.h"
 #include "names.h"
 #include "process.h"
 #include "random.h"
+#include "store.h"
 #include "url.h"
 #include "text.h"
 
@@ -396,6 +398,19 @@ static void test_text_expand(void)
 
 static void test_bounds(void);
 
+/* A store built for another version of store.h is refused, by name. */
+static void test_ops_version(void)
+{
+    struct dlock_store_ops ops = {.version = DLOCK_STORE_OPS_VERSION,
+                                  .name = "mock"};
+
+    EXPECT(dlock__ops_check(&ops) == DLOCK_OK);
+    ops.version = DLOCK_STORE_OPS_VERSION - 1;
+    EXPECT(dlock__ops_check(&ops) == DLOCK_ENOTSUP);
+    EXPECT(strstr(dlock_errmsg(), "mock store") != NULL &&
+           strstr(dlock_errmsg(), "contract version") != NULL);
+}
+
 int main(void)
 {
     test_redact();
@@ -411,6 +426,7 @@ int main(void)
     test_quota();
     test_bounds();
     test_text_expand();
+    test_ops_version();
     if (failures == 0)
         printf("unit: all passed\n");
     return failures != 0;
