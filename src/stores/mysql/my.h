@@ -7,8 +7,11 @@
  *   schema.c   the tables: DDL, checking and creating them, the columns
  *              read from a row
  *   acquire.c  one attempt: GET_LOCK, the row, taking over a dead
- *              holder, a semaphore's head row and slots
- *   wait.c     the try and the wait's slices around an attempt
+ *              holder, the procedures and the one-statement acquire
+ *   semaphore.c  a semaphore's head row and slots, its attempt, tidying
+ *              and status
+ *   waiter.c   waiter rows (a wait's lease) and rowless GET_LOCK holders
+ *   try_wait.c the ops' try_acquire and wait_slice around an attempt
  *   renew.c    the renew thread's batches (extend_many)
  *   runs.c     run records: run_begin, run_end, runs, last_runs
  *   store.c    the ops table: open and close, extend, assert, release,
@@ -34,7 +37,7 @@
  * after someone else deleted the row, is KILLed the same way once that
  * row's lease and a grace are over; a session that never had a row (an
  * application using GET_LOCK directly) is a legitimate holder and is
- * waited for without bound (see rowless() in acquire.c).
+ * waited for without bound (see dlock__my_rowless() in waiter.c).
  *
  * A waiter leaves a lease on the server before it can be granted: before
  * each GET_LOCK wait it writes (or renews) a waiter row, named after the
@@ -202,7 +205,7 @@ struct my_lock {
     int wleased, wtidied;
 };
 
-/* --- wait.c ------------------------------------------------------------ */
+/* --- try_wait.c -------------------------------------------------------- */
 
 /* Free a lock's priv, giving back its count of pinned connections. */
 void dlock__my_free_lock(struct my_store *ms, struct my_lock *ml);
@@ -344,7 +347,7 @@ int dlock__my_ensure_tables(struct my_store *ms, struct conn *c);
 int dlock__my_init(struct dlock_store *s);
 int dlock__my_ddl(char **out, const struct dlock_url *u);
 
-/* --- acquire.c --------------------------------------------------------- */
+/* --- acquire.c, semaphore.c, waiter.c ---------------------------------- */
 
 void dlock__my_sb_key(struct sb *b, struct conn *c, const struct my_lock *ml);
 /* Best effort: drop our GET_LOCK (once) on c. */
@@ -389,7 +392,27 @@ int dlock__my_read_waiter(struct my_store *ms, struct conn *c,
                           unsigned long long conn_id, struct holder *h,
                           int *found);
 
-/* acquire.c, for wait.c: one attempt and its parts. */
+/* acquire.c, for semaphore.c and waiter.c: the row at ml's key (*found;
+ * with its name if want_name), taking over a dead holder's row, ending a
+ * session that holds ml's GET_LOCK past its lease (*killed: KILL sent). */
+int dlock__my_read_row(struct my_store *ms, struct conn *c,
+                       const struct my_lock *ml, struct holder *h, int *found,
+                       int want_name);
+int dlock__my_take_over(struct my_store *ms, struct conn *c,
+                        const struct my_lock *ml, const struct holder *h,
+                        int *killed);
+int dlock__my_kill_holder(struct my_store *ms, struct conn *c,
+                          const struct my_lock *ml, unsigned long long conn_id,
+                          int *killed);
+/* semaphore.c, for acquire.c: a limit-1 acquire met a row at its key; a
+ * semaphore's head is EINVAL while it has live holders (*gone: it had
+ * none and went). */
+int dlock__my_lock_meets_head(struct my_store *ms, struct conn *c,
+                              const struct dlock_lock *lk,
+                              const struct my_lock *ml, int *gone);
+
+/* For try_wait.c: one attempt and its parts (acquire.c, semaphore.c,
+ * waiter.c). */
 void dlock__my_set_slot(struct my_lock *ml, unsigned i);
 int dlock__my_rowless(struct my_store *ms, struct conn *c, struct my_lock *ml,
                    int64_t *retry_ms, int *killed);
