@@ -19,6 +19,19 @@ void dlock__my_sb_key(struct sb *b, struct conn *c, const struct my_lock *ml)
     dlock__my_sb_lit(b, c, ml->key, ml->key_len);
 }
 
+const char *dlock__my_key_lit(struct conn *c, const struct my_lock *ml,
+                              char out[KEY_LIT_MAX])
+{
+    unsigned long n;
+
+    out[0] = '\'';
+    n = mysql_real_escape_string(c->db, out + 1, ml->key,
+                                 (unsigned long)ml->key_len);
+    out[n + 1] = '\'';
+    out[n + 2] = '\0';
+    return out;
+}
+
 /* Best effort: drop our GET_LOCK (once) on this connection. */
 void dlock__my_release_getlock(struct my_store *ms, struct conn *c,
                                const struct my_lock *ml)
@@ -27,9 +40,9 @@ void dlock__my_release_getlock(struct my_store *ms, struct conn *c,
     long long v;
     int found;
 
-    dlock__my_sb_add(&b, "SELECT RELEASE_LOCK(");
-    dlock__my_sb_key(&b, c, ml);
-    dlock__my_sb_add(&b, ")");
+    char k[KEY_LIT_MAX];
+
+    dlock__my_sb_add(&b, ms->sql.release_getlock, dlock__my_key_lit(c, ml, k));
     (void)dlock__my_run_int(ms, c, &b, &v, &found, "RELEASE_LOCK");
     dlock__my_sb_free(&b);
 }
@@ -42,9 +55,10 @@ int dlock__my_delete_own_row(struct my_store *ms, struct conn *c,
     struct sb b = {0};
     int rc;
 
-    dlock__my_sb_add(&b, "DELETE FROM %s WHERE name = ", ms->table);
-    dlock__my_sb_key(&b, c, ml);
-    dlock__my_sb_add(&b, " AND owner = '%s'", lk->token);
+    char k[KEY_LIT_MAX];
+
+    dlock__my_sb_add(&b, ms->sql.delete_own_row, dlock__my_key_lit(c, ml, k),
+                     lk->token);
     rc = dlock__my_run(ms, c, &b, NULL, "deleting a lock row");
     dlock__my_sb_free(&b);
     return rc;
@@ -58,7 +72,7 @@ int dlock__my_kill_holder(struct my_store *ms, struct conn *c,
                           int *killed)
 {
     char sql[64];
-    int n = snprintf(sql, sizeof(sql), "KILL CONNECTION %llu", conn_id);
+    int n = snprintf(sql, sizeof(sql), ms->sql.kill, conn_id);
 
     if (dlock__my_query(c, sql, (size_t)n) == 0) {
         *killed = 1;
@@ -84,20 +98,14 @@ int dlock__my_take_over(struct my_store *ms, struct conn *c,
                         int *killed)
 {
     struct sb b = {0};
+    char k[KEY_LIT_MAX];
     long long used = 0;
     int found, rc;
 
-    dlock__my_sb_add(&b, "DELETE FROM %s WHERE name = ", ms->table);
-    dlock__my_sb_key(&b, c, ml);
-    dlock__my_sb_add(&b, " AND connection_id = %llu AND created = %lld AND ",
-                     h->conn_id, h->created);
-    if (h->has_owner)
-        dlock__my_sb_add(&b, "owner = '%s'", h->owner);
-    else
-        dlock__my_sb_add(&b, "owner IS NULL");
-    dlock__my_sb_add(&b,
-                     " AND (" EXPIRES " <= " NOWMS " OR (lock_acquired AND "
-                     "IFNULL(IS_USED_LOCK(" ROW_KEY "), 0) <> connection_id))");
+    dlock__my_key_lit(c, ml, k);
+    /* sql/take_over.sql: owner NULL has no '%s'. */
+    dlock__my_sb_add(&b, ms->sql.take_over[h->has_owner != 0], k, h->conn_id,
+                     h->created, h->owner);
     rc = dlock__my_run(ms, c, &b, NULL, "taking over an expired lock");
     if (rc != DLOCK_OK || mysql_affected_rows(c->db) != 1 || h->conn_id == 0 ||
         h->conn_id == c->id) {
@@ -105,9 +113,7 @@ int dlock__my_take_over(struct my_store *ms, struct conn *c,
         return rc;
     }
     dlock__my_sb_reset(&b);
-    dlock__my_sb_add(&b, "SELECT IFNULL(IS_USED_LOCK(");
-    dlock__my_sb_key(&b, c, ml);
-    dlock__my_sb_add(&b, "), 0)");
+    dlock__my_sb_add(&b, ms->sql.used_by, k);
     rc = dlock__my_run_int(ms, c, &b, &used, &found, "IS_USED_LOCK");
     dlock__my_sb_free(&b);
     if (rc == DLOCK_OK && found && (unsigned long long)used == h->conn_id)
@@ -121,15 +127,14 @@ int dlock__my_read_row(struct my_store *ms, struct conn *c,
                        int want_name)
 {
     struct sb b = {0};
+    char k[KEY_LIT_MAX];
     MYSQL_RES *res;
     MYSQL_ROW row;
     int rc;
 
     *found = 0;
-    dlock__my_sb_add(&b,
-                     "SELECT %s FROM %s WHERE name = ", dlock__my_columns(ms),
-                     ms->table);
-    dlock__my_sb_key(&b, c, ml);
+    dlock__my_sb_add(&b, ms->sql.read_row[ms->mariadb != 0][ms->have_lim != 0],
+                     dlock__my_key_lit(c, ml, k));
     rc = dlock__my_run(ms, c, &b, &res, "acquire");
     dlock__my_sb_free(&b);
     if (rc != DLOCK_OK)
@@ -172,7 +177,8 @@ static void lease_from(struct dlock_lock *lk, int64_t sent)
 static int insert_row(struct my_store *ms, struct conn *c,
                       struct dlock_lock *lk, const struct my_lock *ml, int *dup)
 {
-    struct sb b = {0};
+    struct sb b = {0}, host = {0}, nm = {0};
+    char key[KEY_LIT_MAX];
     uint64_t fence = 0;
     int64_t sent = 0;
     int rc = DLOCK_OK;
@@ -186,25 +192,21 @@ static int insert_row(struct my_store *ms, struct conn *c,
             break;
         }
         dlock__my_sb_reset(&b);
-        dlock__my_sb_add(
-            &b,
-            "INSERT INTO %s (name, connection_id, created, ttl, "
-            "lock_acquired, owner, expires_ms, acquired_ms, host, "
-            "pid, full_name%s) VALUES (",
-            ms->table, lk->limit > 1 ? ", lim, slot" : "");
-        dlock__my_sb_key(&b, c, ml);
-        dlock__my_sb_add(&b,
-                         ", CONNECTION_ID(), UNIX_TIMESTAMP(), %lld, %d, '%s', "
-                         NOWMS " + %lld, " NOWMS ", ",
-                         (long long)((lk->ttl_ms + 999) / 1000),
-                         ms->lease_mode ? 0 : 1, lk->token,
-                         (long long)lk->ttl_ms);
-        dlock__my_sb_lit(&b, c, dlock__hostname(), strlen(dlock__hostname()));
-        dlock__my_sb_add(&b, ", %lld, ", (long long)dlock__pid());
-        dlock__my_sb_lit(&b, c, lk->name, lk->name_len);
-        if (lk->limit > 1)
-            dlock__my_sb_add(&b, ", %u, %d", lk->limit, ml->slot);
-        dlock__my_sb_add(&b, ")");
+        dlock__my_sb_reset(&host);
+        dlock__my_sb_reset(&nm);
+        dlock__my_sb_lit(&host, c, dlock__hostname(),
+                         strlen(dlock__hostname()));
+        dlock__my_sb_lit(&nm, c, lk->name, lk->name_len);
+        if (host.oom || nm.oom)
+            b.oom = 1;
+        else /* sql/insert_row.sql: a lock's has no "%u, %d" */
+            dlock__my_sb_add(&b, ms->sql.insert_row[lk->limit > 1],
+                             dlock__my_key_lit(c, ml, key),
+                             (long long)((lk->ttl_ms + 999) / 1000),
+                             ms->lease_mode ? 0 : 1, lk->token,
+                             (long long)lk->ttl_ms, host.p,
+                             (long long)dlock__pid(), nm.p, lk->limit,
+                             ml->slot);
         if (b.oom) {
             rc = dlock__enomem();
             goto rollback;
@@ -226,8 +228,7 @@ static int insert_row(struct my_store *ms, struct conn *c,
              * owner token (the name in it is not ours to match). */
             (void)mysql_real_query(c->db, "ROLLBACK", 8);
             dlock__my_sb_reset(&b);
-            dlock__my_sb_add(&b, "DELETE FROM %s WHERE owner = '%s'", ms->table,
-                             lk->token);
+            dlock__my_sb_add(&b, ms->sql.delete_by_owner, lk->token);
             (void)dlock__my_run(ms, c, &b, NULL, "deleting a lock row");
             rc = dlock__my_unstorable(
                 ms, lk->name, "the server stored it with substitutions");
@@ -252,13 +253,8 @@ static int insert_row(struct my_store *ms, struct conn *c,
 
                 dlock__my_sb_reset(&b);
                 dlock__my_sb_lit(&k, c, ml->nkey, ml->nkey_len);
-                dlock__my_sb_add(&b,
-                                 "INSERT INTO %s (name, fence) VALUES (%s, "
-                                 "LAST_INSERT_ID(%llu)) ON DUPLICATE KEY "
-                                 "UPDATE fence = LAST_INSERT_ID(GREATEST("
-                                 "fence + 1, %llu))",
-                                 ms->fences, k.oom ? "''" : k.p,
-                                 (unsigned long long)n,
+                dlock__my_sb_add(&b, ms->sql.fence_record,
+                                 k.oom ? "''" : k.p, (unsigned long long)n,
                                  (unsigned long long)n);
                 if (k.oom)
                     b.oom = 1;
@@ -272,7 +268,7 @@ static int insert_row(struct my_store *ms, struct conn *c,
                 fence = (uint64_t)mysql_insert_id(c->db);
                 if (fence > n) {
                     dlock__my_sb_reset(&b);
-                    dlock__my_sb_add(&b, "DO SETVAL(%s, %llu)", ms->fseq,
+                    dlock__my_sb_add(&b, ms->sql.fseq_raise,
                                      (unsigned long long)fence);
                     if (b.oom) {
                         rc = dlock__enomem();
@@ -307,10 +303,8 @@ static int insert_row(struct my_store *ms, struct conn *c,
                 goto failed;
         }
         dlock__my_sb_reset(&b);
-        dlock__my_sb_add(&b, "UPDATE %s SET fence = %llu WHERE name = ",
-                         ms->table, (unsigned long long)fence);
-        dlock__my_sb_key(&b, c, ml);
-        dlock__my_sb_add(&b, " AND owner = '%s'", lk->token);
+        dlock__my_sb_add(&b, ms->sql.set_fence, (unsigned long long)fence,
+                         dlock__my_key_lit(c, ml, key), lk->token);
         if (b.oom) {
             rc = dlock__enomem();
             goto undo;
@@ -350,6 +344,8 @@ static int insert_row(struct my_store *ms, struct conn *c,
         break;
     }
     dlock__my_sb_free(&b);
+    dlock__my_sb_free(&host);
+    dlock__my_sb_free(&nm);
     return rc;
 }
 
@@ -413,18 +409,15 @@ int dlock__my_get_lock(struct my_store *ms, struct conn *c,
                     const struct my_lock *ml, int64_t wait_ms, int *got)
 {
     struct sb b = {0};
+    char k[KEY_LIT_MAX];
     long long v = 0;
     int found, rc;
 
-    dlock__my_sb_add(&b, "SELECT GET_LOCK(");
-    dlock__my_sb_key(&b, c, ml);
     /* MariaDB takes fractional seconds; MySQL whole ones (rounded down
      * here, never up past the caller's deadline). */
-    if (c->frac)
-        dlock__my_sb_add(&b, ", %lld.%03lld)", (long long)(wait_ms / 1000),
-                         (long long)(wait_ms % 1000));
-    else
-        dlock__my_sb_add(&b, ", %lld)", (long long)(wait_ms / 1000));
+    dlock__my_sb_add(&b, ms->sql.get_lock[c->frac != 0],
+                     dlock__my_key_lit(c, ml, k), (long long)(wait_ms / 1000),
+                     (long long)(wait_ms % 1000));
     rc = dlock__my_run_int(ms, c, &b, &v, &found, "GET_LOCK");
     dlock__my_sb_free(&b);
     if (rc == DLOCK_OK && !found)
@@ -518,18 +511,22 @@ static int call_acquire(struct my_store *ms, struct dlock_lock *lk,
                         const struct my_lock *ml, int *got)
 {
     struct conn *c = ml->c;
-    struct sb b = {0};
+    struct sb b = {0}, nm = {0}, host = {0};
+    char k[KEY_LIT_MAX];
     long long v = 0, fence = 0;
     int64_t sent;
     int rc;
 
-    dlock__my_sb_add(&b, "CALL %s(", ms->proc_acq);
-    dlock__my_sb_key(&b, c, ml);
-    dlock__my_sb_add(&b, ", ");
-    dlock__my_sb_lit(&b, c, lk->name, lk->name_len);
-    dlock__my_sb_add(&b, ", '%s', %lld, ", lk->token, (long long)lk->ttl_ms);
-    dlock__my_sb_lit(&b, c, dlock__hostname(), strlen(dlock__hostname()));
-    dlock__my_sb_add(&b, ", %lld)", (long long)dlock__pid());
+    dlock__my_sb_lit(&nm, c, lk->name, lk->name_len);
+    dlock__my_sb_lit(&host, c, dlock__hostname(), strlen(dlock__hostname()));
+    if (nm.oom || host.oom)
+        b.oom = 1;
+    else
+        dlock__my_sb_add(&b, ms->sql.call_acquire, dlock__my_key_lit(c, ml, k),
+                         nm.p, lk->token, (long long)lk->ttl_ms, host.p,
+                         (long long)dlock__pid());
+    dlock__my_sb_free(&nm);
+    dlock__my_sb_free(&host);
     sent = dlock__now_ms();
     rc = dlock__my_call(ms, c, &b, &v, &fence, "acquire");
     dlock__my_sb_free(&b);
@@ -557,7 +554,8 @@ static int fast_acquire(struct my_store *ms, struct dlock_lock *lk,
                         const struct my_lock *ml, int *got)
 {
     struct conn *c = ml->c;
-    struct sb b = {0};
+    struct sb b = {0}, host = {0}, nm = {0};
+    char k[KEY_LIT_MAX];
     int64_t sent;
     unsigned e;
     int full;
@@ -573,27 +571,24 @@ static int fast_acquire(struct my_store *ms, struct dlock_lock *lk,
      * COALESCE(full_name, name)): a shorter row to copy in and out. */
     full = ml->key_len != lk->name_len ||
            memcmp(ml->key, lk->name, lk->name_len) != 0;
-    dlock__my_sb_add(&b,
-                     "INSERT INTO %s (name, connection_id, created, ttl, "
-                     "lock_acquired, owner, fence, expires_ms, acquired_ms, "
-                     "host, pid%s) SELECT ",
-                     ms->table, full ? ", full_name" : "");
-    dlock__my_sb_key(&b, c, ml);
-    dlock__my_sb_add(&b,
-                     ", CONNECTION_ID(), UNIX_TIMESTAMP(), %lld, 1, '%s', "
-                     "LAST_INSERT_ID(NEXTVAL(%s)), " NOWMS " + %lld, " NOWMS
-                     ", ",
-                     (long long)((lk->ttl_ms + 999) / 1000), lk->token,
-                     ms->fseq, (long long)lk->ttl_ms);
-    dlock__my_sb_lit(&b, c, dlock__hostname(), strlen(dlock__hostname()));
-    dlock__my_sb_add(&b, ", %lld", (long long)dlock__pid());
-    if (full) {
-        dlock__my_sb_add(&b, ", ");
-        dlock__my_sb_lit(&b, c, lk->name, lk->name_len);
-    }
-    dlock__my_sb_add(&b, " FROM DUAL WHERE GET_LOCK(");
-    dlock__my_sb_key(&b, c, ml);
-    dlock__my_sb_add(&b, ", 0) = 1");
+    dlock__my_key_lit(c, ml, k);
+    dlock__my_sb_lit(&host, c, dlock__hostname(), strlen(dlock__hostname()));
+    if (full)
+        dlock__my_sb_lit(&nm, c, lk->name, lk->name_len);
+    if (host.oom || nm.oom)
+        b.oom = 1;
+    else if (full)
+        dlock__my_sb_add(&b, ms->sql.fast_acquire[1], k,
+                         (long long)((lk->ttl_ms + 999) / 1000), lk->token,
+                         (long long)lk->ttl_ms, host.p,
+                         (long long)dlock__pid(), nm.p, k);
+    else
+        dlock__my_sb_add(&b, ms->sql.fast_acquire[0], k,
+                         (long long)((lk->ttl_ms + 999) / 1000), lk->token,
+                         (long long)lk->ttl_ms, host.p,
+                         (long long)dlock__pid(), k);
+    dlock__my_sb_free(&nm);
+    dlock__my_sb_free(&host);
     if (b.oom) {
         dlock__my_sb_free(&b);
         return dlock__enomem();

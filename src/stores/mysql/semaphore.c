@@ -50,12 +50,7 @@ static int sem_live(struct my_store *ms, struct conn *c, const char *prefix,
 
     *count = 0;
     *soonest = -1;
-    dlock__my_sb_add(&b,
-                     "SELECT slot, " EXPIRES " - " NOWMS " FROM %s WHERE "
-                     "name LIKE '%s%%' AND " EXPIRES " > " NOWMS " AND "
-                     "(lock_acquired = 0 OR IFNULL(IS_USED_LOCK(" ROW_KEY
-                     "), 0) = connection_id)",
-                     ms->table, prefix);
+    dlock__my_sb_add(&b, ms->sql.sem_live, prefix);
     rc = dlock__my_run(ms, c, &b, &res, "counting semaphore holders");
     dlock__my_sb_free(&b);
     while (rc == DLOCK_OK && res != NULL && (row = mysql_fetch_row(res))) {
@@ -82,7 +77,7 @@ static int sem_head(struct my_store *ms, struct conn *c,
                     const struct my_lock *hd, const struct holder *h,
                     const char *name, unsigned want, int *gone)
 {
-    char prefix[DLOCK__MYSQL_SEM_PREFIX + 1];
+    char prefix[DLOCK__MYSQL_SEM_PREFIX + 1], k[KEY_LIT_MAX];
     struct sb b = {0};
     long long count;
     int64_t soonest;
@@ -105,11 +100,7 @@ static int sem_head(struct my_store *ms, struct conn *c,
                                  name, h->lim, want);
         return DLOCK_OK;
     }
-    dlock__my_sb_add(&b, "DELETE FROM %s WHERE name = ", ms->table);
-    dlock__my_sb_key(&b, c, hd);
-    dlock__my_sb_add(&b,
-                     " AND lim > 1 AND owner IS NULL AND IFNULL(fence, 0) "
-                     "= %llu",
+    dlock__my_sb_add(&b, ms->sql.sem_delete_head, dlock__my_key_lit(c, hd, k),
                      h->fence);
     rc = dlock__my_run(ms, c, &b, NULL, "deleting a semaphore's head");
     dlock__my_sb_free(&b);
@@ -143,23 +134,19 @@ static int insert_head(struct my_store *ms, struct conn *c,
                        const struct dlock_lock *lk, const struct my_lock *hd,
                        int *dup)
 {
-    struct sb b = {0};
+    struct sb b = {0}, nm = {0};
+    char k[KEY_LIT_MAX];
     int rc;
 
     *dup = 0;
-    dlock__my_sb_add(&b,
-                     "INSERT INTO %s (name, connection_id, created, ttl, "
-                     "lock_acquired, owner, expires_ms, acquired_ms, "
-                     "full_name, lim) VALUES (",
-                     ms->table);
-    dlock__my_sb_key(&b, c, hd);
-    dlock__my_sb_add(&b,
-                     ", 0, UNIX_TIMESTAMP(), %lld, 0, NULL, " NOWMS
-                     " + %lld, " NOWMS ", ",
-                     DLOCK_TTL_MAX_MS / 1000, DLOCK_TTL_MAX_MS);
-    dlock__my_sb_lit(&b, c, lk->name, lk->name_len);
-    dlock__my_sb_add(&b, ", %u)", lk->limit);
+    dlock__my_sb_lit(&nm, c, lk->name, lk->name_len);
+    if (nm.oom)
+        b.oom = 1;
+    else
+        dlock__my_sb_add(&b, ms->sql.sem_insert_head,
+                         dlock__my_key_lit(c, hd, k), nm.p, lk->limit);
     if (b.oom) {
+        dlock__my_sb_free(&nm);
         dlock__my_sb_free(&b);
         return dlock__enomem();
     }
@@ -173,17 +160,14 @@ static int insert_head(struct my_store *ms, struct conn *c,
     } else if (mysql_warning_count(c->db) != 0) {
         /* Stored with substitutions: not our key (see insert_row). */
         dlock__my_sb_reset(&b);
-        dlock__my_sb_add(&b,
-                         "DELETE FROM %s WHERE owner IS NULL AND "
-                         "connection_id = 0 AND lim = %u AND full_name = ",
-                         ms->table, lk->limit);
-        dlock__my_sb_lit(&b, c, lk->name, lk->name_len);
+        dlock__my_sb_add(&b, ms->sql.sem_delete_bad_head, lk->limit, nm.p);
         (void)dlock__my_run(ms, c, &b, NULL, "deleting a lock row");
         rc = dlock__my_unstorable(ms, lk->name,
                                   "the server stored it with substitutions");
     } else {
         rc = DLOCK_OK;
     }
+    dlock__my_sb_free(&nm);
     dlock__my_sb_free(&b);
     return rc;
 }
@@ -196,12 +180,11 @@ static int bump_head(struct my_store *ms, struct conn *c,
                      int *ok)
 {
     struct sb b = {0};
+    char k[KEY_LIT_MAX];
     int rc;
 
-    dlock__my_sb_add(&b, "UPDATE %s SET fence = %llu WHERE name = ",
-                     ms->table, (unsigned long long)lk->fence);
-    dlock__my_sb_key(&b, c, hd);
-    dlock__my_sb_add(&b, " AND lim = %u AND owner IS NULL", lk->limit);
+    dlock__my_sb_add(&b, ms->sql.sem_bump_head, (unsigned long long)lk->fence,
+                     dlock__my_key_lit(c, hd, k), lk->limit);
     rc = dlock__my_run(ms, c, &b, NULL, "acquire");
     dlock__my_sb_free(&b);
     *ok = rc == DLOCK_OK && mysql_affected_rows(c->db) == 1;
@@ -376,8 +359,9 @@ int dlock__my_sem_status(struct my_store *ms, struct conn *c,
     if (h->name == NULL)
         return DLOCK_OK;
     dlock__mysql_sem_prefix(h->name, h->name_len, prefix);
-    dlock__my_sb_add(&b, "SELECT %s FROM %s WHERE name LIKE '%s%%'",
-                     dlock__my_columns(ms), ms->table, prefix);
+    dlock__my_sb_add(&b,
+                     ms->sql.sem_rows[ms->mariadb != 0][ms->have_lim != 0],
+                     prefix);
     rc = dlock__my_run(ms, c, &b, &res, "status");
     dlock__my_sb_free(&b);
     while (rc == DLOCK_OK && res != NULL && (row = mysql_fetch_row(res))) {
