@@ -169,6 +169,12 @@ static void lease_from(struct dlock_lock *lk, int64_t sent)
 }
 
 
+/* Send a transaction's START, COMMIT or ROLLBACK (sql/tx_*.sql). */
+static int tx(struct conn *c, const char *sql)
+{
+    return mysql_real_query(c->db, sql, (unsigned long)strlen(sql));
+}
+
 /* Insert our row, then take a fence as its holder and write it into the
  * row, in one transaction where the tables are transactional (InnoDB:
  * one commit; on MyISAM each statement stands alone, and a failure
@@ -187,7 +193,7 @@ static int insert_row(struct my_store *ms, struct conn *c,
         unsigned e;
 
         *dup = 0;
-        if (mysql_real_query(c->db, "START TRANSACTION", 17) != 0) {
+        if (tx(c, ms->sql.tx_begin) != 0) {
             rc = dlock__my_db_err(ms, c, "acquire");
             break;
         }
@@ -226,7 +232,7 @@ static int insert_row(struct my_store *ms, struct conn *c,
              * cannot hold as '?' and warns: that row is not our key.  A
              * MyISAM table keeps it through ROLLBACK, so it goes by its
              * owner token (the name in it is not ours to match). */
-            (void)mysql_real_query(c->db, "ROLLBACK", 8);
+            (void)tx(c, ms->sql.tx_rollback);
             dlock__my_sb_reset(&b);
             dlock__my_sb_add(&b, ms->sql.delete_by_owner, lk->token);
             (void)dlock__my_run(ms, c, &b, NULL, "deleting a lock row");
@@ -310,7 +316,7 @@ static int insert_row(struct my_store *ms, struct conn *c,
             goto undo;
         }
         if (mysql_real_query(c->db, b.p, (unsigned long)b.len) != 0 ||
-            mysql_real_query(c->db, "COMMIT", 6) != 0)
+            tx(c, ms->sql.tx_commit) != 0)
             goto failed;
         if (fence == 0) {
             rc = dlock__seterr(DLOCK_ESTORE,
@@ -326,7 +332,7 @@ static int insert_row(struct my_store *ms, struct conn *c,
     failed:
         e = mysql_errno(c->db);
         rc = dlock__my_db_err(ms, c, "acquire");
-        (void)mysql_real_query(c->db, "ROLLBACK", 8);
+        (void)tx(c, ms->sql.tx_rollback);
         /* A deadlock or lock wait timeout undid the whole transaction:
          * run it again (a MyISAM row stays: ours, deleted first). */
         if ((e == ER_LOCK_DEADLOCK || e == ER_LOCK_WAIT_TIMEOUT) && tries < 20) {
@@ -336,11 +342,11 @@ static int insert_row(struct my_store *ms, struct conn *c,
         /* The caller deletes our row if the connection still works. */
         break;
     undo:
-        (void)mysql_real_query(c->db, "ROLLBACK", 8);
+        (void)tx(c, ms->sql.tx_rollback);
         (void)dlock__my_delete_own_row(ms, c, lk, ml);
         break;
     rollback:
-        (void)mysql_real_query(c->db, "ROLLBACK", 8);
+        (void)tx(c, ms->sql.tx_rollback);
         break;
     }
     dlock__my_sb_free(&b);

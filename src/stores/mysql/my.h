@@ -147,6 +147,7 @@ struct my_sql {
     char *idle_set; /* the assignments of the idle bound, %u seconds */
     char *init_session, *init_isolation; /* a connection's init commands */
     char *conn_info; /* its id, @@wait_timeout, @@max_connections */
+    char *tx_begin, *tx_commit, *tx_rollback;
     char *heap_big, *heap_default; /* around creating the MEMORY table */
     char *columns[2][2]; /* a holder's select list [mariadb][have_lim] */
     /* Checking the tables, and what makes session mode fast (schema.c) */

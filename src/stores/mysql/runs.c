@@ -123,7 +123,7 @@ static int run_tx(struct my_store *ms, struct conn *c, const struct sb *b,
         if (dlock__my_conn_error(e))
             return dlock__my_db_err(ms, c, what);
         rc = e == ER_NO_SUCH_TABLE ? NO_TABLE : dlock__my_db_err(ms, c, what);
-        if (mysql_query(c->db, "ROLLBACK") != 0)
+        if (mysql_query(c->db, ms->sql.tx_rollback) != 0)
             return dlock__my_db_err(ms, c, what);
         if (!ms->lease_mode) {
             /* The packet raised the idle bound first (held_idle) and

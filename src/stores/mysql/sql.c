@@ -119,6 +119,9 @@ int dlock__my_sql_build(struct my_store *ms)
       V("idle_set", idle_now));
     X(q->init_isolation, dlock__text_mysql_init_isolation, V("_", ""));
     X(q->conn_info, dlock__text_mysql_conn_info, V("_", ""));
+    X(q->tx_begin, dlock__text_mysql_tx_begin, V("_", ""));
+    X(q->tx_commit, dlock__text_mysql_tx_commit, V("_", ""));
+    X(q->tx_rollback, dlock__text_mysql_tx_rollback, V("_", ""));
     X(q->heap_big, dlock__text_mysql_heap_big, V("_", ""));
     X(q->heap_default, dlock__text_mysql_heap_default, V("_", ""));
     /* The holder columns: MariaDB refuses IS_USED_LOCK() of a name over
@@ -314,6 +317,7 @@ static const struct {
     T(fence_seq),     T(fence_fences),    T(fence_durable),
     T(idle_set),      T(init_session),    T(init_isolation),
     T(heap_big),      T(heap_default),    T(conn_info),
+    T(tx_begin),      T(tx_commit),       T(tx_rollback),
     T(check_locks),   T(check_fences),    T(check_seq),
     T(check_lim),     T(check_fseq),      T(name_charset),
     T(table_engine),  T(count_procs),     T(alter_add_lim),
