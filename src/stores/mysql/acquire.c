@@ -509,9 +509,10 @@ static int no_fence(struct my_store *ms, const struct dlock_lock *lk,
                          ms->base.url);
 }
 
-/* The uncontended acquire in one statement: CALL NAME_acq2 (see ddl_procs
- * in schema.c).  *got: 0, the GET_LOCK is taken and nothing happened; 1,
- * acquired (lk->fence set); 2, we hold the GET_LOCK and a row is there.
+/* The uncontended acquire in one statement: CALL NAME_acq2 (see
+ * sql/create_proc_acq.sql).  *got: 0, the GET_LOCK is taken and nothing
+ * happened; 1, acquired (lk->fence set); 2, we hold the GET_LOCK and a
+ * row is there.
  * DLOCK_ENOTSUP: use the plain statements. */
 static int call_acquire(struct my_store *ms, struct dlock_lock *lk,
                         const struct my_lock *ml, int *got)

@@ -108,7 +108,7 @@
  * so this has no daylight-saving jumps. */
 #define NOWMS "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)"
 /* The server's clock in microseconds: the floor of every fence (see
- * FENCE_NEXT in schema.c). */
+ * sql/fence_next.sql). */
 #define NOWUS "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS UNSIGNED)"
 
 /* The server's clock in ms, from NOW(6) (run records). */

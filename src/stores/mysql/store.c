@@ -386,7 +386,7 @@ static int release_op(struct held_call *k, struct conn *c)
     }
     if (!k->ms->lease_mode &&
         __atomic_load_n(&k->ms->have_proc, __ATOMIC_RELAXED)) {
-        /* One statement: CALL NAME_rel1 (see ddl_procs in schema.c). */
+        /* One statement: CALL NAME_rel1 (sql/create_proc_rel.sql). */
         long long n = 0;
 
         dlock__my_key_lit(c, k->ml, key);

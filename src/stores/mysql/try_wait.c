@@ -1,8 +1,9 @@
 /*
- * try_wait.c - the MySQL store's try_acquire and wait_slice: a lock's pinned
- * connection (session mode) or a pooled one (lease mode) around one
- * attempt (acquire.c, semaphore.c), and a wait slice that sleeps in GET_LOCK on the
- * key (or a semaphore's slot) where the server can wait, else naps.
+ * try_wait.c - the MySQL store's try_acquire and wait_slice: a lock's
+ * pinned connection (session mode) or a pooled one (lease mode) around
+ * one attempt (acquire.c, semaphore.c), and a wait slice that sleeps in
+ * GET_LOCK on the key (or a semaphore's slot) where the server can wait,
+ * else naps; and a wait's lease on the server (its waiter row).
  */
 #include <mysqld_error.h>
 #include <stdio.h>
