@@ -185,16 +185,12 @@ static unsigned secs_up(int64_t ms)
     return (unsigned)((ms + 999) / 1000);
 }
 
-/* The assignments of a SET that bounds the session's idle transactions
- * to secs (R13).  The M! comment runs on MariaDB 10.3 and later only; the
- * user variable keeps the statement valid everywhere. */
-#define IDLE_SET                                                             \
-    "@dl_idle = 0 /*M!100300 , SESSION idle_transaction_timeout = %u */"
-
+/* The SET of the session's idle-transaction bound (sql/idle_set.sql). */
 void dlock__my_sb_idle(struct sb *b, const struct my_store *ms,
                        int64_t idle_ms)
 {
-    dlock__my_sb_add(b, "SET " IDLE_SET,
+    dlock__my_sb_add(b, "SET ");
+    dlock__my_sb_add(b, ms->sql.idle_set,
                      secs_up(idle_ms > ms->timeout_ms ? idle_ms
                                                       : ms->timeout_ms));
 }
@@ -208,7 +204,6 @@ static int conn_open(void *ctx, void **out)
     /* For a held lock's call, within its lease (dlock__io_bound()). */
     unsigned ct = secs_up(dlock__io_bound(ms->timeout_ms));
     my_bool off = 0, on = 1;
-    char init[128];
     struct conn *c;
     MYSQL_RES *res;
     MYSQL_ROW row;
@@ -237,12 +232,9 @@ static int conn_open(void *ctx, void **out)
      * MariaDB (10.3+, the M! comment) then ends the session; MySQL has
      * no such setting (docs/threat-model.md, R13).  A session-mode
      * holder's own transactions allow a whole lease (runs.c). */
-    snprintf(init, sizeof(init),
-             "SET time_zone = '+00:00', autocommit = 1, " IDLE_SET, wt);
-    mysql_optionsv(c->db, MYSQL_INIT_COMMAND, init);
+    mysql_optionsv(c->db, MYSQL_INIT_COMMAND, ms->sql.init_session);
     /* Fewer gap locks between concurrent INSERTs and DELETEs of a key. */
-    mysql_optionsv(c->db, MYSQL_INIT_COMMAND,
-                   "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
+    mysql_optionsv(c->db, MYSQL_INIT_COMMAND, ms->sql.init_isolation);
     if (ms->ssl > 0)
         mysql_optionsv(c->db, MYSQL_OPT_SSL_ENFORCE, &on);
     if (ms->ssl > 1)
@@ -273,8 +265,7 @@ static int conn_open(void *ctx, void **out)
     c->frac = info != NULL && strstr(info, "MariaDB") != NULL;
     /* Made for a held lock's call: within its lease (dlock__my_watch). */
     w = dlock__my_watch(ms, c);
-    if (mysql_query(c->db, "SELECT CONNECTION_ID(), @@wait_timeout, "
-                           "@@max_connections") != 0 ||
+    if (mysql_query(c->db, ms->sql.conn_info) != 0 ||
         (res = mysql_store_result(c->db)) == NULL) {
         int rc;
 

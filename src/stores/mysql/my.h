@@ -7,10 +7,15 @@
  *   schema.c   the tables: DDL, checking and creating them, the columns
  *              read from a row
  *   acquire.c  one attempt: GET_LOCK, the row, taking over a dead
- *              holder, a semaphore's head row and slots
- *   wait.c     the try and the wait's slices around an attempt
+ *              holder, the procedures and the one-statement acquire
+ *   semaphore.c  a semaphore's head row and slots, its attempt, tidying
+ *              and status
+ *   waiter.c   waiter rows (a wait's lease) and rowless GET_LOCK holders
+ *   try_wait.c the ops' try_acquire and wait_slice around an attempt
  *   renew.c    the renew thread's batches (extend_many)
  *   runs.c     run records: run_begin, run_end, runs, last_runs
+ *   sql.c      the statement texts of sql/ *.sql, expanded at open,
+ *              and their golden copies' hook
  *   store.c    the ops table: open and close, extend, assert, release,
  *              status, list, force-release
  *
@@ -34,7 +39,7 @@
  * after someone else deleted the row, is KILLed the same way once that
  * row's lease and a grace are over; a session that never had a row (an
  * application using GET_LOCK directly) is a legitimate holder and is
- * waited for without bound (see rowless() in acquire.c).
+ * waited for without bound (see dlock__my_rowless() in waiter.c).
  *
  * A waiter leaves a lease on the server before it can be granted: before
  * each GET_LOCK wait it writes (or renews) a waiter row, named after the
@@ -93,6 +98,7 @@
 #include "random.h"
 #include "store.h"
 #include "strutil.h"
+#include "text.h"
 #include "url.h"
 
 /* Longest single GET_LOCK wait (never longer than ?timeout=).  A
@@ -111,8 +117,11 @@
  * so this has no daylight-saving jumps. */
 #define NOWMS "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)"
 /* The server's clock in microseconds: the floor of every fence (see
- * FENCE_NEXT in schema.c). */
+ * sql/fence_next.sql). */
 #define NOWUS "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS UNSIGNED)"
+
+/* The server's clock in ms, from NOW(6) (run records). */
+#define RUNNOW "CAST(FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000) AS SIGNED)"
 
 /* The expiry of a row in server ms: ours carry expires_ms; rows of
  * its-mieger's library only created + ttl, which that library considers
@@ -127,7 +136,73 @@
  * holder is judged by its own key, never by ours. */
 #define ROW_KEY "CONVERT(name USING utf8mb4)"
 
+/* ?timeout= when the URL gives none. */
+#define DEFAULT_TIMEOUT_MS 5000
+
 /* --- the handle -------------------------------------------------------- */
+
+/* The statement texts, from sql/ *.sql, expanded once at open
+ * (dlock__my_sql_build(), sql.c): table names and fragments filled in,
+ * what a call adds left as a printf conversion (%s an escaped literal,
+ * %u a number).  Golden copies: tests/golden/mysql/. */
+struct my_sql {
+    char *create_locks, *create_fences, *create_seq; /* DDL, one each */
+    char *create_fseq, *create_boot;                 /* MariaDB 10.3+ */
+    char *create_runs, *create_runsum;
+    char *create_proc_acq, *create_proc_rel;
+    /* The next fence of the key %s (dlock__my_sb_fence()): in NAME_seq,
+     * in NAME_fences, and in NAME_fences above NAME_seq (%s three times). */
+    char *fence_seq, *fence_fences, *fence_durable;
+    char *idle_set; /* the assignments of the idle bound, %u seconds */
+    char *init_session, *init_isolation; /* a connection's init commands */
+    char *conn_info; /* its id, @@wait_timeout, @@max_connections */
+    char *tx_begin, *tx_commit, *tx_rollback;
+    char *heap_big, *heap_default; /* around creating the MEMORY table */
+    char *columns[2][2]; /* a holder's select list [mariadb][have_lim] */
+    /* Checking the tables, and what makes session mode fast (schema.c) */
+    char *check_locks, *check_fences, *check_seq, *check_lim, *check_fseq;
+    char *name_charset, *table_engine, *count_procs; /* %s literals */
+    char *alter_add_lim;
+    /* For a DBA (`dlock init --print`, commented out) */
+    char *alter_add_columns, *alter_name_utf8mb4, *alter_engine_myisam;
+    /* The fence sequence's seed and use (schema.c) */
+    char *fseq_seeded, *fseq_seed_lock, *fseq_seed_unlock;
+    char *fseq_seed_value[2]; /* [have_seq] */
+    char *fseq_setval, *fseq_record_seed, *fseq_mark_seeded, *fseq_next;
+    char *seq_raise; /* %s the key, %llu the fence twice */
+    /* A held lock (store.c; own: the WHERE of dlock__my_sb_own(), %s key,
+     * '%s' token, %s key again in session mode) */
+    char *own, *extend, *ttl_left, *release, *release_fast, *release_call;
+    char *release_getlock, *release_getlock_if_ours, *delete_own_row;
+    /* An attempt (acquire.c) */
+    char *read_row[2][2];   /* [mariadb][have_lim], %s the key */
+    char *take_over[2];     /* [has_owner] */
+    char *used_by, *kill;   /* %s a key; %llu a session */
+    char *get_lock[2];      /* [frac]: seconds as %lld.%03lld, or %lld */
+    char *call_acquire;
+    char *fast_acquire[2];  /* [full name column] */
+    char *insert_row[2];    /* [semaphore slot] */
+    char *delete_by_owner, *fence_record, *fseq_raise, *set_fence;
+    /* Semaphores (semaphore.c) and waiter rows (waiter.c) */
+    char *sem_live, *sem_delete_head, *sem_insert_head, *sem_delete_bad_head;
+    char *sem_bump_head, *sem_rows[2][2]; /* [mariadb][have_lim] */
+    char *waiter_fence_off;
+    /* A wait's lease and GET_LOCK (try_wait.c) */
+    char *waiter_drop, *waiter_tidy, *waiter_renew, *waiter_insert;
+    char *waiter_confirm, *kill_query;
+    char *lease_get_lock[2]; /* [frac] */
+    /* status, list, release --force (store.c) */
+    char *status[2][2][2]; /* [have_seq][mariadb][have_lim], %s the key */
+    char *list[2][2];      /* [mariadb][have_lim] */
+    char *force_delete, *force_delete_slots, *force_delete_waiter;
+    /* The renew thread's batch (renew.c): the statements (%s%s: the join,
+     * the WHERE, twice), the join (%s: its rows), a row ([0] the first,
+     * [1] the others), the WHERE (%s: the keys) */
+    char *renew, *renew_join, *renew_row[2], *renew_where;
+    /* Run records (runs.c) */
+    char *run_begin, *run_end[2]; /* [a success: the summary too] */
+    char *run_history, *run_last[2]; /* [a prefix] */
+};
 
 /* One connection (the pool's `void *`). */
 struct conn {
@@ -144,6 +219,7 @@ struct conn {
 
 struct my_store {
     struct dlock_store base;
+    struct my_sql sql; /* its statements (sql.c) */
     struct dlock__pool pool; /* idle connections (struct conn *) */
 
     char *host, *user, *password, *database, *socket;
@@ -211,7 +287,16 @@ struct my_lock {
     int wleased, wtidied;
 };
 
-/* --- wait.c ------------------------------------------------------------ */
+/* --- sql.c ------------------------------------------------------------- */
+
+/* Expand ms's statement texts (ms->sql) for its table names, mode and
+ * timeout: once, at open.  DLOCK_OK, or DLOCK_ENOMEM / DLOCK_EINVAL. */
+int dlock__my_sql_build(struct my_store *ms);
+void dlock__my_sql_free(struct my_store *ms);
+/* The golden test's hook (src/core/text.h). */
+void dlock__mysql_texts(dlock__text_emit emit, void *arg);
+
+/* --- try_wait.c -------------------------------------------------------- */
 
 /* Free a lock's priv, giving back its count of pinned connections. */
 void dlock__my_free_lock(struct my_store *ms, struct my_lock *ml);
@@ -309,7 +394,7 @@ int dlock__my_extend_many(struct dlock_store *s,
 
 /* --- schema.c ---------------------------------------------------------- */
 
-/* A row of the lock table, as dlock__my_columns() selects it. */
+/* A row of the lock table, as sql/columns.sql selects it. */
 struct holder {
     unsigned long long conn_id, used_by;
     char owner[DLOCK_TOKEN_HEX + 1];
@@ -323,8 +408,7 @@ struct holder {
     size_t name_len;
 };
 
-/* The select list of a lock table row (12 columns). */
-const char *dlock__my_columns(const struct my_store *ms);
+/* A row read with ms->sql.columns (sql/columns.sql: 12 columns). */
 void dlock__my_read_holder(MYSQL_ROW row, unsigned long *lens, struct holder *h,
                            int want_name);
 /* A row whose holder is gone. */
@@ -353,9 +437,14 @@ int dlock__my_ensure_tables(struct my_store *ms, struct conn *c);
 int dlock__my_init(struct dlock_store *s);
 int dlock__my_ddl(char **out, const struct dlock_url *u);
 
-/* --- acquire.c --------------------------------------------------------- */
+/* --- acquire.c, semaphore.c, waiter.c ---------------------------------- */
 
 void dlock__my_sb_key(struct sb *b, struct conn *c, const struct my_lock *ml);
+/* ml's key as a quoted literal escaped for c, in out: for a statement's
+ * %s (struct my_sql). */
+#define KEY_LIT_MAX (2 * KEY_MAX + 3)
+const char *dlock__my_key_lit(struct conn *c, const struct my_lock *ml,
+                              char out[KEY_LIT_MAX]);
 /* Best effort: drop our GET_LOCK (once) on c. */
 void dlock__my_release_getlock(struct my_store *ms, struct conn *c,
                                const struct my_lock *ml);
@@ -390,7 +479,7 @@ void dlock__my_unwait(struct my_store *ms, struct dlock_lock *lk);
 void dlock__my_wait_name(const char *key, size_t key_len,
                          unsigned long long conn_id,
                          char out[WNAME_MAX + 1]);
-/* A row read with dlock__my_columns() is a waiter row. */
+/* A row read with sql/columns.sql is a waiter row. */
 int dlock__my_is_waiter(const struct holder *h);
 /* Session conn_id's waiter row for key, if any (*found). */
 int dlock__my_read_waiter(struct my_store *ms, struct conn *c,
@@ -398,7 +487,27 @@ int dlock__my_read_waiter(struct my_store *ms, struct conn *c,
                           unsigned long long conn_id, struct holder *h,
                           int *found);
 
-/* acquire.c, for wait.c: one attempt and its parts. */
+/* acquire.c, for semaphore.c and waiter.c: the row at ml's key (*found;
+ * with its name if want_name), taking over a dead holder's row, ending a
+ * session that holds ml's GET_LOCK past its lease (*killed: KILL sent). */
+int dlock__my_read_row(struct my_store *ms, struct conn *c,
+                       const struct my_lock *ml, struct holder *h, int *found,
+                       int want_name);
+int dlock__my_take_over(struct my_store *ms, struct conn *c,
+                        const struct my_lock *ml, const struct holder *h,
+                        int *killed);
+int dlock__my_kill_holder(struct my_store *ms, struct conn *c,
+                          const struct my_lock *ml, unsigned long long conn_id,
+                          int *killed);
+/* semaphore.c, for acquire.c: a limit-1 acquire met a row at its key; a
+ * semaphore's head is EINVAL while it has live holders (*gone: it had
+ * none and went). */
+int dlock__my_lock_meets_head(struct my_store *ms, struct conn *c,
+                              const struct dlock_lock *lk,
+                              const struct my_lock *ml, int *gone);
+
+/* For try_wait.c: one attempt and its parts (acquire.c, semaphore.c,
+ * waiter.c). */
 void dlock__my_set_slot(struct my_lock *ml, unsigned i);
 int dlock__my_rowless(struct my_store *ms, struct conn *c, struct my_lock *ml,
                    int64_t *retry_ms, int *killed);

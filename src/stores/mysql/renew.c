@@ -67,67 +67,69 @@ static struct my_lock *ml_of(const struct dlock_lock *lk)
     return lk->priv;
 }
 
-/* " AS l STRAIGHT_JOIN (b) AS b ON ..." of both statements.  The lock
- * table comes first: a range on its name index, then each row's
- * lock found by token in b (materialised, with a key on tok). */
+/* The batch's join of both statements (sql/renew_join.sql): the locks
+ * as rows (renew_row_*.sql). */
 static void sb_join(struct sb *b, struct conn *c, const struct batch *g,
                     int lease)
 {
-    dlock__my_sb_add(b, " AS l STRAIGHT_JOIN (");
+    const struct my_sql *q = &g->ms->sql;
+    struct sb rows = {0};
+
     for (size_t i = 0; i < g->n; i++) {
         const struct dlock_lock *lk = g->lk[i];
+        const char *t = i == 0 ? q->renew_row[0] : q->renew_row[1];
         long long ms = (long long)lk->ttl_ms;
 
-        dlock__my_sb_add(b,
-                         i == 0 ? "SELECT %zu AS i, _ascii'%s' AS tok, %lld "
-                                  "AS ms, %lld AS s"
-                                : " UNION ALL SELECT %zu, _ascii'%s', %lld, "
-                                  "%lld",
-                         i, lk->token, ms, (ms + 999) / 1000);
-        if (!lease) {
+        if (lease) {
+            dlock__my_sb_add(&rows, t, i, lk->token, ms, (ms + 999) / 1000);
+        } else {
             const struct my_lock *ml = ml_of(lk);
+            char k[KEY_LIT_MAX];
 
-            dlock__my_sb_add(b, ", ");
-            dlock__my_sb_key(b, c, ml);
-            dlock__my_sb_add(b, i == 0 ? " AS k, %lu AS cid" : ", %lu",
-                             ml->c->id);
+            dlock__my_sb_add(&rows, t, i, lk->token, ms, (ms + 999) / 1000,
+                             dlock__my_key_lit(c, ml, k), ml->c->id);
         }
     }
-    dlock__my_sb_add(b, ") AS b ON l.owner = b.tok");
+    if (rows.oom)
+        b->oom = 1;
+    else
+        dlock__my_sb_add(b, q->renew_join, rows.p);
+    dlock__my_sb_free(&rows);
 }
 
-/* " WHERE ..." of both statements: extend()'s condition but liveness. */
-static void sb_where(struct sb *b, struct conn *c, const struct batch *g,
-                     int lease)
+/* The batch's WHERE of both statements (sql/renew_where.sql): extend()'s
+ * condition but liveness. */
+static void sb_where(struct sb *b, struct conn *c, const struct batch *g)
 {
-    dlock__my_sb_add(b, " WHERE l.name IN (");
+    struct sb keys = {0};
+
     for (size_t i = 0; i < g->n; i++) {
         if (i > 0)
-            dlock__my_sb_add(b, ",");
-        dlock__my_sb_key(b, c, ml_of(g->lk[i]));
+            dlock__my_sb_add(&keys, ",");
+        dlock__my_sb_key(&keys, c, ml_of(g->lk[i]));
     }
-    dlock__my_sb_add(b, ")");
-    if (!lease)
-        dlock__my_sb_add(b, " AND l.connection_id = b.cid AND "
-                            "IS_USED_LOCK(b.k) = b.cid");
+    if (keys.oom)
+        b->oom = 1;
+    else
+        dlock__my_sb_add(b, g->ms->sql.renew_where, keys.p);
+    dlock__my_sb_free(&keys);
 }
 
+/* The batch's statements (sql/renew.sql). */
 static void sb_renew(struct sb *b, struct conn *c, const struct batch *g,
                      int lease)
 {
-    const char *t = g->ms->table;
+    struct sb join = {0}, where = {0};
 
-    dlock__my_sb_add(b, "SET @dlock_now = " NOWMS "; UPDATE %s", t);
-    sb_join(b, c, g, lease);
-    dlock__my_sb_add(b, " SET l.expires_ms = @dlock_now + b.ms, l.created = "
-                        "UNIX_TIMESTAMP(), l.ttl = b.s");
-    sb_where(b, c, g, lease);
-    dlock__my_sb_add(b, " AND " EXPIRES " > " NOWMS "; SELECT b.i FROM %s",
-                     t);
-    sb_join(b, c, g, lease);
-    sb_where(b, c, g, lease);
-    dlock__my_sb_add(b, " AND l.expires_ms = @dlock_now + b.ms AND "
-                        "l.expires_ms > " NOWMS);
+    sb_join(&join, c, g, lease);
+    sb_where(&where, c, g);
+    if (join.oom || where.oom)
+        b->oom = 1;
+    else
+        dlock__my_sb_add(b, g->ms->sql.renew, join.p, where.p, join.p,
+                         where.p);
+    dlock__my_sb_free(&join);
+    dlock__my_sb_free(&where);
 }
 
 /* Mark the positions the SELECT answered. */

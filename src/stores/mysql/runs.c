@@ -43,41 +43,13 @@
 
 #include "my.h"
 
-/* The server's clock in ms, from NOW(6). */
-#define RUNNOW "CAST(FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000) AS SIGNED)"
-
 #define NO_TABLE (-1000) /* run_tx(): a table is missing */
 
 void dlock__my_ddl_runs(struct sb *b, const struct my_store *ms,
                         const char *sep)
 {
-    dlock__my_sb_add(
-        b,
-        "CREATE TABLE IF NOT EXISTS %s (   -- run records: the kept runs\n"
-        "    name      VARCHAR(64) CHARACTER SET utf8mb4 COLLATE "
-        "utf8mb4_bin NOT NULL,  -- the lock's key\n"
-        "    fence     BIGINT UNSIGNED NOT NULL, -- the run's lock\n"
-        "    full_name VARBINARY(1024) NOT NULL,\n"
-        "    host      VARCHAR(255) CHARACTER SET utf8mb4 NOT NULL,\n"
-        "    pid       BIGINT NOT NULL,\n"
-        "    start_ms  BIGINT NOT NULL,          -- unix ms, server clock\n"
-        "    end_ms    BIGINT NULL,\n"
-        "    result    TINYINT NOT NULL,  -- 0 running, 1 exited, "
-        "2 signaled, 3 lost, 4 abandoned\n"
-        "    status    INT NOT NULL,      -- exit status, signal, or -1\n"
-        "    PRIMARY KEY (name, fence)\n"
-        ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4%s"
-        "CREATE TABLE IF NOT EXISTS %s (   -- run records: per name\n"
-        "    name          VARCHAR(64) CHARACTER SET utf8mb4 COLLATE "
-        "utf8mb4_bin NOT NULL PRIMARY KEY,\n"
-        "    full_name     VARBINARY(1024) NOT NULL,\n"
-        "    last_start_ms BIGINT NOT NULL,          -- unix ms, server "
-        "clock\n"
-        "    last_fence    BIGINT UNSIGNED NOT NULL,\n"
-        "    ok_fence      BIGINT UNSIGNED NULL      -- a run that "
-        "succeeded\n"
-        ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
-        ms->runs, sep, ms->runsum);
+    dlock__my_sb_add(b, "%s%s%s", ms->sql.create_runs, sep,
+                     ms->sql.create_runsum);
 }
 
 int dlock__my_create_runs(struct my_store *ms, struct conn *c)
@@ -151,7 +123,7 @@ static int run_tx(struct my_store *ms, struct conn *c, const struct sb *b,
         if (dlock__my_conn_error(e))
             return dlock__my_db_err(ms, c, what);
         rc = e == ER_NO_SUCH_TABLE ? NO_TABLE : dlock__my_db_err(ms, c, what);
-        if (mysql_query(c->db, "ROLLBACK") != 0)
+        if (mysql_query(c->db, ms->sql.tx_rollback) != 0)
             return dlock__my_db_err(ms, c, what);
         if (!ms->lease_mode) {
             /* The packet raised the idle bound first (held_idle) and
@@ -224,10 +196,6 @@ static void read_run(MYSQL_ROW row, const unsigned long *lens, int i,
         r->end_ms = 0;
 }
 
-#define RUN_COLS(p)                                                          \
-    p "full_name, " p "fence, " p "host, " p "pid, " p "start_ms, " p          \
-      "end_ms, " p "result, " p "status"
-
 /* --- calls on a lock ---------------------------------------------------- */
 
 struct rcall {
@@ -294,79 +262,28 @@ static int begin_op(struct rcall *k, struct conn *c)
     unsigned long long f = (unsigned long long)lk->fence;
     long long period = (long long)k->rule->period_ms;
     int once = k->rule->once != 0;
-    struct sb b = {0};
+    struct sb b = {0}, own = {0}, key = {0}, name = {0}, host = {0};
     MYSQL_RES *res = NULL;
     MYSQL_ROW row;
     long long go;
     int rc;
 
     held_idle(&b, ms, lk, c, k->ml);
-    dlock__my_sb_add(&b,
-                     "START TRANSACTION; SET @dl_own = 0, @dl_last = NULL, "
-                     "@dl_lastf = 0, @dl_okf = NULL, @dl_cut = 0, @dl_now = "
-                     RUNNOW "; SELECT COUNT(*) INTO @dl_own FROM %s",
-                     ms->table);
-    dlock__my_sb_own(&b, ms, c, lk, k->ml);
-    /* Lease mode: no takeover deletes the row before we commit. */
-    dlock__my_sb_add(&b, "%s; SELECT last_start_ms, last_fence, ok_fence "
-                         "INTO @dl_last, @dl_lastf, @dl_okf FROM %s WHERE "
-                         "name = ",
-                     ms->lease_mode ? " FOR UPDATE" : "", ms->runsum);
-    sb_nkey(&b, c, k->ml);
-    /* The decision; a run of ours already there (a packet sent again)
-     * goes ahead. */
-    dlock__my_sb_add(&b,
-                     " FOR UPDATE; SET @dl_go = IF(@dl_own <> 1, -1, "
-                     "IF(@dl_lastf = %llu, 1, IF((%d AND @dl_okf IS NOT "
-                     "NULL) OR (%lld > 0 AND @dl_last IS NOT NULL AND "
-                     "@dl_now - @dl_last < %lld), 0, 1))); "
-                     "SET @dl_show = IF(@dl_go = 1, IF(@dl_lastf = %llu, 0, "
-                     "@dl_lastf), IF(%d AND @dl_okf IS NOT NULL, @dl_okf, "
-                     "@dl_lastf)); UPDATE %s SET result = %d WHERE name = ",
-                     f, once, period, period / 2, f, once, ms->runs,
-                     DLOCK_RUN_ABANDONED);
-    sb_nkey(&b, c, k->ml);
-    dlock__my_sb_add(&b,
-                     " AND result = %d AND @dl_go = 1; INSERT INTO %s "
-                     "(name, fence, full_name, host, pid, start_ms, end_ms, "
-                     "result, status) SELECT ",
-                     DLOCK_RUN_RUNNING, ms->runs);
-    sb_nkey(&b, c, k->ml);
-    dlock__my_sb_add(&b, ", %llu, ", f);
-    sb_name(&b, c, lk);
-    dlock__my_sb_add(&b, ", ");
-    dlock__my_sb_lit(&b, c, k->host, strlen(k->host));
-    dlock__my_sb_add(&b,
-                     ", %lld, @dl_now, NULL, %d, -1 FROM DUAL WHERE @dl_go "
-                     "= 1 ON DUPLICATE KEY UPDATE host = VALUES(host), pid "
-                     "= VALUES(pid), start_ms = @dl_now, end_ms = NULL, "
-                     "result = %d, status = -1; SELECT fence INTO @dl_cut "
-                     "FROM %s WHERE name = ",
-                     (long long)k->pid, DLOCK_RUN_RUNNING, DLOCK_RUN_RUNNING,
-                     ms->runs);
-    sb_nkey(&b, c, k->ml);
-    dlock__my_sb_add(&b,
-                     " ORDER BY fence DESC LIMIT 1 OFFSET %d; DELETE FROM %s "
-                     "WHERE name = ",
-                     DLOCK_RUNS_KEPT - 1, ms->runs);
-    sb_nkey(&b, c, k->ml);
-    dlock__my_sb_add(&b,
-                     " AND fence < @dl_cut AND @dl_go = 1; INSERT INTO %s "
-                     "(name, full_name, last_start_ms, last_fence) SELECT ",
-                     ms->runsum);
-    sb_nkey(&b, c, k->ml);
-    dlock__my_sb_add(&b, ", ");
-    sb_name(&b, c, lk);
-    dlock__my_sb_add(&b,
-                     ", @dl_now, %llu FROM DUAL WHERE @dl_go = 1 ON "
-                     "DUPLICATE KEY UPDATE full_name = VALUES(full_name), "
-                     "last_start_ms = @dl_now, last_fence = %llu; SELECT "
-                     "@dl_go, @dl_show, @dl_okf, " RUN_COLS("r.")
-                     " FROM (SELECT 1) AS one LEFT JOIN %s AS r ON r.name "
-                     "= ",
-                     f, f, ms->runs);
-    sb_nkey(&b, c, k->ml);
-    dlock__my_sb_add(&b, " AND r.fence = @dl_show; COMMIT");
+    dlock__my_sb_own(&own, ms, c, lk, k->ml);
+    sb_nkey(&key, c, k->ml);
+    sb_name(&name, c, lk);
+    dlock__my_sb_lit(&host, c, k->host, strlen(k->host));
+    if (own.oom || key.oom || name.oom || host.oom)
+        b.oom = 1;
+    else /* sql/run_begin.sql */
+        dlock__my_sb_add(&b, ms->sql.run_begin, own.p, key.p, f, once, period,
+                         period / 2, f, once, key.p, key.p, f, name.p, host.p,
+                         (long long)k->pid, key.p, key.p, key.p, name.p, f, f,
+                         key.p);
+    dlock__my_sb_free(&own);
+    dlock__my_sb_free(&key);
+    dlock__my_sb_free(&name);
+    dlock__my_sb_free(&host);
     held_idle_end(&b, ms, c, k->ml);
     rc = run_tx_tables(ms, c, &b, &res, 1, "run_begin");
     dlock__my_sb_free(&b);
@@ -412,25 +329,20 @@ static int end_op(struct rcall *k, struct conn *c)
 {
     struct my_store *ms = k->ms;
     unsigned long long f = (unsigned long long)k->lk->fence;
-    struct sb b = {0};
+    struct sb b = {0}, key = {0};
     MYSQL_RES *res = NULL;
     int rc;
 
     held_idle(&b, ms, k->lk, c, k->ml);
-    dlock__my_sb_add(&b,
-                     "START TRANSACTION; UPDATE %s SET end_ms = " RUNNOW
-                     ", result = %d, status = %d WHERE name = ",
-                     ms->runs, k->result, k->status);
-    sb_nkey(&b, c, k->ml);
-    dlock__my_sb_add(&b, " AND fence = %llu", f);
-    if (k->result == DLOCK_RUN_EXITED && k->status == 0) {
-        dlock__my_sb_add(&b, "; UPDATE %s SET ok_fence = %llu WHERE name = ",
-                         ms->runsum, f);
-        sb_nkey(&b, c, k->ml);
-        dlock__my_sb_add(&b, " AND (ok_fence IS NULL OR ok_fence < %llu)",
-                         f);
-    }
-    dlock__my_sb_add(&b, "; COMMIT");
+    sb_nkey(&key, c, k->ml);
+    if (key.oom)
+        b.oom = 1;
+    else /* sql/run_end.sql; after a success with run_end_ok.sql */
+        dlock__my_sb_add(
+            &b,
+            ms->sql.run_end[k->result == DLOCK_RUN_EXITED && k->status == 0],
+            k->result, k->status, key.p, f, f, key.p, f);
+    dlock__my_sb_free(&key);
     held_idle_end(&b, ms, c, k->ml);
     /* No tables: no such run (DLOCK_OK, as a run dropped as too old). */
     rc = run_tx_tables(ms, c, &b, &res, 0, "run_end");
@@ -579,17 +491,18 @@ static int runs_fn(void *conn, void *arg, int *dead)
     char key[KEY_MAX + 1];
     size_t len = strlen(l->name);
     size_t klen = dlock__mysql_key(l->name, len, ms->mariadb, key);
-    struct sb b = {0};
+    struct sb b = {0}, kl = {0}, nl = {0};
     int rc;
 
     l->n = 0;
-    dlock__my_sb_add(&b, "SELECT " RUN_COLS("")
-                         " FROM %s WHERE name = ",
-                     ms->runs);
-    dlock__my_sb_lit(&b, c, key, klen);
-    dlock__my_sb_add(&b, " AND full_name = ");
-    dlock__my_sb_lit(&b, c, l->name, len);
-    dlock__my_sb_add(&b, " ORDER BY fence DESC LIMIT %u", l->max);
+    dlock__my_sb_lit(&kl, c, key, klen);
+    dlock__my_sb_lit(&nl, c, l->name, len);
+    if (kl.oom || nl.oom)
+        b.oom = 1;
+    else
+        dlock__my_sb_add(&b, ms->sql.run_history, kl.p, nl.p, l->max);
+    dlock__my_sb_free(&kl);
+    dlock__my_sb_free(&nl);
     rc = collect(ms, c, &b, l, l->name, "history");
     dlock__my_sb_free(&b);
     *dead = rc != DLOCK_OK && dlock__my_conn_error(mysql_errno(c->db));
@@ -644,16 +557,18 @@ static int last_fn(void *conn, void *arg, int *dead)
     int rc;
 
     l->n = 0;
-    dlock__my_sb_add(&b,
-                     "SELECT " RUN_COLS("r.")
-                     " FROM %s AS s JOIN %s AS r ON r.name = s.name AND "
-                     "r.fence = s.last_fence",
-                     ms->runsum, ms->runs);
     if (l->name[0] != '\0') {
-        /* VARBINARY: LIKE compares bytes. */
-        dlock__my_sb_add(&b, " WHERE r.full_name LIKE ");
-        sb_like(&b, c, l->name);
-        dlock__my_sb_add(&b, " ESCAPE '!'");
+        struct sb like = {0};
+
+        /* sql/run_last.sql with run_last_like.sql */
+        sb_like(&like, c, l->name);
+        if (like.oom)
+            b.oom = 1;
+        else
+            dlock__my_sb_add(&b, ms->sql.run_last[1], like.p);
+        dlock__my_sb_free(&like);
+    } else {
+        dlock__my_sb_add(&b, "%s", ms->sql.run_last[0]);
     }
     rc = collect(ms, c, &b, l, l->name, "last runs");
     dlock__my_sb_free(&b);

@@ -10,27 +10,6 @@
 
 #include "my.h"
 
-/* What the holder-reading queries select (see struct holder).  MariaDB
- * refuses IS_USED_LOCK() of a name over 192 bytes (and fails the whole
- * query): such a row, which only another tool can have written, reads as
- * not holding the GET_LOCK there. */
-#define COLUMNS(used, lim)                                                     \
-    "connection_id, owner, lock_acquired, " EXPIRES " - " NOWMS                \
-    ", IFNULL(" used ", 0), created, fence, host, pid, "                       \
-    "COALESCE(acquired_ms, created * 1000), COALESCE(full_name, name), " lim
-#define MARIA_USED "IF(LENGTH(" ROW_KEY ") > 192, NULL, IS_USED_LOCK(" ROW_KEY "))"
-#define MY_USED "IS_USED_LOCK(" ROW_KEY ")"
-
-/* The twelfth column is the holder's limit: NULL (1) where the table has
- * no lim column (a table of dlock 0.2 or of its-mieger not yet altered). */
-const char *dlock__my_columns(const struct my_store *ms)
-{
-    if (ms->have_lim)
-        return ms->mariadb ? COLUMNS(MARIA_USED, "lim")
-                           : COLUMNS(MY_USED, "lim");
-    return ms->mariadb ? COLUMNS(MARIA_USED, "NULL") : COLUMNS(MY_USED, "NULL");
-}
-
 void dlock__my_read_holder(MYSQL_ROW row, unsigned long *lens, struct holder *h,
                            int want_name)
 {
@@ -62,87 +41,19 @@ int dlock__my_holder_dead(const struct holder *h)
     return h->left <= 0 || (h->acquired && h->used_by != h->conn_id);
 }
 
-/* --- DDL ------------------------------------------------------------------ */
+/* --- DDL ------------------------------------------------------------------
+ *
+ * The statements are sql/create_*.sql (ms->sql, expanded at open).  The
+ * lock table's engine: see ddl_engine() in sql.c.  The fences (MariaDB
+ * 10.3 and later) are one SEQUENCE, NAME_fseq, seeded again after every
+ * server start before its first use: NAME_boot (MEMORY: empty after any
+ * restart) holds a row once it is. */
 
-/* The lock table.  Session mode creates it MEMORY: its rows die with
- * their sessions anyway (a row whose session is gone is tidied by the
- * next acquirer; a server restart ends every session and empties the
- * table), an InnoDB row costs a durable commit (an fsync) per acquire
- * and per release, and a MyISAM row written by INSERT ... SELECT costs
- * far more than a MEMORY one (docs/stores/mysql.md, "Performance").
- * Its size is capped when it is created, by max_heap_table_size: dlock
- * creates it with 1 GiB (about 400,000 rows of 2.5 KiB).
- * Lease mode creates it InnoDB: there the row is all there is of a lock,
- * it must survive anything the server survives, and on Galera only InnoDB
- * tables are replicated.  Either mode works on either engine. */
-static void ddl_locks(struct sb *b, const char *t, const char *ix, int lease)
-{
-    dlock__my_sb_add(
-        b,
-        "CREATE TABLE IF NOT EXISTS %s (\n"
-        "    name          VARCHAR(64) CHARACTER SET utf8mb4 "
-        "COLLATE utf8mb4_bin NOT NULL,\n"
-        "    connection_id BIGINT NOT NULL,\n"
-        "    created       BIGINT NOT NULL,      -- unix seconds\n"
-        "    ttl           BIGINT NOT NULL,      -- seconds\n"
-        "    lock_acquired TINYINT(1) NOT NULL,\n"
-        "    owner         CHAR(32) CHARACTER SET ascii NULL,\n"
-        "    fence         BIGINT UNSIGNED NULL,\n"
-        "    expires_ms    BIGINT NULL,          -- unix ms\n"
-        "    acquired_ms   BIGINT NULL,          -- unix ms\n"
-        "    host          VARCHAR(255) CHARACTER SET utf8mb4 NULL,\n"
-        "    pid           BIGINT NULL,\n"
-        "    full_name     VARBINARY(1024) NULL,\n"
-        "    lim           INT NULL,             -- semaphore limit (NULL: 1)\n"
-        "    slot          INT NULL,             -- semaphore slot\n"
-        "    UNIQUE KEY %s (name)\n"
-        ") ENGINE=%s DEFAULT CHARSET=utf8mb4",
-        t, ix, lease ? "InnoDB" : "MEMORY");
-}
-
-/* The durable fence floor: lease mode's counters (a durable commit per
- * acquire, like its rows), and the counters of dlock 0.1. */
-static void ddl_fences(struct sb *b, const char *f)
-{
-    dlock__my_sb_add(
-        b,
-        "CREATE TABLE IF NOT EXISTS %s (\n"
-        "    name  VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin "
-        "NOT NULL PRIMARY KEY,\n"
-        "    fence BIGINT UNSIGNED NOT NULL  -- highest fence handed out\n"
-        ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
-        f);
-}
-
-/* Session mode's counters: no durable commit.  What a crash may lose of
- * them is made up for by the clock floor of FENCE_NEXT. */
-static void ddl_seq(struct sb *b, const char *q)
-{
-    dlock__my_sb_add(
-        b,
-        "CREATE TABLE IF NOT EXISTS %s (\n"
-        "    name  VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin "
-        "NOT NULL PRIMARY KEY,\n"
-        "    fence BIGINT UNSIGNED NOT NULL  -- highest fence handed out\n"
-        ") ENGINE=MyISAM DEFAULT CHARSET=utf8mb4",
-        q);
-}
-
-/* The fences (MariaDB 10.3 and later): one SEQUENCE for all names, so
- * a fence is one NEXTVAL, no row to lock or write.  It may jump forward
- * (CACHE: a restart skips what was cached) and, after a crash, go back
- * (its last reservations may not have reached the disk), so it is seeded
- * again after every server start, before its first use: NAME_boot
- * (MEMORY: empty after any restart) holds a row once it is. */
+/* The fence sequence and its boot table, statements separated by sep. */
 static void ddl_fseq(struct sb *b, const struct my_store *ms, const char *sep)
 {
-    dlock__my_sb_add(b,
-                     "CREATE SEQUENCE IF NOT EXISTS %s CACHE 1000%s"
-                     "CREATE TABLE IF NOT EXISTS %s (\n"
-                     "    id TINYINT NOT NULL PRIMARY KEY -- 1: %s is "
-                     "seeded since the server started\n"
-                     ") ENGINE=MEMORY",
-                     ms->fseq, sep, ms->boot, ms->fseq);
+    dlock__my_sb_add(b, "%s%s%s", ms->sql.create_fseq, sep,
+                     ms->sql.create_boot);
 }
 
 /* Seed NAME_fseq above every fence handed out before: its own value
@@ -157,12 +68,11 @@ int dlock__my_fseq_seed(struct my_store *ms, struct conn *c)
     struct sb b = {0};
     long long v = 0;
     int found = 0, got = 0, rc;
-    char key[64];
 
     if (c->seeded)
         return DLOCK_OK;
     /* Seeded already (every connection but the first after a start). */
-    dlock__my_sb_add(&b, "SELECT COUNT(*) FROM %s", ms->boot);
+    dlock__my_sb_add(&b, "%s", ms->sql.fseq_seeded);
     rc = dlock__my_run_int(ms, c, &b, &v, &found, "seeding the fences");
     if (rc == DLOCK_OK && v > 0) {
         c->seeded = 1;
@@ -174,8 +84,7 @@ int dlock__my_fseq_seed(struct my_store *ms, struct conn *c)
         return rc;
     }
     dlock__my_sb_reset(&b);
-    snprintf(key, sizeof(key), "'dlock-seed:%.50s'", ms->raw_table);
-    dlock__my_sb_add(&b, "SELECT GET_LOCK(%s, %lld)", key,
+    dlock__my_sb_add(&b, ms->sql.fseq_seed_lock,
                      (long long)(ms->timeout_ms / 1000 > 0
                                      ? ms->timeout_ms / 1000
                                      : 1));
@@ -188,39 +97,28 @@ int dlock__my_fseq_seed(struct my_store *ms, struct conn *c)
                            ms->base.url);
     if (rc == DLOCK_OK) {
         dlock__my_sb_reset(&b);
-        dlock__my_sb_add(&b, "SELECT COUNT(*) FROM %s", ms->boot);
+        dlock__my_sb_add(&b, "%s", ms->sql.fseq_seeded);
         rc = dlock__my_run_int(ms, c, &b, &v, &found, "seeding the fences");
     }
     if (rc == DLOCK_OK && v == 0) {
         dlock__my_sb_reset(&b);
-        dlock__my_sb_add(&b,
-                         "SELECT GREATEST(NEXTVAL(%s), " NOWUS
-                         ", IFNULL((SELECT MAX(fence) FROM %s), 0) + 1",
-                         ms->fseq, ms->fences);
-        if (ms->have_seq)
-            dlock__my_sb_add(&b, ", IFNULL((SELECT MAX(fence) FROM %s), 0) + 1",
-                             ms->seq);
-        dlock__my_sb_add(&b, ")");
+        dlock__my_sb_add(&b, "%s", ms->sql.fseq_seed_value[ms->have_seq != 0]);
         rc = dlock__my_run_int(ms, c, &b, &v, &found, "seeding the fences");
         if (rc == DLOCK_OK) {
             dlock__my_sb_reset(&b);
-            dlock__my_sb_add(&b, "DO SETVAL(%s, %lld)", ms->fseq, v);
+            dlock__my_sb_add(&b, ms->sql.fseq_setval, v);
             rc = dlock__my_run(ms, c, &b, NULL, "seeding the fences");
         }
         if (rc == DLOCK_OK) {
             /* Durable (InnoDB, autocommit): a later seed starts above
              * this one even if the clock is set back. */
             dlock__my_sb_reset(&b);
-            dlock__my_sb_add(&b,
-                             "INSERT INTO %s (name, fence) VALUES ('', %lld) "
-                             "ON DUPLICATE KEY UPDATE fence = GREATEST("
-                             "fence, %lld)",
-                             ms->fences, v, v);
+            dlock__my_sb_add(&b, ms->sql.fseq_record_seed, v, v);
             rc = dlock__my_run(ms, c, &b, NULL, "seeding the fences");
         }
         if (rc == DLOCK_OK) {
             dlock__my_sb_reset(&b);
-            dlock__my_sb_add(&b, "INSERT IGNORE INTO %s VALUES (1)", ms->boot);
+            dlock__my_sb_add(&b, "%s", ms->sql.fseq_mark_seeded);
             rc = dlock__my_run(ms, c, &b, NULL, "seeding the fences");
         }
     }
@@ -228,7 +126,7 @@ int dlock__my_fseq_seed(struct my_store *ms, struct conn *c)
         c->seeded = 1;
     if (got && c->db != NULL) {
         dlock__my_sb_reset(&b);
-        dlock__my_sb_add(&b, "DO RELEASE_LOCK(%s)", key);
+        dlock__my_sb_add(&b, "%s", ms->sql.fseq_seed_unlock);
         if (!b.oom)
             (void)dlock__my_query(c, b.p, b.len);
     }
@@ -244,7 +142,7 @@ int dlock__my_fseq_next(struct my_store *ms, struct conn *c, uint64_t *out)
 
     rc = dlock__my_fseq_seed(ms, c);
     if (rc == DLOCK_OK) {
-        dlock__my_sb_add(&b, "SELECT NEXTVAL(%s)", ms->fseq);
+        dlock__my_sb_add(&b, "%s", ms->sql.fseq_next);
         rc = dlock__my_run_int(ms, c, &b, &v, &found, "taking a fence");
     }
     if (rc == DLOCK_OK && found && v > 0)
@@ -283,22 +181,13 @@ void dlock__my_sb_fence(struct sb *b, struct my_store *ms, struct conn *c,
         b->oom = 1;
         return;
     }
-    dlock__my_sb_add(b, "INSERT INTO %s (name, fence) VALUES (%s, ", mine,
-                     k.p);
     if (mine == ms->fences && ms->have_seq)
-        dlock__my_sb_add(b,
-                         "LAST_INSERT_ID(GREATEST(" NOWUS
-                         ", IFNULL((SELECT fence FROM %s WHERE name = %s), "
-                         "0) + 1))) ON DUPLICATE KEY UPDATE fence = "
-                         "LAST_INSERT_ID(GREATEST(fence + 1, " NOWUS
-                         ", IFNULL((SELECT fence FROM %s WHERE name = %s), "
-                         "0) + 1))",
-                         ms->seq, k.p, ms->seq, k.p);
+        dlock__my_sb_add(b, ms->sql.fence_durable, k.p, k.p, k.p);
     else
         dlock__my_sb_add(b,
-                         "LAST_INSERT_ID(" NOWUS ")) ON DUPLICATE KEY UPDATE "
-                         "fence = LAST_INSERT_ID(GREATEST(fence + 1, " NOWUS
-                         "))");
+                         mine == ms->fences ? ms->sql.fence_fences
+                                            : ms->sql.fence_seq,
+                         k.p);
     dlock__my_sb_free(&k);
 }
 
@@ -308,112 +197,56 @@ void dlock__my_sb_fence(struct sb *b, struct my_store *ms, struct conn *c,
 void dlock__my_sb_seq_raise(struct sb *b, struct my_store *ms, struct conn *c,
                             const char *key, size_t key_len, uint64_t fence)
 {
-    dlock__my_sb_add(b, "INSERT INTO %s (name, fence) VALUES (", ms->seq);
-    dlock__my_sb_lit(b, c, key, key_len);
-    dlock__my_sb_add(b,
-                     ", %llu) ON DUPLICATE KEY UPDATE fence = "
-                     "GREATEST(fence, %llu)",
-                     (unsigned long long)fence, (unsigned long long)fence);
+    struct sb k = {0};
+
+    dlock__my_sb_lit(&k, c, key, key_len);
+    if (k.oom) {
+        b->oom = 1;
+        return;
+    }
+    dlock__my_sb_add(b, ms->sql.seq_raise, k.p, (unsigned long long)fence,
+                     (unsigned long long)fence);
+    dlock__my_sb_free(&k);
 }
 
-/* The session-mode procedures: an uncontended acquire is one CALL, and so
- * is a release (the server counts a CALL as one statement, whatever runs
- * inside).  acq2 answers one row (got, fence): got 0, GET_LOCK is taken
- * and nothing happened; 1, acquired with fence; 2, we hold the GET_LOCK
- * but a row is there (the caller judges it, still holding the GET_LOCK).
- * Any error inside undoes what acq2 did (its row, its GET_LOCK) before it
- * reaches the caller.  rel1 answers the number of rows deleted, and lets
- * go of the GET_LOCK only if it deleted our row.  The names carry a
- * version: a later dlock with other procedures makes new ones. */
+/* The session-mode procedures (sql/create_proc_*.sql): an uncontended
+ * acquire is one CALL, and so is a release (the server counts a CALL as
+ * one statement, whatever runs inside).  Each followed by sep. */
 static void ddl_procs(struct sb *b, struct my_store *ms, const char *sep)
 {
-    dlock__my_sb_add(
-        b,
-        "CREATE PROCEDURE %s(p_key VARCHAR(64) CHARACTER SET utf8mb4, "
-        "p_full VARBINARY(1024), p_owner CHAR(32) CHARACTER SET ascii, "
-        "p_ttl_ms BIGINT, p_host VARCHAR(255) CHARACTER SET utf8mb4, "
-        "p_pid BIGINT)\n"
-        "    MODIFIES SQL DATA SQL SECURITY INVOKER\n"
-        "BEGIN\n"
-        "    DECLARE v_got INT DEFAULT 0;\n"
-        "    DECLARE v_fence BIGINT UNSIGNED DEFAULT 0;\n"
-        "    DECLARE EXIT HANDLER FOR 1062 SELECT 2, 0;\n"
-        "    DECLARE EXIT HANDLER FOR SQLEXCEPTION\n"
-        "    BEGIN\n"
-        "        IF v_got = 1 THEN\n"
-        "            DELETE FROM %s WHERE name = p_key AND owner = p_owner;\n"
-        "            DO RELEASE_LOCK(p_key);\n"
-        "        END IF;\n"
-        "        RESIGNAL;\n"
-        "    END;\n"
-        "    SET v_got = IFNULL(GET_LOCK(p_key, 0), 0);\n"
-        "    IF v_got <> 1 THEN\n"
-        "        SELECT 0, 0;\n"
-        "    ELSE\n"
-        "        INSERT INTO %s (name, connection_id, created, ttl, "
-        "lock_acquired, owner, expires_ms, acquired_ms, host, pid, "
-        "full_name)\n"
-        "            VALUES (p_key, CONNECTION_ID(), UNIX_TIMESTAMP(), "
-        "(p_ttl_ms + 999) DIV 1000, 1, p_owner, " NOWMS " + p_ttl_ms, " NOWMS
-        ", p_host, p_pid, p_full);\n"
-        "        ",
-        ms->proc_acq, ms->table, ms->table);
-    dlock__my_sb_fence(b, ms, NULL, "p_key", 5, 0);
-    dlock__my_sb_add(
-        b,
-        ";\n"
-        "        SET v_fence = LAST_INSERT_ID();\n"
-        "        UPDATE %s SET fence = v_fence WHERE name = p_key AND "
-        "owner = p_owner;\n"
-        "        SELECT 1, v_fence;\n"
-        "    END IF;\n"
-        "END%s",
-        ms->table, sep);
-    dlock__my_sb_add(
-        b,
-        "CREATE PROCEDURE %s(p_key VARCHAR(64) CHARACTER SET utf8mb4, "
-        "p_owner CHAR(32) CHARACTER SET ascii)\n"
-        "    MODIFIES SQL DATA SQL SECURITY INVOKER\n"
-        "BEGIN\n"
-        "    DECLARE v_n INT DEFAULT 0;\n"
-        "    DELETE FROM %s WHERE name = p_key AND owner = p_owner AND "
-        EXPIRES " > " NOWMS " AND connection_id = CONNECTION_ID() AND "
-        "IS_USED_LOCK(p_key) = CONNECTION_ID();\n"
-        "    SET v_n = ROW_COUNT();\n"
-        "    IF v_n = 1 THEN\n"
-        "        DO RELEASE_LOCK(p_key);\n"
-        "    END IF;\n"
-        "    SELECT v_n;\n"
-        "END%s",
-        ms->proc_rel, ms->table, sep);
+    dlock__my_sb_add(b, "%s%s%s%s", ms->sql.create_proc_acq, sep,
+                     ms->sql.create_proc_rel, sep);
 }
 
-static void ddl_alter(struct sb *b, const char *t)
+/* text, every line of it commented out ("-- "), then ";\n". */
+static void commented(struct sb *b, const char *text)
+{
+    for (const char *p = text; *p != '\0';) {
+        const char *nl = strchr(p, '\n');
+        int n = nl != NULL ? (int)(nl - p) : (int)strlen(p);
+
+        dlock__my_sb_add(b, "-- %.*s%s", n, p, nl != NULL ? "\n" : "");
+        p += n + (nl != NULL);
+    }
+    dlock__my_sb_add(b, ";\n");
+}
+
+/* The ALTERs for a DBA (sql/alter_*.sql), commented out. */
+static void ddl_alter(struct sb *b, const struct my_store *ms)
 {
     dlock__my_sb_add(
-        b,
-        "-- For a table made by its-mieger/mysql-shared-locks, instead:\n"
-        "-- ALTER TABLE %s\n"
-        "--     ADD COLUMN owner CHAR(32) CHARACTER SET ascii NULL,\n"
-        "--     ADD COLUMN fence BIGINT UNSIGNED NULL,\n"
-        "--     ADD COLUMN expires_ms BIGINT NULL,\n"
-        "--     ADD COLUMN acquired_ms BIGINT NULL,\n"
-        "--     ADD COLUMN host VARCHAR(255) CHARACTER SET utf8mb4 NULL,\n"
-        "--     ADD COLUMN pid BIGINT NULL,\n"
-        "--     ADD COLUMN full_name VARBINARY(1024) NULL,\n"
-        "--     ADD COLUMN lim INT NULL,\n"
-        "--     ADD COLUMN slot INT NULL;\n"
-        "-- (a table of dlock 0.2: only the last two, which a client that\n"
-        "-- may ALTER the table adds by itself; semaphores need them)\n"
-        "-- and, as its name column is latin1 (names outside latin1, such\n"
-        "-- as Greek, CJK or emoji, are refused until then):\n"
-        "-- ALTER TABLE %s\n"
-        "--     MODIFY name VARCHAR(64) CHARACTER SET utf8mb4 "
-        "COLLATE utf8mb4_bin NOT NULL;\n"
-        "-- For a session-mode table of dlock 0.1 (InnoDB: a durable\n"
-        "-- commit per acquire and per release):\n"
-        "-- ALTER TABLE %s ENGINE=MyISAM;\n",
-        t, t, t);
+        b, "-- For a table made by its-mieger/mysql-shared-locks, instead:\n");
+    commented(b, ms->sql.alter_add_columns);
+    dlock__my_sb_add(
+        b, "-- (a table of dlock 0.2: only the last two, which a client that\n"
+           "-- may ALTER the table adds by itself; semaphores need them)\n"
+           "-- and, as its name column is latin1 (names outside latin1, such\n"
+           "-- as Greek, CJK or emoji, are refused until then):\n");
+    commented(b, ms->sql.alter_name_utf8mb4);
+    dlock__my_sb_add(b, "-- For a session-mode table of dlock 0.1 (InnoDB: a "
+                        "durable\n"
+                        "-- commit per acquire and per release):\n");
+    commented(b, ms->sql.alter_engine_myisam);
 }
 
 /* Are the tables there, with our columns? */
@@ -423,31 +256,27 @@ static int check_tables(struct my_store *ms, struct conn *c)
     MYSQL_RES *res;
     int rc;
 
-    dlock__my_sb_add(
-        &b,
-        "SELECT name, connection_id, created, ttl, lock_acquired, "
-        "owner, fence, expires_ms, acquired_ms, host, pid, full_name "
-        "FROM %s LIMIT 0",
-        ms->table);
+    dlock__my_sb_add(&b, "%s", ms->sql.check_locks);
     rc = dlock__my_run(ms, c, &b, &res, "checking the lock table");
     mysql_free_result(res);
     if (rc == DLOCK_OK) {
         dlock__my_sb_reset(&b);
-        dlock__my_sb_add(&b, "SELECT name, fence FROM %s LIMIT 0", ms->fences);
+        dlock__my_sb_add(&b, "%s", ms->sql.check_fences);
         rc = dlock__my_run(ms, c, &b, &res, "checking the fence table");
         mysql_free_result(res);
     }
     if (rc == DLOCK_OK) {
         MYSQL_ROW row;
+        struct sb t = {0};
 
         /* For messages, and whether the procedures fit (a name it cannot
          * store is refused by the server): best effort. */
+        dlock__my_sb_lit(&t, c, ms->raw_table, strlen(ms->raw_table));
         dlock__my_sb_reset(&b);
-        dlock__my_sb_add(
-            &b, "SELECT CHARACTER_SET_NAME FROM information_schema.COLUMNS "
-                "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ");
-        dlock__my_sb_lit(&b, c, ms->raw_table, strlen(ms->raw_table));
-        dlock__my_sb_add(&b, " AND COLUMN_NAME = 'name'");
+        if (t.oom)
+            b.oom = 1;
+        else
+            dlock__my_sb_add(&b, ms->sql.name_charset, t.p);
         if (dlock__my_run(ms, c, &b, &res,
                           "reading the name column's charset") == DLOCK_OK &&
             res != NULL && (row = mysql_fetch_row(res)) != NULL &&
@@ -455,10 +284,11 @@ static int check_tables(struct my_store *ms, struct conn *c)
             dlock__strlcpy(ms->name_charset, row[0], sizeof(ms->name_charset));
         mysql_free_result(res);
         dlock__my_sb_reset(&b);
-        dlock__my_sb_add(&b, "SELECT ENGINE FROM information_schema.TABLES "
-                             "WHERE TABLE_SCHEMA = DATABASE() AND "
-                             "TABLE_NAME = ");
-        dlock__my_sb_lit(&b, c, ms->raw_table, strlen(ms->raw_table));
+        if (t.oom)
+            b.oom = 1;
+        else
+            dlock__my_sb_add(&b, ms->sql.table_engine, t.p);
+        dlock__my_sb_free(&t);
         ms->engine[0] = '\0';
         if (dlock__my_run(ms, c, &b, &res, "reading the table's engine") ==
                 DLOCK_OK &&
@@ -484,9 +314,6 @@ static int check_tables(struct my_store *ms, struct conn *c)
     return rc;
 }
 
-#define HEAP_BIG "SET SESSION max_heap_table_size = 1073741824"
-#define HEAP_DEFAULT "SET SESSION max_heap_table_size = DEFAULT"
-
 static int create_tables(struct my_store *ms, struct conn *c)
 {
     struct sb b = {0};
@@ -494,20 +321,20 @@ static int create_tables(struct my_store *ms, struct conn *c)
 
     for (int i = 0; i < 2 && rc == DLOCK_OK; i++) {
         dlock__my_sb_reset(&b);
-        if (i == 0)
-            ddl_locks(&b, ms->table, ms->index, ms->lease_mode);
-        else
-            ddl_fences(&b, ms->fences);
+        dlock__my_sb_add(&b, "%s",
+                         i == 0 ? ms->sql.create_locks
+                                : ms->sql.create_fences);
         if (b.oom) {
             rc = dlock__enomem();
             break;
         }
         if (i == 0 && !ms->lease_mode)
-            (void)dlock__my_query(c, HEAP_BIG, strlen(HEAP_BIG));
+            (void)dlock__my_query(c, ms->sql.heap_big,
+                                  strlen(ms->sql.heap_big));
         if (dlock__my_query(c, b.p, b.len) == 0) {
             if (i == 0 && !ms->lease_mode)
-                (void)dlock__my_query(c, HEAP_DEFAULT,
-                                      strlen(HEAP_DEFAULT));
+                (void)dlock__my_query(c, ms->sql.heap_default,
+                                      strlen(ms->sql.heap_default));
             continue;
         }
         if (mysql_errno(c->db) == ER_TABLEACCESS_DENIED_ERROR ||
@@ -540,25 +367,24 @@ static void ensure_extras(struct my_store *ms, struct conn *c)
      * clients and of its-mieger's library are limit-1 holders). */
     for (int i = 0; i < 2 && !ms->have_lim; i++) {
         dlock__my_sb_reset(&b);
-        dlock__my_sb_add(&b, "SELECT lim, slot FROM %s LIMIT 0", ms->table);
+        dlock__my_sb_add(&b, "%s", ms->sql.check_lim);
         ms->have_lim = dlock__my_run(ms, c, &b, &res, "lim") == DLOCK_OK;
         mysql_free_result(res);
         if (ms->have_lim || i == 1)
             break;
         dlock__my_sb_reset(&b);
-        dlock__my_sb_add(&b, "ALTER TABLE %s ADD COLUMN lim INT NULL, "
-                             "ADD COLUMN slot INT NULL", ms->table);
+        dlock__my_sb_add(&b, "%s", ms->sql.alter_add_lim);
         /* No ALTER right, or another client added them meanwhile. */
         if (!b.oom)
             (void)dlock__my_query(c, b.p, b.len);
     }
     dlock__my_sb_reset(&b);
 
-    ddl_seq(&b, ms->seq);
+    dlock__my_sb_add(&b, "%s", ms->sql.create_seq);
     if (!b.oom)
         (void)dlock__my_query(c, b.p, b.len);
     dlock__my_sb_reset(&b);
-    dlock__my_sb_add(&b, "SELECT name, fence FROM %s LIMIT 0", ms->seq);
+    dlock__my_sb_add(&b, "%s", ms->sql.check_seq);
     ms->have_seq = dlock__my_run(ms, c, &b, &res, "seq") == DLOCK_OK;
     mysql_free_result(res);
     /* The fence sequence (MariaDB 10.3+; MySQL has no SEQUENCE), on a
@@ -583,8 +409,7 @@ static void ensure_extras(struct my_store *ms, struct conn *c)
             p = end != NULL ? end + 4 : NULL;
         }
         dlock__my_sb_reset(&b);
-        dlock__my_sb_add(&b, "SELECT COUNT(*) FROM %s, %s", ms->fseq,
-                         ms->boot);
+        dlock__my_sb_add(&b, "%s", ms->sql.check_fseq);
         {
             long long n = 0;
             int found;
@@ -610,14 +435,18 @@ static void ensure_extras(struct my_store *ms, struct conn *c)
         p = end != NULL ? end + 4 : NULL;
     }
     dlock__my_sb_reset(&b);
-    dlock__my_sb_add(&b,
-                     "SELECT COUNT(*) FROM information_schema.ROUTINES "
-                     "WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_TYPE = "
-                     "'PROCEDURE' AND ROUTINE_NAME IN (");
-    dlock__my_sb_lit(&b, c, ms->proc_acq + 1, strlen(ms->proc_acq) - 2);
-    dlock__my_sb_add(&b, ", ");
-    dlock__my_sb_lit(&b, c, ms->proc_rel + 1, strlen(ms->proc_rel) - 2);
-    dlock__my_sb_add(&b, ")");
+    {
+        struct sb pa = {0}, pr = {0};
+
+        dlock__my_sb_lit(&pa, c, ms->proc_acq + 1, strlen(ms->proc_acq) - 2);
+        dlock__my_sb_lit(&pr, c, ms->proc_rel + 1, strlen(ms->proc_rel) - 2);
+        if (pa.oom || pr.oom)
+            b.oom = 1;
+        else
+            dlock__my_sb_add(&b, ms->sql.count_procs, pa.p, pr.p);
+        dlock__my_sb_free(&pa);
+        dlock__my_sb_free(&pr);
+    }
     {
         long long n = 0;
         int found;
@@ -743,14 +572,17 @@ int dlock__my_ddl(char **out, const struct dlock_url *u)
     }
     ms->lease_mode = mode != NULL && strcmp(mode, "lease") == 0;
     ms->have_seq = 1;
+    ms->timeout_ms = DEFAULT_TIMEOUT_MS;
+    rc = dlock__my_sql_build(ms);
+    if (rc != DLOCK_OK) {
+        free(ms);
+        return rc;
+    }
     if (!ms->lease_mode)
         dlock__my_sb_add(&b, "-- The MEMORY table's size is capped when it "
-                             "is created:\n%s;\n", HEAP_BIG);
-    ddl_locks(&b, ms->table, ms->index, ms->lease_mode);
-    dlock__my_sb_add(&b, ";\n");
-    ddl_fences(&b, ms->fences);
-    dlock__my_sb_add(&b, ";\n");
-    ddl_seq(&b, ms->seq);
+                             "is created:\n%s;\n", ms->sql.heap_big);
+    dlock__my_sb_add(&b, "%s;\n%s;\n%s", ms->sql.create_locks,
+                     ms->sql.create_fences, ms->sql.create_seq);
     dlock__my_sb_add(&b, ";\n-- MariaDB 10.3 and later, on a MEMORY lock "
                          "table: the fences of both modes (a MyISAM or\n"
                          "-- InnoDB lock table, or MySQL: the counters "
@@ -769,7 +601,8 @@ int dlock__my_ddl(char **out, const struct dlock_url *u)
         ddl_procs(&b, ms, "\n//\n");
         dlock__my_sb_add(&b, "DELIMITER ;\n");
     }
-    ddl_alter(&b, ms->table);
+    ddl_alter(&b, ms);
+    dlock__my_sql_free(ms);
     free(ms);
     if (b.oom) {
         dlock__my_sb_free(&b);

@@ -9,13 +9,12 @@
 
 #include "my.h"
 
-#define DEFAULT_TIMEOUT_MS 5000
-
 static void my_close(struct dlock_store *s)
 {
     struct my_store *ms = (struct my_store *)s;
 
     dlock__pool_destroy(&ms->pool);
+    dlock__my_sql_free(ms);
     free(ms->host);
     free(ms->user);
     free(ms->password);
@@ -146,6 +145,11 @@ static int my_open(struct dlock_store **out, const struct dlock_url *u)
                                     : "localhost");
     if (rc != DLOCK_OK)
         goto fail;
+    /* Its statements, once (before the first connection: its init
+     * command is one). */
+    rc = dlock__my_sql_build(ms);
+    if (rc != DLOCK_OK)
+        goto fail;
     rc = dlock__pool_run(&ms->pool, open_fn, ms);
     if (rc != DLOCK_OK)
         goto fail;
@@ -199,17 +203,12 @@ static int release_op(struct held_call *k, struct conn *c);
 void dlock__my_sb_own(struct sb *b, struct my_store *ms, struct conn *c,
                       const struct dlock_lock *lk, const struct my_lock *ml)
 {
-    dlock__my_sb_add(b, " WHERE name = ");
-    dlock__my_sb_key(b, c, ml);
-    dlock__my_sb_add(b, " AND owner = '%s' AND " EXPIRES " > " NOWMS,
-                     lk->token);
-    if (!ms->lease_mode) {
-        /* The key we took, not the column (see ROW_KEY). */
-        dlock__my_sb_add(
-            b, " AND connection_id = CONNECTION_ID() AND IS_USED_LOCK(");
-        dlock__my_sb_key(b, c, ml);
-        dlock__my_sb_add(b, ") = CONNECTION_ID()");
-    }
+    char k[KEY_LIT_MAX];
+
+    /* sql/own.sql: in lease mode the last %s is not there. */
+    dlock__my_key_lit(c, ml, k);
+    dlock__my_sb_add(b, " ");
+    dlock__my_sb_add(b, ms->sql.own, k, lk->token, k);
 }
 
 /* After finding the lock lost: tidy our row and GET_LOCK away. */
@@ -224,11 +223,10 @@ void dlock__my_tidy_lost(struct my_store *ms, struct conn *c,
 
         /* Only if this session still holds it (after a takeover it does
          * not, and RELEASE_LOCK would just say so). */
-        dlock__my_sb_add(&b, "SELECT IF(IS_USED_LOCK(");
-        dlock__my_sb_key(&b, c, ml);
-        dlock__my_sb_add(&b, ") = CONNECTION_ID(), RELEASE_LOCK(");
-        dlock__my_sb_key(&b, c, ml);
-        dlock__my_sb_add(&b, "), 0)");
+        char k[KEY_LIT_MAX];
+
+        dlock__my_key_lit(c, ml, k);
+        dlock__my_sb_add(&b, ms->sql.release_getlock_if_ours, k, k);
         (void)dlock__my_run_int(ms, c, &b, &v, &found, "RELEASE_LOCK");
         dlock__my_sb_free(&b);
     }
@@ -286,12 +284,13 @@ static int extend_op(struct held_call *k, struct conn *c)
     struct sb b = {0};
     int rc;
 
-    dlock__my_sb_add(&b,
-                     "UPDATE %s SET expires_ms = " NOWMS " + %lld, created = "
-                     "UNIX_TIMESTAMP(), ttl = %lld",
-                     k->ms->table, (long long)k->ttl_ms,
-                     (long long)((k->ttl_ms + 999) / 1000));
-    dlock__my_sb_own(&b, k->ms, c, k->lk, k->ml);
+    char key[KEY_LIT_MAX];
+
+    dlock__my_key_lit(c, k->ml, key);
+    /* sql/extend.sql: in lease mode the last %s is not there. */
+    dlock__my_sb_add(&b, k->ms->sql.extend, (long long)k->ttl_ms,
+                     (long long)((k->ttl_ms + 999) / 1000), key,
+                     k->lk->token, key);
     rc = dlock__my_run(k->ms, c, &b, NULL, "extend");
     dlock__my_sb_free(&b);
     if (rc == DLOCK_OK && mysql_affected_rows(c->db) != 1) {
@@ -316,9 +315,10 @@ static int ttl_op(struct held_call *k, struct conn *c)
     long long left = 0;
     int found, rc;
 
-    dlock__my_sb_add(&b, "SELECT " EXPIRES " - " NOWMS " FROM %s",
-                     k->ms->table);
-    dlock__my_sb_own(&b, k->ms, c, k->lk, k->ml);
+    char key[KEY_LIT_MAX];
+
+    dlock__my_key_lit(c, k->ml, key);
+    dlock__my_sb_add(&b, k->ms->sql.ttl_left, key, k->lk->token, key);
     rc = dlock__my_run_int(k->ms, c, &b, &left, &found, "assert_ttl");
     dlock__my_sb_free(&b);
     if (rc == DLOCK_OK && !found) {
@@ -362,6 +362,7 @@ static int run_release(struct held_call *k, struct conn *c, struct sb *b)
 static int release_op(struct held_call *k, struct conn *c)
 {
     struct sb b = {0};
+    char key[KEY_LIT_MAX];
     int rc;
 
     if (!k->ms->lease_mode && k->ms->fast && k->lk->limit == 1) {
@@ -378,24 +379,18 @@ static int release_op(struct held_call *k, struct conn *c)
          * the server's CPU per cycle (NOW(3) in a DELETE's WHERE).
          * The table lock of a MEMORY (or MyISAM) table keeps a waiter
          * woken by the GET_LOCK from reading the row until it is gone. */
-        dlock__my_sb_add(&b, "DELETE FROM %s WHERE name = ", k->ms->table);
-        dlock__my_sb_key(&b, c, k->ml);
-        dlock__my_sb_add(&b,
-                         " AND owner = '%s' AND IF(connection_id = "
-                         "CONNECTION_ID(), RELEASE_LOCK(",
-                         k->lk->token);
-        dlock__my_sb_key(&b, c, k->ml);
-        dlock__my_sb_add(&b, "), 0) = 1");
+        dlock__my_key_lit(c, k->ml, key);
+        dlock__my_sb_add(&b, k->ms->sql.release_fast, key, k->lk->token,
+                         key);
         return run_release(k, c, &b);
     }
     if (!k->ms->lease_mode &&
         __atomic_load_n(&k->ms->have_proc, __ATOMIC_RELAXED)) {
-        /* One statement: CALL NAME_rel1 (see ddl_procs in schema.c). */
+        /* One statement: CALL NAME_rel1 (sql/create_proc_rel.sql). */
         long long n = 0;
 
-        dlock__my_sb_add(&b, "CALL %s(", k->ms->proc_rel);
-        dlock__my_sb_key(&b, c, k->ml);
-        dlock__my_sb_add(&b, ", '%s')", k->lk->token);
+        dlock__my_key_lit(c, k->ml, key);
+        dlock__my_sb_add(&b, k->ms->sql.release_call, key, k->lk->token);
         rc = dlock__my_call(k->ms, c, &b, &n, NULL, "release");
         dlock__my_sb_free(&b);
         if (rc == DLOCK_OK && n != 1) {
@@ -407,8 +402,8 @@ static int release_op(struct held_call *k, struct conn *c)
         if (rc != DLOCK_ENOTSUP)
             return rc;
     }
-    dlock__my_sb_add(&b, "DELETE FROM %s", k->ms->table);
-    dlock__my_sb_own(&b, k->ms, c, k->lk, k->ml);
+    dlock__my_key_lit(c, k->ml, key);
+    dlock__my_sb_add(&b, k->ms->sql.release, key, k->lk->token, key);
     rc = run_release(k, c, &b);
     if (rc != DLOCK_OK)
         return rc;
@@ -498,31 +493,19 @@ static int status_fn(void *conn, void *arg, int *dead)
     struct my_lock ml;
     struct conn *c = conn;
     struct sb b = {0};
+    char key[KEY_LIT_MAX];
     MYSQL_RES *res;
     MYSQL_ROW row;
     int rc;
 
     ml.key_len = dlock__mysql_key(name, strlen(name), ms->mariadb, ml.key);
     c->name = name;
+    /* sql/status.sql: the key three times, four with NAME_seq. */
+    dlock__my_key_lit(c, &ml, key);
     dlock__my_sb_add(&b,
-                     "SELECT %s, GREATEST(IFNULL((SELECT fence FROM %s "
-                     "WHERE name = ",
-                     dlock__my_columns(ms), ms->fences);
-    dlock__my_sb_key(&b, c, &ml);
-    if (ms->have_seq) {
-        dlock__my_sb_add(&b, "), 0), IFNULL((SELECT fence FROM %s WHERE "
-                             "name = ", ms->seq);
-        dlock__my_sb_key(&b, c, &ml);
-    } else {
-        dlock__my_sb_add(&b, "), 0), IFNULL((SELECT 0");
-    }
-    /* With the fence sequence a lock's fence is only in its row. */
-    dlock__my_sb_add(&b, "), 0), IFNULL(%s.fence, 0)), IFNULL(IS_USED_LOCK(",
-                     ms->table);
-    dlock__my_sb_key(&b, c, &ml);
-    dlock__my_sb_add(
-        &b, "), 0) FROM (SELECT 1) AS one LEFT JOIN %s ON name = ", ms->table);
-    dlock__my_sb_key(&b, c, &ml);
+                     ms->sql.status[ms->have_seq != 0][ms->mariadb != 0]
+                                   [ms->have_lim != 0],
+                     key, key, key, key);
     rc = dlock__my_run(ms, c, &b, &res, "status");
     dlock__my_sb_free(&b);
     if (rc == DLOCK_OK && res != NULL) {
@@ -593,7 +576,8 @@ static int names_fn(void *conn, void *arg, int *dead)
     MYSQL_ROW row;
     int rc;
 
-    dlock__my_sb_add(&b, "SELECT %s FROM %s", dlock__my_columns(ms), ms->table);
+    dlock__my_sb_add(&b, "%s",
+                     ms->sql.list[ms->mariadb != 0][ms->have_lim != 0]);
     rc = dlock__my_run(ms, c, &b, &res, "list");
     dlock__my_sb_free(&b);
     *dead = rc != DLOCK_OK && dlock__my_conn_error(mysql_errno(c->db));
@@ -675,7 +659,7 @@ static int kill_victims(struct my_store *ms, struct conn *c, const char *name,
 
     for (size_t i = 0; i < vs->n && rc == DLOCK_OK; i++) {
         dlock__my_sb_reset(&b);
-        dlock__my_sb_add(&b, "KILL CONNECTION %llu", v[i].conn_id);
+        dlock__my_sb_add(&b, ms->sql.kill, v[i].conn_id);
         if (dlock__my_query(c, b.p, b.len) == 0)
             v[i].killed = 1;
         else if (mysql_errno(c->db) == ER_KILL_DENIED_ERROR)
@@ -693,11 +677,15 @@ static int kill_victims(struct my_store *ms, struct conn *c, const char *name,
              v[i].killed && dlock__now_ms() < until;) {
             long long used = 0;
             int found;
+            struct sb k = {0};
 
             dlock__my_sb_reset(&b);
-            dlock__my_sb_add(&b, "SELECT IFNULL(IS_USED_LOCK(");
-            dlock__my_sb_lit(&b, c, v[i].key, v[i].key_len);
-            dlock__my_sb_add(&b, "), 0)");
+            dlock__my_sb_lit(&k, c, v[i].key, v[i].key_len);
+            if (k.oom)
+                b.oom = 1;
+            else
+                dlock__my_sb_add(&b, ms->sql.used_by, k.p);
+            dlock__my_sb_free(&k);
             rc = dlock__my_run_int(ms, c, &b, &used, &found,
                                    "release --force");
             if (rc != DLOCK_OK || (unsigned long long)used != v[i].conn_id)
@@ -726,8 +714,9 @@ static int force_slots(struct my_store *ms, struct conn *c,
     /* An admission that slips in between this read and the delete loses
      * its row too, unkilled: like every holder here it is told LOST at its
      * next renewal, and its slot's GET_LOCK lasts only until then. */
-    dlock__my_sb_add(&b, "SELECT %s FROM %s WHERE name LIKE '%s%%'",
-                     dlock__my_columns(ms), ms->table, prefix);
+    dlock__my_sb_add(&b,
+                     ms->sql.sem_rows[ms->mariadb != 0][ms->have_lim != 0],
+                     prefix);
     rc = dlock__my_run(ms, c, &b, &res, "release --force");
     while (rc == DLOCK_OK && res != NULL && (row = mysql_fetch_row(res))) {
         struct holder s;
@@ -740,8 +729,7 @@ static int force_slots(struct my_store *ms, struct conn *c,
     mysql_free_result(res);
     if (rc == DLOCK_OK) {
         dlock__my_sb_reset(&b);
-        dlock__my_sb_add(&b, "DELETE FROM %s WHERE name LIKE '%s%%'",
-                         ms->table, prefix);
+        dlock__my_sb_add(&b, ms->sql.force_delete_slots, prefix);
         rc = dlock__my_run(ms, c, &b, NULL, "release --force");
         if (rc == DLOCK_OK)
             *removed = (unsigned)mysql_affected_rows(c->db);
@@ -759,15 +747,13 @@ static int force_waiter(struct my_store *ms, struct conn *c,
                         const struct my_lock *ml, unsigned *removed,
                         struct victims *vs)
 {
-    char wname[WNAME_MAX + 1];
+    char wname[WNAME_MAX + 1], k[KEY_LIT_MAX];
     struct holder w;
     struct sb b = {0};
     long long used = 0;
     int found, rc;
 
-    dlock__my_sb_add(&b, "SELECT IFNULL(IS_USED_LOCK(");
-    dlock__my_sb_key(&b, c, ml);
-    dlock__my_sb_add(&b, "), 0)");
+    dlock__my_sb_add(&b, ms->sql.used_by, dlock__my_key_lit(c, ml, k));
     rc = dlock__my_run_int(ms, c, &b, &used, &found, "release --force");
     if (rc != DLOCK_OK || !found || used <= 0)
         goto out;
@@ -778,10 +764,7 @@ static int force_waiter(struct my_store *ms, struct conn *c,
     dlock__my_wait_name(ml->key, ml->key_len, (unsigned long long)used,
                         wname);
     dlock__my_sb_reset(&b);
-    dlock__my_sb_add(&b,
-                     "DELETE FROM %s WHERE name = '%s' AND connection_id = "
-                     "%lld AND lock_acquired = 0",
-                     ms->table, wname, used);
+    dlock__my_sb_add(&b, ms->sql.force_delete_waiter, wname, used);
     rc = dlock__my_run(ms, c, &b, NULL, "release --force");
     if (rc != DLOCK_OK)
         goto out;
@@ -802,6 +785,7 @@ static int force_fn(void *conn, void *arg, int *dead)
     struct my_lock ml;
     struct conn *c = conn;
     struct sb b = {0};
+    char key[KEY_LIT_MAX];
     MYSQL_RES *res;
     MYSQL_ROW row;
     struct holder h = {0};
@@ -819,10 +803,9 @@ static int force_fn(void *conn, void *arg, int *dead)
                              "would break another lock's holder or waiter");
     }
     c->name = name;
-    dlock__my_sb_add(&b,
-                     "SELECT %s FROM %s WHERE name = ", dlock__my_columns(ms),
-                     ms->table);
-    dlock__my_sb_key(&b, c, &ml);
+    dlock__my_key_lit(c, &ml, key);
+    dlock__my_sb_add(&b, ms->sql.read_row[ms->mariadb != 0][ms->have_lim != 0],
+                     key);
     rc = dlock__my_run(ms, c, &b, &res, "release --force");
     if (rc == DLOCK_OK && res != NULL) {
         row = mysql_fetch_row(res);
@@ -848,8 +831,7 @@ static int force_fn(void *conn, void *arg, int *dead)
              : add_victim(ms, &vs, &h, ml.key, ml.key_len);
     if (rc == DLOCK_OK) {
         dlock__my_sb_reset(&b);
-        dlock__my_sb_add(&b, "DELETE FROM %s WHERE name = ", ms->table);
-        dlock__my_sb_key(&b, c, &ml);
+        dlock__my_sb_add(&b, ms->sql.force_delete, key);
         rc = dlock__my_run(ms, c, &b, NULL, "release --force");
         if (rc == DLOCK_OK && !sem)
             *removed = (unsigned)mysql_affected_rows(c->db);

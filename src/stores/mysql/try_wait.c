@@ -1,8 +1,9 @@
 /*
- * wait.c - the MySQL store's try_acquire and wait_slice: a lock's pinned
- * connection (session mode) or a pooled one (lease mode) around one
- * attempt (acquire.c), and a wait slice that sleeps in GET_LOCK on the
- * key (or a semaphore's slot) where the server can wait, else naps.
+ * try_wait.c - the MySQL store's try_acquire and wait_slice: a lock's
+ * pinned connection (session mode) or a pooled one (lease mode) around
+ * one attempt (acquire.c, semaphore.c), and a wait slice that sleeps in
+ * GET_LOCK on the key (or a semaphore's slot) where the server can wait,
+ * else naps; and a wait's lease on the server (its waiter row).
  */
 #include <mysqld_error.h>
 #include <stdio.h>
@@ -216,8 +217,7 @@ static void drop_lease(struct my_store *ms, struct dlock_lock *lk,
     if (!ml->wleased || ml->c == NULL)
         return;
     ml->wleased = 0;
-    dlock__my_sb_add(&b, "DELETE FROM %s WHERE name = '%s' AND owner = '%s'",
-                     ms->table, ml->wname, lk->token);
+    dlock__my_sb_add(&b, ms->sql.waiter_drop, ml->wname, lk->token);
     (void)dlock__my_run(ms, ml->c, &b, NULL, "deleting a waiter row");
     dlock__my_sb_free(&b);
     dlock__clearerr();
@@ -229,20 +229,15 @@ static void drop_lease(struct my_store *ms, struct dlock_lock *lk,
  * proof a contender needs to fence that session off: it stays. */
 static void tidy_leases(struct my_store *ms, struct my_lock *ml)
 {
-    char wname[WNAME_MAX + 1];
+    char wname[WNAME_MAX + 1], k[KEY_LIT_MAX];
     struct sb b = {0};
     struct conn *c = ml->c;
 
     ml->wtidied = 1;
     dlock__my_wait_name(ml->key, ml->key_len, 0, wname);
     wname[41] = '\0'; /* the key's prefix: 40 hex digits and '~' */
-    dlock__my_sb_add(&b,
-                     "DELETE FROM %s WHERE name LIKE '%s%%' AND "
-                     "lock_acquired = 0 AND fence IS NULL AND " EXPIRES
-                     " <= " NOWMS " AND IFNULL(IS_USED_LOCK(",
-                     ms->table, wname);
-    dlock__my_sb_key(&b, c, ml);
-    dlock__my_sb_add(&b, "), 0) <> connection_id");
+    dlock__my_sb_add(&b, ms->sql.waiter_tidy, wname,
+                     dlock__my_key_lit(c, ml, k));
     (void)dlock__my_run(ms, c, &b, NULL, "deleting stale waiter rows");
     dlock__my_sb_free(&b);
     dlock__clearerr();
@@ -260,7 +255,7 @@ static int wait_lease(struct my_store *ms, struct dlock_lock *lk,
 {
     char wname[WNAME_MAX + 1];
     struct conn *c = ml->c;
-    struct sb b = {0};
+    struct sb b = {0}, host = {0};
     long long lease = (long long)(wait_ms + lk->ttl_ms / 2);
     int rc;
 
@@ -281,37 +276,24 @@ static int wait_lease(struct my_store *ms, struct dlock_lock *lk,
     /* Ours, or one whose lease is over (the same session's, left by an
      * earlier wait): renewed or taken.  acquired_ms before owner: SET
      * assigns left to right. */
-    dlock__my_sb_add(&b,
-                     "UPDATE %s SET acquired_ms = IF(owner <=> '%s', "
-                     "acquired_ms, " NOWMS "), connection_id = "
-                     "CONNECTION_ID(), created = UNIX_TIMESTAMP(), ttl = "
-                     "%lld, lock_acquired = 0, owner = '%s', fence = NULL, "
-                     "expires_ms = (@dlock_wexp := " NOWMS " + %lld), pid = "
-                     "%lld, host = ",
-                     ms->table, lk->token, (lease + 999) / 1000, lk->token,
-                     lease, (long long)dlock__pid());
-    dlock__my_sb_lit(&b, c, dlock__hostname(), strlen(dlock__hostname()));
-    dlock__my_sb_add(&b,
-                     ", full_name = NULL WHERE name = '%s' AND (owner <=> "
-                     "'%s' OR " EXPIRES " <= " NOWMS ")",
-                     wname, lk->token);
+    dlock__my_sb_lit(&host, c, dlock__hostname(), strlen(dlock__hostname()));
+    if (host.oom)
+        b.oom = 1;
+    else
+        dlock__my_sb_add(&b, ms->sql.waiter_renew, lk->token,
+                         (lease + 999) / 1000, lk->token, lease,
+                         (long long)dlock__pid(), host.p, wname, lk->token);
     rc = dlock__my_run(ms, c, &b, NULL, "writing a waiter's lease");
     if (rc != DLOCK_OK || mysql_affected_rows(c->db) == 1) {
         *ok = ml->wleased = rc == DLOCK_OK;
+        dlock__my_sb_free(&host);
         dlock__my_sb_free(&b);
         return rc;
     }
     dlock__my_sb_reset(&b);
-    dlock__my_sb_add(&b,
-                     "INSERT INTO %s (name, connection_id, created, ttl, "
-                     "lock_acquired, owner, expires_ms, acquired_ms, host, "
-                     "pid) VALUES ('%s', CONNECTION_ID(), UNIX_TIMESTAMP(), "
-                     "%lld, 0, '%s', (@dlock_wexp := " NOWMS " + %lld), "
-                     NOWMS ", ",
-                     ms->table, wname, (lease + 999) / 1000, lk->token,
-                     lease);
-    dlock__my_sb_lit(&b, c, dlock__hostname(), strlen(dlock__hostname()));
-    dlock__my_sb_add(&b, ", %lld)", (long long)dlock__pid());
+    dlock__my_sb_add(&b, ms->sql.waiter_insert, wname, (lease + 999) / 1000,
+                     lk->token, lease, host.p, (long long)dlock__pid());
+    dlock__my_sb_free(&host);
     if (b.oom)
         rc = dlock__enomem();
     else if (mysql_real_query(c->db, b.p, (unsigned long)b.len) == 0)
@@ -337,10 +319,7 @@ static int confirm_lease(struct my_store *ms, struct dlock_lock *lk,
     if (!ml->wleased)
         return DLOCK_OK;
     ml->wleased = 0;
-    dlock__my_sb_add(&b,
-                     "DELETE FROM %s WHERE name = '%s' AND owner = '%s' AND "
-                     EXPIRES " > " NOWMS,
-                     ms->table, ml->wname, lk->token);
+    dlock__my_sb_add(&b, ms->sql.waiter_confirm, ml->wname, lk->token);
     rc = dlock__my_run(ms, c, &b, NULL, "claiming after a wait");
     dlock__my_sb_free(&b);
     if (rc != DLOCK_OK)
@@ -405,7 +384,7 @@ static void kill_get_lock(void *arg)
 
     if (dlock__pool_get(&a->ms->pool, &c, &pooled) != DLOCK_OK)
         return;
-    dlock__my_sb_add(&b, "KILL QUERY %lu", a->id);
+    dlock__my_sb_add(&b, a->ms->sql.kill_query, a->id);
     rc = dlock__my_run(a->ms, c, &b, NULL, "cancelling a wait");
     dlock__my_sb_free(&b);
     if (rc == DLOCK_OK)
@@ -427,23 +406,17 @@ static int lease_get_lock(struct my_store *ms, struct dlock_lock *lk,
 {
     struct conn *c = ml->c;
     struct sb b = {0};
+    char k[KEY_LIT_MAX];
     long long v = 0, half = (long long)(lk->ttl_ms / 2);
     int found, rc;
 
-    dlock__my_sb_add(&b,
-                     "SELECT IF(@dlock_wexp - " NOWMS " - %lld > 0, GET_LOCK(",
-                     half);
-    dlock__my_sb_key(&b, c, ml);
+    dlock__my_key_lit(c, ml, k);
     if (c->frac)
-        dlock__my_sb_add(&b,
-                         ", LEAST(%lld.%03lld, (@dlock_wexp - " NOWMS
-                         " - %lld) / 1000)), 0)",
+        dlock__my_sb_add(&b, ms->sql.lease_get_lock[1], half, k,
                          (long long)(wait_ms / 1000),
                          (long long)(wait_ms % 1000), half);
     else
-        dlock__my_sb_add(&b,
-                         ", LEAST(%lld, FLOOR((@dlock_wexp - " NOWMS
-                         " - %lld) / 1000))), 0)",
+        dlock__my_sb_add(&b, ms->sql.lease_get_lock[0], half, k,
                          (long long)(wait_ms / 1000), half);
     struct kill_arg ka = {ms, c->id};
     uint64_t watch = dlock__cancel_watch(kill_get_lock, &ka);

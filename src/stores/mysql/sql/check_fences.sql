@@ -1,0 +1,1 @@
+SELECT name, fence FROM {{fences}} LIMIT 0

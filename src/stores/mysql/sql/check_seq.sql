@@ -1,0 +1,1 @@
+SELECT name, fence FROM {{seq}} LIMIT 0

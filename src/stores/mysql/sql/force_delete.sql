@@ -1,0 +1,2 @@
+-- release --force: the row at the key %s, whoever holds it.
+DELETE FROM {{table}} WHERE name = %s

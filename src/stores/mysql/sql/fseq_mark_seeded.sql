@@ -1,0 +1,1 @@
+INSERT IGNORE INTO {{boot}} VALUES (1)

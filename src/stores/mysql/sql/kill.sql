@@ -1,0 +1,2 @@
+-- End the session %llu (a holder past its lease).
+KILL CONNECTION %llu

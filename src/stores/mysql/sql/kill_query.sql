@@ -1,0 +1,2 @@
+-- Cancel a wait: end the GET_LOCK running on session %lu.
+KILL QUERY %lu

@@ -1,0 +1,2 @@
+-- Every row (dlock list): columns.sql.
+SELECT {{columns}} FROM {{table}}

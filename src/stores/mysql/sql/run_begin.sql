@@ -1,0 +1,11 @@
+-- run_begin (runs.c, begin_op): one transaction in one packet.  It checks
+-- that we still hold the lock (%s: our row's WHERE, dlock__my_sb_own()),
+-- decides whether the run goes ahead (@dl_go: fence %llu, once %d, period
+-- %lld ms and its half %lld, fence %llu, once %d), marks a running record
+-- abandoned, inserts ours (name key %s x2, fence %llu, full name %s, host
+-- %s, pid %lld), keeps the last {{kept}} (key %s x2), updates the name's
+-- summary (key %s, full name %s, fence %llu x2) and answers the decision
+-- and the run shown (key %s).  {{for_update}}: lease mode locks our row
+-- (no takeover deletes it before we commit).  Run results: running
+-- {{running}}, abandoned {{abandoned}}.
+START TRANSACTION; SET @dl_own = 0, @dl_last = NULL, @dl_lastf = 0, @dl_okf = NULL, @dl_cut = 0, @dl_now = {{runnow}}; SELECT COUNT(*) INTO @dl_own FROM {{table}}%s{{for_update}}; SELECT last_start_ms, last_fence, ok_fence INTO @dl_last, @dl_lastf, @dl_okf FROM {{runsum}} WHERE name = %s FOR UPDATE; SET @dl_go = IF(@dl_own <> 1, -1, IF(@dl_lastf = %llu, 1, IF((%d AND @dl_okf IS NOT NULL) OR (%lld > 0 AND @dl_last IS NOT NULL AND @dl_now - @dl_last < %lld), 0, 1))); SET @dl_show = IF(@dl_go = 1, IF(@dl_lastf = %llu, 0, @dl_lastf), IF(%d AND @dl_okf IS NOT NULL, @dl_okf, @dl_lastf)); UPDATE {{runs}} SET result = {{abandoned}} WHERE name = %s AND result = {{running}} AND @dl_go = 1; INSERT INTO {{runs}} (name, fence, full_name, host, pid, start_ms, end_ms, result, status) SELECT %s, %llu, %s, %s, %lld, @dl_now, NULL, {{running}}, -1 FROM DUAL WHERE @dl_go = 1 ON DUPLICATE KEY UPDATE host = VALUES(host), pid = VALUES(pid), start_ms = @dl_now, end_ms = NULL, result = {{running}}, status = -1; SELECT fence INTO @dl_cut FROM {{runs}} WHERE name = %s ORDER BY fence DESC LIMIT 1 OFFSET {{kept_1}}; DELETE FROM {{runs}} WHERE name = %s AND fence < @dl_cut AND @dl_go = 1; INSERT INTO {{runsum}} (name, full_name, last_start_ms, last_fence) SELECT %s, %s, @dl_now, %llu FROM DUAL WHERE @dl_go = 1 ON DUPLICATE KEY UPDATE full_name = VALUES(full_name), last_start_ms = @dl_now, last_fence = %llu; SELECT @dl_go, @dl_show, @dl_okf, {{run_cols}} FROM (SELECT 1) AS one LEFT JOIN {{runs}} AS r ON r.name = %s AND r.fence = @dl_show; COMMIT

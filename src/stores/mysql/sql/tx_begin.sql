@@ -1,0 +1,2 @@
+-- insert_row()'s transaction (acquire.c).
+START TRANSACTION

@@ -1,0 +1,2 @@
+-- Undo a transaction (acquire.c, runs.c).
+ROLLBACK

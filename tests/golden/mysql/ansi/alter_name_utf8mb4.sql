@@ -1,0 +1,2 @@
+ALTER TABLE "app_locks"
+    MODIFY name VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL

@@ -1,0 +1,1 @@
+SELECT COUNT(*) FROM "app_locks_fseq", "app_locks_boot"

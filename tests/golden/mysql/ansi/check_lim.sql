@@ -1,0 +1,1 @@
+SELECT lim, slot FROM "app_locks" LIMIT 0

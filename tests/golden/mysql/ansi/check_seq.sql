@@ -1,0 +1,1 @@
+SELECT name, fence FROM "app_locks_seq" LIMIT 0

@@ -1,0 +1,1 @@
+INSERT IGNORE INTO "app_locks_boot" VALUES (1)

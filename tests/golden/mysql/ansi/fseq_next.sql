@@ -1,0 +1,1 @@
+SELECT NEXTVAL("app_locks_fseq")

@@ -1,0 +1,1 @@
+SELECT GREATEST(NEXTVAL("app_locks_fseq"), CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS UNSIGNED), IFNULL((SELECT MAX(fence) FROM "app_locks_fences"), 0) + 1)

@@ -1,0 +1,1 @@
+DO SETVAL("app_locks_fseq", %lld)

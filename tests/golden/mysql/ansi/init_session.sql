@@ -1,0 +1,1 @@
+SET time_zone = '+00:00', autocommit = 1, @dl_idle = 0 /*M!100300 , SESSION idle_transaction_timeout = 30 */

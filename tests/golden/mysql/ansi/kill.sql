@@ -1,0 +1,1 @@
+KILL CONNECTION %llu

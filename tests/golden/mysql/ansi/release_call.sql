@@ -1,0 +1,1 @@
+CALL "app_locks_rel1"(%s, '%s')

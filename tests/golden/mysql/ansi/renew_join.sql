@@ -1,0 +1,1 @@
+ AS l STRAIGHT_JOIN (%s) AS b ON l.owner = b.tok

@@ -1,0 +1,1 @@
+ALTER TABLE `shared_locks` ADD COLUMN lim INT NULL, ADD COLUMN slot INT NULL

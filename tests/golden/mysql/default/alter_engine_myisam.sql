@@ -1,0 +1,1 @@
+ALTER TABLE `shared_locks` ENGINE=MyISAM

@@ -1,0 +1,1 @@
+SELECT name, fence FROM `shared_locks_fences` LIMIT 0

@@ -1,0 +1,1 @@
+SELECT lim, slot FROM `shared_locks` LIMIT 0

@@ -1,0 +1,1 @@
+SELECT CONNECTION_ID(), @@wait_timeout, @@max_connections

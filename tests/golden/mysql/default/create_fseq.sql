@@ -1,0 +1,1 @@
+CREATE SEQUENCE IF NOT EXISTS `shared_locks_fseq` CACHE 1000

@@ -1,0 +1,1 @@
+SELECT NEXTVAL(`shared_locks_fseq`)

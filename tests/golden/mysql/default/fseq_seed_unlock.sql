@@ -1,0 +1,1 @@
+DO RELEASE_LOCK('dlock-seed:shared_locks')

@@ -1,0 +1,1 @@
+INSERT INTO `shared_locks` (name, connection_id, created, ttl, lock_acquired, owner, expires_ms, acquired_ms, host, pid, full_name) VALUES (%s, CONNECTION_ID(), UNIX_TIMESTAMP(), %lld, %d, '%s', CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) + %lld, CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED), %s, %lld, %s)

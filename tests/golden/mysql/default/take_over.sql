@@ -1,0 +1,1 @@
+DELETE FROM `shared_locks` WHERE name = %s AND connection_id = %llu AND created = %lld AND owner = '%s' AND (COALESCE(expires_ms, (created + ttl + 1) * 1000) <= CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) OR (lock_acquired AND IFNULL(IS_USED_LOCK(CONVERT(name USING utf8mb4)), 0) <> connection_id))

@@ -1,0 +1,1 @@
+INSERT INTO `shared_locks` (name, connection_id, created, ttl, lock_acquired, owner, fence, expires_ms, acquired_ms, host, pid) SELECT %s, CONNECTION_ID(), UNIX_TIMESTAMP(), %lld, 1, '%s', LAST_INSERT_ID(NEXTVAL(`shared_locks_fseq`)), CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) + %lld, CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED), %s, %lld FROM DUAL WHERE GET_LOCK(%s, 0) = 1

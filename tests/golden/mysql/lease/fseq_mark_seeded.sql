@@ -1,0 +1,1 @@
+INSERT IGNORE INTO `shared_locks_boot` VALUES (1)

@@ -1,0 +1,1 @@
+DO SETVAL(`shared_locks_fseq`, %llu)

@@ -1,0 +1,1 @@
+SELECT IF(@dlock_wexp - CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) - %lld > 0, GET_LOCK(%s, LEAST(%lld.%03lld, (@dlock_wexp - CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) - %lld) / 1000)), 0)

@@ -1,0 +1,1 @@
+SELECT connection_id, owner, lock_acquired, COALESCE(expires_ms, (created + ttl + 1) * 1000) - CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED), IFNULL(IF(LENGTH(CONVERT(name USING utf8mb4)) > 192, NULL, IS_USED_LOCK(CONVERT(name USING utf8mb4))), 0), created, fence, host, pid, COALESCE(acquired_ms, created * 1000), COALESCE(full_name, name), NULL FROM `shared_locks` WHERE name = %s

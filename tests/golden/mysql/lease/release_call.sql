@@ -1,0 +1,1 @@
+CALL `shared_locks_rel1`(%s, '%s')

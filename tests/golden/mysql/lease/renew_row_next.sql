@@ -1,0 +1,1 @@
+ UNION ALL SELECT %zu, _ascii'%s', %lld, %lld

@@ -1,0 +1,1 @@
+ WHERE l.name IN (%s)

@@ -1,0 +1,1 @@
+SELECT slot, COALESCE(expires_ms, (created + ttl + 1) * 1000) - CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) FROM `shared_locks` WHERE name LIKE '%s%%' AND COALESCE(expires_ms, (created + ttl + 1) * 1000) > CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) AND (lock_acquired = 0 OR IFNULL(IS_USED_LOCK(CONVERT(name USING utf8mb4)), 0) = connection_id)

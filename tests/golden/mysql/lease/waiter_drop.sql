@@ -1,0 +1,1 @@
+DELETE FROM `shared_locks` WHERE name = '%s' AND owner = '%s'

@@ -1,0 +1,1 @@
+INSERT INTO `shared_locks` (name, connection_id, created, ttl, lock_acquired, owner, expires_ms, acquired_ms, host, pid) VALUES ('%s', CONNECTION_ID(), UNIX_TIMESTAMP(), %lld, 0, '%s', (@dlock_wexp := CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) + %lld), CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED), %s, %lld)
