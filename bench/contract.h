@@ -58,7 +58,6 @@ static inline void cfloor_quiet(void *arg, const char *msg)
     (void)msg;
 }
 
-
 /* --- PostgreSQL --------------------------------------------------------- */
 
 #ifdef DLOCK_HAVE_POSTGRES
@@ -79,7 +78,7 @@ static inline int cfloor_pg_setup(PGconn *c)
 
     PQsetNoticeProcessor(c, cfloor_quiet, NULL);
     r = PQexec(c, "CREATE UNLOGGED SEQUENCE IF NOT EXISTS "
-                            "dlock_cfloor_seq");
+                  "dlock_cfloor_seq");
 
     if (PQresultStatus(r) != PGRES_COMMAND_OK) { /* before 15 */
         PQclear(r);
@@ -186,16 +185,15 @@ static inline int cfloor_my_setup(MYSQL *c)
                        "CACHE 1000") != 0)
         return -1;
     return cfloor_my_q(
-               c,
-               "CREATE TABLE IF NOT EXISTS dlock_cfloor_memory (name "
-               "VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT "
-               "NULL, connection_id BIGINT NOT NULL, created BIGINT NOT "
-               "NULL, ttl BIGINT NOT NULL, lock_acquired TINYINT(1) NOT "
-               "NULL, owner CHAR(32) CHARACTER SET ascii NULL, fence BIGINT "
-               "UNSIGNED NULL, expires_ms BIGINT NULL, acquired_ms BIGINT "
-               "NULL, host VARCHAR(255) CHARACTER SET utf8mb4 NULL, pid "
-               "BIGINT NULL, UNIQUE KEY (name)) ENGINE=MEMORY DEFAULT "
-               "CHARSET=utf8mb4") != 0 ||
+               c, "CREATE TABLE IF NOT EXISTS dlock_cfloor_memory (name "
+                  "VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT "
+                  "NULL, connection_id BIGINT NOT NULL, created BIGINT NOT "
+                  "NULL, ttl BIGINT NOT NULL, lock_acquired TINYINT(1) NOT "
+                  "NULL, owner CHAR(32) CHARACTER SET ascii NULL, fence BIGINT "
+                  "UNSIGNED NULL, expires_ms BIGINT NULL, acquired_ms BIGINT "
+                  "NULL, host VARCHAR(255) CHARACTER SET utf8mb4 NULL, pid "
+                  "BIGINT NULL, UNIQUE KEY (name)) ENGINE=MEMORY DEFAULT "
+                  "CHARSET=utf8mb4") != 0 ||
                    cfloor_my_q(
                        c, "CREATE TABLE IF NOT EXISTS dlock_cfloor_myisam ("
                           "`name` varchar(64) NOT NULL, `connection_id` "
@@ -206,8 +204,7 @@ static inline int cfloor_my_setup(MYSQL *c)
                           "expires_ms BIGINT NULL, acquired_ms BIGINT NULL, "
                           "host VARCHAR(255) CHARACTER SET utf8mb4 NULL, pid "
                           "BIGINT NULL, UNIQUE KEY `dlock_cfloor_ix1` "
-                          "(`name`)) ENGINE=MyISAM DEFAULT CHARSET=latin1") !=
-                       0
+                          "(`name`)) ENGINE=MyISAM DEFAULT CHARSET=latin1") != 0
                ? -1
                : 0;
 }
@@ -231,8 +228,8 @@ static inline int cfloor_my_cycle(MYSQL *c, int engine)
     snprintf(acq, sizeof(acq),
              "INSERT INTO %s " CFLOOR_MY_COLS " SELECT '" CFLOOR_NAME
              "', CONNECTION_ID(), UNIX_TIMESTAMP(), 30, 1, '%s', "
-             "NEXTVAL(dlock_cfloor_seq), " CFLOOR_MY_NOWMS " + 30000, "
-             CFLOOR_MY_NOWMS ", 'benchhost', 4242 FROM DUAL WHERE "
+             "NEXTVAL(dlock_cfloor_seq), " CFLOOR_MY_NOWMS
+             " + 30000, " CFLOOR_MY_NOWMS ", 'benchhost', 4242 FROM DUAL WHERE "
              "GET_LOCK('" CFLOOR_NAME "', 0) = 1",
              cfloor_my_table[engine], owner);
     snprintf(rel, sizeof(rel),
@@ -278,7 +275,8 @@ static inline long cfloor_my_server_pid(MYSQL *c)
 }
 #endif
 
-/* --- the server's CPU ------------------------------------------------------ */
+/* --- the server's CPU ------------------------------------------------------
+ */
 
 /* CPU time (ns, schedstat) of every thread of pid. */
 static inline long long cfloor_cpu_of(long pid)

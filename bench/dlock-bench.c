@@ -103,7 +103,8 @@ static char run_id[64];
 static FILE *json;
 static int quick;
 static int many_n;
-static const char *only; /* --only uncontended|redis-cpu|contended|many|herd|dead|renew */
+static const char
+    *only; /* --only uncontended|redis-cpu|contended|many|herd|dead|renew */
 static int renew_n = 10000;
 static int renew_s; /* 0: the default */
 
@@ -151,17 +152,16 @@ static int tls_noop_open(void)
     if (dlock__rtls_new(&tls_cfg, dlock__url_param(u, "cacert"),
                         dlock__url_param(u, "cert"), dlock__url_param(u, "key"),
                         dlock__url_param(u, "sni"), u->redacted) == DLOCK_OK &&
-        (tls_conn = dlock__rconn_connect(tls_cfg,
-                                         u->host ? u->host : "127.0.0.1",
-                                         u->port ? u->port : 6379, NULL,
-                                         5000)) != NULL &&
+        (tls_conn = dlock__rconn_connect(
+             tls_cfg, u->host ? u->host : "127.0.0.1", u->port ? u->port : 6379,
+             NULL, 5000)) != NULL &&
         !tls_conn->err) {
-        redisReply *r = u->password == NULL ? NULL
-                        : u->user != NULL && u->user[0] != '\0'
-                            ? dlock__rconn_command(tls_conn, "AUTH %s %s",
-                                                   u->user, u->password)
-                            : dlock__rconn_command(tls_conn, "AUTH %s",
-                                                   u->password);
+        redisReply *r =
+            u->password == NULL ? NULL
+            : u->user != NULL && u->user[0] != '\0'
+                ? dlock__rconn_command(tls_conn, "AUTH %s %s", u->user,
+                                       u->password)
+                : dlock__rconn_command(tls_conn, "AUTH %s", u->password);
 
         freeReplyObject(r);
         dlock__rconn_set_timeout(tls_conn, 5000);
@@ -277,8 +277,7 @@ static void bench_uncontended(void)
     dlock_store *s = open_store();
     dlock_options o = DLOCK_OPTIONS_INIT;
     int64_t *lat = malloc(sizeof(int64_t) * (size_t)(blocks * per));
-    double ratio[64], cyc_rate[64], noop_rate[64], floor_rate[64],
-        fratio[64];
+    double ratio[64], cyc_rate[64], noop_rate[64], floor_rate[64], fratio[64];
     long long floor_cpu = 0, dlock_cpu = 0, floor_n = 0, dlock_n = 0;
     char name[128];
     size_t nl = 0;
@@ -345,8 +344,7 @@ static void bench_uncontended(void)
     /* What the server counted per cycle (statements where it can tell):
      * the round trips, as the server sees them. */
     {
-        long long r0 = noop != NULL ? bench_server_requests(noop) : -1,
-                  r1 = -1;
+        long long r0 = noop != NULL ? bench_server_requests(noop) : -1, r1 = -1;
 
         if (r0 >= 0) {
             for (int i = 0; i < 100; i++) {
@@ -405,10 +403,9 @@ static void bench_uncontended(void)
             jnum("floor_ratio_min", fratio[0], 0);
             jnum("floor_ratio_max", fratio[blocks - 1], 0);
             if (floor_n > 0 && dlock_n > 0 && floor_cpu > 0) {
-                jnum("server_cpu_us_per_cycle", dlock_cpu / 1e3 / dlock_n,
+                jnum("server_cpu_us_per_cycle", dlock_cpu / 1e3 / dlock_n, 0);
+                jnum("floor_server_cpu_us_per_cycle", floor_cpu / 1e3 / floor_n,
                      0);
-                jnum("floor_server_cpu_us_per_cycle",
-                     floor_cpu / 1e3 / floor_n, 0);
                 jnum("server_cpu_ratio_to_floor",
                      ((double)dlock_cpu / dlock_n) /
                          ((double)floor_cpu / floor_n),
@@ -432,8 +429,8 @@ static void bench_uncontended(void)
                 die("durable no-op");
         rate = per / ((double)(now_ns() - t0) / 1e9);
         printf("             durable one-row commit %9.0f/s: "
-               "cycle/(2 x commit) %.2f\n", rate,
-               rate / (2.0 * cyc_rate[blocks / 2]));
+               "cycle/(2 x commit) %.2f\n",
+               rate, rate / (2.0 * cyc_rate[blocks / 2]));
         if (json != NULL)
             fprintf(json, "  \"uncontended_durable\": {\n");
         jnum("commit_per_s", rate, 0);
@@ -527,8 +524,7 @@ static void bench_redis_cpu(void)
                 die("seed SET");
             freeReplyObject(r);
             r = redisCommand(rc, "EVALSHA %s 1 %s %s", sha, key, tok);
-            if (r == NULL || r->type != REDIS_REPLY_INTEGER ||
-                r->integer != 1)
+            if (r == NULL || r->type != REDIS_REPLY_INTEGER || r->integer != 1)
                 die("seed EVALSHA");
             freeReplyObject(r);
         }
@@ -551,9 +547,8 @@ static void bench_redis_cpu(void)
     printf("redis cpu    server CPU per cycle: seed (SET NX PX + "
            "compare-and-delete) %.2f us, dlock %.2f us, ratio %.2f; "
            "%.0f vs %.0f cycles/s (%d each)\n",
-           seed_us / (blocks * per), dl_us / (blocks * per),
-           dl_us / seed_us, blocks * per / seed_s, blocks * per / dl_s,
-           blocks * per);
+           seed_us / (blocks * per), dl_us / (blocks * per), dl_us / seed_us,
+           blocks * per / seed_s, blocks * per / dl_s, blocks * per);
     if (json != NULL)
         fprintf(json, "  \"redis_server_cpu\": {\n");
     jnum("seed_us_per_cycle", seed_us / (blocks * per), 0);
@@ -568,7 +563,9 @@ static void bench_redis_cpu(void)
     bench_noop_close(noop);
 }
 #else
-static void bench_redis_cpu(void) {}
+static void bench_redis_cpu(void)
+{
+}
 #endif
 
 /* --- 2. contended ------------------------------------------------------ */
@@ -675,11 +672,11 @@ static void bench_contended(void)
     jain = sumsq > 0 ? sum * sum / (P * sumsq) : 0;
     {
         double rate = n / (double)secs;
-        int64_t p50 = pct(hand, (size_t)nh, 0.5), p99 = pct(hand, (size_t)nh, 0.99);
+        int64_t p50 = pct(hand, (size_t)nh, 0.5),
+                p99 = pct(hand, (size_t)nh, 0.99);
         int64_t mx = nh ? hand[nh - 1] : 0;
 
-        double req = r0 >= 0 && r1 >= 0 && n > 0 ? (double)(r1 - r0) / n
-                                                 : -1;
+        double req = r0 >= 0 && r1 >= 0 && n > 0 ? (double)(r1 - r0) / n : -1;
 
         printf("contended    %9.0f cycles/s  hand-off p50 %7.1f us  p99 %7.1f "
                "us  max %7.1f us  Jain %.3f  back to releaser %.1f%%  "
@@ -790,8 +787,7 @@ static int64_t renew_cpu_ns(void)
         fclose(f);
         if (strcmp(comm, "dlock-renew\n") != 0)
             continue;
-        snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat",
-                 e->d_name);
+        snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat", e->d_name);
         f = fopen(path, "r");
         if (f != NULL && fscanf(f, "%llu", &run) == 1)
             ns = (int64_t)run;
@@ -802,12 +798,13 @@ static int64_t renew_cpu_ns(void)
         snprintf(path, sizeof(path), "/proc/self/task/%s/stat", e->d_name);
         f = fopen(path, "r");
         if (f != NULL &&
-            fscanf(f, "%*d (%*[^)]) %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u "
-                      "%*u %llu %llu",
+            fscanf(f,
+                   "%*d (%*[^)]) %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u "
+                   "%*u %llu %llu",
                    &ut, &st) == 2)
-            ns = (int64_t)((ut + st) * (1000000000ULL /
-                                        (unsigned long long)sysconf(
-                                            _SC_CLK_TCK)));
+            ns = (int64_t)((ut + st) *
+                           (1000000000ULL /
+                            (unsigned long long)sysconf(_SC_CLK_TCK)));
         if (f != NULL)
             fclose(f);
     }
@@ -828,9 +825,10 @@ static void bench_renew(void)
     const int n = renew_n;
     const int64_t ttl = 3000;
     const char *env = getenv("DLOCK_BENCH_RENEW_SECONDS");
-    int secs = renew_s > 0 ? renew_s
+    int secs = renew_s > 0                    ? renew_s
                : env != NULL && atoi(env) > 0 ? atoi(env)
-               : quick ? 5 : 60;
+               : quick                        ? 5
+                                              : 60;
     dlock_store *s = open_store();
     dlock_options o = DLOCK_OPTIONS_INIT;
     dlock_lock **l = calloc((size_t)n, sizeof(*l));
@@ -1011,10 +1009,12 @@ static void bench_herd(void)
         int64_t p99 = pct(hand, (size_t)nh, 0.99);
 
         printf("%d waiters  %d hand-offs in %.2f s: hand-off p50 %7.1f us  "
-               "p99 %7.1f us; ", W, k, (t1 - t0) / 1e9, p50 / 1e3, p99 / 1e3);
+               "p99 %7.1f us; ",
+               W, k, (t1 - t0) / 1e9, p50 / 1e3, p99 / 1e3);
         if (per >= 0)
             printf("%.2f client requests per hand-off, %.2f per "
-                   "uncontended acquire + release\n", per, base);
+                   "uncontended acquire + release\n",
+                   per, base);
         else
             printf("requests per hand-off: n/a (%s)\n",
                    url[0] == 's' ? "waiters poll the file"
@@ -1089,7 +1089,8 @@ static void bench_dead_holder(void)
         int64_t med = pct(t, (size_t)rounds, 0.5);
 
         printf("dead holder  free again %.1f ms after kill -9 (median of %d, "
-               "lease 5000 ms)\n", med / 1e6, rounds);
+               "lease 5000 ms)\n",
+               med / 1e6, rounds);
         if (json != NULL)
             fprintf(json, "  \"dead_holder\": {\n");
         jnum("ms_after_kill", med / 1e6, 0);
@@ -1142,11 +1143,11 @@ int main(int argc, char **argv)
             perror(json_path);
             return 1;
         }
-        fprintf(json, "{\n  \"store\": \"%s\",\n  \"machine\": \"%s %s, %ld "
+        fprintf(json,
+                "{\n  \"store\": \"%s\",\n  \"machine\": \"%s %s, %ld "
                 "cpus\",\n  \"server\": \"%s\",\n  \"dlock\": \"%s\",\n",
-                redacted, un.machine, un.release,
-                sysconf(_SC_NPROCESSORS_ONLN), bench_server_version(url),
-                dlock_version());
+                redacted, un.machine, un.release, sysconf(_SC_NPROCESSORS_ONLN),
+                bench_server_version(url), dlock_version());
     }
     printf("dlock-bench %s on %s (%s %s, %ld cpus), server %s\n",
            dlock_version(), redacted, un.machine, un.release,

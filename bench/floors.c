@@ -441,13 +441,14 @@ int main(int argc, char **argv)
         else if (argv[i][0] != '-' && url == NULL)
             url = argv[i];
         else {
-            fprintf(stderr,
-                    "usage: dlock-floors URL [--json FILE] [--quick] [--only ID,...]\n");
+            fprintf(stderr, "usage: dlock-floors URL [--json FILE] [--quick] "
+                            "[--only ID,...]\n");
             return 64;
         }
     }
     if (url == NULL) {
-        fprintf(stderr, "usage: dlock-floors URL [--json FILE] [--quick] [--only ID,...]\n");
+        fprintf(stderr, "usage: dlock-floors URL [--json FILE] [--quick] "
+                        "[--only ID,...]\n");
         return 64;
     }
     server = bench_server_version(url);
@@ -463,8 +464,7 @@ int main(int argc, char **argv)
         if (cfloor_pg_setup(conn) != 0)
             die("contract floor", "setup failed");
         measure("postgres", server, pg_floors,
-                sizeof(pg_floors) / sizeof(pg_floors[0]), pg_cycle_v, conn,
-                0);
+                sizeof(pg_floors) / sizeof(pg_floors[0]), pg_cycle_v, conn, 0);
         measure("postgres", server, pg_contract, 1, pg_contract_v, conn, 1);
         cfloor_pg_teardown(conn);
         pg_teardown(conn);
@@ -476,8 +476,7 @@ int main(int argc, char **argv)
         if (cfloor_my_setup(conn) != 0)
             die("contract floor", "setup failed (no SEQUENCE?)");
         measure("mysql", server, my_floors,
-                sizeof(my_floors) / sizeof(my_floors[0]), my_cycle_v, conn,
-                0);
+                sizeof(my_floors) / sizeof(my_floors[0]), my_cycle_v, conn, 0);
         measure("mysql", server, my_contract, 2, my_contract_v, conn, 1);
         cfloor_my_teardown(conn);
         my_teardown(conn);

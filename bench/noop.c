@@ -152,8 +152,8 @@ int bench_noop_open(struct bench_noop **out, const char *url)
         n->kind = 'm';
         n->my = mysql_init(NULL);
         if (n->my == NULL ||
-            !mysql_real_connect(n->my, u->host ? u->host : "127.0.0.1",
-                                u->user, u->password,
+            !mysql_real_connect(n->my, u->host ? u->host : "127.0.0.1", u->user,
+                                u->password,
                                 u->path && u->path[1] ? u->path + 1 : NULL,
                                 (unsigned)u->port, NULL, 0))
             goto fail;
@@ -175,7 +175,9 @@ int bench_noop(struct bench_noop *n)
     switch (n->kind) {
     case 's':
         return sqlite3_exec(n->db, "BEGIN IMMEDIATE; COMMIT;", NULL, NULL,
-                            NULL) == SQLITE_OK ? 0 : -1;
+                            NULL) == SQLITE_OK
+                   ? 0
+                   : -1;
 #ifdef DLOCK_HAVE_REDIS
     case 'r': {
         redisReply *r = redisCommand(n->rc, "PING");
@@ -209,7 +211,9 @@ int bench_noop_durable(struct bench_noop *n)
     return sqlite3_exec(n->durable,
                         "BEGIN IMMEDIATE; INSERT OR REPLACE INTO t "
                         "VALUES (1, random()); COMMIT;",
-                        NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+                        NULL, NULL, NULL) == SQLITE_OK
+               ? 0
+               : -1;
 }
 
 long long bench_server_requests(struct bench_noop *n)
@@ -221,9 +225,10 @@ long long bench_server_requests(struct bench_noop *n)
          * inside scripts too, so only these names count.  INFO itself is
          * counted after it answers, so the next reading includes it. */
         static const char *const top[] = {
-            "evalsha", "eval", "evalsha_ro", "eval_ro", "subscribe",
-            "unsubscribe", "ping", "info", "script|load", "script|exists",
-            "hello", "auth", "select", "client|setname", NULL};
+            "evalsha",     "eval",           "evalsha_ro", "eval_ro",
+            "subscribe",   "unsubscribe",    "ping",       "info",
+            "script|load", "script|exists",  "hello",      "auth",
+            "select",      "client|setname", NULL};
         redisReply *r = redisCommand(n->rc, "INFO commandstats");
         long long total = 0;
 
@@ -274,7 +279,7 @@ long long bench_server_requests(struct bench_noop *n)
         row = mysql_fetch_row(res);
         if (row != NULL && row[1] != NULL)
             v = strtoll(row[1], NULL, 10) - 1 /* this statement */
-                - n->own_requests++;        /* and the ones before */
+                - n->own_requests++;          /* and the ones before */
         mysql_free_result(res);
         return v;
     }

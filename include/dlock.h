@@ -254,8 +254,8 @@ typedef struct dlock_options {
      * the same as DLOCK_WAIT_FOREVER. */
     int64_t wait_ms;
     /** Lease in milliseconds (DLOCK_TTL_MIN_MS up to 365 days).  A holder
-     * that dies or hangs blocks others for at most this long.  Stores may round it up to their
-     * granularity.  Default DLOCK_DEFAULT_TTL_MS. */
+     * that dies or hangs blocks others for at most this long.  Stores may round
+     * it up to their granularity.  Default DLOCK_DEFAULT_TTL_MS. */
     int64_t ttl_ms;
     /** Nonzero (default): a background thread renews the lease every
      * ttl_ms / 3 while the lock is held. */
@@ -284,9 +284,11 @@ typedef struct dlock_options {
 } dlock_options;
 
 /** Static initialiser for dlock_options with the defaults. */
-#define DLOCK_OPTIONS_INIT                                                   \
-    { DLOCK_OPTIONS_VERSION, 0, DLOCK_DEFAULT_TTL_MS, 1, 0, NULL, NULL, 1,   \
-      NULL }
+#define DLOCK_OPTIONS_INIT                                                     \
+    {                                                                          \
+        DLOCK_OPTIONS_VERSION, 0, DLOCK_DEFAULT_TTL_MS, 1, 0, NULL, NULL, 1,   \
+            NULL                                                               \
+    }
 
 /**
  * What dlock_status() and dlock_list() report about one name.
@@ -341,8 +343,7 @@ typedef int (*dlock_list_cb)(const dlock_info *info, void *payload);
  * @param version  DLOCK_OPTIONS_VERSION (any of 1..DLOCK_OPTIONS_VERSION).
  * @return DLOCK_OK, or DLOCK_EINVAL if opts is NULL or version is unknown.
  */
-DLOCK_EXTERN dlock_rc dlock_options_init(dlock_options *opts,
-                                         unsigned version);
+DLOCK_EXTERN dlock_rc dlock_options_init(dlock_options *opts, unsigned version);
 
 /**
  * The store used when no URL is given (see dlock_store_open()): the SQLite
@@ -448,9 +449,8 @@ DLOCK_EXTERN dlock_rc dlock_acquire(dlock_lock **out, dlock_store *store,
  * NUL-terminated (for bindings whose strings carry a length).  A NUL byte
  * inside the name is DLOCK_EINVAL.
  */
-DLOCK_EXTERN dlock_rc dlock_acquire_len(dlock_lock **out,
-                                        dlock_store *store, const char *name,
-                                        size_t name_len,
+DLOCK_EXTERN dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *store,
+                                        const char *name, size_t name_len,
                                         const dlock_options *opts);
 
 /**
@@ -534,8 +534,7 @@ DLOCK_EXTERN int dlock_list(dlock_store *store, const char *prefix,
  * @return DLOCK_OK, DLOCK_EINVAL, DLOCK_EUNAVAIL, DLOCK_ESTORE.
  */
 DLOCK_EXTERN dlock_rc dlock_force_release(unsigned *out_removed,
-                                          dlock_store *store,
-                                          const char *name);
+                                          dlock_store *store, const char *name);
 
 /* --- Runs: once, once per period, and the record of each run --------- */
 
@@ -556,7 +555,10 @@ typedef struct dlock_run_rule {
     int64_t period_ms;
 } dlock_run_rule;
 
-#define DLOCK_RUN_RULE_INIT {0, 0}
+#define DLOCK_RUN_RULE_INIT                                                    \
+    {                                                                          \
+        0, 0                                                                   \
+    }
 
 /** How a recorded run ended. */
 typedef enum dlock_run_result {

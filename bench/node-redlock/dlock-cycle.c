@@ -1,9 +1,9 @@
 /* One block of dlock's uncontended cycle: URL NAME CYCLES MAX_SECONDS
  * WARMUP; the same shape as bench/node-redlock/cycle.js. */
+#include "dlock.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-#include "dlock.h"
 
 static double now(void)
 {
@@ -44,9 +44,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "dlock cycle: open: %s\n", dlock_errmsg());
         return 1;
     }
-    o.wait_ms = 0;     /* a try, as redlock's retryCount 0 */
-    o.ttl_ms = 30000;  /* the default lease */
-    o.auto_renew = 0;  /* redlock has none; nothing in the background */
+    o.wait_ms = 0;    /* a try, as redlock's retryCount 0 */
+    o.ttl_ms = 30000; /* the default lease */
+    o.auto_renew = 0; /* redlock has none; nothing in the background */
     for (long i = 0; i < warmup; i++)
         cycle(s, argv[2], &o);
     t = t0 = now();

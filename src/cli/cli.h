@@ -36,8 +36,7 @@ int cli_exit_code(int rc);
 int cli_open(const struct cli *c, dlock_store **out);
 /* cli_open() for a waiter (dlock run -w): a store not reachable yet is
  * tried again within *wait_ms, which is left as the rest of the wait. */
-int cli_open_waiting(const struct cli *c, dlock_store **out,
-                     int64_t *wait_ms);
+int cli_open_waiting(const struct cli *c, dlock_store **out, int64_t *wait_ms);
 /* cli_open()'s exit code for dlock_store_open()'s rc (0 when opened). */
 int cli_open_result(int rc);
 /* The longest time an option takes: 365 days, the longest lease. */
@@ -81,8 +80,7 @@ int cli_last_run(dlock_store *store, const char *name, dlock_run *out);
 /* cli_print_info() / cli_json_info() with the last run (NULL or fence 0:
  * none; JSON "last_run": null). */
 void cli_print_info_run(const dlock_info *info, const dlock_run *last);
-void cli_json_info_run(FILE *f, const dlock_info *info,
-                       const dlock_run *last);
+void cli_json_info_run(FILE *f, const dlock_info *info, const dlock_run *last);
 /* cli_json_info() without the closing brace, for a caller adding keys. */
 void cli_json_info_open(FILE *f, const dlock_info *info);
 /* Is arg one of the names (e.g. "-h", "--help")? */
@@ -109,7 +107,7 @@ struct run_opts {
     int64_t grace_ms;
     int conflict_code;
     int shared;
-    unsigned limit; /* 1: a lock; N > 1: one of N holders (semaphore) */
+    unsigned limit;     /* 1: a lock; N > 1: one of N holders (semaphore) */
     int wait_given;     /* -w or -n was given */
     int conflict_given; /* -E was given */
     int once;           /* --once */
@@ -124,18 +122,18 @@ struct cli_run_report {
     const char *name;         /* the lock name */
     const char *metrics_file; /* --metrics-file PATH or $DLOCK_METRICS_FILE;
                                * NULL: none */
-    int64_t start_ms;  /* when CMD started; 0 if it did not run */
-    int64_t end_ms;    /* when it ended (or dlock skipped / gave up) */
-    int64_t waited_ms; /* time spent acquiring the lock */
-    int ran;           /* CMD ran */
-    int skipped;       /* not run: --once/--once-per satisfied, or the lock
-                        * busy with either */
-    int exited;        /* CMD exited, with status */
+    int64_t start_ms;         /* when CMD started; 0 if it did not run */
+    int64_t end_ms;           /* when it ended (or dlock skipped / gave up) */
+    int64_t waited_ms;        /* time spent acquiring the lock */
+    int ran;                  /* CMD ran */
+    int skipped; /* not run: --once/--once-per satisfied, or the lock
+                  * busy with either */
+    int exited;  /* CMD exited, with status */
     int status;
-    int signaled;      /* CMD died of signal sig */
+    int signaled; /* CMD died of signal sig */
     int sig;
-    int lost;          /* the lock was lost while CMD ran */
-    int exit_code;     /* what dlock exits with */
+    int lost;      /* the lock was lost while CMD ran */
+    int exit_code; /* what dlock exits with */
 };
 /* Called once by cmd_run() just before it returns (after its options
  * were parsed).  metrics: filled by t35-extra. */

@@ -54,7 +54,7 @@ int cmd_history(const struct cli *c, int argc, char **argv)
         } else if (strcmp(a, "--json") == 0) {
             w.json = 1;
         } else if (cli_is(a, "-n", NULL) || !strncmp(a, "-n", 2)) {
-            const char *v = a[2] != '\0' ? a + 2
+            const char *v = a[2] != '\0'   ? a + 2
                             : i + 1 < argc ? argv[++i]
                                            : NULL;
             char *end;
@@ -67,8 +67,8 @@ int cmd_history(const struct cli *c, int argc, char **argv)
             n = strtol(v, &end, 10);
             if (strspn(v, "0123456789") != strlen(v) || *v == '\0' ||
                 *end != '\0' || n < 1 || n > DLOCK_RUNS_KEPT) {
-                cli_err("history: -n must be 1..%d, not '%s'",
-                        DLOCK_RUNS_KEPT, cli_arg_shown(v));
+                cli_err("history: -n must be 1..%d, not '%s'", DLOCK_RUNS_KEPT,
+                        cli_arg_shown(v));
                 return EXIT_USAGE;
             }
             max = (unsigned)n;

@@ -116,9 +116,9 @@ int cmd_list(const struct cli *c, int argc, char **argv)
             rc = DLOCK_ENOMEM;
     }
     if (rc != DLOCK_OK) {
-        rc = rc == DLOCK_ENOMEM ? (cli_err("list: out of memory"),
-                                   EXIT_INTERNAL)
-                                : cli_fail(rc, "list");
+        rc = rc == DLOCK_ENOMEM
+                 ? (cli_err("list: out of memory"), EXIT_INTERNAL)
+                 : cli_fail(rc, "list");
         goto out;
     }
     if (w.json)
@@ -140,7 +140,8 @@ int cmd_list(const struct cli *c, int argc, char **argv)
              * nothing else, nor to exit as if the command line were
              * wrong.  Said on stderr, escaped. */
             cli_err("list: a run record's name is not a lock name (%s); "
-                    "skipped", dlock_errmsg());
+                    "skipped",
+                    dlock_errmsg());
             rc = DLOCK_OK;
         }
     }

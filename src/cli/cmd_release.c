@@ -49,7 +49,8 @@ int cmd_release(const struct cli *c, int argc, char **argv)
         return EXIT_USAGE;
     if (!force) {
         cli_err("release: a lock is released by its holder; use --force to "
-                "break '%s'", name);
+                "break '%s'",
+                name);
         return EXIT_USAGE;
     }
     rc = cli_open(c, &store);

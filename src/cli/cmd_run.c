@@ -43,8 +43,10 @@ static void say_holder(dlock_store *store, const char *name)
             /* The host comes from the store: escaped, never raw. */
             fprintf(stderr, "dlock: waiting for '%s': held by ", name);
             if (info->limit > 1)
-                fprintf(stderr, "%u of %u (semaphore), the longest lease "
-                        "by ", info->holders, info->limit);
+                fprintf(stderr,
+                        "%u of %u (semaphore), the longest lease "
+                        "by ",
+                        info->holders, info->limit);
             cli_print_safe(stderr, info->host[0] ? info->host : "?");
             fprintf(stderr, " pid %lld since %s (lease %lld ms left)\n",
                     (long long)info->pid,
@@ -141,8 +143,8 @@ int cmd_run(const struct cli *c, int argc, char **argv)
         goto out;
     }
     if (c->verbose)
-        cli_err("run: acquired '%s' (fence %llu, lease %lld ms left)",
-                o.name, (unsigned long long)dlock_fence(lock),
+        cli_err("run: acquired '%s' (fence %llu, lease %lld ms left)", o.name,
+                (unsigned long long)dlock_fence(lock),
                 (long long)dlock_lease_left(lock));
     /* Shared holders and a semaphore's run side by side: a record of
      * each would mark the others' as abandoned.  Locks only. */

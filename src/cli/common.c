@@ -308,8 +308,7 @@ void cli_json_info_open(FILE *f, const dlock_info *in)
      * also as hex bytes, so a script can still name it exactly. */
     if (!cli_utf8_valid(in->name)) {
         fputs(",\"name_hex\":\"", f);
-        for (const unsigned char *p = (const unsigned char *)in->name; *p;
-             p++)
+        for (const unsigned char *p = (const unsigned char *)in->name; *p; p++)
             fprintf(f, "%02x", *p);
         fputc('"', f);
     }
@@ -433,8 +432,7 @@ void cli_json_run(FILE *f, const dlock_run *r)
         fputc('"', f);
     }
     /* The fence as a string, as cli_json_info() gives it. */
-    fprintf(f, ",\"fence\":\"%llu\",\"host\":",
-            (unsigned long long)r->fence);
+    fprintf(f, ",\"fence\":\"%llu\",\"host\":", (unsigned long long)r->fence);
     if (r->host[0] != '\0')
         cli_json_string(f, r->host);
     else
@@ -450,8 +448,7 @@ void cli_json_run(FILE *f, const dlock_run *r)
     else
         fputs(",\"start_ms\":null,\"start\":null", f);
     if (r->end_ms > 0)
-        fprintf(f, ",\"end_ms\":%lld,\"end\":\"%s\"",
-                (long long)r->end_ms,
+        fprintf(f, ",\"end_ms\":%lld,\"end\":\"%s\"", (long long)r->end_ms,
                 cli_time_utc(r->end_ms, iso, sizeof(iso)));
     else
         fputs(",\"end_ms\":null,\"end\":null", f);
@@ -513,7 +510,7 @@ int cli_misplaced_global(const char *cmd, const char *rest, const char *arg)
     static const struct {
         const char *opt, *val;
     } g[] = {{"--store-file", "FILE"}, {"--store", "URL"}, {"-s", "URL"},
-             {"--verbose", NULL},      {"-v", NULL},      {"--version", NULL}};
+             {"--verbose", NULL},      {"-v", NULL},       {"--version", NULL}};
 
     for (size_t k = 0; k < sizeof(g) / sizeof(g[0]); k++) {
         size_t n = strlen(g[k].opt);
@@ -524,8 +521,7 @@ int cli_misplaced_global(const char *cmd, const char *rest, const char *arg)
             !(g[k].val != NULL && n == 2)) /* -sURL */
             continue;
         if (g[k].val == NULL && strcmp(g[k].opt, "--version") == 0)
-            cli_err("%s: --version is a global option: dlock --version",
-                    cmd);
+            cli_err("%s: --version is a global option: dlock --version", cmd);
         else
             cli_err("%s: %s is a global option; put it before '%s': "
                     "dlock %s%s%s %s%s%s",

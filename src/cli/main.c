@@ -142,8 +142,7 @@ static char *take_url_arg(char *arg, char **owned)
         return NULL;
     }
     if (has_secret(arg)) {
-        if (dlock_url_redact(&red, arg) == DLOCK_OK &&
-            strlen(red) <= len) {
+        if (dlock_url_redact(&red, arg) == DLOCK_OK && strlen(red) <= len) {
             memset(arg, ' ', len);
             memcpy(arg, red, strlen(red));
         } else {
@@ -164,9 +163,9 @@ static int cli_main(int argc, char **argv)
         const char *name;
         int (*fn)(const struct cli *, int, char **);
     } cmds[] = {
-        {"run", cmd_run},         {"status", cmd_status},
-        {"list", cmd_list},       {"release", cmd_release},
-        {"init", cmd_init},       {"history", cmd_history},
+        {"run", cmd_run},   {"status", cmd_status},
+        {"list", cmd_list}, {"release", cmd_release},
+        {"init", cmd_init}, {"history", cmd_history},
     };
     struct cli c = {NULL, 0};
     char *file = NULL;
@@ -180,8 +179,7 @@ static int cli_main(int argc, char **argv)
             usage(stdout);
             return 0;
         } else if (strcmp(a, "--version") == 0) {
-            printf("dlock %s (stores: %s)\n", dlock_version(),
-                   dlock_schemes());
+            printf("dlock %s (stores: %s)\n", dlock_version(), dlock_schemes());
             return 0;
         } else if (cli_is(a, "-v", "--verbose")) {
             c.verbose = 1;
@@ -255,10 +253,12 @@ static int cli_main(int argc, char **argv)
     if (rc < 0 && strstr(argv[i], "://") != NULL) {
         /* "dlock redis://h run ...": a store where the command goes. */
         cli_err("unknown command '%s': a store URL goes after -s: "
-                "dlock -s URL COMMAND ...", cli_arg_shown(argv[i]));
+                "dlock -s URL COMMAND ...",
+                cli_arg_shown(argv[i]));
         rc = EXIT_USAGE;
     } else if (rc < 0) {
-        cli_err("unknown command '%s' (see dlock --help)", cli_arg_shown(argv[i]));
+        cli_err("unknown command '%s' (see dlock --help)",
+                cli_arg_shown(argv[i]));
         rc = EXIT_USAGE;
     }
     return rc;

@@ -21,7 +21,8 @@ const char cli_run_help[] =
     "CMD is gone before the lease ends: if no renewal has confirmed the\n"
     "lease when only the grace period and a kill margin (ttl/20, 20 ms..1 s)\n"
     "are left of it, CMD gets SIGTERM, and SIGKILL at the kill margin before\n"
-    "the lease end.  If the lock is lost sooner (broken, taken over), CMD gets\n"
+    "the lease end.  If the lock is lost sooner (broken, taken over), CMD "
+    "gets\n"
     "SIGTERM at once, SIGKILL after the grace period.  Either way dlock\n"
     "exits 75.\n"
     "\n"
@@ -189,7 +190,8 @@ int cli_run_parse(struct run_opts *o, int argc, char **argv)
             }
             if (ms == &o->ttl_ms && *ms < DLOCK_TTL_MIN_MS) {
                 cli_err("run: --ttl %s is shorter than %d ms: renewal "
-                        "could not keep such a lease", val, DLOCK_TTL_MIN_MS);
+                        "could not keep such a lease",
+                        val, DLOCK_TTL_MIN_MS);
                 return EXIT_USAGE;
             }
         } else if (is_limit) {
@@ -210,7 +212,8 @@ int cli_run_parse(struct run_opts *o, int argc, char **argv)
 
             if (*val == '\0' || *end != '\0' || v < 0 || v > 255) {
                 cli_err("run: the conflict exit code must be 0..255, not "
-                        "'%s'", cli_arg_shown(val));
+                        "'%s'",
+                        cli_arg_shown(val));
                 return EXIT_USAGE;
             }
             o->conflict_code = (int)v;
@@ -226,7 +229,8 @@ int cli_run_parse(struct run_opts *o, int argc, char **argv)
     /* The decision is serialised by the lock: one holder at a time. */
     if ((o->once || o->period_ms > 0) && (o->shared || o->limit > 1)) {
         cli_err("run: --once and --once-per need an exclusive lock, not "
-                "%s", o->shared ? "--shared" : "--limit");
+                "%s",
+                o->shared ? "--shared" : "--limit");
         return EXIT_USAGE;
     }
     /* With --once-per and no -w, a busy lock is this period's run on

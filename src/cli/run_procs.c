@@ -214,7 +214,8 @@ void run_kill_descendants(int rfd, int64_t deadline)
             return;
         if (now >= deadline) {
             cli_err("run: %d process(es) the command started did not die "
-                    "of SIGKILL in time (uninterruptible I/O?)", alive);
+                    "of SIGKILL in time (uninterruptible I/O?)",
+                    alive);
             return;
         }
         /* A child's exit wakes this (SIGCHLD on the self-pipe); a

@@ -107,8 +107,8 @@ int run_begin(const struct run_opts *o, dlock_lock *lock, int *recorded,
     /* A plain run goes ahead unrecorded: quietly on a store without
      * records, with a warning when the store failed to write one. */
     if (rc != DLOCK_ENOTSUP)
-        cli_err("run: warning: the run of '%s' is not recorded: %s",
-                o->name, dlock_errmsg());
+        cli_err("run: warning: the run of '%s' is not recorded: %s", o->name,
+                dlock_errmsg());
     return -1;
 }
 

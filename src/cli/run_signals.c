@@ -36,10 +36,9 @@ static void on_signal(int sig, siginfo_t *si, void *ctx)
  * to CMD when another process sent it.  The faults (SIGSEGV, SIGABRT...)
  * and SIGKILL are left alone: CMD dies with dlock then, by
  * PR_SET_PDEATHSIG. */
-static const int caught[] = {SIGHUP,  SIGINT,    SIGQUIT, SIGUSR1,
-                             SIGUSR2, SIGPIPE,   SIGALRM, SIGTERM,
-                             SIGIO,   SIGVTALRM, SIGPROF, SIGXCPU,
-                             SIGXFSZ, SIGPWR,    SIGSTKFLT};
+static const int caught[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGUSR1, SIGUSR2,
+                             SIGPIPE, SIGALRM, SIGTERM, SIGIO,   SIGVTALRM,
+                             SIGPROF, SIGXCPU, SIGXFSZ, SIGPWR,  SIGSTKFLT};
 
 static void for_each_caught(void (*fn)(int sig, void *arg), void *arg)
 {

@@ -54,8 +54,8 @@ void run_scan_fds(int mark_cloexec)
 /* environ without DLOCK_NAME/FENCE/STORE, plus ours. */
 char **run_child_env(const char *name, uint64_t fence, const char *url)
 {
-    static const char *const ours[] = {"DLOCK_NAME=", "DLOCK_FENCE=",
-                                       "DLOCK_STORE="};
+    static const char *const ours[] = {
+        "DLOCK_NAME=", "DLOCK_FENCE=", "DLOCK_STORE="};
     size_t n = 0, k = 0;
     char **env;
     char *vals[3];

@@ -71,8 +71,8 @@ int run_supervise(pid_t child, int rfd, const struct run_opts *o,
                             (long long)(kill_at - now));
                 else
                     cli_err("run: lock '%s' was lost; stopping the command "
-                            "(SIGTERM, SIGKILL in %lld ms)", o->name,
-                            (long long)grace);
+                            "(SIGTERM, SIGKILL in %lld ms)",
+                            o->name, (long long)grace);
                 run_signal_cmd(child, SIGTERM);
             } else {
                 /* Look again when it would be time, unless a renewal has
@@ -143,8 +143,8 @@ int run_release_after(dlock_lock *lock, const struct run_opts *o, int status,
     if (r == DLOCK_LOST && unreachable && left > 0)
         r = DLOCK_EUNAVAIL;
     if (left == 0 || r == DLOCK_LOST) {
-        cli_err("run: lock '%s' was lost before the command ended%s%s",
-                o->name, r == DLOCK_LOST ? ": " : "",
+        cli_err("run: lock '%s' was lost before the command ended%s%s", o->name,
+                r == DLOCK_LOST ? ": " : "",
                 r == DLOCK_LOST ? dlock_errmsg() : "");
         return EXIT_LOST;
     }

@@ -71,21 +71,21 @@ static int check_options(const dlock_options *o, const dlock_store *s)
     /* A lease shorter than DLOCK_TTL_MIN_MS would be lost before the
      * first renewal could keep it. */
     if (o->ttl_ms < DLOCK_TTL_MIN_MS || o->ttl_ms > TTL_MAX_MS)
-        return dlock__seterr(DLOCK_EINVAL,
-                             "ttl_ms %lld is out of range (%d..%lld)",
-                             (long long)o->ttl_ms, DLOCK_TTL_MIN_MS,
-                             (long long)TTL_MAX_MS);
+        return dlock__seterr(
+            DLOCK_EINVAL, "ttl_ms %lld is out of range (%d..%lld)",
+            (long long)o->ttl_ms, DLOCK_TTL_MIN_MS, (long long)TTL_MAX_MS);
     /* limit exists from version 2 on: a version 1 struct ends before it.
      * Bad arguments first (EINVAL on every store), then what this store
      * cannot do (ENOTSUP). */
     if (o->version >= 2 && o->limit > 1) {
         if (o->limit > DLOCK_LIMIT_MAX)
-            return dlock__seterr(DLOCK_EINVAL,
-                                 "limit %u is over %d", o->limit,
+            return dlock__seterr(DLOCK_EINVAL, "limit %u is over %d", o->limit,
                                  DLOCK_LIMIT_MAX);
         if (o->shared)
-            return dlock__seterr(DLOCK_EINVAL, "a semaphore (limit %u) "
-                                 "cannot be shared as well", o->limit);
+            return dlock__seterr(DLOCK_EINVAL,
+                                 "a semaphore (limit %u) "
+                                 "cannot be shared as well",
+                                 o->limit);
     }
     if (o->shared && !s->ops->has_shared)
         return dlock__seterr(DLOCK_ENOTSUP,
@@ -202,13 +202,14 @@ static int too_late(struct dlock_store *s, struct dlock__held *lk)
     dlock__io_deadline = now + lk->view.ttl_ms / 3;
     (void)s->ops->release(s, &lk->view);
     dlock__io_deadline = saved;
-    return dlock__seterr(DLOCK_EUNAVAIL,
-                         "%s granted lock '%s' only after the lease it "
-                         "started had run out (%lld ms after the request "
-                         "was sent, lease %lld ms): not taken",
-                         s->url, lk->view.name,
-                         (long long)(now - (lk->view.lease_end - lk->view.ttl_ms)),
-                         (long long)lk->view.ttl_ms);
+    return dlock__seterr(
+        DLOCK_EUNAVAIL,
+        "%s granted lock '%s' only after the lease it "
+        "started had run out (%lld ms after the request "
+        "was sent, lease %lld ms): not taken",
+        s->url, lk->view.name,
+        (long long)(now - (lk->view.lease_end - lk->view.ttl_ms)),
+        (long long)lk->view.ttl_ms);
 }
 
 /* The acquire's cancel fired before it returned: whatever its wait ended
@@ -322,8 +323,7 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
     for (int64_t outage = OUTAGE_FIRST_MS;; outage *= 2) {
         int64_t rem;
 
-        if (opts->wait_ms != 0 && s->ops->wait_slice != NULL &&
-            !s->poll_wait) {
+        if (opts->wait_ms != 0 && s->ops->wait_slice != NULL && !s->poll_wait) {
             rc = slice_acquire(s, lk, deadline);
         } else {
             rc = poll_acquire(s, lk, deadline, opts->wait_ms == 0);
@@ -385,7 +385,7 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
 }
 
 dlock_rc dlock_acquire(dlock_lock **out, dlock_store *s, const char *name,
-                  const dlock_options *opts)
+                       const dlock_options *opts)
 {
     if (name == NULL) {
         if (out != NULL)

@@ -28,12 +28,12 @@
 #endif
 
 #include "cancel.h"
-#include "dlock.h"
 #include "clock.h"
+#include "dlock.h"
 #include "errors.h"
 
 struct dlock_cancel {
-    int fired; /* atomic */
+    int fired;  /* atomic */
     int rd, wr; /* the pipe */
 };
 

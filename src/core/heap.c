@@ -92,7 +92,8 @@ void dlock__heap_put(struct dlock__heap *h, struct dlock__held *lk, int64_t due)
 {
     int w = h->which;
 
-    if (!lk->heap_slot[w] || lk->renewable <= 0 || lk->gen != dlock__generation() ||
+    if (!lk->heap_slot[w] || lk->renewable <= 0 ||
+        lk->gen != dlock__generation() ||
         (w == H_RENEW && !lk->view.auto_renew)) {
         dlock__heap_remove(h, lk);
         return;
@@ -141,7 +142,7 @@ void dlock__heap_set(struct dlock__held *lk)
     int64_t end = dlock__lease_end_of(lk);
 
     dlock__heap_put(&dlock__heaps[H_RENEW], lk,
-             lk->next_renew < end ? lk->next_renew : end);
+                    lk->next_renew < end ? lk->next_renew : end);
     dlock__heap_put(&dlock__heaps[H_LEASE], lk, end);
 }
 
@@ -150,4 +151,3 @@ void dlock__heaps_remove(struct dlock__held *lk)
     dlock__heap_remove(&dlock__heaps[H_RENEW], lk);
     dlock__heap_remove(&dlock__heaps[H_LEASE], lk);
 }
-

@@ -33,7 +33,6 @@ static void schedule(struct dlock__held *lk, int64_t when)
     pthread_mutex_unlock(&dlock__reg_mu);
 }
 
-
 static int lock_usable(const struct dlock__held *lk)
 {
     if (lk == NULL)
@@ -331,8 +330,7 @@ static int64_t lease_left(const struct dlock__held *lk)
 {
     int64_t left;
 
-    if (DLOCK_STATE_GET(lk) != DLOCK_STATE_HELD ||
-        dlock__declared_lost(lk))
+    if (DLOCK_STATE_GET(lk) != DLOCK_STATE_HELD || dlock__declared_lost(lk))
         return 0;
     left = dlock__lease_end_of(lk) - dlock__now_ms();
     return left > 0 ? left : 0;

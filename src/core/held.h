@@ -36,7 +36,7 @@ enum dlock_state {
 /* h->state is written under h->mu but read without it (lease_left(),
  * the registry scans): every access goes through these two. */
 #define DLOCK_STATE_GET(h) __atomic_load_n(&(h)->state, __ATOMIC_ACQUIRE)
-#define DLOCK_STATE_SET(h, v)                                                \
+#define DLOCK_STATE_SET(h, v)                                                  \
     __atomic_store_n(&(h)->state, (v), __ATOMIC_RELEASE)
 
 struct dlock__held {
@@ -46,8 +46,8 @@ struct dlock__held {
     pid_t pid;          /* the owning process (for messages) */
     uint64_t gen;       /* its dlock__generation() */
     enum dlock_state state;
-    int lost_notified;  /* declared lost (atomic: the lease thread sets
-                         * it without mu); on_lost ran or is running */
+    int lost_notified; /* declared lost (atomic: the lease thread sets
+                        * it without mu); on_lost ran or is running */
     dlock_lost_cb on_lost;
     void *payload;
     /* view.lease_end, once held: the store's end less the clock-rate

@@ -28,8 +28,7 @@ int64_t dlock__drift_margin(int64_t ttl_ms)
 
 /* A lease of ttl_ms the store started no earlier than t0 (the request
  * left then) ends, for this process, at t0 + ttl_ms less the margin. */
-void dlock__set_lease_end(struct dlock__held *lk, int64_t t0,
-                          int64_t ttl_ms)
+void dlock__set_lease_end(struct dlock__held *lk, int64_t t0, int64_t ttl_ms)
 {
     __atomic_store_n(&lk->view.lease_end,
                      t0 + ttl_ms - dlock__drift_margin(ttl_ms),

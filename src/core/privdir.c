@@ -30,8 +30,7 @@ static int refuse(const char *dir, const char *why)
 }
 
 /* What is wrong with st for a private directory of me, or NULL. */
-static const char *wrong(const struct stat *st, uid_t me, char *why,
-                         size_t len)
+static const char *wrong(const struct stat *st, uid_t me, char *why, size_t len)
 {
     if (S_ISLNK(st->st_mode))
         return "it is a symbolic link";
@@ -80,8 +79,8 @@ int dlock__private_dir(const char *dir)
                              dir, strerror(errno));
     }
     if (fstat(fd, &st) != 0)
-        rc = dlock__seterr(DLOCK_EUNAVAIL, "cannot stat directory %s: %s",
-                           dir, strerror(errno));
+        rc = dlock__seterr(DLOCK_EUNAVAIL, "cannot stat directory %s: %s", dir,
+                           strerror(errno));
     else if ((bad = wrong(&st, me, why, sizeof(why))) != NULL)
         rc = refuse(dir, bad);
     else if (created && (st.st_mode & 07777) != 0700 && fchmod(fd, 0700) != 0)

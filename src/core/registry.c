@@ -39,7 +39,7 @@ static pthread_cond_t start_cv; /* a library thread is in its loop */
 /* The registry: every held lock of this process. */
 static struct dlock__held *reg_head;
 struct dlock__heap dlock__heaps[2] = {{NULL, 0, 0, 0, H_RENEW, &reg_cv, 0},
-                                     {NULL, 0, 0, 0, H_LEASE, &lease_cv, 0}};
+                                      {NULL, 0, 0, 0, H_LEASE, &lease_cv, 0}};
 /* The two threads: [H_RENEW] renews, [H_LEASE] declares lapsed leases
  * LOST.  The lease thread never does I/O, so that a renewal stuck in a
  * store that stopped answering cannot delay it. */
@@ -47,9 +47,8 @@ static pthread_t thr[2];
 static int thr_running[2];
 static int thr_started[2]; /* reached its loop: its start-up is over */
 int dlock__thr_stop;
-static int at_exit; /* atexit ran: no new thread */
+static int at_exit;                     /* atexit ran: no new thread */
 _Thread_local int dlock__on_lib_thread; /* 1 + H_RENEW or 1 + H_LEASE */
-
 
 static void release_all_at_exit(void);
 
@@ -125,7 +124,6 @@ void dlock__unref_locked(struct dlock__held *lk)
         dlock__lock_free(lk);
 }
 
-
 /* Start thread `which` if it is not running (caller holds dlock__reg_mu). */
 static int thread_start_locked(int which)
 {
@@ -137,10 +135,9 @@ static int thread_start_locked(int which)
     if (at_exit)
         return dlock__seterr(DLOCK_EINVAL, "the process is exiting");
     dlock__thr_stop = 0;
-    err = pthread_create(&thr[which], NULL,
-                         which == H_RENEW ? dlock__renew_main
-                                           : dlock__lease_main,
-                         NULL);
+    err = pthread_create(
+        &thr[which], NULL,
+        which == H_RENEW ? dlock__renew_main : dlock__lease_main, NULL);
     if (err != 0)
         return dlock__seterr(err == ENOMEM ? DLOCK_ENOMEM : DLOCK_EINVAL,
                              "cannot start the %s thread: %s", what[which],
@@ -244,8 +241,7 @@ static void detach_where(struct dlock_store *only)
         struct dlock__held *lk;
 
         for (lk = reg_head; lk != NULL; lk = lk->next)
-            if (lk->gen == me &&
-                DLOCK_STATE_GET(lk) != DLOCK_STATE_DETACHED &&
+            if (lk->gen == me && DLOCK_STATE_GET(lk) != DLOCK_STATE_DETACHED &&
                 lk->renewable >= 0 && (only == NULL || lk->store == only))
                 break;
         if (lk == NULL)

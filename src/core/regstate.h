@@ -77,8 +77,7 @@ static inline int dlock__declared_lost(const struct dlock__held *lk)
 {
     return __atomic_load_n(&lk->lost_notified, __ATOMIC_ACQUIRE);
 }
-void dlock__set_lease_end(struct dlock__held *lk, int64_t t0,
-                          int64_t ttl_ms);
+void dlock__set_lease_end(struct dlock__held *lk, int64_t t0, int64_t ttl_ms);
 int dlock__lapsed(const struct dlock__held *lk, int64_t now);
 int dlock__lapsed_err(const struct dlock__held *lk);
 dlock_lost_cb dlock__declare_lost(struct dlock__held *lk);

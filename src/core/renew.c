@@ -163,7 +163,6 @@ static void renew_pass(struct due *d, size_t n)
     }
 }
 
-
 void *dlock__renew_main(void *arg)
 {
     /* On the stack (32 KiB), not allocated: a failure would have nobody

@@ -34,12 +34,12 @@ static int begin_call(struct dlock_store *s, struct dlock_lock *lk, void *arg)
 
 static int no_runs(const struct dlock_store *s)
 {
-    return dlock__seterr(DLOCK_ENOTSUP,
-                         "the %s store keeps no run records", s->ops->name);
+    return dlock__seterr(DLOCK_ENOTSUP, "the %s store keeps no run records",
+                         s->ops->name);
 }
 
-dlock_rc dlock_run_begin(dlock_lock *lock, const dlock_run_rule *rule,
-                         int *go, dlock_run **last)
+dlock_rc dlock_run_begin(dlock_lock *lock, const dlock_run_rule *rule, int *go,
+                         dlock_run **last)
 {
     struct dlock__held *lk = dlock__held_of(lock);
     struct begin_args a;
@@ -57,10 +57,9 @@ dlock_rc dlock_run_begin(dlock_lock *lock, const dlock_run_rule *rule,
     if (rule == NULL)
         return dlock__seterr(DLOCK_EINVAL, "rule is NULL");
     if (rule->period_ms < 0 || rule->period_ms > DLOCK_DURATION_MAX_MS)
-        return dlock__seterr(DLOCK_EINVAL,
-                             "period_ms %lld is out of range (0..%lld)",
-                             (long long)rule->period_ms,
-                             (long long)DLOCK_DURATION_MAX_MS);
+        return dlock__seterr(
+            DLOCK_EINVAL, "period_ms %lld is out of range (0..%lld)",
+            (long long)rule->period_ms, (long long)DLOCK_DURATION_MAX_MS);
     if (lk->store != NULL && lk->store->ops->run_begin == NULL)
         return no_runs(lk->store);
     rec = calloc(1, sizeof(*rec));

@@ -49,14 +49,16 @@ static const struct scheme {
     {.scheme = "sqlite", .label = "sqlite://", .ops = SQLITE_OPS},
     {.scheme = "redis", .label = "redis://", .ops = REDIS_OPS},
     {.scheme = "unix", .label = "unix:// (Redis)", .ops = REDIS_OPS},
-    {.scheme = "redis-sentinel", .label = "redis-sentinel://",
+    {.scheme = "redis-sentinel",
+     .label = "redis-sentinel://",
      .ops = REDIS_OPS},
-    {.scheme = "redis-cluster", .label = "redis-cluster://",
-     .ops = REDIS_OPS},
+    {.scheme = "redis-cluster", .label = "redis-cluster://", .ops = REDIS_OPS},
     {.scheme = "rediss", .label = "rediss://", .ops = REDIS_OPS},
-    {.scheme = "rediss-sentinel", .label = "rediss-sentinel://",
+    {.scheme = "rediss-sentinel",
+     .label = "rediss-sentinel://",
      .ops = REDIS_OPS},
-    {.scheme = "rediss-cluster", .label = "rediss-cluster://",
+    {.scheme = "rediss-cluster",
+     .label = "rediss-cluster://",
      .ops = REDIS_OPS},
     {.scheme = "postgres", .label = "postgres://", .ops = POSTGRES_OPS},
     {.scheme = "postgresql", .label = "postgresql://", .ops = POSTGRES_OPS},
@@ -149,8 +151,7 @@ int dlock__ops_check(const struct dlock_store_ops *ops)
                              "the %s store was built for store contract "
                              "version %d; this dlock's core speaks version "
                              "%d",
-                             ops->name, ops->version,
-                             DLOCK_STORE_OPS_VERSION);
+                             ops->name, ops->version, DLOCK_STORE_OPS_VERSION);
     return DLOCK_OK;
 }
 
@@ -352,8 +353,7 @@ static int list_relay(const dlock_info *info, void *arg)
     return r->cb(&r->copy, r->payload);
 }
 
-int dlock__prefix_call_ok(const dlock_store *s, int has_cb,
-                          const char **prefix)
+int dlock__prefix_call_ok(const dlock_store *s, int has_cb, const char **prefix)
 {
     int rc;
 

@@ -93,22 +93,22 @@ struct dlock_store {
  * lease_end during a native wait (see wait_slice).  Nothing here changes
  * while a store call on the lock runs, except through the store. */
 struct dlock_lock {
-    char *name;      /* NUL-terminated; name_len bytes, valid UTF-8 */
+    char *name; /* NUL-terminated; name_len bytes, valid UTF-8 */
     size_t name_len;
     char token[DLOCK_TOKEN_HEX + 1]; /* this holder's owner token */
-    int64_t ttl_ms;  /* the lease to ask for (dlock_extend() may change it
-                      * between calls) */
-    int shared;      /* a shared (read) lock: only on stores with has_shared */
+    int64_t ttl_ms; /* the lease to ask for (dlock_extend() may change it
+                     * between calls) */
+    int shared;     /* a shared (read) lock: only on stores with has_shared */
     /* 1: a lock; N > 1: a semaphore of N (only on stores with has_limit).
      * A store admits lk while fewer than limit hold the name and all of
      * them asked the same limit; a holder that asked another limit makes
      * the attempt DLOCK_EINVAL, with a message naming the limit in force.
      * It records limit with the holder so that status can report it. */
     unsigned limit;
-    int auto_renew;  /* read-only: the renew thread will renew it (a store
-                      * may keep such locks on a shared session) */
-    uint64_t fence;  /* set by the store on acquire */
-    void *priv;      /* the store's per-lock state (a pinned connection...) */
+    int auto_renew; /* read-only: the renew thread will renew it (a store
+                     * may keep such locks on a shared session) */
+    uint64_t fence; /* set by the store on acquire */
+    void *priv;     /* the store's per-lock state (a pinned connection...) */
     /* Monotonic ms: the lease end as this process knows it.  The core
      * sets it before each attempt and slice to (call time + ttl); a store
      * waiting natively may move it later, to (the time its successful
@@ -194,11 +194,9 @@ struct dlock_store_ops {
      * dlock__fd_detach(), process.h).  The core calls it when the child
      * frees such a lock; those it never frees stay reachable from the
      * registry.  With it, a store needs no list of its held locks. */
-    void (*forget_inherited)(struct dlock_store *store,
-                             struct dlock_lock *lk);
+    void (*forget_inherited)(struct dlock_store *store, struct dlock_lock *lk);
 
-    int (*status)(struct dlock_store *store, const char *name,
-                  dlock_info *out);
+    int (*status)(struct dlock_store *store, const char *name, dlock_info *out);
     int (*list)(struct dlock_store *store, const char *prefix,
                 int (*cb)(const dlock_info *info, void *payload),
                 void *payload);
@@ -240,16 +238,15 @@ struct dlock_store_ops {
      * Run records live in dlock's own tables/keys, never in a peer
      * library's (its-mieger's shared_locks, a plain SET NX). */
     int (*run_begin)(struct dlock_store *store, struct dlock_lock *lk,
-                     const dlock_run_rule *rule, const char *host,
-                     int64_t pid, int *go, dlock_run *last);
-    int (*run_end)(struct dlock_store *store, struct dlock_lock *lk,
-                   int result, int status);
+                     const dlock_run_rule *rule, const char *host, int64_t pid,
+                     int *go, dlock_run *last);
+    int (*run_end)(struct dlock_store *store, struct dlock_lock *lk, int result,
+                   int status);
     int (*runs)(struct dlock_store *store, const char *name, unsigned max,
                 dlock_run_cb cb, void *payload);
     int (*last_runs)(struct dlock_store *store, const char *prefix,
                      dlock_run_cb cb, void *payload);
 };
-
 
 /* The stores compiled in (store.c's scheme table has their schemes).  A
  * new store defines one of these and adds its schemes there. */

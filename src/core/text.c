@@ -7,8 +7,7 @@
 #include "errors.h"
 #include "text.h"
 
-static const char *lookup(const char *const *vars, const char *key,
-                          size_t len)
+static const char *lookup(const char *const *vars, const char *key, size_t len)
 {
     for (size_t i = 0; vars != NULL && vars[i] != NULL; i += 2)
         if (strlen(vars[i]) == len && memcmp(vars[i], key, len) == 0)

@@ -72,8 +72,8 @@ static size_t scheme_len(const char *url)
 
     if (!isalpha((unsigned char)url[0]))
         return 0;
-    while (isalnum((unsigned char)url[i]) || url[i] == '+' ||
-           url[i] == '-' || url[i] == '.')
+    while (isalnum((unsigned char)url[i]) || url[i] == '+' || url[i] == '-' ||
+           url[i] == '.')
         i++;
     return url[i] == ':' ? i : 0;
 }
@@ -82,8 +82,8 @@ static size_t scheme_len(const char *url)
  * purpose: a redacted harmless value costs nothing. */
 static int secret_key(const char *key, size_t n)
 {
-    static const char *const words[] = {"pass", "pwd", "secret", "token",
-                                         "auth", "cred"};
+    static const char *const words[] = {"pass",  "pwd",  "secret",
+                                        "token", "auth", "cred"};
     char k[64];
     size_t m = 0;
 
@@ -252,8 +252,7 @@ dlock_rc dlock_url_redact(char **out, const char *url)
 
 /* Append a copy of s[0..n) (decoded if dec) to the list *v of *n; -1 if
  * out of memory (a bad escape adds nothing: such a URL is refused). */
-static int add_secret(char ***v, size_t *n, const char *s, size_t len,
-                      int dec)
+static int add_secret(char ***v, size_t *n, const char *s, size_t len, int dec)
 {
     char **nv, *c;
     int bad = 0;
@@ -316,8 +315,8 @@ char **dlock__url_secrets(const char *url)
 
         if (eq != NULL && secret_key(key, (size_t)(eq - key)))
             for (int dec = 0; dec < 2 && rc == 0; dec++)
-                rc = add_secret(&v, &n, eq + 1,
-                                seg - (size_t)(eq + 1 - key), dec);
+                rc = add_secret(&v, &n, eq + 1, seg - (size_t)(eq + 1 - key),
+                                dec);
         q = key + seg;
     }
     if (rc != 0) {
@@ -352,8 +351,9 @@ void dlock__scrub(char *dst, size_t cap, const char *src,
     for (size_t k = 0; secrets != NULL && secrets[k] != NULL; k++)
         if (secrets[k][0] != '\0' && strlen(secrets[k]) < 4 &&
             strstr(src, secrets[k]) != NULL) {
-            snprintf(dst, cap, "(text not shown: it may hold the "
-                               "password)");
+            snprintf(dst, cap,
+                     "(text not shown: it may hold the "
+                     "password)");
             return;
         }
     while (*src != '\0' && o + 1 < cap) {
@@ -448,9 +448,8 @@ static int parse_query(struct dlock_url *u, const char *q)
         if (seg > 0) {
             prm->key = decode(p, klen, &bad);
             if (prm->key != NULL)
-                prm->value = eq != NULL
-                                 ? decode(eq + 1, seg - klen - 1, &bad)
-                                 : dlock__strdup("");
+                prm->value = eq != NULL ? decode(eq + 1, seg - klen - 1, &bad)
+                                        : dlock__strdup("");
             if (prm->key == NULL || prm->value == NULL) {
                 free(prm->key);
                 free(prm->value);
@@ -496,8 +495,8 @@ static int parse_hostport(struct dlock_url *u, const char *s, size_t n)
         u->host = dlock__strndup(s + 1, (size_t)(close - s - 1));
         if (close + 1 < s + n) {
             if (close[1] != ':')
-                return dlock__seterr(DLOCK_EINVAL,
-                                     "junk after ']' in %s", u->redacted);
+                return dlock__seterr(DLOCK_EINVAL, "junk after ']' in %s",
+                                     u->redacted);
             port = close + 2;
         }
     } else {
@@ -519,8 +518,7 @@ static int parse_hostport(struct dlock_url *u, const char *s, size_t n)
         const char *e = s + n;
 
         if (port == e)
-            return dlock__seterr(DLOCK_EINVAL, "empty port in %s",
-                                 u->redacted);
+            return dlock__seterr(DLOCK_EINVAL, "empty port in %s", u->redacted);
         for (const char *c = port; c < e; c++) {
             if (!isdigit((unsigned char)*c) || v > 65535)
                 return dlock__seterr(DLOCK_EINVAL, "bad port in %s",
@@ -553,8 +551,8 @@ static int parse(struct dlock_url *u, const char *url)
         *c = (char)tolower((unsigned char)*c);
     if (strncmp(url + sl, "://", 3) != 0)
         return dlock__seterr(DLOCK_EINVAL,
-                             "expected \"%s://\" at the start of %s",
-                             u->scheme, u->redacted);
+                             "expected \"%s://\" at the start of %s", u->scheme,
+                             u->redacted);
     auth = sl + 3;
     auth_end = auth + strcspn(url + auth, "/?#");
     /* Not echoed: a '#' may be part of a password.  Neither is a URL
@@ -579,8 +577,7 @@ static int parse(struct dlock_url *u, const char *url)
     if (at != NULL) {
         const char *ui = url + auth;
         const char *colon = memchr(ui, ':', (size_t)(at - ui));
-        size_t ulen = colon != NULL ? (size_t)(colon - ui)
-                                    : (size_t)(at - ui);
+        size_t ulen = colon != NULL ? (size_t)(colon - ui) : (size_t)(at - ui);
 
         u->user = decode(ui, ulen, &bad);
         if (u->user != NULL && colon != NULL)
@@ -682,8 +679,7 @@ int dlock__url_unknown_option(const struct dlock_url *u, size_t i)
                          u->params[i].key, u->redacted);
 }
 
-int dlock__url_check_params(const struct dlock_url *u,
-                            const char *const *known)
+int dlock__url_check_params(const struct dlock_url *u, const char *const *known)
 {
     for (size_t i = 0; i < u->nparams; i++) {
         size_t k = 0;
@@ -710,8 +706,8 @@ static int leading_digits(const struct dlock_url *u, const char *key,
     for (c = v; isdigit((unsigned char)*c); c++) {
         if (*n > (max - (*c - '0')) / 10) {
             *end = c;
-            return dlock__seterr(DLOCK_EINVAL, "%s=%s is too large in %s",
-                                 key, v, u->redacted);
+            return dlock__seterr(DLOCK_EINVAL, "%s=%s is too large in %s", key,
+                                 v, u->redacted);
         }
         *n = *n * 10 + (*c - '0');
     }

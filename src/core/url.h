@@ -17,10 +17,10 @@ struct dlock_url_param {
 };
 
 struct dlock_url {
-    char *scheme;   /* lower case */
+    char *scheme; /* lower case */
     char *user;
     char *password;
-    char *host;     /* "[v6]" brackets removed */
+    char *host; /* "[v6]" brackets removed */
     int port;
     char *path;     /* from the first '/' after the authority, decoded */
     char *query;    /* raw text after '?', not decoded (libpq wants it) */

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "keys.h"
 #include "errors.h"
+#include "keys.h"
 #include "names.h"
 
 /* --- MySQL/MariaDB: SHA1 (FIPS 180-1) for the key of long names -------- */
@@ -168,10 +168,22 @@ int dlock__mysql_reserved_key(const char *key, size_t len)
 
 /* --- Redis ------------------------------------------------------------- */
 
-static const char *const suffix[DLOCK__RKEYS] = {
-    "", "\xff" "fence", "\xff" "readers", "\xff" "info", "\xff" "queue",
-    "\xff" "waiters", "\xff" "sem"};
-#define CHAN_SUFFIX "\xff" "release"
+static const char *const suffix[DLOCK__RKEYS] = {"",
+                                                 "\xff"
+                                                 "fence",
+                                                 "\xff"
+                                                 "readers",
+                                                 "\xff"
+                                                 "info",
+                                                 "\xff"
+                                                 "queue",
+                                                 "\xff"
+                                                 "waiters",
+                                                 "\xff"
+                                                 "sem"};
+#define CHAN_SUFFIX                                                            \
+    "\xff"                                                                     \
+    "release"
 
 /* CRC16-CCITT (XMODEM: polynomial 0x1021, initial 0), Redis Cluster's. */
 static unsigned crc16(const char *buf, size_t len)
@@ -222,9 +234,8 @@ static size_t slot_tag(unsigned slot, char out[16])
     }
 }
 
-int dlock__redis_keys(const char *prefix, size_t prefix_len,
-                      const char *name, size_t name_len, int cluster,
-                      struct dlock__rkeys *k)
+int dlock__redis_keys(const char *prefix, size_t prefix_len, const char *name,
+                      size_t name_len, int cluster, struct dlock__rkeys *k)
 {
     size_t base = prefix_len + name_len, total = 0, off = 0, tl = 0, hl = 0;
     char head[20];
@@ -296,9 +307,8 @@ int dlock__redis_keys(const char *prefix, size_t prefix_len,
     return DLOCK_OK;
 }
 
-int dlock__redis_key_name(const char *key, size_t key_len,
-                          const char *prefix, size_t prefix_len,
-                          size_t *name_len)
+int dlock__redis_key_name(const char *key, size_t key_len, const char *prefix,
+                          size_t prefix_len, size_t *name_len)
 {
     const char *nm, *ff;
     size_t len, cut;

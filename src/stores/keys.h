@@ -55,9 +55,8 @@ struct dlock__rkeys {
     char *chan;
     size_t chan_len;
 };
-int dlock__redis_keys(const char *prefix, size_t prefix_len,
-                      const char *name, size_t name_len, int cluster,
-                      struct dlock__rkeys *k);
+int dlock__redis_keys(const char *prefix, size_t prefix_len, const char *name,
+                      size_t name_len, int cluster, struct dlock__rkeys *k);
 
 /* Redis Cluster's hash slot of a key (CRC16 of its hash tag, or of the
  * whole key, mod 16384). */
@@ -66,9 +65,8 @@ unsigned dlock__redis_slot(const char *key, size_t len);
 /* The name a Redis key belongs to, if it is a lock key (k[0]) or a shared
  * holders key (k[2]) under prefix: 1 and *name_len (the name starts at
  * key + prefix_len), else 0. */
-int dlock__redis_key_name(const char *key, size_t key_len,
-                          const char *prefix, size_t prefix_len,
-                          size_t *name_len);
+int dlock__redis_key_name(const char *key, size_t key_len, const char *prefix,
+                          size_t prefix_len, size_t *name_len);
 
 /* SCAN's MATCH pattern for the keys that start with lit: lit with Redis's
  * glob characters escaped, then "*".  malloc'd; NULL when out of memory. */

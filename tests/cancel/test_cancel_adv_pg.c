@@ -78,10 +78,10 @@ static PGconn *raw(void)
 static long waiting_backend(PGconn *c)
 {
     for (int i = 0; i < 1000; i++) {
-        PGresult *r = PQexec(c,
-            "SELECT l.pid FROM pg_locks l JOIN pg_stat_activity a "
-            "USING (pid) WHERE l.locktype = 'advisory' AND NOT l.granted "
-            "AND a.datname = current_database()");
+        PGresult *r = PQexec(
+            c, "SELECT l.pid FROM pg_locks l JOIN pg_stat_activity a "
+               "USING (pid) WHERE l.locktype = 'advisory' AND NOT l.granted "
+               "AND a.datname = current_database()");
         long pid = 0;
 
         if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
@@ -131,10 +131,10 @@ static int wait_pending(long pid, int sig)
  * connection keeps after a wait (none must). */
 static long idle_keys(PGconn *c)
 {
-    PGresult *r = PQexec(c,
-        "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a "
-        "USING (pid) WHERE l.locktype = 'advisory' AND l.granted "
-        "AND a.datname = current_database() AND a.pid <> pg_backend_pid()");
+    PGresult *r = PQexec(
+        c, "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a "
+           "USING (pid) WHERE l.locktype = 'advisory' AND l.granted "
+           "AND a.datname = current_database() AND a.pid <> pg_backend_pid()");
     long n = -1;
 
     if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
@@ -224,8 +224,10 @@ static void run_case(const char *cs)
         long k = idle_keys(pc);
 
         if (k != 0)
-            fprintf(stderr, "  %s: %ld advisory key(s) still held by idle "
-                    "sessions\n", cs, k);
+            fprintf(stderr,
+                    "  %s: %ld advisory key(s) still held by idle "
+                    "sessions\n",
+                    cs, k);
         EXPECT(k == 0);
     }
     dlock_cancel_free(c);

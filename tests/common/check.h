@@ -19,8 +19,7 @@ static int failures;
 /* dlock_status() into the test's own copy.  Programs must not copy a
  * dlock_info (the library may grow it); these tests are built with this
  * very header, so they may, and their checks read plainer for it. */
-static inline int test_status(dlock_store *s, const char *name,
-                              dlock_info *out)
+static inline int test_status(dlock_store *s, const char *name, dlock_info *out)
 {
     dlock_info *info = NULL;
     int rc = dlock_status(&info, s, name);
@@ -33,51 +32,50 @@ static inline int test_status(dlock_store *s, const char *name,
     return rc;
 }
 
-static inline void check_failed_(const char *file, int line,
-                                 const char *what)
+static inline void check_failed_(const char *file, int line, const char *what)
 {
-    fprintf(stderr, "  %s:%d: %s failed (last error: %s)\n", file, line,
-            what, dlock_errmsg());
+    fprintf(stderr, "  %s:%d: %s failed (last error: %s)\n", file, line, what,
+            dlock_errmsg());
     failures++;
 }
 
 static inline void rc_failed_(const char *file, int line, const char *expr,
                               int rc, const char *want)
 {
-    fprintf(stderr, "  %s:%d: %s returned %d (%s), wanted %s: %s\n", file,
-            line, expr, rc, dlock_strerror(rc), want, dlock_errmsg());
+    fprintf(stderr, "  %s:%d: %s returned %d (%s), wanted %s: %s\n", file, line,
+            expr, rc, dlock_strerror(rc), want, dlock_errmsg());
     failures++;
 }
 
-#define EXPECT(cond)                                                         \
-    do {                                                                     \
-        if (!(cond))                                                         \
-            check_failed_(__FILE__, __LINE__, "EXPECT(" #cond ")");          \
+#define EXPECT(cond)                                                           \
+    do {                                                                       \
+        if (!(cond))                                                           \
+            check_failed_(__FILE__, __LINE__, "EXPECT(" #cond ")");            \
     } while (0)
 
-#define EXPECT_RC(expr, want)                                                \
-    do {                                                                     \
-        int rc_ = (expr);                                                    \
-        if (rc_ != (want))                                                   \
-            rc_failed_(__FILE__, __LINE__, #expr, rc_, #want);               \
+#define EXPECT_RC(expr, want)                                                  \
+    do {                                                                       \
+        int rc_ = (expr);                                                      \
+        if (rc_ != (want))                                                     \
+            rc_failed_(__FILE__, __LINE__, #expr, rc_, #want);                 \
     } while (0)
 
 /* The same, but give up on the rest of the test function. */
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            check_failed_(__FILE__, __LINE__, "CHECK(" #cond ")");           \
-            return;                                                          \
-        }                                                                    \
+#define CHECK(cond)                                                            \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            check_failed_(__FILE__, __LINE__, "CHECK(" #cond ")");             \
+            return;                                                            \
+        }                                                                      \
     } while (0)
 
-#define CHECK_RC(expr, want)                                                 \
-    do {                                                                     \
-        int rc_ = (expr);                                                    \
-        if (rc_ != (want)) {                                                 \
-            rc_failed_(__FILE__, __LINE__, #expr, rc_, #want);               \
-            return;                                                          \
-        }                                                                    \
+#define CHECK_RC(expr, want)                                                   \
+    do {                                                                       \
+        int rc_ = (expr);                                                      \
+        if (rc_ != (want)) {                                                   \
+            rc_failed_(__FILE__, __LINE__, #expr, rc_, #want);                 \
+            return;                                                            \
+        }                                                                      \
     } while (0)
 
 static inline int64_t now_ms(void)

@@ -13,8 +13,8 @@
  * Each test prints "ok"/"FAIL"; the exit status is the number of failed
  * tests (capped at 100); a TEST that names no case exits 2 before any
  * runs.  --list prints the case names (--io: those the transport variants
- * run, see the table at the end).  Names are prefixed with a random run id, so runs
- * against a long-lived server do not see each other.
+ * run, see the table at the end).  Names are prefixed with a random run id, so
+ * runs against a long-lived server do not see each other.
  *
  * Timing: lease lengths are a few hundred milliseconds so the suite stays
  * short; the only timed assertions are the ones the contract itself makes
@@ -170,8 +170,7 @@ static void *waiter_main(void *arg)
 /* A waiter (finite or forever) gets the lock soon after the holder lets
  * go.  The 200 ms before the release is not synchronisation: it makes the
  * waiter actually wait, which the test then checks. */
-static void wait_then_release(dlock_store *s, int64_t wait_ms,
-                              const char *base)
+static void wait_then_release(dlock_store *s, int64_t wait_ms, const char *base)
 {
     dlock_options o = opts(0, 5000, 1);
     struct waiter w = {s, NULL, wait_ms, -99, 0, 0, 0};
@@ -189,9 +188,9 @@ static void wait_then_release(dlock_store *s, int64_t wait_ms,
     CHECK_RC(dlock_release(a), DLOCK_OK);
     pthread_join(t, NULL);
     CHECK_RC(w.rc, DLOCK_OK);
-    CHECK(w.done >= released);          /* not before the release */
-    CHECK(w.done - w.started >= 150);   /* it did wait */
-    CHECK(w.done - released < 1000);    /* and was not left waiting */
+    CHECK(w.done >= released);        /* not before the release */
+    CHECK(w.done - w.started >= 150); /* it did wait */
+    CHECK(w.done - released < 1000);  /* and was not left waiting */
 }
 
 static void t_wait_finite(dlock_store *s)
@@ -455,9 +454,8 @@ static void t_auto_renew(dlock_store *s)
 static void t_names(dlock_store *s)
 {
     static const char *const odd[] = {
-        "it's \"quoted\"",   "'; DROP TABLE x; --",
-        "Grüße/鍵/🔒",       "back\\slash%_*?[x]",
-        "with space\tand\nnewline",
+        "it's \"quoted\"",    "'; DROP TABLE x; --",      "Grüße/鍵/🔒",
+        "back\\slash%_*?[x]", "with space\tand\nnewline",
     };
     dlock_options o = opts(0, 5000, 1);
     char big[DLOCK_NAME_MAX + 2];
@@ -581,9 +579,7 @@ static void t_many_and_list(dlock_store *s)
 static void renew_many_body(dlock_store *s)
 {
     int mysql = strncmp(kind, "mysql", 5) == 0;
-    int n = mysql                        ? 2000
-            : strcmp(kind, "redis") == 0 ? 4000
-                                         : 2000;
+    int n = mysql ? 2000 : strcmp(kind, "redis") == 0 ? 4000 : 2000;
     /* A lease now ends on the holder's clock even while its renewal is
      * on the way: every renewal must be answered within its lease, not
      * just sent.  MySQL renews 500 rows a round trip, 150..300 ms each
@@ -705,7 +701,7 @@ static void t_threads_own_handles(dlock_store *s)
 struct breaker {
     dlock_store *s;
     char names[8][DLOCK_NAME_MAX + 1];
-    int broken[8]; /* atomic: the break of names[i] returned */
+    int broken[8];  /* atomic: the break of names[i] returned */
     int extends[8]; /* atomic: extends holder i made */
     int errors;
 };
@@ -807,8 +803,8 @@ static void t_threads_extend_break(dlock_store *s)
     for (int i = 0; i < 8; i++) {
         int64_t until = now_ms() + 5000;
 
-        while (test_status(s, b.names[i], &info) == DLOCK_OK &&
-               !info.held && now_ms() < until)
+        while (test_status(s, b.names[i], &info) == DLOCK_OK && !info.held &&
+               now_ms() < until)
             sleep_ms(5);
         EXPECT(info.held);
     }
@@ -1039,7 +1035,7 @@ static void t_fork_child(dlock_store *s)
             _exit(1);
         if (dlock_acquire(&x, s, nm("fork-2"), &o) != DLOCK_EINVAL)
             _exit(2); /* the parent's store handle is not the child's */
-        exit(0); /* runs atexit handlers */
+        exit(0);      /* runs atexit handlers */
     }
     CHECK(waitpid(pid, &status, 0) == pid);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -1292,8 +1288,7 @@ static void t_sem_expiry(dlock_store *s)
 
     if (!sem_supported(s, "sem-expiry"))
         return;
-    CHECK_RC(dlock_acquire(&l[0], s, nm("sem-expiry"), &short_lease),
-             DLOCK_OK);
+    CHECK_RC(dlock_acquire(&l[0], s, nm("sem-expiry"), &short_lease), DLOCK_OK);
     for (int i = 1; i < SEM_N; i++)
         CHECK_RC(dlock_acquire(&l[i], s, nm("sem-expiry"), &o), DLOCK_OK);
     t0 = now_ms();
@@ -1347,8 +1342,7 @@ static void t_sem_sigkill(dlock_store *s)
     kill(pid, SIGKILL);
     waitpid(pid, &status, 0);
     t0 = now_ms();
-    EXPECT_RC(dlock_acquire(&l[SEM_N - 1], s, nm("sem-killed"), &w),
-              DLOCK_OK);
+    EXPECT_RC(dlock_acquire(&l[SEM_N - 1], s, nm("sem-killed"), &w), DLOCK_OK);
     if (caps->sees_death)
         EXPECT(now_ms() - t0 < 1000);
     for (int i = 0; i < SEM_N - 1; i++)
@@ -1541,8 +1535,10 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc < 3 || argv[2][0] == '\0') {
-        fprintf(stderr, "usage: %s KIND URL [TEST...]\n"
-                        "       %s --list [--io]\n", argv[0], argv[0]);
+        fprintf(stderr,
+                "usage: %s KIND URL [TEST...]\n"
+                "       %s --list [--io]\n",
+                argv[0], argv[0]);
         return 100;
     }
     kind = argv[1];
@@ -1581,7 +1577,8 @@ int main(int argc, char **argv)
                strcmp(argv[a], tests[i].name) != 0)
             i++;
         if (i == sizeof(tests) / sizeof(tests[0])) {
-            fprintf(stderr, "%s: no contract case named '%s' (--list lists them)\n",
+            fprintf(stderr,
+                    "%s: no contract case named '%s' (--list lists them)\n",
                     prog, argv[a]);
             return 2;
         }

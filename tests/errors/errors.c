@@ -99,8 +99,8 @@ static int force_derived(const char *url)
                    dlock_errmsg());
         else {
             printf("FAIL release --force %s returned %d (%s), removed %u: "
-                   "%s\n", name, rc, dlock_strerror(rc), removed,
-                   dlock_errmsg());
+                   "%s\n",
+                   name, rc, dlock_strerror(rc), removed, dlock_errmsg());
             failures++;
         }
     }

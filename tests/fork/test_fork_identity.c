@@ -77,8 +77,10 @@ static void tokens(void)
     EXPECT(reap(c) == 0);
     CHECK(dlock__token(mine) == DLOCK_OK);
     if (strcmp(mine, theirs) == 0) {
-        fprintf(stderr, "  the child (pid 1 too) handed out its parent's "
-                        "next token %s\n", mine);
+        fprintf(stderr,
+                "  the child (pid 1 too) handed out its parent's "
+                "next token %s\n",
+                mine);
         failures++;
     }
 }
@@ -134,9 +136,10 @@ static void held_by_child(const char *url)
     o.wait_ms = 0;
     rc = dlock_acquire(&lk, s, "fork-identity-job", &o);
     if (rc != DLOCK_BUSY) {
-        fprintf(stderr, "  try of a name the child holds: %s, want BUSY "
-                        "(fence %llu)\n", dlock_strerror(rc),
-                (unsigned long long)dlock_fence(lk));
+        fprintf(stderr,
+                "  try of a name the child holds: %s, want BUSY "
+                "(fence %llu)\n",
+                dlock_strerror(rc), (unsigned long long)dlock_fence(lk));
         failures++;
         dlock_release(lk);
     }

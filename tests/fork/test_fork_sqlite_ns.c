@@ -82,8 +82,10 @@ static void parent(const char *url)
     o.wait_ms = 0;
     rc = dlock_acquire(&lk, s, "job", &o);
     if (rc != DLOCK_BUSY) {
-        fprintf(stderr, "  the parent's try while the child holds: %s, "
-                        "want BUSY\n", dlock_strerror(rc));
+        fprintf(stderr,
+                "  the parent's try while the child holds: %s, "
+                "want BUSY\n",
+                dlock_strerror(rc));
         failures++;
         if (rc == DLOCK_OK)
             dlock_release(lk);

@@ -65,8 +65,7 @@ static void check_mysql(const char *name, size_t len, int mariadb,
         abort();
 }
 
-static void check_redis(const char *name, size_t len,
-                        struct dlock__rkeys *k)
+static void check_redis(const char *name, size_t len, struct dlock__rkeys *k)
 {
     size_t nlen;
 
@@ -107,7 +106,8 @@ static void check_redis_cluster(const char *prefix, size_t plen,
         if (dlock__redis_slot(k.k[i], k.klen[i]) != slot)
             abort();
         for (int j = 0; j < i; j++)
-            if (k.klen[i] == k.klen[j] && memcmp(k.k[i], k.k[j], k.klen[i]) == 0)
+            if (k.klen[i] == k.klen[j] &&
+                memcmp(k.k[i], k.k[j], k.klen[i]) == 0)
                 abort();
     }
     free(k.buf);

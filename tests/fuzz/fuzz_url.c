@@ -42,11 +42,10 @@ static void no_mark(const char *url, const char *what, const char *s)
 static void marker_property(const uint8_t *data, size_t size)
 {
     static const char *const schemes[] = {
-        "sqlite",        "redis",    "rediss",     "redis-sentinel",
-        "redis-cluster", "postgres", "postgresql", "mysql",
-        "mariadb",       "unix"};
-    static const char *const users[] = {"", "u", "admin@corp", "a@b",
-                                        "us%40er", "admin@server"};
+        "sqlite",   "redis",      "rediss", "redis-sentinel", "redis-cluster",
+        "postgres", "postgresql", "mysql",  "mariadb",        "unix"};
+    static const char *const users[] = {"",    "u",       "admin@corp",
+                                        "a@b", "us%40er", "admin@server"};
     const uint8_t *nl;
     size_t alen, blen, where, o = 0;
     char *url, *red = NULL;
@@ -73,8 +72,8 @@ static void marker_property(const uint8_t *data, size_t size)
     else {
         for (size_t i = 0; i < blen; i++)
             url[o++] = nl[1 + i] != '\0' ? (char)nl[1 + i] : 'x';
-        o += (size_t)sprintf(url + o, "%spassword=",
-                             memchr(url, '?', o) != NULL ? "&" : "?");
+        o += (size_t)sprintf(
+            url + o, "%spassword=", memchr(url, '?', o) != NULL ? "&" : "?");
     }
     where = alen > 0 ? where % (alen + 1) : 0;
     for (size_t i = 0; i <= alen; i++) {
@@ -144,8 +143,7 @@ static int raw_checks(const uint8_t *data, size_t size)
              * ?sslpassword=), wherever it stands after the path. */
             if ((strcasecmp(k, "password") == 0 ||
                  strcasecmp(k, "sslpassword") == 0) &&
-                strlen(v) >= 8 && at != NULL &&
-                strstr(at + 1, v) == NULL &&
+                strlen(v) >= 8 && at != NULL && strstr(at + 1, v) == NULL &&
                 strstr(u->redacted, v) != NULL)
                 abort();
         }

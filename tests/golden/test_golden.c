@@ -28,8 +28,8 @@
 
 /* Weak: a store that is not compiled in, or has no texts yet, is NULL
  * here, and the test says so for each STORE it is asked about. */
-#define HOOK(s) void dlock__##s##_texts(dlock__text_emit, void *) \
-    __attribute__((weak));
+#define HOOK(s)                                                                \
+    void dlock__##s##_texts(dlock__text_emit, void *) __attribute__((weak));
 HOOK(sqlite)
 HOOK(redis)
 HOOK(postgres)
@@ -46,12 +46,12 @@ static const struct {
 };
 
 struct run {
-    const char *dir;   /* GOLDEN_DIR */
+    const char *dir; /* GOLDEN_DIR */
     const char *store;
     int update;
     int fails;
     size_t nseen, capseen;
-    char **seen;       /* "VARIANT/NAME" emitted for this store */
+    char **seen; /* "VARIANT/NAME" emitted for this store */
 };
 
 static char *slurp(const char *path, size_t *len)
@@ -109,14 +109,14 @@ static void mkdirs(const char *path)
 /* Lua: every bare call NAME( must be to a function the script defines or
  * to a global of Redis's Lua 5.1.  Strings and comments are skipped. */
 static const char *const lua_globals[] = {
-    "assert", "error", "ipairs", "next", "pairs", "pcall", "print",
-    "rawequal", "rawget", "rawset", "select", "setmetatable",
-    "getmetatable", "tonumber", "tostring", "type", "unpack", "xpcall",
-    NULL};
+    "assert", "error",        "ipairs",       "next",     "pairs",
+    "pcall",  "print",        "rawequal",     "rawget",   "rawset",
+    "select", "setmetatable", "getmetatable", "tonumber", "tostring",
+    "type",   "unpack",       "xpcall",       NULL};
 static const char *const lua_keywords[] = {
-    "and", "break", "do", "else", "elseif", "end", "false", "for",
-    "function", "if", "in", "local", "nil", "not", "or", "repeat",
-    "return", "then", "true", "until", "while", NULL};
+    "and",      "break", "do",   "else",  "elseif", "end", "false", "for",
+    "function", "if",    "in",   "local", "nil",    "not", "or",    "repeat",
+    "return",   "then",  "true", "until", "while",  NULL};
 
 static int in_list(const char *const *l, const char *w, size_t n)
 {
@@ -175,8 +175,8 @@ static int lua_defines(const char *text, const char *w, size_t n)
         const char *q = strstr(text, pat[i]);
 
         /* a whole word: not the tail of a longer name */
-        while (q != NULL && q > text && (isalnum((unsigned char)q[-1]) ||
-                                         q[-1] == '_' || q[-1] == '.'))
+        while (q != NULL && q > text &&
+               (isalnum((unsigned char)q[-1]) || q[-1] == '_' || q[-1] == '.'))
             q = strstr(q + 1, pat[i]);
         if (q != NULL)
             return 1;
@@ -215,8 +215,10 @@ static int lua_check(const char *what, const char *text)
             if (w >= text + 9 && memcmp(w - 9, "function ", 9) == 0)
                 continue;
             if (!lua_defines(text, w, n)) {
-                fprintf(stderr, "FAIL %s: calls %.*s(), which it does not "
-                        "define\n", what, (int)n, w);
+                fprintf(stderr,
+                        "FAIL %s: calls %.*s(), which it does not "
+                        "define\n",
+                        what, (int)n, w);
                 bad = 1;
             }
             continue;
@@ -270,8 +272,10 @@ static void emit(void *arg, const char *variant, const char *name,
     }
     old = slurp(path, &len);
     if (old == NULL) {
-        fprintf(stderr, "FAIL %s: no golden copy (run `make golden`, "
-                "then review and commit %s)\n", what, path);
+        fprintf(stderr,
+                "FAIL %s: no golden copy (run `make golden`, "
+                "then review and commit %s)\n",
+                what, path);
         r->fails++;
         return;
     }
@@ -286,8 +290,7 @@ static void emit(void *arg, const char *variant, const char *name,
             if (f != NULL) {
                 fputs(text, f);
                 fclose(f);
-                snprintf(cmd, sizeof(cmd), "diff -u '%s' '%s' >&2", path,
-                         tmp);
+                snprintf(cmd, sizeof(cmd), "diff -u '%s' '%s' >&2", path, tmp);
                 if (system(cmd) == -1)
                     perror("diff");
             }
@@ -337,8 +340,10 @@ static void stale(struct run *r)
                 snprintf(path, sizeof(path), "%s/%s", sub, f->d_name);
                 unlink(path);
             } else {
-                fprintf(stderr, "FAIL %s/%s: a golden copy of a text the "
-                        "store no longer has\n", r->store, key);
+                fprintf(stderr,
+                        "FAIL %s/%s: a golden copy of a text the "
+                        "store no longer has\n",
+                        r->store, key);
                 r->fails++;
             }
         }
@@ -355,8 +360,7 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "--update") == 0)
         update = 1, i++;
     if (argc - i < 2) {
-        fprintf(stderr, "usage: %s [--update] GOLDEN_DIR STORE...\n",
-                argv[0]);
+        fprintf(stderr, "usage: %s [--update] GOLDEN_DIR STORE...\n", argv[0]);
         return 2;
     }
     dir = argv[i++];
@@ -368,8 +372,10 @@ int main(int argc, char **argv)
             if (strcmp(hooks[k].name, argv[i]) == 0)
                 fn = hooks[k].fn;
         if (fn == NULL) {
-            fprintf(stderr, "FAIL %s: no dlock__%s_texts() in the library "
-                    "(src/core/text.h)\n", argv[i], argv[i]);
+            fprintf(stderr,
+                    "FAIL %s: no dlock__%s_texts() in the library "
+                    "(src/core/text.h)\n",
+                    argv[i], argv[i]);
             fails++;
             continue;
         }
@@ -380,8 +386,8 @@ int main(int argc, char **argv)
             r.fails++;
         }
         stale(&r);
-        printf("%s %s: %zu texts, %d failures\n", update ? "updated" : "checked",
-               argv[i], r.nseen, r.fails);
+        printf("%s %s: %zu texts, %d failures\n",
+               update ? "updated" : "checked", argv[i], r.nseen, r.fails);
         for (size_t k = 0; k < r.nseen; k++)
             free(r.seen[k]);
         free(r.seen);

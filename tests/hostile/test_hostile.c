@@ -208,8 +208,8 @@ static char *relay_url(const char *url, int port)
     q = strchr(url, '?');
     /* MySQL's timeout= covers the connect too; libpq's connect_timeout
      * takes whole seconds. */
-    sprintf(out, "%.*s127.0.0.1:%d%s%ctimeout=1s%s", (int)(h - url), url,
-            port, rest, q ? '&' : '?',
+    sprintf(out, "%.*s127.0.0.1:%d%s%ctimeout=1s%s", (int)(h - url), url, port,
+            rest, q ? '&' : '?',
             strncmp(url, "postgres", 8) == 0 ? "&connect_timeout=2"
             : strncmp(url, "redis", 5) == 0  ? "&connect_timeout=1s"
                                              : "");
@@ -354,7 +354,8 @@ static void silent_holder(const char *relayed)
     if (poll(&p, 1, 20000) == 1 &&
         read(pfd[0], &lost_at, sizeof(lost_at)) == (ssize_t)sizeof(lost_at))
         printf("  silent  holder told LOST %lld ms after acquire-invoke "
-               "(lease %d ms)\n", (long long)(lost_at - t0), TTL);
+               "(lease %d ms)\n",
+               (long long)(lost_at - t0), TTL);
     else
         printf("  silent  holder never told LOST\n");
     /* At its lease end less the margin, not before, and not later than

@@ -27,15 +27,17 @@ int main(void)
         bad = 1;
     }
     if (strcmp(DLOCK_VERSION_STRING, DLOCK_PROJECT_VERSION) != 0) {
-        fprintf(stderr, "dlock.h: DLOCK_VERSION_STRING \"%s\", the build is %s\n",
+        fprintf(stderr,
+                "dlock.h: DLOCK_VERSION_STRING \"%s\", the build is %s\n",
                 DLOCK_VERSION_STRING, DLOCK_PROJECT_VERSION);
         bad = 1;
     }
     if (strcmp(STR(DLOCK_VERSION_MAJOR) "." STR(DLOCK_VERSION_MINOR) "." STR(
                    DLOCK_VERSION_PATCH),
                DLOCK_VERSION_STRING) != 0) {
-        fprintf(stderr, "dlock.h: DLOCK_VERSION_STRING \"%s\" is not "
-                        "MAJOR.MINOR.PATCH\n",
+        fprintf(stderr,
+                "dlock.h: DLOCK_VERSION_STRING \"%s\" is not "
+                "MAJOR.MINOR.PATCH\n",
                 DLOCK_VERSION_STRING);
         bad = 1;
     }

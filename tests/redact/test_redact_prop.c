@@ -63,10 +63,9 @@ static void cat(char *b, const char *s)
 /* Noise a password may hold around the marker. */
 static void noise(char *b, int no_amp)
 {
-    static const char *const bits[] = {"@", "/", "?", "#", ":", "%",
-                                       "%40", "%2F", "%3F", "%23", "%25",
-                                       "%3A", "x", "9", "&", "=", "@@",
-                                       "%2", "/x?y", ":@"};
+    static const char *const bits[] = {
+        "@",   "/",   "?", "#", ":", "%", "%40", "%2F", "%3F",  "%23",
+        "%25", "%3A", "x", "9", "&", "=", "@@",  "%2",  "/x?y", ":@"};
     size_t n = pick(4);
 
     for (size_t i = 0; i < n; i++) {
@@ -83,12 +82,11 @@ static void generate(struct gen *g, const char *dir)
     static const char letters[] =
         "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghjkmnpqrstuvwxyz";
     static const char *const schemes[] = {
-        "sqlite",         "redis",         "rediss",   "redis-sentinel",
-        "redis-cluster",  "postgres",      "postgresql", "mysql",
-        "mariadb",        "unix"};
-    static const char *const users[] = {"",         "u",      "admin@corp",
-                                        "a@b",      "us%40er", "alice",
-                                        "x.y-z",    "admin@server"};
+        "sqlite",   "redis",      "rediss", "redis-sentinel", "redis-cluster",
+        "postgres", "postgresql", "mysql",  "mariadb",        "unix"};
+    static const char *const users[] = {"",      "u",           "admin@corp",
+                                        "a@b",   "us%40er",     "alice",
+                                        "x.y-z", "admin@server"};
     const char *scheme = schemes[pick(sizeof(schemes) / sizeof(schemes[0]))];
     char marker[16], written[32], pw[1024] = "", host[64], path[300] = "",
                                   query[300] = "";
@@ -178,8 +176,8 @@ static void no_marker(const struct gen *g, const char *what, const char *s)
     if (s != NULL && (strstr(s, g->m1) != NULL || strstr(s, g->m2) != NULL)) {
         failures++;
         if (failures <= 20)
-            fprintf(stderr, "LEAK in %s\n  url: %s\n  out: %s\n", what,
-                    g->url, s);
+            fprintf(stderr, "LEAK in %s\n  url: %s\n  out: %s\n", what, g->url,
+                    s);
     }
 }
 
@@ -283,8 +281,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "could not remove %s\n", dir);
     }
     if (failures > 0) {
-        printf("redact property: %d leaks in %ld urls (seed=%llu)\n",
-               failures, count, (unsigned long long)seed);
+        printf("redact property: %d leaks in %ld urls (seed=%llu)\n", failures,
+               count, (unsigned long long)seed);
         return 1;
     }
     printf("redact property: no leak in %ld urls\n", count);

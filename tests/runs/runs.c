@@ -145,7 +145,7 @@ static void t_once(dlock_store *s)
     EXPECT_RC(dlock_release(l), DLOCK_OK);
     CHECK(begin(s, nm("once"), &r, &l, &last) == 1); /* tries again */
     dlock_run_free(last);
-    EXPECT_RC(dlock_release(l), DLOCK_OK); /* abandoned: no end */
+    EXPECT_RC(dlock_release(l), DLOCK_OK);           /* abandoned: no end */
     CHECK(begin(s, nm("once"), &r, &l, &last) == 1); /* tries again */
     dlock_run_free(last);
     ok_fence = dlock_fence(l);
@@ -403,8 +403,8 @@ static const struct {
     const char *name;
     void (*fn)(dlock_store *s);
 } tests[] = {
-    {"record", t_record}, {"once", t_once},   {"period", t_period},
-    {"kept", t_kept},     {"lost", t_lost},   {"last_runs", t_last_runs},
+    {"record", t_record}, {"once", t_once}, {"period", t_period},
+    {"kept", t_kept},     {"lost", t_lost}, {"last_runs", t_last_runs},
     {"race", t_race},     {"bad", t_bad},
 };
 

@@ -61,9 +61,9 @@
  * libfaketime (LD_PRELOAD of --faketime LIB, FAKETIME="OFFSET xR": libc's
  * monotonic and boot clocks start where the kernel's are and run at R x;
  * sleeps and timeouts follow; the wall clock reads the boot clock, which
- * dlock shows but never trusts), so libdlock runs on that clock.  The harness's own timestamps come from the kernel by
- * syscall, which libfaketime does not see: the history stays on one
- * clock.
+ * dlock shows but never trusts), so libdlock runs on that clock.  The harness's
+ * own timestamps come from the kernel by syscall, which libfaketime does not
+ * see: the history stays on one clock.
  *
  * Every run also reports the errors workers saw (by code, with the first
  * message), how soon a lock was taken again after a holder was killed,
@@ -97,12 +97,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sched.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -134,12 +134,12 @@ struct cfg {
     int overlap_expected; /* report overlaps, fail only lost updates */
     const char *nemesis;
     int every_ms;
-    int quiet_ms; /* no fault starts in the run's last quiet_ms */
+    int quiet_ms;      /* no fault starts in the run's last quiet_ms */
     const char *netns; /* worker i joins /run/netns/<netns><i % hosts + 1> */
     int hosts;
     const char *clock_rate; /* workers < clock_workers run at this rate */
     int clock_workers;
-    const char *faketime;   /* libfaketime to preload for them */
+    const char *faketime; /* libfaketime to preload for them */
     char name[64];
 };
 
@@ -230,8 +230,8 @@ static int fenced_op(const char *path, uint64_t fence, int write, long *v)
             val = *v;
         else
             *v = val;
-        n = snprintf(buf, sizeof(buf), "%llu %ld\n",
-                     (unsigned long long)fence, val);
+        n = snprintf(buf, sizeof(buf), "%llu %ld\n", (unsigned long long)fence,
+                     val);
         if (ftruncate(fd, 0) != 0 || pwrite(fd, buf, (size_t)n, 0) != n)
             exit(92);
     }
@@ -404,8 +404,8 @@ struct history {
     size_t n, cap;
     long ops, acquired, busy, unknown, writes, rejected, faults;
     long stops, stopped_then_lost, stopped_then_ok;
-    long told_lost; /* releases answered DLOCK_LOST */
-    long errors[NCODES];          /* acquire and release errors by -rc */
+    long told_lost;                /* releases answered DLOCK_LOST */
+    long errors[NCODES];           /* acquire and release errors by -rc */
     char first_error[NCODES][160]; /* the first message of each */
     int64_t *kills;                /* when holders were killed */
     size_t nkills, capkills;
@@ -495,8 +495,8 @@ static void read_log(const struct cfg *c, const char *path, int worker,
                 break;
             if (h->n == h->cap)
                 h->w = grow(h->w, &h->cap, sizeof(*h->w));
-            h->w[h->n] = (struct window){invoke, t, invoke + ttl_us, 0, 1,
-                                         0, fence, worker};
+            h->w[h->n] = (struct window){invoke, t, invoke + ttl_us, 0,
+                                         1,      0, fence,           worker};
             open_w = (long)h->n++;
             h->acquired++;
             break;
@@ -516,8 +516,7 @@ static void read_log(const struct cfg *c, const char *path, int worker,
             if (ev == 'K') {
                 h->faults++;
                 if (h->nkills == h->capkills)
-                    h->kills = grow(h->kills, &h->capkills,
-                                    sizeof(*h->kills));
+                    h->kills = grow(h->kills, &h->capkills, sizeof(*h->kills));
                 h->kills[h->nkills++] = t;
             }
             if (open_w >= 0) {
@@ -560,12 +559,13 @@ static void apply_revocations(struct history *h, long *spanned, long told[3])
 
         for (size_t k = 0; k < n_nemeses; k++) {
             if (w->start < nemeses[k].end && w->end > nemeses[k].start)
-                w->end = w->start > nemeses[k].start ? w->start
-                                                     : nemeses[k].start;
+                w->end =
+                    w->start > nemeses[k].start ? w->start : nemeses[k].start;
             if (w->start < nemeses[k].start && w->released > nemeses[k].end) {
                 (*spanned)++;
-                told[w->rel_rc == DLOCK_OK ? 0 : w->rel_rc == DLOCK_LOST ? 1
-                                                                       : 2]++;
+                told[w->rel_rc == DLOCK_OK     ? 0
+                     : w->rel_rc == DLOCK_LOST ? 1
+                                               : 2]++;
                 break;
             }
         }
@@ -590,19 +590,20 @@ static long late_releases(const struct history *h)
 
         if (w->rel_rc != DLOCK_OK || w->released == 0 || w->killed)
             continue;
-        for (size_t j = i + 1; j < h->n && h->w[j].start < w->released;
-             j++) {
+        for (size_t j = i + 1; j < h->n && h->w[j].start < w->released; j++) {
             const struct window *x = &h->w[j];
 
             if (x->invoke < w->start)
                 continue;
             late++;
             if (late <= 3)
-                fprintf(stderr, "  late release: worker %d fence %llu "
+                fprintf(stderr,
+                        "  late release: worker %d fence %llu "
                         "released at %lld told OK, worker %d acquired at "
-                        "%lld (invoked at %lld)\n", w->worker,
-                        (unsigned long long)w->fence, (long long)w->released,
-                        x->worker, (long long)x->start, (long long)x->invoke);
+                        "%lld (invoked at %lld)\n",
+                        w->worker, (unsigned long long)w->fence,
+                        (long long)w->released, x->worker, (long long)x->start,
+                        (long long)x->invoke);
             break;
         }
     }
@@ -653,15 +654,13 @@ static unsigned max_overlap(const struct history *h, unsigned n, long *over,
     if (e == NULL)
         exit(93);
     for (size_t i = 0; i < h->n; i++) {
-        int64_t end = lease_us > 0 && h->w[i].killed
-                          ? h->w[i].invoke + lease_us
-                          : h->w[i].end;
+        int64_t end = lease_us > 0 && h->w[i].killed ? h->w[i].invoke + lease_us
+                                                     : h->w[i].end;
 
         e[2 * i] = (struct edge){h->w[i].start, +1};
         /* A window cut before it began (a revocation) never opened. */
-        e[2 * i + 1] = (struct edge){end > h->w[i].start ? end
-                                                         : h->w[i].start,
-                                     -1};
+        e[2 * i + 1] =
+            (struct edge){end > h->w[i].start ? end : h->w[i].start, -1};
     }
     qsort(e, 2 * h->n, sizeof(*e), by_edge);
     *over = 0;
@@ -756,8 +755,7 @@ static void summarize(const struct cfg *c, const struct history *h,
             first[w] = -1;
         for (size_t i = 0; i < h->n; i++)
             if (h->w[i].start > last && h->w[i].worker >= 0 &&
-                h->w[i].worker < c->workers &&
-                first[h->w[i].worker] < 0) {
+                h->w[i].worker < c->workers && first[h->w[i].worker] < 0) {
                 first[h->w[i].worker] = h->w[i].start - last;
                 seen++;
                 if (first[h->w[i].worker] > all)
@@ -767,16 +765,18 @@ static void summarize(const struct cfg *c, const struct history *h,
             all = -1;
         if (seen == c->workers)
             printf("INFO after the last heal: every worker acquired again "
-                   "within %.1f ms\n", all / 1000.0);
+                   "within %.1f ms\n",
+                   all / 1000.0);
         else
             printf("INFO after the last heal: %d of %d workers acquired "
-                   "again\n", seen, c->workers);
+                   "again\n",
+                   seen, c->workers);
     }
     if (ngap > 0) {
         qsort(gap, ngap, sizeof(*gap), by_value);
         printf("INFO new holder after a heal: %zu heals, p50 %.1f ms, max "
-               "%.1f ms\n", ngap, gap[ngap / 2] / 1000.0,
-               gap[ngap - 1] / 1000.0);
+               "%.1f ms\n",
+               ngap, gap[ngap / 2] / 1000.0, gap[ngap - 1] / 1000.0);
     }
     printf("summary: overlaps=%ld fences_out_of_order=%ld late_releases=%ld "
            "fenced_lost=%ld stale_refused=%ld told_lost=%ld faults=%ld "
@@ -817,10 +817,11 @@ static int check(const struct cfg *c, int gens[])
         if (i > 0 && h.w[i].start < max_end) {
             overlaps++;
             if (overlaps <= 3 && c->workload != W_SEM) {
-                fprintf(stderr, "  overlap: worker %d fence %llu [%lld, "
+                fprintf(stderr,
+                        "  overlap: worker %d fence %llu [%lld, "
                         "%lld] (invoked %lld), before worker %d fence %llu "
-                        "[%lld, %lld] (invoked %lld) ends\n", h.w[i].worker,
-                        (unsigned long long)h.w[i].fence,
+                        "[%lld, %lld] (invoked %lld) ends\n",
+                        h.w[i].worker, (unsigned long long)h.w[i].fence,
                         (long long)h.w[i].start, (long long)h.w[i].end,
                         (long long)h.w[i].invoke, max_w->worker,
                         (unsigned long long)max_w->fence,
@@ -829,8 +830,8 @@ static int check(const struct cfg *c, int gens[])
                 /* Where the server faults were, to tell a hole from a
                  * fault the checker does not model. */
                 for (size_t k = 0; k < n_nemeses; k++)
-                    fprintf(stderr, "    server fault %zu: [%lld, %lld]\n",
-                            k, (long long)nemeses[k].start,
+                    fprintf(stderr, "    server fault %zu: [%lld, %lld]\n", k,
+                            (long long)nemeses[k].start,
                             (long long)nemeses[k].end);
             }
         }
@@ -848,7 +849,8 @@ static int check(const struct cfg *c, int gens[])
         if (last_fence != NULL && h.w[i].fence <= last_fence->fence) {
             fence_errors++;
             if (fence_errors <= 3 && c->workload != W_SEM)
-                fprintf(stderr, "  fence: worker %d fence %llu at %lld "
+                fprintf(stderr,
+                        "  fence: worker %d fence %llu at %lld "
                         "after worker %d fence %llu at %lld\n",
                         h.w[i].worker, (unsigned long long)h.w[i].fence,
                         (long long)h.w[i].start, last_fence->worker,
@@ -882,8 +884,8 @@ static int check(const struct cfg *c, int gens[])
         c->workload == W_MUTEX || c->workload == W_SEM ? 0 : h.writes - final;
 
     printf("history: %ld ops, %ld acquired, %ld busy, %ld unknown, %ld "
-           "holder faults, %ld server faults\n", h.ops, h.acquired, h.busy,
-           h.unknown, h.faults, nemesis_runs);
+           "holder faults, %ld server faults\n",
+           h.ops, h.acquired, h.busy, h.unknown, h.faults, nemesis_runs);
     for (int i = 1; i < NCODES; i++)
         if (h.errors[i] > 0)
             printf("  errors: %ld x %s, first: %s\n", h.errors[i],
@@ -912,9 +914,9 @@ static int check(const struct cfg *c, int gens[])
             int late = gap[ngap - 1] > (c->ttl + 1000) * 1000;
 
             printf("%s taken again after kill -9: %zu kills, p50 %.1f ms, "
-                   "max %.1f ms (lease %lld ms)\n", late ? "FAIL" : "PASS",
-                   ngap, gap[ngap / 2] / 1000.0, gap[ngap - 1] / 1000.0,
-                   (long long)c->ttl);
+                   "max %.1f ms (lease %lld ms)\n",
+                   late ? "FAIL" : "PASS", ngap, gap[ngap / 2] / 1000.0,
+                   gap[ngap - 1] / 1000.0, (long long)c->ttl);
             fails += late;
         }
         free(gap);
@@ -931,12 +933,12 @@ static int check(const struct cfg *c, int gens[])
 
         printf("%s semaphore: at most %u holders at once (limit %u), %ld "
                "admitted past the limit, %.0f ms with all %u slots taken\n",
-               bad ? "FAIL" : "PASS", most, c->limit, over, full_ms,
-               c->limit);
+               bad ? "FAIL" : "PASS", most, c->limit, over, full_ms, c->limit);
         fails += bad;
         if (most_slots < c->limit) {
             printf("FAIL semaphore: never %u holders at once: the run "
-                   "proved nothing\n", c->limit);
+                   "proved nothing\n",
+                   c->limit);
             fails++;
         } else if (most < c->limit) {
             printf("PASS semaphore: all %u slots taken at once only with "
@@ -950,8 +952,8 @@ static int check(const struct cfg *c, int gens[])
         printf("%s control: at most %u holders at once (workers asked for "
                "%u, the checker counts to %u), %ld admitted past %u; the "
                "harness %s a violation\n",
-               over > 0 ? "PASS" : "FAIL", most, c->limit + 1, c->limit,
-               over, c->limit, over > 0 ? "sees" : "did NOT see");
+               over > 0 ? "PASS" : "FAIL", most, c->limit + 1, c->limit, over,
+               c->limit, over > 0 ? "sees" : "did NOT see");
         fails += over <= 0;
     }
     if (!c->expect_violation) {
@@ -966,12 +968,13 @@ static int check(const struct cfg *c, int gens[])
             printf("%s mutex: %ld overlapping holders\n",
                    overlaps ? bad : "PASS", overlaps);
             fails += weight * (overlaps != 0);
-            printf("%s fences: %ld out of order\n",
-                   fence_errors ? bad : "PASS", fence_errors);
+            printf("%s fences: %ld out of order\n", fence_errors ? bad : "PASS",
+                   fence_errors);
             fails += weight * (fence_errors != 0);
             late = late_releases(&h);
             printf("%s late releases: %ld told OK after the lock had "
-                   "passed on\n", late ? bad : "PASS", late);
+                   "passed on\n",
+                   late ? bad : "PASS", late);
             fails += weight * (late != 0);
         }
         if (c->workload == W_COUNTER || c->workload == W_FENCED) {
@@ -991,8 +994,9 @@ static int check(const struct cfg *c, int gens[])
         if (c->revokes) {
             printf("%s revoked holders: %ld held through a server fault, "
                    "%ld told LOST, %ld told an error, %ld released as if "
-                   "still held\n", told[0] ? "FAIL" : "PASS", spanned,
-                   told[1], told[2], told[0]);
+                   "still held\n",
+                   told[0] ? "FAIL" : "PASS", spanned, told[1], told[2],
+                   told[0]);
             fails += told[0] != 0;
         }
         if (c->nemesis != NULL) {
@@ -1003,7 +1007,8 @@ static int check(const struct cfg *c, int gens[])
             for (size_t i = 0; i < h.n; i++)
                 after += h.w[i].start > last;
             printf("%s recovery: %ld acquisitions after the last server "
-                   "fault\n", after > 0 ? "PASS" : "FAIL", after);
+                   "fault\n",
+                   after > 0 ? "PASS" : "FAIL", after);
             fails += after == 0;
         }
         if (h.faults + nemesis_runs == 0 &&
@@ -1093,8 +1098,7 @@ static void exec_faked_worker(const struct cfg *c, char **argv, int idx,
         free(asan);
     }
     execv("/proc/self/exe", args);
-    fprintf(stderr, "worker %d: cannot re-execute: %s\n", idx,
-            strerror(errno));
+    fprintf(stderr, "worker %d: cannot re-execute: %s\n", idx, strerror(errno));
     _exit(83);
 }
 
@@ -1239,19 +1243,22 @@ int main(int argc, char **argv)
     if (dlock_url_redact(&shown, c.url) != DLOCK_OK)
         shown = NULL;
     printf("torture: %s, %d workers, %d s, lease %lld ms, hold <= %d ms, "
-           "workload %s, fault %s%s%s%s", shown ? shown : "(bad URL)",
-           c.workers, c.seconds, (long long)c.ttl, c.hold_ms,
+           "workload %s, fault %s%s%s%s",
+           shown ? shown : "(bad URL)", c.workers, c.seconds, (long long)c.ttl,
+           c.hold_ms,
            c.workload == W_MUTEX     ? "mutex"
            : c.workload == W_COUNTER ? "counter"
            : c.workload == W_FENCED  ? "fenced"
            : c.expect_violation      ? "semaphore (workers ask one more)"
                                      : "semaphore",
-           c.fault == F_NONE ? "none" : c.fault == F_KILL ? "kill" : "stop",
+           c.fault == F_NONE   ? "none"
+           : c.fault == F_KILL ? "kill"
+                               : "stop",
            c.nemesis ? ", nemesis: " : "", c.nemesis ? c.nemesis : "",
            c.revokes ? " (revokes every lock)" : "");
     if (c.clock_rate != NULL)
-        printf(", clock x%s in %d of %d workers", c.clock_rate,
-               c.clock_workers, c.workers);
+        printf(", clock x%s in %d of %d workers", c.clock_rate, c.clock_workers,
+               c.workers);
     if (c.netns != NULL)
         printf(", on %d hosts %s1..", c.hosts, c.netns);
     if (c.overlap_expected)
@@ -1309,8 +1316,7 @@ int main(int argc, char **argv)
                 pids[idx] = start_worker(&c, argv, idx, ++gens[idx], end);
             } else {
                 if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-                    if (!(WIFSIGNALED(status) &&
-                          WTERMSIG(status) == SIGKILL)) {
+                    if (!(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)) {
                         fprintf(stderr, "worker %d ended badly (%d)\n", idx,
                                 status);
                         crashes++;

@@ -10,14 +10,14 @@
 
 #include "api.h"
 #include "check.h"
-#include "quota.h"
 #include "clock.h"
 #include "names.h"
 #include "process.h"
+#include "quota.h"
 #include "random.h"
 #include "store.h"
-#include "url.h"
 #include "text.h"
+#include "url.h"
 
 static void redact_is(const char *in, const char *want)
 {
@@ -66,7 +66,8 @@ static void test_redact(void)
     redact_is("redis://u/x?password=MARK@h", "redis://***");
     redact_is("postgres://h/db?user=me@srv&password=MARK",
               "postgres://***@srv&password=***");
-    redact_is("postgres://admin@server:PW@h/db", "postgres://admin@server:***@h/db");
+    redact_is("postgres://admin@server:PW@h/db",
+              "postgres://admin@server:***@h/db");
     redact_is("redis:u:pw@h", "redis:***");
 }
 
@@ -217,7 +218,8 @@ static void test_names(void)
     EXPECT(dlock__check_name("\xf0\x9f\x94\x92", 4) == DLOCK_OK); /* lock */
     EXPECT(dlock__check_name("\xc3", 1) == DLOCK_EINVAL);         /* cut */
     EXPECT(dlock__check_name("\xc0\x80", 2) == DLOCK_EINVAL);     /* overlong */
-    EXPECT(dlock__check_name("\xed\xa0\x80", 3) == DLOCK_EINVAL); /* surrogate */
+    EXPECT(dlock__check_name("\xed\xa0\x80", 3) ==
+           DLOCK_EINVAL); /* surrogate */
     EXPECT(dlock__check_name("\xf4\x90\x80\x80", 4) == DLOCK_EINVAL);
     EXPECT(dlock__check_name("\xff", 1) == DLOCK_EINVAL);
 }
@@ -271,8 +273,7 @@ static void test_tokens_after_fork(void)
         if (!ok)
             memset(child, 'x', DLOCK_TOKEN_HEX);
         child[DLOCK_TOKEN_HEX] = '\0';
-        _exit(write(fds[1], child, DLOCK_TOKEN_HEX) == DLOCK_TOKEN_HEX ? 0
-                                                                        : 1);
+        _exit(write(fds[1], child, DLOCK_TOKEN_HEX) == DLOCK_TOKEN_HEX ? 0 : 1);
     }
     close(fds[1]);
     EXPECT(read(fds[0], child, DLOCK_TOKEN_HEX) == DLOCK_TOKEN_HEX);
@@ -294,8 +295,7 @@ static void test_store_urls(void)
     EXPECT(strstr(dlock_errmsg(), "unknown") != NULL);
     EXPECT(dlock_store_open(&s, "sqlite://remotehost/x.db") == DLOCK_EINVAL);
     EXPECT(dlock_store_open(&s, "sqlite:///") == DLOCK_EINVAL);
-    EXPECT(dlock_store_open(&s, "sqlite:///tmp/x.db?bogus=1") ==
-           DLOCK_EINVAL);
+    EXPECT(dlock_store_open(&s, "sqlite:///tmp/x.db?bogus=1") == DLOCK_EINVAL);
     EXPECT(dlock_store_open(&s, "sqlite:///nonexistent-dir/x/y.db") ==
            DLOCK_EUNAVAIL);
     EXPECT(dlock_ddl(&ddl, "sqlite:///x.db") == DLOCK_OK && ddl != NULL);
@@ -328,9 +328,8 @@ static void test_password_tail(void)
         /* A store that is not compiled in cannot tell. */
         if (rc == DLOCK_EINVAL && strstr(dlock_errmsg(), "scheme") != NULL)
             continue;
-        fprintf(stderr, "  %.*s: %s: %s\n",
-                (int)(scheme_end - urls[i]), urls[i], dlock_strerror(rc),
-                dlock_errmsg());
+        fprintf(stderr, "  %.*s: %s: %s\n", (int)(scheme_end - urls[i]),
+                urls[i], dlock_strerror(rc), dlock_errmsg());
         failures++;
         dlock_store_close(s);
     }
@@ -378,8 +377,8 @@ static void test_quota(void)
 /* {{placeholder}} expansion of statement templates (src/core/text.h). */
 static void test_text_expand(void)
 {
-    const char *const vars[] = {"table", "dlock_locks", "x", "", "v", NULL,
-                                NULL};
+    const char *const vars[] = {"table", "dlock_locks", "x", "",
+                                "v",     NULL,          NULL};
     char *s;
 
     s = dlock__text_expand("SELECT * FROM {{table}} WHERE a{{x}}b", vars);
@@ -439,8 +438,7 @@ static void test_bounds_clamp(void)
     EXPECT(dlock__clamp_ms(0) == 0);
     EXPECT(dlock__clamp_ms(1500) == 1500);
     EXPECT(dlock__clamp_ms(DLOCK_DURATION_MAX_MS) == DLOCK_DURATION_MAX_MS);
-    EXPECT(dlock__clamp_ms(DLOCK_DURATION_MAX_MS + 1) ==
-           DLOCK_DURATION_MAX_MS);
+    EXPECT(dlock__clamp_ms(DLOCK_DURATION_MAX_MS + 1) == DLOCK_DURATION_MAX_MS);
     EXPECT(dlock__clamp_ms(INT64_MAX) == DLOCK_DURATION_MAX_MS);
     EXPECT(dlock__clamp_ms(-1) == -1);
     EXPECT(dlock__clamp_ms(INT64_MIN) == -1);
@@ -464,12 +462,10 @@ static void test_bounds_url_timeouts(void)
     EXPECT(dlock__url_param_ms(u, "timeout", 1000, &ms) == DLOCK_OK);
     EXPECT(ms == DLOCK_DURATION_MAX_MS);
     ms = -7;
-    EXPECT(dlock__url_param_ms(u, "connect_timeout", 1000, &ms) ==
-           DLOCK_OK);
+    EXPECT(dlock__url_param_ms(u, "connect_timeout", 1000, &ms) == DLOCK_OK);
     EXPECT(ms == DLOCK_DURATION_MAX_MS);
     ms = -7;
-    EXPECT(dlock__url_param_ms(u, "replicas_timeout", 1000, &ms) ==
-           DLOCK_OK);
+    EXPECT(dlock__url_param_ms(u, "replicas_timeout", 1000, &ms) == DLOCK_OK);
     EXPECT(ms == DLOCK_DURATION_MAX_MS);
     EXPECT(dlock__url_param_ms(u, "a", 1000, &ms) == DLOCK_OK);
     EXPECT(ms == 1000); /* in range: as written */

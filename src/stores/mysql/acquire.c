@@ -13,7 +13,6 @@
 
 #include "my.h"
 
-
 void dlock__my_sb_key(struct sb *b, struct conn *c, const struct my_lock *ml)
 {
     dlock__my_sb_lit(b, c, ml->key, ml->key_len);
@@ -168,7 +167,6 @@ static void lease_from(struct dlock_lock *lk, int64_t sent)
         lk->lease_end = sent + lk->ttl_ms;
 }
 
-
 /* Send a transaction's START, COMMIT or ROLLBACK (sql/tx_*.sql). */
 static int tx(struct conn *c, const char *sql)
 {
@@ -206,13 +204,12 @@ static int insert_row(struct my_store *ms, struct conn *c,
         if (host.oom || nm.oom)
             b.oom = 1;
         else /* sql/insert_row.sql: a lock's has no "%u, %d" */
-            dlock__my_sb_add(&b, ms->sql.insert_row[lk->limit > 1],
-                             dlock__my_key_lit(c, ml, key),
-                             (long long)((lk->ttl_ms + 999) / 1000),
-                             ms->lease_mode ? 0 : 1, lk->token,
-                             (long long)lk->ttl_ms, host.p,
-                             (long long)dlock__pid(), nm.p, lk->limit,
-                             ml->slot);
+            dlock__my_sb_add(
+                &b, ms->sql.insert_row[lk->limit > 1],
+                dlock__my_key_lit(c, ml, key),
+                (long long)((lk->ttl_ms + 999) / 1000), ms->lease_mode ? 0 : 1,
+                lk->token, (long long)lk->ttl_ms, host.p,
+                (long long)dlock__pid(), nm.p, lk->limit, ml->slot);
         if (b.oom) {
             rc = dlock__enomem();
             goto rollback;
@@ -259,9 +256,8 @@ static int insert_row(struct my_store *ms, struct conn *c,
 
                 dlock__my_sb_reset(&b);
                 dlock__my_sb_lit(&k, c, ml->nkey, ml->nkey_len);
-                dlock__my_sb_add(&b, ms->sql.fence_record,
-                                 k.oom ? "''" : k.p, (unsigned long long)n,
-                                 (unsigned long long)n);
+                dlock__my_sb_add(&b, ms->sql.fence_record, k.oom ? "''" : k.p,
+                                 (unsigned long long)n, (unsigned long long)n);
                 if (k.oom)
                     b.oom = 1;
                 dlock__my_sb_free(&k);
@@ -280,23 +276,23 @@ static int insert_row(struct my_store *ms, struct conn *c,
                         rc = dlock__enomem();
                         goto undo;
                     }
-                    if (mysql_real_query(c->db, b.p, (unsigned long)b.len) !=
-                        0)
+                    if (mysql_real_query(c->db, b.p, (unsigned long)b.len) != 0)
                         goto failed;
                 }
             }
         } else {
-        /* LAST_INSERT_ID(expr) hands the new value back to this session
-         * only: an atomic per-name increment in one statement. */
-        dlock__my_sb_reset(&b);
-        dlock__my_sb_fence(&b, ms, c, ml->nkey, ml->nkey_len, ms->lease_mode);
-        if (b.oom) {
-            rc = dlock__enomem();
-            goto undo;
-        }
-        if (mysql_real_query(c->db, b.p, (unsigned long)b.len) != 0)
-            goto failed;
-        fence = (uint64_t)mysql_insert_id(c->db);
+            /* LAST_INSERT_ID(expr) hands the new value back to this session
+             * only: an atomic per-name increment in one statement. */
+            dlock__my_sb_reset(&b);
+            dlock__my_sb_fence(&b, ms, c, ml->nkey, ml->nkey_len,
+                               ms->lease_mode);
+            if (b.oom) {
+                rc = dlock__enomem();
+                goto undo;
+            }
+            if (mysql_real_query(c->db, b.p, (unsigned long)b.len) != 0)
+                goto failed;
+            fence = (uint64_t)mysql_insert_id(c->db);
         }
         if (ms->lease_mode && ms->have_seq && !ms->have_fseq && fence != 0) {
             dlock__my_sb_reset(&b);
@@ -335,7 +331,8 @@ static int insert_row(struct my_store *ms, struct conn *c,
         (void)tx(c, ms->sql.tx_rollback);
         /* A deadlock or lock wait timeout undid the whole transaction:
          * run it again (a MyISAM row stays: ours, deleted first). */
-        if ((e == ER_LOCK_DEADLOCK || e == ER_LOCK_WAIT_TIMEOUT) && tries < 20) {
+        if ((e == ER_LOCK_DEADLOCK || e == ER_LOCK_WAIT_TIMEOUT) &&
+            tries < 20) {
             (void)dlock__my_delete_own_row(ms, c, lk, ml);
             continue;
         }
@@ -412,7 +409,7 @@ static void saw_row(struct my_lock *ml, const struct holder *h)
 
 /* GET_LOCK(key, wait_ms): *got 1 if this session now holds it. */
 int dlock__my_get_lock(struct my_store *ms, struct conn *c,
-                    const struct my_lock *ml, int64_t wait_ms, int *got)
+                       const struct my_lock *ml, int64_t wait_ms, int *got)
 {
     struct sb b = {0};
     char k[KEY_LIT_MAX];
@@ -587,13 +584,13 @@ static int fast_acquire(struct my_store *ms, struct dlock_lock *lk,
     else if (full)
         dlock__my_sb_add(&b, ms->sql.fast_acquire[1], k,
                          (long long)((lk->ttl_ms + 999) / 1000), lk->token,
-                         (long long)lk->ttl_ms, host.p,
-                         (long long)dlock__pid(), nm.p, k);
+                         (long long)lk->ttl_ms, host.p, (long long)dlock__pid(),
+                         nm.p, k);
     else
         dlock__my_sb_add(&b, ms->sql.fast_acquire[0], k,
                          (long long)((lk->ttl_ms + 999) / 1000), lk->token,
-                         (long long)lk->ttl_ms, host.p,
-                         (long long)dlock__pid(), k);
+                         (long long)lk->ttl_ms, host.p, (long long)dlock__pid(),
+                         k);
     dlock__my_sb_free(&nm);
     dlock__my_sb_free(&host);
     if (b.oom) {
@@ -635,8 +632,8 @@ static int fast_acquire(struct my_store *ms, struct dlock_lock *lk,
  * session holds the key's GET_LOCK already (from a wait).  Unless we
  * return DLOCK_OK, the GET_LOCK is given up again. */
 int dlock__my_attempt(struct my_store *ms, struct dlock_lock *lk,
-                   struct my_lock *ml, int have_gl, int64_t deadline,
-                   int64_t *retry_ms)
+                      struct my_lock *ml, int have_gl, int64_t deadline,
+                      int64_t *retry_ms)
 {
     struct conn *c = ml->c;
     int rc, got = -1;
@@ -648,7 +645,7 @@ int dlock__my_attempt(struct my_store *ms, struct dlock_lock *lk,
         if (got == 0)
             got = -1; /* the plain statements say why */
     } else if (!ms->lease_mode && !have_gl && lk->limit == 1 &&
-        __atomic_load_n(&ms->have_proc, __ATOMIC_RELAXED)) {
+               __atomic_load_n(&ms->have_proc, __ATOMIC_RELAXED)) {
         rc = call_acquire(ms, lk, ml, &got);
         if (rc == DLOCK_OK && got == 1)
             return DLOCK_OK;
@@ -716,4 +713,3 @@ int dlock__my_attempt(struct my_store *ms, struct dlock_lock *lk,
     }
     return rc;
 }
-

@@ -71,9 +71,8 @@ int dlock__my_err_code(unsigned e)
 {
     if (e == CR_AUTH_PLUGIN_CANNOT_LOAD)
         return DLOCK_ESTORE;
-    return dlock__my_conn_error(e) || e == ER_CON_COUNT_ERROR
-               ? DLOCK_EUNAVAIL
-               : DLOCK_ESTORE;
+    return dlock__my_conn_error(e) || e == ER_CON_COUNT_ERROR ? DLOCK_EUNAVAIL
+                                                              : DLOCK_ESTORE;
 }
 
 /* The server refused a name the lock table's name column cannot hold: an
@@ -186,13 +185,12 @@ static unsigned secs_up(int64_t ms)
 }
 
 /* The SET of the session's idle-transaction bound (sql/idle_set.sql). */
-void dlock__my_sb_idle(struct sb *b, const struct my_store *ms,
-                       int64_t idle_ms)
+void dlock__my_sb_idle(struct sb *b, const struct my_store *ms, int64_t idle_ms)
 {
     dlock__my_sb_add(b, "SET ");
-    dlock__my_sb_add(b, ms->sql.idle_set,
-                     secs_up(idle_ms > ms->timeout_ms ? idle_ms
-                                                      : ms->timeout_ms));
+    dlock__my_sb_add(
+        b, ms->sql.idle_set,
+        secs_up(idle_ms > ms->timeout_ms ? idle_ms : ms->timeout_ms));
 }
 
 /* A new connection, set up for locking (the pool's open). */
@@ -277,9 +275,8 @@ static int conn_open(void *ctx, void **out)
     dlock__io_unwatch(w);
     row = mysql_fetch_row(res);
     c->id = row != NULL && row[0] != NULL ? strtoul(row[0], NULL, 10) : 0;
-    c->idle_max_ms = row != NULL && row[1] != NULL
-                         ? strtoll(row[1], NULL, 10) * 1000
-                         : 0;
+    c->idle_max_ms =
+        row != NULL && row[1] != NULL ? strtoll(row[1], NULL, 10) * 1000 : 0;
     if (row != NULL && row[2] != NULL)
         dlock__quota_server(&ms->conns, strtoll(row[2], NULL, 10));
     c->used_ms = dlock__now_ms();

@@ -87,14 +87,14 @@
 #include <stdint.h>
 
 #include "../keys.h"
-#include "pool.h"
-#include "quota.h"
 #include "cancel.h"
 #include "clock.h"
 #include "errors.h"
 #include "iobound.h"
 #include "names.h"
+#include "pool.h"
 #include "process.h"
+#include "quota.h"
 #include "random.h"
 #include "store.h"
 #include "strutil.h"
@@ -175,13 +175,13 @@ struct my_sql {
     char *own, *extend, *ttl_left, *release, *release_fast, *release_call;
     char *release_getlock, *release_getlock_if_ours, *delete_own_row;
     /* An attempt (acquire.c) */
-    char *read_row[2][2];   /* [mariadb][have_lim], %s the key */
-    char *take_over[2];     /* [has_owner] */
-    char *used_by, *kill;   /* %s a key; %llu a session */
-    char *get_lock[2];      /* [frac]: seconds as %lld.%03lld, or %lld */
+    char *read_row[2][2]; /* [mariadb][have_lim], %s the key */
+    char *take_over[2];   /* [has_owner] */
+    char *used_by, *kill; /* %s a key; %llu a session */
+    char *get_lock[2];    /* [frac]: seconds as %lld.%03lld, or %lld */
     char *call_acquire;
-    char *fast_acquire[2];  /* [full name column] */
-    char *insert_row[2];    /* [semaphore slot] */
+    char *fast_acquire[2]; /* [full name column] */
+    char *insert_row[2];   /* [semaphore slot] */
     char *delete_by_owner, *fence_record, *fseq_raise, *set_fence;
     /* Semaphores (semaphore.c) and waiter rows (waiter.c) */
     char *sem_live, *sem_delete_head, *sem_insert_head, *sem_delete_bad_head;
@@ -200,26 +200,26 @@ struct my_sql {
      * [1] the others), the WHERE (%s: the keys) */
     char *renew, *renew_join, *renew_row[2], *renew_where;
     /* Run records (runs.c) */
-    char *run_begin, *run_end[2]; /* [a success: the summary too] */
+    char *run_begin, *run_end[2];    /* [a success: the summary too] */
     char *run_history, *run_last[2]; /* [a prefix] */
 };
 
 /* One connection (the pool's `void *`). */
 struct conn {
     MYSQL *db;
-    unsigned long id; /* CONNECTION_ID() */
-    int frac;         /* GET_LOCK takes fractional seconds (MariaDB) */
-    const char *name; /* the lock name it works for, for messages */
-    int64_t used_ms;  /* monotonic ms of its last statement (connect) */
+    unsigned long id;    /* CONNECTION_ID() */
+    int frac;            /* GET_LOCK takes fractional seconds (MariaDB) */
+    const char *name;    /* the lock name it works for, for messages */
+    int64_t used_ms;     /* monotonic ms of its last statement (connect) */
     int64_t idle_max_ms; /* the server ends it after this idle
                             (@@wait_timeout); 0 unknown */
-    int seeded; /* NAME_fseq was seeded when this connection looked: so
-                   for as long as it lives (a server restart ends it) */
+    int seeded;          /* NAME_fseq was seeded when this connection looked: so
+                            for as long as it lives (a server restart ends it) */
 };
 
 struct my_store {
     struct dlock_store base;
-    struct my_sql sql; /* its statements (sql.c) */
+    struct my_sql sql;       /* its statements (sql.c) */
     struct dlock__pool pool; /* idle connections (struct conn *) */
 
     char *host, *user, *password, *database, *socket;
@@ -238,8 +238,8 @@ struct my_store {
     char proc_acq[TABLE_MAX + 8]; /* NAME_acq2: GET_LOCK + row + fence */
     char proc_rel[TABLE_MAX + 8]; /* NAME_rel1: row + RELEASE_LOCK */
     char index[TABLE_MAX + 7];
-    char runs[TABLE_MAX + 10];    /* NAME_runs: the kept runs (runs.c) */
-    char runsum[TABLE_MAX + 10];  /* NAME_runsum: each name's summary */
+    char runs[TABLE_MAX + 10];   /* NAME_runs: the kept runs (runs.c) */
+    char runsum[TABLE_MAX + 10]; /* NAME_runsum: each name's summary */
     char raw_table[TABLE_MAX + 1];
     char name_charset[65]; /* of the table's name column ("" unknown) */
     char engine[65];       /* the lock table's ENGINE ("" unknown) */
@@ -379,8 +379,8 @@ int dlock__my_create_runs(struct my_store *ms, struct conn *c);
 int dlock__my_run_begin(struct dlock_store *s, struct dlock_lock *lk,
                         const dlock_run_rule *rule, const char *host,
                         int64_t pid, int *go, dlock_run *last);
-int dlock__my_run_end(struct dlock_store *s, struct dlock_lock *lk,
-                      int result, int status);
+int dlock__my_run_end(struct dlock_store *s, struct dlock_lock *lk, int result,
+                      int status);
 int dlock__my_runs(struct dlock_store *s, const char *name, unsigned max,
                    dlock_run_cb cb, void *payload);
 int dlock__my_last_runs(struct dlock_store *s, const char *prefix,
@@ -404,7 +404,7 @@ struct holder {
     unsigned long long fence;
     char host[256];
     unsigned lim; /* the limit it asked (1: a lock, or an older row) */
-    char *name; /* malloc'd, want_name only */
+    char *name;   /* malloc'd, want_name only */
     size_t name_len;
 };
 
@@ -477,15 +477,13 @@ void dlock__my_unwait(struct my_store *ms, struct dlock_lock *lk);
  * first 40 hex digits of dlock__mysql_sem_prefix() of key + "\0wait"
  * (a name holds no NUL, so no semaphore's slot prefix), '~', conn_id. */
 void dlock__my_wait_name(const char *key, size_t key_len,
-                         unsigned long long conn_id,
-                         char out[WNAME_MAX + 1]);
+                         unsigned long long conn_id, char out[WNAME_MAX + 1]);
 /* A row read with sql/columns.sql is a waiter row. */
 int dlock__my_is_waiter(const struct holder *h);
 /* Session conn_id's waiter row for key, if any (*found). */
-int dlock__my_read_waiter(struct my_store *ms, struct conn *c,
-                          const char *key, size_t key_len,
-                          unsigned long long conn_id, struct holder *h,
-                          int *found);
+int dlock__my_read_waiter(struct my_store *ms, struct conn *c, const char *key,
+                          size_t key_len, unsigned long long conn_id,
+                          struct holder *h, int *found);
 
 /* acquire.c, for semaphore.c and waiter.c: the row at ml's key (*found;
  * with its name if want_name), taking over a dead holder's row, ending a
@@ -510,14 +508,14 @@ int dlock__my_lock_meets_head(struct my_store *ms, struct conn *c,
  * waiter.c). */
 void dlock__my_set_slot(struct my_lock *ml, unsigned i);
 int dlock__my_rowless(struct my_store *ms, struct conn *c, struct my_lock *ml,
-                   int64_t *retry_ms, int *killed);
+                      int64_t *retry_ms, int *killed);
 int dlock__my_get_lock(struct my_store *ms, struct conn *c,
-                    const struct my_lock *ml, int64_t wait_ms, int *got);
+                       const struct my_lock *ml, int64_t wait_ms, int *got);
 int dlock__my_attempt(struct my_store *ms, struct dlock_lock *lk,
-                   struct my_lock *ml, int have_gl, int64_t deadline,
-                   int64_t *retry_ms);
+                      struct my_lock *ml, int have_gl, int64_t deadline,
+                      int64_t *retry_ms);
 int dlock__my_sem_attempt(struct my_store *ms, struct dlock_lock *lk,
-                       struct my_lock *ml, int have_slot, int64_t deadline,
-                       int64_t *retry_ms);
+                          struct my_lock *ml, int have_slot, int64_t deadline,
+                          int64_t *retry_ms);
 
 #endif /* DLOCK_STORES_MY_H */

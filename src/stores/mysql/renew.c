@@ -126,8 +126,7 @@ static void sb_renew(struct sb *b, struct conn *c, const struct batch *g,
     if (join.oom || where.oom)
         b->oom = 1;
     else
-        dlock__my_sb_add(b, g->ms->sql.renew, join.p, where.p, join.p,
-                         where.p);
+        dlock__my_sb_add(b, g->ms->sql.renew, join.p, where.p, join.p, where.p);
     dlock__my_sb_free(&join);
     dlock__my_sb_free(&where);
 }
@@ -191,8 +190,7 @@ static int run_batch(struct my_store *ms, struct conn *c, struct sb *b,
             return DLOCK_OK;
         }
         e = mysql_errno(c->db);
-        if ((e != ER_LOCK_DEADLOCK && e != ER_LOCK_WAIT_TIMEOUT) ||
-            tries >= 20)
+        if ((e != ER_LOCK_DEADLOCK && e != ER_LOCK_WAIT_TIMEOUT) || tries >= 20)
             return dlock__my_db_err(ms, c, "renew");
         dlock__sleep_ms(tries < 3 ? 0 : 1);
     }

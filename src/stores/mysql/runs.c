@@ -86,10 +86,10 @@ int dlock__my_create_runs(struct my_store *ms, struct conn *c)
 }
 
 /* Send b's statements (one transaction, START TRANSACTION ... COMMIT,
- * or a single statement) and read every result: the last result set goes to *res (NULL if
- * none).  On a failure the transaction is rolled back (best effort; an
- * InnoDB deadlock or lock wait timeout: the whole packet goes again) and
- * the failure's code returned, NO_TABLE (no message) when a table is
+ * or a single statement) and read every result: the last result set goes to
+ * *res (NULL if none).  On a failure the transaction is rolled back (best
+ * effort; an InnoDB deadlock or lock wait timeout: the whole packet goes again)
+ * and the failure's code returned, NO_TABLE (no message) when a table is
  * missing. */
 static int run_tx(struct my_store *ms, struct conn *c, const struct sb *b,
                   MYSQL_RES **res, const char *what)
@@ -140,8 +140,7 @@ static int run_tx(struct my_store *ms, struct conn *c, const struct sb *b,
             if (st != 0)
                 return oom ? dlock__enomem() : dlock__my_db_err(ms, c, what);
         }
-        if ((e != ER_LOCK_DEADLOCK && e != ER_LOCK_WAIT_TIMEOUT) ||
-            tries >= 20)
+        if ((e != ER_LOCK_DEADLOCK && e != ER_LOCK_WAIT_TIMEOUT) || tries >= 20)
             return rc;
         dlock__sleep_ms(tries < 3 ? 0 : 1);
     }
@@ -395,24 +394,41 @@ int dlock__my_run_begin(struct dlock_store *s, struct dlock_lock *lk,
                         const dlock_run_rule *rule, const char *host,
                         int64_t pid, int *go, dlock_run *last)
 {
-    struct rcall k = {(struct my_store *)s, lk, lk->priv, begin_op, rule,
-                      host, pid, go, last, 0, 0};
+    struct rcall k = {(struct my_store *)s,
+                      lk,
+                      lk->priv,
+                      begin_op,
+                      rule,
+                      host,
+                      pid,
+                      go,
+                      last,
+                      0,
+                      0};
     int failed;
 
     *go = 0;
-    if (k.ml == NULL || !k.ml->held ||
-        (!k.ms->lease_mode && k.ml->c == NULL))
+    if (k.ml == NULL || !k.ml->held || (!k.ms->lease_mode && k.ml->c == NULL))
         return dlock__lost(lk, "its connection was lost earlier");
     if (k.ml->c == NULL)
         return dlock__pool_run(&k.ms->pool, rcall_fn, &k);
     return pinned_run(&k, &failed);
 }
 
-int dlock__my_run_end(struct dlock_store *s, struct dlock_lock *lk,
-                      int result, int status)
+int dlock__my_run_end(struct dlock_store *s, struct dlock_lock *lk, int result,
+                      int status)
 {
-    struct rcall k = {(struct my_store *)s, lk, lk->priv, end_op, NULL,
-                      NULL, 0, NULL, NULL, result, status};
+    struct rcall k = {(struct my_store *)s,
+                      lk,
+                      lk->priv,
+                      end_op,
+                      NULL,
+                      NULL,
+                      0,
+                      NULL,
+                      NULL,
+                      result,
+                      status};
     struct my_lock tmp;
     int failed = 1, rc;
 
@@ -420,8 +436,8 @@ int dlock__my_run_end(struct dlock_store *s, struct dlock_lock *lk,
         /* Its state is gone (cannot happen while the core holds lk):
          * the keys again, from the name. */
         memset(&tmp, 0, sizeof(tmp));
-        tmp.key_len = dlock__mysql_key(lk->name, lk->name_len,
-                                       k.ms->mariadb, tmp.key);
+        tmp.key_len =
+            dlock__mysql_key(lk->name, lk->name_len, k.ms->mariadb, tmp.key);
         tmp.nkey_len = tmp.key_len;
         memcpy(tmp.nkey, tmp.key, tmp.key_len + 1);
         k.ml = &tmp;
@@ -523,8 +539,7 @@ int dlock__my_runs(struct dlock_store *s, const char *name, unsigned max,
 {
     struct rlist l = {(struct my_store *)s, name, max, NULL, 0, 0};
 
-    return report(&l, dlock__pool_run(&l.ms->pool, runs_fn, &l), cb,
-                  payload);
+    return report(&l, dlock__pool_run(&l.ms->pool, runs_fn, &l), cb, payload);
 }
 
 /* prefix as a LIKE pattern (escape character '!') and its '%'. */
@@ -581,6 +596,5 @@ int dlock__my_last_runs(struct dlock_store *s, const char *prefix,
 {
     struct rlist l = {(struct my_store *)s, prefix, 0, NULL, 0, 0};
 
-    return report(&l, dlock__pool_run(&l.ms->pool, last_fn, &l), cb,
-                  payload);
+    return report(&l, dlock__pool_run(&l.ms->pool, last_fn, &l), cb, payload);
 }

@@ -84,10 +84,9 @@ int dlock__my_fseq_seed(struct my_store *ms, struct conn *c)
         return rc;
     }
     dlock__my_sb_reset(&b);
-    dlock__my_sb_add(&b, ms->sql.fseq_seed_lock,
-                     (long long)(ms->timeout_ms / 1000 > 0
-                                     ? ms->timeout_ms / 1000
-                                     : 1));
+    dlock__my_sb_add(
+        &b, ms->sql.fseq_seed_lock,
+        (long long)(ms->timeout_ms / 1000 > 0 ? ms->timeout_ms / 1000 : 1));
     rc = dlock__my_run_int(ms, c, &b, &v, &found, "seeding the fences");
     got = rc == DLOCK_OK && found && v == 1;
     if (rc == DLOCK_OK && !got)
@@ -184,10 +183,9 @@ void dlock__my_sb_fence(struct sb *b, struct my_store *ms, struct conn *c,
     if (mine == ms->fences && ms->have_seq)
         dlock__my_sb_add(b, ms->sql.fence_durable, k.p, k.p, k.p);
     else
-        dlock__my_sb_add(b,
-                         mine == ms->fences ? ms->sql.fence_fences
-                                            : ms->sql.fence_seq,
-                         k.p);
+        dlock__my_sb_add(
+            b, mine == ms->fences ? ms->sql.fence_fences : ms->sql.fence_seq,
+            k.p);
     dlock__my_sb_free(&k);
 }
 
@@ -322,8 +320,7 @@ static int create_tables(struct my_store *ms, struct conn *c)
     for (int i = 0; i < 2 && rc == DLOCK_OK; i++) {
         dlock__my_sb_reset(&b);
         dlock__my_sb_add(&b, "%s",
-                         i == 0 ? ms->sql.create_locks
-                                : ms->sql.create_fences);
+                         i == 0 ? ms->sql.create_locks : ms->sql.create_fences);
         if (b.oom) {
             rc = dlock__enomem();
             break;
@@ -414,8 +411,8 @@ static void ensure_extras(struct my_store *ms, struct conn *c)
             long long n = 0;
             int found;
 
-            ms->have_fseq = dlock__my_run_int(ms, c, &b, &n, &found,
-                                              "fseq") == DLOCK_OK;
+            ms->have_fseq =
+                dlock__my_run_int(ms, c, &b, &n, &found, "fseq") == DLOCK_OK;
         }
         ms->fast = ms->have_fseq && !ms->lease_mode &&
                    strcmp(ms->name_charset, "utf8mb4") == 0;
@@ -579,8 +576,10 @@ int dlock__my_ddl(char **out, const struct dlock_url *u)
         return rc;
     }
     if (!ms->lease_mode)
-        dlock__my_sb_add(&b, "-- The MEMORY table's size is capped when it "
-                             "is created:\n%s;\n", ms->sql.heap_big);
+        dlock__my_sb_add(&b,
+                         "-- The MEMORY table's size is capped when it "
+                         "is created:\n%s;\n",
+                         ms->sql.heap_big);
     dlock__my_sb_add(&b, "%s;\n%s;\n%s", ms->sql.create_locks,
                      ms->sql.create_fences, ms->sql.create_seq);
     dlock__my_sb_add(&b, ";\n-- MariaDB 10.3 and later, on a MEMORY lock "

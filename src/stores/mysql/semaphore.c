@@ -32,8 +32,8 @@ void dlock__my_set_slot(struct my_lock *ml, unsigned i)
         ml->rowless_since = 0;
     }
     ml->slot = (int)i;
-    ml->key_len = (size_t)snprintf(ml->key, sizeof(ml->key), "%s%u",
-                                   ml->prefix, i);
+    ml->key_len =
+        (size_t)snprintf(ml->key, sizeof(ml->key), "%s%u", ml->prefix, i);
 }
 
 /* The live slot rows of the semaphore whose slot keys start with prefix
@@ -196,8 +196,8 @@ static int bump_head(struct my_store *ms, struct conn *c,
  * have_slot: the slot whose GET_LOCK this session holds already (a
  * wait's), -1 none; given up again unless admitted to it. */
 int dlock__my_sem_attempt(struct my_store *ms, struct dlock_lock *lk,
-                       struct my_lock *ml, int have_slot, int64_t deadline,
-                       int64_t *retry_ms)
+                          struct my_lock *ml, int have_slot, int64_t deadline,
+                          int64_t *retry_ms)
 {
     struct conn *c = ml->c;
     struct my_lock hd;
@@ -307,8 +307,8 @@ int dlock__my_sem_attempt(struct my_store *ms, struct dlock_lock *lk,
             /* Full: look again when the soonest lease ends. */
             *retry_ms = soonest;
             dlock__seterr(DLOCK_BUSY,
-                          "semaphore '%s' has all its %u slots taken",
-                          lk->name, n);
+                          "semaphore '%s' has all its %u slots taken", lk->name,
+                          n);
             goto out;
         }
         *retry_ms = best;
@@ -359,8 +359,7 @@ int dlock__my_sem_status(struct my_store *ms, struct conn *c,
     if (h->name == NULL)
         return DLOCK_OK;
     dlock__mysql_sem_prefix(h->name, h->name_len, prefix);
-    dlock__my_sb_add(&b,
-                     ms->sql.sem_rows[ms->mariadb != 0][ms->have_lim != 0],
+    dlock__my_sb_add(&b, ms->sql.sem_rows[ms->mariadb != 0][ms->have_lim != 0],
                      prefix);
     rc = dlock__my_run(ms, c, &b, &res, "status");
     dlock__my_sb_free(&b);

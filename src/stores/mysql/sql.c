@@ -65,12 +65,12 @@ static unsigned secs_up(int64_t ms)
 #define V(...)                                                                 \
     (const char *const[])                                                      \
     {                                                                          \
-        __VA_ARGS__, "table", ms->table, "fences", ms->fences, "seq",          \
-            ms->seq, "fseq", ms->fseq, "boot", ms->boot, "index", ms->index,   \
+        __VA_ARGS__, "table", ms->table, "fences", ms->fences, "seq", ms->seq, \
+            "fseq", ms->fseq, "boot", ms->boot, "index", ms->index,            \
             "proc_acq", ms->proc_acq, "proc_rel", ms->proc_rel, "runs",        \
             ms->runs, "runsum", ms->runsum, "nowms", NOWMS, "nowus", NOWUS,    \
-            "expires", EXPIRES, "row_key", ROW_KEY, "engine",                  \
-            ddl_engine(ms), NULL                                               \
+            "expires", EXPIRES, "row_key", ROW_KEY, "engine", ddl_engine(ms),  \
+            NULL                                                               \
     }
 #define X(dst, tmpl, vars)                                                     \
     do {                                                                       \
@@ -115,8 +115,7 @@ int dlock__my_sql_build(struct my_store *ms)
     /* A new connection's: the idle bound at ?timeout= (conn.c). */
     snprintf(secs, sizeof(secs), "%u", secs_up(ms->timeout_ms));
     X(idle_now, dlock__text_mysql_idle_set, V("secs", secs));
-    X(q->init_session, dlock__text_mysql_init_session,
-      V("idle_set", idle_now));
+    X(q->init_session, dlock__text_mysql_init_session, V("idle_set", idle_now));
     X(q->init_isolation, dlock__text_mysql_init_isolation, V("_", ""));
     X(q->conn_info, dlock__text_mysql_conn_info, V("_", ""));
     X(q->tx_begin, dlock__text_mysql_tx_begin, V("_", ""));
@@ -145,8 +144,7 @@ int dlock__my_sql_build(struct my_store *ms)
     X(q->count_procs, dlock__text_mysql_count_procs, V("_", ""));
     X(q->alter_add_lim, dlock__text_mysql_alter_add_lim, V("_", ""));
     X(q->alter_add_columns, dlock__text_mysql_alter_add_columns, V("_", ""));
-    X(q->alter_name_utf8mb4, dlock__text_mysql_alter_name_utf8mb4,
-      V("_", ""));
+    X(q->alter_name_utf8mb4, dlock__text_mysql_alter_name_utf8mb4, V("_", ""));
     X(q->alter_engine_myisam, dlock__text_mysql_alter_engine_myisam,
       V("_", ""));
     /* The seed's GET_LOCK: named after the table (its first 50
@@ -229,8 +227,7 @@ int dlock__my_sql_build(struct my_store *ms)
     X(q->waiter_insert, dlock__text_mysql_waiter_insert, V("_", ""));
     X(q->waiter_confirm, dlock__text_mysql_waiter_confirm, V("_", ""));
     X(q->kill_query, dlock__text_mysql_kill_query, V("_", ""));
-    X(q->lease_get_lock[0], dlock__text_mysql_lease_get_lock_mysql,
-      V("_", ""));
+    X(q->lease_get_lock[0], dlock__text_mysql_lease_get_lock_mysql, V("_", ""));
     X(q->lease_get_lock[1], dlock__text_mysql_lease_get_lock_mariadb,
       V("_", ""));
     X(seq_fence, dlock__text_mysql_status_seq_fence, V("_", ""));
@@ -257,8 +254,7 @@ int dlock__my_sql_build(struct my_store *ms)
         "kept", kept, "kept_1", kept_1, "runnow", RUNNOW, "for_update",
         ms->lease_mode ? " FOR UPDATE" : ""));
     X(run_ok, dlock__text_mysql_run_end_ok, V("_", ""));
-    X(q->run_end[0], dlock__text_mysql_run_end,
-      V("ok", "", "runnow", RUNNOW));
+    X(q->run_end[0], dlock__text_mysql_run_end, V("ok", "", "runnow", RUNNOW));
     X(q->run_end[1], dlock__text_mysql_run_end,
       V("ok", run_ok, "runnow", RUNNOW));
     X(q->run_history, dlock__text_mysql_run_history,
@@ -286,7 +282,7 @@ int dlock__my_sql_build(struct my_store *ms)
 fail:
     /* A missing {{key}} (a bug the golden test finds first) or memory. */
     rc = strncmp(dlock_errmsg(), "template", 8) == 0 ? DLOCK_EINVAL
-                                                      : DLOCK_ENOMEM;
+                                                     : DLOCK_ENOMEM;
     dlock__my_sql_free(ms);
 out:
     for (int i = 0; i < 3; i++)
@@ -310,48 +306,115 @@ static const struct {
     const char *file;
     size_t off;
 } texts[] = {
-#define T(f) {#f ".sql", offsetof(struct my_sql, f)}
-    T(create_locks),  T(create_fences),   T(create_seq),
-    T(create_fseq),   T(create_boot),     T(create_runs),
-    T(create_runsum), T(create_proc_acq), T(create_proc_rel),
-    T(fence_seq),     T(fence_fences),    T(fence_durable),
-    T(idle_set),      T(init_session),    T(init_isolation),
-    T(heap_big),      T(heap_default),    T(conn_info),
-    T(tx_begin),      T(tx_commit),       T(tx_rollback),
-    T(check_locks),   T(check_fences),    T(check_seq),
-    T(check_lim),     T(check_fseq),      T(name_charset),
-    T(table_engine),  T(count_procs),     T(alter_add_lim),
-    T(alter_add_columns), T(alter_name_utf8mb4), T(alter_engine_myisam),
-    T(fseq_seeded),   T(fseq_seed_lock),  T(fseq_seed_unlock),
-    T(fseq_setval),   T(fseq_record_seed), T(fseq_mark_seeded),
-    T(fseq_next),     T(seq_raise),
-    T(own),           T(extend),          T(ttl_left),
-    T(release),       T(release_fast),    T(release_call),
-    T(release_getlock), T(release_getlock_if_ours), T(delete_own_row),
-    T(used_by),       T(kill),            T(call_acquire),
-    T(delete_by_owner), T(fence_record),  T(fseq_raise),
-    T(set_fence),     T(sem_live),        T(sem_delete_head),
-    T(sem_insert_head), T(sem_delete_bad_head), T(sem_bump_head),
-    T(waiter_fence_off), T(waiter_drop),  T(waiter_tidy),
-    T(waiter_renew),  T(waiter_insert),   T(waiter_confirm),
-    T(kill_query),    T(force_delete),    T(force_delete_slots),
-    T(force_delete_waiter), T(renew),     T(renew_join),
-    T(renew_where),   T(run_begin),       T(run_history),
-#define T2(f, i, n) {#f n ".sql", offsetof(struct my_sql, f[i])}
-    T2(take_over, 0, "_owner_null"),    T2(take_over, 1, ""),
-    T2(get_lock, 0, "_mysql"),          T2(get_lock, 1, "_mariadb"),
-    T2(fast_acquire, 0, ""),            T2(fast_acquire, 1, "_full_name"),
-    T2(insert_row, 0, ""),              T2(insert_row, 1, "_slot"),
-    T2(lease_get_lock, 0, "_mysql"),    T2(lease_get_lock, 1, "_mariadb"),
-    T2(renew_row, 0, "_first"),         T2(renew_row, 1, "_next"),
-    T2(run_end, 0, ""),                 T2(run_end, 1, "_ok"),
-    T2(run_last, 0, ""),                T2(run_last, 1, "_prefix"),
+#define T(f)                                                                   \
+    {                                                                          \
+#f ".sql", offsetof(struct my_sql, f)                                  \
+    }
+    T(create_locks),
+    T(create_fences),
+    T(create_seq),
+    T(create_fseq),
+    T(create_boot),
+    T(create_runs),
+    T(create_runsum),
+    T(create_proc_acq),
+    T(create_proc_rel),
+    T(fence_seq),
+    T(fence_fences),
+    T(fence_durable),
+    T(idle_set),
+    T(init_session),
+    T(init_isolation),
+    T(heap_big),
+    T(heap_default),
+    T(conn_info),
+    T(tx_begin),
+    T(tx_commit),
+    T(tx_rollback),
+    T(check_locks),
+    T(check_fences),
+    T(check_seq),
+    T(check_lim),
+    T(check_fseq),
+    T(name_charset),
+    T(table_engine),
+    T(count_procs),
+    T(alter_add_lim),
+    T(alter_add_columns),
+    T(alter_name_utf8mb4),
+    T(alter_engine_myisam),
+    T(fseq_seeded),
+    T(fseq_seed_lock),
+    T(fseq_seed_unlock),
+    T(fseq_setval),
+    T(fseq_record_seed),
+    T(fseq_mark_seeded),
+    T(fseq_next),
+    T(seq_raise),
+    T(own),
+    T(extend),
+    T(ttl_left),
+    T(release),
+    T(release_fast),
+    T(release_call),
+    T(release_getlock),
+    T(release_getlock_if_ours),
+    T(delete_own_row),
+    T(used_by),
+    T(kill),
+    T(call_acquire),
+    T(delete_by_owner),
+    T(fence_record),
+    T(fseq_raise),
+    T(set_fence),
+    T(sem_live),
+    T(sem_delete_head),
+    T(sem_insert_head),
+    T(sem_delete_bad_head),
+    T(sem_bump_head),
+    T(waiter_fence_off),
+    T(waiter_drop),
+    T(waiter_tidy),
+    T(waiter_renew),
+    T(waiter_insert),
+    T(waiter_confirm),
+    T(kill_query),
+    T(force_delete),
+    T(force_delete_slots),
+    T(force_delete_waiter),
+    T(renew),
+    T(renew_join),
+    T(renew_where),
+    T(run_begin),
+    T(run_history),
+#define T2(f, i, n)                                                            \
+    {                                                                          \
+#f n ".sql", offsetof(struct my_sql, f[i])                             \
+    }
+    T2(take_over, 0, "_owner_null"),
+    T2(take_over, 1, ""),
+    T2(get_lock, 0, "_mysql"),
+    T2(get_lock, 1, "_mariadb"),
+    T2(fast_acquire, 0, ""),
+    T2(fast_acquire, 1, "_full_name"),
+    T2(insert_row, 0, ""),
+    T2(insert_row, 1, "_slot"),
+    T2(lease_get_lock, 0, "_mysql"),
+    T2(lease_get_lock, 1, "_mariadb"),
+    T2(renew_row, 0, "_first"),
+    T2(renew_row, 1, "_next"),
+    T2(run_end, 0, ""),
+    T2(run_end, 1, "_ok"),
+    T2(run_last, 0, ""),
+    T2(run_last, 1, "_prefix"),
 #undef T2
-#define T4(f, n) /* [mariadb][have_lim] */                                    \
+#define T4(f, n) /* [mariadb][have_lim] */                                     \
     {n "_mysql_nolim.sql", offsetof(struct my_sql, f[0][0])},                  \
         {n "_mysql.sql", offsetof(struct my_sql, f[0][1])},                    \
         {n "_mariadb_nolim.sql", offsetof(struct my_sql, f[1][0])},            \
-        {n "_mariadb.sql", offsetof(struct my_sql, f[1][1])}
+    {                                                                          \
+        n "_mariadb.sql", offsetof(struct my_sql, f[1][1])                     \
+    }
     T4(list, "list"),
     T4(status[0], "status"),
     T4(status[1], "status_seq"),

@@ -190,7 +190,8 @@ static int release_failed(struct my_store *ms, struct dlock_lock *lk,
     snprintf(why, sizeof(why), "%s", mysql_error(ml->c->db));
     dlock__pool_discard(&ms->pool, ml->c);
     ml->c = NULL;
-    return dlock__seterr(rc, "lock '%s': its release could not be "
+    return dlock__seterr(rc,
+                         "lock '%s': its release could not be "
                          "confirmed: its connection to %s failed (%s); "
                          "its GET_LOCK goes with the session",
                          lk->name, ms->base.url, why);
@@ -213,7 +214,7 @@ void dlock__my_sb_own(struct sb *b, struct my_store *ms, struct conn *c,
 
 /* After finding the lock lost: tidy our row and GET_LOCK away. */
 void dlock__my_tidy_lost(struct my_store *ms, struct conn *c,
-                      const struct dlock_lock *lk, struct my_lock *ml)
+                         const struct dlock_lock *lk, struct my_lock *ml)
 {
     (void)dlock__my_delete_own_row(ms, c, lk, ml);
     if (!ms->lease_mode && ml->c != NULL) {
@@ -289,8 +290,8 @@ static int extend_op(struct held_call *k, struct conn *c)
     dlock__my_key_lit(c, k->ml, key);
     /* sql/extend.sql: in lease mode the last %s is not there. */
     dlock__my_sb_add(&b, k->ms->sql.extend, (long long)k->ttl_ms,
-                     (long long)((k->ttl_ms + 999) / 1000), key,
-                     k->lk->token, key);
+                     (long long)((k->ttl_ms + 999) / 1000), key, k->lk->token,
+                     key);
     rc = dlock__my_run(k->ms, c, &b, NULL, "extend");
     dlock__my_sb_free(&b);
     if (rc == DLOCK_OK && mysql_affected_rows(c->db) != 1) {
@@ -380,8 +381,7 @@ static int release_op(struct held_call *k, struct conn *c)
          * The table lock of a MEMORY (or MyISAM) table keeps a waiter
          * woken by the GET_LOCK from reading the row until it is gone. */
         dlock__my_key_lit(c, k->ml, key);
-        dlock__my_sb_add(&b, k->ms->sql.release_fast, key, k->lk->token,
-                         key);
+        dlock__my_sb_add(&b, k->ms->sql.release_fast, key, k->lk->token, key);
         return run_release(k, c, &b);
     }
     if (!k->ms->lease_mode &&
@@ -502,10 +502,10 @@ static int status_fn(void *conn, void *arg, int *dead)
     c->name = name;
     /* sql/status.sql: the key three times, four with NAME_seq. */
     dlock__my_key_lit(c, &ml, key);
-    dlock__my_sb_add(&b,
-                     ms->sql.status[ms->have_seq != 0][ms->mariadb != 0]
-                                   [ms->have_lim != 0],
-                     key, key, key, key);
+    dlock__my_sb_add(
+        &b,
+        ms->sql.status[ms->have_seq != 0][ms->mariadb != 0][ms->have_lim != 0],
+        key, key, key, key);
     rc = dlock__my_run(ms, c, &b, &res, "status");
     dlock__my_sb_free(&b);
     if (rc == DLOCK_OK && res != NULL) {
@@ -540,8 +540,8 @@ static int status_fn(void *conn, void *arg, int *dead)
                  * directly): held, nothing more known. */
                 mysql_free_result(res);
                 res = NULL;
-                rc = dlock__my_read_waiter(ms, c, ml.key, ml.key_len, used,
-                                           &w, &wf);
+                rc = dlock__my_read_waiter(ms, c, ml.key, ml.key_len, used, &w,
+                                           &wf);
                 if (rc == DLOCK_OK && wf && w.left > 0) {
                     fill_info(out, &w);
                 } else if (rc == DLOCK_OK && !wf) {
@@ -590,9 +590,8 @@ static int names_fn(void *conn, void *arg, int *dead)
             break;
         }
         if (h.name != NULL && !dlock__my_holder_dead(&h) &&
-            !dlock__my_is_waiter(&h) &&
-            h.name_len >= plen && h.name_len <= DLOCK_NAME_MAX &&
-            memcmp(h.name, k->name, plen) == 0)
+            !dlock__my_is_waiter(&h) && h.name_len >= plen &&
+            h.name_len <= DLOCK_NAME_MAX && memcmp(h.name, k->name, plen) == 0)
             rc = dlock__names_add(k->names, h.name, h.name_len);
         free(h.name);
     }
@@ -619,7 +618,7 @@ struct victims {
         char key[KEY_MAX + 1]; /* GET_LOCK's key, raw */
         size_t key_len;
         int killed;
-    } *v;
+    } * v;
     size_t n, cap;
 };
 
@@ -686,8 +685,7 @@ static int kill_victims(struct my_store *ms, struct conn *c, const char *name,
             else
                 dlock__my_sb_add(&b, ms->sql.used_by, k.p);
             dlock__my_sb_free(&k);
-            rc = dlock__my_run_int(ms, c, &b, &used, &found,
-                                   "release --force");
+            rc = dlock__my_run_int(ms, c, &b, &used, &found, "release --force");
             if (rc != DLOCK_OK || (unsigned long long)used != v[i].conn_id)
                 break;
             dlock__sleep_ms(2);
@@ -714,8 +712,7 @@ static int force_slots(struct my_store *ms, struct conn *c,
     /* An admission that slips in between this read and the delete loses
      * its row too, unkilled: like every holder here it is told LOST at its
      * next renewal, and its slot's GET_LOCK lasts only until then. */
-    dlock__my_sb_add(&b,
-                     ms->sql.sem_rows[ms->mariadb != 0][ms->have_lim != 0],
+    dlock__my_sb_add(&b, ms->sql.sem_rows[ms->mariadb != 0][ms->have_lim != 0],
                      prefix);
     rc = dlock__my_run(ms, c, &b, &res, "release --force");
     while (rc == DLOCK_OK && res != NULL && (row = mysql_fetch_row(res))) {
@@ -761,8 +758,7 @@ static int force_waiter(struct my_store *ms, struct conn *c,
                                (unsigned long long)used, &w, &found);
     if (rc != DLOCK_OK || !found)
         goto out;
-    dlock__my_wait_name(ml->key, ml->key_len, (unsigned long long)used,
-                        wname);
+    dlock__my_wait_name(ml->key, ml->key_len, (unsigned long long)used, wname);
     dlock__my_sb_reset(&b);
     dlock__my_sb_add(&b, ms->sql.force_delete_waiter, wname, used);
     rc = dlock__my_run(ms, c, &b, NULL, "release --force");

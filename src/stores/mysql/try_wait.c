@@ -21,7 +21,8 @@ static struct my_lock *new_lock(struct my_store *ms, struct dlock_lock *lk)
 
     if (ml == NULL)
         return NULL;
-    ml->key_len = dlock__mysql_key(lk->name, lk->name_len, ms->mariadb, ml->key);
+    ml->key_len =
+        dlock__mysql_key(lk->name, lk->name_len, ms->mariadb, ml->key);
     ml->nkey_len = ml->key_len;
     memcpy(ml->nkey, ml->key, ml->key_len + 1);
     ml->slot = ml->wait_slot = -1;
@@ -118,8 +119,9 @@ static int pinned_try(struct my_store *ms, struct dlock_lock *lk,
 
         if (rc != DLOCK_OK)
             return rc;
-        rc = lk->limit > 1 ? dlock__my_sem_attempt(ms, lk, ml, -1, deadline, retry_ms)
-                           : dlock__my_attempt(ms, lk, ml, 0, deadline, retry_ms);
+        rc = lk->limit > 1
+                 ? dlock__my_sem_attempt(ms, lk, ml, -1, deadline, retry_ms)
+                 : dlock__my_attempt(ms, lk, ml, 0, deadline, retry_ms);
         if (rc == DLOCK_EUNAVAIL && pooled &&
             dlock__my_conn_error(mysql_errno(ml->c->db))) {
             unpin(ms, ml, 0);
@@ -145,9 +147,10 @@ static int lease_fn(void *conn, void *arg, int *dead)
 
     c->name = k->lk->name;
     k->ml->c = c;
-    rc = k->lk->limit > 1
-             ? dlock__my_sem_attempt(k->ms, k->lk, k->ml, -1, k->deadline, k->retry_ms)
-             : dlock__my_attempt(k->ms, k->lk, k->ml, 0, k->deadline, k->retry_ms);
+    rc = k->lk->limit > 1 ? dlock__my_sem_attempt(k->ms, k->lk, k->ml, -1,
+                                                  k->deadline, k->retry_ms)
+                          : dlock__my_attempt(k->ms, k->lk, k->ml, 0,
+                                              k->deadline, k->retry_ms);
     k->ml->c = NULL;
     *dead = rc == DLOCK_EUNAVAIL && dlock__my_conn_error(mysql_errno(c->db));
     return rc;

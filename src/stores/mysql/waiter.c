@@ -45,10 +45,9 @@ int dlock__my_is_waiter(const struct holder *h)
     return 1;
 }
 
-int dlock__my_read_waiter(struct my_store *ms, struct conn *c,
-                          const char *key, size_t key_len,
-                          unsigned long long conn_id, struct holder *h,
-                          int *found)
+int dlock__my_read_waiter(struct my_store *ms, struct conn *c, const char *key,
+                          size_t key_len, unsigned long long conn_id,
+                          struct holder *h, int *found)
 {
     struct my_lock w;
     int rc;
@@ -74,8 +73,7 @@ int dlock__my_read_waiter(struct my_store *ms, struct conn *c,
  * KILLed; one that did not can no more claim. */
 static int fence_waiter(struct my_store *ms, struct conn *c,
                         const struct my_lock *ml, unsigned long long used,
-                        const struct holder *w, int64_t *retry_ms,
-                        int *killed)
+                        const struct holder *w, int64_t *retry_ms, int *killed)
 {
     char wname[WNAME_MAX + 1], k[KEY_LIT_MAX];
     struct sb b = {0};
@@ -111,7 +109,7 @@ static int fence_waiter(struct my_store *ms, struct conn *c,
  * holder with no lease, waited for without bound, never KILLed.  *retry_ms
  * is when to look again (-1: when it lets go). */
 int dlock__my_rowless(struct my_store *ms, struct conn *c, struct my_lock *ml,
-                   int64_t *retry_ms, int *killed)
+                      int64_t *retry_ms, int *killed)
 {
     struct sb b = {0};
     char k[KEY_LIT_MAX];
@@ -147,8 +145,8 @@ int dlock__my_rowless(struct my_store *ms, struct conn *c, struct my_lock *ml,
                                  c->name ? c->name : ml->key, used, h.pid,
                                  h.host, h.left);
         }
-        return fence_waiter(ms, c, ml, (unsigned long long)used, &h,
-                            retry_ms, killed);
+        return fence_waiter(ms, c, ml, (unsigned long long)used, &h, retry_ms,
+                            killed);
     }
     if ((unsigned long long)used != ml->seen_conn) {
         ml->rowless_since = 0;
@@ -179,4 +177,3 @@ int dlock__my_rowless(struct my_store *ms, struct conn *c, struct my_lock *ml,
     }
     return dlock__my_kill_holder(ms, c, ml, ml->seen_conn, killed);
 }
-

@@ -21,8 +21,8 @@
 
 /* The acquire statements' parameters (lease mode's too). */
 void dlock__pg_acq_params(struct dlock__pg_acq_params *p,
-                          const struct dlock_lock *lk,
-                          int64_t lock_timeout_ms, const char *sess)
+                          const struct dlock_lock *lk, int64_t lock_timeout_ms,
+                          const char *sess)
 {
     snprintf(p->ttl, sizeof(p->ttl), "%lld", (long long)lk->ttl_ms);
     snprintf(p->pid, sizeof(p->pid), "%ld", (long)dlock__pid());
@@ -73,8 +73,8 @@ static int session_attempt(struct pg_store *ps, struct sess *s,
     } else
         q = lk->shared ? Q_WAIT_S : Q_WAIT_X;
     dlock__pg_cancellable = lock_timeout_ms > 0;
-    rc = dlock__pg_runp(s->c, ps->base.url, "acquire", q, ps->sql[q], 8, p.v, lock_timeout_ms + ps->op_timeout_ms, &res,
-                        state);
+    rc = dlock__pg_runp(s->c, ps->base.url, "acquire", q, ps->sql[q], 8, p.v,
+                        lock_timeout_ms + ps->op_timeout_ms, &res, state);
     dlock__pg_cancellable = 0;
     if (rc == DLOCK_EUNAVAIL) {
         dlock__pg_sess_retire(ps, s, 1);
@@ -138,8 +138,9 @@ static void session_holders(struct pg_store *ps, struct sess *s,
 
     memset(h, 0, sizeof(*h));
     h->left_ms = -1;
-    if (s->c == NULL || dlock__pg_run(s->c, ps->base.url, "acquire", ps->sql[Q_HOLDERS],
-                            2, v, ps->op_timeout_ms, &res, NULL) != DLOCK_OK)
+    if (s->c == NULL ||
+        dlock__pg_run(s->c, ps->base.url, "acquire", ps->sql[Q_HOLDERS], 2, v,
+                      ps->op_timeout_ms, &res, NULL) != DLOCK_OK)
         return;
     h->n = dlock__pg_col_i64(res, 0, 0, 0);
     h->left_ms = dlock__pg_col_i64(res, 0, 1, -1);
@@ -152,8 +153,8 @@ static void session_holders(struct pg_store *ps, struct sess *s,
     PQclear(res);
     if (h->expired == 0)
         return;
-    rc = dlock__pg_run(s->c, ps->base.url, "acquire", ps->sql[Q_TERMINATE], 2, v,
-             ps->op_timeout_ms, &res, state);
+    rc = dlock__pg_run(s->c, ps->base.url, "acquire", ps->sql[Q_TERMINATE], 2,
+                       v, ps->op_timeout_ms, &res, state);
     if (rc == DLOCK_OK) {
         for (int i = 0; i < PQntuples(res); i++)
             h->killed += dlock__pg_col_bool(res, i, 0);
@@ -218,13 +219,16 @@ static void session_undo(struct pg_store *ps, struct sess *s,
 {
     char sl[16];
     const char *v[3] = {lk->name, lk->token, sl};
-    int q = lk->limit > 1 ? Q_RELEASE_M : lk->shared ? Q_RELEASE_S : Q_RELEASE_X;
+    int q = lk->limit > 1 ? Q_RELEASE_M
+            : lk->shared  ? Q_RELEASE_S
+                          : Q_RELEASE_X;
     PGresult *res;
 
     snprintf(sl, sizeof(sl), "%d", slot);
-    if (s->c != NULL && dlock__pg_runp(s->c, ps->base.url, "release", q, ps->sql[q],
-                             lk->limit > 1 ? 3 : 2, v,
-                             ps->op_timeout_ms, &res, NULL) == DLOCK_OK)
+    if (s->c != NULL &&
+        dlock__pg_runp(s->c, ps->base.url, "release", q, ps->sql[q],
+                       lk->limit > 1 ? 3 : 2, v, ps->op_timeout_ms, &res,
+                       NULL) == DLOCK_OK)
         PQclear(res);
     else
         dlock__pg_sess_retire(ps, s, 1);
@@ -262,8 +266,8 @@ static int sem_attempt(struct pg_store *ps, struct sess *s,
                        struct dlock_lock *lk, int have, struct sem_out *o)
 {
     char lim[16], ttl[24], pid[24], hv[16];
-    const char *v[8] = {lk->name, lk->token, lim, ttl,
-                        dlock__hostname(), pid, s->id, hv};
+    const char *v[8] = {lk->name,          lk->token, lim,   ttl,
+                        dlock__hostname(), pid,       s->id, hv};
     PGresult *res;
     int rc;
 
@@ -278,8 +282,8 @@ static int sem_attempt(struct pg_store *ps, struct sess *s,
     snprintf(ttl, sizeof(ttl), "%lld", (long long)lk->ttl_ms);
     snprintf(pid, sizeof(pid), "%ld", (long)dlock__pid());
     snprintf(hv, sizeof(hv), "%d", have);
-    rc = dlock__pg_runp(s->c, ps->base.url, "acquire", Q_SEM, ps->sql[Q_SEM],
-                        8, v, ps->op_timeout_ms, &res, NULL);
+    rc = dlock__pg_runp(s->c, ps->base.url, "acquire", Q_SEM, ps->sql[Q_SEM], 8,
+                        v, ps->op_timeout_ms, &res, NULL);
     if (rc == DLOCK_EUNAVAIL) {
         dlock__pg_sess_retire(ps, s, 1);
         return rc;
@@ -461,9 +465,8 @@ int dlock__pg_session_try(struct pg_store *ps, struct dlock_lock *lk,
  * granted, be admitted on the slot already held.  So a release of that
  * slot, or its holder's death, wakes the waiter at once; a release of
  * another slot is seen when the slice ends, SEM_LOOK_MS at most. */
-static int sem_slice(struct pg_store *ps, struct sess *s,
-                     struct dlock_lock *lk, int64_t slice_ms,
-                     int64_t *retry_ms)
+static int sem_slice(struct pg_store *ps, struct sess *s, struct dlock_lock *lk,
+                     int64_t slice_ms, int64_t *retry_ms)
 {
     struct held *h = lk->priv;
     struct sem_out o;
@@ -488,8 +491,8 @@ static int sem_slice(struct pg_store *ps, struct sess *s,
     snprintf(tmo, sizeof(tmo), "%lld", (long long)slice_ms);
     dlock__pg_cancellable = 1;
     rc = dlock__pg_runp(s->c, ps->base.url, "acquire", Q_SEM_WAIT,
-                        ps->text.sem_wait, 3, v,
-                        slice_ms + ps->op_timeout_ms, &res, state);
+                        ps->text.sem_wait, 3, v, slice_ms + ps->op_timeout_ms,
+                        &res, state);
     dlock__pg_cancellable = 0;
     if (rc == DLOCK_EUNAVAIL) {
         dlock__pg_sess_retire(ps, s, 1);
@@ -553,9 +556,9 @@ static int late_grant(struct pg_store *ps, struct sess *s,
     if (sent - (lk->lease_end - lk->ttl_ms) <= lk->ttl_ms / 3)
         return DLOCK_OK;
     snprintf(ttl, sizeof(ttl), "%lld", (long long)lk->ttl_ms);
-    rc = dlock__pg_runp(s->c, ps->base.url, "acquire", Q_EXTEND,
-                        ps->text.extend[0], 3, v, ps->op_timeout_ms,
-                        &res, NULL);
+    rc =
+        dlock__pg_runp(s->c, ps->base.url, "acquire", Q_EXTEND,
+                       ps->text.extend[0], 3, v, ps->op_timeout_ms, &res, NULL);
     if (rc == DLOCK_EUNAVAIL) {
         dlock__pg_sess_retire(ps, s, 1);
         return rc;

@@ -231,8 +231,8 @@ broken:
 }
 
 int dlock__pg_run(PGconn *c, const char *url, const char *what, const char *sql,
-               int n, const char *const *v, int64_t timeout_ms, PGresult **out,
-               char state[6])
+                  int n, const char *const *v, int64_t timeout_ms,
+                  PGresult **out, char state[6])
 {
     return run_op(c, url, what, OP_QUERY, NULL, sql, n, v, timeout_ms, out,
                   state);
@@ -252,8 +252,8 @@ static int conn_event(PGEventId id, void *info, void *pass)
  * on this connection first if needed: the hot path skips the parser and
  * the planner. */
 int dlock__pg_runp(PGconn *c, const char *url, const char *what, int id,
-                const char *sql, int n, const char *const *v,
-                int64_t timeout_ms, PGresult **out, char state[6])
+                   const char *sql, int n, const char *const *v,
+                   int64_t timeout_ms, PGresult **out, char state[6])
 {
     uintptr_t mask = (uintptr_t)PQinstanceData(c, conn_event);
     char stmt[sizeof("dlock_-2147483648")]; /* any int id fits */
@@ -275,11 +275,12 @@ int dlock__pg_runp(PGconn *c, const char *url, const char *what, int id,
 
 /* dlock__pg_runp() for id >= 0, else a plain dlock__pg_run(). */
 int dlock__pg_runq(PGconn *c, const char *url, const char *what, int id,
-                const char *sql, int n, const char *const *v,
-                int64_t timeout_ms, PGresult **out, char state[6])
+                   const char *sql, int n, const char *const *v,
+                   int64_t timeout_ms, PGresult **out, char state[6])
 {
     if (id >= 0)
-        return dlock__pg_runp(c, url, what, id, sql, n, v, timeout_ms, out, state);
+        return dlock__pg_runp(c, url, what, id, sql, n, v, timeout_ms, out,
+                              state);
     return dlock__pg_run(c, url, what, sql, n, v, timeout_ms, out, state);
 }
 
@@ -287,8 +288,8 @@ int dlock__pg_runq(PGconn *c, const char *url, const char *what, int id,
 
 /* Append keyword k (copied) with value v[0..n) (copied, or decoded if
  * dec) to ps's arrays.  An empty value is left out (libpq skips it). */
-static int kv_add(struct pg_store *ps, size_t *n, const char *k,
-                  const char *v, size_t vlen)
+static int kv_add(struct pg_store *ps, size_t *n, const char *k, const char *v,
+                  size_t vlen)
 {
     char **kw, **val;
 
@@ -315,8 +316,7 @@ static int kv_add(struct pg_store *ps, size_t *n, const char *k,
     return DLOCK_OK;
 }
 
-static int kv_adds(struct pg_store *ps, size_t *n, const char *k,
-                   const char *v)
+static int kv_adds(struct pg_store *ps, size_t *n, const char *k, const char *v)
 {
     return v != NULL ? kv_add(ps, n, k, v, strlen(v)) : DLOCK_OK;
 }
@@ -476,8 +476,7 @@ static int no_key_prompt(struct pg_store *ps, size_t *n,
     const char *given = dlock__url_param(u, "sslpassword");
 
     /* An empty ?sslpassword= is none (kv_add leaves it out). */
-    if ((given != NULL && given[0] != '\0') ||
-        !libpq_keyword("sslpassword"))
+    if ((given != NULL && given[0] != '\0') || !libpq_keyword("sslpassword"))
         return DLOCK_OK;
     ps->key_guard = 1;
     return kv_adds(ps, n, "sslpassword", nobody);
@@ -487,13 +486,13 @@ int dlock__pg_conn_params(struct pg_store *ps, const struct dlock_url *u)
 {
     /* dlock's defaults, under whatever the URL says. */
     static const char *const dflt[][2] = {
-        {"connect_timeout", "5"},     {"keepalives", "1"},
-        {"keepalives_idle", "10"},    {"keepalives_interval", "5"},
-        {"keepalives_count", "3"},    {"application_name", "dlock"},
+        {"connect_timeout", "5"},  {"keepalives", "1"},
+        {"keepalives_idle", "10"}, {"keepalives_interval", "5"},
+        {"keepalives_count", "3"}, {"application_name", "dlock"},
     };
     /* dlock's own options, not libpq's. */
-    static const char *const ours[] = {"keys", "mode", "timeout",
-                                       "max_keys", NULL};
+    static const char *const ours[] = {"keys", "mode", "timeout", "max_keys",
+                                       NULL};
     size_t n = 0;
     int rc = DLOCK_OK;
 
@@ -704,8 +703,7 @@ int dlock__pg_connect(struct pg_store *ps, PGconn **out)
         }
         driver_text(msg, sizeof(msg), PQerrorMessage(c), sec);
         PQfinish(c);
-        return dlock__seterr(rc, "cannot connect to %s: %s", ps->base.url,
-                             msg);
+        return dlock__seterr(rc, "cannot connect to %s: %s", ps->base.url, msg);
     }
     if (PQserverVersion(c) < 110000) {
         PQfinish(c);
@@ -773,7 +771,6 @@ int dlock__pg_col_bool(const PGresult *r, int row, int col)
     return PQntuples(r) > row && !PQgetisnull(r, row, col) &&
            PQgetvalue(r, row, col)[0] == 't';
 }
-
 
 /* --- the pool's callbacks -------------------------------------------- */
 

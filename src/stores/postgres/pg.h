@@ -65,14 +65,14 @@
 
 #include <libpq-fe.h>
 
-#include "pool.h"
-#include "quota.h"
 #include "cancel.h"
 #include "clock.h"
 #include "errors.h"
 #include "iobound.h"
 #include "names.h"
+#include "pool.h"
 #include "process.h"
+#include "quota.h"
 #include "random.h"
 #include "store.h"
 #include "strutil.h"
@@ -81,7 +81,8 @@
 
 #define DLOCK__PG_POOL_MAX_IDLE 8
 
-/* --- statements.c ---------------------------------------------------------- */
+/* --- statements.c ----------------------------------------------------------
+ */
 
 enum {
     Q_TRY_X,
@@ -169,9 +170,9 @@ extern const struct dlock__pool_ops dlock__pg_pool_ops;
  * DLOCK_ESTORE when the server answered with an error (SQLSTATE in state,
  * the connection still usable); DLOCK_EUNAVAIL when the connection broke
  * or did not answer in time: the caller must drop it. */
-int dlock__pg_run(PGconn *c, const char *url, const char *what,
-                  const char *sql, int n, const char *const *v,
-                  int64_t timeout_ms, PGresult **out, char state[6]);
+int dlock__pg_run(PGconn *c, const char *url, const char *what, const char *sql,
+                  int n, const char *const *v, int64_t timeout_ms,
+                  PGresult **out, char state[6]);
 /* The same as a prepared statement `id`, prepared on c first if needed. */
 int dlock__pg_runp(PGconn *c, const char *url, const char *what, int id,
                    const char *sql, int n, const char *const *v,
@@ -247,8 +248,7 @@ int dlock__pg_held_run_st(struct pg_store *ps, struct dlock_lock *lk,
                           const char *const *v, PGresult **res, char state[6]);
 /* Delete our row and let our key go.  *live: the row was there and within
  * its lease. */
-int dlock__pg_held_drop(struct pg_store *ps, struct dlock_lock *lk,
-                        int *live);
+int dlock__pg_held_drop(struct pg_store *ps, struct dlock_lock *lk, int *live);
 /* Free lk->priv, giving its session reference back. */
 void dlock__pg_held_free(struct pg_store *ps, struct dlock_lock *lk);
 int dlock__pg_forget(struct dlock_store *s, struct dlock_lock *lk);
@@ -272,8 +272,8 @@ struct dlock__pg_acq_params {
     const char *v[8];
 };
 void dlock__pg_acq_params(struct dlock__pg_acq_params *p,
-                          const struct dlock_lock *lk,
-                          int64_t lock_timeout_ms, const char *sess);
+                          const struct dlock_lock *lk, int64_t lock_timeout_ms,
+                          const char *sess);
 
 /* --- store.c --------------------------------------------------------- */
 
@@ -286,8 +286,8 @@ int dlock__pg_found_lost(struct pg_store *ps, struct dlock_lock *lk);
 int dlock__pg_run_begin(struct dlock_store *s, struct dlock_lock *lk,
                         const dlock_run_rule *rule, const char *host,
                         int64_t pid, int *go, dlock_run *last);
-int dlock__pg_run_end(struct dlock_store *s, struct dlock_lock *lk,
-                      int result, int status);
+int dlock__pg_run_end(struct dlock_store *s, struct dlock_lock *lk, int result,
+                      int status);
 int dlock__pg_runs(struct dlock_store *s, const char *name, unsigned max,
                    dlock_run_cb cb, void *payload);
 int dlock__pg_last_runs(struct dlock_store *s, const char *prefix,

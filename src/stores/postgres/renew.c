@@ -25,11 +25,11 @@
 /* $1 names, $2 owners, $3 leases in ms; answers the 1-based positions of
  * the rows renewed.  Session mode's rows are in the UNLOGGED dlock_held,
  * lease mode's in dlock_locks (as pg_extend()'s extend.sql). */
-#define RENEW(T)                                                             \
-    "UPDATE " T " AS l SET expires_at = clock_timestamp() + b.ttl * "        \
-    "interval '1 millisecond' FROM unnest($1::text[], $2::text[], "          \
-    "$3::bigint[]) WITH ORDINALITY AS b(name, owner, ttl, i) WHERE l.name = " \
-    "b.name AND l.owner = b.owner AND l.expires_at > clock_timestamp() "     \
+#define RENEW(T)                                                               \
+    "UPDATE " T " AS l SET expires_at = clock_timestamp() + b.ttl * "          \
+    "interval '1 millisecond' FROM unnest($1::text[], $2::text[], "            \
+    "$3::bigint[]) WITH ORDINALITY AS b(name, owner, ttl, i) WHERE l.name = "  \
+    "b.name AND l.owner = b.owner AND l.expires_at > clock_timestamp() "       \
     "RETURNING b.i"
 static const char *const sql_renew[2] = {RENEW("dlock_held"),
                                          RENEW("dlock_locks")};

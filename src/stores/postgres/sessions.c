@@ -156,7 +156,7 @@ int dlock__pg_mux_get(struct pg_store *ps, struct sess **out, int fresh,
         ps->mux = s;
         s->is_mux = 1;
         s->own = 0; /* and never again, even once retired */
-        s->refs++; /* the store's */
+        s->refs++;  /* the store's */
     } else {
         /* Another thread installed one meanwhile: use that. */
         struct sess *mine = s;
@@ -190,8 +190,8 @@ int dlock__pg_let_keys_go(struct pg_store *ps, struct sess *s)
         return DLOCK_OK;
     }
     rc = dlock__pg_runp(s->c, ps->base.url, "acquire", Q_UNLOCK_ALL,
-                        ps->text.unlock_all, 0, NULL, ps->op_timeout_ms,
-                        &r, NULL);
+                        ps->text.unlock_all, 0, NULL, ps->op_timeout_ms, &r,
+                        NULL);
     if (rc != DLOCK_OK) {
         dlock__pg_sess_retire(ps, s, 1);
         return rc;
@@ -244,7 +244,8 @@ int dlock__pg_held_run_st(struct pg_store *ps, struct dlock_lock *lk,
         if (strcmp(what, "release") == 0)
             return dlock__seterr(DLOCK_EUNAVAIL,
                                  "lock '%s': its release could not be "
-                                 "confirmed: %s", lk->name, why);
+                                 "confirmed: %s",
+                                 lk->name, why);
         return dlock__lost(lk, why);
     }
     pthread_mutex_unlock(&s->mu);
@@ -253,8 +254,7 @@ int dlock__pg_held_run_st(struct pg_store *ps, struct dlock_lock *lk,
 
 /* Delete our row and let our key go (one level: other locks on the same
  * session keep theirs).  *live: the row was there and within its lease. */
-int dlock__pg_held_drop(struct pg_store *ps, struct dlock_lock *lk,
-                        int *live)
+int dlock__pg_held_drop(struct pg_store *ps, struct dlock_lock *lk, int *live)
 {
     struct held *h = lk->priv;
     char sl[16];
@@ -293,8 +293,8 @@ int dlock__pg_held_drop(struct pg_store *ps, struct dlock_lock *lk,
         pthread_mutex_lock(&h->s->mu);
         if (h->s->c != NULL &&
             dlock__pg_runp(h->s->c, ps->base.url, "release", Q_DROP_BROKEN,
-                           ps->text.drop_broken, 2, v,
-                           ps->op_timeout_ms, &res, NULL) == DLOCK_OK) {
+                           ps->text.drop_broken, 2, v, ps->op_timeout_ms, &res,
+                           NULL) == DLOCK_OK) {
             PQclear(res);
         } else if (h->s->c != NULL) {
             h->s->dirty = 1;

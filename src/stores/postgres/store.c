@@ -80,8 +80,8 @@ static int init_fn(void *conn, void *arg, int *dead)
     int rc = DLOCK_OK, have = 0;
 
     if (!k->always) {
-        rc = dlock__pg_run(c, ps->base.url, "init", ps->text.have_tables,
-                           0, NULL, ps->op_timeout_ms, &res, NULL);
+        rc = dlock__pg_run(c, ps->base.url, "init", ps->text.have_tables, 0,
+                           NULL, ps->op_timeout_ms, &res, NULL);
         if (rc != DLOCK_OK)
             goto out;
         have = dlock__pg_col_bool(res, 0, 0);
@@ -158,7 +158,6 @@ static int parse_options(const struct dlock_url *u, int *hashtext, int *lease,
     return DLOCK_OK;
 }
 
-
 static int pg_open(struct dlock_store **out, const struct dlock_url *u)
 {
     struct pg_store *ps;
@@ -231,8 +230,8 @@ static int lease_fn(void *conn, void *arg, int *dead)
         rc = dlock__enomem();
         goto out;
     }
-    len = strlen(ps->text.lease_sem_fmt) + 6 * strlen(name) +
-          strlen(host) + 300;
+    len =
+        strlen(ps->text.lease_sem_fmt) + 6 * strlen(name) + strlen(host) + 300;
     sql = malloc(len);
     if (sql == NULL) {
         rc = dlock__enomem();
@@ -241,12 +240,11 @@ static int lease_fn(void *conn, void *arg, int *dead)
     if (lk->limit > 1) {
         unsigned n = lk->limit;
 
-        snprintf(sql, len, ps->text.lease_sem_fmt, name, name, name,
-                 name, n, n, n, n, n, name, lk->token, host, p.pid, p.ttl, n,
-                 n);
+        snprintf(sql, len, ps->text.lease_sem_fmt, name, name, name, name, n, n,
+                 n, n, n, name, lk->token, host, p.pid, p.ttl, n, n);
     } else {
-        snprintf(sql, len, ps->text.lease_fmt, name, name, name, sh,
-                 name, name, name, lk->token, sh, host, p.pid, p.ttl);
+        snprintf(sql, len, ps->text.lease_fmt, name, name, name, sh, name, name,
+                 name, lk->token, sh, host, p.pid, p.ttl);
     }
     rc = dlock__pg_run(c, ps->base.url, "acquire", sql, 0, NULL,
                        ps->op_timeout_ms, &res, NULL);
@@ -267,8 +265,8 @@ static int lease_fn(void *conn, void *arg, int *dead)
                                "semaphore '%s' has all %u slots taken",
                                lk->name, lk->limit);
         else
-            rc = dlock__seterr(DLOCK_BUSY,
-                               "lock '%s' is held by someone else", lk->name);
+            rc = dlock__seterr(DLOCK_BUSY, "lock '%s' is held by someone else",
+                               lk->name);
     } else {
         lk->fence = (uint64_t)dlock__pg_col_i64(res, 0, 0, 0);
     }
@@ -333,8 +331,8 @@ static int pg_extend(struct dlock_store *s, struct dlock_lock *lk,
     int rc, changed;
 
     snprintf(ttl, sizeof(ttl), "%lld", (long long)ttl_ms);
-    rc = lock_run(ps, lk, "extend", Q_EXTEND,
-                  ps->text.extend[ps->lease_mode], 3, v, &res);
+    rc = lock_run(ps, lk, "extend", Q_EXTEND, ps->text.extend[ps->lease_mode],
+                  3, v, &res);
     if (rc != DLOCK_OK)
         return rc;
     changed = atoi(PQcmdTuples(res));
@@ -350,8 +348,8 @@ static int pg_ttl_left(struct dlock_store *s, struct dlock_lock *lk,
     PGresult *res;
     int rc;
 
-    rc = lock_run(ps, lk, "assert_ttl", Q_TTL, ps->text.ttl[ps->lease_mode],
-                  2, v, &res);
+    rc = lock_run(ps, lk, "assert_ttl", Q_TTL, ps->text.ttl[ps->lease_mode], 2,
+                  v, &res);
     if (rc != DLOCK_OK)
         return rc;
     if (PQntuples(res) == 0) {
@@ -371,8 +369,8 @@ static int pg_release(struct dlock_store *s, struct dlock_lock *lk)
     int rc, live;
 
     if (ps->lease_mode) {
-        rc = ctl_run(ps, "release", Q_RELEASE_L, ps->text.release_l, 2, v,
-                     &res);
+        rc =
+            ctl_run(ps, "release", Q_RELEASE_L, ps->text.release_l, 2, v, &res);
         if (rc != DLOCK_OK)
             return rc;
         live = dlock__pg_col_bool(res, 0, 0);
@@ -408,8 +406,7 @@ static int describe_fn(void *conn, void *arg, int *dead)
 
     *out = k->blank;
     rc = dlock__pg_run(conn, ps->base.url, "status",
-                       ps->lease_mode ? ps->text.status_l
-                                      : ps->sql[Q_STATUS],
+                       ps->lease_mode ? ps->text.status_l : ps->sql[Q_STATUS],
                        1, v, ps->op_timeout_ms, &res, NULL);
     if (rc != DLOCK_OK)
         goto out;
@@ -430,8 +427,7 @@ static int describe_fn(void *conn, void *arg, int *dead)
     }
     PQclear(res);
     rc = dlock__pg_run(conn, ps->base.url, "status",
-                       ps->lease_mode ? ps->text.status2_l
-                                      : ps->sql[Q_STATUS2],
+                       ps->lease_mode ? ps->text.status2_l : ps->sql[Q_STATUS2],
                        1, v, ps->op_timeout_ms, &res, NULL);
     if (rc != DLOCK_OK)
         goto out;
@@ -495,8 +491,8 @@ static int pg_list(struct dlock_store *s, const char *prefix,
     struct dlock__names names = {0};
     struct names_call k = {(struct pg_store *)s, prefix, &names};
 
-    return dlock__pool_list(&k.ps->pool, names_fn, &k, &names, s, pg_status,
-                            cb, payload);
+    return dlock__pool_list(&k.ps->pool, names_fn, &k, &names, s, pg_status, cb,
+                            payload);
 }
 
 /* pg_terminate_backend() only signals: the backend lets go of its
@@ -536,8 +532,8 @@ static int pg_force_release(struct dlock_store *s, const char *name,
     size_t len = 3;
     int rc;
 
-    rc = ctl_run(ps, "release --force", -1, ps->text.force[ps->lease_mode],
-                 1, v, &res);
+    rc = ctl_run(ps, "release --force", -1, ps->text.force[ps->lease_mode], 1,
+                 v, &res);
     if (rc != DLOCK_OK)
         return rc;
     *removed = 0;
@@ -616,5 +612,3 @@ const struct dlock_store_ops dlock__postgres_ops = {
     .runs = dlock__pg_runs,
     .last_runs = dlock__pg_last_runs,
 };
-
-

@@ -14,8 +14,8 @@ static int xact_run(PGconn *c, const char *sql, int n, const char *const *v,
                     PGresult **res, char state[6])
 {
     /* The caller's connection: no URL of ours to show. */
-    return dlock__pg_run(c, "connection", "dlock_pg_xact_lock", sql, n, v, INT64_MAX / 4,
-               res, state);
+    return dlock__pg_run(c, "connection", "dlock_pg_xact_lock", sql, n, v,
+                         INT64_MAX / 4, res, state);
 }
 
 dlock_rc dlock_pg_xact_lock(PGconn *conn, const char *name, int64_t wait_ms)
@@ -45,11 +45,12 @@ dlock_rc dlock_pg_xact_lock(PGconn *conn, const char *name, int64_t wait_ms)
     case PQTRANS_INTRANS:
         break;
     case PQTRANS_IDLE:
-        return dlock__seterr(DLOCK_EINVAL,
-                             "dlock_pg_xact_lock('%s'): not inside a "
-                             "transaction (dlock__pg_run BEGIN first); a transaction "
-                             "lock outside one would be released at once",
-                             name);
+        return dlock__seterr(
+            DLOCK_EINVAL,
+            "dlock_pg_xact_lock('%s'): not inside a "
+            "transaction (dlock__pg_run BEGIN first); a transaction "
+            "lock outside one would be released at once",
+            name);
     case PQTRANS_INERROR:
         return dlock__seterr(DLOCK_ESTORE,
                              "dlock_pg_xact_lock('%s'): the transaction "
@@ -134,4 +135,3 @@ dlock_rc dlock_pg_xact_lock(PGconn *conn, const char *name, int64_t wait_ms)
                              name, (long long)wait_ms);
     return rc; /* the server's message is still the thread's */
 }
-

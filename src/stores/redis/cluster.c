@@ -36,9 +36,9 @@
 #include "topology.h"
 
 #define SLOTS 16384
-#define MAP_MIN_MS 100  /* asking for the map again after a failure */
-#define MAX_HOPS 8      /* redirections followed for one command */
-#define MAX_NODES 1000  /* a cluster of 1000 nodes is Redis's own limit */
+#define MAP_MIN_MS 100 /* asking for the map again after a failure */
+#define MAX_HOPS 8     /* redirections followed for one command */
+#define MAX_NODES 1000 /* a cluster of 1000 nodes is Redis's own limit */
 
 /* --- each node's pool -------------------------------------------------- */
 
@@ -143,8 +143,10 @@ static int apply_map(struct redis_store *rs, const redisReply *r,
             e->element[1]->type != REDIS_REPLY_INTEGER ||
             entry_addr(e->element[2], asked, &host, &port) != 0) {
             free(owner);
-            return dlock__seterr(DLOCK_ESTORE, "unexpected CLUSTER SLOTS "
-                                 "answer from %s", rs->url);
+            return dlock__seterr(DLOCK_ESTORE,
+                                 "unexpected CLUSTER SLOTS "
+                                 "answer from %s",
+                                 rs->url);
         }
         lo = e->element[0]->integer;
         hi = e->element[1]->integer;
@@ -207,8 +209,10 @@ static int map_from(struct redis_store *rs, const char *host, int port)
                            rs->url, c->errstr);
     else if (r->type == REDIS_REPLY_ERROR &&
              strstr(r->str, "cluster support disabled") != NULL)
-        rc = dlock__seterr(DLOCK_EINVAL, "%s: %s:%d is not a Redis Cluster "
-                           "node (use redis://)", rs->url, host, port);
+        rc = dlock__seterr(DLOCK_EINVAL,
+                           "%s: %s:%d is not a Redis Cluster "
+                           "node (use redis://)",
+                           rs->url, host, port);
     else if (r->type == REDIS_REPLY_ERROR)
         rc = dlock__redis_reply_error(rs, r, "CLUSTER SLOTS");
     else if (r->type != REDIS_REPLY_ARRAY || r->elements == 0)
@@ -265,8 +269,7 @@ int dlock__redis_cluster_owner(struct redis_store *rs, unsigned slot)
 
 /* --- open, close -------------------------------------------------------- */
 
-int dlock__redis_cluster_open(struct redis_store *rs,
-                              const struct dlock_url *u)
+int dlock__redis_cluster_open(struct redis_store *rs, const struct dlock_url *u)
 {
     const char *db = dlock__url_param(u, "db");
     int rc;
@@ -274,8 +277,10 @@ int dlock__redis_cluster_open(struct redis_store *rs,
     if ((u->path != NULL && strcmp(u->path, "") != 0 &&
          strcmp(u->path, "/") != 0 && strcmp(u->path, "/0") != 0) ||
         (db != NULL && strcmp(db, "0") != 0))
-        return dlock__seterr(DLOCK_EINVAL, "a Redis Cluster has only "
-                             "database 0: %s", u->redacted);
+        return dlock__seterr(DLOCK_EINVAL,
+                             "a Redis Cluster has only "
+                             "database 0: %s",
+                             u->redacted);
     rc = dlock__redis_hosts_parse(rs, u, 6379, "cluster node");
     if (rc != DLOCK_OK)
         return rc;
@@ -294,8 +299,10 @@ int dlock__redis_cluster_open(struct redis_store *rs,
         char last[256];
 
         dlock__strlcpy(last, dlock_errmsg(), sizeof(last));
-        return dlock__seterr(DLOCK_EUNAVAIL, "%s: no seed node answered "
-                             "(last: %s)", rs->url, last);
+        return dlock__seterr(DLOCK_EUNAVAIL,
+                             "%s: no seed node answered "
+                             "(last: %s)",
+                             rs->url, last);
     }
     return rc;
 }
@@ -311,8 +318,8 @@ void dlock__redis_cluster_free(struct redis_store *rs)
     free(rs->slot_epoch);
 }
 
-unsigned dlock__redis_name_slot(const struct redis_store *rs,
-                                const char *name, size_t len)
+unsigned dlock__redis_name_slot(const struct redis_store *rs, const char *name,
+                                size_t len)
 {
     char buf[512], *key = buf;
     size_t n = rs->prefix_len + len;
@@ -375,11 +382,15 @@ int dlock__redis_cluster_exec(struct redis_store *rs, int slot,
         int rc, kind;
 
         if (n < 0)
-            return slot >= 0 ? dlock__seterr(DLOCK_EUNAVAIL, "%s: no master "
+            return slot >= 0 ? dlock__seterr(DLOCK_EUNAVAIL,
+                                             "%s: no master "
                                              "serves hash slot %d (is the "
-                                             "cluster down?)", rs->url, slot)
-                             : dlock__seterr(DLOCK_EUNAVAIL, "%s: no master "
-                                             "known", rs->url);
+                                             "cluster down?)",
+                                             rs->url, slot)
+                             : dlock__seterr(DLOCK_EUNAVAIL,
+                                             "%s: no master "
+                                             "known",
+                                             rs->url);
         rs->redir.kind = 0;
         rs->asking = ask >= 0;
         rc = dlock__redis_exec_on(&rs->nodes[n]->pool, fn, arg, retry);
@@ -408,8 +419,10 @@ int dlock__redis_cluster_exec(struct redis_store *rs, int slot,
         }
         return rc;
     }
-    return dlock__seterr(DLOCK_EUNAVAIL, "%s: too many redirections for hash "
-                         "slot %d (the cluster is resharding?)", rs->url, slot);
+    return dlock__seterr(DLOCK_EUNAVAIL,
+                         "%s: too many redirections for hash "
+                         "slot %d (the cluster is resharding?)",
+                         rs->url, slot);
 }
 
 int dlock__redis_cluster_each_master(struct redis_store *rs,
@@ -455,9 +468,9 @@ struct rconn *dlock__redis_cluster_any(struct redis_store *rs, int *rc)
             pthread_mutex_unlock(&rs->tmu);
             continue;
         }
-        dlock__strlcpy(host, i < count ? rs->nodes[i]->host
-                                       : rs->sent_host[i - count],
-                       sizeof(host));
+        dlock__strlcpy(
+            host, i < count ? rs->nodes[i]->host : rs->sent_host[i - count],
+            sizeof(host));
         port = i < count ? rs->nodes[i]->port : rs->sent_port[i - count];
         pthread_mutex_unlock(&rs->tmu);
         c = dlock__redis_connect_to(rs, host, port, rc);

@@ -67,10 +67,9 @@ static int eval_fn(void *conn, void *arg, int *dead)
 }
 
 redisReply *dlock__redis_run_keys(struct redis_store *rs, int s, int nkeys,
-                                  const char *const *keys,
-                                  const size_t *klen, int nargs,
-                                  const char **args, const size_t *alen,
-                                  int retry, int *rc)
+                                  const char *const *keys, const size_t *klen,
+                                  int nargs, const char **args,
+                                  const size_t *alen, int retry, int *rc)
 {
     const char *argv[3 + RUN_KEYS_MAX + RUN_ARGS_MAX];
     size_t lens[3 + RUN_KEYS_MAX + RUN_ARGS_MAX];
@@ -96,11 +95,9 @@ redisReply *dlock__redis_run_keys(struct redis_store *rs, int s, int nkeys,
         lens[3 + nkeys + i] = alen[i];
     }
     e.argc = 3 + nkeys + nargs;
-    *rc = dlock__redis_exec(rs,
-                            rs->cluster
-                                ? (int)dlock__redis_slot(keys[0], klen[0])
-                                : -1,
-                            eval_fn, &e, retry);
+    *rc = dlock__redis_exec(
+        rs, rs->cluster ? (int)dlock__redis_slot(keys[0], klen[0]) : -1,
+        eval_fn, &e, retry);
     if (*rc != DLOCK_OK)
         return NULL;
     if (e.reply->type == REDIS_REPLY_ERROR) {
@@ -118,6 +115,5 @@ redisReply *dlock__redis_run(struct redis_store *rs, int s,
 {
     _Static_assert(DLOCK__RKEYS <= RUN_KEYS_MAX, "RUN_KEYS_MAX too small");
     return dlock__redis_run_keys(rs, s, DLOCK__RKEYS, k->k, k->klen,
-                                 nargs < 6 ? nargs : 6, args, alen, retry,
-                                 rc);
+                                 nargs < 6 ? nargs : 6, args, alen, retry, rc);
 }

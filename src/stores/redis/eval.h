@@ -19,9 +19,8 @@ redisReply *dlock__redis_run(struct redis_store *rs, int s,
 #define RUN_KEYS_MAX 8
 #define RUN_ARGS_MAX 8
 redisReply *dlock__redis_run_keys(struct redis_store *rs, int s, int nkeys,
-                                  const char *const *keys,
-                                  const size_t *klen, int nargs,
-                                  const char **args, const size_t *alen,
-                                  int retry, int *rc);
+                                  const char *const *keys, const size_t *klen,
+                                  int nargs, const char **args,
+                                  const size_t *alen, int retry, int *rc);
 
 #endif /* DLOCK_STORES_REDIS_EVAL_H */

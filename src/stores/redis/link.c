@@ -34,9 +34,13 @@ int dlock__redis_error_code(const char *msg)
      * with them.  "max number of clients": maxclients, server-wide (the
      * server says it to a new connection, whatever it sends first, AUTH
      * included), as "too many connections" is on the other stores. */
-    static const char *const transient[] = {"LOADING", "BUSY ", "MASTERDOWN",
-                                            "READONLY", "TRYAGAIN",
-                                            "CLUSTERDOWN", "NOREPLICAS",
+    static const char *const transient[] = {"LOADING",
+                                            "BUSY ",
+                                            "MASTERDOWN",
+                                            "READONLY",
+                                            "TRYAGAIN",
+                                            "CLUSTERDOWN",
+                                            "NOREPLICAS",
                                             "ERR max number of clients "
                                             "reached",
                                             NULL};
@@ -99,8 +103,10 @@ struct rconn *dlock__redis_connect_to(struct redis_store *rs, const char *host,
     if (c->err) {
         /* With Sentinel or Cluster the URL names several servers: which. */
         if (host != NULL && (rs->cluster || rs->master != NULL))
-            *rc = dlock__seterr(DLOCK_EUNAVAIL, "cannot connect to %s:%d "
-                                "(%s): %s", host, port, rs->url, c->errstr);
+            *rc = dlock__seterr(DLOCK_EUNAVAIL,
+                                "cannot connect to %s:%d "
+                                "(%s): %s",
+                                host, port, rs->url, c->errstr);
         else
             *rc = dlock__seterr(DLOCK_EUNAVAIL, "cannot connect to %s: %s",
                                 rs->url, c->errstr);
@@ -128,14 +134,12 @@ struct rconn *dlock__redis_connect_to(struct redis_store *rs, const char *host,
             *rc = r == NULL ? dlock__seterr(DLOCK_EUNAVAIL,
                                             "%s: no answer to AUTH: %s",
                                             rs->url, c->errstr)
-                            : dlock__redis_error_code(r->str) ==
-                                      DLOCK_EUNAVAIL
-                                  ? dlock__seterr(DLOCK_EUNAVAIL, "%s: %s",
-                                                  rs->url, said)
-                                  : dlock__seterr(DLOCK_ESTORE,
-                                                  "%s: authentication "
-                                                  "failed: %s",
-                                                  rs->url, said);
+                  : dlock__redis_error_code(r->str) == DLOCK_EUNAVAIL
+                      ? dlock__seterr(DLOCK_EUNAVAIL, "%s: %s", rs->url, said)
+                      : dlock__seterr(DLOCK_ESTORE,
+                                      "%s: authentication "
+                                      "failed: %s",
+                                      rs->url, said);
             freeReplyObject(r);
             dlock__rconn_free(c);
             return NULL;
@@ -214,12 +218,16 @@ static int cluster_answer(struct redis_store *rs, struct rconn *c,
                           const char *msg)
 {
     if (!rs->cluster && strncmp(msg, "CROSSSLOT", 9) == 0)
-        return dlock__seterr(DLOCK_ESTORE, "%s is a node of a Redis Cluster: "
-                             "use redis-cluster://", rs->url);
+        return dlock__seterr(DLOCK_ESTORE,
+                             "%s is a node of a Redis Cluster: "
+                             "use redis-cluster://",
+                             rs->url);
     if (strncmp(msg, "MOVED ", 6) == 0 || strncmp(msg, "ASK ", 4) == 0) {
         if (!rs->cluster)
-            return dlock__seterr(DLOCK_ESTORE, "%s is a node of a Redis "
-                                 "Cluster: use redis-cluster://", rs->url);
+            return dlock__seterr(DLOCK_ESTORE,
+                                 "%s is a node of a Redis "
+                                 "Cluster: use redis-cluster://",
+                                 rs->url);
         if (parse_redirect(rs, c, msg) != 0)
             return dlock__seterr(DLOCK_ESTORE, "%s: bad redirection: %.80s",
                                  rs->url, msg);
@@ -261,15 +269,16 @@ static int send_once(struct redis_store *rs, struct rconn *c, int argc,
         if (a == NULL) {
             *out = NULL;
             *dead = 1;
-            return dlock__seterr(DLOCK_EUNAVAIL, "lost the connection to "
-                                 "%s: %s", rs->url, c->errstr);
+            return dlock__seterr(DLOCK_EUNAVAIL,
+                                 "lost the connection to "
+                                 "%s: %s",
+                                 rs->url, c->errstr);
         }
         freeReplyObject(a);
     }
     *out = dlock__rconn_command_argv(c, argc, argv, lens);
     if (*out != NULL && (*out)->type == REDIS_REPLY_ERROR &&
-        (*out)->str != NULL &&
-        (rc = cluster_answer(rs, c, (*out)->str)) != 0) {
+        (*out)->str != NULL && (rc = cluster_answer(rs, c, (*out)->str)) != 0) {
         freeReplyObject(*out);
         *out = NULL;
         return rc;
@@ -329,15 +338,17 @@ int dlock__redis_unacked(struct redis_store *rs, const char *what,
         char why[256];
 
         dlock__strlcpy(why, dlock_errmsg(), sizeof(why));
-        return dlock__seterr(DLOCK_EUNAVAIL, "%s of '%s': no count from "
-                             "WAIT (?replicas=%d): %s", what, name,
-                             rs->replicas, why[0] ? why : rs->url);
+        return dlock__seterr(DLOCK_EUNAVAIL,
+                             "%s of '%s': no count from "
+                             "WAIT (?replicas=%d): %s",
+                             what, name, rs->replicas, why[0] ? why : rs->url);
     }
-    return dlock__seterr(DLOCK_EUNAVAIL, "%s of '%s': %lld of the %d "
+    return dlock__seterr(DLOCK_EUNAVAIL,
+                         "%s of '%s': %lld of the %d "
                          "replicas asked for (?replicas=) acknowledged it "
-                         "within %lld ms (%s)", what, name, acks,
-                         rs->replicas, (long long)rs->replicas_timeout_ms,
-                         rs->url);
+                         "within %lld ms (%s)",
+                         what, name, acks, rs->replicas,
+                         (long long)rs->replicas_timeout_ms, rs->url);
 }
 
 int dlock__redis_send(struct redis_store *rs, struct rconn *c, int argc,
@@ -381,8 +392,8 @@ void dlock__redis_nopipe_end(struct dlock__nopipe *np)
     pthread_sigmask(SIG_SETMASK, &np->old, NULL);
 }
 
-int dlock__redis_exec_on(struct dlock__pool *pool, dlock__pool_fn fn,
-                         void *arg, int retry)
+int dlock__redis_exec_on(struct dlock__pool *pool, dlock__pool_fn fn, void *arg,
+                         int retry)
 {
     struct dlock__nopipe np;
     int rc;

@@ -56,8 +56,8 @@ void dlock__redis_nopipe_end(struct dlock__nopipe *np);
 
 /* As dlock__redis_exec(), on one pool (the single-server path, and each
  * cluster node's). */
-int dlock__redis_exec_on(struct dlock__pool *pool, dlock__pool_fn fn,
-                         void *arg, int retry);
+int dlock__redis_exec_on(struct dlock__pool *pool, dlock__pool_fn fn, void *arg,
+                         int retry);
 
 /* The close and healthy callbacks of every Redis pool (cluster nodes'
  * too); ctx unused. */

@@ -16,11 +16,11 @@ int dlock__redis_keys_of(struct redis_store *rs, const char *name,
 /* The script of kind base (S_ACQ, S_REL, S_EXT or S_TTL) for lk: a
  * lock's, a shared lock's or a semaphore's. */
 int dlock__redis_script(const struct dlock_lock *lk, int base);
-/* One attempt (OK: *epoch is the epoch it ran in); q is Q_WAIT, Q_TRY or Q_UNFAIR.  BUSY: *retry_ms is the
- * holder's lease left (-1 unknown), *foreign is set if the holder is not
- * a dlock client (its value is not "dlock1:" + a token), which will not
- * publish when it lets go, and *place is the place in the queue (0: not
- * queued). */
+/* One attempt (OK: *epoch is the epoch it ran in); q is Q_WAIT, Q_TRY or
+ * Q_UNFAIR.  BUSY: *retry_ms is the holder's lease left (-1 unknown), *foreign
+ * is set if the holder is not a dlock client (its value is not "dlock1:" + a
+ * token), which will not publish when it lets go, and *place is the place in
+ * the queue (0: not queued). */
 int dlock__redis_attempt(struct redis_store *rs, struct dlock_lock *lk,
                          const char *q, int64_t *retry_ms, int *foreign,
                          long long *place, uint64_t *epoch);

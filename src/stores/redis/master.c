@@ -32,7 +32,8 @@ int dlock__redis_sentinel_parse(struct redis_store *rs,
                                 const struct dlock_url *u)
 {
     if (u->path == NULL || strlen(u->path) < 2 || strchr(u->path + 1, '/'))
-        return dlock__seterr(DLOCK_EINVAL, "expected redis-sentinel://host:"
+        return dlock__seterr(DLOCK_EINVAL,
+                             "expected redis-sentinel://host:"
                              "port[,host:port...]/MASTERNAME, got %s",
                              u->redacted);
     rs->master = dlock__strdup(u->path + 1);
@@ -93,19 +94,19 @@ void dlock__redis_master_free(struct redis_store *rs)
 }
 
 /* Ask sentinel i where the master is: 0 with host and *port. */
-static int ask_sentinel(struct redis_store *rs, int i, char *host,
-                        size_t hlen, int *port)
+static int ask_sentinel(struct redis_store *rs, int i, char *host, size_t hlen,
+                        int *port)
 {
-    struct rconn *c = dlock__rconn_connect(rs->tls, rs->sent_host[i],
-                                           rs->sent_port[i], NULL,
-                                           rs->connect_timeout_ms);
+    struct rconn *c =
+        dlock__rconn_connect(rs->tls, rs->sent_host[i], rs->sent_port[i], NULL,
+                             rs->connect_timeout_ms);
     redisReply *r = NULL;
     int ok = -1;
 
     if (c != NULL && !c->err) {
         dlock__rconn_set_timeout(c, rs->connect_timeout_ms);
         r = dlock__rconn_command(c, "SENTINEL get-master-addr-by-name %s",
-                         rs->master);
+                                 rs->master);
     }
     if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
         r->element[0]->type == REDIS_REPLY_STRING &&
@@ -119,8 +120,7 @@ static int ask_sentinel(struct redis_store *rs, int i, char *host,
     return ok;
 }
 
-static struct rconn *sentinel_connect(struct redis_store *rs, int main,
-                                      int *rc)
+static struct rconn *sentinel_connect(struct redis_store *rs, int main, int *rc)
 {
     static _Thread_local int first; /* the sentinel that answered last */
     char host[256], where[300];
@@ -138,9 +138,10 @@ static struct rconn *sentinel_connect(struct redis_store *rs, int main,
             return NULL;
         if (!dlock__redis_role_is(c, "master")) {
             dlock__rconn_free(c);
-            *rc = dlock__seterr(DLOCK_EUNAVAIL, "%s: %s:%d is not (yet) the "
-                                "master of %s", rs->url, host, port,
-                                rs->master);
+            *rc = dlock__seterr(DLOCK_EUNAVAIL,
+                                "%s: %s:%d is not (yet) the "
+                                "master of %s",
+                                rs->url, host, port, rs->master);
             return NULL;
         }
         snprintf(where, sizeof(where), "%s:%d", host, port);
@@ -149,15 +150,16 @@ static struct rconn *sentinel_connect(struct redis_store *rs, int main,
             if (strcmp(where, rs->cur_master) != 0) {
                 if (rs->cur_master[0] != '\0')
                     rs->epoch++;
-                dlock__strlcpy(rs->cur_master, where,
-                               sizeof(rs->cur_master));
+                dlock__strlcpy(rs->cur_master, where, sizeof(rs->cur_master));
             }
             pthread_mutex_unlock(&rs->tmu);
         }
         return c;
     }
-    *rc = dlock__seterr(DLOCK_EUNAVAIL, "%s: no sentinel answered where the "
-                        "master %s is", rs->url, rs->master);
+    *rc = dlock__seterr(DLOCK_EUNAVAIL,
+                        "%s: no sentinel answered where the "
+                        "master %s is",
+                        rs->url, rs->master);
     return NULL;
 }
 

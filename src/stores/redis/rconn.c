@@ -39,15 +39,15 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "rconn.h"
 #include "clock.h"
 #include "errors.h"
+#include "rconn.h"
 #include "strutil.h"
 #include "url.h"
 
 struct rtls {
     SSL_CTX *ctx;
-    char *sni; /* the name to send and to verify, or NULL: the host */
+    char *sni;       /* the name to send and to verify, or NULL: the host */
     int client_cert; /* ?cert= given */
 };
 
@@ -96,8 +96,8 @@ static int file_error(const char *what, const char *path, const char *url)
         snprintf(why, sizeof(why), "%s", strerror(errno));
     else if (strcmp(why, "system lib") == 0)
         snprintf(why, sizeof(why), "%s", strerror(eno));
-    return dlock__seterr(DLOCK_EINVAL, "cannot use %s %s: %s (%s)", what,
-                         path, why[0] ? why : "unreadable", url);
+    return dlock__seterr(DLOCK_EINVAL, "cannot use %s %s: %s (%s)", what, path,
+                         why[0] ? why : "unreadable", url);
 }
 
 /* OpenSSL's pass phrase callback for the client key: never a prompt.
@@ -122,8 +122,10 @@ int dlock__rtls_new(struct rtls **out, const char *cacert, const char *cert,
 
     *out = NULL;
     if ((cert == NULL) != (key == NULL))
-        return dlock__seterr(DLOCK_EINVAL, "?cert= and ?key= go together "
-                             "(a client certificate and its key): %s", url);
+        return dlock__seterr(DLOCK_EINVAL,
+                             "?cert= and ?key= go together "
+                             "(a client certificate and its key): %s",
+                             url);
     if (sni != NULL && sni[0] == '\0')
         return dlock__seterr(DLOCK_EINVAL, "empty ?sni= in %s", url);
     t = calloc(1, sizeof(*t));
@@ -142,8 +144,7 @@ int dlock__rtls_new(struct rtls **out, const char *cacert, const char *cert,
         if (SSL_CTX_load_verify_locations(t->ctx, cacert, NULL) != 1)
             rc = file_error("the CA certificates", cacert, url);
     } else if (SSL_CTX_set_default_verify_paths(t->ctx) != 1) {
-        rc = file_error("the system's CA certificates", "(default paths)",
-                        url);
+        rc = file_error("the system's CA certificates", "(default paths)", url);
     }
     if (rc == DLOCK_OK && cert != NULL) {
         int asked = 0;
@@ -166,8 +167,7 @@ int dlock__rtls_new(struct rtls **out, const char *cacert, const char *cert,
                                    key, url);
             } else
                 rc = file_error("the client key", key, url);
-        }
-        else if (SSL_CTX_check_private_key(t->ctx) != 1)
+        } else if (SSL_CTX_check_private_key(t->ctx) != 1)
             rc = file_error("the client key", key, url);
         SSL_CTX_set_default_passwd_cb_userdata(t->ctx, NULL);
     }
@@ -284,8 +284,8 @@ static int set_blocking(int fd, int on)
 
 /* A non-blocking connect of a new socket to addr within the deadline:
  * the fd, or -1 with errno (ETIMEDOUT when out of time). */
-static int connect_addr(int family, const struct sockaddr *addr,
-                        socklen_t alen, int64_t deadline)
+static int connect_addr(int family, const struct sockaddr *addr, socklen_t alen,
+                        int64_t deadline)
 {
     int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     int err = 0, w;
@@ -331,16 +331,16 @@ static void connect_tcp(struct rconn *c, const char *host, int port,
         return;
     }
     for (ai = res; ai != NULL; ai = ai->ai_next) {
-        c->fd = connect_addr(ai->ai_family, ai->ai_addr, ai->ai_addrlen,
-                             deadline);
+        c->fd =
+            connect_addr(ai->ai_family, ai->ai_addr, ai->ai_addrlen, deadline);
         if (c->fd >= 0)
             break;
         err = errno;
     }
     freeaddrinfo(res);
     if (c->fd < 0) {
-        seterr(c, "%s", err == ETIMEDOUT ? "Connection timed out"
-                                          : strerror(err));
+        seterr(c, "%s",
+               err == ETIMEDOUT ? "Connection timed out" : strerror(err));
         return;
     }
     rv = 1;
@@ -361,8 +361,8 @@ static void connect_unix(struct rconn *c, const char *path, int64_t deadline)
     c->fd = connect_addr(AF_UNIX, (const struct sockaddr *)&sa, sizeof(sa),
                          deadline);
     if (c->fd < 0)
-        seterr(c, "%s", errno == ETIMEDOUT ? "Connection timed out"
-                                           : strerror(errno));
+        seterr(c, "%s",
+               errno == ETIMEDOUT ? "Connection timed out" : strerror(errno));
 }
 
 /* Is s an IP address (v4 or v6)? */
@@ -386,14 +386,15 @@ static void tls_error(struct rconn *c, const char *what, int ret, int eno)
         seterr(c, "TLS %s: the server's certificate was refused: %s", what,
                X509_verify_cert_error_string(v));
     else if (e == SSL_ERROR_SSL && strstr(why, "certificate required"))
-        seterr(c, "TLS %s: %s: the server wants a client certificate "
-               "(?cert= and ?key=)", what, why);
+        seterr(c,
+               "TLS %s: %s: the server wants a client certificate "
+               "(?cert= and ?key=)",
+               what, why);
     else if (e == SSL_ERROR_SSL && strstr(why, "wrong version number"))
         seterr(c, "TLS %s: %s (not a TLS port?)", what, why);
     else if (e == SSL_ERROR_SSL)
         seterr(c, "TLS %s: %s", what, why[0] ? why : "protocol error");
-    else if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL &&
-                                            eno == 0))
+    else if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && eno == 0))
         seterr(c, "TLS %s: the server closed the connection", what);
     else if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
         seterr(c, "TLS %s: timed out", what);
@@ -403,9 +404,8 @@ static void tls_error(struct rconn *c, const char *what, int ret, int eno)
      * of the handshake is done: a server that wants one (or refuses the
      * one given) sends an alert and closes, and a write that meets the
      * closed connection first sees only the reset. */
-    if (!c->answered && strcmp(what, "handshake") != 0 &&
-        e != SSL_ERROR_SSL && e != SSL_ERROR_WANT_READ &&
-        e != SSL_ERROR_WANT_WRITE) {
+    if (!c->answered && strcmp(what, "handshake") != 0 && e != SSL_ERROR_SSL &&
+        e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
         size_t n = strlen(c->errstr);
 
         snprintf(c->errstr + n, sizeof(c->errstr) - n, "%s",
@@ -416,8 +416,8 @@ static void tls_error(struct rconn *c, const char *what, int ret, int eno)
     }
 }
 
-static void handshake(struct rconn *c, const struct rtls *t,
-                      const char *host, int64_t deadline)
+static void handshake(struct rconn *c, const struct rtls *t, const char *host,
+                      int64_t deadline)
 {
     const char *name = t->sni != NULL ? t->sni : host;
     SSL *ssl;
@@ -587,8 +587,10 @@ static int append(struct rconn *c, char *cmd, int len)
  * use, an answer may still be on its way. */
 static int timed_out(struct rconn *c)
 {
-    seterr(c, "Resource temporarily unavailable (timed out: no whole "
-           "answer within %lld ms)", (long long)c->timeout_ms);
+    seterr(c,
+           "Resource temporarily unavailable (timed out: no whole "
+           "answer within %lld ms)",
+           (long long)c->timeout_ms);
     return -1;
 }
 
@@ -615,8 +617,7 @@ int dlock__rconn_flush(struct rconn *c)
         return REDIS_ERR;
     /* What is written now is answered within the timeout, as a whole. */
     if (c->olen > 0)
-        c->deadline = c->timeout_ms > 0 ? dlock__now_ms() + c->timeout_ms
-                                        : 0;
+        c->deadline = c->timeout_ms > 0 ? dlock__now_ms() + c->timeout_ms : 0;
     while (off < c->olen) {
         size_t left = c->olen - off;
         ssize_t n;
@@ -631,8 +632,7 @@ int dlock__rconn_flush(struct rconn *c)
             }
             n = ret;
         } else {
-            n = send(c->fd, c->obuf + off, left,
-                     MSG_NOSIGNAL | MSG_DONTWAIT);
+            n = send(c->fd, c->obuf + off, left, MSG_NOSIGNAL | MSG_DONTWAIT);
             if (n < 0 && errno == EINTR)
                 continue;
             if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -685,8 +685,8 @@ static int read_some(struct rconn *c)
         return 1;
     }
     for (;;) {
-        ssize_t n = recv(c->fd, buf, sizeof(buf),
-                         c->dontwait ? MSG_DONTWAIT : 0);
+        ssize_t n =
+            recv(c->fd, buf, sizeof(buf), c->dontwait ? MSG_DONTWAIT : 0);
 
         if (n < 0 && errno == EINTR)
             continue;

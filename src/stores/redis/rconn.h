@@ -34,13 +34,13 @@ struct rconn {
     redisReader *reader;
     char *obuf; /* formatted commands not yet written */
     size_t olen, ocap;
-    int dontwait; /* reads must not block (the subscriber's listener) */
-    int answered; /* a reply came: TLS is past the server's checks */
-    int client_cert; /* TLS with a client certificate */
+    int dontwait;       /* reads must not block (the subscriber's listener) */
+    int answered;       /* a reply came: TLS is past the server's checks */
+    int client_cert;    /* TLS with a client certificate */
     int64_t timeout_ms; /* dlock__rconn_set_timeout(): 0 none */
     int64_t deadline;   /* monotonic ms: the answers due are due by then */
     size_t pending;     /* commands written or appended, not answered */
-    int err;      /* nonzero: broken, of no more use */
+    int err;            /* nonzero: broken, of no more use */
     char errstr[256];
     char host[256]; /* the address connected to; "" for a unix socket */
     int port;

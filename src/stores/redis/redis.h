@@ -83,14 +83,14 @@
 #include <stdint.h>
 
 #include "../keys.h"
-#include "pool.h"
-#include "rconn.h"
 #include "cancel.h"
 #include "clock.h"
 #include "errors.h"
 #include "iobound.h"
 #include "names.h"
+#include "pool.h"
 #include "process.h"
+#include "rconn.h"
 #include "store.h"
 #include "strutil.h"
 #include "url.h"
@@ -141,7 +141,7 @@ _Static_assert(DLOCK__RKEYS == 7, "RKEYS_STR must match DLOCK__RKEYS");
 struct waiter {
     struct waiter *next;
     pthread_cond_t *cv;
-    int woken; /* a message (only ever a wake-up) came */
+    int woken;        /* a message (only ever a wake-up) came */
     int64_t lease_at; /* a hand-off to another (an "h" message on the
                        * name's channel): monotonic ms by which the new
                        * holder's lease ends; 0 none */
@@ -268,11 +268,5 @@ struct cnode {
     int is_master; /* serves slots in the last map */
     struct dlock__pool pool;
 };
-
-
-
-
-
-
 
 #endif /* DLOCK_STORES_REDIS_H */

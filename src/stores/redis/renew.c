@@ -22,9 +22,9 @@ struct renew_call {
     struct dlock_lock *const *locks;
     size_t n;
     int *rcs;
-    unsigned char *again; /* [i]: answered NOSCRIPT, send once more */
+    unsigned char *again;      /* [i]: answered NOSCRIPT, send once more */
     const unsigned char *only; /* NULL, or [i]: in this batch */
-    unsigned char *alone; /* [i]: redirected, extend it alone */
+    unsigned char *alone;      /* [i]: redirected, extend it alone */
 };
 
 /* Append EVALSHA of lk's extend script to c's output buffer. */
@@ -92,7 +92,8 @@ static int pipeline_once(struct renew_call *r, struct rconn *c,
 
         if ((want != NULL && !want[i]) || (r->only != NULL && !r->only[i]))
             continue;
-        if (dlock__rconn_get_reply(c, (void **)&rep) != REDIS_OK || rep == NULL) {
+        if (dlock__rconn_get_reply(c, (void **)&rep) != REDIS_OK ||
+            rep == NULL) {
             *dead = 1;
             return dlock__seterr(DLOCK_EUNAVAIL,
                                  "lost the connection to %s: %s", r->rs->url,
@@ -224,9 +225,9 @@ static void cluster_renew(struct renew_call *r, unsigned *slots,
             break;
         owner = dlock__redis_cluster_owner(rs, slots[first]);
         for (size_t i = first; i < r->n; i++) {
-            only[i] = todo[i] && (i == first ||
-                                  (owner >= 0 &&
-                                   rs->slot_node[slots[i]] == owner));
+            only[i] =
+                todo[i] && (i == first ||
+                            (owner >= 0 && rs->slot_node[slots[i]] == owner));
             todo[i] &= !only[i];
         }
         rc = dlock__redis_exec(rs, (int)slots[first], renew_fn, r, 1);

@@ -27,8 +27,12 @@
 
 /* --- keys ------------------------------------------------------------ */
 
-#define RUNS_SUFFIX "\xff" "runs"
-#define SUMMARY_SUFFIX "\xff" "run"
+#define RUNS_SUFFIX                                                            \
+    "\xff"                                                                     \
+    "runs"
+#define SUMMARY_SUFFIX                                                         \
+    "\xff"                                                                     \
+    "run"
 #define FENCE_WORD "fence"
 
 /* A name's lock, readers and semaphore keys and its two run keys, in the
@@ -48,8 +52,8 @@ static void run_keys_free(struct run_keys *rk)
 
 /* The run keys are the fence key with its word replaced: same tag, same
  * slot, and as unable to be another name's key. */
-static int derive(const struct dlock__rkeys *k, const char *suffix,
-                  char *out, size_t *len)
+static int derive(const struct dlock__rkeys *k, const char *suffix, char *out,
+                  size_t *len)
 {
     size_t base = k->klen[1] - (sizeof(FENCE_WORD) - 1) - 1;
 
@@ -170,8 +174,8 @@ int dlock__redis_run_begin(struct dlock_store *s, struct dlock_lock *lk,
     /* Not retried: a second try after a first that went through would
      * find its own run and skip. */
     pthread_mutex_lock(&rs->mu);
-    r = dlock__redis_run_keys(rs, S_RUN_BEGIN, 5, rk.key, rk.klen, 7, a, al,
-                              0, &rc);
+    r = dlock__redis_run_keys(rs, S_RUN_BEGIN, 5, rk.key, rk.klen, 7, a, al, 0,
+                              &rc);
     pthread_mutex_unlock(&rs->mu);
     run_keys_free(&rk);
     if (r == NULL)
@@ -254,11 +258,9 @@ int dlock__redis_runs(struct dlock_store *s, const char *name, unsigned max,
     lens[1] = rk.klen[3];
     lens[3] = strlen(stop);
     pthread_mutex_lock(&rs->mu);
-    rc = dlock__redis_cmd(rs,
-                          rs->cluster ? (int)dlock__redis_slot(rk.key[0],
-                                                               rk.klen[0])
-                                      : -1,
-                          1, &r, 4, argv, lens);
+    rc = dlock__redis_cmd(
+        rs, rs->cluster ? (int)dlock__redis_slot(rk.key[0], rk.klen[0]) : -1, 1,
+        &r, 4, argv, lens);
     pthread_mutex_unlock(&rs->mu);
     run_keys_free(&rk);
     if (rc != DLOCK_OK)
@@ -276,8 +278,7 @@ int dlock__redis_runs(struct dlock_store *s, const char *name, unsigned max,
         return dlock__enomem();
     }
     dlock__strlcpy(run->name, name, sizeof(run->name));
-    for (size_t i = 0; i < r->elements && told < max && rc == DLOCK_OK;
-         i++) {
+    for (size_t i = 0; i < r->elements && told < max && rc == DLOCK_OK; i++) {
         if (r->element[i]->type != REDIS_REPLY_STRING ||
             parse_run(r->element[i]->str, run) != 0)
             continue;
@@ -345,8 +346,7 @@ static int take_summary(struct redis_store *rs, const char *key, size_t len,
 
         if (bl >= at + pl + 1 && memcmp(key + at, p, pl) == 0 &&
             is_summary_of(rs, key, len, key + at + pl, bl - 1 - at - pl, ta))
-            return dlock__names_add(ta->names, key + at + pl,
-                                    bl - 1 - at - pl);
+            return dlock__names_add(ta->names, key + at + pl, bl - 1 - at - pl);
     }
     return DLOCK_OK;
 }

@@ -114,13 +114,10 @@ static int parse_db(struct redis_store *rs, const struct dlock_url *u,
 
 static int redis_open(struct dlock_store **out, const struct dlock_url *u)
 {
-    static const char *const known[] = {"prefix",   "connect_timeout",
-                                        "timeout",  "db",
-                                        "password", "fair",
-                                        "cacert",   "cert",
-                                        "key",      "sni",
-                                        "replicas", "replicas_timeout",
-                                        NULL};
+    static const char *const known[] = {
+        "prefix",   "connect_timeout",  "timeout", "db",  "password",
+        "fair",     "cacert",           "cert",    "key", "sni",
+        "replicas", "replicas_timeout", NULL};
     static const char *const tls_only[] = {"cacert", "cert", "key", "sni"};
     struct redis_store *rs;
     struct dlock__nopipe np;
@@ -131,7 +128,7 @@ static int redis_open(struct dlock_store **out, const struct dlock_url *u)
      * spell it).  No ?tls= as well: one spelling, so a URL never says
      * TLS one way and plaintext the other. */
     int tls = strncmp(u->scheme, "rediss", 6) == 0;
-    const char *kind = tls ? u->scheme + 6
+    const char *kind = tls                                   ? u->scheme + 6
                        : strncmp(u->scheme, "redis", 5) == 0 ? u->scheme + 5
                                                              : "";
     int rc, is_unix = strcmp(u->scheme, "unix") == 0,
@@ -140,17 +137,20 @@ static int redis_open(struct dlock_store **out, const struct dlock_url *u)
 
     if (dlock__url_param(u, "tls") != NULL ||
         dlock__url_param(u, "ssl") != NULL)
-        return dlock__seterr(DLOCK_EINVAL, "TLS is spelled rediss:// "
+        return dlock__seterr(DLOCK_EINVAL,
+                             "TLS is spelled rediss:// "
                              "(rediss-sentinel://, rediss-cluster://), not "
-                             "?tls= or ?ssl=: %s", u->redacted);
+                             "?tls= or ?ssl=: %s",
+                             u->redacted);
     rc = dlock__url_check_params(u, known);
     if (rc != DLOCK_OK)
         return rc;
     for (size_t i = 0; !tls && i < sizeof(tls_only) / sizeof(*tls_only); i++)
         if (dlock__url_param(u, tls_only[i]) != NULL)
-            return dlock__seterr(DLOCK_EINVAL, "?%s= is for TLS, which is "
-                                 "spelled rediss://: %s", tls_only[i],
-                                 u->redacted);
+            return dlock__seterr(DLOCK_EINVAL,
+                                 "?%s= is for TLS, which is "
+                                 "spelled rediss://: %s",
+                                 tls_only[i], u->redacted);
     rs = calloc(1, sizeof(*rs));
     if (rs == NULL)
         return dlock__enomem();
@@ -191,8 +191,10 @@ static int redis_open(struct dlock_store **out, const struct dlock_url *u)
     if (rc != DLOCK_OK)
         goto fail;
     if (rs->replicas_timeout_ms <= 0) {
-        rc = dlock__seterr(DLOCK_EINVAL, "replicas_timeout must be "
-                           "positive in %s", u->redacted);
+        rc = dlock__seterr(DLOCK_EINVAL,
+                           "replicas_timeout must be "
+                           "positive in %s",
+                           u->redacted);
         goto fail;
     }
     v = dlock__url_param(u, "prefix");
@@ -205,8 +207,10 @@ static int redis_open(struct dlock_store **out, const struct dlock_url *u)
     if (is_unix) {
         if (u->path == NULL || u->path[0] != '/' ||
             (u->host != NULL && u->host[0] != '\0')) {
-            rc = dlock__seterr(DLOCK_EINVAL, "expected unix:///path/to/"
-                               "redis.sock, got %s", u->redacted);
+            rc = dlock__seterr(DLOCK_EINVAL,
+                               "expected unix:///path/to/"
+                               "redis.sock, got %s",
+                               u->redacted);
             goto fail;
         }
         rs->sock = dlock__strdup(u->path);
@@ -219,9 +223,8 @@ static int redis_open(struct dlock_store **out, const struct dlock_url *u)
             goto fail;
         rs->host = dlock__strdup(rs->sent_host[0]); /* until asked */
     } else {
-        rs->host = dlock__strdup(u->host != NULL && u->host[0] != '\0'
-                                     ? u->host
-                                     : "127.0.0.1");
+        rs->host = dlock__strdup(
+            u->host != NULL && u->host[0] != '\0' ? u->host : "127.0.0.1");
         rs->port = u->port != 0 ? u->port : 6379;
     }
     if (!is_cluster) { /* cluster.c: database 0 only */
@@ -349,8 +352,7 @@ static redisReply *lock_script(struct redis_store *rs, int s,
 /* A held lock's lk->priv is not a pointer but the epoch it was taken in,
  * tagged: 2 epoch + 1 (a wait's state in wait.c is a pointer, so even).
  * With Cluster the epoch is that of the lock's hash slot. */
-uint64_t dlock__redis_epoch(struct redis_store *rs,
-                            const struct dlock_lock *lk)
+uint64_t dlock__redis_epoch(struct redis_store *rs, const struct dlock_lock *lk)
 {
     unsigned slot =
         rs->cluster ? dlock__redis_name_slot(rs, lk->name, lk->name_len) : 0;
@@ -408,8 +410,8 @@ int dlock__redis_attempt(struct redis_store *rs, struct dlock_lock *lk,
         long long acks = acks_seen;
 
         freeReplyObject(r);
-        freeReplyObject(lock_script(rs, dlock__redis_script(lk, S_REL), lk,
-                                    0, 2, NULL, 0, &rc, NULL));
+        freeReplyObject(lock_script(rs, dlock__redis_script(lk, S_REL), lk, 0,
+                                    2, NULL, 0, &rc, NULL));
         return dlock__redis_unacked(rs, "an acquire", lk->name, acks);
     }
     if (r->element[0]->integer == 1) {
@@ -436,8 +438,7 @@ int dlock__redis_attempt(struct redis_store *rs, struct dlock_lock *lk,
         *foreign = r->elements < 3 ||
                    r->element[2]->type != REDIS_REPLY_INTEGER ||
                    r->element[2]->integer == 0;
-        *place = r->elements >= 4 && r->element[3]->type ==
-                                         REDIS_REPLY_INTEGER
+        *place = r->elements >= 4 && r->element[3]->type == REDIS_REPLY_INTEGER
                      ? r->element[3]->integer
                      : 0;
         rc = DLOCK_BUSY;
@@ -506,8 +507,8 @@ static int int_script(struct redis_store *rs, int s, struct dlock_lock *lk,
     rc = int_reply(rs, r, rc, out);
     if (rc == DLOCK_OK && dlock__redis_stale(lk, epoch)) {
         if (s != dlock__redis_script(lk, S_REL))
-            freeReplyObject(lock_script(rs, dlock__redis_script(lk, S_REL),
-                                        lk, 0, 2, NULL, 0, &rc, NULL));
+            freeReplyObject(lock_script(rs, dlock__redis_script(lk, S_REL), lk,
+                                        0, 2, NULL, 0, &rc, NULL));
         return lost_to_failover(lk);
     }
     return rc;
@@ -533,16 +534,15 @@ static int redis_extend(struct dlock_store *s, struct dlock_lock *lk,
                         int64_t ttl_ms)
 {
     long long v = 0;
-    int rc = int_script((struct redis_store *)s,
-                        dlock__redis_script(lk, S_EXT), lk, ttl_ms, 1, &v);
+    int rc = int_script((struct redis_store *)s, dlock__redis_script(lk, S_EXT),
+                        lk, ttl_ms, 1, &v);
 
     if (rc != DLOCK_OK)
         return rc;
     /* Not acknowledged: a failed renewal (EUNAVAIL), retried while the
      * lease runs, and LOST when it has run out. */
     if (v == 1 && rs_of(s)->replicas > 0 && acks_seen < rs_of(s)->replicas)
-        return dlock__redis_unacked(rs_of(s), "a renewal", lk->name,
-                                    acks_seen);
+        return dlock__redis_unacked(rs_of(s), "a renewal", lk->name, acks_seen);
     return v == 1 ? DLOCK_OK : lost(lk);
 }
 
@@ -550,8 +550,8 @@ static int redis_ttl_left(struct dlock_store *s, struct dlock_lock *lk,
                           int64_t *left_ms)
 {
     long long v = 0;
-    int rc = int_script((struct redis_store *)s,
-                        dlock__redis_script(lk, S_TTL), lk, 0, 1, &v);
+    int rc = int_script((struct redis_store *)s, dlock__redis_script(lk, S_TTL),
+                        lk, 0, 1, &v);
 
     if (rc != DLOCK_OK)
         return rc;
@@ -567,8 +567,8 @@ static int redis_ttl_left(struct dlock_store *s, struct dlock_lock *lk,
 static int redis_release(struct dlock_store *s, struct dlock_lock *lk)
 {
     long long v = 0;
-    int rc = int_script((struct redis_store *)s,
-                        dlock__redis_script(lk, S_REL), lk, 0, 0, &v);
+    int rc = int_script((struct redis_store *)s, dlock__redis_script(lk, S_REL),
+                        lk, 0, 0, &v);
 
     lk->priv = NULL;
     if (rc != DLOCK_OK)
@@ -578,8 +578,7 @@ static int redis_release(struct dlock_store *s, struct dlock_lock *lk)
 
 /* --- status, list, force_release ------------------------------------ */
 
-static int describe(struct redis_store *rs, const char *name,
-                    dlock_info *out)
+static int describe(struct redis_store *rs, const char *name, dlock_info *out)
 {
     struct dlock__rkeys k;
     redisReply *r;
@@ -640,8 +639,7 @@ static int redis_status(struct dlock_store *s, const char *name,
  * match pattern, each to take. */
 struct scan {
     const char *pattern;
-    int (*take)(struct redis_store *rs, const char *key, size_t len,
-                void *arg);
+    int (*take)(struct redis_store *rs, const char *key, size_t len, void *arg);
     void *arg;
 };
 
@@ -652,8 +650,8 @@ static int scan_node(struct redis_store *rs, int slot, void *arg)
     int rc = DLOCK_OK;
 
     do {
-        const char *argv[6] = {"SCAN", cursor, "MATCH", sc->pattern, "COUNT",
-                               "1000"};
+        const char *argv[6] = {"SCAN",      cursor,  "MATCH",
+                               sc->pattern, "COUNT", "1000"};
         size_t lens[6] = {4, strlen(cursor), 5, strlen(sc->pattern), 5, 4};
         redisReply *r;
 
@@ -672,8 +670,7 @@ static int scan_node(struct redis_store *rs, int slot, void *arg)
             break;
         }
         dlock__strlcpy(cursor, r->element[0]->str, sizeof(cursor));
-        for (size_t i = 0; i < r->element[1]->elements && rc == DLOCK_OK;
-             i++) {
+        for (size_t i = 0; i < r->element[1]->elements && rc == DLOCK_OK; i++) {
             redisReply *key = r->element[1]->element[i];
 
             if (key->type == REDIS_REPLY_STRING)

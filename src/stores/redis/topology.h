@@ -36,8 +36,8 @@ int dlock__redis_cluster_open(struct redis_store *rs,
                               const struct dlock_url *u);
 void dlock__redis_cluster_free(struct redis_store *rs);
 /* The hash slot of a lock name (of its lock key). */
-unsigned dlock__redis_name_slot(const struct redis_store *rs,
-                                const char *name, size_t len);
+unsigned dlock__redis_name_slot(const struct redis_store *rs, const char *name,
+                                size_t len);
 /* fn on the command connection of the master of slot (-1: any master),
  * following MOVED and ASK, and asking for the map again when a node did
  * not answer (caller holds mu). */

@@ -163,7 +163,10 @@ static char *own_channel(const struct wait *wt, const struct dlock_lock *lk,
     if (ch == NULL)
         return NULL;
     memcpy(ch, wt->k.k[0], wt->k.klen[0]);
-    memcpy(ch + wt->k.klen[0], "\xff" "w", 2);
+    memcpy(ch + wt->k.klen[0],
+           "\xff"
+           "w",
+           2);
     memcpy(ch + wt->k.klen[0] + 2, lk->token, tl + 1);
     *len = wt->k.klen[0] + 2 + tl;
     return ch;
@@ -251,8 +254,8 @@ static int sleep_on(struct redis_store *rs, struct wait *wt, int64_t end)
         int64_t at;
 
         while (!wt->w.woken && !wt->ow.woken && wt->w.lease_at == 0 &&
-               !dlock__cancelled() &&
-               dlock__now_ms() < wake && rs->sub_broken == wt->broken &&
+               !dlock__cancelled() && dlock__now_ms() < wake &&
+               rs->sub_broken == wt->broken &&
                !(wt->ks_wait &&
                  (c->ks_subscribed || rs->ks_denied || rs->sub_denied)))
             cond_wait_until(&wt->cv, &rs->smu, wake);
@@ -386,8 +389,7 @@ int dlock__redis_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
      * fence the hand-off drew). */
     q = queue_mode(rs, wt);
     sent = dlock__now_ms();
-    rc = dlock__redis_attempt(rs, lk, q, &retry, &foreign, &wt->place,
-                              &epoch);
+    rc = dlock__redis_attempt(rs, lk, q, &retry, &foreign, &wt->place, &epoch);
     if (rc == DLOCK_OK) {
         /* The lease started when the winning script was sent, at the
          * earliest. */

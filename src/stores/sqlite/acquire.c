@@ -10,7 +10,7 @@
 #include "sq.h"
 
 int dlock__sq_try_acquire(struct dlock_store *st, struct dlock_lock *lk,
-                              int64_t deadline, int64_t *retry_ms)
+                          int64_t deadline, int64_t *retry_ms)
 {
     struct sqlite_store *ss = (struct sqlite_store *)st;
     char dead[16][DLOCK_TOKEN_HEX + 1];
@@ -79,8 +79,8 @@ int dlock__sq_try_acquire(struct dlock_store *st, struct dlock_lock *lk,
                                "'%s' is held with limit %u (%u holder%s); "
                                "this acquire asked for limit %u: every "
                                "holder of a name must ask the same limit",
-                               lk->name, in_force, live,
-                               live == 1 ? "" : "s", lk->limit);
+                               lk->name, in_force, live, live == 1 ? "" : "s",
+                               lk->limit);
             goto out;
         }
         *retry_ms = wait;

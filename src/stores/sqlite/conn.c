@@ -126,8 +126,9 @@ int dlock__sqlite_commit(struct dlock_store *st)
 {
     struct sqlite_store *ss = (struct sqlite_store *)st;
 
-    return dlock__sq_exec(ss, Q_COMMIT) == SQLITE_OK ? DLOCK_OK
-                                             : dlock__sq_error(ss, "commit");
+    return dlock__sq_exec(ss, Q_COMMIT) == SQLITE_OK
+               ? DLOCK_OK
+               : dlock__sq_error(ss, "commit");
 }
 
 void dlock__sqlite_rollback(struct dlock_store *st)

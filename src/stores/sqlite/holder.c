@@ -95,8 +95,9 @@ static int proc_stat(const char *path, long long *start)
      * to the last ')'. */
     p = strrchr(buf, ')');
     if (p == NULL ||
-        sscanf(p + 1, " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-                      "%*s %*s %*s %*s %*s %*s %lld",
+        sscanf(p + 1,
+               " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+               "%*s %*s %*s %*s %*s %*s %lld",
                &state, start) != 2)
         return P_UNKNOWN;
     return state == 'Z' || state == 'X' ? P_ZOMBIE : P_START;

@@ -11,8 +11,8 @@
 
 /* Run an UPDATE/DELETE on lk's row; *changed gets the row count. */
 static int run_on_row(struct sqlite_store *ss, int q,
-                      const struct dlock_lock *lk, int64_t ttl_ms,
-                      int *changed, const char *what)
+                      const struct dlock_lock *lk, int64_t ttl_ms, int *changed,
+                      const char *what)
 {
     sqlite3_stmt *s;
     int64_t now;
@@ -52,7 +52,7 @@ out:
 #define LOST_WHY "its lease ran out or it was broken"
 
 int dlock__sq_extend(struct dlock_store *st, struct dlock_lock *lk,
-                         int64_t ttl_ms)
+                     int64_t ttl_ms)
 {
     struct sqlite_store *ss = (struct sqlite_store *)st;
     int changed = 0, rc;
@@ -69,7 +69,7 @@ int dlock__sq_extend(struct dlock_store *st, struct dlock_lock *lk,
 }
 
 int dlock__sq_ttl_left(struct dlock_store *st, struct dlock_lock *lk,
-                           int64_t *left_ms)
+                       int64_t *left_ms)
 {
     struct sqlite_store *ss = (struct sqlite_store *)st;
     sqlite3_stmt *s;
@@ -125,8 +125,7 @@ int dlock__sq_release(struct dlock_store *st, struct dlock_lock *lk)
  * lock is LOST.  If the transaction fails nothing was written: the whole
  * batch gets the failure (a transient one, retried while leases last). */
 int dlock__sq_extend_many(struct dlock_store *st,
-                              struct dlock_lock *const *locks, size_t n,
-                              int *rcs)
+                          struct dlock_lock *const *locks, size_t n, int *rcs)
 {
     struct sqlite_store *ss = (struct sqlite_store *)st;
     sqlite3_stmt *s;

@@ -35,8 +35,7 @@ int dlock__sqlite_default_file(const char *path)
         if (rc != DLOCK_OK)
             return rc;
     }
-    fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-              0600);
+    fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0)
         close(fd);
     return DLOCK_OK;
@@ -86,10 +85,9 @@ int dlock__sqlite_real_path(const char *path, char **out)
     rdir = realpath(dir, NULL);
     if (rdir == NULL) {
         int e = errno;
-        int rc = dlock__seterr(e == EACCES || e == EPERM ? DLOCK_ESTORE
-                                                         : DLOCK_EUNAVAIL,
-                               "cannot open %s: directory %s: %s", path, dir,
-                               strerror(e));
+        int rc = dlock__seterr(
+            e == EACCES || e == EPERM ? DLOCK_ESTORE : DLOCK_EUNAVAIL,
+            "cannot open %s: directory %s: %s", path, dir, strerror(e));
 
         free(dir);
         return rc;

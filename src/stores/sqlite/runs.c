@@ -32,8 +32,7 @@ static sqlite3_stmt *prep(struct dlock_store *st, int t)
 
     if (sqlite3_prepare_v2(dlock__sqlite_db(st),
                            ((struct sqlite_store *)st)->sql[t], -1, &s,
-                           NULL) !=
-        SQLITE_OK) {
+                           NULL) != SQLITE_OK) {
         sqlite3_finalize(s);
         return NULL;
     }
@@ -339,8 +338,8 @@ static int query_runs(struct dlock_store *st, int q, const char *name,
     return report(&g, cb, payload);
 }
 
-int dlock__sqlite_runs(struct dlock_store *st, const char *name,
-                       unsigned max, dlock_run_cb cb, void *payload)
+int dlock__sqlite_runs(struct dlock_store *st, const char *name, unsigned max,
+                       dlock_run_cb cb, void *payload)
 {
     return query_runs(st, T_RUN_NEWEST, name, max, NULL, "history", cb,
                       payload);

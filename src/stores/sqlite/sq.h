@@ -28,8 +28,8 @@
 #include "random.h"
 #include "store.h"
 #include "strutil.h"
-#include "url.h"
 #include "text.h"
+#include "url.h"
 
 /* The statements, one per file in sql/ (texts.c).  Those before Q_COUNT
  * are prepared once per handle (conn.c); the others run once per open
@@ -138,13 +138,11 @@ int dlock__sq_try_acquire(struct dlock_store *st, struct dlock_lock *lk,
 int dlock__sq_extend(struct dlock_store *st, struct dlock_lock *lk,
                      int64_t ttl_ms);
 int dlock__sq_extend_many(struct dlock_store *st,
-                          struct dlock_lock *const *locks, size_t n,
-                          int *rcs);
+                          struct dlock_lock *const *locks, size_t n, int *rcs);
 int dlock__sq_ttl_left(struct dlock_store *st, struct dlock_lock *lk,
                        int64_t *left_ms);
 int dlock__sq_release(struct dlock_store *st, struct dlock_lock *lk);
-int dlock__sq_status(struct dlock_store *st, const char *name,
-                     dlock_info *out);
+int dlock__sq_status(struct dlock_store *st, const char *name, dlock_info *out);
 int dlock__sq_list(struct dlock_store *st, const char *prefix,
                    int (*cb)(const dlock_info *info, void *payload),
                    void *payload);
@@ -180,8 +178,8 @@ int dlock__sqlite_run_begin(struct dlock_store *st, struct dlock_lock *lk,
                             int64_t pid, int *go, dlock_run *last);
 int dlock__sqlite_run_end(struct dlock_store *st, struct dlock_lock *lk,
                           int result, int status);
-int dlock__sqlite_runs(struct dlock_store *st, const char *name,
-                       unsigned max, dlock_run_cb cb, void *payload);
+int dlock__sqlite_runs(struct dlock_store *st, const char *name, unsigned max,
+                       dlock_run_cb cb, void *payload);
 int dlock__sqlite_last_runs(struct dlock_store *st, const char *prefix,
                             dlock_run_cb cb, void *payload);
 

@@ -9,8 +9,7 @@
 #include "sq.h"
 
 /* Fill out from the live rows of name (caller holds the connection). */
-static int describe(struct sqlite_store *ss, const char *name,
-                    dlock_info *out)
+static int describe(struct sqlite_store *ss, const char *name, dlock_info *out)
 {
     int64_t now_boot = dlock__sq_host_ms(&ss->id), last = -1;
     sqlite3_stmt *s;
@@ -57,8 +56,7 @@ static int describe(struct sqlite_store *ss, const char *name,
     return DLOCK_OK;
 }
 
-int dlock__sq_status(struct dlock_store *st, const char *name,
-                         dlock_info *out)
+int dlock__sq_status(struct dlock_store *st, const char *name, dlock_info *out)
 {
     struct sqlite_store *ss = (struct sqlite_store *)st;
     int rc;
@@ -70,8 +68,8 @@ int dlock__sq_status(struct dlock_store *st, const char *name,
 }
 
 int dlock__sq_list(struct dlock_store *st, const char *prefix,
-                       int (*cb)(const dlock_info *info, void *payload),
-                       void *payload)
+                   int (*cb)(const dlock_info *info, void *payload),
+                   void *payload)
 {
     struct sqlite_store *ss = (struct sqlite_store *)st;
     struct dlock__names names = {NULL, 0, 0};
@@ -105,7 +103,7 @@ int dlock__sq_list(struct dlock_store *st, const char *prefix,
 }
 
 int dlock__sq_force_release(struct dlock_store *st, const char *name,
-                                unsigned *removed)
+                            unsigned *removed)
 {
     struct sqlite_store *ss = (struct sqlite_store *)st;
     sqlite3_stmt *s;

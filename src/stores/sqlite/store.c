@@ -111,9 +111,8 @@ static int migrate_limit(struct sqlite_store *ss, char **err)
         return SQLITE_ERROR;
     have = has_limit_column(ss);
     if (have < 0 ||
-        (have == 0 &&
-         sqlite3_exec(ss->db, ss->sql[T_MIGRATE_LIMIT], NULL, NULL, err) !=
-             SQLITE_OK) ||
+        (have == 0 && sqlite3_exec(ss->db, ss->sql[T_MIGRATE_LIMIT], NULL, NULL,
+                                   err) != SQLITE_OK) ||
         dlock__sq_exec(ss, Q_COMMIT) != SQLITE_OK) {
         dlock__sq_rollback(ss);
         return SQLITE_ERROR;
@@ -133,9 +132,10 @@ static int sqlite_init(struct dlock_store *s)
         rc = migrate_limit(ss, &err);
     dlock__sq_unlock(ss);
     if (rc != SQLITE_OK) {
-        rc = dlock__seterr(DLOCK_ESTORE, "cannot create the lock tables in "
-                           "%s: %s", ss->base.url,
-                           err ? err : sqlite3_errmsg(ss->db));
+        rc = dlock__seterr(DLOCK_ESTORE,
+                           "cannot create the lock tables in "
+                           "%s: %s",
+                           ss->base.url, err ? err : sqlite3_errmsg(ss->db));
         sqlite3_free(err);
         return rc;
     }
@@ -212,9 +212,8 @@ static int sqlite_open(struct dlock_store **out, const struct dlock_url *u)
                              u->host);
     if (u->path == NULL || strlen(u->path) < 2 ||
         u->path[strlen(u->path) - 1] == '/')
-        return dlock__seterr(DLOCK_EINVAL,
-                             "sqlite URL needs a file path: "
-                             "sqlite:///absolute/path.db");
+        return dlock__seterr(DLOCK_EINVAL, "sqlite URL needs a file path: "
+                                           "sqlite:///absolute/path.db");
     ss = calloc(1, sizeof(*ss));
     if (ss == NULL)
         return dlock__enomem();
@@ -240,7 +239,8 @@ static int sqlite_open(struct dlock_store **out, const struct dlock_url *u)
         return dlock__enomem();
     }
     pthread_mutex_init(&ss->mu, NULL);
-    ss->base.url = (char *)u->redacted; /* for messages until the core sets it */
+    ss->base.url =
+        (char *)u->redacted; /* for messages until the core sets it */
     /* Every statement, once (texts.c). */
     rc = dlock__sq_texts_build(ss->sql);
     if (rc != DLOCK_OK)
@@ -263,15 +263,14 @@ static int sqlite_open(struct dlock_store **out, const struct dlock_url *u)
                               SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
                           NULL);
     if (src != SQLITE_OK) {
-        if (ss->db != NULL && sqlite3_extended_errcode(ss->db) ==
-                                  SQLITE_CANTOPEN_SYMLINK)
+        if (ss->db != NULL &&
+            sqlite3_extended_errcode(ss->db) == SQLITE_CANTOPEN_SYMLINK)
             rc = dlock__seterr(DLOCK_EUNAVAIL,
                                "refusing %s: it is a symbolic link", real);
         else
             rc = dlock__seterr(open_error_code(ss->db, ss->path),
                                "cannot open %s: %s", ss->path,
-                               ss->db ? sqlite3_errmsg(ss->db)
-                                      : "no memory");
+                               ss->db ? sqlite3_errmsg(ss->db) : "no memory");
         free(real);
         goto fail;
     }
@@ -346,4 +345,3 @@ const struct dlock_store_ops dlock__sqlite_ops = {
     .runs = dlock__sqlite_runs,
     .last_runs = dlock__sqlite_last_runs,
 };
-

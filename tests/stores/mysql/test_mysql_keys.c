@@ -85,8 +85,10 @@ static void check_name(dlock_store *s, MYSQL *db, const char *n)
 
     /* dlock's row carries the same key. */
     EXPECT_RC(dlock_acquire(&l, s, n, &o), DLOCK_OK);
-    snprintf(sql, sizeof(sql),
-             "SELECT name FROM shared_locks WHERE COALESCE(full_name, name) = %s", lit(db, n));
+    snprintf(
+        sql, sizeof(sql),
+        "SELECT name FROM shared_locks WHERE COALESCE(full_name, name) = %s",
+        lit(db, n));
     sqls(db, row_key, sizeof(row_key), sql);
     if (strcmp(row_key, key) != 0)
         fprintf(stderr,

@@ -137,8 +137,7 @@ static void t_dlock_holder(const char *url, const char *n)
 
 /* The PHP library holds (10 s TTL): dlock neither KILLs nor takes over
  * inside it, status says held; after its release dlock gets the lock. */
-static void t_php_holder(dlock_store *s, const struct target *t,
-                         const char *n)
+static void t_php_holder(dlock_store *s, const struct target *t, const char *n)
 {
     MYSQL *php = raw_connect(t);
     dlock_options o = DLOCK_OPTIONS_INIT;
@@ -181,8 +180,8 @@ static void t_unstorable(dlock_store *s, MYSQL *db, const char *n)
     EXPECT_RC(test_status(s, n, &info), DLOCK_EINVAL);
     EXPECT(strstr(dlock_errmsg(), "cannot store") != NULL);
     /* Nothing left behind: no row, no GET_LOCK. */
-    EXPECT(sqlf(db, NULL, "SELECT COUNT(*) FROM `%s` WHERE pid = %lld",
-                table, (long long)getpid()) == 0);
+    EXPECT(sqlf(db, NULL, "SELECT COUNT(*) FROM `%s` WHERE pid = %lld", table,
+                (long long)getpid()) == 0);
     EXPECT(sqlf(db, NULL, "SELECT IS_USED_LOCK(%s)", lit(db, n)) == -1);
 }
 
@@ -303,8 +302,8 @@ static void t_rowless_holder(const char *url, const struct target *t,
     close(p[1]);
     CHECK(read(p[0], &c, 1) == 1 && c == 'H');
     kill(pid, SIGSTOP);
-    id = sqlf(db, NULL, "SELECT connection_id FROM `%s` WHERE name = %s",
-              table, lit(db, n));
+    id = sqlf(db, NULL, "SELECT connection_id FROM `%s` WHERE name = %s", table,
+              lit(db, n));
     EXPECT(id > 0);
     CHECK(pthread_create(&th, NULL, waiter_main, &w) == 0);
     EXPECT(waiter_sleeping(db, n));
@@ -404,9 +403,9 @@ static void t_list_held(dlock_store *s, const char *n)
 int main(int argc, char **argv)
 {
     static const struct name_case names[] = {
-        {"ascii", "plain-name", 1},   {"latin1", "grüße", 1},
-        {"greek", "αβγ-λ", 0},        {"cyrillic", "ключ", 0},
-        {"cjk", "鍵", 0},             {"emoji", "🔒", 0},
+        {"ascii", "plain-name", 1}, {"latin1", "grüße", 1},
+        {"greek", "αβγ-λ", 0},      {"cyrillic", "ключ", 0},
+        {"cjk", "鍵", 0},           {"emoji", "🔒", 0},
     };
     const char *base = test_url(argc, argv);
     char url[1024];

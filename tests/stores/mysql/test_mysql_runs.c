@@ -126,8 +126,8 @@ static void t_names(dlock_store *s)
     memset(&v, 0, sizeof(v));
     CHECK_RC(dlock_last_runs(s, base, seen_cb, &v), DLOCK_OK);
     EXPECT(v.n == 7);
-    EXPECT(has(&v, a) && has(&v, b) && has(&v, c) && has(&v, d) &&
-           has(&v, e) && has(&v, longa) && has(&v, longb));
+    EXPECT(has(&v, a) && has(&v, b) && has(&v, c) && has(&v, d) && has(&v, e) &&
+           has(&v, longa) && has(&v, longb));
     /* '%' and '_' are themselves, not wildcards. */
     snprintf(prefix, sizeof(prefix), "%s%%", base);
     memset(&v, 0, sizeof(v));
@@ -241,9 +241,9 @@ static void t_no_create(const char *url, const struct target *t)
     snprintf(main_url, sizeof(main_url), "mysql://%s:%s@%s:%u/%s?table=%s%s",
              t->user, t->password, t->host, t->port, t->db, table,
              strstr(url, "mode=lease") ? "&mode=lease" : "");
-    snprintf(other, sizeof(other),
-             "mysql://other:other-pw@%s:%u/%s?table=%s%s", t->host, t->port,
-             t->db, table, strstr(url, "mode=lease") ? "&mode=lease" : "");
+    snprintf(other, sizeof(other), "mysql://other:other-pw@%s:%u/%s?table=%s%s",
+             t->host, t->port, t->db, table,
+             strstr(url, "mode=lease") ? "&mode=lease" : "");
     mine = open_url(main_url); /* makes the lock tables, not the runs' */
     s = open_url(other);
     l = take(s, uniq("nc"), 1);
@@ -267,8 +267,9 @@ static void t_no_create(const char *url, const struct target *t)
     dlock_store_close(s);
     dlock_store_close(mine);
     raw = raw_connect(t);
-    sqlf(raw, NULL, "DROP TABLE IF EXISTS `%s`, `%s_fences`, `%s_seq`, "
-                    "`%s_runs`, `%s_runsum`, `%s_boot`",
+    sqlf(raw, NULL,
+         "DROP TABLE IF EXISTS `%s`, `%s_fences`, `%s_seq`, "
+         "`%s_runs`, `%s_runsum`, `%s_boot`",
          table, table, table, table, table, table);
     sqlf(raw, NULL, "DROP SEQUENCE IF EXISTS `%s_fseq`", table);
     sqlf(raw, NULL, "DROP PROCEDURE IF EXISTS `%s_acq2`", table);
@@ -288,8 +289,7 @@ int main(int argc, char **argv)
     if (parse_target(url, &t) != 0)
         return 2;
     if (q != NULL)
-        snprintf(table, sizeof(table), "%.*s", (int)strcspn(q + 6, "&"),
-                 q + 6);
+        snprintf(table, sizeof(table), "%.*s", (int)strcspn(q + 6, "&"), q + 6);
     raw = raw_connect(&t);
     s = open_url(url);
     printf("run records on %s\n", dlock_store_url(s));

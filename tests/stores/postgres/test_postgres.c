@@ -821,7 +821,8 @@ static void t_lease(void)
     dlock_store_close(s);
 }
 
-/* --- semaphores ------------------------------------------------------------ */
+/* --- semaphores ------------------------------------------------------------
+ */
 
 static dlock_options sem(int64_t wait_ms, unsigned limit)
 {
@@ -924,15 +925,20 @@ static void sem_case(const char *u, const char *base, int session)
     dlock_info_free(info);
     /* Another limit, or a lock, while it is held: EINVAL naming it. */
     o = sem(0, N + 1);
-    EXPECT(dlock_acquire(&x, s[N], n, &o) == DLOCK_EINVAL && msg_has("limit 3"));
+    EXPECT(dlock_acquire(&x, s[N], n, &o) == DLOCK_EINVAL &&
+           msg_has("limit 3"));
     o = sem(2000, 2);
-    EXPECT(dlock_acquire(&x, s[N], n, &o) == DLOCK_EINVAL && msg_has("limit 3"));
+    EXPECT(dlock_acquire(&x, s[N], n, &o) == DLOCK_EINVAL &&
+           msg_has("limit 3"));
     o = opts(0, 5000, 1);
-    EXPECT(dlock_acquire(&x, s[N], n, &o) == DLOCK_EINVAL && msg_has("limit 3"));
+    EXPECT(dlock_acquire(&x, s[N], n, &o) == DLOCK_EINVAL &&
+           msg_has("limit 3"));
     o.shared = 1;
-    EXPECT(dlock_acquire(&x, s[N], n, &o) == DLOCK_EINVAL && msg_has("limit 3"));
+    EXPECT(dlock_acquire(&x, s[N], n, &o) == DLOCK_EINVAL &&
+           msg_has("limit 3"));
     o = opts(300, 5000, 1);
-    EXPECT(dlock_acquire(&x, s[N], n, &o) == DLOCK_EINVAL && msg_has("limit 3"));
+    EXPECT(dlock_acquire(&x, s[N], n, &o) == DLOCK_EINVAL &&
+           msg_has("limit 3"));
 
     /* A waiter blocks, and gets the slot released. */
     w.s = s[N];
@@ -970,9 +976,11 @@ static void sem_case(const char *u, const char *base, int session)
     EXPECT(dlock_acquire(&x, s[0], n, &o) == DLOCK_BUSY);
     EXPECT(dlock_acquire(&x, s[1], n, &o) == DLOCK_BUSY);
     o = opts(0, 5000, 1);
-    EXPECT(dlock_acquire(&x, s[0], n, &o) == DLOCK_EINVAL && msg_has("limit 3"));
+    EXPECT(dlock_acquire(&x, s[0], n, &o) == DLOCK_EINVAL &&
+           msg_has("limit 3"));
     o.shared = 1;
-    EXPECT(dlock_acquire(&x, s[0], n, &o) == DLOCK_EINVAL && msg_has("limit 3"));
+    EXPECT(dlock_acquire(&x, s[0], n, &o) == DLOCK_EINVAL &&
+           msg_has("limit 3"));
     for (int i = 0; i < N; i++)
         EXPECT(dlock_release(m[i]) == DLOCK_OK);
     EXPECT(dlock_status(&info, s[N], n) == DLOCK_OK);
@@ -1042,8 +1050,8 @@ static void t_semaphore(void)
     EXPECT(q1_is(c, "SELECT pg_try_advisory_lock(hashtextextended($1, 0))", n,
                  "t"));
     EXPECT(dlock_acquire(&l, s, n, &o) == DLOCK_BUSY);
-    EXPECT(q1_is(c, "SELECT pg_advisory_unlock(hashtextextended($1, 0))", n,
-                 "t"));
+    EXPECT(
+        q1_is(c, "SELECT pg_advisory_unlock(hashtextextended($1, 0))", n, "t"));
     EXPECT(dlock_acquire(&l, s, n, &o) == DLOCK_OK);
     EXPECT(dlock_release(l) == DLOCK_OK);
     /* Nothing left behind. */
@@ -1255,8 +1263,10 @@ static void runs_sem_race(const char *u, const char *base)
     dlock_store_close(s[0]);
     free(q1(c, "BEGIN", NULL));
     {
-        char *v = q1(c, "INSERT INTO dlock_run_names (name) VALUES ($1) "
-                        "RETURNING 1", n);
+        char *v = q1(c,
+                     "INSERT INTO dlock_run_names (name) VALUES ($1) "
+                     "RETURNING 1",
+                     n);
 
         EXPECT(v != NULL && strcmp(v, "1") == 0);
         free(v);
@@ -1323,9 +1333,9 @@ static int runs_cb(const dlock_run *run, void *p)
 static void runs_names(const char *u)
 {
     static const char *const names[] = {
-        "o'k", "b\\s", "a_b", "axb",
-        "p%q", "pxq", "e!x", "dd$$x",
-        "\xc3\xa9t\xc3\xa9",
+        "o'k", "b\\s",  "a_b",
+        "axb", "p%q",   "pxq",
+        "e!x", "dd$$x", "\xc3\xa9t\xc3\xa9",
     };
     dlock_store *s = open_url(u);
     dlock_run_rule rule = DLOCK_RUN_RULE_INIT;
@@ -1348,8 +1358,13 @@ static void runs_names(const char *u)
     }
     {
         static const char *const want[][2] = {
-            {"a_", "a_b|"}, {"p%", "p%q|"}, {"e!", "e!x|"}, {"o'", "o'k|"},
-            {"b\\", "b\\s|"}, {"dd$", "dd$$x|"}, {"\xc3\xa9", "\xc3\xa9t\xc3\xa9|"},
+            {"a_", "a_b|"},
+            {"p%", "p%q|"},
+            {"e!", "e!x|"},
+            {"o'", "o'k|"},
+            {"b\\", "b\\s|"},
+            {"dd$", "dd$$x|"},
+            {"\xc3\xa9", "\xc3\xa9t\xc3\xa9|"},
         };
 
         for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
@@ -1414,18 +1429,18 @@ static void runs_lazy(void)
     /* as "other" */
     at = strchr(url, '@');
     CHECK(at != NULL);
-    snprintf(u, sizeof(u), "postgres://other:other-pw%s%coptions=-csearch_"
-             "path%%3D%s", at, strchr(url, '?') != NULL ? '&' : '?', schema);
+    snprintf(u, sizeof(u),
+             "postgres://other:other-pw%s%coptions=-csearch_"
+             "path%%3D%s",
+             at, strchr(url, '?') != NULL ? '&' : '?', schema);
     s = open_url(u);
-    EXPECT(dlock_history(s, nm("lazy"), 0, count_cb, &n) == DLOCK_OK &&
-           n == 0);
+    EXPECT(dlock_history(s, nm("lazy"), 0, count_cb, &n) == DLOCK_OK && n == 0);
     EXPECT(dlock_last_runs(s, "", count_cb, &n) == DLOCK_OK && n == 0);
     EXPECT(dlock_acquire(&l, s, nm("lazy"), &opt) == DLOCK_OK);
     EXPECT(dlock_run_begin(l, &rule, &go, NULL) == DLOCK_OK && go);
     EXPECT(dlock_run_end(l, DLOCK_RUN_EXITED, 0) == DLOCK_OK);
     EXPECT(dlock_release(l) == DLOCK_OK);
-    EXPECT(dlock_history(s, nm("lazy"), 0, count_cb, &n) == DLOCK_OK &&
-           n == 1);
+    EXPECT(dlock_history(s, nm("lazy"), 0, count_cb, &n) == DLOCK_OK && n == 1);
     dlock_store_close(s);
     free(q1(c, "SET client_min_messages = warning", NULL));
     snprintf(sql, sizeof(sql), "DROP SCHEMA %s CASCADE", schema);

@@ -159,7 +159,10 @@ int await_subscribers(redisContext *c, const char *key, long long n)
 {
     char chan[600];
 
-    snprintf(chan, sizeof(chan), "%s\xff" "release", key);
+    snprintf(chan, sizeof(chan),
+             "%s\xff"
+             "release",
+             key);
     return await_channel(c, chan, n);
 }
 
@@ -242,8 +245,7 @@ int await_channel(redisContext *c, const char *chan, long long n)
     int64_t end = now_ms() + 5000;
 
     while (now_ms() < end) {
-        redisReply *r = redisCommand(c, "PUBSUB NUMSUB %b", chan,
-                                     strlen(chan));
+        redisReply *r = redisCommand(c, "PUBSUB NUMSUB %b", chan, strlen(chan));
         long long got = -1;
 
         if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
@@ -279,16 +281,15 @@ int rt_main(int argc, char **argv, const char *what,
             if (strcmp(argv[a], tests[i].name) != 0 &&
                 strcmp(argv[a], "all") != 0)
                 continue;
-            if (!tests[i].own && (argv[1][0] == '\0' ||
-                                  strcmp(argv[1], "-") == 0)) {
+            if (!tests[i].own &&
+                (argv[1][0] == '\0' || strcmp(argv[1], "-") == 0)) {
                 fprintf(stderr, "%s needs a server URL\n", tests[i].name);
                 return 100;
             }
             tests[i].fn();
             ran++;
-            printf("%-4s %-24s %5lld ms\n",
-                   *failures != before ? "FAIL" : "ok", tests[i].name,
-                   (long long)(now_ms() - t0));
+            printf("%-4s %-24s %5lld ms\n", *failures != before ? "FAIL" : "ok",
+                   tests[i].name, (long long)(now_ms() - t0));
             fflush(stdout);
         }
     }

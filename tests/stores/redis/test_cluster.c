@@ -64,15 +64,14 @@ static int owner_of(const char *key, int *slot_out)
 {
     redisContext *c = node(seed_port());
     redisReply *r = redisCommand(c, "CLUSTER KEYSLOT %s", key);
-    long long slot = r != NULL && r->type == REDIS_REPLY_INTEGER ? r->integer
-                                                                  : -1;
+    long long slot =
+        r != NULL && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
     int port = 0;
 
     freeReplyObject(r);
     r = redisCommand(c, "CLUSTER SLOTS");
-    for (size_t i = 0; r != NULL && r->type == REDIS_REPLY_ARRAY &&
-                       i < r->elements;
-         i++) {
+    for (size_t i = 0;
+         r != NULL && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
         redisReply *e = r->element[i];
 
         if (slot >= e->element[0]->integer && slot <= e->element[1]->integer)
@@ -92,8 +91,8 @@ static int masters(int *ports)
     redisReply *r = redisCommand(c, "CLUSTER SLOTS");
     int n = 0;
 
-    for (size_t i = 0; r != NULL && r->type == REDIS_REPLY_ARRAY &&
-                       i < r->elements && n < 8;
+    for (size_t i = 0;
+         r != NULL && r->type == REDIS_REPLY_ARRAY && i < r->elements && n < 8;
          i++) {
         int p = (int)r->element[i]->element[2]->element[1]->integer, seen = 0;
 
@@ -116,8 +115,8 @@ static int keys_with(int port, const char *part, char keys[][600], int max)
 
     snprintf(pattern, sizeof(pattern), "*%s*", part);
     do {
-        redisReply *r = redisCommand(c, "SCAN %s MATCH %s COUNT 1000", cursor,
-                                     pattern);
+        redisReply *r =
+            redisCommand(c, "SCAN %s MATCH %s COUNT 1000", cursor, pattern);
 
         if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
             freeReplyObject(r);
@@ -379,9 +378,11 @@ static void t_ask_half_migrated(void)
     src = node(from);
     dst = node(to);
     EXPECT(strcmp(raw_str(dst, "CLUSTER SETSLOT %d IMPORTING %s", slot,
-                         node_id(from)), "OK") == 0);
+                          node_id(from)),
+                  "OK") == 0);
     EXPECT(strcmp(raw_str(src, "CLUSTER SETSLOT %d MIGRATING %s", slot,
-                         node_id(to)), "OK") == 0);
+                          node_id(to)),
+                  "OK") == 0);
     /* From here to the hand-over nothing returns early (EXPECT): a
      * half-migrated slot would be left behind for the tests after.  Not
      * now (ASK, then TRYAGAIN), and said so at once. */
@@ -397,15 +398,14 @@ static void t_ask_half_migrated(void)
     /* Finish the migration: the source's keys of the slot, then the
      * slot, as redis-cli --cluster reshard does. */
     {
-        redisReply *r = redisCommand(src, "CLUSTER GETKEYSINSLOT %d 100",
-                                     slot);
+        redisReply *r = redisCommand(src, "CLUSTER GETKEYSINSLOT %d 100", slot);
 
-        for (size_t i = 0; r != NULL && r->type == REDIS_REPLY_ARRAY &&
-                           i < r->elements;
+        for (size_t i = 0;
+             r != NULL && r->type == REDIS_REPLY_ARRAY && i < r->elements;
              i++) {
-            redisReply *m = redisCommand(src, "MIGRATE 127.0.0.1 %d %b 0 5000",
-                                         to, r->element[i]->str,
-                                         r->element[i]->len);
+            redisReply *m =
+                redisCommand(src, "MIGRATE 127.0.0.1 %d %b 0 5000", to,
+                             r->element[i]->str, r->element[i]->len);
 
             EXPECT(m != NULL && m->type == REDIS_REPLY_STATUS);
             freeReplyObject(m);
@@ -415,8 +415,9 @@ static void t_ask_half_migrated(void)
     for (int m = 0; m < n; m++) {
         redisContext *c = node(ms[m]);
 
-        EXPECT(strcmp(raw_str(c, "CLUSTER SETSLOT %d NODE %s", slot,
-                             node_id(to)), "OK") == 0);
+        EXPECT(
+            strcmp(raw_str(c, "CLUSTER SETSLOT %d NODE %s", slot, node_id(to)),
+                   "OK") == 0);
         redisFree(c);
     }
     if (started)
@@ -492,8 +493,8 @@ static int run_seen_cb(const dlock_run *r, void *p)
     struct run_seen *rs = p;
 
     rs->n++;
-    rs->mine += strstr(r->name, "/rs-") != NULL && r->result == 1 &&
-                r->status == 3;
+    rs->mine +=
+        strstr(r->name, "/rs-") != NULL && r->result == 1 && r->status == 3;
     return 0;
 }
 
@@ -546,8 +547,8 @@ static void t_runs_slots(void)
             int ks = -1;
 
             /* this name's (not rs-m10's for rs-m1) run keys */
-            if (at == NULL || strchr("}\xfe\xff", at[strlen(names[i])]) ==
-                                  NULL ||
+            if (at == NULL ||
+                strchr("}\xfe\xff", at[strlen(names[i])]) == NULL ||
                 strstr(found[j], "\xffrun") == NULL)
                 continue;
             runkeys++;

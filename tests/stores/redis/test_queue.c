@@ -29,7 +29,7 @@ struct qw {
     const char *name;
     int64_t wait_ms;
     int rc;
-    int order; /* 1-based: the how-many-th to get the lock */
+    int order;      /* 1-based: the how-many-th to get the lock */
     unsigned limit; /* 0 or 1: a lock; N: a semaphore of N */
     uint64_t fence; /* what it was handed: the order of the grants */
 };
@@ -59,9 +59,8 @@ static int await_queued(redisContext *c, const char *key, long long n)
 
     while (now_ms() < end) {
         redisReply *r = redisCommand(c, "ZCARD %s\xffqueue", key);
-        long long got = r != NULL && r->type == REDIS_REPLY_INTEGER
-                            ? r->integer
-                            : -1;
+        long long got =
+            r != NULL && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
 
         freeReplyObject(r);
         if (got >= n)
@@ -137,8 +136,7 @@ static void t_herd100(void)
  * queue: the waiter behind both has the lock right after the release. */
 static void t_dead_waiter(void)
 {
-    dlock_store *s = must_open(url), *s3 = must_open(url),
-                *s4 = must_open(url);
+    dlock_store *s = must_open(url), *s3 = must_open(url), *s4 = must_open(url);
     redisContext *c = raw_open(url);
     dlock_options o = opts(0, 30000, 0);
     struct qw late = {s3, nm("dead"), 300, -99, 0, 1, 0},
@@ -175,7 +173,8 @@ static void t_dead_waiter(void)
     pthread_join(t2, NULL);
     CHECK_RC(last.rc, DLOCK_OK);
     printf("  past a dead and a departed waiter: lock %lld ms after the "
-           "release\n", (long long)(now_ms() - released));
+           "release\n",
+           (long long)(now_ms() - released));
     CHECK(now_ms() - released < 1000);
     dlock_store_close(s);
     dlock_store_close(s3);
@@ -379,11 +378,11 @@ static void t_sem(void)
         late += w[i].fence <= w[i - 1].fence;
     calls = script_calls(c) - before - 2 - N;
     printf("  %d waiters on a semaphore of 2: %.2f acquire scripts each, "
-           "%d served later than their turn\n", N, (double)calls / N, late);
+           "%d served later than their turn\n",
+           N, (double)calls / N, late);
     CHECK(calls <= 3LL * N);
     CHECK(late == 0);
-    CHECK(strcmp(raw_str(c, "EXISTS %s %s\xffsem %s\xffqueue", key, key,
-                         key),
+    CHECK(strcmp(raw_str(c, "EXISTS %s %s\xffsem %s\xffqueue", key, key, key),
                  "0") == 0);
     CHECK(strcmp(raw_str(c, "SET %s x NX PX 60000", key), "OK") == 0);
     CHECK_RC(dlock_acquire(&a[0], s, nm("sem"), &o), DLOCK_BUSY);
@@ -476,8 +475,8 @@ static int publish_on(redisContext *spy, const char *prefix, const char *msg,
 
 /* Wait (bounded) until the server has run `n` more scripts than `before`
  * or every waiter in w[0..k) is done. */
-static void await_calls_or_done(redisContext *c, long long before,
-                                long long n, struct fw *w, int k)
+static void await_calls_or_done(redisContext *c, long long before, long long n,
+                                struct fw *w, int k)
 {
     int64_t end = now_ms() + 5000;
 
@@ -500,8 +499,7 @@ static void await_calls_or_done(redisContext *c, long long before,
  * get it in their order, with fences the server drew (above A's). */
 static void t_forged_grant(void)
 {
-    dlock_store *s = must_open(url), *s2 = must_open(url),
-                *s3 = must_open(url);
+    dlock_store *s = must_open(url), *s2 = must_open(url), *s3 = must_open(url);
     redisContext *c = raw_open(url), *spy;
     dlock_options o = opts(0, 30000, 0);
     struct fw w[2] = {{s2, nm("forged"), -99, 0, 0, 0},
@@ -544,9 +542,8 @@ static void t_forged_grant(void)
     EXPECT_RC(dlock_release(a), DLOCK_OK);
     for (int i = 0; i < 2; i++) {
         pthread_join(t[i], NULL);
-        printf("  waiter %d: rc %d, fence %llu (holder's %llu)%s\n", i,
-               w[i].rc, (unsigned long long)w[i].fence,
-               (unsigned long long)fa,
+        printf("  waiter %d: rc %d, fence %llu (holder's %llu)%s\n", i, w[i].rc,
+               (unsigned long long)w[i].fence, (unsigned long long)fa,
                w[i].early ? ", while the holder held" : "");
         EXPECT_RC(w[i].rc, DLOCK_OK);
         EXPECT(!w[i].early);
@@ -569,13 +566,18 @@ static void t_forged_grant(void)
  * waiter D still get the lock once A lets go, in turn. */
 static void t_garbage_messages(void)
 {
-    static const char *const on_name[] = {
-        "h9223372036854775807", "h-9223372036854775808",
-        "h99999999999999999999999999", "h", "hx", "h12x", "", "r",
-        "garbage"};
+    static const char *const on_name[] = {"h9223372036854775807",
+                                          "h-9223372036854775808",
+                                          "h99999999999999999999999999",
+                                          "h",
+                                          "hx",
+                                          "h12x",
+                                          "",
+                                          "r",
+                                          "garbage"};
     static const char *const on_own[] = {
-        "g", "g99999999999999999999999999", "g-1", "gx", "", "x",
-        "h9223372036854775807"};
+        "g", "g99999999999999999999999999", "g-1", "gx", "",
+        "x", "h9223372036854775807"};
     dlock_store *s = must_open(url), *s2 = must_open(url),
                 *s3 = must_open(with_param(url, "fair=0"));
     redisContext *c = raw_open(url);

@@ -38,8 +38,6 @@
 #include "dlock.h"
 #include "rtest.h"
 
-
-
 /* --- interop -------------------------------------------------------- */
 
 static const char *url;
@@ -100,8 +98,8 @@ static void t_foreign_holder(void)
 }
 
 /* The uncontended acquire and release take a short path (lua/acquire.lua,
- * lua/release.lua: their first block) when no key of the name but the fence counter
- * exists: it must leave what the full path leaves.  Fences strictly
+ * lua/release.lua: their first block) when no key of the name but the fence
+ * counter exists: it must leave what the full path leaves.  Fences strictly
  * increase and never fall below the server's clock in us; the info hash
  * holds the fence, host, pid and since, with the lease; a release leaves
  * nothing but the counter.  Stale keys (an info hash, a waiters hash
@@ -147,7 +145,10 @@ static void t_fast_path(void)
 
     snprintf(key, sizeof(key), "dlock:%s", nm("fast"));
     snprintf(info, sizeof(info), "%s\xffinfo", key);
-    snprintf(fence, sizeof(fence), "%s\xff" "fence", key);
+    snprintf(fence, sizeof(fence),
+             "%s\xff"
+             "fence",
+             key);
     snprintf(waiters, sizeof(waiters), "%s\xffwaiters", key);
     for (int i = 0; i < 20; i++) {
         unsigned long long t0 = server_us(c);
@@ -164,8 +165,8 @@ static void t_fast_path(void)
         /* the floor is the clock in ms, times 1000 */
         if (dlock_fence(l) <= last || dlock_fence(l) < t0 / 1000 * 1000)
             printf("  cycle %d: fence %llu after %llu, clock %llu us\n", i,
-                   (unsigned long long)dlock_fence(l),
-                   (unsigned long long)last, t0);
+                   (unsigned long long)dlock_fence(l), (unsigned long long)last,
+                   t0);
         CHECK(dlock_fence(l) > last && dlock_fence(l) >= t0 / 1000 * 1000);
         last = dlock_fence(l);
         CHECK(raw_int(c, "HGET %s fence", info) == (long long)last);
@@ -228,8 +229,8 @@ static void t_dlock_blocks_foreign(void)
      * free the key before our lease ends. */
     v = raw_str(c, "PTTL %s", key);
     CHECK(atoll(v) > 0 && atoll(v) <= 5001);
-    CHECK(strcmp(raw_str(c, "EVAL %s 1 %s %s", cad, key, "wrong-token"),
-                 "0") == 0);
+    CHECK(strcmp(raw_str(c, "EVAL %s 1 %s %s", cad, key, "wrong-token"), "0") ==
+          0);
     CHECK_RC(dlock_assert_ttl(l, 1000), DLOCK_OK);
     CHECK_RC(dlock_release(l), DLOCK_OK);
     CHECK(strcmp(raw_str(c, "EXISTS %s", key), "0") == 0);
@@ -439,8 +440,8 @@ static void t_handoff(void)
         if (lat[i] > worst)
             worst = lat[i];
     }
-    printf("  hand-off over %d rounds: mean %.1f ms, worst %lld ms\n",
-           ROUNDS, (double)sum / ROUNDS, (long long)worst);
+    printf("  hand-off over %d rounds: mean %.1f ms, worst %lld ms\n", ROUNDS,
+           (double)sum / ROUNDS, (long long)worst);
     for (int i = 0; i < ROUNDS; i++)
         CHECK(lat[i] < 100);
     redisFree(c);
@@ -677,8 +678,7 @@ static void t_not_redis(void)
         t0 = now_ms();
         rc = dlock_store_open(&s, u);
         printf("  fake server %zu: %s after %lld ms: %s\n", i,
-               dlock_strerror(rc), (long long)(now_ms() - t0),
-               dlock_errmsg());
+               dlock_strerror(rc), (long long)(now_ms() - t0), dlock_errmsg());
         CHECK(rc == DLOCK_EUNAVAIL || rc == DLOCK_ESTORE);
         CHECK(s == NULL);
         CHECK(now_ms() - t0 < 2000);
@@ -756,7 +756,6 @@ static void t_sentinel_port(void)
 
 /* --- faults with our own servers ------------------------------------ */
 
-
 static void t_passwords(void)
 {
     char u[256], good[300], bad[300], none[300];
@@ -766,8 +765,8 @@ static void t_passwords(void)
     dlock_lock *l;
 
     own_server(u, sizeof(u));
-    CHECK(script(good, sizeof(good), "ctl %s start-auth auth Pa55w0rd",
-                 dir) == 0);
+    CHECK(script(good, sizeof(good), "ctl %s start-auth auth Pa55w0rd", dir) ==
+          0);
     CHECK(strstr(good, "Pa55w0rd@") != NULL);
     port = strrchr(good, ':') + 1;
     snprintf(bad, sizeof(bad), "redis://:Wr0ngPass@127.0.0.1:%s", port);
@@ -854,15 +853,14 @@ static void t_acl_no_channels(void)
 
 /* --- foreign holders whose tokens look like dlock's ---------------- */
 
-
 /* The other client: once the waiter waits (a barrier on its
  * subscriptions), hold on for `hold_ms` more, then compare-and-delete its
  * token (no PUBLISH: it is not dlock) and say when. */
 struct deleter {
     const char *url, *key, *token;
-    int keyspace;  /* also wait for the keyspace subscription */
+    int keyspace; /* also wait for the keyspace subscription */
     int64_t hold_ms;
-    int64_t deleted; /* when the DEL had been answered */
+    int64_t deleted;    /* when the DEL had been answered */
     long long attempts; /* the waiter's scripts while we held on */
     int ok;
 };
@@ -883,8 +881,7 @@ static void *deleter_main(void *arg)
     before = script_calls(c);
     sleep_ms(d->hold_ms); /* the scenario: the holder works a while */
     d->attempts = script_calls(c) - before;
-    if (strcmp(raw_str(c, "EVAL %s 1 %s %s", cad, d->key, d->token), "1") !=
-        0)
+    if (strcmp(raw_str(c, "EVAL %s 1 %s %s", cad, d->key, d->token), "1") != 0)
         d->ok = 0;
     d->deleted = now_ms();
     redisFree(c);
@@ -981,7 +978,8 @@ static void foreign_release(int mode)
         EXPECT_RC(dlock_acquire(&b, s, nm("lookalike"), &w), DLOCK_BUSY);
         calls = script_calls(c) - before;
         printf("  then %lld attempts during a 1.5 s wait on a dlock "
-               "holder\n", calls);
+               "holder\n",
+               calls);
         EXPECT(calls <= 3);
         if (a != NULL)
             EXPECT_RC(dlock_release(a), DLOCK_OK);
@@ -1082,10 +1080,8 @@ static void t_server_gone(void)
     CHECK(!info.held);
     CHECK_RC(dlock_acquire(&b, s2, nm("gone"), &o), DLOCK_OK);
     printf("  fence before the restart %llu, after %llu%s\n",
-           (unsigned long long)fence_before,
-           (unsigned long long)dlock_fence(b),
-           dlock_fence(b) > fence_before ? ""
-                                         : " (went back: no persistence)");
+           (unsigned long long)fence_before, (unsigned long long)dlock_fence(b),
+           dlock_fence(b) > fence_before ? "" : " (went back: no persistence)");
     CHECK_RC(dlock_release(a), DLOCK_LOST);
     CHECK_RC(dlock_release(b), DLOCK_OK);
     dlock_store_close(s);

@@ -2,8 +2,9 @@
  * test_sqlite.c - what only the SQLite store promises: a holder whose
  * process is gone (or whose pid now belongs to another process, or whose
  * row is from an earlier boot) is taken over at once; a live holder keeps
- * its lease, also when its row leaves something unknown; SQLite's "database is locked" never reaches the caller, not
- * even when many processes open one new file at once.
+ * its lease, also when its row leaves something unknown; SQLite's "database is
+ * locked" never reaches the caller, not even when many processes open one new
+ * file at once.
  *
  *     test_sqlite DBFILE
  *
@@ -247,8 +248,7 @@ static void test_write_lock_held_outside(void)
     long ms;
 
     EXPECT(dlock_store_open(&s, url) == DLOCK_OK);
-    EXPECT(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) ==
-           SQLITE_OK);
+    EXPECT(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK);
     o.wait_ms = 300;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     EXPECT(dlock_acquire(&l, s, "write-locked", &o) == DLOCK_BUSY);

@@ -114,8 +114,7 @@ static void test_private_dir(void)
     path_of(p, sizeof(p), "new");
     EXPECT_RC(dlock__private_dir(p), DLOCK_OK);
     EXPECT(mode_of(p) == 0700);
-    EXPECT(lstat(p, &st) == 0 && S_ISDIR(st.st_mode) &&
-           st.st_uid == geteuid());
+    EXPECT(lstat(p, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid());
     old = umask(0777);
     path_of(p, sizeof(p), "new-umask");
     EXPECT_RC(dlock__private_dir(p), DLOCK_OK);
