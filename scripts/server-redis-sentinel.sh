@@ -265,7 +265,8 @@ aftermath() {
     end=$((SECONDS + 30))
     while [ "$SECONDS" -lt "$end" ]; do
         now=$(date +%s%N)
-        if m=$(master_port "$dir") && calm_on "$dir" "$m"; then
+        if m=$(master_port "$dir") && calm_on "$dir" "$m" &&
+            is_replica_of "$old" "$m"; then
             [ "$since" != 0 ] || since=$now
             [ $(((now - since) / 1000000)) -lt 3000 ] || return 0
         else
