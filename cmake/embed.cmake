@@ -15,7 +15,11 @@
 #     leading comment block is dropped, the other comment lines are sent;
 # {{name}} placeholders are left as they are: the store fills them in at
 # run time (dlock__text_expand(), src/core/text.h).  Every line ends in
-# "\n", so golden files (tests/golden/) are ordinary text files.
+# "\n", so golden files (tests/golden/) are ordinary text files.  A Lua
+# `--[[` block comment stops the build (only full-line `--` comments are
+# stripped), and '?' is written \? (no trigraphs).  A full-line `--`
+# inside a multi-line string literal is stripped like any comment line:
+# do not write one (tests/golden/test_embed.sh).
 cmake_minimum_required(VERSION 3.20)
 
 function(embed_read path depth out)
@@ -36,6 +40,13 @@ function(embed_read path depth out)
     set(keep TRUE)
     string(REGEX REPLACE "(^|\n)[ \t]*--[ \t]*@keep-comments[^\n]*\n" "\\1"
            text "${text}")
+  endif()
+  # Only full-line `--` comments are stripped: a Lua block comment's
+  # first line would go and its body be sent as code (a script that fails
+  # at SCRIPT LOAD, not in the golden test).
+  if(path MATCHES "\\.lua$" AND text MATCHES "(^|\n)[ \t]*--\\[=*\\[")
+    message(FATAL_ERROR "embed: ${path}: a --[[ block comment; write -- "
+                        "line comments (only those are stripped)")
   endif()
   get_filename_component(dir "${path}" DIRECTORY)
   math(EXPR next "${depth} + 1")
@@ -74,6 +85,9 @@ foreach(f IN LISTS FILES)
   string(REPLACE "\\" "\\\\" text "${text}")
   string(REPLACE "\"" "\\\"" text "${text}")
   string(REPLACE "\t" "\\t" text "${text}")
+  # '?' as \? : a C11 compiler reads ??( ??/ ... in a literal as
+  # trigraphs ('[', '\\'), changing the text with a mere warning.
+  string(REPLACE "?" "\\?" text "${text}")
   string(REPLACE "\n" "\\n\"\n    \"" text "${text}")
   string(REGEX REPLACE "\n    \"$" "" text "${text}")
   string(APPEND c "const char dlock__text_${STORE}_${base}[] =\n    \"${text};\n\n")

@@ -40,10 +40,15 @@ die() {
     exit 1
 }
 
+# Every probe is bounded (CLI_TIMEOUT s, 0: none; `ctl cli` has none): a
+# node or sentinel that accepts but never answers (SIGSTOPped, frozen by a
+# test) would hold redis-cli, and the wait_for or aftermath() loop around
+# it, forever; their 30 s bounds are checked between probes only.
 cli() {
     local p=$1
     shift
-    at "$p" redis-cli "${tls[@]}" -h 127.0.0.1 -p "$p" "$@"
+    at "$p" timeout "${CLI_TIMEOUT:-5}" redis-cli "${tls[@]}" -h 127.0.0.1 \
+        -p "$p" "$@"
 }
 
 pong() {
@@ -260,7 +265,8 @@ aftermath() {
     end=$((SECONDS + 30))
     while [ "$SECONDS" -lt "$end" ]; do
         now=$(date +%s%N)
-        if m=$(master_port "$dir") && calm_on "$dir" "$m"; then
+        if m=$(master_port "$dir") && calm_on "$dir" "$m" &&
+            is_replica_of "$old" "$m"; then
             [ "$since" != 0 ] || since=$now
             [ $(((now - since) / 1000000)) -lt 3000 ] || return 0
         else
@@ -312,7 +318,7 @@ ctl)
             die "$other did not become a replica of $old"
         other_ready "$dir" "$old"
         ;;
-    cli) cli "$@" ;;
+    cli) CLI_TIMEOUT=0 cli "$@" ;;
     freeze | thaw)
         pid=$(cat "$dir/n${1:?say which port}/pid") || die "no node on $1"
         if [ "$sub" = freeze ]; then kill -STOP "$pid"; else kill -CONT "$pid"; fi

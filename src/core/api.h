@@ -5,6 +5,10 @@
 #ifndef DLOCK_CORE_API_H
 #define DLOCK_CORE_API_H
 
+#ifdef DLOCK__STORE_SOURCE
+#error "api.h is the core's own: stores see store.h only"
+#endif
+
 #include "store.h"
 
 /* DLOCK_OK, or DLOCK_EINVAL for NULL or a fork child's use of its

@@ -18,6 +18,10 @@
 #ifndef DLOCK_CORE_HELD_H
 #define DLOCK_CORE_HELD_H
 
+#ifdef DLOCK__STORE_SOURCE
+#error "held.h is the core's own: stores see store.h only"
+#endif
+
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>

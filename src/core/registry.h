@@ -11,6 +11,10 @@
 #ifndef DLOCK_CORE_REGISTRY_H
 #define DLOCK_CORE_REGISTRY_H
 
+#ifdef DLOCK__STORE_SOURCE
+#error "registry.h is the core's own: stores see store.h only"
+#endif
+
 #include <stdint.h>
 
 #include "held.h"

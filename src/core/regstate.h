@@ -13,6 +13,10 @@
 #ifndef DLOCK_CORE_REGSTATE_H
 #define DLOCK_CORE_REGSTATE_H
 
+#ifdef DLOCK__STORE_SOURCE
+#error "regstate.h is the core's own: stores see store.h only"
+#endif
+
 #include <pthread.h>
 #include <stdint.h>
 

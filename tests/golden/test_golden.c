@@ -162,6 +162,9 @@ static const char *lua_skip(const char *p)
     return p;
 }
 
+/* Whether text defines w (n bytes) before the call at w: a Redis script
+ * has locals only (no globals), and a local is seen from where it is
+ * declared on, so a helper pasted after its first caller is nil there. */
 static int lua_defines(const char *text, const char *w, size_t n)
 {
     char pat[3][160];
@@ -178,8 +181,50 @@ static int lua_defines(const char *text, const char *w, size_t n)
         while (q != NULL && q > text &&
                (isalnum((unsigned char)q[-1]) || q[-1] == '_' || q[-1] == '.'))
             q = strstr(q + 1, pat[i]);
-        if (q != NULL)
+        if (q != NULL && q < w)
             return 1;
+    }
+    return 0;
+}
+
+/* The library functions a script may call as LIB.NAME(: a misspelled one
+ * (redis.cal) is nil at run time like an undefined helper. */
+static const char *const lua_lib_redis[] = {
+    "call",  "pcall",         "sha1hex",  "error_reply",        "status_reply",
+    "log",   "setresp",       "set_repl", "replicate_commands", "breakpoint",
+    "debug", "acl_check_cmd", NULL};
+static const char *const lua_lib_string[] = {
+    "byte",  "char",  "dump", "find",    "format", "gmatch", "gsub", "len",
+    "lower", "match", "rep",  "reverse", "sub",    "upper",  NULL};
+static const char *const lua_lib_math[] = {
+    "abs",  "ceil",   "cos",        "exp",   "floor", "fmod", "frexp",
+    "huge", "ldexp",  "log",        "log10", "max",   "min",  "modf",
+    "pow",  "random", "randomseed", "sin",   "sqrt",  "tan",  NULL};
+static const char *const lua_lib_table[] = {"concat", "insert", "maxn",
+                                            "remove", "sort",   NULL};
+
+/* For a call LIB.NAME( at w (NAME's first byte): 0 when LIB is not one of
+ * the tables above or NAME is theirs, else 1. */
+static int lua_lib_unknown(const char *text, const char *w, size_t n)
+{
+    static const struct {
+        const char *lib;
+        const char *const *names;
+    } libs[] = {{"redis", lua_lib_redis},
+                {"string", lua_lib_string},
+                {"math", lua_lib_math},
+                {"table", lua_lib_table}};
+
+    for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
+        size_t l = strlen(libs[i].lib);
+
+        if ((size_t)(w - text) < l + 1 ||
+            memcmp(w - l - 1, libs[i].lib, l) != 0)
+            continue;
+        if (w - l - 1 > text && (isalnum((unsigned char)w[-l - 2]) ||
+                                 w[-l - 2] == '_' || w[-l - 2] == '.'))
+            continue;
+        return !in_list(libs[i].names, w, n);
     }
     return 0;
 }
@@ -206,18 +251,28 @@ static int lua_check(const char *what, const char *text)
             q = p;
             while (*q == ' ' || *q == '\t')
                 q++;
-            if (*q != '(' || in_list(lua_keywords, w, n) ||
-                in_list(lua_globals, w, n))
+            /* f(...), and f'...', f"...", f{...}: calls too */
+            if ((*q != '(' && *q != '\'' && *q != '"' && *q != '{') ||
+                in_list(lua_keywords, w, n) || in_list(lua_globals, w, n))
                 continue;
-            /* a field or method (x.f(, x:f() or a definition */
-            if (w > text && (w[-1] == '.' || w[-1] == ':'))
+            /* a field or method (x.f(, x:f(), not a concatenation (..f() */
+            if (w > text && (w[-1] == '.' || w[-1] == ':') &&
+                !(w - 1 > text && w[-1] == '.' && w[-2] == '.')) {
+                if (w[-1] == '.' && lua_lib_unknown(text, w, n)) {
+                    fprintf(stderr,
+                            "FAIL %s: calls .%.*s(), which its library "
+                            "(redis, string, math, table) does not have\n",
+                            what, (int)n, w);
+                    bad = 1;
+                }
                 continue;
+            }
             if (w >= text + 9 && memcmp(w - 9, "function ", 9) == 0)
                 continue;
             if (!lua_defines(text, w, n)) {
                 fprintf(stderr,
                         "FAIL %s: calls %.*s(), which it does not "
-                        "define\n",
+                        "define before\n",
                         what, (int)n, w);
                 bad = 1;
             }
@@ -352,11 +407,48 @@ static void stale(struct run *r)
     closedir(d);
 }
 
+/* --self-test: the Lua check catches what fails at run time (each bad
+ * script errors in Redis: nil global, nil field) and passes the good. */
+static int self_test(void)
+{
+    static const char *const bad[] = {
+        "return fenc(1)\n",
+        "local function a() return b() end\n"
+        "local function b() return 1 end\nreturn a()\n",
+        "local r = helper(1)\nlocal function helper(x) return x end\n",
+        "local function fence(n) return n end\nreturn 'x'..fenc(1)\n",
+        "return redis.cal('GET', KEYS[1])\n",
+        "return string.fromat('%d', 1)\n",
+        "return helper'x'\n",
+    };
+    static const char *const good[] = {
+        "local function f(n) return n end\nreturn 'x'..f(1)\n",
+        "local function g(n) if n > 0 then return g(n - 1) end return 0 end\n"
+        "return g(2)\n",
+        "return redis.call('GET', KEYS[1]) .. string.format('%d', 1)\n",
+        "local t = {}\ntable.insert(t, math.floor(1.5))\nreturn t\n",
+    };
+    int fails = 0;
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (!lua_check("self-test (expected)", bad[i])) {
+            fprintf(stderr, "FAIL self-test: not caught:\n%s", bad[i]);
+            fails++;
+        }
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+        if (lua_check("self-test", good[i]))
+            fails++;
+    printf("%s lua check self-test\n", fails ? "FAIL" : "ok  ");
+    return fails != 0;
+}
+
 int main(int argc, char **argv)
 {
     int update = 0, fails = 0, i = 1;
     const char *dir;
 
+    if (argc == 2 && strcmp(argv[1], "--self-test") == 0)
+        return self_test();
     if (argc > 1 && strcmp(argv[1], "--update") == 0)
         update = 1, i++;
     if (argc - i < 2) {

@@ -393,6 +393,16 @@ static void test_text_expand(void)
     EXPECT(dlock__text_expand("a {{missing}} b", vars) == NULL);
     EXPECT(strstr(dlock_errmsg(), "{{missing}}") != NULL);
     EXPECT(dlock__text_expand("a {{table b", vars) == NULL);
+    /* A value is copied, never expanded again: the builders insert
+     * expanded fragments (mysql's fence_next, idle_set) as values. */
+    {
+        const char *const frag[] = {"f", "{{table}} %s }}{{", "table", "t",
+                                    NULL};
+
+        s = dlock__text_expand("[{{f}}|{{table}}]", frag);
+        EXPECT(s != NULL && strcmp(s, "[{{table}} %s }}{{|t]") == 0);
+        free(s);
+    }
 }
 
 static void test_bounds(void);
