@@ -49,10 +49,13 @@ if [ "${4:-}" = server ]; then
         kill-clients) cmd=kill-clients ;;
         script-flush) cmd="cli SCRIPT FLUSH" ;;
         # A failover takes seconds, and Sentinel will not fail the same
-        # master over again within 2 x failover-timeout (3 s).
-        # (A fault takes up to 10 s: none starts in the last 12 s.)
-        failover) cmd=failover every=6000 quiet=12000 ;;
-        kill-master) cmd=kill-master every=6000 quiet=12000 ;;
+        # master over again within 2 x failover-timeout (3 s).  The
+        # fault lasts until its aftermath is over (a second, spontaneous
+        # failover included: server-redis-sentinel.sh aftermath()), up to
+        # ~20 s: none starts in the last 20 s, and the run lasts at least
+        # 36 s so that one always starts (the first within 2 x every).
+        failover) cmd=failover every=6000 quiet=20000 ;;
+        kill-master) cmd=kill-master every=6000 quiet=20000 ;;
         *) echo "run.sh: unknown server fault $f" >&2; exit 64 ;;
         esac
         case ${f#*:} in
@@ -61,8 +64,11 @@ if [ "${4:-}" = server ]; then
         *) echo "run.sh: $f: say revokes or keeps" >&2; exit 64 ;;
         esac
         # Holds long enough to span a fault: up to 400 ms in a 1 s lease.
+        keep=$secs
+        [ "$quiet" -lt 20000 ] || [ "$secs" -ge 36 ] || secs=36
         run --workload fenced --fault none --ttl 1000 --hold 400 \
             --nemesis "'$script' ctl '$dir' $cmd >/dev/null" --every $every --quiet $quiet $kind
+        secs=$keep
     done
 elif [ "${4:-}" = clock ]; then
     shift 4
