@@ -413,8 +413,8 @@ static int self_test(void)
 {
     static const char *const bad[] = {
         "return fenc(1)\n",
-        "local function a() return b() end\n"
-        "local function b() return 1 end\nreturn a()\n",
+        ("local function a() return b() end\n"
+         "local function b() return 1 end\nreturn a()\n"),
         "local r = helper(1)\nlocal function helper(x) return x end\n",
         "local function fence(n) return n end\nreturn 'x'..fenc(1)\n",
         "return redis.cal('GET', KEYS[1])\n",
@@ -423,8 +423,8 @@ static int self_test(void)
     };
     static const char *const good[] = {
         "local function f(n) return n end\nreturn 'x'..f(1)\n",
-        "local function g(n) if n > 0 then return g(n - 1) end return 0 end\n"
-        "return g(2)\n",
+        ("local function g(n) if n > 0 then return g(n - 1) end return 0 end\n"
+         "return g(2)\n"),
         "return redis.call('GET', KEYS[1]) .. string.format('%d', 1)\n",
         "local t = {}\ntable.insert(t, math.floor(1.5))\nreturn t\n",
     };
