@@ -37,11 +37,12 @@ demo: build
 	@scripts/demo.sh $(BUILD)/dlock
 
 # The ASan+UBSan build both tiers run (scripts/test.sh prints a
-# "== stage NAME: N s" line per stage after it).
+# "== stage NAME: N s" line per stage after it); `make golden` uses it too.
+TEST_CONFIGURE = cmake -S . -B $(TEST_BUILD) -DCMAKE_BUILD_TYPE=Debug \
+	    -DDLOCK_SANITIZE=ON -DDLOCK_WERROR=ON >/dev/null
 test-build:
 	@t0=$$(date +%s); scripts/deps.sh test && \
-	cmake -S . -B $(TEST_BUILD) -DCMAKE_BUILD_TYPE=Debug \
-	    -DDLOCK_SANITIZE=ON -DDLOCK_WERROR=ON >/dev/null && \
+	$(TEST_CONFIGURE) && \
 	cmake --build $(TEST_BUILD) -j$(JOBS) && \
 	echo "== stage deps, configure, build: $$(( $$(date +%s) - t0 )) s"
 
@@ -53,8 +54,7 @@ test-long: test-build
 
 # The golden copies of every statement and script (tests/golden/).
 golden:
-	@cmake -S . -B $(TEST_BUILD) -DCMAKE_BUILD_TYPE=Debug \
-	    -DDLOCK_SANITIZE=ON -DDLOCK_WERROR=ON >/dev/null && \
+	@$(TEST_CONFIGURE) && \
 	cmake --build $(TEST_BUILD) -j$(JOBS) --target test_golden && \
 	$(TEST_BUILD)/tests/test_golden --update tests/golden \
 	    $$(sed -n 's/^DLOCK_GOLDEN_STORES:INTERNAL=//p' $(TEST_BUILD)/CMakeCache.txt | tr ';' ' ')
