@@ -179,8 +179,19 @@ static void test_zombie_leader(void)
         _exit(0); /* never released */
     }
     close(ready[1]);
-    EXPECT(read(ready[0], &c, 1) == 0); /* EOF: it has exited */
+    EXPECT(read(ready[0], &c, 1) == 0); /* EOF: it is exiting */
     close(ready[0]);
+    /* EOF comes when the kernel closes its files, before the process
+     * becomes a zombie: until then it is still exiting and its /proc
+     * entry reads as alive (CI once took it there).  WNOWAIT waits for
+     * the zombie without reaping it. */
+    {
+        siginfo_t si;
+
+        memset(&si, 0, sizeof(si));
+        EXPECT(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) == 0 &&
+               si.si_pid == pid);
+    }
     EXPECT(try_once("zombie") == DLOCK_OK);
     EXPECT(waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
            WEXITSTATUS(st) == 0);
