@@ -108,6 +108,7 @@ status_of() {
 # same leader, itself an up member; sets $leader to its index.
 agreed() {
     local i n=0 l='' st ids=()
+    leader=
     for i in $(members); do
         up "$i" || continue
         n=$((n + 1))
@@ -130,8 +131,11 @@ agreed() {
     return 1
 }
 
+# settle: wait until agreed, if the up members are a quorum; $leader is
+# then the leader's index, else empty.
 settle() {
     local end=$((SECONDS + wait_s)) n=0 i
+    leader=
     for i in $(members); do up "$i" && n=$((n + 1)); done
     if [ "$n" -lt $(($(nmembers) / 2 + 1)) ]; then
         echo "$n of $(nmembers) members up: no quorum, not waiting for a leader"
@@ -212,7 +216,25 @@ wait_serving() {
     done
 }
 
-member_start() { member_launch "$1" && wait_serving "$1"; }
+# peer_listening I: member I listens on its peer port (before it has a
+# quorum to serve clients with).
+peer_listening() {
+    alive "$(mpid "$1")" &&
+        [ -n "$(at "$(cport "$1")" ss -Hltn "sport = :$(pport "$1")")" ]
+}
+
+# member_start I: launch member I and wait until it serves clients or,
+# without a quorum of members up to join, until it listens for peers.
+member_start() {
+    local i n=0
+    member_launch "$1"
+    for i in $(members); do up "$i" && n=$((n + 1)); done
+    if [ "$n" -ge $(($(nmembers) / 2 + 1)) ]; then
+        wait_serving "$1"
+    else
+        wait_for "$wait_s" peer_listening "$1"
+    fi
+}
 
 member_stop() {
     local pid
@@ -294,8 +316,9 @@ wait_settled() {
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 kill_leader() {
-    local t0 t1 old end
+    local t0 old end n=0 i
     agreed || wait_settled
+    [ -n "$leader" ] || die "no leader to kill"
     old=$leader
     t0=$(now_ms)
     kill -KILL "$(mpid "$old")"
@@ -305,14 +328,19 @@ kill_leader() {
         sleep 0.01
     done
     rm -f "$dir/m$old/pid"
-    while [ "$SECONDS" -lt "$end" ]; do
-        agreed && [ "$leader" != "$old" ] && break
-        sleep 0.1
-    done
-    agreed && [ "$leader" != "$old" ] ||
-        die "the others elected no new leader in ${wait_s} s"
-    t1=$(now_ms)
-    echo "killed leader m$old; new leader m$leader after $((t1 - t0)) ms"
+    for i in $(members); do up "$i" && n=$((n + 1)); done
+    if [ "$n" -ge $(($(nmembers) / 2 + 1)) ]; then
+        leader=
+        while [ "$SECONDS" -lt "$end" ]; do
+            agreed && [ "$leader" != "$old" ] && break
+            leader=
+            sleep 0.1
+        done
+        [ -n "$leader" ] || die "the others elected no new leader in ${wait_s} s"
+        echo "killed leader m$old; new leader m$leader after $(($(now_ms) - t0)) ms"
+    else
+        echo "killed leader m$old; the others ($n) are no quorum"
+    fi
     member_start "$old" || die "member $old did not start again"
     wait_settled
     echo "m$old rejoined; all $(nmembers) healthy under leader m$leader after $(($(now_ms) - t0)) ms"
@@ -340,6 +368,7 @@ ctl)
     case $sub in
     leader)
         agreed || wait_settled
+        [ -n "$leader" ] || die "no quorum up: no leader"
         echo "$leader $(murl "$leader")"
         ;;
     kill-leader) kill_leader ;;
@@ -349,23 +378,21 @@ ctl)
         member_stop "$1"
         member_start "$1" || die "member $1 did not start again"
         wait_settled
-        agreed
-        echo "restarted m$1; all running members healthy under leader m$leader after $(($(now_ms) - t0)) ms"
+        echo "restarted m$1 in $(($(now_ms) - t0)) ms${leader:+; leader m$leader}"
         ;;
     stop-member)
         check_member "${1:-}"
         member_stop "$1"
         echo "stopped m$1"
         wait_settled
-        ! agreed || echo "leader m$leader"
+        [ -z "$leader" ] || echo "leader m$leader"
         ;;
     start-member)
         check_member "${1:-}"
         running "$1" && die "member $1 runs already"
         member_start "$1" || die "member $1 did not start"
         wait_settled
-        agreed
-        echo "started m$1; leader m$leader"
+        echo "started m$1${leader:+; leader m$leader}"
         ;;
     pause)
         check_member "${1:-}"
@@ -382,12 +409,11 @@ ctl)
         running "$1" || die "member $1 does not run"
         kill -CONT "$(mpid "$1")"
         wait_settled
-        agreed
-        echo "resumed m$1; leader m$leader"
+        echo "resumed m$1${leader:+; leader m$leader}"
         ;;
     settle)
         wait_settled
-        ! agreed || echo "leader m$leader"
+        [ -z "$leader" ] || echo "leader m$leader"
         ;;
     health | status)
         rc=0
