@@ -96,12 +96,14 @@ up() { running "$1" && ! stopped "$1"; }
 healthy() { ctl_at "$1" endpoint health >/dev/null 2>&1; }
 
 # status_of I: "MEMBER_ID LEADER_ID" as member I's status says (the v3
-# gateway: 64-bit numbers as JSON strings, exact; LEADER_ID 0: none).
+# gateway gives 64-bit numbers as JSON strings, exact); fails when it
+# knows no leader (the gateway leaves a 0 out).
 status_of() {
     at "$(cport "$1")" timeout "${CLI_TIMEOUT:-5}" curl -sf \
         --max-time "${CLI_TIMEOUT:-5}" -X POST -d '{}' \
         "http://127.0.0.1:$(cport "$1")/v3/maintenance/status" 2>/dev/null |
-        jq -r '"\(.header.member_id) \(.leader // "0")"' 2>/dev/null
+        sed -n 's/.*"member_id":"\([0-9]*\)".*"leader":"\([0-9]*\)".*/\1 \2/p' |
+        grep .
 }
 
 # agreed: every up member (they must be a quorum) is healthy and names the
@@ -349,6 +351,8 @@ kill_leader() {
 cmd=${1:-}
 dir=${2:-}
 [ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 start|start-cluster|stop|ctl DIR [...]"
+[ "$cmd" = stop ] || command -v etcd >/dev/null ||
+    die "no etcd (Debian: etcd-server; scripts/deps.sh test)"
 shift 2
 [ "$cmd" = start ] || [ "$cmd" = start-cluster ] || [ -f "$dir/ports" ] ||
     { [ "$cmd" = stop ] && exit 0; } || die "no etcd members in $dir"

@@ -1,15 +1,17 @@
 # Sourced by test.sh and bench.sh: start a throwaway server for every
 # network store compiled into $build, export DLOCK_TEST_<STORE>_URL, and
 # stop them all on exit (and DLOCK_TEST_MYSQL_LEASE_URL: the same
-# MariaDB in lease mode).  Needs: build, here, ci; tier (optional: quick
-# starts no Sentinel, Cluster or TLS topology: only the long tier's
+# MariaDB in lease mode; DLOCK_TEST_ETCD_CLUSTER_URL: a 3-member etcd).
+# Needs: build, here, ci; tier (optional: quick starts no Sentinel,
+# Cluster or TLS topology, nor the etcd cluster: only the long tier's
 # entries use them); sets: tmp, problems.
 tmp=$(mktemp -d /tmp/dlock-test.XXXXXX)
 chmod 755 "$tmp"
 started=()
 cleanup() {
     local s
-    # SCRIPT or SCRIPT:DIR (the TLS Redis: server-redis.sh in redis-tls).
+    # SCRIPT or SCRIPT:DIR (the TLS Redis: server-redis.sh in redis-tls;
+    # the etcd cluster: server-etcd.sh in etcd-cluster).
     for s in "${started[@]}"; do
         "$here/server-${s%%:*}.sh" stop "$tmp/${s#*:}" >/dev/null 2>&1 || true
     done
@@ -21,7 +23,7 @@ trap 'exit 130' INT TERM
 schemes=$("$build/dlock" --version)
 echo "== $schemes"
 problems=0
-for store in redis postgres mysql; do
+for store in redis postgres mysql etcd; do
     upper=$(echo "$store" | tr a-z A-Z)
     if [ ! -f "$here/../src/stores/$store.c" ] &&
        [ ! -d "$here/../src/stores/$store" ]; then
@@ -85,6 +87,28 @@ case ",$topologies," in
             problems=$((problems + 1))
         fi
     done
+    ;;
+esac
+
+# etcd beyond one member: a 3-member cluster on loopback (static initial
+# cluster), when the etcd store is compiled in: DLOCK_TEST_ETCD_CLUSTER_URL
+# (etcd://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3) and _DIR, for the
+# contract, CLI and torture suites (scripts/server-etcd.sh ctl DIR
+# kill-leader, restart I, pause I...).
+case ",$topologies," in
+*etcd*)
+    if [ -x "$here/server-etcd.sh" ]; then
+        mkdir -p "$tmp/etcd-cluster"
+        started+=("etcd:etcd-cluster")
+        if url=$("$here/server-etcd.sh" start-cluster "$tmp/etcd-cluster"); then
+            echo "== etcd-cluster: $url"
+            export "DLOCK_TEST_ETCD_CLUSTER_URL=$url" \
+                "DLOCK_TEST_ETCD_CLUSTER_DIR=$tmp/etcd-cluster"
+        else
+            echo "== etcd-cluster: the servers did not start"
+            problems=$((problems + 1))
+        fi
+    fi
     ;;
 esac
 
