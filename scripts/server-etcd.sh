@@ -8,7 +8,9 @@
 #       initial cluster; print etcd://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3
 #       (`MEMBERS=N start DIR` starts N members, start-cluster is N=3)
 #   scripts/server-etcd.sh stop DIR           stop every member (TERM, up to
-#                                             15 s, then KILL); 0 if none runs
+#                                             15 s, then KILL); 0 if none runs.
+#       It removes only its pid files: a later start in DIR (none running)
+#       starts afresh, with new ports and empty members.
 #   scripts/server-etcd.sh ctl DIR CMD..      for tests; members are 1..N, and
 #       each waits (bounded) until the cluster is in a known state again
 #       and prints what it did:
@@ -261,7 +263,12 @@ start() {
     [ -d "$dir" ] || die "no directory $dir"
     dir=$(cd "$dir" && pwd)
     [[ "$n" =~ ^[1-9]$ ]] || die "MEMBERS: 1 to 9"
-    [ ! -f "$dir/ports" ] || die "$dir already has members (stop it first)"
+    if [ -f "$dir/ports" ]; then
+        for i in $(members); do
+            ! running "$i" || die "$dir has members running (stop it first)"
+        done
+        for i in $(members); do rm -rf "$dir/m$i"; done
+    fi
     for _ in 1 2 3 4 5 6 7 8; do
         base=$((21000 + RANDOM % (9000 - 2 * n)))
         for i in $(seq 0 $((2 * n - 1))); do port_free $((base + i)) || continue 2; done
