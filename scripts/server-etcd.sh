@@ -20,6 +20,7 @@
 #                       one, start the killed member again on its data, wait
 #                       until every member is healthy under one leader
 #       restart I       TERM member I, start it again, wait the same way
+#                       (I may be left out with one member)
 #       stop-member I   TERM member I; wait until the others (if a quorum)
 #                       have a leader
 #       start-member I  start member I on its data; wait until every running
@@ -384,6 +385,8 @@ ctl)
         ;;
     kill-leader) kill_leader ;;
     restart)
+        # One member: `ctl DIR restart` as for server-redis.sh.
+        [ $# -gt 0 ] || [ "$(nmembers)" != 1 ] || set -- 1
         check_member "${1:-}"
         t0=$(now_ms)
         member_stop "$1"
