@@ -40,6 +40,11 @@
 #else
 #define MYSQL_OPS NULL
 #endif
+#ifdef DLOCK_HAVE_ETCD
+#define ETCD_OPS (&dlock__etcd_ops)
+#else
+#define ETCD_OPS NULL
+#endif
 
 static const struct scheme {
     const char *scheme;
@@ -64,6 +69,8 @@ static const struct scheme {
     {.scheme = "postgresql", .label = "postgresql://", .ops = POSTGRES_OPS},
     {.scheme = "mysql", .label = "mysql://", .ops = MYSQL_OPS},
     {.scheme = "mariadb", .label = "mariadb://", .ops = MYSQL_OPS},
+    {.scheme = "etcd", .label = "etcd://", .ops = ETCD_OPS},
+    {.scheme = "etcds", .label = "etcds://", .ops = ETCD_OPS},
 };
 
 static const char *const compiled =
@@ -79,6 +86,9 @@ static const char *const compiled =
 #endif
 #ifdef DLOCK_HAVE_MYSQL
     "mysql,mariadb,"
+#endif
+#ifdef DLOCK_HAVE_ETCD
+    "etcd,etcds,"
 #endif
     "";
 

@@ -254,5 +254,6 @@ extern const struct dlock_store_ops dlock__sqlite_ops;
 extern const struct dlock_store_ops dlock__redis_ops;
 extern const struct dlock_store_ops dlock__postgres_ops;
 extern const struct dlock_store_ops dlock__mysql_ops;
+extern const struct dlock_store_ops dlock__etcd_ops;
 
 #endif /* DLOCK_CORE_STORE_H */

@@ -766,3 +766,49 @@ void dlock_free(char *str)
 {
     free(str);
 }
+
+/* On failure the caller frees what was filled (*count hosts). */
+int dlock__url_hosts(const struct dlock_url *u, int default_port,
+                     const char *what, char ***hosts, int **ports, int *count)
+{
+    const char *p = u->host != NULL ? u->host : "";
+    int n = 1;
+
+    *count = 0;
+    for (const char *c = p; *c; c++)
+        n += *c == ',';
+    *hosts = calloc((size_t)n, sizeof(char *));
+    *ports = calloc((size_t)n, sizeof(int));
+    if (*hosts == NULL || *ports == NULL)
+        return dlock__enomem();
+    /* n entries, as many as the commas say: an empty one at either end
+     * ("h:p,") is refused like one in the middle. */
+    while (*count < n) {
+        size_t len = strcspn(p, ",");
+        /* One host: the URL parser has already taken its port apart
+         * (and the brackets off an IPv6 address, whose colons stay). */
+        const char *colon = n == 1 ? NULL : memchr(p, ':', len);
+        char *end;
+        long port = n == 1 && u->port != 0 ? u->port : default_port;
+
+        if (colon != NULL) {
+            port = strtol(colon + 1, &end, 10);
+            if (end != p + len || port < 1 || port > 65535)
+                return dlock__seterr(DLOCK_EINVAL, "bad %s port in %s", what,
+                                     u->redacted);
+        }
+        if ((colon != NULL ? (size_t)(colon - p) : len) == 0)
+            return dlock__seterr(DLOCK_EINVAL, "empty %s host in %s", what,
+                                 u->redacted);
+        (*hosts)[*count] =
+            dlock__strndup(p, colon != NULL ? (size_t)(colon - p) : len);
+        if ((*hosts)[*count] == NULL)
+            return dlock__enomem();
+        (*ports)[(*count)++] = (int)port;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return DLOCK_OK;
+}
+

@@ -45,6 +45,14 @@ int dlock__url_check_params(const struct dlock_url *url,
  * "ms" or "s" (no suffix: `unit_ms` per unit).  Absent: *out untouched. */
 int dlock__url_param_ms(const struct dlock_url *url, const char *key,
                         int64_t unit_ms, int64_t *out);
+/* The hosts of an authority that lists several (h1[:p1],h2[:p2]...: a
+ * Sentinel's sentinels, a cluster's seeds, etcd's endpoints): *n entries,
+ * hosts malloc'd into *hosts (free each and the array), ports into *ports
+ * (default_port where none is given).  An empty entry or a bad port is
+ * DLOCK_EINVAL, with `what` ("sentinel", "etcd") in the message; on
+ * a failure the caller still frees the *n hosts filled. */
+int dlock__url_hosts(const struct dlock_url *u, int default_port,
+                     const char *what, char ***hosts, int **ports, int *n);
 /* Parse a whole number parameter, 0 or more (a count: ?max_keys=).
  * Absent: *out untouched. */
 int dlock__url_param_count(const struct dlock_url *url, const char *key,

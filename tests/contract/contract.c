@@ -57,6 +57,8 @@ static const struct caps {
     {"postgres-lease", 1, 0, 1}, /* table only: the lease */
     {"mysql", 0, 1, 1},          /* the session ends */
     {"mysql-lease", 0, 0, 1},
+    {"etcd", 1, 0, 1},         /* the lease (the server's) */
+    {"etcd-cluster", 1, 0, 1}, /* the same, on a 3-member cluster */
 };
 static const struct caps *caps;
 static const char *self_exe;

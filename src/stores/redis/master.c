@@ -45,43 +45,8 @@ int dlock__redis_sentinel_parse(struct redis_store *rs,
 int dlock__redis_hosts_parse(struct redis_store *rs, const struct dlock_url *u,
                              int default_port, const char *what)
 {
-    const char *p = u->host != NULL ? u->host : "";
-    int n = 1;
-
-    for (const char *c = p; *c; c++)
-        n += *c == ',';
-    rs->sent_host = calloc((size_t)n, sizeof(char *));
-    rs->sent_port = calloc((size_t)n, sizeof(int));
-    if (rs->sent_host == NULL || rs->sent_port == NULL)
-        return dlock__enomem();
-    /* n entries, as many as the commas say: an empty one at either end
-     * ("h:p,") is refused like one in the middle. */
-    while (rs->nsent < n) {
-        size_t len = strcspn(p, ",");
-        const char *colon = memchr(p, ':', len);
-        char *end;
-        /* One host: the URL parser has already taken its port apart. */
-        long port = n == 1 && u->port != 0 ? u->port : default_port;
-
-        if (colon != NULL) {
-            port = strtol(colon + 1, &end, 10);
-            if (end != p + len || port < 1 || port > 65535)
-                return dlock__seterr(DLOCK_EINVAL, "bad %s port in %s", what,
-                                     u->redacted);
-        }
-        if ((colon != NULL ? (size_t)(colon - p) : len) == 0)
-            return dlock__seterr(DLOCK_EINVAL, "empty %s host in %s", what,
-                                 u->redacted);
-        rs->sent_host[rs->nsent] =
-            dlock__strndup(p, colon != NULL ? (size_t)(colon - p) : len);
-        if (rs->sent_host[rs->nsent] == NULL)
-            return dlock__enomem();
-        rs->sent_port[rs->nsent++] = (int)port;
-        p += len;
-        if (*p == ',')
-            p++;
-    }
-    return DLOCK_OK;
+    return dlock__url_hosts(u, default_port, what, &rs->sent_host,
+                            &rs->sent_port, &rs->nsent);
 }
 
 void dlock__redis_master_free(struct redis_store *rs)

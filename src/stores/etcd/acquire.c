@@ -1,0 +1,424 @@
+/*
+ * acquire.c - the etcd store's acquire: the try (a put if absent and the
+ * queue read, one txn), the wait's slices (a watch on the key before
+ * ours), and forget (a wait given up deletes its key).
+ *
+ * A try leaves its key in the queue when it answers BUSY: the wait that
+ * follows keeps that place (FIFO by create revision), and forget()
+ * deletes it if the acquire ends without the lock.  Every wake-up, from
+ * the watch or the slice's end, re-reads the queue and our own key in
+ * one linearizable txn: our key gone (its lease revoked or expired while
+ * we waited, a release --force) means no place in the queue, never a
+ * grant; we queue again at the end (etcd issue 11456 is the bug of
+ * believing the watch).  Before answering OK, the lease is refreshed if
+ * its last refresh does not cover the lock's lease end.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cancel.h"
+#include "clock.h"
+#include "errors.h"
+#include "etcd.h"
+#include "strutil.h"
+
+/* Leases of one handle a lock of one name may try before giving up:
+ * each other lock of the same name and TTL on the handle takes one. */
+#define MAX_SAME_NAME 16
+
+void dlock__etcd_lock_free(struct etcd_store *es, struct etcd_lock *el)
+{
+    if (el == NULL)
+        return;
+    if (el->lease != NULL)
+        dlock__etcd_lease_put(es, el->lease);
+    free(el->key);
+    free(el->watch_key);
+    free(el);
+}
+
+/* Say who is in the way (the holder: the queue's first key). */
+static void busy_message(const struct etcd_store *es,
+                         const struct dlock_lock *lk,
+                         const struct etcd_queue *q)
+{
+    const struct etcd_entry *h = q->n > 0 ? &q->e[0] : NULL;
+
+    if (h == NULL)
+        dlock__seterr(DLOCK_BUSY, "lock '%s' is busy (%s)", lk->name, es->url);
+    else if (h->foreign)
+        dlock__seterr(DLOCK_BUSY,
+                      "lock '%s' is held by a client that is not dlock "
+                      "(etcd lease %llx; %s)",
+                      lk->name, (unsigned long long)h->lease, es->url);
+    else
+        dlock__seterr(DLOCK_BUSY, "lock '%s' is held by %s pid %lld (%s)",
+                      lk->name, h->host, (long long)h->pid, es->url);
+}
+
+/* Decide from q where our key stands; remember what to watch. */
+static int decide(struct etcd_store *es, struct dlock_lock *lk,
+                  struct etcd_lock *el, const struct etcd_queue *q)
+{
+    long w = -1;
+    int rc = dlock__etcd_admit(q, lk, el->create_rev, &w, es->url);
+
+    free(el->watch_key);
+    el->watch_key = NULL;
+    el->rev = q->rev;
+    if (rc == DLOCK_BUSY) {
+        if (w >= 0) {
+            el->watch_key = malloc(q->e[w].key_len + 1);
+            if (el->watch_key == NULL)
+                return dlock__enomem();
+            memcpy(el->watch_key, q->e[w].key, q->e[w].key_len);
+            el->watch_key[q->e[w].key_len] = '\0';
+            el->watch_len = q->e[w].key_len;
+        }
+        busy_message(es, lk, q);
+    } else if (rc == DLOCK_LOST) {
+        el->create_rev = 0; /* not in the queue: queue again */
+        rc = DLOCK_BUSY;
+    }
+    return rc;
+}
+
+/* Put our key if absent and read the queue: one txn.  On DLOCK_OK,
+ * el->key/create_rev are set and q is filled; 1: the key exists and is
+ * another lock's of this handle (same name, same lease). */
+static int put_key(struct etcd_store *es, struct dlock_lock *lk,
+                   struct etcd_lock *el, struct etcd_queue *q)
+{
+    size_t plen, elen, klen;
+    char *pfx = dlock__etcd_name_prefix(es, lk->name, &plen), *end = NULL,
+         *key = NULL, *rec = dlock__etcd_record(lk);
+    json_object *cmp = json_object_new_array(),
+                *ok = json_object_new_array(),
+                *fail = json_object_new_array(), *body, *reply = NULL, *kvs;
+    int rc, grpc = 0;
+
+    memset(q, 0, sizeof(*q));
+    if (pfx != NULL)
+        end = dlock__etcd_prefix_end(pfx, plen, &elen);
+    if (pfx != NULL)
+        key = malloc(plen + 17);
+    if (key == NULL || end == NULL || rec == NULL || cmp == NULL ||
+        ok == NULL || fail == NULL) {
+        rc = dlock__enomem();
+        json_object_put(cmp);
+        json_object_put(ok);
+        json_object_put(fail);
+        goto out;
+    }
+    /* P NAME "/" <lease id, lower-case hex>: etcd's own layout. */
+    klen = plen + (size_t)snprintf(key + plen, 17, "%" PRIx64,
+                                   (uint64_t)el->lease->id);
+    memcpy(key, pfx, plen);
+    json_object_array_add(cmp, dlock__etcd_cmp_create(key, klen, 0));
+    json_object_array_add(ok,
+                          dlock__etcd_put_op(key, klen, rec, el->lease->id));
+    json_object_array_add(ok, dlock__etcd_range_op(pfx, plen, end, elen, 0, 1));
+    json_object_array_add(fail, dlock__etcd_range_op(key, klen, NULL, 0, 0, 0));
+    json_object_array_add(fail,
+                          dlock__etcd_range_op(pfx, plen, end, elen, 0, 1));
+    body = dlock__etcd_txn(cmp, ok, fail);
+    rc = body == NULL ? dlock__enomem()
+                      : dlock__etcd_post(es, "/v3/kv/txn", body, 0, &reply,
+                                         &grpc);
+    json_object_put(body);
+    if (rc != DLOCK_OK) {
+        pthread_mutex_lock(&es->mu);
+        if (grpc == 5) /* etcdserver: requested lease not found */
+            el->lease->dead = 1;
+        else /* the put may have landed: retire the lease */
+            el->lease->tainted = 1;
+        pthread_mutex_unlock(&es->mu);
+        if (grpc == 5)
+            rc = DLOCK_LOST;
+        goto out;
+    }
+    kvs = dlock__etcd_txn_kvs(reply, 1);
+    rc = kvs == NULL ? dlock__seterr(DLOCK_ESTORE,
+                                     "etcd answered a txn without its ranges "
+                                     "(%s)",
+                                     es->url)
+                     : dlock__etcd_queue_fill(q, kvs, plen);
+    json_object_put(kvs);
+    q->rev = dlock__etcd_int(json_object_object_get(reply, "header"),
+                             "revision");
+    if (rc == DLOCK_OK && !json_object_get_boolean(
+                              json_object_object_get(reply, "succeeded"))) {
+        /* The key exists: ours from an earlier attempt of this acquire
+         * whose reply was lost (our token), else another lock's. */
+        int mine = 0;
+
+        for (size_t i = 0; i < q->n; i++)
+            if (q->e[i].key_len == klen && memcmp(q->e[i].key, key, klen) == 0)
+                mine = strcmp(q->e[i].token, lk->token) == 0;
+        if (!mine)
+            rc = 1;
+    }
+    if (rc == DLOCK_OK) {
+        for (size_t i = 0; i < q->n; i++)
+            if (q->e[i].key_len == klen && memcmp(q->e[i].key, key, klen) == 0)
+                el->create_rev = q->e[i].create_rev;
+        if (el->create_rev == 0)
+            rc = dlock__seterr(DLOCK_ESTORE,
+                               "etcd did not list the key it just put (%s)",
+                               es->url);
+    }
+    if (rc == DLOCK_OK) {
+        el->key = key;
+        el->key_len = klen;
+        key = NULL;
+    }
+out:
+    if (rc != DLOCK_OK)
+        dlock__etcd_queue_free(q);
+    json_object_put(reply);
+    free(pfx);
+    free(end);
+    free(key);
+    free(rec);
+    return rc;
+}
+
+/* Take a place in the queue (a lease, our key): then decide. */
+static int enqueue(struct etcd_store *es, struct dlock_lock *lk,
+                   struct etcd_lock *el)
+{
+    struct etcd_lease *avoid[MAX_SAME_NAME];
+    size_t navoid = 0;
+    struct etcd_queue q;
+    int rc, dead = 0;
+
+    for (;;) {
+        rc = dlock__etcd_lease_get(es, lk->ttl_ms, avoid, navoid, &el->lease);
+        if (rc != DLOCK_OK)
+            break;
+        rc = put_key(es, lk, el, &q);
+        if (rc == DLOCK_OK)
+            break;
+        /* Another lock of ours on this lease (1), or the lease was gone. */
+        if (rc == 1 && navoid < MAX_SAME_NAME) {
+            avoid[navoid++] = el->lease; /* still referenced: kept alive */
+            el->lease = NULL;
+            continue;
+        }
+        dlock__etcd_lease_put(es, el->lease);
+        el->lease = NULL;
+        if (rc == DLOCK_LOST && !dead++)
+            continue;
+        if (rc == 1)
+            rc = dlock__seterr(DLOCK_ESTORE,
+                               "more than %d locks of '%s' on one handle "
+                               "(%s)",
+                               MAX_SAME_NAME, lk->name, es->url);
+        break;
+    }
+    for (size_t i = 0; i < navoid; i++)
+        dlock__etcd_lease_put(es, avoid[i]);
+    if (rc != DLOCK_OK)
+        return rc;
+    rc = decide(es, lk, el, &q);
+    dlock__etcd_queue_free(&q);
+    if (rc == DLOCK_OK)
+        lk->fence = (uint64_t)el->create_rev;
+    return rc;
+}
+
+static struct etcd_lock *lock_state(struct dlock_lock *lk)
+{
+    if (lk->priv == NULL)
+        lk->priv = calloc(1, sizeof(struct etcd_lock));
+    return lk->priv;
+}
+
+/* Our key went (or never was): let go of its lease and key name. */
+static void drop_key(struct etcd_store *es, struct etcd_lock *el)
+{
+    if (el->lease != NULL)
+        dlock__etcd_lease_put(es, el->lease);
+    el->lease = NULL;
+    free(el->key);
+    el->key = NULL;
+    el->create_rev = 0;
+}
+
+/* Re-read the queue and our key; decide. */
+static int recheck(struct etcd_store *es, struct dlock_lock *lk,
+                   struct etcd_lock *el)
+{
+    struct etcd_queue q;
+    int64_t rev = 0, lease = 0;
+    int rc = dlock__etcd_read_queue(es, lk->name, &q, el->key, el->key_len,
+                                    &rev, &lease);
+
+    if (rc != DLOCK_OK)
+        return rc;
+    if (rev != el->create_rev || lease != el->lease->id) {
+        /* Our key is gone (lease ended, forced release): no place. */
+        dlock__etcd_queue_free(&q);
+        drop_key(es, el);
+        return DLOCK_BUSY;
+    }
+    rc = decide(es, lk, el, &q);
+    dlock__etcd_queue_free(&q);
+    return rc;
+}
+
+/* Admitted: the lease must cover the lock's lease end before OK. */
+static int grant(struct etcd_store *es, struct dlock_lock *lk,
+                 struct etcd_lock *el)
+{
+    int rc = dlock__etcd_lease_cover(es, el->lease, lk->lease_end);
+
+    if (rc == DLOCK_LOST) {
+        drop_key(es, el); /* the lease, and our key with it, are gone */
+        return DLOCK_BUSY;
+    }
+    if (rc == DLOCK_OK)
+        lk->fence = (uint64_t)el->create_rev;
+    return rc;
+}
+
+int dlock__etcd_try_acquire(struct dlock_store *s, struct dlock_lock *lk,
+                            int64_t deadline, int64_t *retry_ms)
+{
+    struct etcd_store *es = (struct etcd_store *)s;
+    struct etcd_lock *el = lock_state(lk);
+    int rc;
+
+    (void)deadline;
+    (void)retry_ms;
+    if (el == NULL)
+        return dlock__enomem();
+    if (el->create_rev == 0) {
+        rc = enqueue(es, lk, el);
+        return rc == DLOCK_OK ? grant(es, lk, el) : rc;
+    }
+    rc = recheck(es, lk, el);
+    return rc == DLOCK_OK ? grant(es, lk, el) : rc;
+}
+
+int dlock__etcd_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
+                           int64_t slice_ms, int64_t *retry_ms)
+{
+    struct etcd_store *es = (struct etcd_store *)s;
+    struct etcd_lock *el = lock_state(lk);
+    int64_t end = dlock__now_ms() + slice_ms;
+    int rc = DLOCK_BUSY;
+
+    (void)retry_ms;
+    if (el == NULL)
+        return dlock__enomem();
+    while (!dlock__cancelled()) {
+        size_t plen = 0, elen = 0;
+        char *pfx = NULL, *pend = NULL;
+        int64_t step, watch_end;
+        int woken = 0;
+
+        if (el->create_rev == 0) {
+            rc = enqueue(es, lk, el);
+            if (rc == DLOCK_OK)
+                rc = grant(es, lk, el);
+            if (rc != DLOCK_BUSY || el->create_rev == 0)
+                return rc;
+        }
+        if (dlock__remaining_ms(end) <= 0)
+            return DLOCK_BUSY;
+        /* Our key must outlive the watch: a third of the lease at most,
+         * then its lease is refreshed (a lock's TTL may be far shorter
+         * than the slice). */
+        step = el->lease->granted_ms / 3;
+        if (step < 300)
+            step = 300;
+        watch_end = dlock__now_ms() + step < end ? dlock__now_ms() + step : end;
+        rc = dlock__etcd_lease_cover(es, el->lease, watch_end + step);
+        if (rc == DLOCK_LOST) {
+            drop_key(es, el);
+            continue;
+        }
+        if (rc != DLOCK_OK)
+            return rc;
+        if (el->watch_key == NULL) {
+            /* A semaphore's waiter: any key of the name may go. */
+            pfx = dlock__etcd_name_prefix(es, lk->name, &plen);
+            pend = pfx != NULL ? dlock__etcd_prefix_end(pfx, plen, &elen)
+                               : NULL;
+            if (pend == NULL) {
+                free(pfx);
+                return dlock__enomem();
+            }
+        }
+        rc = el->watch_key != NULL
+                 ? dlock__etcd_watch(es, el->watch_key, el->watch_len, NULL, 0,
+                                     el->rev + 1, watch_end, &woken)
+                 : dlock__etcd_watch(es, pfx, plen, pend, elen, el->rev + 1,
+                                     watch_end, &woken);
+        free(pfx);
+        free(pend);
+        if (rc != DLOCK_OK)
+            return rc;
+        if (dlock__cancelled())
+            break;
+        if (!woken && dlock__remaining_ms(end) > 0)
+            continue; /* time to refresh the lease, then watch on */
+        /* Woken or at the slice's end, look: a watch says "look", never
+         * "yours". */
+        rc = recheck(es, lk, el);
+        if (rc == DLOCK_OK)
+            return grant(es, lk, el);
+        if (rc != DLOCK_BUSY)
+            return rc;
+        if (!woken && el->create_rev != 0)
+            return DLOCK_BUSY; /* the slice ran out */
+    }
+    return DLOCK_BUSY;
+}
+
+int dlock__etcd_forget(struct dlock_store *s, struct dlock_lock *lk)
+{
+    struct etcd_store *es = (struct etcd_store *)s;
+    struct etcd_lock *el = lk->priv;
+    json_object *cmp, *ok, *body, *reply = NULL;
+    int rc = DLOCK_OK;
+
+    if (el == NULL)
+        return DLOCK_OK;
+    lk->priv = NULL;
+    if (el->create_rev != 0) {
+        /* Our waiting key, and only it: the same name and create
+         * revision. */
+        cmp = json_object_new_array();
+        ok = json_object_new_array();
+        if (cmp != NULL && ok != NULL) {
+            json_object_array_add(
+                cmp, dlock__etcd_cmp_create(el->key, el->key_len,
+                                            el->create_rev));
+            json_object_array_add(ok,
+                                  dlock__etcd_delete_op(el->key, el->key_len));
+        }
+        body = cmp != NULL && ok != NULL ? dlock__etcd_txn(cmp, ok, NULL)
+                                         : NULL;
+        if (body == NULL) {
+            json_object_put(cmp);
+            json_object_put(ok);
+        }
+        rc = body == NULL ? dlock__enomem()
+                          : dlock__etcd_post(es, "/v3/kv/txn", body,
+                                             ETCD_RETRY_SAFE, &reply, NULL);
+        json_object_put(body);
+        json_object_put(reply);
+        if (rc != DLOCK_OK) {
+            /* Revoke the lease, key and all, once nothing else is on it. */
+            pthread_mutex_lock(&es->mu);
+            el->lease->tainted = 1;
+            pthread_mutex_unlock(&es->mu);
+        }
+    }
+    dlock__etcd_lock_free(es, el);
+    return rc;
+}

@@ -1,0 +1,230 @@
+/*
+ * etcd.h - the etcd store's private header: its handle, its leases, a
+ * lock's keys, and what its files share.
+ *
+ *   http.c     the transport: one POST to the v3 JSON gateway with
+ *              libcurl, endpoints in turn, auth, the deadline, the reply
+ *              parsed by json-c and checked (cluster id, errors)
+ *   json.c     request bodies and reply fields: base64 keys and values,
+ *              64-bit integers as strings, fields left out when zero
+ *   queue.c    a name's keys in revision order: who holds, who is next,
+ *              which key a waiter watches (the admission rules)
+ *   lease.c    the handle's leases, shared by the locks of one TTL
+ *   acquire.c  try_acquire, the wait's slices (a watch), forget
+ *   store.c    the ops table: open, close, extend, release, status, list
+ *
+ * etcd://[user:password@]host[:port][,host[:port]...][?prefix=P]
+ *     [&timeout=5s][&connect_timeout=5s]
+ * etcds://... the same over TLS, with ?cacert=, ?cert=, ?key=.
+ *
+ * THE LAYOUT (etcd's own clientv3/concurrency.Mutex and `etcdctl lock`):
+ * a holder or waiter of NAME puts the key P NAME "/" <lease id in lower
+ * case hex> with its lease, if the key does not exist, in one txn that
+ * also reads the name's keys by create revision.  The keys of a name, in
+ * create-revision order, are its queue: the first holds (a semaphore of
+ * N: the first N; shared: the leading shared ones).  A waiter watches the
+ * key before it for its DELETE and re-reads the queue, and its own key,
+ * on every wake-up: a watch event is a wake-up, never a grant (etcd issue
+ * 11456).  The fence is the key's create revision: cluster-wide,
+ * strictly increasing, durable through Raft.  The value (ignored by Go
+ * clients, empty from them) is dlock's holder record, JSON.
+ *
+ * LEASES.  The locks of one handle with the same lease length share one
+ * etcd lease, so that an uncontended acquire + release is two round trips
+ * (a txn and a delete).  A lease is granted one second longer than the
+ * lock's TTL, and a lock may take it only while the lease's last refresh
+ * guarantees the server keeps the key at least until the lock's lease end
+ * as dlock counts it; otherwise the lease is refreshed first.
+ */
+#ifndef DLOCK_STORES_ETCD_H
+#define DLOCK_STORES_ETCD_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include "store.h"
+
+struct dlock_url;
+
+#define ETCD_DEFAULT_PORT 2379
+#define ETCD_DEFAULT_TIMEOUT_MS 5000
+/* The most bytes of one reply dlock reads: a name's queue of thousands
+ * of keys fits; a server that sends more is not believed. */
+#define ETCD_REPLY_MAX (16u << 20)
+/* etcd's --max-txn-ops default: the most operations of one txn. */
+#define ETCD_TXN_OPS 128
+/* The most keys one queue read returns before dlock reads the rest. */
+#define ETCD_QUEUE_PAGE 64
+/* A lease is granted this much longer than the lock's TTL. */
+#define ETCD_LEASE_SLACK_MS 1000
+
+/* One etcd lease of the handle. */
+struct etcd_lease {
+    struct etcd_lease *next;
+    int64_t id;
+    int64_t ttl_s;       /* the TTL asked for */
+    int64_t granted_ms;  /* the TTL granted, ms */
+    int64_t refreshed;   /* monotonic ms the last grant/keepalive was sent */
+    unsigned refs;       /* locks (held or waiting) whose key is on it */
+    int dead;            /* etcd said it is gone: never used again */
+    int tainted;         /* a put on it may have landed unseen: retire */
+};
+
+/* An idle libcurl handle (keep-alive connection) and its endpoint. */
+struct etcd_conn {
+    struct etcd_conn *next;
+    void *curl; /* CURL * */
+};
+
+struct etcd_store {
+    struct dlock_store base;
+    const char *url; /* redacted, owned by the core */
+    char **endpoints; /* "http://host:port" */
+    int nendpoints;
+    int tls;
+    char *cacert, *cert, *key;
+    char *user, *password;
+    char *prefix;
+    size_t prefix_len;
+    int64_t timeout_ms, connect_timeout_ms;
+    const char *const *secrets; /* for scrubbing driver text */
+    char **secrets_owned;
+
+    pthread_mutex_t mu; /* everything below */
+    struct etcd_conn *idle;
+    unsigned nidle;
+    int next_ep;     /* the endpoint that answered last */
+    char *token;     /* auth token, NULL without a user */
+    uint64_t cluster_id; /* the first header's; 0 until seen */
+    struct etcd_lease *leases;
+};
+
+/* The state of a lock (lk->priv) from its first put to its release. */
+struct etcd_lock {
+    struct etcd_lease *lease;
+    char *key;   /* P NAME "/" hex, raw bytes */
+    size_t key_len;
+    int64_t create_rev; /* 0: no key (yet, or any more) */
+    int64_t rev;        /* the header revision of the last queue read */
+    char *watch_key;    /* the key before ours to watch (NULL: the name) */
+    size_t watch_len;
+};
+
+/* --- http.c ----------------------------------------------------------- */
+#define ETCD_RETRY_SAFE 1 /* the request may be sent again elsewhere */
+/* POST body to path ("/v3/kv/txn"); *out the parsed reply (caller puts
+ * it).  Checks the header's cluster id and turns etcd's errors into
+ * DLOCK_* codes with a message; *grpc_code (may be NULL) gets etcd's code
+ * when the reply is an error.  Within dlock__io_bound(timeout). */
+int dlock__etcd_post(struct etcd_store *es, const char *path,
+                     json_object *body, int flags, json_object **out,
+                     int *grpc_code);
+/* The same with an explicit absolute deadline (monotonic ms). */
+int dlock__etcd_post_until(struct etcd_store *es, const char *path,
+                           json_object *body, int flags, int64_t deadline,
+                           json_object **out, int *grpc_code);
+int dlock__etcd_http_init(struct etcd_store *es);
+/* Get an auth token for the URL's user (open, and when one expires). */
+int dlock__etcd_authenticate(struct etcd_store *es);
+void dlock__etcd_http_free(struct etcd_store *es);
+/* Watch: wait for a DELETE of key (or any key of the range [key, end))
+ * after revision rev, until deadline or a cancel: 1 woken (an event, a
+ * cancelled or compacted watch: re-read), 0 deadline, else a DLOCK_*
+ * failure code (negative not used). */
+int dlock__etcd_watch(struct etcd_store *es, const char *key, size_t len,
+                      const char *end, size_t end_len, int64_t rev,
+                      int64_t deadline, int *woken);
+
+/* --- json.c ----------------------------------------------------------- */
+json_object *dlock__etcd_b64(const char *s, size_t n);
+/* Decode base64 field f of o into a malloc'd buffer (NUL-terminated). */
+char *dlock__etcd_unb64(json_object *o, const char *f, size_t *n);
+/* A 64-bit integer field (string or number; absent = 0). */
+int64_t dlock__etcd_int(json_object *o, const char *f);
+json_object *dlock__etcd_i64(int64_t v);
+/* The end of the prefix range of s (s with its last byte + 1). */
+char *dlock__etcd_prefix_end(const char *s, size_t n, size_t *end_len);
+json_object *dlock__etcd_range_op(const char *key, size_t n, const char *end,
+                                  size_t end_len, int64_t limit, int sorted);
+json_object *dlock__etcd_cmp_create(const char *key, size_t n, int64_t rev);
+json_object *dlock__etcd_put_op(const char *key, size_t n, const char *val,
+                                int64_t lease);
+json_object *dlock__etcd_delete_op(const char *key, size_t n);
+json_object *dlock__etcd_txn(json_object *cmp, json_object *ok,
+                             json_object *fail);
+/* responses[i].response_range.kvs of a txn reply (NULL if absent). */
+json_object *dlock__etcd_txn_kvs(json_object *reply, size_t i);
+
+/* --- queue.c ---------------------------------------------------------- */
+/* One key of a name's queue, as read. */
+struct etcd_entry {
+    char *key;
+    size_t key_len;
+    int64_t create_rev, lease;
+    int foreign;       /* no dlock record: an exclusive holder (Go, etcdctl) */
+    int shared;
+    unsigned limit;    /* 1 for a lock */
+    char token[DLOCK_TOKEN_HEX + 1];
+    char host[256];
+    int64_t pid, since_ms, ttl_ms;
+};
+struct etcd_queue {
+    struct etcd_entry *e;
+    size_t n;
+    int64_t rev; /* header revision of the read */
+};
+/* The dlock record (the key's value) of lk. */
+char *dlock__etcd_record(const struct dlock_lock *lk);
+/* Fill q from a kvs array of name's range, keeping only the name's own
+ * keys (NAME/<hex>, not those of a longer name NAME/x/...), sorted by
+ * create revision.  Returns DLOCK_OK or ENOMEM. */
+int dlock__etcd_queue_fill(struct etcd_queue *q, json_object *kvs,
+                           size_t name_off);
+void dlock__etcd_queue_free(struct etcd_queue *q);
+/* Where key (create revision rev) stands: DLOCK_OK admitted, DLOCK_BUSY
+ * (with *watch the index of the key to watch, or -1: any key of the
+ * name), DLOCK_EINVAL (another limit in force; message set). */
+int dlock__etcd_admit(const struct etcd_queue *q, const struct dlock_lock *lk,
+                      int64_t rev, long *watch, const char *url);
+/* How many lead the queue (the holders), and whether shared. */
+size_t dlock__etcd_holders(const struct etcd_queue *q, int *shared);
+/* Read name's queue (and the key k if not NULL: *k_rev its create
+ * revision, 0 when absent) in one linearizable txn. */
+int dlock__etcd_read_queue(struct etcd_store *es, const char *name,
+                           struct etcd_queue *q, const char *k, size_t klen,
+                           int64_t *k_rev, int64_t *k_lease);
+/* P NAME "/" (malloc'd) and its length. */
+char *dlock__etcd_name_prefix(const struct etcd_store *es, const char *name,
+                              size_t *len);
+
+/* --- lease.c ---------------------------------------------------------- */
+/* A lease for a lock of ttl_ms that the server keeps at least until
+ * now + ttl_ms (refreshed or granted as needed), none of avoid[].
+ * refs+1. */
+int dlock__etcd_lease_get(struct etcd_store *es, int64_t ttl_ms,
+                          struct etcd_lease *const *avoid, size_t navoid,
+                          struct etcd_lease **out);
+/* Refresh l unless its last refresh already covers until `until`
+ * (monotonic ms): DLOCK_OK, DLOCK_LOST (etcd says it is gone), or a
+ * failure. */
+int dlock__etcd_lease_cover(struct etcd_store *es, struct etcd_lease *l,
+                            int64_t until);
+/* refs-1; a tainted lease with no refs left is revoked. */
+void dlock__etcd_lease_put(struct etcd_store *es, struct etcd_lease *l);
+/* Revoke and free every lease (close). */
+void dlock__etcd_lease_free_all(struct etcd_store *es);
+/* The server keeps keys on l at least until this monotonic ms. */
+int64_t dlock__etcd_lease_until(const struct etcd_lease *l);
+
+/* --- acquire.c -------------------------------------------------------- */
+int dlock__etcd_try_acquire(struct dlock_store *s, struct dlock_lock *lk,
+                            int64_t deadline, int64_t *retry_ms);
+int dlock__etcd_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
+                           int64_t slice_ms, int64_t *retry_ms);
+int dlock__etcd_forget(struct dlock_store *s, struct dlock_lock *lk);
+void dlock__etcd_lock_free(struct etcd_store *es, struct etcd_lock *el);
+
+#endif /* DLOCK_STORES_ETCD_H */

@@ -1,0 +1,640 @@
+/*
+ * http.c - the etcd store's transport: one POST to etcd's v3 JSON gateway
+ * with libcurl, within a deadline, the reply parsed by json-c.
+ *
+ * One libcurl easy handle is one keep-alive HTTP/1.1 connection; idle
+ * ones wait in the handle's list.  Endpoints are tried in turn from the
+ * one that answered last: a request goes to the next one only when it
+ * cannot have reached the server (no connection) or is safe to send
+ * twice (reads, keepalives); a write whose fate is unknown is an error,
+ * which the caller treats as such.  Every reply's header must name the
+ * cluster the first reply named: a member of another cluster is not
+ * believed.  etcd's errors ({"error", "code"}) become DLOCK_* codes:
+ * Unavailable and DeadlineExceeded (no leader, a member cut off from
+ * the quorum) are DLOCK_EUNAVAIL and move on to the next endpoint;
+ * an expired auth token is renewed once; the rest are DLOCK_ESTORE.
+ *
+ * The watch (dlock__etcd_watch) is a streamed POST on a connection of its
+ * own, driven by a curl multi handle so that it also wakes on the
+ * acquire's cancel; closing the connection ends the watch on the server.
+ */
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cancel.h"
+#include "clock.h"
+#include "errors.h"
+#include "etcd.h"
+#include "iobound.h"
+#include "strutil.h"
+#include "url.h"
+
+#define MAX_IDLE 8
+
+/* gRPC status codes etcd answers with. */
+enum {
+    GRPC_DEADLINE = 4,
+    GRPC_NOT_FOUND = 5,
+    GRPC_UNAVAILABLE = 14,
+    GRPC_UNAUTHENTICATED = 16
+};
+
+struct reply_buf {
+    char *p;
+    size_t n, cap;
+    int over; /* more than ETCD_REPLY_MAX */
+};
+
+static size_t on_data(char *d, size_t sz, size_t nm, void *arg)
+{
+    struct reply_buf *b = arg;
+    size_t len = sz * nm;
+
+    if (b->n + len + 1 > ETCD_REPLY_MAX) {
+        b->over = 1;
+        return 0; /* libcurl stops: CURLE_WRITE_ERROR */
+    }
+    if (b->n + len + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 1024;
+        char *p;
+
+        while (cap < b->n + len + 1)
+            cap *= 2;
+        p = realloc(b->p, cap);
+        if (p == NULL)
+            return 0;
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, d, len);
+    b->n += len;
+    b->p[b->n] = '\0';
+    return len;
+}
+
+static void global_init(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+int dlock__etcd_http_init(struct etcd_store *es)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+    (void)es;
+    /* curl_global_init is not thread-safe before 7.84: once, here. */
+    pthread_once(&once, global_init);
+    return DLOCK_OK;
+}
+
+void dlock__etcd_http_free(struct etcd_store *es)
+{
+    while (es->idle != NULL) {
+        struct etcd_conn *c = es->idle;
+
+        es->idle = c->next;
+        curl_easy_cleanup(c->curl);
+        free(c);
+    }
+    es->nidle = 0;
+}
+
+static CURL *conn_get(struct etcd_store *es)
+{
+    struct etcd_conn *c;
+    CURL *h;
+
+    pthread_mutex_lock(&es->mu);
+    c = es->idle;
+    if (c != NULL) {
+        es->idle = c->next;
+        es->nidle--;
+    }
+    pthread_mutex_unlock(&es->mu);
+    if (c == NULL)
+        return curl_easy_init();
+    h = c->curl;
+    free(c);
+    return h;
+}
+
+static void conn_put(struct etcd_store *es, CURL *h)
+{
+    struct etcd_conn *c = malloc(sizeof(*c));
+
+    pthread_mutex_lock(&es->mu);
+    if (c != NULL && es->nidle < MAX_IDLE) {
+        c->curl = h;
+        c->next = es->idle;
+        es->idle = c;
+        es->nidle++;
+        h = NULL;
+        c = NULL;
+    }
+    pthread_mutex_unlock(&es->mu);
+    free(c);
+    if (h != NULL)
+        curl_easy_cleanup(h);
+}
+
+/* The options every request sets.  TLS verification is always on. */
+static void setup(struct etcd_store *es, CURL *h, const char *url,
+                  struct curl_slist *hdrs, struct reply_buf *b,
+                  int64_t left_ms, char *errbuf)
+{
+    curl_easy_reset(h);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, es->tls ? "https" : "http");
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)left_ms);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                     (long)(es->connect_timeout_ms < left_ms
+                                ? es->connect_timeout_ms
+                                : left_ms));
+    curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(h, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    /* No proxy from the environment: the URL says where the store is. */
+    curl_easy_setopt(h, CURLOPT_PROXY, "");
+    if (es->tls) {
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+        if (es->cacert != NULL)
+            curl_easy_setopt(h, CURLOPT_CAINFO, es->cacert);
+        if (es->cert != NULL)
+            curl_easy_setopt(h, CURLOPT_SSLCERT, es->cert);
+        if (es->key != NULL)
+            curl_easy_setopt(h, CURLOPT_SSLKEY, es->key);
+    }
+}
+
+static struct curl_slist *headers(struct etcd_store *es)
+{
+    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: "
+                                                   "application/json");
+    char *auth = NULL;
+
+    pthread_mutex_lock(&es->mu);
+    if (es->token != NULL) {
+        size_t n = strlen(es->token) + 32;
+
+        auth = malloc(n);
+        if (auth != NULL)
+            snprintf(auth, n, "Authorization: %s", es->token);
+    }
+    pthread_mutex_unlock(&es->mu);
+    if (auth != NULL && h != NULL) {
+        struct curl_slist *t = curl_slist_append(h, auth);
+
+        if (t == NULL) {
+            curl_slist_free_all(h);
+            h = NULL;
+        } else {
+            h = t;
+        }
+    }
+    free(auth);
+    return h;
+}
+
+/* Check the reply's header: the cluster must be the one we met first. */
+static int check_header(struct etcd_store *es, json_object *reply, int ep)
+{
+    json_object *hdr = NULL, *res = NULL;
+    uint64_t id;
+
+    if (!json_object_object_get_ex(reply, "header", &hdr) &&
+        json_object_object_get_ex(reply, "result", &res))
+        json_object_object_get_ex(res, "header", &hdr);
+    if (hdr == NULL || !json_object_is_type(hdr, json_type_object))
+        return dlock__seterr(DLOCK_ESTORE,
+                             "etcd at %s answered without a header: not "
+                             "an etcd v3 gateway? (%s)",
+                             es->endpoints[ep], es->url);
+    id = (uint64_t)dlock__etcd_int(hdr, "cluster_id");
+    pthread_mutex_lock(&es->mu);
+    if (es->cluster_id == 0)
+        es->cluster_id = id;
+    else if (id != es->cluster_id) {
+        pthread_mutex_unlock(&es->mu);
+        return dlock__seterr(DLOCK_EUNAVAIL,
+                             "etcd at %s belongs to another cluster (id %llu, "
+                             "not %llu) in %s",
+                             es->endpoints[ep], (unsigned long long)id,
+                             (unsigned long long)es->cluster_id, es->url);
+    }
+    pthread_mutex_unlock(&es->mu);
+    return DLOCK_OK;
+}
+
+static int authenticate(struct etcd_store *es, int64_t deadline);
+
+/* One request to endpoint ep: DLOCK_OK with *out, or a code; *sent: the
+ * request may have reached the server; *next: worth another endpoint. */
+static int post_once(struct etcd_store *es, int ep, const char *path,
+                     const char *text, int64_t deadline, json_object **out,
+                     int *grpc, int *sent, int *next)
+{
+    char url[512], errbuf[CURL_ERROR_SIZE] = "", msg[512];
+    struct reply_buf b = {0};
+    struct curl_slist *hdrs;
+    long status = 0;
+    int64_t left = dlock__remaining_ms(deadline);
+    CURLcode cr;
+    CURL *h;
+    json_object *reply, *err;
+    json_tokener *tok;
+    int rc;
+
+    *sent = 0;
+    *next = 1;
+    if (left <= 0)
+        return dlock__seterr(DLOCK_EUNAVAIL, "etcd did not answer in time (%s)",
+                             es->url);
+    snprintf(url, sizeof(url), "%s%s", es->endpoints[ep], path);
+    h = conn_get(es);
+    hdrs = headers(es);
+    if (h == NULL || hdrs == NULL) {
+        if (h != NULL)
+            curl_easy_cleanup(h);
+        curl_slist_free_all(hdrs);
+        return dlock__enomem();
+    }
+    setup(es, h, url, hdrs, &b, left, errbuf);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, text);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(text));
+    cr = curl_easy_perform(h);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(hdrs);
+    if (cr != CURLE_OK) {
+        /* No connection: the request never left.  Anything later may
+         * have reached the server. */
+        {
+            curl_off_t started = 0;
+
+            curl_easy_getinfo(h, CURLINFO_PRETRANSFER_TIME_T, &started);
+            *sent = !(cr == CURLE_COULDNT_CONNECT ||
+                      cr == CURLE_COULDNT_RESOLVE_HOST ||
+                      started == 0);
+        }
+        curl_easy_cleanup(h);
+        free(b.p);
+        dlock__scrub(msg, sizeof(msg), errbuf[0] ? errbuf : curl_easy_strerror(cr),
+                     es->secrets);
+        if (b.over)
+            return dlock__seterr(DLOCK_ESTORE,
+                                 "etcd at %s sent a reply over %u bytes (%s)",
+                                 es->endpoints[ep], ETCD_REPLY_MAX, es->url);
+        return dlock__seterr(DLOCK_EUNAVAIL, "etcd at %s: %s (%s)",
+                             es->endpoints[ep], msg, es->url);
+    }
+    *sent = 1;
+    conn_put(es, h);
+    tok = json_tokener_new();
+    reply = tok != NULL && b.p != NULL
+                ? json_tokener_parse_ex(tok, b.p, (int)b.n)
+                : NULL;
+    if (tok != NULL && reply != NULL &&
+        (size_t)json_tokener_get_parse_end(tok) < b.n) {
+        /* Only whitespace may follow the object. */
+        for (size_t i = json_tokener_get_parse_end(tok); i < b.n; i++)
+            if (b.p[i] != '\n' && b.p[i] != ' ' && b.p[i] != '\r') {
+                json_object_put(reply);
+                reply = NULL;
+                break;
+            }
+    }
+    json_tokener_free(tok);
+    free(b.p);
+    if (reply == NULL || !json_object_is_type(reply, json_type_object)) {
+        json_object_put(reply);
+        if (status >= 500)
+            return dlock__seterr(DLOCK_EUNAVAIL,
+                                 "etcd at %s answered HTTP %ld (%s)",
+                                 es->endpoints[ep], status, es->url);
+        *next = 0;
+        return dlock__seterr(DLOCK_ESTORE,
+                             "etcd at %s answered HTTP %ld with something "
+                             "that is not a JSON object: not an etcd v3 "
+                             "gateway? (%s)",
+                             es->endpoints[ep], status, es->url);
+    }
+    if (json_object_object_get_ex(reply, "error", &err) ||
+        (json_object_object_get_ex(reply, "result", &err) &&
+         json_object_object_get_ex(err, "error", &err)) ||
+        status != 200) {
+        json_object *holder = reply, *res;
+        int code;
+
+        if (json_object_object_get_ex(reply, "result", &res) &&
+            json_object_object_get_ex(res, "error", NULL))
+            holder = res;
+        code = (int)dlock__etcd_int(holder, "code");
+        dlock__scrub(msg, sizeof(msg),
+                     json_object_get_string(
+                         json_object_object_get(holder, "message")) != NULL
+                         ? json_object_get_string(
+                               json_object_object_get(holder, "message"))
+                         : "no message",
+                     es->secrets);
+        if (grpc != NULL)
+            *grpc = code;
+        json_object_put(reply);
+        rc = code == GRPC_UNAVAILABLE || code == GRPC_DEADLINE || status >= 500
+                 ? DLOCK_EUNAVAIL
+                 : DLOCK_ESTORE;
+        *next = rc == DLOCK_EUNAVAIL;
+        if (code == GRPC_UNAUTHENTICATED || strstr(msg, "auth token") != NULL)
+            *next = 2; /* authenticate again */
+        return dlock__seterr(rc, "etcd at %s: %s (HTTP %ld, code %d; %s)",
+                             es->endpoints[ep], msg, status, code, es->url);
+    }
+    rc = check_header(es, reply, ep);
+    if (rc != DLOCK_OK) {
+        json_object_put(reply);
+        return rc;
+    }
+    *out = reply;
+    return DLOCK_OK;
+}
+
+int dlock__etcd_post_until(struct etcd_store *es, const char *path,
+                           json_object *body, int flags, int64_t deadline,
+                           json_object **out, int *grpc_code)
+{
+    const char *text = json_object_to_json_string_ext(body,
+                                                      JSON_C_TO_STRING_PLAIN);
+    int rc = DLOCK_EUNAVAIL, reauth = 0, ep, start;
+
+    *out = NULL;
+    if (grpc_code != NULL)
+        *grpc_code = 0;
+    if (text == NULL)
+        return dlock__enomem();
+    pthread_mutex_lock(&es->mu);
+    start = es->next_ep;
+    pthread_mutex_unlock(&es->mu);
+    for (int k = 0; k < es->nendpoints; k++) {
+        int sent = 0, next = 0;
+
+        ep = (start + k) % es->nendpoints;
+        rc = post_once(es, ep, path, text, deadline, out, grpc_code, &sent,
+                       &next);
+        if (rc == DLOCK_OK) {
+            pthread_mutex_lock(&es->mu);
+            es->next_ep = ep;
+            pthread_mutex_unlock(&es->mu);
+            return DLOCK_OK;
+        }
+        if (next == 2 && !reauth && es->user != NULL) {
+            /* The token expired (300 s by default): once more, same
+             * endpoint, with a new one.  An auth error means the request
+             * was refused, so sending it again is safe. */
+            reauth = 1;
+            rc = authenticate(es, deadline);
+            if (rc != DLOCK_OK)
+                return rc;
+            k--;
+            continue;
+        }
+        if (!next || (sent && !(flags & ETCD_RETRY_SAFE)) ||
+            dlock__remaining_ms(deadline) <= 0)
+            return rc;
+    }
+    return rc;
+}
+
+int dlock__etcd_post(struct etcd_store *es, const char *path,
+                     json_object *body, int flags, json_object **out,
+                     int *grpc_code)
+{
+    int64_t deadline = dlock__now_ms() + dlock__io_bound(es->timeout_ms);
+
+    return dlock__etcd_post_until(es, path, body, flags, deadline, out,
+                                  grpc_code);
+}
+
+/* POST /v3/auth/authenticate; keeps the token for every later request. */
+static int authenticate(struct etcd_store *es, int64_t deadline)
+{
+    json_object *body = json_object_new_object(), *reply = NULL;
+    char *old;
+    int rc;
+
+    if (body == NULL)
+        return dlock__enomem();
+    json_object_object_add(body, "name", json_object_new_string(es->user));
+    json_object_object_add(body, "password",
+                           json_object_new_string(es->password != NULL
+                                                      ? es->password
+                                                      : ""));
+    pthread_mutex_lock(&es->mu);
+    old = es->token;
+    es->token = NULL;
+    pthread_mutex_unlock(&es->mu);
+    free(old);
+    rc = dlock__etcd_post_until(es, "/v3/auth/authenticate", body,
+                                ETCD_RETRY_SAFE, deadline, &reply, NULL);
+    json_object_put(body);
+    if (rc == DLOCK_OK) {
+        const char *t =
+            json_object_get_string(json_object_object_get(reply, "token"));
+
+        if (t == NULL || *t == '\0')
+            rc = dlock__seterr(DLOCK_ESTORE,
+                               "etcd gave no auth token for user %s (%s)",
+                               es->user, es->url);
+        else {
+            pthread_mutex_lock(&es->mu);
+            es->token = dlock__strdup(t);
+            rc = es->token != NULL ? DLOCK_OK : dlock__enomem();
+            pthread_mutex_unlock(&es->mu);
+        }
+    }
+    json_object_put(reply);
+    return rc;
+}
+
+int dlock__etcd_authenticate(struct etcd_store *es)
+{
+    return authenticate(es,
+                        dlock__now_ms() + dlock__io_bound(es->timeout_ms));
+}
+
+/* --- the watch --------------------------------------------------------- */
+
+struct watch_state {
+    json_tokener *tok;
+    int woken;   /* an event, a cancel by the server, a compaction */
+    int created; /* the server confirmed the watch */
+    int bad;     /* not a watch stream: garbage */
+    size_t seen;
+};
+
+static size_t on_watch(char *d, size_t sz, size_t nm, void *arg)
+{
+    struct watch_state *w = arg;
+    size_t len = sz * nm, off = 0;
+
+    w->seen += len;
+    if (w->seen > ETCD_REPLY_MAX) {
+        w->bad = 1;
+        return 0;
+    }
+    while (off < len) {
+        json_object *o, *res = NULL, *ev = NULL;
+        size_t used;
+
+        /* Newlines between messages are not JSON. */
+        if (d[off] == '\n' || d[off] == '\r' || d[off] == ' ') {
+            off++;
+            continue;
+        }
+        o = json_tokener_parse_ex(w->tok, d + off, (int)(len - off));
+        used = (size_t)json_tokener_get_parse_end(w->tok);
+        if (o == NULL) {
+            if (json_tokener_get_error(w->tok) != json_tokener_continue) {
+                w->bad = 1;
+                return 0;
+            }
+            return len; /* the rest of this message comes later */
+        }
+        off += used;
+        json_tokener_reset(w->tok);
+        if (!json_object_object_get_ex(o, "result", &res)) {
+            /* {"error": ...}: the watch is over; re-read and see. */
+            w->woken = 1;
+        } else if (json_object_get_boolean(
+                       json_object_object_get(res, "canceled")) ||
+                   (json_object_object_get_ex(res, "events", &ev) &&
+                    json_object_array_length(ev) > 0)) {
+            w->woken = 1;
+        } else if (json_object_get_boolean(
+                       json_object_object_get(res, "created"))) {
+            w->created = 1;
+        }
+        json_object_put(o);
+        if (w->woken)
+            return 0; /* stop reading: the caller re-reads the queue */
+    }
+    return len;
+}
+
+int dlock__etcd_watch(struct etcd_store *es, const char *key, size_t len,
+                      const char *end, size_t end_len, int64_t rev,
+                      int64_t deadline, int *woken)
+{
+    json_object *body = json_object_new_object(),
+                *req = json_object_new_object(), *filters;
+    struct watch_state w = {0};
+    struct reply_buf unused = {0};
+    char url[512], errbuf[CURL_ERROR_SIZE] = "";
+    struct curl_slist *hdrs = NULL;
+    CURLM *m = NULL;
+    CURL *h = NULL;
+    int rc = DLOCK_OK, ep, running = 1;
+
+    *woken = 0;
+    if (body == NULL || req == NULL) {
+        json_object_put(body);
+        json_object_put(req);
+        return dlock__enomem();
+    }
+    json_object_object_add(req, "key", dlock__etcd_b64(key, len));
+    if (end != NULL)
+        json_object_object_add(req, "range_end", dlock__etcd_b64(end, end_len));
+    json_object_object_add(req, "start_revision", dlock__etcd_i64(rev));
+    filters = json_object_new_array();
+    json_object_array_add(filters, json_object_new_string("NOPUT"));
+    json_object_object_add(req, "filters", filters);
+    json_object_object_add(body, "create_request", req);
+    pthread_mutex_lock(&es->mu);
+    ep = es->next_ep;
+    pthread_mutex_unlock(&es->mu);
+    snprintf(url, sizeof(url), "%s/v3/watch", es->endpoints[ep]);
+    w.tok = json_tokener_new();
+    h = curl_easy_init();
+    m = curl_multi_init();
+    hdrs = headers(es);
+    if (w.tok == NULL || h == NULL || m == NULL || hdrs == NULL) {
+        rc = dlock__enomem();
+        goto out;
+    }
+    setup(es, h, url, hdrs, &unused, dlock__remaining_ms(deadline) + 1000,
+          errbuf);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_watch);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &w);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS,
+                     json_object_to_json_string_ext(body,
+                                                    JSON_C_TO_STRING_PLAIN));
+    /* A connection of its own, closed when the watch ends: that is how
+     * a gateway watch is cancelled. */
+    curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
+    curl_multi_add_handle(m, h);
+    while (running) {
+        struct curl_waitfd cfd = {.fd = dlock__cancel_fd(),
+                                  .events = CURL_WAIT_POLLIN};
+        int64_t left = dlock__remaining_ms(deadline);
+        CURLMsg *msg;
+        int q;
+
+        if (dlock__cancelled())
+            break; /* the core turns it into DLOCK_ECANCELED */
+        if (left <= 0)
+            break;
+        if (curl_multi_perform(m, &running) != CURLM_OK) {
+            rc = dlock__seterr(DLOCK_EUNAVAIL, "etcd watch failed (%s)",
+                               es->url);
+            break;
+        }
+        if (w.woken || w.bad)
+            break;
+        while ((msg = curl_multi_info_read(m, &q)) != NULL)
+            if (msg->msg == CURLMSG_DONE && !w.woken) {
+                char s[256];
+                long status = 0;
+
+                curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+                dlock__scrub(s, sizeof(s),
+                             errbuf[0] ? errbuf
+                                       : curl_easy_strerror(msg->data.result),
+                             es->secrets);
+                if (msg->data.result == CURLE_OK && status == 200)
+                    w.woken = 1; /* the server ended it: re-read */
+                else
+                    rc = dlock__seterr(DLOCK_EUNAVAIL,
+                                       "etcd watch at %s: %s (HTTP %ld; %s)",
+                                       es->endpoints[ep], s, status, es->url);
+                running = 0;
+            }
+        if (!running || w.woken)
+            break;
+        curl_multi_poll(m, cfd.fd >= 0 ? &cfd : NULL, cfd.fd >= 0 ? 1 : 0,
+                        (int)(left < 1000 ? left : 1000), NULL);
+    }
+    if (w.bad && rc == DLOCK_OK)
+        rc = dlock__seterr(DLOCK_ESTORE,
+                           "etcd at %s sent a watch reply that is not a "
+                           "JSON stream (%s)",
+                           es->endpoints[ep], es->url);
+    *woken = w.woken;
+out:
+    if (m != NULL && h != NULL)
+        curl_multi_remove_handle(m, h);
+    if (h != NULL)
+        curl_easy_cleanup(h);
+    if (m != NULL)
+        curl_multi_cleanup(m);
+    curl_slist_free_all(hdrs);
+    if (w.tok != NULL)
+        json_tokener_free(w.tok);
+    json_object_put(body);
+    return rc;
+}

@@ -1,0 +1,306 @@
+/*
+ * queue.c - a name's keys in create-revision order, and the rules that
+ * read holders and waiters from them.
+ *
+ * The keys of NAME are P NAME "/" <suffix>, suffix without '/' (a key
+ * P NAME "/x/..." belongs to the longer name NAME/x).  A key's value is
+ * dlock's holder record (JSON, with "dlock": 1) or anything else: a key
+ * without a record is a foreign holder (Go's concurrency.Mutex, `etcdctl
+ * lock`), exclusive.  The admission rules, for a key at position p:
+ *
+ *   lock (exclusive)   p == 0
+ *   shared             no exclusive key or semaphore key before it
+ *   semaphore of N     only keys of semaphores before it, and p < N
+ *
+ * so that the queue is FIFO whatever waits in it.  The key a waiter
+ * watches is the last one before it that stands in its way (a semaphore
+ * waiter watches the whole name: any of those before it may go).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "errors.h"
+#include "etcd.h"
+#include "process.h"
+#include "strutil.h"
+
+char *dlock__etcd_name_prefix(const struct etcd_store *es, const char *name,
+                              size_t *len)
+{
+    size_t n = strlen(name);
+    char *k = malloc(es->prefix_len + n + 2);
+
+    if (k == NULL)
+        return NULL;
+    memcpy(k, es->prefix, es->prefix_len);
+    memcpy(k + es->prefix_len, name, n);
+    k[es->prefix_len + n] = '/';
+    k[es->prefix_len + n + 1] = '\0';
+    *len = es->prefix_len + n + 1;
+    return k;
+}
+
+char *dlock__etcd_record(const struct dlock_lock *lk)
+{
+    json_object *o = json_object_new_object();
+    char *s;
+
+    if (o == NULL)
+        return NULL;
+    json_object_object_add(o, "dlock", json_object_new_int(1));
+    json_object_object_add(o, "token", json_object_new_string(lk->token));
+    json_object_object_add(o, "host",
+                           json_object_new_string(dlock__hostname()));
+    json_object_object_add(o, "pid", json_object_new_int64(dlock__pid()));
+    json_object_object_add(o, "since_ms",
+                           json_object_new_int64(dlock__wall_ms()));
+    json_object_object_add(o, "ttl_ms", json_object_new_int64(lk->ttl_ms));
+    json_object_object_add(o, "limit", json_object_new_int64(lk->limit));
+    json_object_object_add(o, "shared", json_object_new_int(lk->shared));
+    s = dlock__strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+    json_object_put(o);
+    return s;
+}
+
+/* Read a dlock record from value v (n bytes) into e; foreign otherwise. */
+static void parse_record(struct etcd_entry *e, const char *v, size_t n)
+{
+    json_tokener *tok;
+    json_object *o = NULL, *f;
+    int64_t lim;
+
+    e->foreign = 1;
+    e->limit = 1;
+    if (n == 0 || (tok = json_tokener_new()) == NULL)
+        return;
+    o = json_tokener_parse_ex(tok, v, (int)n);
+    json_tokener_free(tok);
+    if (o == NULL || !json_object_is_type(o, json_type_object) ||
+        dlock__etcd_int(o, "dlock") != 1) {
+        json_object_put(o);
+        return;
+    }
+    e->foreign = 0;
+    e->shared = json_object_get_boolean(json_object_object_get(o, "shared"));
+    lim = dlock__etcd_int(o, "limit");
+    e->limit = lim >= 1 && lim <= 1000000 ? (unsigned)lim : 1;
+    if (e->shared)
+        e->limit = 1;
+    if (json_object_object_get_ex(o, "token", &f) &&
+        json_object_is_type(f, json_type_string))
+        dlock__strlcpy(e->token, json_object_get_string(f), sizeof(e->token));
+    if (json_object_object_get_ex(o, "host", &f) &&
+        json_object_is_type(f, json_type_string))
+        dlock__strlcpy(e->host, json_object_get_string(f), sizeof(e->host));
+    e->pid = dlock__etcd_int(o, "pid");
+    e->since_ms = dlock__etcd_int(o, "since_ms");
+    e->ttl_ms = dlock__etcd_int(o, "ttl_ms");
+    json_object_put(o);
+}
+
+static int by_rev(const void *a, const void *b)
+{
+    const struct etcd_entry *x = a, *y = b;
+
+    return x->create_rev < y->create_rev ? -1 : x->create_rev > y->create_rev;
+}
+
+int dlock__etcd_queue_fill(struct etcd_queue *q, json_object *kvs,
+                           size_t name_off)
+{
+    size_t n = kvs != NULL && json_object_is_type(kvs, json_type_array)
+                   ? json_object_array_length(kvs)
+                   : 0;
+
+    q->e = n > 0 ? calloc(n, sizeof(*q->e)) : NULL;
+    q->n = 0;
+    if (n > 0 && q->e == NULL)
+        return dlock__enomem();
+    for (size_t i = 0; i < n; i++) {
+        json_object *kv = json_object_array_get_idx(kvs, i);
+        struct etcd_entry *e = &q->e[q->n];
+        size_t klen = 0, vlen = 0;
+        char *key = dlock__etcd_unb64(kv, "key", &klen), *val;
+
+        if (key == NULL)
+            continue; /* not base64: no key of ours */
+        /* NAME/<suffix>: a nonempty suffix without '/'. */
+        if (klen <= name_off ||
+            memchr(key + name_off, '/', klen - name_off) != NULL ||
+            memchr(key, '\0', klen) != NULL) {
+            free(key);
+            continue;
+        }
+        e->key = key;
+        e->key_len = klen;
+        e->create_rev = dlock__etcd_int(kv, "create_revision");
+        e->lease = dlock__etcd_int(kv, "lease");
+        val = dlock__etcd_unb64(kv, "value", &vlen);
+        parse_record(e, val != NULL ? val : "", val != NULL ? vlen : 0);
+        free(val);
+        if (e->create_rev <= 0) {
+            free(key);
+            memset(e, 0, sizeof(*e));
+            continue;
+        }
+        q->n++;
+    }
+    if (q->n > 1)
+        qsort(q->e, q->n, sizeof(*q->e), by_rev);
+    return DLOCK_OK;
+}
+
+void dlock__etcd_queue_free(struct etcd_queue *q)
+{
+    for (size_t i = 0; i < q->n; i++)
+        free(q->e[i].key);
+    free(q->e);
+    q->e = NULL;
+    q->n = 0;
+}
+
+enum kind { EXCL, SHARED, SEM };
+
+static enum kind kind_of(const struct etcd_entry *e)
+{
+    if (e->foreign)
+        return EXCL;
+    if (e->shared)
+        return SHARED;
+    return e->limit > 1 ? SEM : EXCL;
+}
+
+size_t dlock__etcd_holders(const struct etcd_queue *q, int *shared)
+{
+    size_t n = 0;
+
+    *shared = 0;
+    if (q->n == 0)
+        return 0;
+    switch (kind_of(&q->e[0])) {
+    case EXCL:
+        return 1;
+    case SHARED:
+        *shared = 1;
+        while (n < q->n && kind_of(&q->e[n]) == SHARED)
+            n++;
+        return n;
+    case SEM:
+        while (n < q->n && n < q->e[0].limit && kind_of(&q->e[n]) == SEM &&
+               q->e[n].limit == q->e[0].limit)
+            n++;
+        return n;
+    }
+    return 0;
+}
+
+int dlock__etcd_admit(const struct etcd_queue *q, const struct dlock_lock *lk,
+                      int64_t rev, long *watch, const char *url)
+{
+    enum kind mine = lk->shared ? SHARED : lk->limit > 1 ? SEM : EXCL;
+    size_t p = 0, nh;
+    int sh;
+
+    *watch = -1;
+    while (p < q->n && q->e[p].create_rev != rev)
+        p++;
+    if (p == q->n)
+        return DLOCK_LOST; /* our key is not there */
+    /* A holder of dlock's that asked another limit. */
+    nh = dlock__etcd_holders(q, &sh);
+    for (size_t i = 0; i < nh && i < p; i++)
+        if (!q->e[i].foreign && !q->e[i].shared &&
+            q->e[i].limit != (lk->shared ? 1 : lk->limit))
+            return dlock__seterr(DLOCK_EINVAL,
+                                 "lock '%s' is held with limit %u; this "
+                                 "acquire asked limit %u (every holder of a "
+                                 "name must ask the same limit; %s)",
+                                 lk->name, q->e[i].limit,
+                                 lk->shared ? 1 : lk->limit, url);
+    switch (mine) {
+    case EXCL:
+        if (p == 0)
+            return DLOCK_OK;
+        *watch = (long)p - 1;
+        return DLOCK_BUSY;
+    case SHARED:
+        for (size_t i = p; i-- > 0;)
+            if (kind_of(&q->e[i]) != SHARED) {
+                *watch = (long)i;
+                return DLOCK_BUSY;
+            }
+        return DLOCK_OK;
+    case SEM:
+        for (size_t i = p; i-- > 0;)
+            if (kind_of(&q->e[i]) != SEM) {
+                *watch = (long)i;
+                return DLOCK_BUSY;
+            }
+        if (p < lk->limit)
+            return DLOCK_OK;
+        return DLOCK_BUSY; /* any key of the name may go */
+    }
+    return DLOCK_BUSY;
+}
+
+int dlock__etcd_read_queue(struct etcd_store *es, const char *name,
+                           struct etcd_queue *q, const char *k, size_t klen,
+                           int64_t *k_rev, int64_t *k_lease)
+{
+    size_t plen, elen;
+    char *pfx = dlock__etcd_name_prefix(es, name, &plen), *end = NULL;
+    json_object *ops = json_object_new_array(), *body, *reply = NULL, *kvs;
+    int rc;
+
+    memset(q, 0, sizeof(*q));
+    if (pfx == NULL || ops == NULL ||
+        (end = dlock__etcd_prefix_end(pfx, plen, &elen)) == NULL) {
+        free(pfx);
+        json_object_put(ops);
+        return dlock__enomem();
+    }
+    json_object_array_add(ops, dlock__etcd_range_op(pfx, plen, end, elen, 0, 1));
+    if (k != NULL)
+        json_object_array_add(ops, dlock__etcd_range_op(k, klen, NULL, 0, 0, 0));
+    body = dlock__etcd_txn(NULL, ops, NULL);
+    rc = body == NULL ? dlock__enomem()
+                      : dlock__etcd_post(es, "/v3/kv/txn", body,
+                                         ETCD_RETRY_SAFE, &reply, NULL);
+    json_object_put(body);
+    free(end);
+    if (rc == DLOCK_OK) {
+        kvs = dlock__etcd_txn_kvs(reply, 0);
+        if (kvs == NULL)
+            rc = dlock__seterr(DLOCK_ESTORE,
+                               "etcd answered a range without a range (%s)",
+                               es->url);
+        else
+            rc = dlock__etcd_queue_fill(q, kvs, plen);
+        json_object_put(kvs);
+        q->rev = dlock__etcd_int(json_object_object_get(reply, "header"),
+                                 "revision");
+    }
+    if (rc == DLOCK_OK && k != NULL) {
+        kvs = dlock__etcd_txn_kvs(reply, 1);
+        *k_rev = 0;
+        *k_lease = 0;
+        if (kvs == NULL) {
+            rc = dlock__seterr(DLOCK_ESTORE,
+                               "etcd answered a range without a range (%s)",
+                               es->url);
+        } else if (json_object_array_length(kvs) == 1) {
+            json_object *kv = json_object_array_get_idx(kvs, 0);
+
+            *k_rev = dlock__etcd_int(kv, "create_revision");
+            *k_lease = dlock__etcd_int(kv, "lease");
+        }
+        json_object_put(kvs);
+    }
+    json_object_put(reply);
+    free(pfx);
+    if (rc != DLOCK_OK)
+        dlock__etcd_queue_free(q);
+    return rc;
+}

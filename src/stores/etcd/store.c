@@ -1,0 +1,547 @@
+/*
+ * store.c - the etcd store's ops table: open and close, and the calls on
+ * a held lock (extend, release, ttl_left) and on names (status, list,
+ * release --force).  The layout and the leases: etcd.h.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "errors.h"
+#include "etcd.h"
+#include "iobound.h"
+#include "names.h"
+#include "strutil.h"
+#include "url.h"
+
+/* --- a held lock --------------------------------------------------------- */
+
+/* Is our key still ours?  One range: DLOCK_OK or DLOCK_LOST. */
+static int check_key(struct etcd_store *es, struct dlock_lock *lk,
+                     struct etcd_lock *el)
+{
+    json_object *body = json_object_new_object(), *reply = NULL, *kvs, *kv;
+    int rc;
+
+    if (body == NULL)
+        return dlock__enomem();
+    json_object_object_add(body, "key", dlock__etcd_b64(el->key, el->key_len));
+    rc = dlock__etcd_post(es, "/v3/kv/range", body, ETCD_RETRY_SAFE, &reply,
+                          NULL);
+    json_object_put(body);
+    if (rc != DLOCK_OK)
+        return rc;
+    kv = json_object_object_get_ex(reply, "kvs", &kvs) &&
+                 json_object_is_type(kvs, json_type_array) &&
+                 json_object_array_length(kvs) == 1
+             ? json_object_array_get_idx(kvs, 0)
+             : NULL;
+    rc = kv != NULL &&
+                 dlock__etcd_int(kv, "create_revision") == el->create_rev &&
+                 dlock__etcd_int(kv, "lease") == el->lease->id
+             ? DLOCK_OK
+             : dlock__lost(lk, "its etcd key is gone");
+    json_object_put(reply);
+    return rc;
+}
+
+/* A new TTL: move the key to a lease of that length (same key, same
+ * create revision: the fence stays). */
+static int move_lease(struct etcd_store *es, struct dlock_lock *lk,
+                      struct etcd_lock *el, int64_t ttl_ms)
+{
+    struct etcd_lease *nl;
+    json_object *cmp, *ok, *body, *reply = NULL;
+    char *rec;
+    int rc = dlock__etcd_lease_get(es, ttl_ms, NULL, 0, &nl);
+
+    if (rc != DLOCK_OK)
+        return rc;
+    rec = dlock__etcd_record(lk);
+    cmp = json_object_new_array();
+    ok = json_object_new_array();
+    if (rec == NULL || cmp == NULL || ok == NULL) {
+        free(rec);
+        json_object_put(cmp);
+        json_object_put(ok);
+        dlock__etcd_lease_put(es, nl);
+        return dlock__enomem();
+    }
+    json_object_array_add(cmp, dlock__etcd_cmp_create(el->key, el->key_len,
+                                                      el->create_rev));
+    json_object_array_add(ok, dlock__etcd_put_op(el->key, el->key_len, rec,
+                                                 nl->id));
+    body = dlock__etcd_txn(cmp, ok, NULL);
+    rc = body == NULL ? dlock__enomem()
+                      : dlock__etcd_post(es, "/v3/kv/txn", body, 0, &reply,
+                                         NULL);
+    json_object_put(body);
+    free(rec);
+    if (rc == DLOCK_OK &&
+        !json_object_get_boolean(json_object_object_get(reply, "succeeded")))
+        rc = dlock__lost(lk, "its etcd key is gone");
+    json_object_put(reply);
+    if (rc == DLOCK_OK) {
+        dlock__etcd_lease_put(es, el->lease);
+        el->lease = nl;
+    } else {
+        if (rc != DLOCK_LOST) { /* it may be on nl now: retire nl */
+            pthread_mutex_lock(&es->mu);
+            nl->tainted = 1;
+            pthread_mutex_unlock(&es->mu);
+        }
+        dlock__etcd_lease_put(es, nl);
+    }
+    return rc;
+}
+
+static int need_move(const struct etcd_lock *el, int64_t ttl_ms)
+{
+    return el->lease->ttl_s != (ttl_ms + ETCD_LEASE_SLACK_MS + 999) / 1000;
+}
+
+static int etcd_extend(struct dlock_store *s, struct dlock_lock *lk,
+                       int64_t ttl_ms)
+{
+    struct etcd_store *es = (struct etcd_store *)s;
+    struct etcd_lock *el = lk->priv;
+    int rc;
+
+    if (el == NULL || el->lease == NULL)
+        return dlock__lost(lk, "it holds no etcd key");
+    if (need_move(el, ttl_ms))
+        return move_lease(es, lk, el, ttl_ms);
+    rc = dlock__etcd_lease_cover(es, el->lease, dlock__now_ms() + ttl_ms);
+    if (rc == DLOCK_LOST)
+        return dlock__lost(lk, "its etcd lease is gone");
+    if (rc != DLOCK_OK)
+        return rc;
+    return check_key(es, lk, el);
+}
+
+/* Many locks: each lease refreshed once, every key checked in one txn
+ * (ETCD_TXN_OPS ranges at a time). */
+static int etcd_extend_many(struct dlock_store *s,
+                            struct dlock_lock *const *locks, size_t n,
+                            int *rcs)
+{
+    struct etcd_store *es = (struct etcd_store *)s;
+    int64_t now = dlock__now_ms();
+    size_t i, j;
+
+    for (i = 0; i < n; i++) {
+        struct etcd_lock *el = locks[i]->priv;
+
+        rcs[i] = 1; /* to check */
+        if (el == NULL || el->lease == NULL) {
+            rcs[i] = dlock__lost(locks[i], "it holds no etcd key");
+            continue;
+        }
+        if (need_move(el, locks[i]->ttl_ms)) {
+            rcs[i] = etcd_extend(s, locks[i], locks[i]->ttl_ms);
+            continue;
+        }
+        /* Sharing a lease, the second and later locks find it covered. */
+        rcs[i] = dlock__etcd_lease_cover(es, el->lease,
+                                         now + locks[i]->ttl_ms);
+        if (rcs[i] == DLOCK_LOST)
+            rcs[i] = dlock__lost(locks[i], "its etcd lease is gone");
+        else if (rcs[i] == DLOCK_OK)
+            rcs[i] = 1;
+    }
+    for (i = 0; i < n; i = j) {
+        json_object *ops = json_object_new_array(), *body, *reply = NULL;
+        size_t idx[ETCD_TXN_OPS], m = 0;
+        int rc;
+
+        for (j = i; j < n && m < ETCD_TXN_OPS; j++)
+            if (rcs[j] == 1) {
+                struct etcd_lock *el = locks[j]->priv;
+
+                json_object_array_add(ops,
+                                      dlock__etcd_range_op(el->key, el->key_len,
+                                                           NULL, 0, 0, 0));
+                idx[m++] = j;
+            }
+        if (m == 0) {
+            json_object_put(ops);
+            continue;
+        }
+        body = dlock__etcd_txn(NULL, ops, NULL);
+        rc = body == NULL ? dlock__enomem()
+                          : dlock__etcd_post(es, "/v3/kv/txn", body,
+                                             ETCD_RETRY_SAFE, &reply, NULL);
+        json_object_put(body);
+        for (size_t k = 0; k < m; k++) {
+            struct dlock_lock *lk = locks[idx[k]];
+            struct etcd_lock *el = lk->priv;
+            json_object *kvs = rc == DLOCK_OK ? dlock__etcd_txn_kvs(reply, k)
+                                              : NULL,
+                        *kv = kvs != NULL && json_object_array_length(kvs) == 1
+                                  ? json_object_array_get_idx(kvs, 0)
+                                  : NULL;
+
+            if (rc != DLOCK_OK)
+                rcs[idx[k]] = rc;
+            else if (kvs == NULL)
+                rcs[idx[k]] = dlock__seterr(DLOCK_ESTORE,
+                                            "etcd answered a txn without its "
+                                            "ranges (%s)",
+                                            es->url);
+            else
+                rcs[idx[k]] =
+                    kv != NULL &&
+                            dlock__etcd_int(kv, "create_revision") ==
+                                el->create_rev &&
+                            dlock__etcd_int(kv, "lease") == el->lease->id
+                        ? DLOCK_OK
+                        : dlock__lost(lk, "its etcd key is gone");
+            json_object_put(kvs);
+        }
+        json_object_put(reply);
+    }
+    return DLOCK_OK;
+}
+
+static int etcd_ttl_left(struct dlock_store *s, struct dlock_lock *lk,
+                         int64_t *left_ms)
+{
+    struct etcd_store *es = (struct etcd_store *)s;
+    struct etcd_lock *el = lk->priv;
+    json_object *body, *reply = NULL;
+    int64_t ttl;
+    int rc;
+
+    if (el == NULL || el->lease == NULL)
+        return dlock__lost(lk, "it holds no etcd key");
+    rc = check_key(es, lk, el);
+    if (rc != DLOCK_OK)
+        return rc;
+    body = json_object_new_object();
+    if (body == NULL)
+        return dlock__enomem();
+    json_object_object_add(body, "ID", dlock__etcd_i64(el->lease->id));
+    rc = dlock__etcd_post(es, "/v3/lease/timetolive", body, ETCD_RETRY_SAFE,
+                          &reply, NULL);
+    json_object_put(body);
+    if (rc != DLOCK_OK)
+        return rc;
+    ttl = dlock__etcd_int(reply, "TTL");
+    json_object_put(reply);
+    if (ttl < 0) /* -1: no such lease */
+        return dlock__lost(lk, "its etcd lease is gone");
+    /* etcd counts whole seconds, rounded down, and the lease outlasts
+     * the lock's own lease end (lease.c): the lock's lease end, unless
+     * etcd's answer is shorter than that by more than its rounding. */
+    *left_ms = lk->lease_end - dlock__now_ms();
+    if (*left_ms > ttl * 1000 + 999)
+        *left_ms = ttl * 1000 + 999;
+    if (*left_ms <= 0)
+        *left_ms = 1;
+    return DLOCK_OK;
+}
+
+static int etcd_release(struct dlock_store *s, struct dlock_lock *lk)
+{
+    struct etcd_store *es = (struct etcd_store *)s;
+    struct etcd_lock *el = lk->priv;
+    json_object *cmp, *ok, *body, *reply = NULL;
+    int rc;
+
+    if (el == NULL)
+        return dlock__lost(lk, "it holds no etcd key");
+    lk->priv = NULL;
+    if (el->create_rev == 0) {
+        dlock__etcd_lock_free(es, el);
+        return dlock__lost(lk, "it holds no etcd key");
+    }
+    cmp = json_object_new_array();
+    ok = json_object_new_array();
+    if (cmp != NULL && ok != NULL) {
+        json_object_array_add(cmp, dlock__etcd_cmp_create(el->key, el->key_len,
+                                                          el->create_rev));
+        json_object_array_add(ok, dlock__etcd_delete_op(el->key, el->key_len));
+    }
+    body = cmp != NULL && ok != NULL ? dlock__etcd_txn(cmp, ok, NULL) : NULL;
+    if (body == NULL) {
+        json_object_put(cmp);
+        json_object_put(ok);
+    }
+    rc = body == NULL ? dlock__enomem()
+                      : dlock__etcd_post(es, "/v3/kv/txn", body, 0, &reply,
+                                         NULL);
+    json_object_put(body);
+    if (rc == DLOCK_OK &&
+        !json_object_get_boolean(json_object_object_get(reply, "succeeded")))
+        rc = dlock__lost(lk, "its etcd key was gone before the release");
+    json_object_put(reply);
+    if (rc != DLOCK_OK && rc != DLOCK_LOST) {
+        /* Unknown: the lease goes, with the key, once nothing else is on
+         * it (revoked then), else at the end of its TTL. */
+        pthread_mutex_lock(&es->mu);
+        el->lease->tainted = 1;
+        pthread_mutex_unlock(&es->mu);
+    }
+    dlock__etcd_lock_free(es, el);
+    return rc;
+}
+
+static void etcd_forget_inherited(struct dlock_store *s, struct dlock_lock *lk)
+{
+    struct etcd_lock *el = lk->priv;
+
+    (void)s;
+    /* The parent's key and lease: nothing sent, nothing counted. */
+    if (el != NULL) {
+        free(el->key);
+        free(el->watch_key);
+        free(el);
+    }
+    lk->priv = NULL;
+}
+
+/* --- names: status, list, release --force -------------------------------- */
+
+/* The holder's lease left, ms (-1: unknown). */
+static int64_t lease_left(struct etcd_store *es, int64_t id)
+{
+    json_object *body = json_object_new_object(), *reply = NULL;
+    int64_t ttl = -1;
+
+    if (body == NULL)
+        return -1;
+    json_object_object_add(body, "ID", dlock__etcd_i64(id));
+    if (dlock__etcd_post(es, "/v3/lease/timetolive", body, ETCD_RETRY_SAFE,
+                         &reply, NULL) == DLOCK_OK) {
+        ttl = dlock__etcd_int(reply, "TTL");
+        ttl = ttl >= 0 ? ttl * 1000 : -1;
+    }
+    json_object_put(reply);
+    json_object_put(body);
+    dlock__clearerr();
+    return ttl;
+}
+
+static void fill_info(struct etcd_store *es, const struct etcd_queue *q,
+                      dlock_info *out)
+{
+    int shared;
+    size_t n = dlock__etcd_holders(q, &shared);
+    const struct etcd_entry *h = n > 0 ? &q->e[0] : NULL;
+
+    out->held = n > 0;
+    out->shared = shared;
+    out->holders = (unsigned)n;
+    out->ttl_ms = -1;
+    out->limit = h != NULL ? h->limit : 0;
+    for (size_t i = 0; i < n; i++)
+        if ((uint64_t)q->e[i].create_rev > out->fence)
+            out->fence = (uint64_t)q->e[i].create_rev;
+    if (h == NULL)
+        return;
+    out->other_client = h->foreign;
+    if (!h->foreign) {
+        dlock__strlcpy(out->host, h->host, sizeof(out->host));
+        out->pid = h->pid;
+        out->since_ms = h->since_ms;
+    }
+    if (h->lease != 0)
+        out->ttl_ms = lease_left(es, h->lease);
+}
+
+static int etcd_status(struct dlock_store *s, const char *name,
+                       dlock_info *out)
+{
+    struct etcd_store *es = (struct etcd_store *)s;
+    struct etcd_queue q;
+    int rc = dlock__etcd_read_queue(es, name, &q, NULL, 0, NULL, NULL);
+
+    if (rc != DLOCK_OK)
+        return rc;
+    fill_info(es, &q, out);
+    dlock__etcd_queue_free(&q);
+    return DLOCK_OK;
+}
+
+struct named {
+    char *name;
+    json_object *kv;
+};
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const struct named *)a)->name,
+                  ((const struct named *)b)->name);
+}
+
+static int etcd_list(struct dlock_store *s, const char *prefix,
+                     int (*cb)(const dlock_info *info, void *payload),
+                     void *payload)
+{
+    struct etcd_store *es = (struct etcd_store *)s;
+    size_t plen = es->prefix_len + strlen(prefix), elen = 0, n, m = 0;
+    char *from = malloc(plen + 2), *end = NULL;
+    json_object *body = json_object_new_object(), *reply = NULL, *kvs;
+    struct named *v = NULL;
+    int rc;
+
+    if (from == NULL || body == NULL) {
+        free(from);
+        json_object_put(body);
+        return dlock__enomem();
+    }
+    memcpy(from, es->prefix, es->prefix_len);
+    memcpy(from + es->prefix_len, prefix, strlen(prefix) + 1);
+    if (plen == 0) { /* every key: from "\0" to the end ("\0") */
+        json_object_object_add(body, "key", dlock__etcd_b64("", 1));
+        json_object_object_add(body, "range_end", dlock__etcd_b64("", 1));
+    } else {
+        end = dlock__etcd_prefix_end(from, plen, &elen);
+        json_object_object_add(body, "key", dlock__etcd_b64(from, plen));
+        if (end != NULL)
+            json_object_object_add(body, "range_end",
+                                   dlock__etcd_b64(end, elen));
+    }
+    rc = dlock__etcd_post(es, "/v3/kv/range", body, ETCD_RETRY_SAFE, &reply,
+                          NULL);
+    json_object_put(body);
+    free(end);
+    free(from);
+    if (rc != DLOCK_OK)
+        return rc;
+    n = json_object_object_get_ex(reply, "kvs", &kvs) &&
+                json_object_is_type(kvs, json_type_array)
+            ? json_object_array_length(kvs)
+            : 0;
+    v = n > 0 ? calloc(n, sizeof(*v)) : NULL;
+    if (n > 0 && v == NULL) {
+        json_object_put(reply);
+        return dlock__enomem();
+    }
+    /* Each key's name: the key without P and its last "/<suffix>". */
+    for (size_t i = 0; i < n; i++) {
+        json_object *kv = json_object_array_get_idx(kvs, i);
+        size_t klen = 0;
+        char *key = dlock__etcd_unb64(kv, "key", &klen), *slash;
+
+        if (key == NULL || klen <= es->prefix_len ||
+            memchr(key, '\0', klen) != NULL ||
+            (slash = strrchr(key, '/')) == NULL ||
+            slash == key + es->prefix_len || slash[1] == '\0' ||
+            dlock__check_name(key + es->prefix_len,
+                              (size_t)(slash - key) - es->prefix_len) !=
+                DLOCK_OK) {
+            free(key);
+            continue;
+        }
+        *slash = '\0';
+        v[m].name = dlock__strdup(key + es->prefix_len);
+        free(key);
+        if (v[m].name == NULL)
+            break;
+        v[m++].kv = kv;
+    }
+    dlock__clearerr();
+    if (m > 1)
+        qsort(v, m, sizeof(*v), by_name);
+    rc = DLOCK_OK;
+    for (size_t i = 0, j; i < m && rc == DLOCK_OK; i = j) {
+        json_object *group = json_object_new_array();
+        struct etcd_queue q = {0};
+        dlock_info info;
+        size_t off;
+
+        for (j = i; j < m && strcmp(v[j].name, v[i].name) == 0; j++)
+            json_object_array_add(group, json_object_get(v[j].kv));
+        off = es->prefix_len + strlen(v[i].name) + 1;
+        memset(&info, 0, sizeof(info));
+        dlock__strlcpy(info.name, v[i].name, sizeof(info.name));
+        rc = dlock__etcd_queue_fill(&q, group, off);
+        json_object_put(group);
+        if (rc == DLOCK_OK && q.n > 0) {
+            fill_info(es, &q, &info);
+            if (info.held)
+                rc = cb(&info, payload);
+        }
+        dlock__etcd_queue_free(&q);
+    }
+    for (size_t i = 0; i < m; i++)
+        free(v[i].name);
+    free(v);
+    json_object_put(reply);
+    return rc;
+}
+
+static int etcd_force_release(struct dlock_store *s, const char *name,
+                              unsigned *removed)
+{
+    struct etcd_store *es = (struct etcd_store *)s;
+    struct etcd_queue q;
+    json_object *ops, *body, *reply = NULL, *rs;
+    int shared, rc = dlock__etcd_read_queue(es, name, &q, NULL, 0, NULL, NULL);
+    size_t n;
+
+    *removed = 0;
+    if (rc != DLOCK_OK)
+        return rc;
+    n = dlock__etcd_holders(&q, &shared);
+    if (n == 0) {
+        dlock__etcd_queue_free(&q);
+        return DLOCK_OK;
+    }
+    /* The holders' keys only: a waiter's key is its place in the queue
+     * (and a Go waiter believes a deleted key of its own is a grant). */
+    ops = json_object_new_array();
+    for (size_t i = 0; ops != NULL && i < n && i < ETCD_TXN_OPS; i++)
+        json_object_array_add(ops, dlock__etcd_delete_op(q.e[i].key,
+                                                         q.e[i].key_len));
+    dlock__etcd_queue_free(&q);
+    body = ops != NULL ? dlock__etcd_txn(NULL, ops, NULL) : NULL;
+    rc = body == NULL ? dlock__enomem()
+                      : dlock__etcd_post(es, "/v3/kv/txn", body, 0, &reply,
+                                         NULL);
+    json_object_put(body);
+    if (rc == DLOCK_OK && json_object_object_get_ex(reply, "responses", &rs))
+        for (size_t i = 0; i < json_object_array_length(rs); i++) {
+            json_object *d = NULL;
+
+            if (json_object_object_get_ex(json_object_array_get_idx(rs, i),
+                                          "response_delete_range", &d))
+                *removed += (unsigned)dlock__etcd_int(d, "deleted");
+        }
+    json_object_put(reply);
+    return rc;
+}
+
+static int etcd_init(struct dlock_store *s)
+{
+    (void)s; /* keys need no schema */
+    return DLOCK_OK;
+}
+
+/* --- open and close ------------------------------------------------------ */
+
+int dlock__etcd_open(struct dlock_store **out, const struct dlock_url *u);
+void dlock__etcd_close(struct dlock_store *s);
+
+const struct dlock_store_ops dlock__etcd_ops = {
+    .version = DLOCK_STORE_OPS_VERSION,
+    .name = "etcd",
+    .has_shared = 1,
+    .has_limit = 1,
+    .open = dlock__etcd_open,
+    .close = dlock__etcd_close,
+    .try_acquire = dlock__etcd_try_acquire,
+    .wait_slice = dlock__etcd_wait_slice,
+    .extend = etcd_extend,
+    .extend_many = etcd_extend_many,
+    .ttl_left = etcd_ttl_left,
+    .release = etcd_release,
+    .forget = dlock__etcd_forget,
+    .forget_inherited = etcd_forget_inherited,
+    .status = etcd_status,
+    .list = etcd_list,
+    .force_release = etcd_force_release,
+    .init = etcd_init,
+};
