@@ -11,7 +11,9 @@
  *              which key a waiter watches (the admission rules)
  *   lease.c    the handle's leases, shared by the locks of one TTL
  *   acquire.c  try_acquire, the wait's slices (a watch), forget
- *   store.c    the ops table: open, close, extend, release, status, list
+ *   store.c    the ops table, and extend, release, status, list
+ *   open.c     open and close: the URL, the first request
+ *   runs.c     run records: once, once per period (a lease as the clock)
  *
  * etcd://[user:password@]host[:port][,host[:port]...][?prefix=P]
  *     [&timeout=5s][&connect_timeout=5s]
@@ -150,6 +152,7 @@ char *dlock__etcd_prefix_end(const char *s, size_t n, size_t *end_len);
 json_object *dlock__etcd_range_op(const char *key, size_t n, const char *end,
                                   size_t end_len, int64_t limit, int sorted);
 json_object *dlock__etcd_cmp_create(const char *key, size_t n, int64_t rev);
+json_object *dlock__etcd_cmp_mod(const char *key, size_t n, int64_t rev);
 json_object *dlock__etcd_put_op(const char *key, size_t n, const char *val,
                                 int64_t lease);
 json_object *dlock__etcd_delete_op(const char *key, size_t n);
@@ -226,5 +229,20 @@ int dlock__etcd_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
                            int64_t slice_ms, int64_t *retry_ms);
 int dlock__etcd_forget(struct dlock_store *s, struct dlock_lock *lk);
 void dlock__etcd_lock_free(struct etcd_store *es, struct etcd_lock *el);
+
+/* --- runs.c ----------------------------------------------------------- */
+int dlock__etcd_run_begin(struct dlock_store *s, struct dlock_lock *lk,
+                          const dlock_run_rule *rule, const char *host,
+                          int64_t pid, int *go, dlock_run *last);
+int dlock__etcd_run_end(struct dlock_store *s, struct dlock_lock *lk,
+                        int result, int status);
+int dlock__etcd_runs(struct dlock_store *s, const char *name, unsigned max,
+                     dlock_run_cb cb, void *payload);
+int dlock__etcd_last_runs(struct dlock_store *s, const char *prefix,
+                          dlock_run_cb cb, void *payload);
+
+/* --- open.c ----------------------------------------------------------- */
+int dlock__etcd_open(struct dlock_store **out, const struct dlock_url *u);
+void dlock__etcd_close(struct dlock_store *s);
 
 #endif /* DLOCK_STORES_ETCD_H */

@@ -139,17 +139,28 @@ json_object *dlock__etcd_range_op(const char *key, size_t n, const char *end,
     return op;
 }
 
-json_object *dlock__etcd_cmp_create(const char *key, size_t n, int64_t rev)
+static json_object *cmp_rev(const char *key, size_t n, const char *target,
+                            const char *field, int64_t rev)
 {
     json_object *c = json_object_new_object();
 
     if (c == NULL)
         return NULL;
     json_object_object_add(c, "key", dlock__etcd_b64(key, n));
-    json_object_object_add(c, "target", json_object_new_string("CREATE"));
+    json_object_object_add(c, "target", json_object_new_string(target));
     json_object_object_add(c, "result", json_object_new_string("EQUAL"));
-    json_object_object_add(c, "create_revision", dlock__etcd_i64(rev));
+    json_object_object_add(c, field, dlock__etcd_i64(rev));
     return c;
+}
+
+json_object *dlock__etcd_cmp_create(const char *key, size_t n, int64_t rev)
+{
+    return cmp_rev(key, n, "CREATE", "create_revision", rev);
+}
+
+json_object *dlock__etcd_cmp_mod(const char *key, size_t n, int64_t rev)
+{
+    return cmp_rev(key, n, "MOD", "mod_revision", rev);
 }
 
 json_object *dlock__etcd_put_op(const char *key, size_t n, const char *val,

@@ -17,9 +17,6 @@
 #include "strutil.h"
 #include "url.h"
 
-int dlock__etcd_open(struct dlock_store **out, const struct dlock_url *u);
-void dlock__etcd_close(struct dlock_store *s);
-
 static int opt_dup(char **dst, const char *v)
 {
     if (v == NULL)

@@ -127,9 +127,10 @@ int dlock__etcd_queue_fill(struct etcd_queue *q, json_object *kvs,
         if (key == NULL)
             continue; /* not base64: no key of ours */
         /* NAME/<suffix>: a nonempty suffix without '/'. */
+        /* (UTF-8 too: P NAME \xff... are the name's run records.) */
         if (klen <= name_off ||
             memchr(key + name_off, '/', klen - name_off) != NULL ||
-            memchr(key, '\0', klen) != NULL) {
+            !dlock__utf8_valid((const unsigned char *)key, klen)) {
             free(key);
             continue;
         }

@@ -426,7 +426,7 @@ static int etcd_list(struct dlock_store *s, const char *prefix,
         char *key = dlock__etcd_unb64(kv, "key", &klen), *slash;
 
         if (key == NULL || klen <= es->prefix_len ||
-            memchr(key, '\0', klen) != NULL ||
+            !dlock__utf8_valid((const unsigned char *)key, klen) ||
             (slash = strrchr(key, '/')) == NULL ||
             slash == key + es->prefix_len || slash[1] == '\0' ||
             dlock__check_name(key + es->prefix_len,
@@ -520,10 +520,16 @@ static int etcd_init(struct dlock_store *s)
     return DLOCK_OK;
 }
 
-/* --- open and close ------------------------------------------------------ */
+static int etcd_ddl(char **out, const struct dlock_url *u)
+{
+    (void)u;
+    *out = dlock__strdup("-- etcd needs no schema: dlock keeps each holder "
+                         "and waiter of a lock\n"
+                         "-- in the key <prefix><name>/<lease id in hex>, as "
+                         "etcdctl lock does.\n");
+    return *out != NULL ? DLOCK_OK : dlock__enomem();
+}
 
-int dlock__etcd_open(struct dlock_store **out, const struct dlock_url *u);
-void dlock__etcd_close(struct dlock_store *s);
 
 const struct dlock_store_ops dlock__etcd_ops = {
     .version = DLOCK_STORE_OPS_VERSION,
@@ -544,4 +550,9 @@ const struct dlock_store_ops dlock__etcd_ops = {
     .list = etcd_list,
     .force_release = etcd_force_release,
     .init = etcd_init,
+    .ddl = etcd_ddl,
+    .run_begin = dlock__etcd_run_begin,
+    .run_end = dlock__etcd_run_end,
+    .runs = dlock__etcd_runs,
+    .last_runs = dlock__etcd_last_runs,
 };

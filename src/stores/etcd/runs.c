@@ -1,0 +1,586 @@
+/*
+ * runs.c - the etcd store's run records (include/dlock.h, "Runs";
+ * src/core/store.h: run_begin, run_end, runs, last_runs).
+ *
+ * Two keys per name, outside every name's queue (no name is P NAME
+ * followed by a byte 0xff: names are UTF-8):
+ *   P NAME \xff runs     JSON {"runs": [newest first, DLOCK_RUNS_KEPT at
+ *                        most], "ok": the run that succeeded, if any}
+ *   P NAME \xff start    the last start, put with a lease of its own,
+ *                        granted START_LEASE_S at the start
+ *
+ * etcd has no clock a client can read, but a lease counts down on the
+ * leader's: the time since the last start is the start lease's granted
+ * TTL less its TTL left (whole seconds, rounded against going early), so
+ * "not again within half the period" never trusts a host's clock.  A
+ * leader change restarts every lease: then a period may run long (one
+ * run skipped), never short.  start_ms and end_ms are the writing host's
+ * wall clock, for display only.  A decision is read, then written by a
+ * txn that compares the lock key's create revision (we still hold it),
+ * the runs key's and the start key's mod revisions (nobody wrote in
+ * between); a txn that lost a race reads and decides again.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "errors.h"
+#include "etcd.h"
+#include "names.h"
+#include "process.h"
+#include "strutil.h"
+
+#define TRIES 8
+/* The start lease: longer than half the longest period (a year). */
+#define START_LEASE_S (366LL * 24 * 3600)
+
+static char *run_key(const struct etcd_store *es, const char *name,
+                     const char *what, size_t *len)
+{
+    size_t n = strlen(name), w = strlen(what);
+    char *k = malloc(es->prefix_len + n + 1 + w + 1);
+
+    if (k == NULL)
+        return NULL;
+    memcpy(k, es->prefix, es->prefix_len);
+    memcpy(k + es->prefix_len, name, n);
+    k[es->prefix_len + n] = '\xff';
+    memcpy(k + es->prefix_len + n + 1, what, w + 1);
+    *len = es->prefix_len + n + 1 + w;
+    return k;
+}
+
+static json_object *run_json(uint64_t fence, const char *host, int64_t pid,
+                             int64_t start)
+{
+    json_object *r = json_object_new_object();
+
+    if (r == NULL)
+        return NULL;
+    json_object_object_add(r, "fence", json_object_new_int64((int64_t)fence));
+    json_object_object_add(r, "host", json_object_new_string(host));
+    json_object_object_add(r, "pid", json_object_new_int64(pid));
+    json_object_object_add(r, "start", json_object_new_int64(start));
+    json_object_object_add(r, "end", json_object_new_int64(0));
+    json_object_object_add(r, "result", json_object_new_int(DLOCK_RUN_RUNNING));
+    json_object_object_add(r, "status", json_object_new_int(-1));
+    return r;
+}
+
+static void run_fill(dlock_run *out, const char *name, json_object *r)
+{
+    json_object *h;
+
+    memset(out, 0, sizeof(*out));
+    dlock__strlcpy(out->name, name, sizeof(out->name));
+    out->fence = (uint64_t)dlock__etcd_int(r, "fence");
+    if (json_object_object_get_ex(r, "host", &h) &&
+        json_object_is_type(h, json_type_string))
+        dlock__strlcpy(out->host, json_object_get_string(h),
+                       sizeof(out->host));
+    out->pid = dlock__etcd_int(r, "pid");
+    out->start_ms = dlock__etcd_int(r, "start");
+    out->end_ms = dlock__etcd_int(r, "end");
+    out->result = (int)dlock__etcd_int(r, "result");
+    out->status = (int)dlock__etcd_int(r, "status");
+}
+
+/* The runs document of a kvs array (one key or none): parsed, or a new
+ * empty one; *mod its mod revision (0: absent). */
+static json_object *runs_doc(json_object *kvs, int64_t *mod)
+{
+    json_object *doc = NULL, *kv, *runs;
+    size_t n = 0;
+    char *v;
+
+    *mod = 0;
+    if (kvs != NULL && json_object_array_length(kvs) == 1) {
+        kv = json_object_array_get_idx(kvs, 0);
+        *mod = dlock__etcd_int(kv, "mod_revision");
+        v = dlock__etcd_unb64(kv, "value", &n);
+        if (v != NULL)
+            doc = json_tokener_parse(v);
+        free(v);
+    }
+    if (doc == NULL || !json_object_is_type(doc, json_type_object)) {
+        json_object_put(doc);
+        doc = json_object_new_object();
+    }
+    if (doc != NULL &&
+        (!json_object_object_get_ex(doc, "runs", &runs) ||
+         !json_object_is_type(runs, json_type_array)))
+        json_object_object_add(doc, "runs", json_object_new_array());
+    return doc;
+}
+
+/* Read the lock key, the runs key and the start key in one txn. */
+static int read_state(struct etcd_store *es, const char *lkey, size_t llen,
+                      const char *rkey, size_t rlen, const char *skey,
+                      size_t slen, int64_t *lock_rev, json_object **doc,
+                      int64_t *mod, int64_t *start_mod, int64_t *start_lease)
+{
+    json_object *ops = json_object_new_array(), *body, *reply = NULL, *kvs;
+    int rc;
+
+    if (ops == NULL)
+        return dlock__enomem();
+    json_object_array_add(ops, dlock__etcd_range_op(lkey, llen, NULL, 0, 0, 0));
+    json_object_array_add(ops, dlock__etcd_range_op(rkey, rlen, NULL, 0, 0, 0));
+    json_object_array_add(ops, dlock__etcd_range_op(skey, slen, NULL, 0, 0, 0));
+    body = dlock__etcd_txn(NULL, ops, NULL);
+    rc = body == NULL ? dlock__enomem()
+                      : dlock__etcd_post(es, "/v3/kv/txn", body,
+                                         ETCD_RETRY_SAFE, &reply, NULL);
+    json_object_put(body);
+    if (rc != DLOCK_OK)
+        return rc;
+    kvs = dlock__etcd_txn_kvs(reply, 0);
+    *lock_rev = kvs != NULL && json_object_array_length(kvs) == 1
+                    ? dlock__etcd_int(json_object_array_get_idx(kvs, 0),
+                                      "create_revision")
+                    : 0;
+    json_object_put(kvs);
+    kvs = dlock__etcd_txn_kvs(reply, 1);
+    *doc = runs_doc(kvs, mod);
+    json_object_put(kvs);
+    kvs = dlock__etcd_txn_kvs(reply, 2);
+    *start_mod = *start_lease = 0;
+    if (kvs != NULL && json_object_array_length(kvs) == 1) {
+        json_object *kv = json_object_array_get_idx(kvs, 0);
+
+        *start_mod = dlock__etcd_int(kv, "mod_revision");
+        *start_lease = dlock__etcd_int(kv, "lease");
+    }
+    json_object_put(kvs);
+    json_object_put(reply);
+    return *doc != NULL ? DLOCK_OK : dlock__enomem();
+}
+
+/* Time since the last start by the start lease, ms, rounded down to be
+ * sure (-1: unknown, the lease is gone: over half a year ago). */
+static int since_start(struct etcd_store *es, int64_t lease, int64_t *ms)
+{
+    json_object *body, *reply = NULL;
+    int64_t left, granted;
+    int rc;
+
+    *ms = -1;
+    if (lease == 0)
+        return DLOCK_OK;
+    body = json_object_new_object();
+    if (body == NULL)
+        return dlock__enomem();
+    json_object_object_add(body, "ID", dlock__etcd_i64(lease));
+    rc = dlock__etcd_post(es, "/v3/lease/timetolive", body, ETCD_RETRY_SAFE,
+                          &reply, NULL);
+    json_object_put(body);
+    if (rc != DLOCK_OK)
+        return rc;
+    left = dlock__etcd_int(reply, "TTL");
+    granted = dlock__etcd_int(reply, "grantedTTL");
+    json_object_put(reply);
+    /* etcd truncates the seconds left, so granted - left may be up to a
+     * second more than the time passed: take one off. */
+    if (left >= 0 && granted > 0)
+        *ms = (granted - left - 1) * 1000;
+    if (*ms < -1)
+        *ms = 0;
+    return DLOCK_OK;
+}
+
+static int grant_start(struct etcd_store *es, int64_t *id)
+{
+    json_object *body = json_object_new_object(), *reply = NULL;
+    int rc;
+
+    if (body == NULL)
+        return dlock__enomem();
+    json_object_object_add(body, "TTL", dlock__etcd_i64(START_LEASE_S));
+    rc = dlock__etcd_post(es, "/v3/lease/grant", body, ETCD_RETRY_SAFE, &reply,
+                          NULL);
+    json_object_put(body);
+    if (rc == DLOCK_OK) {
+        *id = dlock__etcd_int(reply, "ID");
+        if (*id == 0)
+            rc = dlock__seterr(DLOCK_ESTORE, "etcd granted no lease (%s)",
+                               es->url);
+    }
+    json_object_put(reply);
+    return rc;
+}
+
+static void revoke_lease(struct etcd_store *es, int64_t id)
+{
+    json_object *body = json_object_new_object(), *reply = NULL;
+
+    if (body == NULL || id == 0) {
+        json_object_put(body);
+        return;
+    }
+    json_object_object_add(body, "ID", dlock__etcd_i64(id));
+    (void)dlock__etcd_post(es, "/v3/lease/revoke", body, ETCD_RETRY_SAFE,
+                           &reply, NULL);
+    json_object_put(reply);
+    json_object_put(body);
+    dlock__clearerr(); /* best effort: it expires by itself */
+}
+
+/* The new runs document: RUNNING ones abandoned, ours first, kept N. */
+static json_object *with_new_run(json_object *doc, json_object *run)
+{
+    json_object *old = json_object_object_get(doc, "runs"),
+                *runs = json_object_new_array(), *out;
+    size_t n = json_object_array_length(old);
+
+    if (runs == NULL)
+        return NULL;
+    json_object_array_add(runs, run);
+    for (size_t i = 0; i < n && i + 1 < DLOCK_RUNS_KEPT; i++) {
+        json_object *r = json_object_array_get_idx(old, i), *c = NULL;
+
+        if (json_object_deep_copy(r, &c, NULL) != 0)
+            continue;
+        if (dlock__etcd_int(c, "result") == DLOCK_RUN_RUNNING)
+            json_object_object_add(c, "result",
+                                   json_object_new_int(DLOCK_RUN_ABANDONED));
+        json_object_array_add(runs, c);
+    }
+    out = json_object_new_object();
+    if (out == NULL) {
+        json_object_put(runs);
+        return NULL;
+    }
+    json_object_object_add(out, "runs", runs);
+    if (json_object_object_get(doc, "ok") != NULL)
+        json_object_object_add(
+            out, "ok", json_object_get(json_object_object_get(doc, "ok")));
+    return out;
+}
+
+int dlock__etcd_run_begin(struct dlock_store *s, struct dlock_lock *lk,
+                          const dlock_run_rule *rule, const char *host,
+                          int64_t pid, int *go, dlock_run *last)
+{
+    struct etcd_store *es = (struct etcd_store *)s;
+    struct etcd_lock *el = lk->priv;
+    size_t rlen, plen;
+    char *rkey = run_key(es, lk->name, "runs", &rlen),
+         *pkey = run_key(es, lk->name, "start", &plen);
+    int rc = DLOCK_OK;
+
+    if (rkey == NULL || pkey == NULL || el == NULL || el->key == NULL) {
+        free(rkey);
+        free(pkey);
+        return el == NULL || el->key == NULL
+                   ? dlock__lost(lk, "it holds no etcd key")
+                   : dlock__enomem();
+    }
+    for (int t = 0; t < TRIES; t++) {
+        json_object *doc = NULL, *runs, *ok, *newdoc, *cmp, *ops, *body,
+                    *reply = NULL;
+        int64_t lock_rev = 0, mod = 0, lease = 0, start_mod = 0,
+                start_lease = 0, since = -1;
+        const char *text;
+
+        rc = read_state(es, el->key, el->key_len, rkey, rlen, pkey, plen,
+                        &lock_rev, &doc, &mod, &start_mod, &start_lease);
+        if (rc != DLOCK_OK)
+            break;
+        if (lock_rev != el->create_rev) {
+            json_object_put(doc);
+            rc = dlock__lost(lk, "its etcd key is gone");
+            break;
+        }
+        runs = json_object_object_get(doc, "runs");
+        ok = json_object_object_get(doc, "ok");
+        if (rule->once && ok != NULL) {
+            run_fill(last, lk->name, ok);
+            *go = 0;
+            json_object_put(doc);
+            break;
+        }
+        if (rule->period_ms > 0)
+            rc = since_start(es, start_lease, &since);
+        if (rc != DLOCK_OK) {
+            json_object_put(doc);
+            break;
+        }
+        if (rule->period_ms > 0 && since >= 0 && since < rule->period_ms / 2) {
+            if (json_object_array_length(runs) > 0)
+                run_fill(last, lk->name, json_object_array_get_idx(runs, 0));
+            *go = 0;
+            json_object_put(doc);
+            break;
+        }
+        if (json_object_array_length(runs) > 0)
+            run_fill(last, lk->name, json_object_array_get_idx(runs, 0));
+        rc = grant_start(es, &lease);
+        if (rc != DLOCK_OK) {
+            json_object_put(doc);
+            break;
+        }
+        newdoc = with_new_run(doc, run_json(lk->fence, host, pid,
+                                            dlock__wall_ms()));
+        json_object_put(doc);
+        cmp = json_object_new_array();
+        ops = json_object_new_array();
+        text = newdoc != NULL ? json_object_to_json_string_ext(
+                                    newdoc, JSON_C_TO_STRING_PLAIN)
+                              : NULL;
+        if (text == NULL || cmp == NULL || ops == NULL) {
+            json_object_put(newdoc);
+            json_object_put(cmp);
+            json_object_put(ops);
+            rc = dlock__enomem();
+            break;
+        }
+        json_object_array_add(cmp, dlock__etcd_cmp_create(el->key, el->key_len,
+                                                          el->create_rev));
+        json_object_array_add(cmp, mod == 0
+                                       ? dlock__etcd_cmp_create(rkey, rlen, 0)
+                                       : dlock__etcd_cmp_mod(rkey, rlen, mod));
+        {
+            char f[24];
+
+            snprintf(f, sizeof(f), "%llu", (unsigned long long)lk->fence);
+            json_object_array_add(cmp, start_mod == 0
+                                           ? dlock__etcd_cmp_create(pkey, plen,
+                                                                    0)
+                                           : dlock__etcd_cmp_mod(pkey, plen,
+                                                                 start_mod));
+            json_object_array_add(ops, dlock__etcd_put_op(pkey, plen, f, lease));
+        }
+        json_object_array_add(ops, dlock__etcd_put_op(rkey, rlen, text, 0));
+        json_object_put(newdoc);
+        body = dlock__etcd_txn(cmp, ops, NULL);
+        rc = body == NULL ? dlock__enomem()
+                          : dlock__etcd_post(es, "/v3/kv/txn", body, 0, &reply,
+                                             NULL);
+        json_object_put(body);
+        if (rc == DLOCK_OK && json_object_get_boolean(json_object_object_get(
+                                  reply, "succeeded"))) {
+            json_object_put(reply);
+            *go = 1;
+            revoke_lease(es, start_lease); /* the start before ours */
+            break;
+        }
+        json_object_put(reply);
+        /* Ours is not the start: its lease goes (or expires). */
+        if (rc == DLOCK_OK)
+            revoke_lease(es, lease);
+        if (rc != DLOCK_OK)
+            break;
+        /* Someone wrote in between (or the lock went): read again. */
+        memset(last, 0, sizeof(*last));
+        rc = dlock__seterr(DLOCK_EUNAVAIL,
+                           "the run records of '%s' kept changing (%s)",
+                           lk->name, es->url);
+    }
+    free(rkey);
+    free(pkey);
+    return rc;
+}
+
+int dlock__etcd_run_end(struct dlock_store *s, struct dlock_lock *lk,
+                        int result, int status)
+{
+    struct etcd_store *es = (struct etcd_store *)s;
+    size_t rlen;
+    char *rkey = run_key(es, lk->name, "runs", &rlen);
+    int rc = DLOCK_OK;
+
+    if (rkey == NULL)
+        return dlock__enomem();
+    for (int t = 0; t < TRIES; t++) {
+        json_object *body = json_object_new_object(), *reply = NULL, *kvs,
+                    *doc, *runs, *r = NULL, *cmp, *ops;
+        int64_t mod = 0;
+        size_t n;
+
+        if (body == NULL) {
+            rc = dlock__enomem();
+            break;
+        }
+        json_object_object_add(body, "key", dlock__etcd_b64(rkey, rlen));
+        rc = dlock__etcd_post(es, "/v3/kv/range", body, ETCD_RETRY_SAFE,
+                              &reply, NULL);
+        json_object_put(body);
+        if (rc != DLOCK_OK)
+            break;
+        if (!json_object_object_get_ex(reply, "kvs", &kvs))
+            kvs = NULL;
+        doc = runs_doc(kvs, &mod);
+        json_object_put(reply);
+        if (doc == NULL) {
+            rc = dlock__enomem();
+            break;
+        }
+        runs = json_object_object_get(doc, "runs");
+        n = json_object_array_length(runs);
+        for (size_t i = 0; i < n && r == NULL; i++)
+            if ((uint64_t)dlock__etcd_int(json_object_array_get_idx(runs, i),
+                                          "fence") == lk->fence)
+                r = json_object_array_get_idx(runs, i);
+        if (r == NULL || mod == 0) { /* dropped as too old: nothing to do */
+            json_object_put(doc);
+            break;
+        }
+        json_object_object_add(r, "end", json_object_new_int64(dlock__wall_ms()));
+        json_object_object_add(r, "result", json_object_new_int(result));
+        json_object_object_add(r, "status", json_object_new_int(status));
+        if (result == DLOCK_RUN_EXITED && status == 0)
+            json_object_object_add(doc, "ok", json_object_get(r));
+        cmp = json_object_new_array();
+        ops = json_object_new_array();
+        if (cmp == NULL || ops == NULL) {
+            json_object_put(cmp);
+            json_object_put(ops);
+            json_object_put(doc);
+            rc = dlock__enomem();
+            break;
+        }
+        json_object_array_add(cmp, dlock__etcd_cmp_mod(rkey, rlen, mod));
+        json_object_array_add(
+            ops, dlock__etcd_put_op(rkey, rlen,
+                                    json_object_to_json_string_ext(
+                                        doc, JSON_C_TO_STRING_PLAIN),
+                                    0));
+        json_object_put(doc);
+        body = dlock__etcd_txn(cmp, ops, NULL);
+        reply = NULL;
+        rc = body == NULL ? dlock__enomem()
+                          : dlock__etcd_post(es, "/v3/kv/txn", body, 0, &reply,
+                                             NULL);
+        json_object_put(body);
+        if (rc == DLOCK_OK && json_object_get_boolean(json_object_object_get(
+                                  reply, "succeeded"))) {
+            json_object_put(reply);
+            break;
+        }
+        json_object_put(reply);
+        if (rc != DLOCK_OK)
+            break;
+        rc = dlock__seterr(DLOCK_EUNAVAIL,
+                           "the run records of '%s' kept changing (%s)",
+                           lk->name, es->url);
+    }
+    free(rkey);
+    return rc;
+}
+
+/* Pass the first max runs of doc to cb. */
+static int each_run(const char *name, json_object *doc, unsigned max,
+                    dlock_run_cb cb, void *payload)
+{
+    json_object *runs = json_object_object_get(doc, "runs");
+    size_t n = runs != NULL ? json_object_array_length(runs) : 0;
+    int rc = 0;
+
+    for (size_t i = 0; i < n && i < max && rc == 0; i++) {
+        dlock_run r;
+
+        run_fill(&r, name, json_object_array_get_idx(runs, i));
+        rc = cb(&r, payload);
+    }
+    return rc;
+}
+
+int dlock__etcd_runs(struct dlock_store *s, const char *name, unsigned max,
+                     dlock_run_cb cb, void *payload)
+{
+    struct etcd_store *es = (struct etcd_store *)s;
+    size_t rlen;
+    char *rkey = run_key(es, name, "runs", &rlen);
+    json_object *body = json_object_new_object(), *reply = NULL, *kvs, *doc;
+    int64_t mod;
+    int rc;
+
+    if (rkey == NULL || body == NULL) {
+        free(rkey);
+        json_object_put(body);
+        return dlock__enomem();
+    }
+    json_object_object_add(body, "key", dlock__etcd_b64(rkey, rlen));
+    free(rkey);
+    rc = dlock__etcd_post(es, "/v3/kv/range", body, ETCD_RETRY_SAFE, &reply,
+                          NULL);
+    json_object_put(body);
+    if (rc != DLOCK_OK)
+        return rc;
+    if (!json_object_object_get_ex(reply, "kvs", &kvs))
+        kvs = NULL;
+    doc = runs_doc(kvs, &mod);
+    json_object_put(reply);
+    if (doc == NULL)
+        return dlock__enomem();
+    rc = each_run(name, doc, max, cb, payload);
+    json_object_put(doc);
+    return rc;
+}
+
+int dlock__etcd_last_runs(struct dlock_store *s, const char *prefix,
+                          dlock_run_cb cb, void *payload)
+{
+    struct etcd_store *es = (struct etcd_store *)s;
+    size_t plen = es->prefix_len + strlen(prefix), elen = 0, n;
+    char *from = malloc(plen + 1), *end = NULL;
+    json_object *body = json_object_new_object(), *reply = NULL, *kvs;
+    int rc;
+
+    if (from == NULL || body == NULL) {
+        free(from);
+        json_object_put(body);
+        return dlock__enomem();
+    }
+    memcpy(from, es->prefix, es->prefix_len);
+    memcpy(from + es->prefix_len, prefix, strlen(prefix) + 1);
+    if (plen == 0) {
+        json_object_object_add(body, "key", dlock__etcd_b64("", 1));
+        json_object_object_add(body, "range_end", dlock__etcd_b64("", 1));
+    } else {
+        end = dlock__etcd_prefix_end(from, plen, &elen);
+        json_object_object_add(body, "key", dlock__etcd_b64(from, plen));
+        if (end != NULL)
+            json_object_object_add(body, "range_end",
+                                   dlock__etcd_b64(end, elen));
+    }
+    free(end);
+    free(from);
+    rc = dlock__etcd_post(es, "/v3/kv/range", body, ETCD_RETRY_SAFE, &reply,
+                          NULL);
+    json_object_put(body);
+    if (rc != DLOCK_OK)
+        return rc;
+    n = json_object_object_get_ex(reply, "kvs", &kvs) &&
+                json_object_is_type(kvs, json_type_array)
+            ? json_object_array_length(kvs)
+            : 0;
+    /* Keys come in byte order: P NAME \xff runs, name by name. */
+    for (size_t i = 0; i < n && rc == DLOCK_OK; i++) {
+        json_object *kv = json_object_array_get_idx(kvs, i), *one, *doc;
+        size_t klen = 0, sfx = sizeof("\xffruns") - 1;
+        char *key = dlock__etcd_unb64(kv, "key", &klen);
+        int64_t mod;
+
+        if (key == NULL || klen <= es->prefix_len + sfx ||
+            memcmp(key + klen - sfx, "\xffruns", sfx) != 0 ||
+            dlock__check_name(key + es->prefix_len,
+                              klen - sfx - es->prefix_len) != DLOCK_OK) {
+            free(key);
+            dlock__clearerr();
+            continue;
+        }
+        key[klen - sfx] = '\0';
+        one = json_object_new_array();
+        json_object_array_add(one, json_object_get(kv));
+        doc = runs_doc(one, &mod);
+        json_object_put(one);
+        if (doc != NULL)
+            rc = each_run(key + es->prefix_len, doc, 1, cb, payload);
+        json_object_put(doc);
+        free(key);
+    }
+    json_object_put(reply);
+    return rc;
+}
