@@ -90,7 +90,10 @@ struct dlock_store {
  * of a store's sight.  The public dlock_lock handle points here.
  *
  * A store reads name..limit, sets fence and priv, and may move
- * lease_end during a native wait (see wait_slice).  Nothing here changes
+ * lease_end during a native wait (see wait_slice), or earlier when it
+ * grants a lock: to when its server will let the lock go, if that is
+ * sooner (etcd: a lease shared with other locks, refreshed a moment
+ * before; the renewal then comes sooner).  Nothing here changes
  * while a store call on the lock runs, except through the store. */
 struct dlock_lock {
     char *name; /* NUL-terminated; name_len bytes, valid UTF-8 */
@@ -112,7 +115,8 @@ struct dlock_lock {
     /* Monotonic ms: the lease end as this process knows it.  The core
      * sets it before each attempt and slice to (call time + ttl); a store
      * waiting natively may move it later, to (the time its successful
-     * statement was sent + ttl), never later than that.  Once held it is
+     * statement was sent + ttl), never later than that, or earlier when
+     * the server will let the lock go sooner.  Once held it is
      * the core's (written under the core's atomics): read-only. */
     int64_t lease_end;
 };

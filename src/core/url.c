@@ -811,4 +811,3 @@ int dlock__url_hosts(const struct dlock_url *u, int default_port,
     }
     return DLOCK_OK;
 }
-

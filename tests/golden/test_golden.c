@@ -34,15 +34,15 @@ HOOK(sqlite)
 HOOK(redis)
 HOOK(postgres)
 HOOK(mysql)
+HOOK(etcd)
 
 static const struct {
     const char *name;
     void (*fn)(dlock__text_emit, void *);
 } hooks[] = {
-    {"sqlite", dlock__sqlite_texts},
-    {"redis", dlock__redis_texts},
-    {"postgres", dlock__postgres_texts},
-    {"mysql", dlock__mysql_texts},
+    {"sqlite", dlock__sqlite_texts},     {"redis", dlock__redis_texts},
+    {"postgres", dlock__postgres_texts}, {"mysql", dlock__mysql_texts},
+    {"etcd", dlock__etcd_texts},
 };
 
 struct run {

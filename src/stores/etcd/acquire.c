@@ -91,42 +91,27 @@ static int decide(struct etcd_store *es, struct dlock_lock *lk,
 static int put_key(struct etcd_store *es, struct dlock_lock *lk,
                    struct etcd_lock *el, struct etcd_queue *q)
 {
-    size_t plen, elen, klen;
-    char *pfx = dlock__etcd_name_prefix(es, lk->name, &plen), *end = NULL,
-         *key = NULL, *rec = dlock__etcd_record(lk);
-    json_object *cmp = json_object_new_array(),
-                *ok = json_object_new_array(),
-                *fail = json_object_new_array(), *body, *reply = NULL, *kvs;
+    size_t plen, klen;
+    char *pfx = dlock__etcd_name_prefix(es, lk->name, &plen), *key = NULL,
+         *rec = dlock__etcd_record(lk);
+    json_object *body = NULL, *reply = NULL, *kvs;
     int rc, grpc = 0;
 
     memset(q, 0, sizeof(*q));
     if (pfx != NULL)
-        end = dlock__etcd_prefix_end(pfx, plen, &elen);
-    if (pfx != NULL)
         key = malloc(plen + 17);
-    if (key == NULL || end == NULL || rec == NULL || cmp == NULL ||
-        ok == NULL || fail == NULL) {
+    if (key == NULL || rec == NULL) {
         rc = dlock__enomem();
-        json_object_put(cmp);
-        json_object_put(ok);
-        json_object_put(fail);
         goto out;
     }
     /* P NAME "/" <lease id, lower-case hex>: etcd's own layout. */
+    memcpy(key, pfx, plen);
     klen = plen + (size_t)snprintf(key + plen, 17, "%" PRIx64,
                                    (uint64_t)el->lease->id);
-    memcpy(key, pfx, plen);
-    json_object_array_add(cmp, dlock__etcd_cmp_create(key, klen, 0));
-    json_object_array_add(ok,
-                          dlock__etcd_put_op(key, klen, rec, el->lease->id));
-    json_object_array_add(ok, dlock__etcd_range_op(pfx, plen, end, elen, 0, 1));
-    json_object_array_add(fail, dlock__etcd_range_op(key, klen, NULL, 0, 0, 0));
-    json_object_array_add(fail,
-                          dlock__etcd_range_op(pfx, plen, end, elen, 0, 1));
-    body = dlock__etcd_txn(cmp, ok, fail);
-    rc = body == NULL ? dlock__enomem()
-                      : dlock__etcd_post(es, "/v3/kv/txn", body, 0, &reply,
-                                         &grpc);
+    body = dlock__etcd_body_acquire(pfx, plen, key, klen, rec, el->lease->id);
+    rc = body == NULL
+             ? dlock__enomem()
+             : dlock__etcd_post(es, "/v3/kv/txn", body, 0, &reply, &grpc);
     json_object_put(body);
     if (rc != DLOCK_OK) {
         pthread_mutex_lock(&es->mu);
@@ -146,10 +131,10 @@ static int put_key(struct etcd_store *es, struct dlock_lock *lk,
                                      es->url)
                      : dlock__etcd_queue_fill(q, kvs, plen);
     json_object_put(kvs);
-    q->rev = dlock__etcd_int(json_object_object_get(reply, "header"),
-                             "revision");
-    if (rc == DLOCK_OK && !json_object_get_boolean(
-                              json_object_object_get(reply, "succeeded"))) {
+    q->rev =
+        dlock__etcd_int(json_object_object_get(reply, "header"), "revision");
+    if (rc == DLOCK_OK &&
+        !json_object_get_boolean(json_object_object_get(reply, "succeeded"))) {
         /* The key exists: ours from an earlier attempt of this acquire
          * whose reply was lost (our token), else another lock's. */
         int mine = 0;
@@ -179,7 +164,6 @@ out:
         dlock__etcd_queue_free(q);
     json_object_put(reply);
     free(pfx);
-    free(end);
     free(key);
     free(rec);
     return rc;
@@ -195,7 +179,8 @@ static int enqueue(struct etcd_store *es, struct dlock_lock *lk,
     int rc, dead = 0;
 
     for (;;) {
-        rc = dlock__etcd_lease_get(es, lk->ttl_ms, avoid, navoid, &el->lease);
+        rc = dlock__etcd_lease_get(es, lk->ttl_ms, !lk->auto_renew, avoid,
+                                   navoid, &el->lease);
         if (rc != DLOCK_OK)
             break;
         rc = put_key(es, lk, el, &q);
@@ -269,11 +254,20 @@ static int recheck(struct etcd_store *es, struct dlock_lock *lk,
     return rc;
 }
 
-/* Admitted: the lease must cover the lock's lease end before OK. */
+/* Admitted: the lease must cover the lock's lease end before OK, less
+ * the reuse slack, by which the lease end then moves earlier. */
 static int grant(struct etcd_store *es, struct dlock_lock *lk,
                  struct etcd_lock *el)
 {
-    int rc = dlock__etcd_lease_cover(es, el->lease, lk->lease_end);
+    int rc = dlock__etcd_lease_cover(
+        es, el->lease, lk->lease_end - ETCD_REUSE_SLACK_MS(lk->ttl_ms));
+    int64_t until;
+
+    pthread_mutex_lock(&es->mu);
+    until = dlock__etcd_lease_until(el->lease);
+    pthread_mutex_unlock(&es->mu);
+    if (rc == DLOCK_OK && until < lk->lease_end)
+        lk->lease_end = until;
 
     if (rc == DLOCK_LOST) {
         drop_key(es, el); /* the lease, and our key with it, are gone */
@@ -346,8 +340,8 @@ int dlock__etcd_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
         if (el->watch_key == NULL) {
             /* A semaphore's waiter: any key of the name may go. */
             pfx = dlock__etcd_name_prefix(es, lk->name, &plen);
-            pend = pfx != NULL ? dlock__etcd_prefix_end(pfx, plen, &elen)
-                               : NULL;
+            pend =
+                pfx != NULL ? dlock__etcd_prefix_end(pfx, plen, &elen) : NULL;
             if (pend == NULL) {
                 free(pfx);
                 return dlock__enomem();
@@ -360,8 +354,15 @@ int dlock__etcd_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
                                      watch_end, &woken);
         free(pfx);
         free(pend);
-        if (rc != DLOCK_OK)
+        if (rc == DLOCK_EUNAVAIL) {
+            /* The watch's member went away: look (through any member),
+             * then watch again, elsewhere; not in a tight loop. */
+            woken = 1;
+            if (dlock__cancel_sleep_ms(50))
+                break;
+        } else if (rc != DLOCK_OK) {
             return rc;
+        }
         if (dlock__cancelled())
             break;
         if (!woken && dlock__remaining_ms(end) > 0)
@@ -383,30 +384,15 @@ int dlock__etcd_forget(struct dlock_store *s, struct dlock_lock *lk)
 {
     struct etcd_store *es = (struct etcd_store *)s;
     struct etcd_lock *el = lk->priv;
-    json_object *cmp, *ok, *body, *reply = NULL;
+    json_object *body, *reply = NULL;
     int rc = DLOCK_OK;
 
     if (el == NULL)
         return DLOCK_OK;
     lk->priv = NULL;
     if (el->create_rev != 0) {
-        /* Our waiting key, and only it: the same name and create
-         * revision. */
-        cmp = json_object_new_array();
-        ok = json_object_new_array();
-        if (cmp != NULL && ok != NULL) {
-            json_object_array_add(
-                cmp, dlock__etcd_cmp_create(el->key, el->key_len,
-                                            el->create_rev));
-            json_object_array_add(ok,
-                                  dlock__etcd_delete_op(el->key, el->key_len));
-        }
-        body = cmp != NULL && ok != NULL ? dlock__etcd_txn(cmp, ok, NULL)
-                                         : NULL;
-        if (body == NULL) {
-            json_object_put(cmp);
-            json_object_put(ok);
-        }
+        body =
+            dlock__etcd_body_delete_own(el->key, el->key_len, el->create_rev);
         rc = body == NULL ? dlock__enomem()
                           : dlock__etcd_post(es, "/v3/kv/txn", body,
                                              ETCD_RETRY_SAFE, &reply, NULL);

@@ -5,8 +5,9 @@
  *   http.c     the transport: one POST to the v3 JSON gateway with
  *              libcurl, endpoints in turn, auth, the deadline, the reply
  *              parsed by json-c and checked (cluster id, errors)
- *   json.c     request bodies and reply fields: base64 keys and values,
+ *   json.c     request parts and reply fields: base64 keys and values,
  *              64-bit integers as strings, fields left out when zero
+ *   bodies.c   the hot paths' request bodies, and their golden copies
  *   queue.c    a name's keys in revision order: who holds, who is next,
  *              which key a waiter watches (the admission rules)
  *   lease.c    the handle's leases, shared by the locks of one TTL
@@ -31,12 +32,14 @@
  * strictly increasing, durable through Raft.  The value (ignored by Go
  * clients, empty from them) is dlock's holder record, JSON.
  *
- * LEASES.  The locks of one handle with the same lease length share one
- * etcd lease, so that an uncontended acquire + release is two round trips
- * (a txn and a delete).  A lease is granted one second longer than the
- * lock's TTL, and a lock may take it only while the lease's last refresh
- * guarantees the server keeps the key at least until the lock's lease end
- * as dlock counts it; otherwise the lease is refreshed first.
+ * LEASES.  The auto-renewed locks of one handle with the same TTL share
+ * one etcd lease, so that an uncontended acquire + release is two round
+ * trips (a txn and a delete).  A lock's lease end as dlock counts it is
+ * never later than the server must keep its key (the lease's last
+ * refresh + its TTL); a lock taking a lease refreshed a moment ago starts
+ * with that much less (ETCD_REUSE_SLACK_MS at most), and its renewal
+ * comes that much sooner.  A lock that is not auto-renewed has a lease of
+ * its own: nobody else's renewal may keep its key.
  */
 #ifndef DLOCK_STORES_ETCD_H
 #define DLOCK_STORES_ETCD_H
@@ -48,6 +51,7 @@
 #include <json-c/json.h>
 
 #include "store.h"
+#include "text.h"
 
 struct dlock_url;
 
@@ -60,19 +64,23 @@ struct dlock_url;
 #define ETCD_TXN_OPS 128
 /* The most keys one queue read returns before dlock reads the rest. */
 #define ETCD_QUEUE_PAGE 64
-/* A lease is granted this much longer than the lock's TTL. */
-#define ETCD_LEASE_SLACK_MS 1000
+/* A lock's etcd lease: its TTL in whole seconds, rounded up (etcd
+ * itself grants at least its minimum, 2 s with a 1 s election). */
+#define ETCD_TTL_S(ttl_ms) (((ttl_ms) + 999) / 1000)
+/* How much shorter than asked a lock's first lease may be when it takes
+ * a lease another lock refreshed a moment ago (lease.c). */
+#define ETCD_REUSE_SLACK_MS(ttl_ms) ((ttl_ms) / 4 < 1000 ? (ttl_ms) / 4 : 1000)
 
 /* One etcd lease of the handle. */
 struct etcd_lease {
     struct etcd_lease *next;
     int64_t id;
-    int64_t ttl_s;       /* the TTL asked for */
-    int64_t granted_ms;  /* the TTL granted, ms */
-    int64_t refreshed;   /* monotonic ms the last grant/keepalive was sent */
-    unsigned refs;       /* locks (held or waiting) whose key is on it */
-    int dead;            /* etcd said it is gone: never used again */
-    int tainted;         /* a put on it may have landed unseen: retire */
+    int64_t ttl_s;      /* the TTL asked for */
+    int64_t granted_ms; /* the TTL granted, ms */
+    int64_t refreshed;  /* monotonic ms the last grant/keepalive was sent */
+    unsigned refs;      /* locks (held or waiting) whose key is on it */
+    int dead;           /* etcd said it is gone: never used again */
+    int tainted;        /* a put on it may have landed unseen: retire */
 };
 
 /* An idle libcurl handle (keep-alive connection) and its endpoint. */
@@ -83,7 +91,7 @@ struct etcd_conn {
 
 struct etcd_store {
     struct dlock_store base;
-    const char *url; /* redacted, owned by the core */
+    const char *url;  /* redacted, owned by the core */
     char **endpoints; /* "http://host:port" */
     int nendpoints;
     int tls;
@@ -98,8 +106,8 @@ struct etcd_store {
     pthread_mutex_t mu; /* everything below */
     struct etcd_conn *idle;
     unsigned nidle;
-    int next_ep;     /* the endpoint that answered last */
-    char *token;     /* auth token, NULL without a user */
+    int next_ep;         /* the endpoint that answered last */
+    char *token;         /* auth token, NULL without a user */
     uint64_t cluster_id; /* the first header's; 0 until seen */
     struct etcd_lease *leases;
 };
@@ -107,7 +115,7 @@ struct etcd_store {
 /* The state of a lock (lk->priv) from its first put to its release. */
 struct etcd_lock {
     struct etcd_lease *lease;
-    char *key;   /* P NAME "/" hex, raw bytes */
+    char *key; /* P NAME "/" hex, raw bytes */
     size_t key_len;
     int64_t create_rev; /* 0: no key (yet, or any more) */
     int64_t rev;        /* the header revision of the last queue read */
@@ -121,9 +129,8 @@ struct etcd_lock {
  * it).  Checks the header's cluster id and turns etcd's errors into
  * DLOCK_* codes with a message; *grpc_code (may be NULL) gets etcd's code
  * when the reply is an error.  Within dlock__io_bound(timeout). */
-int dlock__etcd_post(struct etcd_store *es, const char *path,
-                     json_object *body, int flags, json_object **out,
-                     int *grpc_code);
+int dlock__etcd_post(struct etcd_store *es, const char *path, json_object *body,
+                     int flags, json_object **out, int *grpc_code);
 /* The same with an explicit absolute deadline (monotonic ms). */
 int dlock__etcd_post_until(struct etcd_store *es, const char *path,
                            json_object *body, int flags, int64_t deadline,
@@ -149,8 +156,10 @@ int64_t dlock__etcd_int(json_object *o, const char *f);
 json_object *dlock__etcd_i64(int64_t v);
 /* The end of the prefix range of s (s with its last byte + 1). */
 char *dlock__etcd_prefix_end(const char *s, size_t n, size_t *end_len);
+#define ETCD_RANGE_SORTED 1 /* by create revision */
+#define ETCD_RANGE_KEYS 2   /* keys and revisions only (no value, no lease) */
 json_object *dlock__etcd_range_op(const char *key, size_t n, const char *end,
-                                  size_t end_len, int64_t limit, int sorted);
+                                  size_t end_len, int64_t limit, int flags);
 json_object *dlock__etcd_cmp_create(const char *key, size_t n, int64_t rev);
 json_object *dlock__etcd_cmp_mod(const char *key, size_t n, int64_t rev);
 json_object *dlock__etcd_put_op(const char *key, size_t n, const char *val,
@@ -161,15 +170,34 @@ json_object *dlock__etcd_txn(json_object *cmp, json_object *ok,
 /* responses[i].response_range.kvs of a txn reply (NULL if absent). */
 json_object *dlock__etcd_txn_kvs(json_object *reply, size_t i);
 
+/* --- bodies.c: the bodies of the hot paths (golden copies) ------------ */
+/* If key is absent put it (rec, lease); read the queue under pfx. */
+json_object *dlock__etcd_body_acquire(const char *pfx, size_t plen,
+                                      const char *key, size_t klen,
+                                      const char *rec, int64_t lease);
+/* Read the queue under pfx, and key if not NULL. */
+json_object *dlock__etcd_body_queue(const char *pfx, size_t plen,
+                                    const char *key, size_t klen);
+/* Delete key if its create revision is create_rev. */
+json_object *dlock__etcd_body_delete_own(const char *key, size_t klen,
+                                         int64_t create_rev);
+json_object *dlock__etcd_body_watch(const char *key, size_t len,
+                                    const char *end, size_t end_len,
+                                    int64_t rev);
+json_object *dlock__etcd_body_id(int64_t id);
+json_object *dlock__etcd_body_ttl(int64_t ttl_s);
+/* Every body above, on an example lock, for the golden copies. */
+void dlock__etcd_texts(dlock__text_emit emit, void *arg);
+
 /* --- queue.c ---------------------------------------------------------- */
 /* One key of a name's queue, as read. */
 struct etcd_entry {
     char *key;
     size_t key_len;
     int64_t create_rev, lease;
-    int foreign;       /* no dlock record: an exclusive holder (Go, etcdctl) */
+    int foreign; /* no dlock record: an exclusive holder (Go, etcdctl) */
     int shared;
-    unsigned limit;    /* 1 for a lock */
+    unsigned limit; /* 1 for a lock */
     char token[DLOCK_TOKEN_HEX + 1];
     char host[256];
     int64_t pid, since_ms, ttl_ms;
@@ -205,9 +233,9 @@ char *dlock__etcd_name_prefix(const struct etcd_store *es, const char *name,
 
 /* --- lease.c ---------------------------------------------------------- */
 /* A lease for a lock of ttl_ms that the server keeps at least until
- * now + ttl_ms (refreshed or granted as needed), none of avoid[].
- * refs+1. */
-int dlock__etcd_lease_get(struct etcd_store *es, int64_t ttl_ms,
+ * now + ttl_ms - ETCD_REUSE_SLACK_MS (refreshed or granted as needed),
+ * none of avoid[]; own: a new lease for this lock alone.  refs+1. */
+int dlock__etcd_lease_get(struct etcd_store *es, int64_t ttl_ms, int own,
                           struct etcd_lease *const *avoid, size_t navoid,
                           struct etcd_lease **out);
 /* Refresh l unless its last refresh already covers until `until`

@@ -4,14 +4,17 @@
  *
  * One libcurl easy handle is one keep-alive HTTP/1.1 connection; idle
  * ones wait in the handle's list.  Endpoints are tried in turn from the
- * one that answered last: a request goes to the next one only when it
- * cannot have reached the server (no connection) or is safe to send
- * twice (reads, keepalives); a write whose fate is unknown is an error,
- * which the caller treats as such.  Every reply's header must name the
- * cluster the first reply named: a member of another cluster is not
+ * one that answered last, each for its share of the deadline (a member
+ * that accepts and never answers must not take all of it): a request
+ * goes to the next one only when it cannot have reached the server (no
+ * connection) or is safe to send twice (reads, keepalives); a write
+ * whose fate is unknown is an error, which the caller treats as such,
+ * and the next call starts at the next endpoint.  Every reply's header must
+ * name the cluster the first reply named: a member of another cluster is not
  * believed.  etcd's errors ({"error", "code"}) become DLOCK_* codes:
- * Unavailable and DeadlineExceeded (no leader, a member cut off from
- * the quorum) are DLOCK_EUNAVAIL and move on to the next endpoint;
+ * Unavailable, DeadlineExceeded, Canceled and Aborted (no leader, a
+ * member cut off from the quorum or shutting down), and any HTTP 408 or
+ * 5xx, are DLOCK_EUNAVAIL and move on to the next endpoint;
  * an expired auth token is renewed once; the rest are DLOCK_ESTORE.
  *
  * The watch (dlock__etcd_watch) is a streamed POST on a connection of its
@@ -35,7 +38,9 @@
 
 /* gRPC status codes etcd answers with. */
 enum {
+    GRPC_CANCELED = 1,
     GRPC_DEADLINE = 4,
+    GRPC_ABORTED = 10,
     GRPC_NOT_FOUND = 5,
     GRPC_UNAVAILABLE = 14,
     GRPC_UNAUTHENTICATED = 16
@@ -141,8 +146,8 @@ static void conn_put(struct etcd_store *es, CURL *h)
 
 /* The options every request sets.  TLS verification is always on. */
 static void setup(struct etcd_store *es, CURL *h, const char *url,
-                  struct curl_slist *hdrs, struct reply_buf *b,
-                  int64_t left_ms, char *errbuf)
+                  struct curl_slist *hdrs, struct reply_buf *b, int64_t left_ms,
+                  char *errbuf)
 {
     curl_easy_reset(h);
     curl_easy_setopt(h, CURLOPT_URL, url);
@@ -281,13 +286,12 @@ static int post_once(struct etcd_store *es, int ep, const char *path,
 
             curl_easy_getinfo(h, CURLINFO_PRETRANSFER_TIME_T, &started);
             *sent = !(cr == CURLE_COULDNT_CONNECT ||
-                      cr == CURLE_COULDNT_RESOLVE_HOST ||
-                      started == 0);
+                      cr == CURLE_COULDNT_RESOLVE_HOST || started == 0);
         }
         curl_easy_cleanup(h);
         free(b.p);
-        dlock__scrub(msg, sizeof(msg), errbuf[0] ? errbuf : curl_easy_strerror(cr),
-                     es->secrets);
+        dlock__scrub(msg, sizeof(msg),
+                     errbuf[0] ? errbuf : curl_easy_strerror(cr), es->secrets);
         if (b.over)
             return dlock__seterr(DLOCK_ESTORE,
                                  "etcd at %s sent a reply over %u bytes (%s)",
@@ -347,7 +351,9 @@ static int post_once(struct etcd_store *es, int ep, const char *path,
         if (grpc != NULL)
             *grpc = code;
         json_object_put(reply);
-        rc = code == GRPC_UNAVAILABLE || code == GRPC_DEADLINE || status >= 500
+        rc = code == GRPC_UNAVAILABLE || code == GRPC_DEADLINE ||
+                     code == GRPC_CANCELED || code == GRPC_ABORTED ||
+                     status == 408 || status >= 500
                  ? DLOCK_EUNAVAIL
                  : DLOCK_ESTORE;
         *next = rc == DLOCK_EUNAVAIL;
@@ -369,8 +375,8 @@ int dlock__etcd_post_until(struct etcd_store *es, const char *path,
                            json_object *body, int flags, int64_t deadline,
                            json_object **out, int *grpc_code)
 {
-    const char *text = json_object_to_json_string_ext(body,
-                                                      JSON_C_TO_STRING_PLAIN);
+    const char *text =
+        json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
     int rc = DLOCK_EUNAVAIL, reauth = 0, ep, start;
 
     *out = NULL;
@@ -382,11 +388,13 @@ int dlock__etcd_post_until(struct etcd_store *es, const char *path,
     start = es->next_ep;
     pthread_mutex_unlock(&es->mu);
     for (int k = 0; k < es->nendpoints; k++) {
-        int sent = 0, next = 0;
+        int sent = 0, next = 0, left = es->nendpoints - k;
+        /* This endpoint's share of what is left (all of it for the last). */
+        int64_t mine = dlock__now_ms() + dlock__remaining_ms(deadline) / left;
 
         ep = (start + k) % es->nendpoints;
-        rc = post_once(es, ep, path, text, deadline, out, grpc_code, &sent,
-                       &next);
+        rc = post_once(es, ep, path, text, left > 1 ? mine : deadline, out,
+                       grpc_code, &sent, &next);
         if (rc == DLOCK_OK) {
             pthread_mutex_lock(&es->mu);
             es->next_ep = ep;
@@ -404,6 +412,11 @@ int dlock__etcd_post_until(struct etcd_store *es, const char *path,
             k--;
             continue;
         }
+        /* The next call starts at the next endpoint. */
+        pthread_mutex_lock(&es->mu);
+        if (es->next_ep == ep)
+            es->next_ep = (ep + 1) % es->nendpoints;
+        pthread_mutex_unlock(&es->mu);
         if (!next || (sent && !(flags & ETCD_RETRY_SAFE)) ||
             dlock__remaining_ms(deadline) <= 0)
             return rc;
@@ -411,9 +424,8 @@ int dlock__etcd_post_until(struct etcd_store *es, const char *path,
     return rc;
 }
 
-int dlock__etcd_post(struct etcd_store *es, const char *path,
-                     json_object *body, int flags, json_object **out,
-                     int *grpc_code)
+int dlock__etcd_post(struct etcd_store *es, const char *path, json_object *body,
+                     int flags, json_object **out, int *grpc_code)
 {
     int64_t deadline = dlock__now_ms() + dlock__io_bound(es->timeout_ms);
 
@@ -431,10 +443,9 @@ static int authenticate(struct etcd_store *es, int64_t deadline)
     if (body == NULL)
         return dlock__enomem();
     json_object_object_add(body, "name", json_object_new_string(es->user));
-    json_object_object_add(body, "password",
-                           json_object_new_string(es->password != NULL
-                                                      ? es->password
-                                                      : ""));
+    json_object_object_add(
+        body, "password",
+        json_object_new_string(es->password != NULL ? es->password : ""));
     pthread_mutex_lock(&es->mu);
     old = es->token;
     es->token = NULL;
@@ -464,8 +475,7 @@ static int authenticate(struct etcd_store *es, int64_t deadline)
 
 int dlock__etcd_authenticate(struct etcd_store *es)
 {
-    return authenticate(es,
-                        dlock__now_ms() + dlock__io_bound(es->timeout_ms));
+    return authenticate(es, dlock__now_ms() + dlock__io_bound(es->timeout_ms));
 }
 
 /* --- the watch --------------------------------------------------------- */
@@ -531,8 +541,7 @@ int dlock__etcd_watch(struct etcd_store *es, const char *key, size_t len,
                       const char *end, size_t end_len, int64_t rev,
                       int64_t deadline, int *woken)
 {
-    json_object *body = json_object_new_object(),
-                *req = json_object_new_object(), *filters;
+    json_object *body = dlock__etcd_body_watch(key, len, end, end_len, rev);
     struct watch_state w = {0};
     struct reply_buf unused = {0};
     char url[512], errbuf[CURL_ERROR_SIZE] = "";
@@ -542,19 +551,8 @@ int dlock__etcd_watch(struct etcd_store *es, const char *key, size_t len,
     int rc = DLOCK_OK, ep, running = 1;
 
     *woken = 0;
-    if (body == NULL || req == NULL) {
-        json_object_put(body);
-        json_object_put(req);
+    if (body == NULL)
         return dlock__enomem();
-    }
-    json_object_object_add(req, "key", dlock__etcd_b64(key, len));
-    if (end != NULL)
-        json_object_object_add(req, "range_end", dlock__etcd_b64(end, end_len));
-    json_object_object_add(req, "start_revision", dlock__etcd_i64(rev));
-    filters = json_object_new_array();
-    json_object_array_add(filters, json_object_new_string("NOPUT"));
-    json_object_object_add(req, "filters", filters);
-    json_object_object_add(body, "create_request", req);
     pthread_mutex_lock(&es->mu);
     ep = es->next_ep;
     pthread_mutex_unlock(&es->mu);
@@ -563,6 +561,19 @@ int dlock__etcd_watch(struct etcd_store *es, const char *key, size_t len,
     h = curl_easy_init();
     m = curl_multi_init();
     hdrs = headers(es);
+    /* clientv3's WithRequireLeader: a member without a leader (cut off
+     * from the quorum) ends the watch instead of keeping it silent. */
+    if (hdrs != NULL) {
+        struct curl_slist *t =
+            curl_slist_append(hdrs, "Grpc-Metadata-hasleader: true");
+
+        if (t == NULL) {
+            curl_slist_free_all(hdrs);
+            hdrs = NULL;
+        } else {
+            hdrs = t;
+        }
+    }
     if (w.tok == NULL || h == NULL || m == NULL || hdrs == NULL) {
         rc = dlock__enomem();
         goto out;
@@ -571,9 +582,9 @@ int dlock__etcd_watch(struct etcd_store *es, const char *key, size_t len,
           errbuf);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_watch);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &w);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS,
-                     json_object_to_json_string_ext(body,
-                                                    JSON_C_TO_STRING_PLAIN));
+    curl_easy_setopt(
+        h, CURLOPT_POSTFIELDS,
+        json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
     /* A connection of its own, closed when the watch ends: that is how
      * a gateway watch is cancelled. */
     curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
@@ -618,6 +629,12 @@ int dlock__etcd_watch(struct etcd_store *es, const char *key, size_t len,
             break;
         curl_multi_poll(m, cfd.fd >= 0 ? &cfd : NULL, cfd.fd >= 0 ? 1 : 0,
                         (int)(left < 1000 ? left : 1000), NULL);
+    }
+    if (rc != DLOCK_OK) { /* the next watch or call starts elsewhere */
+        pthread_mutex_lock(&es->mu);
+        if (es->next_ep == ep)
+            es->next_ep = (ep + 1) % es->nendpoints;
+        pthread_mutex_unlock(&es->mu);
     }
     if (w.bad && rc == DLOCK_OK)
         rc = dlock__seterr(DLOCK_ESTORE,

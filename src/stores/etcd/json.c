@@ -48,8 +48,8 @@ char *dlock__etcd_unb64(json_object *o, const char *f, size_t *n)
     out = malloc(len / 4 * 3 + 1);
     if (out == NULL)
         return NULL;
-    got = len > 0 ? EVP_DecodeBlock(out, (const unsigned char *)s, (int)len)
-                  : 0;
+    got =
+        len > 0 ? EVP_DecodeBlock(out, (const unsigned char *)s, (int)len) : 0;
     if (got < 0) {
         free(out);
         return NULL;
@@ -115,7 +115,7 @@ char *dlock__etcd_prefix_end(const char *s, size_t n, size_t *end_len)
 }
 
 json_object *dlock__etcd_range_op(const char *key, size_t n, const char *end,
-                                  size_t end_len, int64_t limit, int sorted)
+                                  size_t end_len, int64_t limit, int flags)
 {
     json_object *r = json_object_new_object(), *op = json_object_new_object();
 
@@ -129,7 +129,9 @@ json_object *dlock__etcd_range_op(const char *key, size_t n, const char *end,
         json_object_object_add(r, "range_end", dlock__etcd_b64(end, end_len));
     if (limit > 0)
         json_object_object_add(r, "limit", dlock__etcd_i64(limit));
-    if (sorted) {
+    if (flags & ETCD_RANGE_KEYS)
+        json_object_object_add(r, "keys_only", json_object_new_boolean(1));
+    if (flags & ETCD_RANGE_SORTED) {
         json_object_object_add(r, "sort_order",
                                json_object_new_string("ASCEND"));
         json_object_object_add(r, "sort_target",

@@ -2,15 +2,16 @@
  * lease.c - the etcd store's leases: one per lease length, shared by the
  * handle's locks (held or waiting) of that length.
  *
- * A lease is granted ETCD_LEASE_SLACK_MS longer than the lock's TTL
- * (rounded up to whole seconds, as etcd counts).  The server keeps a key
- * on lease l at least until l->refreshed + l->granted_ms, refreshed being
- * when the grant or keepalive that etcd answered was *sent* (etcd starts
- * counting later).  A lock takes or keeps a lease only while that bound
- * covers its own lease end as the core counts it; otherwise the lease is
- * refreshed first.  So a lease shared by many locks is refreshed about
- * once per second of slack at most on the hot path, and the uncontended
- * acquire + release stays two round trips.
+ * A lease's TTL is the lock's, rounded up to whole seconds (as etcd
+ * counts).  The server keeps a key on lease l at least until
+ * l->refreshed + l->granted_ms, refreshed being when the grant or
+ * keepalive that etcd answered was *sent* (etcd starts counting later).
+ * A lock's lease end is never later than that bound (acquire.c lowers it
+ * when it takes a lease refreshed up to ETCD_REUSE_SLACK_MS ago; its
+ * renewal then comes sooner).  So on the hot path a shared lease is
+ * refreshed about once a second, and the uncontended acquire + release
+ * stays two round trips.  A dead holder's key goes at most its TTL
+ * (rounded up to seconds) after its last refresh, plus etcd's own tick.
  *
  * A keepalive answered without a TTL means etcd has no such lease (it
  * expired, or was revoked): the lease is dead, and every key on it gone.
@@ -33,12 +34,11 @@ int64_t dlock__etcd_lease_until(const struct etcd_lease *l)
 
 static int keepalive(struct etcd_store *es, int64_t id, int64_t *ttl_s)
 {
-    json_object *body = json_object_new_object(), *reply = NULL, *res;
+    json_object *body = dlock__etcd_body_id(id), *reply = NULL, *res;
     int rc;
 
     if (body == NULL)
         return dlock__enomem();
-    json_object_object_add(body, "ID", dlock__etcd_i64(id));
     rc = dlock__etcd_post(es, "/v3/lease/keepalive", body, ETCD_RETRY_SAFE,
                           &reply, NULL);
     json_object_put(body);
@@ -59,9 +59,9 @@ int dlock__etcd_lease_cover(struct etcd_store *es, struct etcd_lease *l,
     int rc;
 
     pthread_mutex_lock(&es->mu);
-    rc = l->dead ? DLOCK_LOST
+    rc = l->dead                               ? DLOCK_LOST
          : until <= dlock__etcd_lease_until(l) ? DLOCK_OK
-                                                : 1;
+                                               : 1;
     pthread_mutex_unlock(&es->mu);
     if (rc != 1)
         return rc;
@@ -78,25 +78,24 @@ int dlock__etcd_lease_cover(struct etcd_store *es, struct etcd_lease *l,
         l->granted_ms = ttl_s * 1000;
     }
     if (rc == DLOCK_OK && until > dlock__etcd_lease_until(l))
-        rc = dlock__seterr(DLOCK_ESTORE,
-                           "etcd renewed lease %llx for %lld s, less than "
-                           "asked (%s)",
-                           (unsigned long long)l->id, (long long)ttl_s,
-                           es->url);
+        rc =
+            dlock__seterr(DLOCK_ESTORE,
+                          "etcd renewed lease %llx for %lld s, less than "
+                          "asked (%s)",
+                          (unsigned long long)l->id, (long long)ttl_s, es->url);
     pthread_mutex_unlock(&es->mu);
     return rc;
 }
 
 static int grant(struct etcd_store *es, int64_t ttl_s, struct etcd_lease **out)
 {
-    json_object *body = json_object_new_object(), *reply = NULL;
+    json_object *body = dlock__etcd_body_ttl(ttl_s), *reply = NULL;
     struct etcd_lease *l;
     int64_t sent = dlock__now_ms(), id, granted;
     int rc;
 
     if (body == NULL)
         return dlock__enomem();
-    json_object_object_add(body, "TTL", dlock__etcd_i64(ttl_s));
     /* Sent twice, a grant leaves a lease nobody uses: it expires. */
     rc = dlock__etcd_post(es, "/v3/lease/grant", body, ETCD_RETRY_SAFE, &reply,
                           NULL);
@@ -132,16 +131,16 @@ static int avoided(struct etcd_lease *l, struct etcd_lease *const *avoid,
     return 0;
 }
 
-int dlock__etcd_lease_get(struct etcd_store *es, int64_t ttl_ms,
+int dlock__etcd_lease_get(struct etcd_store *es, int64_t ttl_ms, int own,
                           struct etcd_lease *const *avoid, size_t navoid,
                           struct etcd_lease **out)
 {
-    int64_t ttl_s = (ttl_ms + ETCD_LEASE_SLACK_MS + 999) / 1000;
-    int64_t until = dlock__now_ms() + ttl_ms;
+    int64_t ttl_s = ETCD_TTL_S(ttl_ms);
+    int64_t until = dlock__now_ms() + ttl_ms - ETCD_REUSE_SLACK_MS(ttl_ms);
     struct etcd_lease *l, *fresh;
     int rc;
 
-    for (;;) {
+    for (; !own;) {
         pthread_mutex_lock(&es->mu);
         for (l = es->leases; l != NULL; l = l->next)
             if (!l->dead && !l->tainted && l->ttl_s == ttl_s &&
@@ -166,6 +165,9 @@ int dlock__etcd_lease_get(struct etcd_store *es, int64_t ttl_ms,
     if (rc != DLOCK_OK)
         return rc;
     fresh->refs = 1;
+    /* A lease of one lock's own is never shared, and is revoked with
+     * the lock (as a retired one is). */
+    fresh->tainted = own;
     pthread_mutex_lock(&es->mu);
     fresh->next = es->leases;
     es->leases = fresh;
@@ -176,14 +178,13 @@ int dlock__etcd_lease_get(struct etcd_store *es, int64_t ttl_ms,
 
 static void revoke(struct etcd_store *es, int64_t id, int64_t deadline)
 {
-    json_object *body = json_object_new_object(), *reply = NULL;
+    json_object *body = dlock__etcd_body_id(id), *reply = NULL;
 
     if (body == NULL)
         return;
-    json_object_object_add(body, "ID", dlock__etcd_i64(id));
     /* Best effort: a lease not revoked expires by itself. */
-    (void)dlock__etcd_post_until(es, "/v3/lease/revoke", body,
-                                 ETCD_RETRY_SAFE, deadline, &reply, NULL);
+    (void)dlock__etcd_post_until(es, "/v3/lease/revoke", body, ETCD_RETRY_SAFE,
+                                 deadline, &reply, NULL);
     json_object_put(reply);
     json_object_put(body);
 }

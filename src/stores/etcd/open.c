@@ -32,8 +32,9 @@ static int endpoints(struct etcd_store *es, const struct dlock_url *u)
     int rc = dlock__url_hosts(u, ETCD_DEFAULT_PORT, "etcd", &hosts, &ports, &n);
 
     if (rc == DLOCK_OK && (u->host == NULL || u->host[0] == '\0'))
-        rc = dlock__seterr(DLOCK_EINVAL, "expected etcd://host[:port][,...], "
-                                         "got %s",
+        rc = dlock__seterr(DLOCK_EINVAL,
+                           "expected etcd://host[:port][,...], "
+                           "got %s",
                            u->redacted);
     if (rc == DLOCK_OK) {
         es->endpoints = calloc((size_t)n, sizeof(char *));
@@ -46,8 +47,8 @@ static int endpoints(struct etcd_store *es, const struct dlock_url *u)
 
         /* The host must be a host: nothing libcurl would read as more. */
         if (strpbrk(hosts[i], "/?#@[] \t\r\n") != NULL) {
-            rc = dlock__seterr(DLOCK_EINVAL, "bad etcd host in %s",
-                               u->redacted);
+            rc =
+                dlock__seterr(DLOCK_EINVAL, "bad etcd host in %s", u->redacted);
             break;
         }
         es->endpoints[i] = malloc(len);
@@ -134,8 +135,8 @@ int dlock__etcd_open(struct dlock_store **out, const struct dlock_url *u)
         goto fail;
     }
     es->prefix_len = strlen(es->prefix);
-    if (dlock__utf8_valid((const unsigned char *)es->prefix,
-                          es->prefix_len) == 0) {
+    if (dlock__utf8_valid((const unsigned char *)es->prefix, es->prefix_len) ==
+        0) {
         rc = dlock__seterr(DLOCK_EINVAL, "prefix is not UTF-8 in %s",
                            u->redacted);
         goto fail;

@@ -59,7 +59,8 @@ char *dlock__etcd_record(const struct dlock_lock *lk)
     json_object_object_add(o, "ttl_ms", json_object_new_int64(lk->ttl_ms));
     json_object_object_add(o, "limit", json_object_new_int64(lk->limit));
     json_object_object_add(o, "shared", json_object_new_int(lk->shared));
-    s = dlock__strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+    s = dlock__strdup(
+        json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
     json_object_put(o);
     return s;
 }
@@ -250,27 +251,18 @@ int dlock__etcd_read_queue(struct etcd_store *es, const char *name,
                            struct etcd_queue *q, const char *k, size_t klen,
                            int64_t *k_rev, int64_t *k_lease)
 {
-    size_t plen, elen;
-    char *pfx = dlock__etcd_name_prefix(es, name, &plen), *end = NULL;
-    json_object *ops = json_object_new_array(), *body, *reply = NULL, *kvs;
+    size_t plen;
+    char *pfx = dlock__etcd_name_prefix(es, name, &plen);
+    json_object *body = NULL, *reply = NULL, *kvs;
     int rc;
 
     memset(q, 0, sizeof(*q));
-    if (pfx == NULL || ops == NULL ||
-        (end = dlock__etcd_prefix_end(pfx, plen, &elen)) == NULL) {
-        free(pfx);
-        json_object_put(ops);
-        return dlock__enomem();
-    }
-    json_object_array_add(ops, dlock__etcd_range_op(pfx, plen, end, elen, 0, 1));
-    if (k != NULL)
-        json_object_array_add(ops, dlock__etcd_range_op(k, klen, NULL, 0, 0, 0));
-    body = dlock__etcd_txn(NULL, ops, NULL);
+    if (pfx != NULL)
+        body = dlock__etcd_body_queue(pfx, plen, k, klen);
     rc = body == NULL ? dlock__enomem()
                       : dlock__etcd_post(es, "/v3/kv/txn", body,
                                          ETCD_RETRY_SAFE, &reply, NULL);
     json_object_put(body);
-    free(end);
     if (rc == DLOCK_OK) {
         kvs = dlock__etcd_txn_kvs(reply, 0);
         if (kvs == NULL)

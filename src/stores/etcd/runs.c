@@ -77,8 +77,7 @@ static void run_fill(dlock_run *out, const char *name, json_object *r)
     out->fence = (uint64_t)dlock__etcd_int(r, "fence");
     if (json_object_object_get_ex(r, "host", &h) &&
         json_object_is_type(h, json_type_string))
-        dlock__strlcpy(out->host, json_object_get_string(h),
-                       sizeof(out->host));
+        dlock__strlcpy(out->host, json_object_get_string(h), sizeof(out->host));
     out->pid = dlock__etcd_int(r, "pid");
     out->start_ms = dlock__etcd_int(r, "start");
     out->end_ms = dlock__etcd_int(r, "end");
@@ -107,9 +106,8 @@ static json_object *runs_doc(json_object *kvs, int64_t *mod)
         json_object_put(doc);
         doc = json_object_new_object();
     }
-    if (doc != NULL &&
-        (!json_object_object_get_ex(doc, "runs", &runs) ||
-         !json_object_is_type(runs, json_type_array)))
+    if (doc != NULL && (!json_object_object_get_ex(doc, "runs", &runs) ||
+                        !json_object_is_type(runs, json_type_array)))
         json_object_object_add(doc, "runs", json_object_new_array());
     return doc;
 }
@@ -320,14 +318,15 @@ int dlock__etcd_run_begin(struct dlock_store *s, struct dlock_lock *lk,
             json_object_put(doc);
             break;
         }
-        newdoc = with_new_run(doc, run_json(lk->fence, host, pid,
-                                            dlock__wall_ms()));
+        newdoc =
+            with_new_run(doc, run_json(lk->fence, host, pid, dlock__wall_ms()));
         json_object_put(doc);
         cmp = json_object_new_array();
         ops = json_object_new_array();
-        text = newdoc != NULL ? json_object_to_json_string_ext(
-                                    newdoc, JSON_C_TO_STRING_PLAIN)
-                              : NULL;
+        text =
+            newdoc != NULL
+                ? json_object_to_json_string_ext(newdoc, JSON_C_TO_STRING_PLAIN)
+                : NULL;
         if (text == NULL || cmp == NULL || ops == NULL) {
             json_object_put(newdoc);
             json_object_put(cmp);
@@ -335,8 +334,8 @@ int dlock__etcd_run_begin(struct dlock_store *s, struct dlock_lock *lk,
             rc = dlock__enomem();
             break;
         }
-        json_object_array_add(cmp, dlock__etcd_cmp_create(el->key, el->key_len,
-                                                          el->create_rev));
+        json_object_array_add(
+            cmp, dlock__etcd_cmp_create(el->key, el->key_len, el->create_rev));
         json_object_array_add(cmp, mod == 0
                                        ? dlock__etcd_cmp_create(rkey, rlen, 0)
                                        : dlock__etcd_cmp_mod(rkey, rlen, mod));
@@ -344,22 +343,22 @@ int dlock__etcd_run_begin(struct dlock_store *s, struct dlock_lock *lk,
             char f[24];
 
             snprintf(f, sizeof(f), "%llu", (unsigned long long)lk->fence);
-            json_object_array_add(cmp, start_mod == 0
-                                           ? dlock__etcd_cmp_create(pkey, plen,
-                                                                    0)
-                                           : dlock__etcd_cmp_mod(pkey, plen,
-                                                                 start_mod));
-            json_object_array_add(ops, dlock__etcd_put_op(pkey, plen, f, lease));
+            json_object_array_add(
+                cmp, start_mod == 0
+                         ? dlock__etcd_cmp_create(pkey, plen, 0)
+                         : dlock__etcd_cmp_mod(pkey, plen, start_mod));
+            json_object_array_add(ops,
+                                  dlock__etcd_put_op(pkey, plen, f, lease));
         }
         json_object_array_add(ops, dlock__etcd_put_op(rkey, rlen, text, 0));
         json_object_put(newdoc);
         body = dlock__etcd_txn(cmp, ops, NULL);
-        rc = body == NULL ? dlock__enomem()
-                          : dlock__etcd_post(es, "/v3/kv/txn", body, 0, &reply,
-                                             NULL);
+        rc = body == NULL
+                 ? dlock__enomem()
+                 : dlock__etcd_post(es, "/v3/kv/txn", body, 0, &reply, NULL);
         json_object_put(body);
-        if (rc == DLOCK_OK && json_object_get_boolean(json_object_object_get(
-                                  reply, "succeeded"))) {
+        if (rc == DLOCK_OK && json_object_get_boolean(
+                                  json_object_object_get(reply, "succeeded"))) {
             json_object_put(reply);
             *go = 1;
             revoke_lease(es, start_lease); /* the start before ours */
@@ -393,8 +392,8 @@ int dlock__etcd_run_end(struct dlock_store *s, struct dlock_lock *lk,
     if (rkey == NULL)
         return dlock__enomem();
     for (int t = 0; t < TRIES; t++) {
-        json_object *body = json_object_new_object(), *reply = NULL, *kvs,
-                    *doc, *runs, *r = NULL, *cmp, *ops;
+        json_object *body = json_object_new_object(), *reply = NULL, *kvs, *doc,
+                    *runs, *r = NULL, *cmp, *ops;
         int64_t mod = 0;
         size_t n;
 
@@ -403,8 +402,8 @@ int dlock__etcd_run_end(struct dlock_store *s, struct dlock_lock *lk,
             break;
         }
         json_object_object_add(body, "key", dlock__etcd_b64(rkey, rlen));
-        rc = dlock__etcd_post(es, "/v3/kv/range", body, ETCD_RETRY_SAFE,
-                              &reply, NULL);
+        rc = dlock__etcd_post(es, "/v3/kv/range", body, ETCD_RETRY_SAFE, &reply,
+                              NULL);
         json_object_put(body);
         if (rc != DLOCK_OK)
             break;
@@ -426,7 +425,8 @@ int dlock__etcd_run_end(struct dlock_store *s, struct dlock_lock *lk,
             json_object_put(doc);
             break;
         }
-        json_object_object_add(r, "end", json_object_new_int64(dlock__wall_ms()));
+        json_object_object_add(r, "end",
+                               json_object_new_int64(dlock__wall_ms()));
         json_object_object_add(r, "result", json_object_new_int(result));
         json_object_object_add(r, "status", json_object_new_int(status));
         if (result == DLOCK_RUN_EXITED && status == 0)
@@ -449,12 +449,12 @@ int dlock__etcd_run_end(struct dlock_store *s, struct dlock_lock *lk,
         json_object_put(doc);
         body = dlock__etcd_txn(cmp, ops, NULL);
         reply = NULL;
-        rc = body == NULL ? dlock__enomem()
-                          : dlock__etcd_post(es, "/v3/kv/txn", body, 0, &reply,
-                                             NULL);
+        rc = body == NULL
+                 ? dlock__enomem()
+                 : dlock__etcd_post(es, "/v3/kv/txn", body, 0, &reply, NULL);
         json_object_put(body);
-        if (rc == DLOCK_OK && json_object_get_boolean(json_object_object_get(
-                                  reply, "succeeded"))) {
+        if (rc == DLOCK_OK && json_object_get_boolean(
+                                  json_object_object_get(reply, "succeeded"))) {
             json_object_put(reply);
             break;
         }

@@ -54,7 +54,7 @@ static int move_lease(struct etcd_store *es, struct dlock_lock *lk,
     struct etcd_lease *nl;
     json_object *cmp, *ok, *body, *reply = NULL;
     char *rec;
-    int rc = dlock__etcd_lease_get(es, ttl_ms, NULL, 0, &nl);
+    int rc = dlock__etcd_lease_get(es, ttl_ms, !lk->auto_renew, NULL, 0, &nl);
 
     if (rc != DLOCK_OK)
         return rc;
@@ -68,14 +68,14 @@ static int move_lease(struct etcd_store *es, struct dlock_lock *lk,
         dlock__etcd_lease_put(es, nl);
         return dlock__enomem();
     }
-    json_object_array_add(cmp, dlock__etcd_cmp_create(el->key, el->key_len,
-                                                      el->create_rev));
-    json_object_array_add(ok, dlock__etcd_put_op(el->key, el->key_len, rec,
-                                                 nl->id));
+    json_object_array_add(
+        cmp, dlock__etcd_cmp_create(el->key, el->key_len, el->create_rev));
+    json_object_array_add(
+        ok, dlock__etcd_put_op(el->key, el->key_len, rec, nl->id));
     body = dlock__etcd_txn(cmp, ok, NULL);
-    rc = body == NULL ? dlock__enomem()
-                      : dlock__etcd_post(es, "/v3/kv/txn", body, 0, &reply,
-                                         NULL);
+    rc = body == NULL
+             ? dlock__enomem()
+             : dlock__etcd_post(es, "/v3/kv/txn", body, 0, &reply, NULL);
     json_object_put(body);
     free(rec);
     if (rc == DLOCK_OK &&
@@ -98,7 +98,7 @@ static int move_lease(struct etcd_store *es, struct dlock_lock *lk,
 
 static int need_move(const struct etcd_lock *el, int64_t ttl_ms)
 {
-    return el->lease->ttl_s != (ttl_ms + ETCD_LEASE_SLACK_MS + 999) / 1000;
+    return el->lease->ttl_s != ETCD_TTL_S(ttl_ms);
 }
 
 static int etcd_extend(struct dlock_store *s, struct dlock_lock *lk,
@@ -123,8 +123,7 @@ static int etcd_extend(struct dlock_store *s, struct dlock_lock *lk,
 /* Many locks: each lease refreshed once, every key checked in one txn
  * (ETCD_TXN_OPS ranges at a time). */
 static int etcd_extend_many(struct dlock_store *s,
-                            struct dlock_lock *const *locks, size_t n,
-                            int *rcs)
+                            struct dlock_lock *const *locks, size_t n, int *rcs)
 {
     struct etcd_store *es = (struct etcd_store *)s;
     int64_t now = dlock__now_ms();
@@ -143,8 +142,7 @@ static int etcd_extend_many(struct dlock_store *s,
             continue;
         }
         /* Sharing a lease, the second and later locks find it covered. */
-        rcs[i] = dlock__etcd_lease_cover(es, el->lease,
-                                         now + locks[i]->ttl_ms);
+        rcs[i] = dlock__etcd_lease_cover(es, el->lease, now + locks[i]->ttl_ms);
         if (rcs[i] == DLOCK_LOST)
             rcs[i] = dlock__lost(locks[i], "its etcd lease is gone");
         else if (rcs[i] == DLOCK_OK)
@@ -159,9 +157,9 @@ static int etcd_extend_many(struct dlock_store *s,
             if (rcs[j] == 1) {
                 struct etcd_lock *el = locks[j]->priv;
 
-                json_object_array_add(ops,
-                                      dlock__etcd_range_op(el->key, el->key_len,
-                                                           NULL, 0, 0, 0));
+                json_object_array_add(
+                    ops, dlock__etcd_range_op(el->key, el->key_len, NULL, 0, 0,
+                                              ETCD_RANGE_KEYS));
                 idx[m++] = j;
             }
         if (m == 0) {
@@ -189,12 +187,10 @@ static int etcd_extend_many(struct dlock_store *s,
                                             "etcd answered a txn without its "
                                             "ranges (%s)",
                                             es->url);
-            else
+            else /* one create revision is one key's creation */
                 rcs[idx[k]] =
-                    kv != NULL &&
-                            dlock__etcd_int(kv, "create_revision") ==
-                                el->create_rev &&
-                            dlock__etcd_int(kv, "lease") == el->lease->id
+                    kv != NULL && dlock__etcd_int(kv, "create_revision") ==
+                                      el->create_rev
                         ? DLOCK_OK
                         : dlock__lost(lk, "its etcd key is gone");
             json_object_put(kvs);
@@ -246,7 +242,7 @@ static int etcd_release(struct dlock_store *s, struct dlock_lock *lk)
 {
     struct etcd_store *es = (struct etcd_store *)s;
     struct etcd_lock *el = lk->priv;
-    json_object *cmp, *ok, *body, *reply = NULL;
+    json_object *body, *reply = NULL;
     int rc;
 
     if (el == NULL)
@@ -256,21 +252,10 @@ static int etcd_release(struct dlock_store *s, struct dlock_lock *lk)
         dlock__etcd_lock_free(es, el);
         return dlock__lost(lk, "it holds no etcd key");
     }
-    cmp = json_object_new_array();
-    ok = json_object_new_array();
-    if (cmp != NULL && ok != NULL) {
-        json_object_array_add(cmp, dlock__etcd_cmp_create(el->key, el->key_len,
-                                                          el->create_rev));
-        json_object_array_add(ok, dlock__etcd_delete_op(el->key, el->key_len));
-    }
-    body = cmp != NULL && ok != NULL ? dlock__etcd_txn(cmp, ok, NULL) : NULL;
-    if (body == NULL) {
-        json_object_put(cmp);
-        json_object_put(ok);
-    }
-    rc = body == NULL ? dlock__enomem()
-                      : dlock__etcd_post(es, "/v3/kv/txn", body, 0, &reply,
-                                         NULL);
+    body = dlock__etcd_body_delete_own(el->key, el->key_len, el->create_rev);
+    rc = body == NULL
+             ? dlock__enomem()
+             : dlock__etcd_post(es, "/v3/kv/txn", body, 0, &reply, NULL);
     json_object_put(body);
     if (rc == DLOCK_OK &&
         !json_object_get_boolean(json_object_object_get(reply, "succeeded")))
@@ -350,8 +335,7 @@ static void fill_info(struct etcd_store *es, const struct etcd_queue *q,
         out->ttl_ms = lease_left(es, h->lease);
 }
 
-static int etcd_status(struct dlock_store *s, const char *name,
-                       dlock_info *out)
+static int etcd_status(struct dlock_store *s, const char *name, dlock_info *out)
 {
     struct etcd_store *es = (struct etcd_store *)s;
     struct etcd_queue q;
@@ -494,13 +478,13 @@ static int etcd_force_release(struct dlock_store *s, const char *name,
      * (and a Go waiter believes a deleted key of its own is a grant). */
     ops = json_object_new_array();
     for (size_t i = 0; ops != NULL && i < n && i < ETCD_TXN_OPS; i++)
-        json_object_array_add(ops, dlock__etcd_delete_op(q.e[i].key,
-                                                         q.e[i].key_len));
+        json_object_array_add(
+            ops, dlock__etcd_delete_op(q.e[i].key, q.e[i].key_len));
     dlock__etcd_queue_free(&q);
     body = ops != NULL ? dlock__etcd_txn(NULL, ops, NULL) : NULL;
-    rc = body == NULL ? dlock__enomem()
-                      : dlock__etcd_post(es, "/v3/kv/txn", body, 0, &reply,
-                                         NULL);
+    rc = body == NULL
+             ? dlock__enomem()
+             : dlock__etcd_post(es, "/v3/kv/txn", body, 0, &reply, NULL);
     json_object_put(body);
     if (rc == DLOCK_OK && json_object_object_get_ex(reply, "responses", &rs))
         for (size_t i = 0; i < json_object_array_length(rs); i++) {
@@ -529,7 +513,6 @@ static int etcd_ddl(char **out, const struct dlock_url *u)
                          "etcdctl lock does.\n");
     return *out != NULL ? DLOCK_OK : dlock__enomem();
 }
-
 
 const struct dlock_store_ops dlock__etcd_ops = {
     .version = DLOCK_STORE_OPS_VERSION,
