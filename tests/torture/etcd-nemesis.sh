@@ -9,6 +9,10 @@
 #                   until all are healthy under one leader
 #   restart-member  TERM a member drawn at random (1..3), start it again,
 #                   wait the same way (server-etcd.sh ctl restart)
+#   leader-host PREFIX  no fault: print the host (scripts/netns.sh's name)
+#                   of the leader of a cluster started in namespaces
+#                   (DLOCK_SERVER_NETNS): its namespace less PREFIX (for
+#                   netns-nemesis.sh's leader kind; URL unused)
 #   pause-leader    SIGSTOP the leader; wait until the others have elected
 #                   a new one; keep it stopped 0.5..1.5 s more (the fault's
 #                   length); SIGCONT it and wait until all agree again
@@ -28,6 +32,16 @@
 # failed prints "-" and fails the nemesis (the torture counts it a crash).
 set -euo pipefail
 server=$1 sdir=$2 url=$3 fault=$4
+if [ "$fault" = leader-host ]; then
+    i=$("$server" ctl "$sdir" leader | cut -d' ' -f1)
+    ns=$("$server" ctl "$sdir" where "$i" | cut -d' ' -f1)
+    [ -n "$ns" ] || {
+        echo "etcd-nemesis.sh: member $i is in no namespace" >&2
+        exit 1
+    }
+    echo "${ns#"$5"}"
+    exit 0
+fi
 cli=${DLOCK_CLI:-}
 
 srv() { "$server" ctl "$sdir" "$@"; }
