@@ -97,6 +97,7 @@ partition_scheme() {
 # workers).
 partition_etcd() {
     local dir=$T/server-etcd h where=
+    # shellcheck disable=SC2034 # for the caller
     PARTITION_SERVER_DIR=$dir
     PARTITION_SERVER_HOSTS="srv c$((partition_workers + 1)) c$((partition_workers + 2))"
     if [ -z "${partition_urls[etcd]:-}" ]; then

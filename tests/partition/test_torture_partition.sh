@@ -79,7 +79,9 @@ for c in "${cases[@]}"; do
         [ -n "${DLOCK_PARTITION_NEMESES:-}" ] || kinds=(holder waiter leader flap)
         export DLOCK_NEMESIS_SERVERS=$PARTITION_SERVER_HOSTS
         export DLOCK_NEMESIS_CLIENTS=$workers
-        export DLOCK_NEMESIS_LEADER="'$here/../torture/etcd-nemesis.sh' '$partition_scripts/server-etcd.sh' '$PARTITION_SERVER_DIR' - leader-host '$(netns_name '')'"
+        # shellcheck disable=SC2089,SC2090 # a command line, for sh -c
+        DLOCK_NEMESIS_LEADER="'$here/../torture/etcd-nemesis.sh' '$partition_scripts/server-etcd.sh' '$PARTITION_SERVER_DIR' - leader-host '$(netns_name '')'"
+        export DLOCK_NEMESIS_LEADER
     fi
     echo "--- $c, nemesis random (seed $seed; ${kinds[*]})"
     # The torture itself is bounded by its run length; what a worker

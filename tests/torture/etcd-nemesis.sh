@@ -106,6 +106,7 @@ dead() {
 
 tmp=$(mktemp -d /tmp/etcd-nemesis.XXXXXX)
 holder_pid=
+# shellcheck disable=SC2317 # called by the trap
 cleanup() {
     [ -z "$holder_pid" ] || kill "$holder_pid" 2>/dev/null || true
     [ -z "$holder_pid" ] || wait "$holder_pid" 2>/dev/null || true

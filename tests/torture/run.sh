@@ -51,7 +51,7 @@ if [ "${4:-}" = server ]; then
     [ "$secs" -ge 8 ] || secs=8 # room for faults and a recovery after them (a
     # restart can take over a second: 3 of them left 6 s too little service)
     for f in "$@"; do
-        every=700 quiet=2000 nem= least=0
+        every=700 quiet=2000 nem="" least=0
         case ${f%%:*} in
         restart) cmd=restart ;;
         crash-restart) cmd=crash-restart ;;
