@@ -81,6 +81,7 @@ for c in "${cases[@]}"; do
         export DLOCK_NEMESIS_CLIENTS=$workers
         # shellcheck disable=SC2089,SC2090 # a command line, for sh -c
         DLOCK_NEMESIS_LEADER="'$here/../torture/etcd-nemesis.sh' '$partition_scripts/server-etcd.sh' '$PARTITION_SERVER_DIR' - leader-host '$(netns_name '')'"
+        # shellcheck disable=SC2090
         export DLOCK_NEMESIS_LEADER
     fi
     echo "--- $c, nemesis random (seed $seed; ${kinds[*]})"
