@@ -4,7 +4,9 @@
 #
 #   partition_cannot MSG       77 (skipped), or 1 with CI=true
 #   partition_cases DLOCK      the cases DLOCK can test: redis, postgres,
-#                              postgres-lease, mysql, mysql-lease
+#                              postgres-lease, mysql, mysql-lease (not
+#                              etcd: its cluster needs hosts of its own,
+#                              name it: partition_begin W etcd)
 #   partition_up N             the topology (tag p<pid>), a temp dir $T,
 #                              all torn down on exit
 #   partition_url CASE         start CASE's server on srv (once per store),
@@ -17,6 +19,12 @@
 #                              scripts/server-STORE.sh ARGS on srv, with the
 #                              addresses partition_url starts it with (srv's
 #                              own, the clients' /24): e.g. ctl DIR restart
+#   etcd (a CASE)              a 3-member cluster (scripts/server-etcd.sh
+#                              start-cluster), members on srv and on two
+#                              hosts after the clients' (partition_begin
+#                              makes them: c<W+1>, c<W+2>); partition_url
+#                              also sets PARTITION_SERVER_DIR and
+#                              PARTITION_SERVER_HOSTS ("srv cX cY")
 #   partition_now_ms           milliseconds (bash 5's EPOCHREALTIME: every
 #                              namespace shares the clock)
 
@@ -64,15 +72,54 @@ partition_begin() {
         mapfile -t cases < <(partition_cases "$DLOCK")
     fi
     [ ${#cases[@]} -gt 0 ] || partition_cannot "no networked store in $DLOCK"
-    partition_up "$workers"
+    partition_workers=$workers
+    case " ${cases[*]} " in
+    *" etcd "*)
+        partition_scheme etcd || partition_cannot "no etcd:// in $DLOCK"
+        command -v etcd >/dev/null || partition_cannot "no etcd (etcd-server)"
+        partition_up $((workers + 2))
+        ;;
+    *) partition_up "$workers" ;;
+    esac
     fails=0
     summary=()
+}
+
+# partition_scheme SCHEME: DLOCK has it compiled in.
+partition_scheme() {
+    case ",$("$DLOCK" --version)" in
+    *"$1"*) return 0 ;;
+    esac
+    return 1
+}
+
+# The etcd cluster: members on srv, c<W+1>, c<W+2> (W: partition_begin's
+# workers).
+partition_etcd() {
+    local dir=$T/server-etcd h where=
+    # shellcheck disable=SC2034 # for the caller
+    PARTITION_SERVER_DIR=$dir
+    PARTITION_SERVER_HOSTS="srv c$((partition_workers + 1)) c$((partition_workers + 2))"
+    if [ -z "${partition_urls[etcd]:-}" ]; then
+        mkdir -p "$dir"
+        for h in $PARTITION_SERVER_HOSTS; do
+            where="$where $(netns_name "$h"):$(netns_addr "$h")"
+        done
+        netns_at_exit "'$partition_scripts/server-etcd.sh' stop '$dir' >/dev/null 2>&1"
+        partition_urls[etcd]=$(DLOCK_SERVER_NETNS="${where# }" timeout 120 \
+            "$partition_scripts/server-etcd.sh" start-cluster "$dir") || return 1
+    fi
+    PARTITION_URL=${partition_urls[etcd]}
 }
 
 declare -A partition_urls
 PARTITION_SERVER_ENV=()
 partition_url() {
     local c=$1 store=${1%-lease} dir u
+    [ "$c" != etcd ] || {
+        partition_etcd
+        return
+    }
     dir=$T/server-$store
     if [ -z "${partition_urls[$store]:-}" ]; then
         [ -x "$partition_scripts/server-$store.sh" ] || return 1

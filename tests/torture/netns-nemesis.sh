@@ -12,6 +12,10 @@
 #            native wait) from the server
 #   server   cut the server off from every host
 #   flap     the holder's link goes down and up every 50..300 ms
+#   leader   a replicated store whose servers sit on hosts of their own
+#            (an etcd cluster): cut the leader's host off from the other
+#            servers' hosts (the majority), for 2..3 x the lease (an
+#            election: 1 s); clients still reach every server
 #   random   one of KIND... (default: holder waiter server flap), in
 #            rounds: each round is a shuffle of the KINDs, so that every
 #            kind comes once before any comes again (a run of at least as
@@ -20,6 +24,13 @@
 # ($DLOCK_TORTURE_DIR, the last line of each worker's newest log; worker i
 # is on host c<i % N + 1>); when none is seen within a lease, a random
 # host.
+#
+# A store on several hosts (an etcd cluster): $DLOCK_NEMESIS_SERVERS, the
+# servers' hosts (default: srv), from which holder, waiter and flap cut
+# their host (a client cut off from the whole cluster), and server
+# isolates each; $DLOCK_NEMESIS_CLIENTS, how many of c1..cN the workers
+# are on (default N); $DLOCK_NEMESIS_LEADER, a shell command that prints
+# the leader's host (for leader).
 #
 # SEED (a number) fixes what is drawn: the kinds' order, each fault's
 # length, the flap's steps, the fallback host (fault K of a run draws from
@@ -44,6 +55,8 @@ kinds=("$@")
 [ ${#kinds[@]} -gt 0 ] || kinds=(holder waiter server flap)
 dir=${DLOCK_TORTURE_DIR:?not run by torture}
 t0=${DLOCK_NEMESIS_T0:-0}
+read -r -a servers <<<"${DLOCK_NEMESIS_SERVERS:-srv}"
+clients=${DLOCK_NEMESIS_CLIENTS:-$n}
 
 ctl() { "$netns" "$tag" "$n" "$@"; }
 
@@ -87,7 +100,7 @@ if [ "$mode" = random ]; then
     fi
     for m in "${kinds[@]}"; do
         case $m in
-        holder | holder-long | waiter | server | flap) ;;
+        holder | holder-long | waiter | server | flap | leader) ;;
         *) die "unknown kind $m" ;;
         esac
     done
@@ -123,7 +136,7 @@ pick() {
             [ "$f" = "$(find "$dir" -maxdepth 1 -name "w$w-*.log" |
                 sort | tail -n1)" ] || continue
             if tail -n1 "$f" | grep -q "^[0-9]* $events"; then
-                hosts+=("c$((10#$w % n + 1))")
+                hosts+=("c$((10#$w % clients + 1))")
             fi
         done
         if [ ${#hosts[@]} -gt 0 ]; then
@@ -135,17 +148,25 @@ pick() {
         [ "$R" -lt "$end" ] || break
         sleep 0.01
     done
-    rnd "$n"
+    rnd "$clients"
     host=c$((R + 1))
+}
+
+# cut_servers ACTION HOST: cut (or heal) HOST from every server host.
+cut_servers() {
+    local s
+    for s in "${servers[@]}"; do
+        ctl "$1" "$2" "$s"
+    done
 }
 
 # The fault's length: 0.2..3 x the lease; holder-long: the holder cut
 # for 2..3 x the lease, always past it (the partition control: a cut-off
 # holder that does not stop must show).
 kind=$mode
-if [ "$mode" = holder-long ]; then
+if [ "$mode" = holder-long ] || [ "$mode" = leader ]; then
     between_ms $((ttl * 2)) $((ttl * 3))
-    mode=holder
+    [ "$mode" = leader ] || mode=holder
 else
     between_ms $((ttl / 5)) $((ttl * 3))
 fi
@@ -174,17 +195,36 @@ holder | waiter)
         pick 'I'
     fi
     fault_begin "cut $host ($kind)"
-    ctl cut "$host" srv
+    cut_servers cut "$host"
     sleep "$lasts" # the fault's length, not a synchronisation
-    ctl heal "$host" srv
+    cut_servers heal "$host"
     fault_end
     ;;
 server)
-    host=srv
-    fault_begin "isolate srv"
-    ctl isolate srv
+    host=${servers[*]}
+    host=${host// /+}
+    fault_begin "isolate $host"
+    for s in "${servers[@]}"; do
+        ctl isolate "$s"
+    done
     sleep "$lasts"
     ctl heal_all
+    fault_end
+    ;;
+leader)
+    host=$(sh -c "${DLOCK_NEMESIS_LEADER:?leader: no DLOCK_NEMESIS_LEADER}")
+    case " ${servers[*]} " in
+    *" $host "*) ;;
+    *) die "leader: '$host' is not one of the servers (${servers[*]})" ;;
+    esac
+    fault_begin "cut leader $host from the other servers"
+    for s in "${servers[@]}"; do
+        [ "$s" = "$host" ] || ctl cut "$host" "$s"
+    done
+    sleep "$lasts"
+    for s in "${servers[@]}"; do
+        [ "$s" = "$host" ] || ctl heal "$host" "$s"
+    done
     fault_end
     ;;
 flap)
@@ -193,11 +233,11 @@ flap)
     now_ms
     stop=$((R + lasts_ms))
     while now_ms && [ "$R" -lt "$stop" ]; do
-        ctl cut "$host" srv
+        cut_servers cut "$host"
         between_ms 50 300
         s "$R"
         sleep "$R"
-        ctl heal "$host" srv
+        cut_servers heal "$host"
         between_ms 50 300
         s "$R"
         sleep "$R"

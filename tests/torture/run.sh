@@ -18,6 +18,14 @@
 #         failover       Redis Sentinel or Cluster: a graceful failover (settled)
 #         kill-master    Redis Sentinel or Cluster: kill -9 of the master (of the
 #                        torture name's slot for Cluster; settled)
+#         kill-leader    etcd cluster: kill -9 of the leader, started again
+#         restart-member etcd cluster: TERM a member, start it again
+#         pause-leader   etcd cluster: SIGSTOP the leader until the others
+#                        have a new one, and 0.5..1.5 s more; then SIGCONT
+#                        (the etcd faults by tests/torture/etcd-nemesis.sh,
+#                        which also measures, with $DLOCK_CLI, how soon a
+#                        new holder had a lock after the leader was lost:
+#                        run.sh prints p50 and max of those)
 #       KIND says what the store promises under that fault: `revokes` (the
 #       locks are gone: a holder must be told, and fences must keep a late
 #       holder's writes out) or `keeps` (the locks stay, no holder may
@@ -30,6 +38,7 @@
 #       reported, and only lost fenced updates fail it.
 # $DLOCK_TORTURE_SECONDS overrides SECONDS_PER_RUN (`make torture` sets it).
 set -u
+here=$(cd "$(dirname "$0")" && pwd)
 bin=$1 url=$2 secs=${DLOCK_TORTURE_SECONDS:-${3:-4}}
 fails=0
 run() {
@@ -42,7 +51,7 @@ if [ "${4:-}" = server ]; then
     [ "$secs" -ge 8 ] || secs=8 # room for faults and a recovery after them (a
     # restart can take over a second: 3 of them left 6 s too little service)
     for f in "$@"; do
-        every=700 quiet=2000
+        every=700 quiet=2000 nem="" least=0
         case ${f%%:*} in
         restart) cmd=restart ;;
         crash-restart) cmd=crash-restart ;;
@@ -56,6 +65,15 @@ if [ "${4:-}" = server ]; then
         # 36 s so that one always starts (the first within 2 x every).
         failover) cmd=failover every=6000 quiet=20000 ;;
         kill-master) cmd=kill-master every=6000 quiet=20000 ;;
+        # etcd: each fault takes 1..3 s, and the cluster is whole again
+        # when it ends; an election takes ~1 s (server-etcd.sh: election
+        # timeout 1000 ms), and a request that hung on a member meanwhile
+        # up to the store's timeout (5 s): none in the last 8 s.
+        kill-leader | restart-member | pause-leader)
+            cmd=${f%%:*} every=1500 quiet=8000
+            nem="'$here/etcd-nemesis.sh' '$script' '$dir' '$url' $cmd"
+            least=16
+            ;;
         *) echo "run.sh: unknown server fault $f" >&2; exit 64 ;;
         esac
         case ${f#*:} in
@@ -66,8 +84,18 @@ if [ "${4:-}" = server ]; then
         # Holds long enough to span a fault: up to 400 ms in a 1 s lease.
         keep=$secs
         [ "$quiet" -lt 20000 ] || [ "$secs" -ge 36 ] || secs=36
+        [ "$secs" -ge "$least" ] || secs=$least
+        [ -n "$nem" ] || nem="'$script' ctl '$dir' $cmd >/dev/null"
+        out=$(mktemp /tmp/dlock-run.XXXXXX)
         run --workload fenced --fault none --ttl 1000 --hold 400 \
-            --nemesis "'$script' ctl '$dir' $cmd >/dev/null" --every $every --quiet $quiet $kind
+            --nemesis "$nem" --every $every --quiet $quiet $kind >"$out" 2>&1
+        cat "$out"
+        # etcd-nemesis.sh's measurements: p50 and max over the run.
+        grep '^etcd-nemesis: .*new_holder_ms=[0-9]' "$out" |
+            sed 's/.*new_holder_ms=\([0-9]*\).*/\1/' | sort -n | awk -v f="${f%%:*}" '
+            { v[NR] = $1 }
+            END { if (NR) printf "INFO %s: new holder after the leader was lost: %d faults, p50 %d ms, max %d ms\n", f, NR, v[int((NR + 1) / 2)], v[NR] }'
+        rm -f "$out"
         secs=$keep
     done
 elif [ "${4:-}" = clock ]; then
