@@ -137,7 +137,7 @@ int dlock__etcd_lease_get(struct etcd_store *es, int64_t ttl_ms, int own,
 {
     int64_t ttl_s = ETCD_TTL_S(ttl_ms);
     int64_t until = dlock__now_ms() + ttl_ms - ETCD_REUSE_SLACK_MS(ttl_ms);
-    struct etcd_lease *l, *fresh;
+    struct etcd_lease *l, *fresh = NULL;
     int rc;
 
     for (; !own;) {
