@@ -22,7 +22,11 @@
  *     POSTs to the v3 JSON gateway (/v3/kv/put, /v3/kv/deleterange) on
  *     one libcurl keep-alive connection, bodies built and replies parsed
  *     with json-c, as the store sends its own.  No compare, no queue
- *     read: the least any etcd lock keeping the contract sends.
+ *     read: the least any etcd lock keeping the contract sends.  With
+ *     DLOCK_BENCH_FLOOR_ENGINE=txn: the same two round trips in the shape
+ *     of etcd's own Mutex (the create-if-absent txn with the queue read,
+ *     a delete guarded by the create revision), to tell the server's
+ *     extra work for the recipe from dlock's client.
  *
  * Scratch objects dlock_cfloor_* are created and dropped again.  All
  * functions return 0 on success, -1 on failure.
@@ -300,6 +304,7 @@ struct cfloor_etcd {
     size_t len, cap;
     long long lease; /* the floor's lease, 0 before cfloor_etcd_setup */
     char key[128];   /* CFLOOR_NAME "/" <lease hex> */
+    int txn; /* 1: the requests' shape of the Mutex (cfloor_etcd_cycle) */
 };
 
 static inline size_t cfloor_etcd_data(char *p, size_t sz, size_t n, void *arg)
@@ -442,12 +447,51 @@ static inline int cfloor_etcd_setup(struct cfloor_etcd *c)
     return 0;
 }
 
-/* One cycle: the put (holder record as the value, on the lease), the
- * deleterange; each reply checked. */
+/* A txn op of kind ("request_put", ...) on body o. */
+static inline json_object *cfloor_etcd_op(const char *kind, json_object *o)
+{
+    json_object *op = json_object_new_object();
+
+    json_object_object_add(op, kind, o);
+    return op;
+}
+
+/* A range of the floor's name (every key under CFLOOR_NAME "/"), by
+ * create revision: the Mutex's queue read. */
+static inline json_object *cfloor_etcd_queue(void)
+{
+    json_object *r = json_object_new_object();
+
+    json_object_object_add(r, "key", cfloor_etcd_b64(CFLOOR_NAME "/"));
+    json_object_object_add(r, "range_end", cfloor_etcd_b64(CFLOOR_NAME "0"));
+    json_object_object_add(r, "sort_order", json_object_new_string("ASCEND"));
+    json_object_object_add(r, "sort_target", json_object_new_string("CREATE"));
+    return cfloor_etcd_op("request_range", r);
+}
+
+/* A compare of the key's create revision with rev. */
+static inline json_object *cfloor_etcd_cmp(const char *key, long long rev)
+{
+    json_object *c = json_object_new_object();
+
+    json_object_object_add(c, "key", cfloor_etcd_b64(key));
+    json_object_object_add(c, "target", json_object_new_string("CREATE"));
+    json_object_object_add(c, "result", json_object_new_string("EQUAL"));
+    json_object_object_add(c, "create_revision", json_object_new_int64(rev));
+    return c;
+}
+
+/* One cycle, each reply checked.  The floor: the put (holder record as
+ * the value, on the lease), the deleterange.  With c->txn, the shape of
+ * etcd's own Mutex (and of dlock's requests): a txn If(CreateRevision
+ * (key) == 0) Then(Put, Range(name by create revision)) Else(Range(key),
+ * Range(name)), then a txn If(CreateRevision(key) == the fence)
+ * Then(Delete): what the server does for the recipe, our client's cost. */
 static inline int cfloor_etcd_cycle(struct cfloor_etcd *c)
 {
     char rec[512];
-    json_object *b = json_object_new_object(), *r = NULL, *f;
+    json_object *b = json_object_new_object(), *r = NULL, *f, *put;
+    long long fence = 0;
     int64_t deleted = 0;
 
     snprintf(rec, sizeof(rec),
@@ -455,15 +499,67 @@ static inline int cfloor_etcd_cycle(struct cfloor_etcd *c)
              "\"pid\":4242,\"since_ms\":1700000000000,\"ttl_ms\":"
              "30000,\"limit\":1,\"shared\":0}",
              cfloor_owner());
-    json_object_object_add(b, "key", cfloor_etcd_b64(c->key));
-    json_object_object_add(b, "value", cfloor_etcd_b64(rec));
-    json_object_object_add(b, "lease", json_object_new_int64(c->lease));
-    if (cfloor_etcd_post(c, "/v3/kv/put", b, NULL) != 0)
-        return -1;
-    b = json_object_new_object();
-    json_object_object_add(b, "key", cfloor_etcd_b64(c->key));
-    if (cfloor_etcd_post(c, "/v3/kv/deleterange", b, &r) != 0)
-        return -1;
+    put = json_object_new_object();
+    json_object_object_add(put, "key", cfloor_etcd_b64(c->key));
+    json_object_object_add(put, "value", cfloor_etcd_b64(rec));
+    json_object_object_add(put, "lease", json_object_new_int64(c->lease));
+    if (!c->txn) {
+        json_object_put(b);
+        if (cfloor_etcd_post(c, "/v3/kv/put", put, &r) != 0)
+            return -1;
+        json_object_put(r);
+        b = json_object_new_object();
+        json_object_object_add(b, "key", cfloor_etcd_b64(c->key));
+        if (cfloor_etcd_post(c, "/v3/kv/deleterange", b, &r) != 0)
+            return -1;
+    } else {
+        json_object *a = json_object_new_array();
+
+        json_object_array_add(a, cfloor_etcd_cmp(c->key, 0));
+        json_object_object_add(b, "compare", a);
+        a = json_object_new_array();
+        json_object_array_add(a, cfloor_etcd_op("request_put", put));
+        json_object_array_add(a, cfloor_etcd_queue());
+        json_object_object_add(b, "success", a);
+        a = json_object_new_array();
+        f = json_object_new_object();
+        json_object_object_add(f, "key", cfloor_etcd_b64(c->key));
+        json_object_array_add(a, cfloor_etcd_op("request_range", f));
+        json_object_array_add(a, cfloor_etcd_queue());
+        json_object_object_add(b, "failure", a);
+        if (cfloor_etcd_post(c, "/v3/kv/txn", b, &r) != 0)
+            return -1;
+        /* succeeded, and our key first: its create revision (the fence)
+         * is the header's revision */
+        if (json_object_object_get_ex(r, "succeeded", &f) &&
+            json_object_get_boolean(f) &&
+            json_object_object_get_ex(r, "header", &f) &&
+            json_object_object_get_ex(f, "revision", &f))
+            fence = strtoll(json_object_get_string(f), NULL, 10);
+        json_object_put(r);
+        if (fence == 0)
+            return -1;
+        b = json_object_new_object();
+        a = json_object_new_array();
+        json_object_array_add(a, cfloor_etcd_cmp(c->key, fence));
+        json_object_object_add(b, "compare", a);
+        a = json_object_new_array();
+        f = json_object_new_object();
+        json_object_object_add(f, "key", cfloor_etcd_b64(c->key));
+        json_object_array_add(a, cfloor_etcd_op("request_delete_range", f));
+        json_object_object_add(b, "success", a);
+        if (cfloor_etcd_post(c, "/v3/kv/txn", b, &r) != 0)
+            return -1;
+        /* the txn's first response: response_delete_range.deleted */
+        if (json_object_object_get_ex(r, "responses", &f) &&
+            json_object_array_length(f) == 1 &&
+            json_object_object_get_ex(json_object_array_get_idx(f, 0),
+                                      "response_delete_range", &f) &&
+            json_object_object_get_ex(f, "deleted", &f))
+            deleted = strtoll(json_object_get_string(f), NULL, 10);
+        json_object_put(r);
+        return deleted == 1 ? 0 : -1;
+    }
     if (json_object_object_get_ex(r, "deleted", &f))
         deleted = strtoll(json_object_get_string(f), NULL, 10);
     json_object_put(r);

@@ -233,6 +233,8 @@ static void floor_setup(struct bench_noop *noop)
 #endif
 #ifdef DLOCK_HAVE_ETCD
     case 'e':
+        ((struct cfloor_etcd *)bench_noop_conn(noop))->txn =
+            e != NULL && !strcmp(e, "txn");
         if (cfloor_etcd_setup(bench_noop_conn(noop)) == 0) {
             floor_kind = 'e';
             server_pid = cfloor_etcd_server_pid();

@@ -86,8 +86,16 @@ itsmieger() {
 # etcd: dlock against etcd's own clients on the same member (etcdctl
 # lock, a process per cycle; python3-etcd3gw's Lock, in one process):
 # bench/etcd-compare.py; one not installed is reported as skipped.
+# Pinned, also against the floor in the shape of etcd's own Mutex (the
+# create-if-absent txn with the queue read, a guarded delete: the server's
+# share of the recipe), beside the put + delete floor.
 etcdcompare() {
     case $1 in etcd://*) ;; *) return 0 ;; esac
+    if [ "$2" = -pinned ]; then
+        echo "== etcd, against the floor in the Mutex's shape (two txns):"
+        DLOCK_BENCH_FLOOR_ENGINE=txn "${pin[@]}" "$build/dlock-bench" "$1" \
+            --only uncontended --quick | grep -E 'contract floor' || true
+    fi
     "${pin[@]}" /usr/bin/python3 "$here/../bench/etcd-compare.py" "$build" \
         "$1" --json "$out/etcd-compare$2.json" || true
 }
