@@ -16,6 +16,17 @@
  *     INSERT ... SELECT; DELETE ... AND RELEASE_LOCK(...) in one.  On a
  *     MEMORY table (what dlock creates for session mode) and on a MyISAM
  *     latin1 table of its-mieger's DDL with dlock's columns.
+ *   etcd: a put of NAME/<lease hex> with the holder record as its value
+ *     and a lease granted once (the lease is the lock's life, the key's
+ *     create revision its fence), then a deleterange of that key: two
+ *     POSTs to the v3 JSON gateway (/v3/kv/put, /v3/kv/deleterange) on
+ *     one libcurl keep-alive connection, bodies built and replies parsed
+ *     with json-c, as the store sends its own.  No compare, no queue
+ *     read: the least any etcd lock keeping the contract sends.  With
+ *     DLOCK_BENCH_FLOOR_ENGINE=txn: the same two round trips in the shape
+ *     of etcd's own Mutex (the create-if-absent txn with the queue read,
+ *     a delete guarded by the create revision), to tell the server's
+ *     extra work for the recipe from dlock's client.
  *
  * Scratch objects dlock_cfloor_* are created and dropped again.  All
  * functions return 0 on success, -1 on failure.
@@ -34,6 +45,11 @@
 #endif
 #ifdef DLOCK_HAVE_MYSQL
 #include <mysql.h>
+#endif
+#ifdef DLOCK_HAVE_ETCD
+#include <curl/curl.h>
+#include <json-c/json.h>
+#include <openssl/evp.h>
 #endif
 
 #define CFLOOR_NAME "dlock-contract-floor"
@@ -271,6 +287,326 @@ static inline long cfloor_my_server_pid(MYSQL *c)
         }
     }
     mysql_free_result(r);
+    return pid;
+}
+#endif
+
+/* --- etcd ---------------------------------------------------------------- */
+
+#ifdef DLOCK_HAVE_ETCD
+/* Our own client of one etcd member's JSON gateway: one libcurl easy
+ * handle (one keep-alive connection), the store's options. */
+struct cfloor_etcd {
+    CURL *h;
+    struct curl_slist *hdrs;
+    char base[300]; /* http://host:port */
+    char *buf;      /* the last reply */
+    size_t len, cap;
+    long long lease; /* the floor's lease, 0 before cfloor_etcd_setup */
+    char key[128];   /* CFLOOR_NAME "/" <lease hex> */
+    int txn; /* 1: the requests' shape of the Mutex (cfloor_etcd_cycle) */
+};
+
+static inline size_t cfloor_etcd_data(char *p, size_t sz, size_t n, void *arg)
+{
+    struct cfloor_etcd *c = arg;
+    size_t k = sz * n;
+
+    if (c->len + k + 1 > c->cap) {
+        size_t cap = (c->len + k + 1) * 2;
+        char *b = realloc(c->buf, cap);
+
+        if (b == NULL)
+            return 0;
+        c->buf = b;
+        c->cap = cap;
+    }
+    memcpy(c->buf + c->len, p, k);
+    c->len += k;
+    c->buf[c->len] = '\0';
+    return k;
+}
+
+static inline int cfloor_etcd_open(struct cfloor_etcd *c, const char *host,
+                                   int port)
+{
+    memset(c, 0, sizeof(*c));
+    snprintf(c->base, sizeof(c->base),
+             strchr(host, ':') ? "http://[%s]:%d" : "http://%s:%d", host, port);
+    c->h = curl_easy_init();
+    c->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+    if (c->h == NULL || c->hdrs == NULL)
+        return -1;
+    curl_easy_setopt(c->h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c->h, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(c->h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(c->h, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+    curl_easy_setopt(c->h, CURLOPT_PROXY, "");
+    curl_easy_setopt(c->h, CURLOPT_TIMEOUT_MS, 5000L);
+    curl_easy_setopt(c->h, CURLOPT_WRITEFUNCTION, cfloor_etcd_data);
+    curl_easy_setopt(c->h, CURLOPT_WRITEDATA, c);
+    return 0;
+}
+
+/* GET path (body NULL) or POST body to it: 0 and the reply in c->buf on
+ * HTTP 200. */
+static inline int cfloor_etcd_req(struct cfloor_etcd *c, const char *path,
+                                  const char *body)
+{
+    char url[400];
+    long code = 0;
+    CURLcode rc;
+
+    snprintf(url, sizeof(url), "%s%s", c->base, path);
+    c->len = 0;
+    if (c->buf != NULL)
+        c->buf[0] = '\0';
+    curl_easy_setopt(c->h, CURLOPT_URL, url);
+    if (body != NULL) {
+        curl_easy_setopt(c->h, CURLOPT_HTTPHEADER, c->hdrs);
+        curl_easy_setopt(c->h, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(c->h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    } else {
+        curl_easy_setopt(c->h, CURLOPT_HTTPGET, 1L);
+    }
+    rc = curl_easy_perform(c->h);
+    curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &code);
+    if (rc != CURLE_OK || code != 200) {
+        fprintf(stderr, "etcd %s: %s (HTTP %ld) %.200s\n", path,
+                curl_easy_strerror(rc), code, c->buf ? c->buf : "");
+        return -1;
+    }
+    return 0;
+}
+
+/* POST the JSON object body (consumed) and parse the reply into *out
+ * (may be NULL: parsed and dropped), as the store does its own. */
+static inline int cfloor_etcd_post(struct cfloor_etcd *c, const char *path,
+                                   json_object *body, json_object **out)
+{
+    json_object *r;
+    int rc = cfloor_etcd_req(
+        c, path, json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
+
+    json_object_put(body);
+    if (rc != 0)
+        return -1;
+    r = json_tokener_parse(c->buf);
+    if (r == NULL || !json_object_object_get_ex(r, "header", NULL)) {
+        json_object_put(r);
+        return -1;
+    }
+    if (out != NULL)
+        *out = r;
+    else
+        json_object_put(r);
+    return 0;
+}
+
+static inline json_object *cfloor_etcd_b64(const char *s)
+{
+    size_t n = strlen(s);
+    char *b = malloc(4 * ((n + 2) / 3) + 1);
+    json_object *o;
+
+    if (b == NULL)
+        return NULL;
+    EVP_EncodeBlock((unsigned char *)b, (const unsigned char *)s, (int)n);
+    o = json_object_new_string(b);
+    free(b);
+    return o;
+}
+
+/* The cheapest round trip through the gateway: a serializable range of
+ * a key that is not there (no Raft, no disk). */
+static inline int cfloor_etcd_noop(struct cfloor_etcd *c)
+{
+    json_object *b = json_object_new_object();
+
+    json_object_object_add(b, "key", cfloor_etcd_b64(CFLOOR_NAME "-noop"));
+    json_object_object_add(b, "serializable", json_object_new_boolean(1));
+    return cfloor_etcd_post(c, "/v3/kv/range", b, NULL);
+}
+
+/* The floor's lease, granted once for 600 s (longer than any run: never
+ * kept alive, so no keepalive is timed) and its key. */
+static inline int cfloor_etcd_setup(struct cfloor_etcd *c)
+{
+    json_object *b = json_object_new_object(), *r = NULL, *id;
+
+    json_object_object_add(b, "TTL", json_object_new_int64(600));
+    if (cfloor_etcd_post(c, "/v3/lease/grant", b, &r) != 0)
+        return -1;
+    if (json_object_object_get_ex(r, "ID", &id))
+        c->lease = strtoll(json_object_get_string(id), NULL, 10);
+    json_object_put(r);
+    if (c->lease == 0)
+        return -1;
+    snprintf(c->key, sizeof(c->key), CFLOOR_NAME "/%llx",
+             (unsigned long long)c->lease);
+    return 0;
+}
+
+/* A txn op of kind ("request_put", ...) on body o. */
+static inline json_object *cfloor_etcd_op(const char *kind, json_object *o)
+{
+    json_object *op = json_object_new_object();
+
+    json_object_object_add(op, kind, o);
+    return op;
+}
+
+/* A range of the floor's name (every key under CFLOOR_NAME "/"), by
+ * create revision: the Mutex's queue read. */
+static inline json_object *cfloor_etcd_queue(void)
+{
+    json_object *r = json_object_new_object();
+
+    json_object_object_add(r, "key", cfloor_etcd_b64(CFLOOR_NAME "/"));
+    json_object_object_add(r, "range_end", cfloor_etcd_b64(CFLOOR_NAME "0"));
+    json_object_object_add(r, "sort_order", json_object_new_string("ASCEND"));
+    json_object_object_add(r, "sort_target", json_object_new_string("CREATE"));
+    return cfloor_etcd_op("request_range", r);
+}
+
+/* A compare of the key's create revision with rev. */
+static inline json_object *cfloor_etcd_cmp(const char *key, long long rev)
+{
+    json_object *c = json_object_new_object();
+
+    json_object_object_add(c, "key", cfloor_etcd_b64(key));
+    json_object_object_add(c, "target", json_object_new_string("CREATE"));
+    json_object_object_add(c, "result", json_object_new_string("EQUAL"));
+    json_object_object_add(c, "create_revision", json_object_new_int64(rev));
+    return c;
+}
+
+/* One cycle, each reply checked.  The floor: the put (holder record as
+ * the value, on the lease), the deleterange.  With c->txn, the shape of
+ * etcd's own Mutex (and of dlock's requests): a txn If(CreateRevision
+ * (key) == 0) Then(Put, Range(name by create revision)) Else(Range(key),
+ * Range(name)), then a txn If(CreateRevision(key) == the fence)
+ * Then(Delete): what the server does for the recipe, our client's cost. */
+static inline int cfloor_etcd_cycle(struct cfloor_etcd *c)
+{
+    char rec[512];
+    json_object *b = json_object_new_object(), *r = NULL, *f, *put;
+    long long fence = 0;
+    int64_t deleted = 0;
+
+    snprintf(rec, sizeof(rec),
+             "{\"dlock\":1,\"token\":\"%s\",\"host\":\"benchhost\","
+             "\"pid\":4242,\"since_ms\":1700000000000,\"ttl_ms\":"
+             "30000,\"limit\":1,\"shared\":0}",
+             cfloor_owner());
+    put = json_object_new_object();
+    json_object_object_add(put, "key", cfloor_etcd_b64(c->key));
+    json_object_object_add(put, "value", cfloor_etcd_b64(rec));
+    json_object_object_add(put, "lease", json_object_new_int64(c->lease));
+    if (!c->txn) {
+        json_object_put(b);
+        if (cfloor_etcd_post(c, "/v3/kv/put", put, &r) != 0)
+            return -1;
+        json_object_put(r);
+        b = json_object_new_object();
+        json_object_object_add(b, "key", cfloor_etcd_b64(c->key));
+        if (cfloor_etcd_post(c, "/v3/kv/deleterange", b, &r) != 0)
+            return -1;
+    } else {
+        json_object *a = json_object_new_array();
+
+        json_object_array_add(a, cfloor_etcd_cmp(c->key, 0));
+        json_object_object_add(b, "compare", a);
+        a = json_object_new_array();
+        json_object_array_add(a, cfloor_etcd_op("request_put", put));
+        json_object_array_add(a, cfloor_etcd_queue());
+        json_object_object_add(b, "success", a);
+        a = json_object_new_array();
+        f = json_object_new_object();
+        json_object_object_add(f, "key", cfloor_etcd_b64(c->key));
+        json_object_array_add(a, cfloor_etcd_op("request_range", f));
+        json_object_array_add(a, cfloor_etcd_queue());
+        json_object_object_add(b, "failure", a);
+        if (cfloor_etcd_post(c, "/v3/kv/txn", b, &r) != 0)
+            return -1;
+        /* succeeded, and our key first: its create revision (the fence)
+         * is the header's revision */
+        if (json_object_object_get_ex(r, "succeeded", &f) &&
+            json_object_get_boolean(f) &&
+            json_object_object_get_ex(r, "header", &f) &&
+            json_object_object_get_ex(f, "revision", &f))
+            fence = strtoll(json_object_get_string(f), NULL, 10);
+        json_object_put(r);
+        if (fence == 0)
+            return -1;
+        b = json_object_new_object();
+        a = json_object_new_array();
+        json_object_array_add(a, cfloor_etcd_cmp(c->key, fence));
+        json_object_object_add(b, "compare", a);
+        a = json_object_new_array();
+        f = json_object_new_object();
+        json_object_object_add(f, "key", cfloor_etcd_b64(c->key));
+        json_object_array_add(a, cfloor_etcd_op("request_delete_range", f));
+        json_object_object_add(b, "success", a);
+        if (cfloor_etcd_post(c, "/v3/kv/txn", b, &r) != 0)
+            return -1;
+        /* the txn's first response: response_delete_range.deleted */
+        if (json_object_object_get_ex(r, "responses", &f) &&
+            json_object_array_length(f) == 1 &&
+            json_object_object_get_ex(json_object_array_get_idx(f, 0),
+                                      "response_delete_range", &f) &&
+            json_object_object_get_ex(f, "deleted", &f))
+            deleted = strtoll(json_object_get_string(f), NULL, 10);
+        json_object_put(r);
+        return deleted == 1 ? 0 : -1;
+    }
+    if (json_object_object_get_ex(r, "deleted", &f))
+        deleted = strtoll(json_object_get_string(f), NULL, 10);
+    json_object_put(r);
+    return deleted == 1 ? 0 : -1;
+}
+
+static inline void cfloor_etcd_teardown(struct cfloor_etcd *c)
+{
+    json_object *b = json_object_new_object();
+
+    if (c->lease == 0) {
+        json_object_put(b);
+        return;
+    }
+    json_object_object_add(b, "ID", json_object_new_int64(c->lease));
+    (void)cfloor_etcd_post(c, "/v3/lease/revoke", b, NULL);
+    c->lease = 0;
+}
+
+static inline void cfloor_etcd_close(struct cfloor_etcd *c)
+{
+    cfloor_etcd_teardown(c);
+    if (c->h != NULL)
+        curl_easy_cleanup(c->h);
+    curl_slist_free_all(c->hdrs);
+    free(c->buf);
+    memset(c, 0, sizeof(*c));
+}
+
+/* The member's pid, for its CPU time: DLOCK_TEST_ETCD_DIR's (scripts/
+ * server-etcd.sh) first member, when that directory is given. */
+static inline long cfloor_etcd_server_pid(void)
+{
+    const char *d = getenv("DLOCK_TEST_ETCD_DIR");
+    char path[4200];
+    long pid = -1;
+    FILE *f;
+
+    if (d == NULL || *d == '\0')
+        return -1;
+    snprintf(path, sizeof(path), "%s/m1/pid", d);
+    f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    if (fscanf(f, "%ld", &pid) != 1)
+        pid = -1;
+    fclose(f);
     return pid;
 }
 #endif

@@ -8,7 +8,8 @@
  *
  * 1. uncontended: acquire + release on one name, one client, in blocks
  *    alternating with blocks of no-ops (PING, SELECT 1, DO 1, or an empty
- *    BEGIN IMMEDIATE/COMMIT for SQLite) on a connection of our own; the
+ *    BEGIN IMMEDIATE/COMMIT for SQLite, a serializable range of a missing
+ *    key for etcd) on a connection of our own; the
  *    ratio (cycle time) / (2 x no-op time) = noop/s / (2 x cycles/s) per
  *    pair of blocks, median and spread: 1.0 is a cycle that costs exactly
  *    its two round trips.  rediss:// (TLS): the no-op is a PING over TLS
@@ -200,7 +201,8 @@ static void tls_noop_close(void)
 {
 }
 #endif
-/* The contract's floor (PostgreSQL, MariaDB): 'p', 'm' or 0 (none). */
+/* The contract's floor (PostgreSQL, MariaDB, etcd): 'p', 'm', 'e' or 0
+ * (none). */
 static int no_floor; /* --no-floor */
 static char floor_kind;
 static long server_pid = -1;
@@ -229,6 +231,16 @@ static void floor_setup(struct bench_noop *noop)
         }
         break;
 #endif
+#ifdef DLOCK_HAVE_ETCD
+    case 'e':
+        ((struct cfloor_etcd *)bench_noop_conn(noop))->txn =
+            e != NULL && !strcmp(e, "txn");
+        if (cfloor_etcd_setup(bench_noop_conn(noop)) == 0) {
+            floor_kind = 'e';
+            server_pid = cfloor_etcd_server_pid();
+        }
+        break;
+#endif
     }
     if (floor_kind == 0)
         return;
@@ -249,6 +261,10 @@ static int floor_cycle(struct bench_noop *noop)
     case 'm':
         return cfloor_my_cycle(bench_noop_conn(noop), floor_engine);
 #endif
+#ifdef DLOCK_HAVE_ETCD
+    case 'e':
+        return cfloor_etcd_cycle(bench_noop_conn(noop));
+#endif
     }
     return -1;
 }
@@ -265,6 +281,11 @@ static void floor_teardown(struct bench_noop *noop)
 #ifdef DLOCK_HAVE_MYSQL
     case 'm':
         cfloor_my_teardown(bench_noop_conn(noop));
+        break;
+#endif
+#ifdef DLOCK_HAVE_ETCD
+    case 'e':
+        cfloor_etcd_teardown(bench_noop_conn(noop));
         break;
 #endif
     }

@@ -20,6 +20,7 @@
 #endif
 
 #include "bench.h"
+#include "contract.h" /* etcd: the client of our own */
 #include "dlock.h"
 #include "url.h"
 
@@ -36,6 +37,9 @@ struct bench_noop {
 #endif
 #ifdef DLOCK_HAVE_MYSQL
     MYSQL *my;
+#endif
+#ifdef DLOCK_HAVE_ETCD
+    struct cfloor_etcd *etcd;
 #endif
 };
 
@@ -163,6 +167,40 @@ int bench_noop_open(struct bench_noop **out, const char *url)
         return 0;
     }
 #endif
+#ifdef DLOCK_HAVE_ETCD
+    /* The first endpoint only (a single member: what the bench runs on);
+     * no auth, no TLS. */
+    if (!strcmp(u->scheme, "etcd")) {
+        char **hosts = NULL;
+        int *ports = NULL, nh = 0, ok;
+        json_object *r;
+
+        n->kind = 'e';
+        ok = u->password == NULL &&
+             dlock__url_hosts(u, 2379, "etcd", &hosts, &ports, &nh) ==
+                 DLOCK_OK &&
+             nh > 0 && (n->etcd = calloc(1, sizeof(*n->etcd))) != NULL &&
+             cfloor_etcd_open(n->etcd, hosts[0], ports[0]) == 0 &&
+             cfloor_etcd_req(n->etcd, "/version", NULL) == 0;
+        for (int i = 0; i < nh; i++)
+            free(hosts[i]);
+        free(hosts);
+        free(ports);
+        if (!ok)
+            goto fail;
+        r = json_tokener_parse(n->etcd->buf);
+        {
+            json_object *v;
+
+            if (r != NULL && json_object_object_get_ex(r, "etcdserver", &v))
+                snprintf(version, sizeof(version), "etcd %s",
+                         json_object_get_string(v));
+        }
+        json_object_put(r);
+        dlock__url_free(u);
+        return 0;
+    }
+#endif
 fail:
     dlock__url_free(u);
     bench_noop_close(n);
@@ -199,6 +237,10 @@ int bench_noop(struct bench_noop *n)
 #ifdef DLOCK_HAVE_MYSQL
     case 'm':
         return mysql_query(n->my, "DO 1") == 0 ? 0 : -1;
+#endif
+#ifdef DLOCK_HAVE_ETCD
+    case 'e':
+        return cfloor_etcd_noop(n->etcd);
 #endif
     }
     return -1;
@@ -284,6 +326,33 @@ long long bench_server_requests(struct bench_noop *n)
         return v;
     }
 #endif
+#ifdef DLOCK_HAVE_ETCD
+    case 'e': {
+        /* gRPC calls and streams the member started, of every client
+         * (the gateway turns each POST into one; a watch or keepalive
+         * stream counts once); /metrics itself is no gRPC call. */
+        long long total = 0;
+        int seen = 0;
+
+        if (cfloor_etcd_req(n->etcd, "/metrics", NULL) != 0)
+            return -1;
+        for (const char *l = n->etcd->buf; l != NULL && *l;
+             l = strchr(l, '\n')) {
+            const char *v;
+
+            if (*l == '\n')
+                l++;
+            if (strncmp(l, "grpc_server_started_total{", 26) != 0)
+                continue;
+            v = strchr(l, '}');
+            if (v != NULL) {
+                total += (long long)strtod(v + 1, NULL);
+                seen = 1;
+            }
+        }
+        return seen ? total : -1;
+    }
+#endif
     }
     return -1;
 }
@@ -306,6 +375,11 @@ void bench_noop_close(struct bench_noop *n)
     if (n->my != NULL)
         mysql_close(n->my);
 #endif
+#ifdef DLOCK_HAVE_ETCD
+    if (n->etcd != NULL)
+        cfloor_etcd_close(n->etcd);
+    free(n->etcd);
+#endif
     free(n);
 }
 
@@ -323,6 +397,10 @@ void *bench_noop_conn(struct bench_noop *n)
 #ifdef DLOCK_HAVE_MYSQL
     case 'm':
         return n->my;
+#endif
+#ifdef DLOCK_HAVE_ETCD
+    case 'e':
+        return n->etcd;
 #endif
     }
     return n->db;

@@ -34,7 +34,7 @@ pin_servers() {
     # Only the servers benchmarked: the Sentinel and Cluster nodes'
     # background chatter stays off that CPU.
     for f in "$tmp"/{redis,postgres,mysql}/*pid \
-        "$tmp"/postgres/data/postmaster.pid; do
+        "$tmp"/postgres/data/postmaster.pid "$tmp"/etcd/m*/pid; do
         [ -f "$f" ] || continue
         p=$(head -1 "$f")
         # and what it started already (PostgreSQL's background workers)
@@ -83,6 +83,22 @@ itsmieger() {
         "$1?table=its_locks" --only uncontended --quick |
         grep -E 'contract floor'
 }
+# etcd: dlock against etcd's own clients on the same member (etcdctl
+# lock, a process per cycle; python3-etcd3gw's Lock, in one process):
+# bench/etcd-compare.py; one not installed is reported as skipped.
+# Pinned, also against the floor in the shape of etcd's own Mutex (the
+# create-if-absent txn with the queue read, a guarded delete: the server's
+# share of the recipe), beside the put + delete floor.
+etcdcompare() {
+    case $1 in etcd://*) ;; *) return 0 ;; esac
+    if [ "$2" = -pinned ]; then
+        echo "== etcd, against the floor in the Mutex's shape (two txns):"
+        DLOCK_BENCH_FLOOR_ENGINE=txn "${pin[@]}" "$build/dlock-bench" "$1" \
+            --only uncontended --quick | grep -E 'contract floor' || true
+    fi
+    "${pin[@]}" /usr/bin/python3 "$here/../bench/etcd-compare.py" "$build" \
+        "$1" --json "$out/etcd-compare$2.json" || true
+}
 # ?mode=lease: durable rows (every acquire and release a durable commit),
 # measured against the same floor.
 leasemode() {
@@ -100,7 +116,8 @@ if [ -n "${DLOCK_BENCH_PIN:-}" ]; then
     pin_servers "$DLOCK_BENCH_PIN"
 fi
 urls=("sqlite://$tmp/bench.db")
-for v in DLOCK_TEST_REDIS_URL DLOCK_TEST_POSTGRES_URL DLOCK_TEST_MYSQL_URL; do
+for v in DLOCK_TEST_REDIS_URL DLOCK_TEST_POSTGRES_URL DLOCK_TEST_MYSQL_URL \
+    DLOCK_TEST_ETCD_URL; do
     [ -n "${!v:-}" ] && urls+=("${!v}")
 done
 # Unpinned runs first measure the uncontended cycle pinned to CPU 0, on
@@ -117,6 +134,7 @@ if [ -z "${DLOCK_BENCH_PIN:-}" ] && command -v taskset >/dev/null &&
         itsmieger "$u" "$name"
         leasemode "$u" "$name"
         case $u in redis://*) PIN="${pin[*]}" "$here/bench-redlock.sh" "$build" "$u" --json "$out/redis-node-redlock-pinned.json" || true ;; esac
+        etcdcompare "$u" -pinned
     done
     pin_servers "0-$(($(nproc) - 1))"
     pin=()
@@ -145,6 +163,7 @@ for u in "${urls[@]}"; do
         itsmieger "$u" "$name"
     fi
     case $u in redis://*) PIN="${pin[*]}" "$here/bench-redlock.sh" "$build" "$u" --json "$out/redis-node-redlock.json" || true ;; esac
+    etcdcompare "$u" ""
 done
 echo
 echo "JSON in bench/results/"

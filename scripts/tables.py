@@ -151,12 +151,13 @@ def rng(d, key):
 
 
 ORDER = ['sqlite', 'redis', 'postgres', 'postgres-lease', 'mysql',
-         'mysql-lease', 'mysql-itsmieger']
+         'mysql-lease', 'mysql-itsmieger', 'etcd']
 
 
 def stems(files):
     s = {k[:-7] if k.endswith('-pinned') else k for k in files
-         if not k.endswith('-floors') and 'node-redlock' not in k}
+         if not k.endswith('-floors') and 'node-redlock' not in k
+         and 'etcd-compare' not in k}
     return sorted(s, key=lambda k: (ORDER.index(k) if k in ORDER else 99, k))
 
 
@@ -185,7 +186,34 @@ def render_bench_uncontended(path, src):
     if d:
         out += ['', 'SQLite: a cycle costs %.2f x one of dlock-bench\'s own one-row '
                 'durable commits (%s commits/s).' % (d['ratio'], num(d['commit_per_s'], 'int'))]
+    out += etcd_compare(files)
     return out + ['', provenance(src, head)]
+
+
+def etcd_compare(files):
+    """etcd against its own clients (bench/etcd-compare.py), pinned first."""
+    c = files.get('etcd-compare-pinned') or files.get('etcd-compare')
+    if not c:
+        return []
+    how = 'pinned to one CPU' if 'etcd-compare-pinned' in files else 'unpinned'
+    parts = []
+    p = c.get('process_per_cycle')
+    if p:
+        parts.append('`dlock run -n NAME true` %s cycles/s against `etcdctl lock '
+                     'NAME true` %s cycles/s (a process per cycle): %.2f x' % (
+                         num(p['dlock_cycles_per_s'], '%.1f'),
+                         num(p['etcdctl_cycles_per_s'], '%.1f'),
+                         p['dlock_over_etcdctl']))
+    p = c.get('python')
+    if p:
+        parts.append('the Python binding\'s try_lock + release %s cycles/s against '
+                     'python3-etcd3gw\'s Lock %s cycles/s (one process): %.2f x' % (
+                         num(p['dlock_cycles_per_s'], 'int'),
+                         num(p['etcd3gw_cycles_per_s'], 'int'),
+                         p['dlock_over_etcd3gw']))
+    if not parts:
+        return []
+    return ['', 'etcd, %s: %s.' % (how, '; '.join(parts))]
 
 
 def render_bench_floors(path, src):

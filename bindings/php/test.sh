@@ -7,14 +7,15 @@
 # temporary directory) and
 # against each network store named by DLOCK_TEST_REDIS_URL,
 # DLOCK_TEST_POSTGRES_URL, DLOCK_TEST_MYSQL_URL, DLOCK_TEST_REDIS_SENTINEL_URL,
-# DLOCK_TEST_REDIS_CLUSTER_URL, and tests/test_compat.php (the
-# its-mieger/mysql-shared-locks facade) against the MySQL one.  With
-# CI=true a missing URL (of the first three) is a failure; otherwise that
+# DLOCK_TEST_REDIS_CLUSTER_URL, DLOCK_TEST_ETCD_URL, and
+# tests/test_compat.php (the its-mieger/mysql-shared-locks facade) against
+# the MySQL one.  With CI=true a missing URL (all but Sentinel's and
+# Cluster's, which only the long tier starts) is a failure; otherwise that
 # store is skipped with a message.  DLOCK_CLI_PATH, if given, breaks a lock
 # from another process for the LOST case (else a second PHP process does).
 # One line per check; exit status 1 if anything failed.
 # DLOCK_TEST_ONLY=STORE (sqlite, redis, postgres, mysql, redis-sentinel,
-# redis-cluster, compat): that one only (sqlite also runs the [load]
+# redis-cluster, etcd, compat): that one only (sqlite also runs the [load]
 # checks; compat is test_compat.php on the MySQL URL), and with CI=true
 # that store's URL must be set: one ctest entry a store
 # (tests/CMakeLists.txt, bindings-php-STORE).
@@ -35,7 +36,7 @@ failed=0
 ci=${CI:-}
 only=${DLOCK_TEST_ONLY:-}
 case $only in
-""|sqlite|redis|postgres|mysql|redis-sentinel|redis-cluster|compat) ;;
+""|sqlite|redis|postgres|mysql|redis-sentinel|redis-cluster|etcd|compat) ;;
 *) echo "FAIL DLOCK_TEST_ONLY=$only: not a store this script tests"; exit 1 ;;
 esac
 
@@ -93,7 +94,8 @@ run sqlite "$here/tests/test_runs.php" "sqlite://$tmp/php-test.db"
 fi
 
 for var in DLOCK_TEST_REDIS_URL DLOCK_TEST_POSTGRES_URL DLOCK_TEST_MYSQL_URL \
-           DLOCK_TEST_REDIS_SENTINEL_URL DLOCK_TEST_REDIS_CLUSTER_URL; do
+           DLOCK_TEST_REDIS_SENTINEL_URL DLOCK_TEST_REDIS_CLUSTER_URL \
+           DLOCK_TEST_ETCD_URL; do
     tag=${var#DLOCK_TEST_}; tag=${tag%_URL}; tag=${tag,,}
     case $only in
     "") ;;

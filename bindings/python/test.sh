@@ -2,10 +2,10 @@
 # Run the Python binding's tests against a libdlock:
 #   bindings/python/test.sh LIBDLOCK_PATH [DLOCK_CLI_PATH] [PYTEST ARGS...]
 # Stores: a sqlite file in a temporary directory, plus every
-# DLOCK_TEST_{REDIS,POSTGRES,MYSQL,REDIS_SENTINEL,REDIS_CLUSTER}_URL set
+# DLOCK_TEST_{REDIS,POSTGRES,MYSQL,REDIS_SENTINEL,REDIS_CLUSTER,ETCD}_URL set
 # (with CI=true a store whose URL is missing fails instead of skipping).
 # DLOCK_TEST_ONLY=STORE (sqlite, redis, postgres, mysql, redis-sentinel,
-# redis-cluster): that store's tests only (the tests that take no store
+# redis-cluster, etcd): that store's tests only (the tests that take no store
 # run with sqlite), so the others' URLs are not needed: one ctest entry a
 # store (tests/CMakeLists.txt, bindings-python-STORE).
 set -euo pipefail

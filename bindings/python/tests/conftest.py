@@ -2,7 +2,8 @@
 
 The sqlite store lives in a temporary directory; the others come from
 DLOCK_TEST_REDIS_URL, DLOCK_TEST_POSTGRES_URL, DLOCK_TEST_MYSQL_URL,
-DLOCK_TEST_REDIS_SENTINEL_URL and DLOCK_TEST_REDIS_CLUSTER_URL.  A store
+DLOCK_TEST_REDIS_SENTINEL_URL, DLOCK_TEST_REDIS_CLUSTER_URL and
+DLOCK_TEST_ETCD_URL.  A store
 whose URL is not set is skipped, except with CI=true, where it fails.
 """
 import os
@@ -23,6 +24,7 @@ STORES = {
     "mysql": "DLOCK_TEST_MYSQL_URL",
     "redis-sentinel": "DLOCK_TEST_REDIS_SENTINEL_URL",
     "redis-cluster": "DLOCK_TEST_REDIS_CLUSTER_URL",
+    "etcd": "DLOCK_TEST_ETCD_URL",
 }
 
 
