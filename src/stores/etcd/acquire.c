@@ -91,7 +91,7 @@ static int decide(struct etcd_store *es, struct dlock_lock *lk,
 static int put_key(struct etcd_store *es, struct dlock_lock *lk,
                    struct etcd_lock *el, struct etcd_queue *q)
 {
-    size_t plen, klen;
+    size_t plen = 0, klen;
     char *pfx = dlock__etcd_name_prefix(es, lk->name, &plen), *key = NULL,
          *rec = dlock__etcd_record(lk);
     json_object *body = NULL, *reply = NULL, *kvs;

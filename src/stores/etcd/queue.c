@@ -251,7 +251,7 @@ int dlock__etcd_read_queue(struct etcd_store *es, const char *name,
                            struct etcd_queue *q, const char *k, size_t klen,
                            int64_t *k_rev, int64_t *k_lease)
 {
-    size_t plen;
+    size_t plen = 0;
     char *pfx = dlock__etcd_name_prefix(es, name, &plen);
     json_object *body = NULL, *reply = NULL, *kvs;
     int rc;

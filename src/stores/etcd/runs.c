@@ -262,7 +262,7 @@ int dlock__etcd_run_begin(struct dlock_store *s, struct dlock_lock *lk,
 {
     struct etcd_store *es = (struct etcd_store *)s;
     struct etcd_lock *el = lk->priv;
-    size_t rlen, plen;
+    size_t rlen = 0, plen = 0;
     char *rkey = run_key(es, lk->name, "runs", &rlen),
          *pkey = run_key(es, lk->name, "start", &plen);
     int rc = DLOCK_OK;
@@ -385,7 +385,7 @@ int dlock__etcd_run_end(struct dlock_store *s, struct dlock_lock *lk,
                         int result, int status)
 {
     struct etcd_store *es = (struct etcd_store *)s;
-    size_t rlen;
+    size_t rlen = 0;
     char *rkey = run_key(es, lk->name, "runs", &rlen);
     int rc = DLOCK_OK;
 
@@ -490,7 +490,7 @@ int dlock__etcd_runs(struct dlock_store *s, const char *name, unsigned max,
                      dlock_run_cb cb, void *payload)
 {
     struct etcd_store *es = (struct etcd_store *)s;
-    size_t rlen;
+    size_t rlen = 0;
     char *rkey = run_key(es, name, "runs", &rlen);
     json_object *body = json_object_new_object(), *reply = NULL, *kvs, *doc;
     int64_t mod;
