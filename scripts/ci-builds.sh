@@ -131,19 +131,19 @@ step_sqlite() {
         -DCMAKE_INSTALL_LIBDIR=lib/"$(gcc -print-multiarch)" -DCMAKE_INSTALL_INCLUDEDIR=include/dlock-test \
         -DCMAKE_INSTALL_MANDIR=man -DCMAKE_INSTALL_DATADIR=share/data-test \
         -DCMAKE_INSTALL_BINDIR=sbin || return 1
-    for s in redis:hiredis postgres:libpq mysql:libmariadb; do
+    for s in redis:hiredis postgres:libpq mysql:libmariadb etcd:libcurl; do
         grep -q "dlock: ${s%%:*} store: left out (pkg-config found no ${s#*:};" \
             "$tmp/sqlite-only.log" ||
             { echo "ci: configure did not say the ${s%%:*} store was left out" >&2; return 1; }
     done
     "$tmp/sqlite-only/dlock" --version | grep -q "(stores: sqlite)$" ||
         { echo "ci: dlock --version: $("$tmp/sqlite-only/dlock" --version)" >&2; return 1; }
-    for s in redis://127.0.0.1:1/ postgres://127.0.0.1:1/x mysql://127.0.0.1:1/x; do
+    for s in redis://127.0.0.1:1/ postgres://127.0.0.1:1/x mysql://127.0.0.1:1/x etcd://127.0.0.1:1; do
         out=$("$tmp/sqlite-only/dlock" -s "$s" status x 2>&1) && return 1
         grep -q "${s%%:*}:// support was not compiled in" <<<"$out" ||
             { echo "ci: $s: $out" >&2; return 1; }
     done
-    ldd "$tmp/sqlite-only/libdlock.so" | grep -E "hiredis|libpq|mariadb" &&
+    ldd "$tmp/sqlite-only/libdlock.so" | grep -E "hiredis|libpq|mariadb|libcurl|json-c" &&
         { echo "ci: the SQLite-only library links a store it left out" >&2; return 1; }
     say "tests/install/test_install.sh on the SQLite-only build"
     "$src/tests/install/test_install.sh" "$tmp/sqlite-only" >"$tmp/install-sqlite.log" 2>&1 ||
@@ -158,8 +158,8 @@ step_sqlite() {
         return 1
     fi
     cmake -S "$src" -B "$tmp/off" -DDLOCK_WITH_REDIS=OFF -DDLOCK_WITH_POSTGRES=OFF \
-        -DDLOCK_WITH_MYSQL=OFF -DBUILD_TESTING=ON >"$tmp/off.log" 2>&1 || return 1
-    for s in REDIS POSTGRES MYSQL; do
+        -DDLOCK_WITH_MYSQL=OFF -DDLOCK_WITH_ETCD=OFF -DBUILD_TESTING=ON >"$tmp/off.log" 2>&1 || return 1
+    for s in REDIS POSTGRES MYSQL ETCD; do
         grep -q "store: left out (DLOCK_WITH_$s=OFF)" "$tmp/off.log" ||
             { echo "ci: DLOCK_WITH_$s=OFF not reported" >&2; return 1; }
     done
@@ -255,7 +255,8 @@ step_deb() {
     # (the store clients linked shared: they are the suggested -dev
     # packages, here already as Build-Depends).
     say "a 10-line program linked with libdlock.a from libdlock-dev (README's recipe)"
-    need libsqlite3-dev libhiredis-dev libssl-dev libpq-dev libmariadb-dev || return 1
+    need libsqlite3-dev libhiredis-dev libssl-dev libpq-dev libmariadb-dev \
+        libcurl4-openssl-dev libjson-c-dev || return 1
     local a
     a=$(realpath "$(pkg-config --variable=libdir dlock)/libdlock.a")
     [[ $(dpkg -S "$a" 2>/dev/null) == libdlock-dev* ]] ||
