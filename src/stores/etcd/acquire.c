@@ -169,6 +169,8 @@ out:
     return rc;
 }
 
+static void drop_key(struct etcd_store *es, struct etcd_lock *el);
+
 /* Take a place in the queue (a lease, our key): then decide. */
 static int enqueue(struct etcd_store *es, struct dlock_lock *lk,
                    struct etcd_lock *el)
@@ -178,6 +180,7 @@ static int enqueue(struct etcd_store *es, struct dlock_lock *lk,
     struct etcd_queue q;
     int rc, dead = 0;
 
+    drop_key(es, el); /* what an earlier place left, if anything */
     for (;;) {
         rc = dlock__etcd_lease_get(es, lk->ttl_ms, !lk->auto_renew, avoid,
                                    navoid, &el->lease);

@@ -227,6 +227,12 @@ size_t dlock__etcd_holders(const struct etcd_queue *q, int *shared);
 int dlock__etcd_read_queue(struct etcd_store *es, const char *name,
                            struct etcd_queue *q, const char *k, size_t klen,
                            int64_t *k_rev, int64_t *k_lease);
+/* Every key from `from` (flen bytes; 0: the whole keyspace) to the end
+ * of its prefix range, a page of keys (no values) at a time, passed to
+ * cb until it returns nonzero (that value is returned). */
+int dlock__etcd_scan_keys(struct etcd_store *es, const char *from, size_t flen,
+                          int (*cb)(const char *key, size_t klen, void *arg),
+                          void *arg);
 /* P NAME "/" (malloc'd) and its length. */
 char *dlock__etcd_name_prefix(const struct etcd_store *es, const char *name,
                               size_t *len);

@@ -297,3 +297,77 @@ int dlock__etcd_read_queue(struct etcd_store *es, const char *name,
         dlock__etcd_queue_free(q);
     return rc;
 }
+
+#define SCAN_PAGE 1000
+
+int dlock__etcd_scan_keys(struct etcd_store *es, const char *from, size_t flen,
+                          int (*cb)(const char *key, size_t klen, void *arg),
+                          void *arg)
+{
+    size_t elen = 1, klen = flen ? flen : 1;
+    char *end = flen ? dlock__etcd_prefix_end(from, flen, &elen) : NULL,
+         *key = malloc(klen + 1);
+    int rc = DLOCK_OK, more = 1;
+
+    if ((flen && end == NULL) || key == NULL) {
+        free(end);
+        free(key);
+        return dlock__enomem();
+    }
+    /* The whole keyspace is ["\0", "\0"). */
+    memcpy(key, flen ? from : "", klen);
+    while (more && rc == DLOCK_OK) {
+        json_object *op = dlock__etcd_range_op(key, klen, end ? end : "",
+                                               end ? elen : 1, SCAN_PAGE,
+                                               ETCD_RANGE_KEYS),
+                    *req = NULL, *reply = NULL, *kvs;
+        size_t n = 0, last_len = 0;
+        char *last = NULL;
+
+        if (op != NULL && json_object_object_get_ex(op, "request_range", &req))
+            json_object_get(req);
+        json_object_put(op);
+        rc = req == NULL ? dlock__enomem()
+                         : dlock__etcd_post(es, "/v3/kv/range", req,
+                                            ETCD_RETRY_SAFE, &reply, NULL);
+        json_object_put(req);
+        if (rc != DLOCK_OK)
+            break;
+        more = json_object_get_boolean(json_object_object_get(reply, "more"));
+        if (json_object_object_get_ex(reply, "kvs", &kvs) &&
+            json_object_is_type(kvs, json_type_array))
+            n = json_object_array_length(kvs);
+        for (size_t i = 0; i < n && rc == DLOCK_OK; i++) {
+            size_t len = 0;
+            char *k = dlock__etcd_unb64(json_object_array_get_idx(kvs, i),
+                                        "key", &len);
+
+            if (k == NULL)
+                continue;
+            rc = cb(k, len, arg);
+            free(last);
+            last = k;
+            last_len = len;
+        }
+        json_object_put(reply);
+        if (more && last != NULL && rc == DLOCK_OK) {
+            /* The next page starts just after the last key: key "\0". */
+            char *next = realloc(key, last_len + 1);
+
+            if (next == NULL) {
+                rc = dlock__enomem();
+            } else {
+                key = next;
+                memcpy(key, last, last_len);
+                key[last_len] = '\0';
+                klen = last_len + 1;
+            }
+        } else {
+            more = 0;
+        }
+        free(last);
+    }
+    free(key);
+    free(end);
+    return rc;
+}

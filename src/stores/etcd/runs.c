@@ -519,68 +519,44 @@ int dlock__etcd_runs(struct dlock_store *s, const char *name, unsigned max,
     return rc;
 }
 
+/* A key P NAME \xff runs of a valid name: NAME goes in the list. */
+struct runs_scan {
+    struct etcd_store *es;
+    struct dlock__names names;
+};
+
+static int runs_key(const char *key, size_t klen, void *arg)
+{
+    static const char sfx[] = "\xffruns";
+    struct runs_scan *rs = arg;
+    size_t off = rs->es->prefix_len, sl = sizeof(sfx) - 1;
+
+    if (klen <= off + sl || memcmp(key + klen - sl, sfx, sl) != 0 ||
+        dlock__check_name(key + off, klen - sl - off) != DLOCK_OK) {
+        dlock__clearerr();
+        return DLOCK_OK;
+    }
+    return dlock__names_add(&rs->names, key + off, klen - sl - off);
+}
+
 int dlock__etcd_last_runs(struct dlock_store *s, const char *prefix,
                           dlock_run_cb cb, void *payload)
 {
     struct etcd_store *es = (struct etcd_store *)s;
-    size_t plen = es->prefix_len + strlen(prefix), elen = 0, n;
-    char *from = malloc(plen + 1), *end = NULL;
-    json_object *body = json_object_new_object(), *reply = NULL, *kvs;
+    struct runs_scan rs = {.es = es};
+    size_t n = strlen(prefix), flen = es->prefix_len + n;
+    char *from = malloc(flen + 1);
     int rc;
 
-    if (from == NULL || body == NULL) {
-        free(from);
-        json_object_put(body);
+    if (from == NULL)
         return dlock__enomem();
-    }
     memcpy(from, es->prefix, es->prefix_len);
-    memcpy(from + es->prefix_len, prefix, strlen(prefix) + 1);
-    if (plen == 0) {
-        json_object_object_add(body, "key", dlock__etcd_b64("", 1));
-        json_object_object_add(body, "range_end", dlock__etcd_b64("", 1));
-    } else {
-        end = dlock__etcd_prefix_end(from, plen, &elen);
-        json_object_object_add(body, "key", dlock__etcd_b64(from, plen));
-        if (end != NULL)
-            json_object_object_add(body, "range_end",
-                                   dlock__etcd_b64(end, elen));
-    }
-    free(end);
+    memcpy(from + es->prefix_len, prefix, n + 1);
+    rc = dlock__etcd_scan_keys(es, from, flen, runs_key, &rs);
     free(from);
-    rc = dlock__etcd_post(es, "/v3/kv/range", body, ETCD_RETRY_SAFE, &reply,
-                          NULL);
-    json_object_put(body);
-    if (rc != DLOCK_OK)
-        return rc;
-    n = json_object_object_get_ex(reply, "kvs", &kvs) &&
-                json_object_is_type(kvs, json_type_array)
-            ? json_object_array_length(kvs)
-            : 0;
-    /* Keys come in byte order: P NAME \xff runs, name by name. */
-    for (size_t i = 0; i < n && rc == DLOCK_OK; i++) {
-        json_object *kv = json_object_array_get_idx(kvs, i), *one, *doc;
-        size_t klen = 0, sfx = sizeof("\xffruns") - 1;
-        char *key = dlock__etcd_unb64(kv, "key", &klen);
-        int64_t mod;
-
-        if (key == NULL || klen <= es->prefix_len + sfx ||
-            memcmp(key + klen - sfx, "\xffruns", sfx) != 0 ||
-            dlock__check_name(key + es->prefix_len,
-                              klen - sfx - es->prefix_len) != DLOCK_OK) {
-            free(key);
-            dlock__clearerr();
-            continue;
-        }
-        key[klen - sfx] = '\0';
-        one = json_object_new_array();
-        json_object_array_add(one, json_object_get(kv));
-        doc = runs_doc(one, &mod);
-        json_object_put(one);
-        if (doc != NULL)
-            rc = each_run(key + es->prefix_len, doc, 1, cb, payload);
-        json_object_put(doc);
-        free(key);
-    }
-    json_object_put(reply);
+    /* Keys come in byte order, so names do too: newest run of each. */
+    for (size_t i = 0; rc == DLOCK_OK && i < rs.names.n; i++)
+        rc = dlock__etcd_runs(s, rs.names.v[i], 1, cb, payload);
+    dlock__names_free(&rs.names);
     return rc;
 }

@@ -348,15 +348,26 @@ static int etcd_status(struct dlock_store *s, const char *name, dlock_info *out)
     return DLOCK_OK;
 }
 
-struct named {
-    char *name;
-    json_object *kv;
+/* A key P NAME "/" <suffix without '/'> of a valid name: NAME goes in
+ * the list (the keys of run records, P NAME \xff..., are not UTF-8). */
+struct list_scan {
+    struct etcd_store *es;
+    struct dlock__names names;
 };
 
-static int by_name(const void *a, const void *b)
+static int list_key(const char *key, size_t klen, void *arg)
 {
-    return strcmp(((const struct named *)a)->name,
-                  ((const struct named *)b)->name);
+    struct list_scan *ls = arg;
+    size_t off = ls->es->prefix_len;
+    const char *slash = klen > off ? memrchr(key + off, '/', klen - off) : NULL;
+
+    if (slash == NULL || slash == key + off || slash + 1 == key + klen ||
+        !dlock__utf8_valid((const unsigned char *)key, klen) ||
+        dlock__check_name(key + off, (size_t)(slash - key) - off) != DLOCK_OK) {
+        dlock__clearerr();
+        return DLOCK_OK;
+    }
+    return dlock__names_add(&ls->names, key + off, (size_t)(slash - key) - off);
 }
 
 static int etcd_list(struct dlock_store *s, const char *prefix,
@@ -364,97 +375,24 @@ static int etcd_list(struct dlock_store *s, const char *prefix,
                      void *payload)
 {
     struct etcd_store *es = (struct etcd_store *)s;
-    size_t plen = es->prefix_len + strlen(prefix), elen = 0, n, m = 0;
-    char *from = malloc(plen + 2), *end = NULL;
-    json_object *body = json_object_new_object(), *reply = NULL, *kvs;
-    struct named *v = NULL;
+    struct list_scan ls = {.es = es};
+    size_t n = strlen(prefix), flen = es->prefix_len + n;
+    char *from = malloc(flen + 1);
     int rc;
 
-    if (from == NULL || body == NULL) {
-        free(from);
-        json_object_put(body);
+    if (from == NULL)
         return dlock__enomem();
-    }
     memcpy(from, es->prefix, es->prefix_len);
-    memcpy(from + es->prefix_len, prefix, strlen(prefix) + 1);
-    if (plen == 0) { /* every key: from "\0" to the end ("\0") */
-        json_object_object_add(body, "key", dlock__etcd_b64("", 1));
-        json_object_object_add(body, "range_end", dlock__etcd_b64("", 1));
-    } else {
-        end = dlock__etcd_prefix_end(from, plen, &elen);
-        json_object_object_add(body, "key", dlock__etcd_b64(from, plen));
-        if (end != NULL)
-            json_object_object_add(body, "range_end",
-                                   dlock__etcd_b64(end, elen));
-    }
-    rc = dlock__etcd_post(es, "/v3/kv/range", body, ETCD_RETRY_SAFE, &reply,
-                          NULL);
-    json_object_put(body);
-    free(end);
+    memcpy(from + es->prefix_len, prefix, n + 1);
+    /* Keys only, a page at a time (a keyspace shared with other data may
+     * be large), then each name's queue read as status reads it. */
+    rc = dlock__etcd_scan_keys(es, from, flen, list_key, &ls);
     free(from);
-    if (rc != DLOCK_OK)
+    if (rc != DLOCK_OK) {
+        dlock__names_free(&ls.names);
         return rc;
-    n = json_object_object_get_ex(reply, "kvs", &kvs) &&
-                json_object_is_type(kvs, json_type_array)
-            ? json_object_array_length(kvs)
-            : 0;
-    v = n > 0 ? calloc(n, sizeof(*v)) : NULL;
-    if (n > 0 && v == NULL) {
-        json_object_put(reply);
-        return dlock__enomem();
     }
-    /* Each key's name: the key without P and its last "/<suffix>". */
-    for (size_t i = 0; i < n; i++) {
-        json_object *kv = json_object_array_get_idx(kvs, i);
-        size_t klen = 0;
-        char *key = dlock__etcd_unb64(kv, "key", &klen), *slash;
-
-        if (key == NULL || klen <= es->prefix_len ||
-            !dlock__utf8_valid((const unsigned char *)key, klen) ||
-            (slash = strrchr(key, '/')) == NULL ||
-            slash == key + es->prefix_len || slash[1] == '\0' ||
-            dlock__check_name(key + es->prefix_len,
-                              (size_t)(slash - key) - es->prefix_len) !=
-                DLOCK_OK) {
-            free(key);
-            continue;
-        }
-        *slash = '\0';
-        v[m].name = dlock__strdup(key + es->prefix_len);
-        free(key);
-        if (v[m].name == NULL)
-            break;
-        v[m++].kv = kv;
-    }
-    dlock__clearerr();
-    if (m > 1)
-        qsort(v, m, sizeof(*v), by_name);
-    rc = DLOCK_OK;
-    for (size_t i = 0, j; i < m && rc == DLOCK_OK; i = j) {
-        json_object *group = json_object_new_array();
-        struct etcd_queue q = {0};
-        dlock_info info;
-        size_t off;
-
-        for (j = i; j < m && strcmp(v[j].name, v[i].name) == 0; j++)
-            json_object_array_add(group, json_object_get(v[j].kv));
-        off = es->prefix_len + strlen(v[i].name) + 1;
-        memset(&info, 0, sizeof(info));
-        dlock__strlcpy(info.name, v[i].name, sizeof(info.name));
-        rc = dlock__etcd_queue_fill(&q, group, off);
-        json_object_put(group);
-        if (rc == DLOCK_OK && q.n > 0) {
-            fill_info(es, &q, &info);
-            if (info.held)
-                rc = cb(&info, payload);
-        }
-        dlock__etcd_queue_free(&q);
-    }
-    for (size_t i = 0; i < m; i++)
-        free(v[i].name);
-    free(v);
-    json_object_put(reply);
-    return rc;
+    return dlock__names_report(&ls.names, s, etcd_status, cb, payload);
 }
 
 static int etcd_force_release(struct dlock_store *s, const char *name,
