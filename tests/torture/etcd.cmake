@@ -9,6 +9,17 @@ if(ETCD_FOUND)
             ${CMAKE_CURRENT_SOURCE_DIR}/torture/run.sh
             $<TARGET_FILE:dlock-torture>)
   dlock_tier(long C torture-etcd)
+  # The same holder faults on the 3-member cluster.
+  add_test(NAME torture-etcd-cluster
+    COMMAND sh -c "exec \"$0\" \"$1\" \"$DLOCK_TEST_ETCD_CLUSTER_URL\" 12"
+            ${CMAKE_CURRENT_SOURCE_DIR}/torture/run.sh
+            $<TARGET_FILE:dlock-torture>)
+  dlock_tier(long C torture-etcd-cluster)
+  # The command line on the cluster.
+  add_test(NAME cli-etcd-cluster
+    COMMAND sh -c "exec \"$0\" \"$1\" \"$DLOCK_TEST_ETCD_CLUSTER_URL\""
+            ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_cli.sh $<TARGET_FILE:dlock_cli>)
+  dlock_tier(long T cli-etcd-cluster)
 endif()
 # Server faults on the 3-member cluster (the long tier's
 # DLOCK_TEST_ETCD_CLUSTER_URL/_DIR): kill -9 of the leader, a member's
