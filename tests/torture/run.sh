@@ -111,7 +111,8 @@ elif [ "${4:-}" = clock ]; then
             run --workload fenced --fault stop --clock-rate "$r"
         else
             echo "--- --workload fenced --fault stop --clock-rate $r (measured)"
-            out=$("$bin" "$url" --seconds "$secs" --workload fenced \
+            # shellcheck disable=SC2086 # $ttl: empty or two words
+            out=$("$bin" "$url" --seconds "$secs" $ttl --workload fenced \
                 --fault stop --clock-rate "$r" 2>&1)
             echo "$out"
             # What no lease can promise is reported; fences must hold.
