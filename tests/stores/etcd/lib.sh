@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced (bash) by the etcd store tests in this directory:
 #   . lib.sh; etcd_setup DLOCK URL [need...]
 # Sets DLOCK, URL, EPS (etcdctl's --endpoints), T (a temp dir, removed on
@@ -26,10 +27,13 @@ skip() {
 # shellcheck disable=SC2317 # the EXIT trap calls it
 etcd_cleanup() {
     local p
+    # TERM first: `timeout` passes it on to etcdctl, dlock to its command
+    # (and releases); KILL what is left after 5 s.
     for p in $pids; do
-        kill -KILL "$p" 2>/dev/null
+        kill -TERM "$p" 2>/dev/null
     done
     for p in $pids; do
+        until_true "! alive $p" 50 || kill -KILL "$p" 2>/dev/null
         wait "$p" 2>/dev/null
     done
     [ -n "$T" ] && rm -rf "$T"
@@ -113,6 +117,7 @@ wait_exit() {
         wait "$1"
         rc=$?
     else
+        # shellcheck disable=SC2034 # the callers read rc
         rc=124
     fi
 }

@@ -60,4 +60,7 @@ rc=$?
 rc=$?
 [ "$rc" = 0 ] && ok "dlock gets a lock broken from etcdctl" ||
     fail "dlock run -w 0 after --force: exit $rc: $(cat "$T/d.out")"
+kill -TERM "$E" # timeout passes it on to etcdctl
+wait_exit "$E" 100
+[ "$rc" != 124 ] || fail "etcdctl lock did not end on SIGTERM"
 finish
