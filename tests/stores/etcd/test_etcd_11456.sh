@@ -9,7 +9,7 @@
 # find it gone and queue again, not run its command.  Each command appends
 # "X start" / "X end" (O_APPEND) around a hold of 0.3 s: the log must show
 # no two commands at once, and A, B and C must all run (B re-queues within
-# its wait).  Run 3 times.  Sequenced by fifos and polls of NAME/'s keys.
+# its wait).  Run 3 times, and once more with `etcdctl lock` as C.  Sequenced by fifos and polls of NAME/'s keys.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 etcd_setup "${1:?usage: test_etcd_11456.sh DLOCK URL}" "${2-}" python3
@@ -17,7 +17,7 @@ etcd_setup "${1:?usage: test_etcd_11456.sh DLOCK URL}" "${2-}" python3
 # shellcheck disable=SC2016 # for sh -c
 rec='echo "$1 start" >>"$0"; sleep 0.3; echo "$1 end" >>"$0"'
 round() {
-    local r=$1 name="i11456-$$-$1" A B C bkey blease akey log="$T/log.$1"
+    local r=$1 kind=${2:-dlock} name="i11456-$$-$1" A B C bkey blease akey log="$T/log.$1"
     : >"$log"
     mkfifo "$T/held.$r" "$T/go.$r"
     "$DLOCK" -s "$URL" run --ttl 10 "$name" -- sh -c \
@@ -44,8 +44,13 @@ round() {
     fi
     queue "$name" | grep -q "^$bkey " &&
         fail "round $r: B's key $bkey outlived its lease's revocation"
-    "$DLOCK" -s "$URL" run -w 30 --ttl 10 "$name" -- sh -c "$rec" "$log" C \
-        >"$T/C.$r" 2>&1 &
+    if [ "$kind" = etcdctl ]; then
+        timeout 60 etcdctl --endpoints="$EPS" lock "$name" -- \
+            sh -c "$rec" "$log" C >"$T/C.$r" 2>&1 &
+    else
+        "$DLOCK" -s "$URL" run -w 30 --ttl 10 "$name" -- sh -c "$rec" "$log" C \
+            >"$T/C.$r" 2>&1 &
+    fi
     C=$!
     pids="$pids $C"
     # C queued: a key created after B's.  (B may have queued again
@@ -79,7 +84,7 @@ for l in lines:
         held = None
 sys.exit(0 if held is None and sorted(seen) == ["A", "B", "C"] else 1)
 PY
-        ok "round $r: one holder at a time, A B C each ran once: $order"
+        ok "round $r (C: $kind): one holder at a time, A B C each ran once: $order"
     else
         fail "round $r: two holders at once, or one did not run: $order"
     fi
@@ -89,4 +94,6 @@ PY
 for r in 1 2 3; do
     round "$r"
 done
+# C is `etcdctl lock` (Go's Mutex): B must not run beside it either.
+round 4 etcdctl
 finish
