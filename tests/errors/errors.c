@@ -31,10 +31,8 @@ struct cls {
 
 /* The table of include/dlock.h, spelt out again. */
 static const struct cls classes[] = {
-    {"unreachable", DLOCK_EUNAVAIL},
-    {"credentials", DLOCK_ESTORE},
-    {"permission", DLOCK_ESTORE},
-    {"misconfig", DLOCK_ESTORE},
+    {"unreachable", DLOCK_EUNAVAIL}, {"credentials", DLOCK_ESTORE},
+    {"permission", DLOCK_ESTORE},    {"misconfig", DLOCK_ESTORE},
     {"badurl", DLOCK_EINVAL},
 };
 
