@@ -3,10 +3,11 @@
  *
  *   dlock-errors CLASS URL [CLASS URL]...
  *
- * CLASS is unreachable, credentials, permission or misconfig; URL is set
- * up by errors.sh to fail that way for real (a closed port on 127.0.0.1, a
- * user with a wrong password, a user without rights on dlock's table or
- * keys, an unknown database).  The store is opened, and if it opens, a
+ * CLASS is unreachable, credentials, permission, misconfig or badurl; URL
+ * is set up by errors.sh to fail that way for real (a closed port on
+ * 127.0.0.1, a user with a wrong password, a user without rights on
+ * dlock's table or keys, an unknown database, a URL the store refuses to
+ * parse).  The store is opened, and if it opens, a
  * name is looked at and taken: the first call that fails must fail with
  * the class's code, and one of them must fail.
  *
@@ -30,10 +31,9 @@ struct cls {
 
 /* The table of include/dlock.h, spelt out again. */
 static const struct cls classes[] = {
-    {"unreachable", DLOCK_EUNAVAIL},
-    {"credentials", DLOCK_ESTORE},
-    {"permission", DLOCK_ESTORE},
-    {"misconfig", DLOCK_ESTORE},
+    {"unreachable", DLOCK_EUNAVAIL}, {"credentials", DLOCK_ESTORE},
+    {"permission", DLOCK_ESTORE},    {"misconfig", DLOCK_ESTORE},
+    {"badurl", DLOCK_EINVAL},
 };
 
 /* The first failing call's code, or DLOCK_OK if every call worked. */

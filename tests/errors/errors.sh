@@ -186,5 +186,129 @@ mysql)
     # release --force of a semaphore slot key or a waiter row's name.
     "$errors" force-derived "$url" || fail=1
     ;;
+etcd)
+    # The shared server only reads and takes names; anything that changes
+    # the server (auth enable is global) is done on a throwaway etcd.
+    "$dlock" -s "$url" status errors-class >/dev/null || bad "status on $url"
+    port2=$(free_port)
+    # A URL the store refuses: EINVAL before any connection.
+    "$errors" \
+        badurl "etcd://" \
+        badurl "etcd://127.0.0.1:0" \
+        badurl "etcd://127.0.0.1:65536" \
+        badurl "etcd://127.0.0.1:x" \
+        badurl "etcd://$hostport,,127.0.0.1:$port" \
+        badurl "etcd://$hostport," \
+        badurl "etcd://,$hostport" \
+        badurl "etcd://$hostport,127.0.0.1:" \
+        badurl "etcd://$hostport/some/path" \
+        badurl "etcd://$hostport?nosuch=1" \
+        badurl "etcd://$hostport?cacert=/nonexistent" \
+        badurl "etcd://$hostport?timeout=0" \
+        badurl "etcd://$hostport?timeout=abc" \
+        badurl "etcd://:pw@$hostport" || fail=1
+    # The CLI says so with 69 ("its URL is wrong"), naming the problem.
+    out=$("$dlock" -s "etcd://$hostport,,127.0.0.1:$port" status errors-class 2>&1)
+    rc=$?
+    case $rc:$out in
+    69:*"empty etcd host"*) ok "dlock: an empty endpoint: exit 69: $out" ;;
+    *) bad "dlock: an empty endpoint: exit $rc: $out" ;;
+    esac
+    # Unreachable: one closed port, and every endpoint closed.
+    "$errors" \
+        unreachable "etcd://127.0.0.1:$port" \
+        unreachable "etcd://127.0.0.1:$port,127.0.0.1:$port2" || fail=1
+    out=$("$dlock" -s "etcd://127.0.0.1:$port,127.0.0.1:$port2" status errors-class 2>&1)
+    rc=$?
+    [ "$rc" = 69 ] && ok "dlock: no endpoint answers: exit 69: $out" ||
+        bad "dlock: no endpoint answers: exit $rc: $out"
+    # Endpoints are tried in turn: a closed first one is passed over.
+    "$dlock" -s "etcd://127.0.0.1:$port,$hostport" run -n errors-ep -- true &&
+        ok "a closed first endpoint is passed over" ||
+        bad "etcd://127.0.0.1:$port,$hostport failed"
+    # A user on a server without auth: refused, not ignored.
+    "$errors" misconfig "etcd://dl-pw:right-pw@$hostport" || fail=1
+
+    # release --force of a name spelt as a holder's key (NAME/<lease hex>)
+    # or of NAME when NAME/sub is held touches neither.
+    t=$(mktemp -d)
+    h1= h2=
+    own=$t/etcd
+    trap 'kill $h1 $h2 2>/dev/null; "$script" stop "$own" >/dev/null 2>&1; rm -rf "$t"' EXIT
+    mkfifo "$t/up1" "$t/up2" "$t/go1"
+    "$dlock" -s "$url" run -n errx -- sh -c "echo up >'$t/up1'; read _ <'$t/go1'" &
+    h1=$!
+    "$dlock" -s "$url" run -n errx/sub -- sh -c "echo up >'$t/up2'; exec sleep 60" &
+    h2=$!
+    read -r _ <"$t/up1"
+    read -r _ <"$t/up2"
+    key=$("$script" ctl "$dir" etcdctl get --prefix errx/ --keys-only |
+        grep -E '^errx/[0-9a-f]+$' | head -1)
+    [ -n "$key" ] || bad "no holder key errx/<hex> in etcd"
+    out=$("$dlock" -s "$url" release --force "$key" 2>&1)
+    rc=$?
+    [ -n "$("$script" ctl "$dir" etcdctl get "$key" --keys-only)" ] &&
+        ok "release --force $key (exit $rc: $out) left errx's key" ||
+        bad "release --force $key (exit $rc: $out) deleted errx's key"
+    "$dlock" -s "$url" release --force errx/sub >/dev/null 2>&1 ||
+        bad "release --force errx/sub failed"
+    [ -z "$("$script" ctl "$dir" etcdctl get --prefix errx/sub/ --keys-only)" ] ||
+        bad "release --force errx/sub left errx/sub's key"
+    [ -n "$("$script" ctl "$dir" etcdctl get "$key" --keys-only)" ] &&
+        ok "release --force errx/sub left $key" ||
+        bad "release --force errx/sub deleted $key"
+    kill "$h2" 2>/dev/null
+    wait "$h2" 2>/dev/null
+    h2=
+    timeout 10 sh -c "echo go >'$t/go1'" || bad "errx's holder is gone"
+    wait "$h1"
+    rc=$?
+    h1=
+    [ "$rc" = 0 ] && ok "errx's holder ended 0 (never lost)" ||
+        bad "errx's holder exited $rc"
+
+    # Credentials and permissions: a throwaway etcd with auth enabled.
+    mkdir -p "$own"
+    own_url=$("$script" start "$own") || { bad "cannot start an etcd in $own"; exit 1; }
+    own_hp=${own_url#etcd://}
+    ectl() { "$script" ctl "$own" etcdctl --user root:root-pw "$@" >/dev/null; }
+    "$script" ctl "$own" etcdctl user add root --new-user-password=root-pw \
+        --interactive=false >/dev/null || bad "user add root"
+    "$script" ctl "$own" etcdctl user grant-role root root >/dev/null ||
+        bad "grant root the root role"
+    "$script" ctl "$own" etcdctl auth enable >/dev/null || bad "auth enable"
+    ectl user add dl-pw --new-user-password=right-pw --interactive=false
+    ectl role add dl-rw
+    ectl role grant-permission dl-rw readwrite --prefix=true errors-
+    ectl user grant-role dl-pw dl-rw
+    ectl user add dl-ro --new-user-password=pw --interactive=false
+    ectl role add dl-ro
+    ectl role grant-permission dl-ro read --prefix=true errors-
+    ectl user grant-role dl-ro dl-ro
+    ectl user add dl-none --new-user-password=pw --interactive=false
+    "$dlock" -s "etcd://dl-pw:right-pw@$own_hp" run -n errors-auth -- true &&
+        ok "the right password works" || bad "etcd://dl-pw:right-pw@ failed"
+    "$errors" \
+        credentials "etcd://dl-pw:wrong-pw@$own_hp" \
+        credentials "etcd://dl-pw@$own_hp" \
+        credentials "etcd://no-such-user:pw@$own_hp" \
+        credentials "etcd://$own_hp" \
+        permission "etcd://dl-ro:pw@$own_hp" \
+        permission "etcd://dl-none:pw@$own_hp" || fail=1
+    out=$("$dlock" -s "etcd://dl-pw:wrong-pw@$own_hp" status errors-class 2>&1)
+    rc=$?
+    case $rc:$out in
+    *wrong-pw*) bad "the wrong password is in the message: $out" ;;
+    69:*) ok "dlock: a wrong password: exit 69: $out" ;;
+    *) bad "dlock: a wrong password: exit $rc: $out" ;;
+    esac
+    # The read-only user reads (status) but may not take a name.
+    "$dlock" -s "etcd://dl-ro:pw@$own_hp" status errors-class >/dev/null 2>&1 &&
+        ok "the read-only user reads" || bad "the read-only user cannot read"
+    out=$("$dlock" -s "etcd://dl-ro:pw@$own_hp" run -n errors-class -- true 2>&1)
+    rc=$?
+    [ "$rc" = 69 ] && ok "dlock: no write permission: exit 69: $out" ||
+        bad "dlock: no write permission: exit $rc: $out"
+    ;;
 esac
 exit $fail

@@ -11,13 +11,21 @@
  * Any input at all, as a Redis key, maps back to a name only if that name
  * is valid and the key is its lock or readers key; as a SCAN prefix, its
  * glob escapes to exactly itself followed by one '*'.
- * PostgreSQL has no client-side mapping (the server hashes the name). */
+ * PostgreSQL has no client-side mapping (the server hashes the name).
+ *  - etcd: a holder of NAME has the key NAME "/" <lease hex>; a name's
+ *    range read (every key under NAME "/") keeps, as the name's queue,
+ *    exactly the keys of NAME itself: another name's key (NAME/x's, a
+ *    run record's) never counts, whatever the value holds (the input's
+ *    bytes as a holder record, parsed without crashing). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "keys.h"
 #include "names.h"
+#ifdef DLOCK_HAVE_ETCD
+#include "etcd/etcd.h"
+#endif
 
 #define PREFIX "dlock:"
 #define PLEN (sizeof(PREFIX) - 1)
@@ -157,6 +165,82 @@ static void check_glob(const char *d, size_t n)
     free(g);
 }
 
+#ifdef DLOCK_HAVE_ETCD
+/* A kv of etcd's range reply: key and value in base64, revisions as
+ * strings. */
+static json_object *etcd_kv(const char *key, size_t klen, const char *val,
+                            size_t vlen, int64_t rev)
+{
+    json_object *kv = json_object_new_object();
+
+    json_object_object_add(kv, "key", dlock__etcd_b64(key, klen));
+    json_object_object_add(kv, "value", dlock__etcd_b64(val, vlen));
+    json_object_object_add(kv, "create_revision", dlock__etcd_i64(rev));
+    json_object_object_add(kv, "mod_revision", dlock__etcd_i64(rev));
+    json_object_object_add(kv, "lease", dlock__etcd_i64(0x7f2fa21ec655951a));
+    return kv;
+}
+
+/* The keys of name b (and the raw input as a key), as name a's range
+ * read would return them: a's queue holds b's key iff a == b. */
+static void check_etcd(const char *a, size_t al, const char *b, size_t bl,
+                       const char *raw, size_t rawlen)
+{
+    static const char hex[] = "/7f2fa21ec655951a";
+    size_t klen = bl + sizeof(hex) - 1, want = 0;
+    char *key = malloc(klen), *rkey = malloc(rawlen + 1);
+    json_object *kvs = json_object_new_array();
+    struct etcd_queue q;
+
+    if (key == NULL || rkey == NULL || kvs == NULL)
+        abort();
+    memcpy(key, b, bl);
+    memcpy(key + bl, hex, sizeof(hex) - 1);
+    memcpy(rkey, raw, rawlen);
+    /* In a's range: the key starts with a "/" (what etcd returns). */
+    if (klen > al && memcmp(key, a, al) == 0 && key[al] == '/') {
+        json_object_array_add(kvs, etcd_kv(key, klen, raw, rawlen, 7));
+        want += al == bl;
+    }
+    if (rawlen > al && memcmp(rkey, a, al) == 0 && rkey[al] == '/')
+        json_object_array_add(kvs, etcd_kv(rkey, rawlen, raw, rawlen, 3));
+    /* An entry etcd never sends (no revision, a bad base64) is passed
+     * over. */
+    json_object_array_add(kvs, etcd_kv(key, klen, raw, rawlen, 0));
+    {
+        json_object *bad = json_object_new_object();
+
+        json_object_object_add(bad, "key", json_object_new_string("@@@"));
+        json_object_array_add(kvs, bad);
+    }
+    if (dlock__etcd_queue_fill(&q, kvs, al + 1) != DLOCK_OK)
+        abort();
+    {
+        size_t own = 0;
+
+        for (size_t i = 0; i < q.n; i++) {
+            const struct etcd_entry *e = &q.e[i];
+
+            if (e->key_len <= al + 1 || memcmp(e->key, a, al) != 0 ||
+                e->key[al] != '/' ||
+                memchr(e->key + al + 1, '/', e->key_len - al - 1) != NULL ||
+                e->create_rev <= 0)
+                abort();
+            if (i > 0 && q.e[i - 1].create_rev > e->create_rev)
+                abort(); /* the queue is in revision order */
+            own += e->create_rev == 7 && e->key_len == klen &&
+                   memcmp(e->key, key, klen) == 0;
+        }
+        if (own != want)
+            abort();
+    }
+    dlock__etcd_queue_free(&q);
+    json_object_put(kvs);
+    free(key);
+    free(rkey);
+}
+#endif
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *d = (const char *)data, *sep = memchr(d, 0xfe, size);
@@ -212,6 +296,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     abort();
             }
     }
+#ifdef DLOCK_HAVE_ETCD
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++)
+            if (ok[i] && ok[j])
+                check_etcd(n[i], l[i], n[j], l[j], d, size);
+#endif
     for (int i = 0; i < 2; i++)
         if (ok[i])
             free(rk[i].buf);

@@ -42,8 +42,10 @@ static void no_mark(const char *url, const char *what, const char *s)
 static void marker_property(const uint8_t *data, size_t size)
 {
     static const char *const schemes[] = {
-        "sqlite",   "redis",      "rediss", "redis-sentinel", "redis-cluster",
-        "postgres", "postgresql", "mysql",  "mariadb",        "unix"};
+        "sqlite",        "redis",    "rediss",     "redis-sentinel",
+        "redis-cluster", "postgres", "postgresql", "mysql",
+        "mariadb",       "unix",     "etcd",       "etcds"};
+    const size_t nschemes = sizeof(schemes) / sizeof(schemes[0]);
     static const char *const users[] = {"",    "u",       "admin@corp",
                                         "a@b", "us%40er", "admin@server"};
     const uint8_t *nl;
@@ -66,7 +68,7 @@ static void marker_property(const uint8_t *data, size_t size)
     url = malloc(alen + blen + 64 + sizeof(MARK));
     if (url == NULL)
         return;
-    o = (size_t)sprintf(url, "%s://", schemes[data[-4] % 10]);
+    o = (size_t)sprintf(url, "%s://", schemes[data[-4] % nschemes]);
     if (form == 0)
         o += (size_t)sprintf(url + o, "%s:", users[data[-3] % 6]);
     else {
@@ -107,9 +109,55 @@ static void marker_property(const uint8_t *data, size_t size)
         no_mark(url, "path", u->path);
         for (size_t i = 0; i < u->nparams; i++)
             no_mark(url, "option name", u->params[i].key);
+        {
+            /* The hosts of a list (etcd://, redis-sentinel://) that a
+             * store would connect to hold no part of the password. */
+            char **hosts = NULL;
+            int *ports = NULL, n = 0;
+
+            if (dlock__url_hosts(u, 2379, "etcd", &hosts, &ports, &n) !=
+                DLOCK_OK)
+                no_mark(url, "hosts message", dlock_errmsg());
+            for (int i = 0; i < n; i++) {
+                no_mark(url, "host of a list", hosts[i]);
+                free(hosts[i]);
+            }
+            free(hosts);
+            free(ports);
+        }
         dlock__url_free(u);
     }
     free(url);
+}
+
+/* A list of hosts (etcd://h1:p1,h2:p2,..., redis-sentinel://): either
+ * one host per comma-separated entry, none empty, every port in range, or
+ * EINVAL (ENOMEM), with what was filled freed by the caller. */
+static void hosts_checks(const struct dlock_url *u)
+{
+    char **hosts = NULL;
+    int *ports = NULL, n = -1, commas = 0, rc;
+
+    for (const char *c = u->host != NULL ? u->host : ""; *c; c++)
+        commas += *c == ',';
+    rc = dlock__url_hosts(u, 2379, "etcd", &hosts, &ports, &n);
+    if (n < 0 || n > commas + 1)
+        abort();
+    if (rc == DLOCK_OK) {
+        if (n != commas + 1)
+            abort();
+        for (int i = 0; i < n; i++)
+            if (hosts[i] == NULL || hosts[i][0] == '\0' ||
+                strchr(hosts[i], ',') != NULL || ports[i] < 1 ||
+                ports[i] > 65535)
+                abort();
+    } else if (rc != DLOCK_EINVAL && rc != DLOCK_ENOMEM) {
+        abort();
+    }
+    for (int i = 0; i < n; i++)
+        free(hosts[i]);
+    free(hosts);
+    free(ports);
 }
 
 static int raw_checks(const uint8_t *data, size_t size)
@@ -147,10 +195,12 @@ static int raw_checks(const uint8_t *data, size_t size)
                 strstr(u->redacted, v) != NULL)
                 abort();
         }
+        hosts_checks(u);
         {
             int64_t ms = 0;
 
             (void)dlock__url_param_ms(u, "timeout", 1000, &ms);
+            (void)dlock__url_param_ms(u, "connect_timeout", 1000, &ms);
             ms = -1;
             if (dlock__url_param_count(u, "max_keys", &ms) == DLOCK_OK &&
                 dlock__url_param(u, "max_keys") != NULL && ms < 0)

@@ -4,7 +4,8 @@
 # one with a bare '@' works too: dlock's parse, the last '@', is what the
 # driver gets), against a real server on loopback whose user has that
 # password; a wrong password's message holds neither form of it.
-# STORE: postgres, redis or mysql; the server is started here on loopback
+# STORE: postgres, redis, mysql or etcd (auth enabled here: a root user
+# and two users with the root role); the server is started here on loopback
 # (scripts/server-STORE.sh, which makes the users) and stopped at the end.
 DLOCK=$1
 STORE=$2
@@ -50,7 +51,26 @@ mysql)
     bare="mysql://r33b:$BARE@$hostport$rest"
     bad="mysql://r33a:${ENC}x@$hostport$rest"
     ;;
-*) echo "usage: $0 DLOCK postgres|redis|mysql URL"; exit 64 ;;
+etcd)
+    ectl() { "$SCRIPTS/server-etcd.sh" ctl "$D" etcdctl "$@" >/dev/null; }
+    ectl user add root --new-user-password=root-pw --interactive=false &&
+    ectl user grant-role root root &&
+    ectl auth enable &&
+    ectl --user root:root-pw user add r33a --new-user-password="$PW" \
+        --interactive=false &&
+    ectl --user root:root-pw user grant-role r33a root &&
+    ectl --user root:root-pw user add r33b --new-user-password="$BARE" \
+        --interactive=false &&
+    ectl --user root:root-pw user grant-role r33b root || exit 1
+    good="etcd://r33a:$ENC@$hostport$rest"
+    bare="etcd://r33b:$BARE@$hostport$rest"
+    bad="etcd://r33a:${ENC}x@$hostport$rest"
+    # Several endpoints (a closed one first): the password still goes to
+    # the one that answers, and no message holds it.
+    closed=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    multi="etcd://r33a:$ENC@127.0.0.1:$closed,$hostport$rest"
+    ;;
+*) echo "usage: $0 DLOCK postgres|redis|mysql|etcd URL"; exit 64 ;;
 esac
 
 out=$("$DLOCK" -s "$good" run -n redact33 -- sh -c 'echo "$DLOCK_STORE"' 2>&1)
@@ -70,5 +90,25 @@ case $out in
 *Sx7*|*pa/ss*|*pa%2F*|*wo#rd*|*wo%23*) fail "wrong password printed: $out" ;;
 *) ok "no password in the message: $out" ;;
 esac
+if [ "$STORE" = etcd ]; then
+    # Endpoints in turn: a closed first one, then the server; verbose.
+    out=$("$DLOCK" -v -s "$multi" run -n redact33 -- true 2>&1)
+    rc=$?
+    [ $rc = 0 ] && ok "a closed endpoint first, then the server: connects" ||
+        fail "several endpoints: rc $rc: $out"
+    case $out in
+    *Sx7*|*pa/ss*|*pa%2F*|*wo#rd*|*wo%23*) fail "-v printed the password: $out" ;;
+    *) ok "no password in -v's output" ;;
+    esac
+    # A wrong password with every endpoint tried: nothing prints it.
+    out=$("$DLOCK" -v -s "etcd://r33a:${ENC}x@127.0.0.1:$closed,$hostport" \
+        status redact33 2>&1)
+    rc=$?
+    case $rc:$out in
+    0:*) fail "a wrong password over two endpoints was accepted" ;;
+    *Sx7*|*pa/ss*|*pa%2F*|*wo#rd*|*wo%23*) fail "wrong password printed: $out" ;;
+    *) ok "a wrong password over two endpoints: rc $rc, no password" ;;
+    esac
+fi
 [ $fails = 0 ] || exit 1
 echo PASS
