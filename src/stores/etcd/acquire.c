@@ -58,12 +58,39 @@ static void busy_message(const struct etcd_store *es,
                       lk->name, h->host, (long long)h->pid, es->url);
 }
 
+/* Delete our own stale keys (best effort: they go with their lease
+ * otherwise), each only if it is still that key. */
+static void delete_stale(struct etcd_store *es, struct etcd_entry *stale,
+                         size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        json_object *body = dlock__etcd_body_delete_own(
+                        stale[i].key, stale[i].key_len, stale[i].create_rev),
+                    *reply = NULL;
+
+        if (body != NULL)
+            (void)dlock__etcd_post(es, "/v3/kv/txn", body, ETCD_RETRY_SAFE,
+                                   &reply, NULL);
+        json_object_put(body);
+        json_object_put(reply);
+        free(stale[i].key);
+    }
+    free(stale);
+    dlock__clearerr();
+}
+
 /* Decide from q where our key stands; remember what to watch. */
 static int decide(struct etcd_store *es, struct dlock_lock *lk,
-                  struct etcd_lock *el, const struct etcd_queue *q)
+                  struct etcd_lock *el, struct etcd_queue *q)
 {
+    struct etcd_entry *stale;
+    size_t nstale = dlock__etcd_take_own(q, lk->token, el->create_rev, &stale);
     long w = -1;
-    int rc = dlock__etcd_admit(q, lk, el->create_rev, &w, es->url);
+    int rc;
+
+    if (nstale > 0)
+        delete_stale(es, stale, nstale);
+    rc = dlock__etcd_admit(q, lk, el->create_rev, &w, es->url);
 
     free(el->watch_key);
     el->watch_key = NULL;
@@ -329,7 +356,9 @@ int dlock__etcd_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
         /* Our key must outlive the watch: a third of the lease at most,
          * then its lease is refreshed (a lock's TTL may be far shorter
          * than the slice). */
+        pthread_mutex_lock(&es->mu);
         step = el->lease->granted_ms / 3;
+        pthread_mutex_unlock(&es->mu);
         if (step < 300)
             step = 300;
         watch_end = dlock__now_ms() + step < end ? dlock__now_ms() + step : end;

@@ -153,6 +153,13 @@ json_object *dlock__etcd_b64(const char *s, size_t n);
 char *dlock__etcd_unb64(json_object *o, const char *f, size_t *n);
 /* A 64-bit integer field (string or number; absent = 0). */
 int64_t dlock__etcd_int(json_object *o, const char *f);
+/* A TTL in seconds from the server: -1 (none) .. a year, whatever it
+ * sent (R10: no arithmetic on a number near INT64_MAX). */
+int64_t dlock__etcd_ttl(json_object *o, const char *f);
+/* An array's length, 0 if a is not an array (a hostile reply's "kvs":
+ * json-c asserts on a wrong type); its element i, NULL likewise. */
+size_t dlock__etcd_alen(json_object *a);
+json_object *dlock__etcd_aget(json_object *a, size_t i);
 json_object *dlock__etcd_i64(int64_t v);
 /* The end of the prefix range of s (s with its last byte + 1). */
 char *dlock__etcd_prefix_end(const char *s, size_t n, size_t *end_len);
@@ -215,6 +222,12 @@ char *dlock__etcd_record(const struct dlock_lock *lk);
 int dlock__etcd_queue_fill(struct etcd_queue *q, json_object *kvs,
                            size_t name_off);
 void dlock__etcd_queue_free(struct etcd_queue *q);
+/* Take out of q the keys with our token other than ours (create
+ * revision rev): earlier places of this acquire whose delete did not
+ * reach the server.  They stand in nobody's way but their own lock's;
+ * *stale (malloc'd, keys owned) gets them, the count is returned. */
+size_t dlock__etcd_take_own(struct etcd_queue *q, const char *token,
+                            int64_t rev, struct etcd_entry **stale);
 /* Where key (create revision rev) stands: DLOCK_OK admitted, DLOCK_BUSY
  * (with *watch the index of the key to watch, or -1: any key of the
  * name), DLOCK_EINVAL (another limit in force; message set). */

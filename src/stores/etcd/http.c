@@ -524,7 +524,7 @@ static size_t on_watch(char *d, size_t sz, size_t nm, void *arg)
         } else if (json_object_get_boolean(
                        json_object_object_get(res, "canceled")) ||
                    (json_object_object_get_ex(res, "events", &ev) &&
-                    json_object_array_length(ev) > 0)) {
+                    dlock__etcd_alen(ev) > 0)) {
             w->woken = 1;
         } else if (json_object_get_boolean(
                        json_object_object_get(res, "created"))) {

@@ -91,6 +91,27 @@ int64_t dlock__etcd_int(json_object *o, const char *f)
     return (int64_t)x;
 }
 
+int64_t dlock__etcd_ttl(json_object *o, const char *f)
+{
+    int64_t v = dlock__etcd_int(o, f);
+
+    if (v < -1)
+        return -1;
+    return v > DLOCK_TTL_MAX_MS / 1000 ? DLOCK_TTL_MAX_MS / 1000 : v;
+}
+
+size_t dlock__etcd_alen(json_object *a)
+{
+    return a != NULL && json_object_is_type(a, json_type_array)
+               ? json_object_array_length(a)
+               : 0;
+}
+
+json_object *dlock__etcd_aget(json_object *a, size_t i)
+{
+    return i < dlock__etcd_alen(a) ? json_object_array_get_idx(a, i) : NULL;
+}
+
 json_object *dlock__etcd_i64(int64_t v)
 {
     char buf[24];

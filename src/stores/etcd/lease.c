@@ -46,7 +46,7 @@ static int keepalive(struct etcd_store *es, int64_t id, int64_t *ttl_s)
         return rc;
     /* {"result": {"ID", "TTL"}}: no TTL (0, left out) is a dead lease. */
     *ttl_s = json_object_object_get_ex(reply, "result", &res)
-                 ? dlock__etcd_int(res, "TTL")
+                 ? dlock__etcd_ttl(res, "TTL")
                  : 0;
     json_object_put(reply);
     return DLOCK_OK;
@@ -103,7 +103,7 @@ static int grant(struct etcd_store *es, int64_t ttl_s, struct etcd_lease **out)
     if (rc != DLOCK_OK)
         return rc;
     id = dlock__etcd_int(reply, "ID");
-    granted = dlock__etcd_int(reply, "TTL");
+    granted = dlock__etcd_ttl(reply, "TTL");
     json_object_put(reply);
     if (id == 0 || granted < ttl_s)
         return dlock__seterr(DLOCK_ESTORE,
@@ -209,8 +209,13 @@ void dlock__etcd_lease_put(struct etcd_store *es, struct etcd_lease *l)
     pthread_mutex_unlock(&es->mu);
     if (!drop)
         return;
+    /* Best effort, and at most a second: the call that retired it may
+     * have spent the caller's whole timeout already. */
     if (live)
-        revoke(es, l->id, dlock__now_ms() + dlock__io_bound(es->timeout_ms));
+        revoke(es, l->id,
+               dlock__now_ms() + dlock__io_bound(es->timeout_ms < 1000
+                                                     ? es->timeout_ms
+                                                     : 1000));
     free(l);
 }
 

@@ -148,7 +148,8 @@ int dlock__etcd_open(struct dlock_store **out, const struct dlock_url *u)
         rc = opt_dup(&es->cert, dlock__url_param(u, "cert"));
     if (rc == DLOCK_OK)
         rc = opt_dup(&es->key, dlock__url_param(u, "key"));
-    if (rc == DLOCK_OK)
+    /* "etcd://:pw@h": an empty user is no user (and then no password). */
+    if (rc == DLOCK_OK && u->user != NULL && u->user[0] != '\0')
         rc = opt_dup(&es->user, u->user);
     if (rc == DLOCK_OK)
         rc = opt_dup(&es->password, u->password);

@@ -112,7 +112,7 @@ int dlock__etcd_queue_fill(struct etcd_queue *q, json_object *kvs,
                            size_t name_off)
 {
     size_t n = kvs != NULL && json_object_is_type(kvs, json_type_array)
-                   ? json_object_array_length(kvs)
+                   ? dlock__etcd_alen(kvs)
                    : 0;
 
     q->e = n > 0 ? calloc(n, sizeof(*q->e)) : NULL;
@@ -120,7 +120,7 @@ int dlock__etcd_queue_fill(struct etcd_queue *q, json_object *kvs,
     if (n > 0 && q->e == NULL)
         return dlock__enomem();
     for (size_t i = 0; i < n; i++) {
-        json_object *kv = json_object_array_get_idx(kvs, i);
+        json_object *kv = dlock__etcd_aget(kvs, i);
         struct etcd_entry *e = &q->e[q->n];
         size_t klen = 0, vlen = 0;
         char *key = dlock__etcd_unb64(kv, "key", &klen), *val;
@@ -196,6 +196,28 @@ size_t dlock__etcd_holders(const struct etcd_queue *q, int *shared)
         return n;
     }
     return 0;
+}
+
+size_t dlock__etcd_take_own(struct etcd_queue *q, const char *token,
+                            int64_t rev, struct etcd_entry **stale)
+{
+    size_t n = 0, k = 0;
+
+    *stale = NULL;
+    for (size_t i = 0; i < q->n; i++)
+        n += !q->e[i].foreign && q->e[i].create_rev != rev &&
+             strcmp(q->e[i].token, token) == 0;
+    if (n == 0 || (*stale = calloc(n, sizeof(**stale))) == NULL)
+        return 0;
+    for (size_t i = 0, j = 0; i < q->n; i++) {
+        if (!q->e[i].foreign && q->e[i].create_rev != rev &&
+            strcmp(q->e[i].token, token) == 0)
+            (*stale)[k++] = q->e[i];
+        else
+            q->e[j++] = q->e[i];
+    }
+    q->n -= k;
+    return k;
 }
 
 int dlock__etcd_admit(const struct etcd_queue *q, const struct dlock_lock *lk,
@@ -283,8 +305,8 @@ int dlock__etcd_read_queue(struct etcd_store *es, const char *name,
             rc = dlock__seterr(DLOCK_ESTORE,
                                "etcd answered a range without a range (%s)",
                                es->url);
-        } else if (json_object_array_length(kvs) == 1) {
-            json_object *kv = json_object_array_get_idx(kvs, 0);
+        } else if (dlock__etcd_alen(kvs) == 1) {
+            json_object *kv = dlock__etcd_aget(kvs, 0);
 
             *k_rev = dlock__etcd_int(kv, "create_revision");
             *k_lease = dlock__etcd_int(kv, "lease");
@@ -336,11 +358,10 @@ int dlock__etcd_scan_keys(struct etcd_store *es, const char *from, size_t flen,
         more = json_object_get_boolean(json_object_object_get(reply, "more"));
         if (json_object_object_get_ex(reply, "kvs", &kvs) &&
             json_object_is_type(kvs, json_type_array))
-            n = json_object_array_length(kvs);
+            n = dlock__etcd_alen(kvs);
         for (size_t i = 0; i < n && rc == DLOCK_OK; i++) {
             size_t len = 0;
-            char *k = dlock__etcd_unb64(json_object_array_get_idx(kvs, i),
-                                        "key", &len);
+            char *k = dlock__etcd_unb64(dlock__etcd_aget(kvs, i), "key", &len);
 
             if (k == NULL)
                 continue;

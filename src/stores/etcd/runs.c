@@ -94,8 +94,8 @@ static json_object *runs_doc(json_object *kvs, int64_t *mod)
     char *v;
 
     *mod = 0;
-    if (kvs != NULL && json_object_array_length(kvs) == 1) {
-        kv = json_object_array_get_idx(kvs, 0);
+    if (kvs != NULL && dlock__etcd_alen(kvs) == 1) {
+        kv = dlock__etcd_aget(kvs, 0);
         *mod = dlock__etcd_int(kv, "mod_revision");
         v = dlock__etcd_unb64(kv, "value", &n);
         if (v != NULL)
@@ -134,18 +134,18 @@ static int read_state(struct etcd_store *es, const char *lkey, size_t llen,
     if (rc != DLOCK_OK)
         return rc;
     kvs = dlock__etcd_txn_kvs(reply, 0);
-    *lock_rev = kvs != NULL && json_object_array_length(kvs) == 1
-                    ? dlock__etcd_int(json_object_array_get_idx(kvs, 0),
-                                      "create_revision")
-                    : 0;
+    *lock_rev =
+        kvs != NULL && dlock__etcd_alen(kvs) == 1
+            ? dlock__etcd_int(dlock__etcd_aget(kvs, 0), "create_revision")
+            : 0;
     json_object_put(kvs);
     kvs = dlock__etcd_txn_kvs(reply, 1);
     *doc = runs_doc(kvs, mod);
     json_object_put(kvs);
     kvs = dlock__etcd_txn_kvs(reply, 2);
     *start_mod = *start_lease = 0;
-    if (kvs != NULL && json_object_array_length(kvs) == 1) {
-        json_object *kv = json_object_array_get_idx(kvs, 0);
+    if (kvs != NULL && dlock__etcd_alen(kvs) == 1) {
+        json_object *kv = dlock__etcd_aget(kvs, 0);
 
         *start_mod = dlock__etcd_int(kv, "mod_revision");
         *start_lease = dlock__etcd_int(kv, "lease");
@@ -175,8 +175,8 @@ static int since_start(struct etcd_store *es, int64_t lease, int64_t *ms)
     json_object_put(body);
     if (rc != DLOCK_OK)
         return rc;
-    left = dlock__etcd_int(reply, "TTL");
-    granted = dlock__etcd_int(reply, "grantedTTL");
+    left = dlock__etcd_ttl(reply, "TTL");
+    granted = dlock__etcd_ttl(reply, "grantedTTL");
     json_object_put(reply);
     /* etcd truncates the seconds left, so granted - left may be up to a
      * second more than the time passed: take one off. */
@@ -229,16 +229,17 @@ static json_object *with_new_run(json_object *doc, json_object *run)
 {
     json_object *old = json_object_object_get(doc, "runs"),
                 *runs = json_object_new_array(), *out;
-    size_t n = json_object_array_length(old);
+    size_t n = dlock__etcd_alen(old);
 
     if (runs == NULL)
         return NULL;
     json_object_array_add(runs, run);
     for (size_t i = 0; i < n && i + 1 < DLOCK_RUNS_KEPT; i++) {
-        json_object *r = json_object_array_get_idx(old, i), *c = NULL;
+        json_object *r = dlock__etcd_aget(old, i), *c = NULL;
 
-        if (json_object_deep_copy(r, &c, NULL) != 0)
-            continue;
+        if (!json_object_is_type(r, json_type_object) ||
+            json_object_deep_copy(r, &c, NULL) != 0)
+            continue; /* not a run dlock wrote: dropped */
         if (dlock__etcd_int(c, "result") == DLOCK_RUN_RUNNING)
             json_object_object_add(c, "result",
                                    json_object_new_int(DLOCK_RUN_ABANDONED));
@@ -292,6 +293,8 @@ int dlock__etcd_run_begin(struct dlock_store *s, struct dlock_lock *lk,
         }
         runs = json_object_object_get(doc, "runs");
         ok = json_object_object_get(doc, "ok");
+        if (!json_object_is_type(ok, json_type_object))
+            ok = NULL; /* not a run dlock wrote */
         if (rule->once && ok != NULL) {
             run_fill(last, lk->name, ok);
             *go = 0;
@@ -305,14 +308,14 @@ int dlock__etcd_run_begin(struct dlock_store *s, struct dlock_lock *lk,
             break;
         }
         if (rule->period_ms > 0 && since >= 0 && since < rule->period_ms / 2) {
-            if (json_object_array_length(runs) > 0)
-                run_fill(last, lk->name, json_object_array_get_idx(runs, 0));
+            if (dlock__etcd_alen(runs) > 0)
+                run_fill(last, lk->name, dlock__etcd_aget(runs, 0));
             *go = 0;
             json_object_put(doc);
             break;
         }
-        if (json_object_array_length(runs) > 0)
-            run_fill(last, lk->name, json_object_array_get_idx(runs, 0));
+        if (dlock__etcd_alen(runs) > 0)
+            run_fill(last, lk->name, dlock__etcd_aget(runs, 0));
         rc = grant_start(es, &lease);
         if (rc != DLOCK_OK) {
             json_object_put(doc);
@@ -416,11 +419,11 @@ int dlock__etcd_run_end(struct dlock_store *s, struct dlock_lock *lk,
             break;
         }
         runs = json_object_object_get(doc, "runs");
-        n = json_object_array_length(runs);
+        n = dlock__etcd_alen(runs);
         for (size_t i = 0; i < n && r == NULL; i++)
-            if ((uint64_t)dlock__etcd_int(json_object_array_get_idx(runs, i),
-                                          "fence") == lk->fence)
-                r = json_object_array_get_idx(runs, i);
+            if ((uint64_t)dlock__etcd_int(dlock__etcd_aget(runs, i), "fence") ==
+                lk->fence)
+                r = dlock__etcd_aget(runs, i);
         if (r == NULL || mod == 0) { /* dropped as too old: nothing to do */
             json_object_put(doc);
             break;
@@ -474,13 +477,13 @@ static int each_run(const char *name, json_object *doc, unsigned max,
                     dlock_run_cb cb, void *payload)
 {
     json_object *runs = json_object_object_get(doc, "runs");
-    size_t n = runs != NULL ? json_object_array_length(runs) : 0;
+    size_t n = runs != NULL ? dlock__etcd_alen(runs) : 0;
     int rc = 0;
 
     for (size_t i = 0; i < n && i < max && rc == 0; i++) {
         dlock_run r;
 
-        run_fill(&r, name, json_object_array_get_idx(runs, i));
+        run_fill(&r, name, dlock__etcd_aget(runs, i));
         rc = cb(&r, payload);
     }
     return rc;

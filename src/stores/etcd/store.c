@@ -34,8 +34,8 @@ static int check_key(struct etcd_store *es, struct dlock_lock *lk,
         return rc;
     kv = json_object_object_get_ex(reply, "kvs", &kvs) &&
                  json_object_is_type(kvs, json_type_array) &&
-                 json_object_array_length(kvs) == 1
-             ? json_object_array_get_idx(kvs, 0)
+                 dlock__etcd_alen(kvs) == 1
+             ? dlock__etcd_aget(kvs, 0)
              : NULL;
     rc = kv != NULL &&
                  dlock__etcd_int(kv, "create_revision") == el->create_rev &&
@@ -48,9 +48,39 @@ static int check_key(struct etcd_store *es, struct dlock_lock *lk,
 
 /* A new TTL: move the key to a lease of that length (same key, same
  * create revision: the fence stays). */
+static int read_back(struct etcd_store *es, struct etcd_lock *el, int64_t *rev,
+                     int64_t *lease)
+{
+    json_object *body = json_object_new_object(), *reply = NULL, *kvs = NULL;
+    int rc;
+
+    *rev = *lease = 0;
+    if (body == NULL)
+        return dlock__enomem();
+    json_object_object_add(body, "key", dlock__etcd_b64(el->key, el->key_len));
+    rc = dlock__etcd_post(es, "/v3/kv/range", body, ETCD_RETRY_SAFE, &reply,
+                          NULL);
+    json_object_put(body);
+    if (rc == DLOCK_OK && json_object_object_get_ex(reply, "kvs", &kvs) &&
+        dlock__etcd_alen(kvs) == 1) {
+        *rev = dlock__etcd_int(dlock__etcd_aget(kvs, 0), "create_revision");
+        *lease = dlock__etcd_int(dlock__etcd_aget(kvs, 0), "lease");
+    }
+    json_object_put(reply);
+    return rc;
+}
+
+/* A new TTL: move the key to a lease of that length (same key, same
+ * create revision: the fence stays).  The new lease must keep the key
+ * for the whole new TTL from the call (no reuse slack here: the core
+ * counts the lease from the call), and a move whose answer was lost is
+ * read back: the key on the new lease is kept there, on the old one it
+ * stays; what cannot be told is LOST (the key may be on a lease that
+ * nobody renews). */
 static int move_lease(struct etcd_store *es, struct dlock_lock *lk,
                       struct etcd_lock *el, int64_t ttl_ms)
 {
+    int64_t t0 = dlock__now_ms(), rev, lease;
     struct etcd_lease *nl;
     json_object *cmp, *ok, *body, *reply = NULL;
     char *rec;
@@ -58,6 +88,15 @@ static int move_lease(struct etcd_store *es, struct dlock_lock *lk,
 
     if (rc != DLOCK_OK)
         return rc;
+    rc = dlock__etcd_lease_cover(es, nl, t0 + ttl_ms);
+    if (rc != DLOCK_OK) {
+        dlock__etcd_lease_put(es, nl);
+        return rc == DLOCK_LOST ? dlock__seterr(DLOCK_EUNAVAIL,
+                                                "a new etcd lease went at "
+                                                "once (%s)",
+                                                es->url)
+                                : rc;
+    }
     rec = dlock__etcd_record(lk);
     cmp = json_object_new_array();
     ok = json_object_new_array();
@@ -82,15 +121,21 @@ static int move_lease(struct etcd_store *es, struct dlock_lock *lk,
         !json_object_get_boolean(json_object_object_get(reply, "succeeded")))
         rc = dlock__lost(lk, "its etcd key is gone");
     json_object_put(reply);
+    if (rc != DLOCK_OK && rc != DLOCK_LOST && rc != DLOCK_ENOMEM) {
+        /* Did it land?  Ask. */
+        if (read_back(es, el, &rev, &lease) != DLOCK_OK)
+            rc = dlock__lost(lk, "an extend to another TTL got no answer, "
+                                 "and where its key is could not be read");
+        else if (rev != el->create_rev)
+            rc = dlock__lost(lk, "its etcd key is gone");
+        else if (lease == nl->id)
+            rc = DLOCK_OK; /* it landed */
+        /* else: on the old lease still, as before: rc stands */
+    }
     if (rc == DLOCK_OK) {
         dlock__etcd_lease_put(es, el->lease);
         el->lease = nl;
     } else {
-        if (rc != DLOCK_LOST) { /* it may be on nl now: retire nl */
-            pthread_mutex_lock(&es->mu);
-            nl->tainted = 1;
-            pthread_mutex_unlock(&es->mu);
-        }
         dlock__etcd_lease_put(es, nl);
     }
     return rc;
@@ -176,8 +221,8 @@ static int etcd_extend_many(struct dlock_store *s,
             struct etcd_lock *el = lk->priv;
             json_object *kvs = rc == DLOCK_OK ? dlock__etcd_txn_kvs(reply, k)
                                               : NULL,
-                        *kv = kvs != NULL && json_object_array_length(kvs) == 1
-                                  ? json_object_array_get_idx(kvs, 0)
+                        *kv = kvs != NULL && dlock__etcd_alen(kvs) == 1
+                                  ? dlock__etcd_aget(kvs, 0)
                                   : NULL;
 
             if (rc != DLOCK_OK)
@@ -223,7 +268,7 @@ static int etcd_ttl_left(struct dlock_store *s, struct dlock_lock *lk,
     json_object_put(body);
     if (rc != DLOCK_OK)
         return rc;
-    ttl = dlock__etcd_int(reply, "TTL");
+    ttl = dlock__etcd_ttl(reply, "TTL");
     json_object_put(reply);
     if (ttl < 0) /* -1: no such lease */
         return dlock__lost(lk, "its etcd lease is gone");
@@ -299,7 +344,7 @@ static int64_t lease_left(struct etcd_store *es, int64_t id)
     json_object_object_add(body, "ID", dlock__etcd_i64(id));
     if (dlock__etcd_post(es, "/v3/lease/timetolive", body, ETCD_RETRY_SAFE,
                          &reply, NULL) == DLOCK_OK) {
-        ttl = dlock__etcd_int(reply, "TTL");
+        ttl = dlock__etcd_ttl(reply, "TTL");
         ttl = ttl >= 0 ? ttl * 1000 : -1;
     }
     json_object_put(reply);
@@ -425,10 +470,10 @@ static int etcd_force_release(struct dlock_store *s, const char *name,
              : dlock__etcd_post(es, "/v3/kv/txn", body, 0, &reply, NULL);
     json_object_put(body);
     if (rc == DLOCK_OK && json_object_object_get_ex(reply, "responses", &rs))
-        for (size_t i = 0; i < json_object_array_length(rs); i++) {
+        for (size_t i = 0; i < dlock__etcd_alen(rs); i++) {
             json_object *d = NULL;
 
-            if (json_object_object_get_ex(json_object_array_get_idx(rs, i),
+            if (json_object_object_get_ex(dlock__etcd_aget(rs, i),
                                           "response_delete_range", &d))
                 *removed += (unsigned)dlock__etcd_int(d, "deleted");
         }
