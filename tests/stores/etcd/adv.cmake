@@ -32,9 +32,23 @@ if(ETCD_FOUND)
   target_link_libraries(adv_stray_key PRIVATE dlock_static Threads::Threads)
   add_test(NAME etcd-adv-stray-key
     COMMAND sh -c "exec \"$0\" \"$1\" \"$DLOCK_TEST_ETCD_URL\""
-            ${CMAKE_CURRENT_SOURCE_DIR}/stores/etcd/adv_stray_key.sh
+            ${CMAKE_CURRENT_SOURCE_DIR}/stores/etcd/adv_relay.sh
             $<TARGET_FILE:adv_stray_key>)
   set_tests_properties(etcd-adv-stray-key PROPERTIES
                        SKIP_RETURN_CODE 77 TIMEOUT 90)
   dlock_tier(quick P etcd-adv-stray-key)
+endif()
+# dlock_extend() to another TTL whose answer was lost: the new lease is
+# revoked with the key the landed put moved onto it, and the holder does
+# not know (two holders).
+if(ETCD_FOUND)
+  add_executable(adv_move_lost stores/etcd/adv_move_lost.c)
+  target_link_libraries(adv_move_lost PRIVATE dlock_static Threads::Threads)
+  add_test(NAME etcd-adv-move-lost
+    COMMAND sh -c "exec \"$0\" \"$1\" \"$DLOCK_TEST_ETCD_URL\" 1"
+            ${CMAKE_CURRENT_SOURCE_DIR}/stores/etcd/adv_relay.sh
+            $<TARGET_FILE:adv_move_lost>)
+  set_tests_properties(etcd-adv-move-lost PROPERTIES
+                       SKIP_RETURN_CODE 77 TIMEOUT 90)
+  dlock_tier(quick P etcd-adv-move-lost)
 endif()

@@ -33,6 +33,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "honest"
 ARG = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+LOG = bool(__import__("os").environ.get("ADV_GATEWAY_LOG"))
 
 mu = threading.Lock()
 state = {"rev": 1, "kv": {}, "leases": {}, "next_lease": 0x1000, "reqs": 0}
@@ -169,6 +170,8 @@ class H(BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length", 0))
         body = json.loads(self.rfile.read(n) or b"{}")
         p = self.path
+        if LOG:
+            sys.stderr.write(p + "\n")
         if p == "/v3/watch":
             return self.watch(body)
         with mu:

@@ -4,7 +4,9 @@ gateway that loses one reply: the first /v3/kv/txn that puts a key under
 NAME/ is passed on to etcd (it lands) and its answer is cut after its
 first byte, the client's connection closed.  Everything else is passed on both ways.
 
-  adv_relay.py UPSTREAM_PORT NAME    prints its port on stdout, then serves
+  adv_relay.py UPSTREAM_PORT NAME [SKIP]   prints its port on stdout, then
+  serves; SKIP (default 0): the first SKIP such puts pass, the next one's
+  answer is lost
   (a line "dropped" goes to stderr when it has lost the reply)
 """
 import base64
@@ -16,6 +18,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 UP = int(sys.argv[1])
 NAME = sys.argv[2].encode() + b"/"
+SKIP = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+seen = [0]
 dropped = threading.Event()
 mu = threading.Lock()
 
@@ -44,7 +48,8 @@ class H(BaseHTTPRequestHandler):
         drop = False
         if self.path == "/v3/kv/txn" and puts_name(body):
             with mu:
-                if not dropped.is_set():
+                seen[0] += 1
+                if seen[0] > SKIP and not dropped.is_set():
                     dropped.set()
                     drop = True
         c = http.client.HTTPConnection("127.0.0.1", UP, timeout=30)

@@ -1,8 +1,10 @@
 #!/bin/bash
-# adv_stray_key.sh PROGRAM URL: adv_relay.py in front of the etcd of URL
-# (etcd://127.0.0.1:PORT, one member), then adv_stray_key through it.
+# adv_relay.sh PROGRAM URL [SKIP]: adv_relay.py (losing the answer to
+# the put under NAME/ after SKIP of them) in front of the etcd of URL
+# (etcd://127.0.0.1:PORT, one member), then PROGRAM RELAY_URL URL NAME
+# (adv_stray_key, adv_move_lost).
 set -u
-prog=$1 url=$2
+prog=$1 url=$2 skip=${3:-0}
 here=$(cd "$(dirname "$0")" && pwd)
 if [ -z "$url" ]; then
     echo "no etcd URL (DLOCK_TEST_ETCD_URL)"
@@ -20,7 +22,7 @@ cleanup() {
 }
 trap cleanup EXIT
 name="adv-stray-$$"
-python3 "$here/adv_relay.py" "$up" "$name" >"$dir/port" 2>"$dir/relay.err" &
+python3 "$here/adv_relay.py" "$up" "$name" "$skip" >"$dir/port" 2>"$dir/relay.err" &
 relay=$!
 for _ in $(seq 50); do
     [ -s "$dir/port" ] && break
