@@ -52,3 +52,16 @@ if(ETCD_FOUND)
                        SKIP_RETURN_CODE 77 TIMEOUT 90)
   dlock_tier(quick P etcd-adv-move-lost)
 endif()
+# Threads sharing a handle and an etcd lease (waiters watching while the
+# lease thread renews): functional here; under DLOCK_TSAN it shows the
+# unlocked read of a shared lease's granted_ms in acquire.c's wait_slice.
+if(ETCD_FOUND)
+  add_executable(adv_threads stores/etcd/adv_threads.c)
+  target_link_libraries(adv_threads PRIVATE dlock_static Threads::Threads)
+  add_test(NAME etcd-adv-threads
+    COMMAND sh -c "exec \"$0\" \"$DLOCK_TEST_ETCD_URL\""
+            $<TARGET_FILE:adv_threads>)
+  set_tests_properties(etcd-adv-threads PROPERTIES
+                       SKIP_RETURN_CODE 77 TIMEOUT 60)
+  dlock_tier(quick P etcd-adv-threads)
+endif()
