@@ -18,6 +18,10 @@ waits), and then misbehaves in the way MODE says:
   big           range and txn replies are 17 MiB of valid JSON
   watch-line    a watch sends a line that never ends (1 KiB every 50 ms)
   watch-flood   a watch answers "canceled" at once, every time
+  kvs-int       a read-only txn (no compare: the queue re-read, the
+                renewal's key check, the run records' read) answers each
+                range's "kvs" as the number 5
+  watch-bad     a watch answers {"result": {"events": 5}}
   cluster-flip  after the first N requests (N = ARG, default 3) the header
                 names another cluster id
 
@@ -135,6 +139,10 @@ def do_txn(body):
         elif "request_delete_range" in op:
             resps.append({"response_delete_range":
                           do_delete(op["request_delete_range"])})
+    if MODE == "kvs-int" and not body.get("compare"):
+        for r in resps:
+            if "response_range" in r:
+                r["response_range"]["kvs"] = 5
     out = {"header": header(), "responses": resps}
     if ok:
         out["succeeded"] = True
@@ -251,6 +259,12 @@ class H(BaseHTTPRequestHandler):
                        + "\n").encode())
                 chunk(b"")
                 return
+            if MODE == "watch-bad":
+                chunk((json.dumps({"result": {"header": h, "events": 5}})
+                       + "\n").encode())
+                while True:
+                    time.sleep(0.2)
+                    chunk(b"\n")
             if MODE == "watch-line":
                 chunk(b'{"result": {"header": {}, "x": "')
                 while True:
