@@ -22,6 +22,9 @@ waits), and then misbehaves in the way MODE says:
                 renewal's key check, the run records' read) answers each
                 range's "kvs" as the number 5
   watch-bad     a watch answers {"result": {"events": 5}}
+  hang-txn      a txn that puts (an acquire's) is never answered; the
+                rest is
+  hang-revoke   ... and a lease revoke is never answered either
   cluster-flip  after the first N requests (N = ARG, default 3) the header
                 names another cluster id
 
@@ -182,6 +185,11 @@ class H(BaseHTTPRequestHandler):
             sys.stderr.write(p + "\n")
         if p == "/v3/watch":
             return self.watch(body)
+        if MODE in ("hang-txn", "hang-revoke") and p == "/v3/kv/txn" and \
+                any("request_put" in op for op in body.get("success", [])):
+            time.sleep(3600)
+        if MODE == "hang-revoke" and p == "/v3/lease/revoke":
+            time.sleep(3600)
         with mu:
             if p == "/v3/maintenance/status":
                 out = {"header": header(), "version": "3.4.23"}
