@@ -18,6 +18,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 fail=0
 gw_pid=
 dir=$(mktemp -d "${TMPDIR:-/tmp}/adv-ttl.XXXXXX")
+# shellcheck disable=SC2317 # the EXIT trap calls it
 cleanup() {
     [ -n "$gw_pid" ] && kill "$gw_pid" 2>/dev/null && wait "$gw_pid" 2>/dev/null
     rm -rf "$dir"

@@ -19,6 +19,7 @@ hostport=${hostport%%\?*}
 hostport=${hostport%%,*}
 prefix="advlist-$$/"
 holder=
+# shellcheck disable=SC2317 # the EXIT trap calls it
 cleanup() {
     [ -n "$holder" ] && kill "$holder" 2>/dev/null && wait "$holder" 2>/dev/null
     # Every key under the prefix (a deleterange from prefix to prefix+1).

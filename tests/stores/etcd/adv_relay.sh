@@ -16,6 +16,7 @@ hostport=${hostport%%\?*}
 up=${hostport##*:}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/adv-stray.XXXXXX")
 relay=
+# shellcheck disable=SC2317 # the EXIT trap calls it
 cleanup() {
     [ -n "$relay" ] && kill "$relay" 2>/dev/null && wait "$relay" 2>/dev/null
     rm -rf "$dir"

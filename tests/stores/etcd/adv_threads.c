@@ -91,8 +91,7 @@ int main(int argc, char **argv)
         snprintf(names[i], sizeof(names[i]), "adv-thr-%ld-%d", (long)getpid(),
                  i);
         if (dlock_acquire(&blockers[i], other, names[i], &o) != DLOCK_OK) {
-            fprintf(stderr, "FAIL: acquire %s: %s\n", names[i],
-                    dlock_errmsg());
+            fprintf(stderr, "FAIL: acquire %s: %s\n", names[i], dlock_errmsg());
             return 1;
         }
         fence_before[i] = dlock_fence(blockers[i]);
