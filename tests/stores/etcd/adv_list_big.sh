@@ -53,7 +53,8 @@ PY
 u="etcd://$hostport?prefix=$prefix"
 fifo=$(mktemp -u "${TMPDIR:-/tmp}/adv-list.XXXXXX")
 mkfifo "$fifo"
-"$dlock" -s "$u" run -n held-one -- sh -c "echo held > $fifo; sleep 60" &
+"$dlock" -s "$u" run -n held-one -- sh -c "echo held > $fifo; exec sleep 60" \
+    >/dev/null 2>&1 &
 holder=$!
 if ! timeout 20 head -n1 "$fifo" >/dev/null; then
     rm -f "$fifo"
