@@ -1,7 +1,7 @@
 # The adversary's etcd cases (issue 38), included from tests/CMakeLists.txt
 # (ETCD_FOUND, dlock_tier() in scope; CMAKE_CURRENT_SOURCE_DIR is tests/).
-# Each case failed on the store as it was when it was written: see
-# /work/notes/38-adv-report.md.
+# Each case failed on the store as it was when it was written (the fixes:
+# git log src/stores/etcd; the rules: docs/threat-model.md).
 if(ETCD_FOUND)
   # dlock_extend() to another TTL onto a lease refreshed up to 1 s ago:
   # the holder's lease end must not outlast etcd's key (two holders).
@@ -17,7 +17,7 @@ endif()
 # A hostile gateway's lease numbers (TTLs near INT64_MAX, junk, -1, an
 # error inside a keepalive's result) and reply shapes (kvs, events not
 # arrays): bounded, 0/69/75, no undefined behaviour (signed overflow in
-# lease.c and store.c today), no abort (json-c's assertion today).
+# lease.c and store.c once), no abort (json-c's assertion once).
 if(ETCD_FOUND)
   add_test(NAME etcd-adv-hostile-gateway
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/stores/etcd/adv_hostile_gateway.sh
@@ -27,7 +27,7 @@ if(ETCD_FOUND)
 endif()
 # An acquire's put that landed with its answer lost, next to another lock
 # of the handle on the same lease: the stray key must not lock the name
-# out (today it does, for as long as the other lock is held).
+# out (it once did, for as long as the other lock was held).
 if(ETCD_FOUND)
   add_executable(adv_stray_key stores/etcd/adv_stray_key.c)
   target_link_libraries(adv_stray_key PRIVATE dlock_static Threads::Threads)
