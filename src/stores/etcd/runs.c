@@ -32,8 +32,9 @@
 #include "strutil.h"
 
 #define TRIES 8
-/* The start lease: longer than half the longest period (a year). */
-#define START_LEASE_S (366LL * 24 * 3600)
+/* The start lease: longer than half the longest period (a year), and
+ * shorter than the year dlock__etcd_ttl() clamps what etcd says to. */
+#define START_LEASE_S (200LL * 24 * 3600)
 
 static char *run_key(const struct etcd_store *es, const char *name,
                      const char *what, size_t *len)
