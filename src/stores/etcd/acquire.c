@@ -64,15 +64,11 @@ static void delete_stale(struct etcd_store *es, struct etcd_entry *stale,
                          size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        json_object *body = dlock__etcd_body_delete_own(
-                        stale[i].key, stale[i].key_len, stale[i].create_rev),
-                    *reply = NULL;
-
-        if (body != NULL)
-            (void)dlock__etcd_post(es, "/v3/kv/txn", body, ETCD_RETRY_SAFE,
-                                   &reply, NULL);
-        json_object_put(body);
-        json_object_put(reply);
+        (void)dlock__etcd_commit(
+            es,
+            dlock__etcd_body_delete_own(stale[i].key, stale[i].key_len,
+                                        stale[i].create_rev),
+            ETCD_RETRY_SAFE, NULL);
         free(stale[i].key);
     }
     free(stale);
@@ -141,12 +137,13 @@ static int put_key(struct etcd_store *es, struct dlock_lock *lk,
              : dlock__etcd_post(es, "/v3/kv/txn", body, 0, &reply, &grpc);
     json_object_put(body);
     if (rc != DLOCK_OK) {
-        pthread_mutex_lock(&es->mu);
-        if (grpc == 5) /* etcdserver: requested lease not found */
+        if (grpc == 5) { /* etcdserver: requested lease not found */
+            pthread_mutex_lock(&es->mu);
             el->lease->dead = 1;
-        else /* the put may have landed: retire the lease */
-            el->lease->tainted = 1;
-        pthread_mutex_unlock(&es->mu);
+            pthread_mutex_unlock(&es->mu);
+        } else { /* the put may have landed */
+            dlock__etcd_lease_retire(es, el->lease);
+        }
         if (grpc == 5)
             rc = DLOCK_LOST;
         goto out;
@@ -416,26 +413,19 @@ int dlock__etcd_forget(struct dlock_store *s, struct dlock_lock *lk)
 {
     struct etcd_store *es = (struct etcd_store *)s;
     struct etcd_lock *el = lk->priv;
-    json_object *body, *reply = NULL;
     int rc = DLOCK_OK;
 
     if (el == NULL)
         return DLOCK_OK;
     lk->priv = NULL;
     if (el->create_rev != 0) {
-        body =
-            dlock__etcd_body_delete_own(el->key, el->key_len, el->create_rev);
-        rc = body == NULL ? dlock__enomem()
-                          : dlock__etcd_post(es, "/v3/kv/txn", body,
-                                             ETCD_RETRY_SAFE, &reply, NULL);
-        json_object_put(body);
-        json_object_put(reply);
-        if (rc != DLOCK_OK) {
-            /* Revoke the lease, key and all, once nothing else is on it. */
-            pthread_mutex_lock(&es->mu);
-            el->lease->tainted = 1;
-            pthread_mutex_unlock(&es->mu);
-        }
+        rc = dlock__etcd_commit(
+            es,
+            dlock__etcd_body_delete_own(el->key, el->key_len, el->create_rev),
+            ETCD_RETRY_SAFE, NULL);
+        /* Revoke the lease, key and all, once nothing else is on it. */
+        if (rc != DLOCK_OK)
+            dlock__etcd_lease_retire(es, el->lease);
     }
     dlock__etcd_lock_free(es, el);
     return rc;

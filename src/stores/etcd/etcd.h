@@ -135,6 +135,11 @@ int dlock__etcd_post(struct etcd_store *es, const char *path, json_object *body,
 int dlock__etcd_post_until(struct etcd_store *es, const char *path,
                            json_object *body, int flags, int64_t deadline,
                            json_object **out, int *grpc_code);
+/* POST body (NULL: out of memory; put either way) to /v3/kv/txn, for
+ * its verdict only: DLOCK_OK with *succeeded (may be NULL) whether its
+ * compares held, or the failure. */
+int dlock__etcd_commit(struct etcd_store *es, json_object *body, int flags,
+                       int *succeeded);
 int dlock__etcd_http_init(struct etcd_store *es);
 /* Get an auth token for the URL's user (open, and when one expires). */
 int dlock__etcd_authenticate(struct etcd_store *es);
@@ -165,6 +170,10 @@ json_object *dlock__etcd_i64(int64_t v);
 char *dlock__etcd_prefix_end(const char *s, size_t n, size_t *end_len);
 #define ETCD_RANGE_SORTED 1 /* by create revision */
 #define ETCD_RANGE_KEYS 2   /* keys and revisions only (no value, no lease) */
+/* A range request (the body of /v3/kv/range), and the same as a txn
+ * operation. */
+json_object *dlock__etcd_range_req(const char *key, size_t n, const char *end,
+                                   size_t end_len, int64_t limit, int flags);
 json_object *dlock__etcd_range_op(const char *key, size_t n, const char *end,
                                   size_t end_len, int64_t limit, int flags);
 json_object *dlock__etcd_cmp_create(const char *key, size_t n, int64_t rev);
@@ -240,12 +249,15 @@ size_t dlock__etcd_holders(const struct etcd_queue *q, int *shared);
 int dlock__etcd_read_queue(struct etcd_store *es, const char *name,
                            struct etcd_queue *q, const char *k, size_t klen,
                            int64_t *k_rev, int64_t *k_lease);
-/* Every key from `from` (flen bytes; 0: the whole keyspace) to the end
- * of its prefix range, a page of keys (no values) at a time, passed to
- * cb until it returns nonzero (that value is returned). */
-int dlock__etcd_scan_keys(struct etcd_store *es, const char *from, size_t flen,
+/* Every key starting with P prefix (both may be "": the whole keyspace),
+ * a page of keys (no values) at a time, passed to cb until it returns
+ * nonzero (that value is returned). */
+int dlock__etcd_scan_keys(struct etcd_store *es, const char *prefix,
                           int (*cb)(const char *key, size_t klen, void *arg),
                           void *arg);
+/* One key, read linearizably: *reply to put, *kv in it (NULL: absent). */
+int dlock__etcd_get(struct etcd_store *es, const char *key, size_t klen,
+                    json_object **reply, json_object **kv);
 /* P NAME "/" (malloc'd) and its length. */
 char *dlock__etcd_name_prefix(const struct etcd_store *es, const char *name,
                               size_t *len);
@@ -262,10 +274,25 @@ int dlock__etcd_lease_get(struct etcd_store *es, int64_t ttl_ms, int own,
  * failure. */
 int dlock__etcd_lease_cover(struct etcd_store *es, struct etcd_lease *l,
                             int64_t until);
+/* Retire l (tainted): a put on it may have landed unseen.  No lock takes
+ * it any more, and it is revoked once its last lock lets go. */
+void dlock__etcd_lease_retire(struct etcd_store *es, struct etcd_lease *l);
 /* refs-1; a tainted lease with no refs left is revoked. */
 void dlock__etcd_lease_put(struct etcd_store *es, struct etcd_lease *l);
 /* Revoke and free every lease (close). */
 void dlock__etcd_lease_free_all(struct etcd_store *es);
+/* POST /v3/lease/grant: the lease's id and the TTL granted (etcd may
+ * grant more than asked: its minimum). */
+int dlock__etcd_lease_grant(struct etcd_store *es, int64_t ttl_s, int64_t *id,
+                            int64_t *granted_s);
+/* POST /v3/lease/timetolive: the seconds left (-1: no such lease; etcd
+ * truncates) and the TTL it was granted. */
+int dlock__etcd_lease_ttl(struct etcd_store *es, int64_t id, int64_t *left_s,
+                          int64_t *granted_s);
+/* Revoke lease id, best effort, by deadline (monotonic ms): a lease not
+ * revoked expires by itself. */
+void dlock__etcd_lease_revoke(struct etcd_store *es, int64_t id,
+                              int64_t deadline);
 /* The server keeps keys on l at least until this monotonic ms. */
 int64_t dlock__etcd_lease_until(const struct etcd_lease *l);
 

@@ -433,6 +433,23 @@ int dlock__etcd_post(struct etcd_store *es, const char *path, json_object *body,
                                   grpc_code);
 }
 
+int dlock__etcd_commit(struct etcd_store *es, json_object *body, int flags,
+                       int *succeeded)
+{
+    json_object *reply = NULL;
+    int rc = body == NULL ? dlock__enomem()
+                          : dlock__etcd_post(es, "/v3/kv/txn", body, flags,
+                                             &reply, NULL);
+
+    json_object_put(body);
+    if (succeeded != NULL)
+        *succeeded =
+            rc == DLOCK_OK &&
+            json_object_get_boolean(json_object_object_get(reply, "succeeded"));
+    json_object_put(reply);
+    return rc;
+}
+
 /* POST /v3/auth/authenticate; keeps the token for every later request. */
 static int authenticate(struct etcd_store *es, int64_t deadline)
 {

@@ -135,17 +135,36 @@ char *dlock__etcd_prefix_end(const char *s, size_t n, size_t *end_len)
     return e;
 }
 
-json_object *dlock__etcd_range_op(const char *key, size_t n, const char *end,
-                                  size_t end_len, int64_t limit, int flags)
+/* {"key": key} (NULL: no memory), the start of every request on a key. */
+static json_object *keyed(const char *key, size_t n)
 {
-    json_object *r = json_object_new_object(), *op = json_object_new_object();
+    json_object *r = json_object_new_object();
 
-    if (r == NULL || op == NULL) {
+    if (r != NULL)
+        json_object_object_add(r, "key", dlock__etcd_b64(key, n));
+    return r;
+}
+
+/* {kind: r}: a txn operation (NULL, and r put, if either is missing). */
+static json_object *txn_op(const char *kind, json_object *r)
+{
+    json_object *op = r != NULL ? json_object_new_object() : NULL;
+
+    if (op == NULL) {
         json_object_put(r);
-        json_object_put(op);
         return NULL;
     }
-    json_object_object_add(r, "key", dlock__etcd_b64(key, n));
+    json_object_object_add(op, kind, r);
+    return op;
+}
+
+json_object *dlock__etcd_range_req(const char *key, size_t n, const char *end,
+                                   size_t end_len, int64_t limit, int flags)
+{
+    json_object *r = keyed(key, n);
+
+    if (r == NULL)
+        return NULL;
     if (end != NULL)
         json_object_object_add(r, "range_end", dlock__etcd_b64(end, end_len));
     if (limit > 0)
@@ -158,18 +177,23 @@ json_object *dlock__etcd_range_op(const char *key, size_t n, const char *end,
         json_object_object_add(r, "sort_target",
                                json_object_new_string("CREATE"));
     }
-    json_object_object_add(op, "request_range", r);
-    return op;
+    return r;
+}
+
+json_object *dlock__etcd_range_op(const char *key, size_t n, const char *end,
+                                  size_t end_len, int64_t limit, int flags)
+{
+    return txn_op("request_range",
+                  dlock__etcd_range_req(key, n, end, end_len, limit, flags));
 }
 
 static json_object *cmp_rev(const char *key, size_t n, const char *target,
                             const char *field, int64_t rev)
 {
-    json_object *c = json_object_new_object();
+    json_object *c = keyed(key, n);
 
     if (c == NULL)
         return NULL;
-    json_object_object_add(c, "key", dlock__etcd_b64(key, n));
     json_object_object_add(c, "target", json_object_new_string(target));
     json_object_object_add(c, "result", json_object_new_string("EQUAL"));
     json_object_object_add(c, field, dlock__etcd_i64(rev));
@@ -189,32 +213,18 @@ json_object *dlock__etcd_cmp_mod(const char *key, size_t n, int64_t rev)
 json_object *dlock__etcd_put_op(const char *key, size_t n, const char *val,
                                 int64_t lease)
 {
-    json_object *r = json_object_new_object(), *op = json_object_new_object();
+    json_object *r = keyed(key, n);
 
-    if (r == NULL || op == NULL) {
-        json_object_put(r);
-        json_object_put(op);
-        return NULL;
+    if (r != NULL) {
+        json_object_object_add(r, "value", dlock__etcd_b64(val, strlen(val)));
+        json_object_object_add(r, "lease", dlock__etcd_i64(lease));
     }
-    json_object_object_add(r, "key", dlock__etcd_b64(key, n));
-    json_object_object_add(r, "value", dlock__etcd_b64(val, strlen(val)));
-    json_object_object_add(r, "lease", dlock__etcd_i64(lease));
-    json_object_object_add(op, "request_put", r);
-    return op;
+    return txn_op("request_put", r);
 }
 
 json_object *dlock__etcd_delete_op(const char *key, size_t n)
 {
-    json_object *r = json_object_new_object(), *op = json_object_new_object();
-
-    if (r == NULL || op == NULL) {
-        json_object_put(r);
-        json_object_put(op);
-        return NULL;
-    }
-    json_object_object_add(r, "key", dlock__etcd_b64(key, n));
-    json_object_object_add(op, "request_delete_range", r);
-    return op;
+    return txn_op("request_delete_range", keyed(key, n));
 }
 
 json_object *dlock__etcd_txn(json_object *cmp, json_object *ok,

@@ -87,25 +87,60 @@ int dlock__etcd_lease_cover(struct etcd_store *es, struct etcd_lease *l,
     return rc;
 }
 
-static int grant(struct etcd_store *es, int64_t ttl_s, struct etcd_lease **out)
+int dlock__etcd_lease_grant(struct etcd_store *es, int64_t ttl_s, int64_t *id,
+                            int64_t *granted_s)
 {
     json_object *body = dlock__etcd_body_ttl(ttl_s), *reply = NULL;
-    struct etcd_lease *l;
-    int64_t sent = dlock__now_ms(), id, granted;
     int rc;
 
+    *id = *granted_s = 0;
     if (body == NULL)
         return dlock__enomem();
     /* Sent twice, a grant leaves a lease nobody uses: it expires. */
     rc = dlock__etcd_post(es, "/v3/lease/grant", body, ETCD_RETRY_SAFE, &reply,
                           NULL);
     json_object_put(body);
+    if (rc == DLOCK_OK) {
+        *id = dlock__etcd_int(reply, "ID");
+        *granted_s = dlock__etcd_ttl(reply, "TTL");
+        if (*id == 0)
+            rc = dlock__seterr(DLOCK_ESTORE, "etcd granted no lease (%s)",
+                               es->url);
+    }
+    json_object_put(reply);
+    return rc;
+}
+
+int dlock__etcd_lease_ttl(struct etcd_store *es, int64_t id, int64_t *left_s,
+                          int64_t *granted_s)
+{
+    json_object *body = dlock__etcd_body_id(id), *reply = NULL;
+    int rc;
+
+    *left_s = -1;
+    *granted_s = 0;
+    if (body == NULL)
+        return dlock__enomem();
+    rc = dlock__etcd_post(es, "/v3/lease/timetolive", body, ETCD_RETRY_SAFE,
+                          &reply, NULL);
+    json_object_put(body);
+    if (rc == DLOCK_OK) {
+        *left_s = dlock__etcd_ttl(reply, "TTL");
+        *granted_s = dlock__etcd_ttl(reply, "grantedTTL");
+    }
+    json_object_put(reply);
+    return rc;
+}
+
+static int grant(struct etcd_store *es, int64_t ttl_s, struct etcd_lease **out)
+{
+    struct etcd_lease *l;
+    int64_t sent = dlock__now_ms(), id, granted;
+    int rc = dlock__etcd_lease_grant(es, ttl_s, &id, &granted);
+
     if (rc != DLOCK_OK)
         return rc;
-    id = dlock__etcd_int(reply, "ID");
-    granted = dlock__etcd_ttl(reply, "TTL");
-    json_object_put(reply);
-    if (id == 0 || granted < ttl_s)
+    if (granted < ttl_s)
         return dlock__seterr(DLOCK_ESTORE,
                              "etcd granted lease %llx for %lld s, asked %lld "
                              "s (%s)",
@@ -176,7 +211,8 @@ int dlock__etcd_lease_get(struct etcd_store *es, int64_t ttl_ms, int own,
     return DLOCK_OK;
 }
 
-static void revoke(struct etcd_store *es, int64_t id, int64_t deadline)
+void dlock__etcd_lease_revoke(struct etcd_store *es, int64_t id,
+                              int64_t deadline)
 {
     json_object *body = dlock__etcd_body_id(id), *reply = NULL;
 
@@ -187,6 +223,13 @@ static void revoke(struct etcd_store *es, int64_t id, int64_t deadline)
                                  deadline, &reply, NULL);
     json_object_put(reply);
     json_object_put(body);
+}
+
+void dlock__etcd_lease_retire(struct etcd_store *es, struct etcd_lease *l)
+{
+    pthread_mutex_lock(&es->mu);
+    l->tainted = 1;
+    pthread_mutex_unlock(&es->mu);
 }
 
 void dlock__etcd_lease_put(struct etcd_store *es, struct etcd_lease *l)
@@ -212,10 +255,10 @@ void dlock__etcd_lease_put(struct etcd_store *es, struct etcd_lease *l)
     /* Best effort, and at most a second: the call that retired it may
      * have spent the caller's whole timeout already. */
     if (live)
-        revoke(es, l->id,
-               dlock__now_ms() + dlock__io_bound(es->timeout_ms < 1000
-                                                     ? es->timeout_ms
-                                                     : 1000));
+        dlock__etcd_lease_revoke(
+            es, l->id,
+            dlock__now_ms() +
+                dlock__io_bound(es->timeout_ms < 1000 ? es->timeout_ms : 1000));
     free(l);
 }
 
@@ -230,7 +273,7 @@ void dlock__etcd_lease_free_all(struct etcd_store *es)
         /* Nothing is held on it any more (close comes after every
          * release); revoking ends it now rather than at its TTL. */
         if (!l->dead && dlock__remaining_ms(deadline) > 0)
-            revoke(es, l->id, deadline);
+            dlock__etcd_lease_revoke(es, l->id, deadline);
         free(l);
     }
 }

@@ -322,33 +322,33 @@ int dlock__etcd_read_queue(struct etcd_store *es, const char *name,
 
 #define SCAN_PAGE 1000
 
-int dlock__etcd_scan_keys(struct etcd_store *es, const char *from, size_t flen,
+int dlock__etcd_scan_keys(struct etcd_store *es, const char *prefix,
                           int (*cb)(const char *key, size_t klen, void *arg),
                           void *arg)
 {
-    size_t elen = 1, klen = flen ? flen : 1;
-    char *end = flen ? dlock__etcd_prefix_end(from, flen, &elen) : NULL,
-         *key = malloc(klen + 1);
+    size_t n = strlen(prefix), flen = es->prefix_len + n, elen = 1,
+           klen = flen ? flen : 1;
+    char *key = malloc(klen + 1), *end = NULL;
     int rc = DLOCK_OK, more = 1;
 
-    if ((flen && end == NULL) || key == NULL) {
-        free(end);
+    if (key == NULL)
+        return dlock__enomem();
+    /* From P prefix to the end of its range; the whole keyspace is
+     * ["\0", "\0"). */
+    memcpy(key, es->prefix, es->prefix_len);
+    memcpy(key + es->prefix_len, prefix, n + 1);
+    if (flen > 0 && (end = dlock__etcd_prefix_end(key, flen, &elen)) == NULL) {
         free(key);
         return dlock__enomem();
     }
-    /* The whole keyspace is ["\0", "\0"). */
-    memcpy(key, flen ? from : "", klen);
     while (more && rc == DLOCK_OK) {
-        json_object *op = dlock__etcd_range_op(key, klen, end ? end : "",
-                                               end ? elen : 1, SCAN_PAGE,
-                                               ETCD_RANGE_KEYS),
-                    *req = NULL, *reply = NULL, *kvs;
+        json_object *req = dlock__etcd_range_req(key, klen, end ? end : "",
+                                                 end ? elen : 1, SCAN_PAGE,
+                                                 ETCD_RANGE_KEYS),
+                    *reply = NULL, *kvs;
         size_t n = 0, last_len = 0;
         char *last = NULL;
 
-        if (op != NULL && json_object_object_get_ex(op, "request_range", &req))
-            json_object_get(req);
-        json_object_put(op);
         rc = req == NULL ? dlock__enomem()
                          : dlock__etcd_post(es, "/v3/kv/range", req,
                                             ETCD_RETRY_SAFE, &reply, NULL);
@@ -390,5 +390,24 @@ int dlock__etcd_scan_keys(struct etcd_store *es, const char *from, size_t flen,
     }
     free(key);
     free(end);
+    return rc;
+}
+
+int dlock__etcd_get(struct etcd_store *es, const char *key, size_t klen,
+                    json_object **reply, json_object **kv)
+{
+    json_object *body = dlock__etcd_range_req(key, klen, NULL, 0, 0, 0),
+                *kvs = NULL;
+    int rc;
+
+    *reply = *kv = NULL;
+    if (body == NULL)
+        return dlock__enomem();
+    rc = dlock__etcd_post(es, "/v3/kv/range", body, ETCD_RETRY_SAFE, reply,
+                          NULL);
+    json_object_put(body);
+    if (rc == DLOCK_OK && json_object_object_get_ex(*reply, "kvs", &kvs) &&
+        dlock__etcd_alen(kvs) == 1)
+        *kv = dlock__etcd_aget(kvs, 0);
     return rc;
 }

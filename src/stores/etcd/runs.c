@@ -27,6 +27,7 @@
 #include "clock.h"
 #include "errors.h"
 #include "etcd.h"
+#include "iobound.h"
 #include "names.h"
 #include "process.h"
 #include "strutil.h"
@@ -86,17 +87,16 @@ static void run_fill(dlock_run *out, const char *name, json_object *r)
     out->status = (int)dlock__etcd_int(r, "status");
 }
 
-/* The runs document of a kvs array (one key or none): parsed, or a new
+/* The runs document of the runs key's kv (NULL: none): parsed, or a new
  * empty one; *mod its mod revision (0: absent). */
-static json_object *runs_doc(json_object *kvs, int64_t *mod)
+static json_object *runs_doc(json_object *kv, int64_t *mod)
 {
-    json_object *doc = NULL, *kv, *runs;
+    json_object *doc = NULL, *runs;
     size_t n = 0;
     char *v;
 
     *mod = 0;
-    if (kvs != NULL && dlock__etcd_alen(kvs) == 1) {
-        kv = dlock__etcd_aget(kvs, 0);
+    if (kv != NULL) {
         *mod = dlock__etcd_int(kv, "mod_revision");
         v = dlock__etcd_unb64(kv, "value", &n);
         if (v != NULL)
@@ -141,7 +141,8 @@ static int read_state(struct etcd_store *es, const char *lkey, size_t llen,
             : 0;
     json_object_put(kvs);
     kvs = dlock__etcd_txn_kvs(reply, 1);
-    *doc = runs_doc(kvs, mod);
+    *doc = runs_doc(
+        dlock__etcd_alen(kvs) == 1 ? dlock__etcd_aget(kvs, 0) : NULL, mod);
     json_object_put(kvs);
     kvs = dlock__etcd_txn_kvs(reply, 2);
     *start_mod = *start_lease = 0;
@@ -160,25 +161,15 @@ static int read_state(struct etcd_store *es, const char *lkey, size_t llen,
  * sure (-1: unknown, the lease is gone: over half a year ago). */
 static int since_start(struct etcd_store *es, int64_t lease, int64_t *ms)
 {
-    json_object *body, *reply = NULL;
     int64_t left, granted;
     int rc;
 
     *ms = -1;
     if (lease == 0)
         return DLOCK_OK;
-    body = json_object_new_object();
-    if (body == NULL)
-        return dlock__enomem();
-    json_object_object_add(body, "ID", dlock__etcd_i64(lease));
-    rc = dlock__etcd_post(es, "/v3/lease/timetolive", body, ETCD_RETRY_SAFE,
-                          &reply, NULL);
-    json_object_put(body);
+    rc = dlock__etcd_lease_ttl(es, lease, &left, &granted);
     if (rc != DLOCK_OK)
         return rc;
-    left = dlock__etcd_ttl(reply, "TTL");
-    granted = dlock__etcd_ttl(reply, "grantedTTL");
-    json_object_put(reply);
     /* etcd truncates the seconds left, so granted - left may be up to a
      * second more than the time passed: take one off. */
     if (left >= 0 && granted > 0)
@@ -188,41 +179,29 @@ static int since_start(struct etcd_store *es, int64_t lease, int64_t *ms)
     return DLOCK_OK;
 }
 
-static int grant_start(struct etcd_store *es, int64_t *id)
+/* Revoke a start lease that is no start any more (best effort: it
+ * expires by itself), leaving the caller's message alone. */
+static void revoke_start(struct etcd_store *es, int64_t id)
 {
-    json_object *body = json_object_new_object(), *reply = NULL;
-    int rc;
-
-    if (body == NULL)
-        return dlock__enomem();
-    json_object_object_add(body, "TTL", dlock__etcd_i64(START_LEASE_S));
-    rc = dlock__etcd_post(es, "/v3/lease/grant", body, ETCD_RETRY_SAFE, &reply,
-                          NULL);
-    json_object_put(body);
-    if (rc == DLOCK_OK) {
-        *id = dlock__etcd_int(reply, "ID");
-        if (*id == 0)
-            rc = dlock__seterr(DLOCK_ESTORE, "etcd granted no lease (%s)",
-                               es->url);
-    }
-    json_object_put(reply);
-    return rc;
+    if (id == 0)
+        return;
+    dlock__etcd_lease_revoke(es, id,
+                             dlock__now_ms() + dlock__io_bound(es->timeout_ms));
+    dlock__clearerr();
 }
 
-static void revoke_lease(struct etcd_store *es, int64_t id)
+/* The runs key's document and mod revision, read on its own. */
+static int read_runs(struct etcd_store *es, const char *rkey, size_t rlen,
+                     json_object **doc, int64_t *mod)
 {
-    json_object *body = json_object_new_object(), *reply = NULL;
+    json_object *reply, *kv;
+    int rc = dlock__etcd_get(es, rkey, rlen, &reply, &kv);
 
-    if (body == NULL || id == 0) {
-        json_object_put(body);
-        return;
-    }
-    json_object_object_add(body, "ID", dlock__etcd_i64(id));
-    (void)dlock__etcd_post(es, "/v3/lease/revoke", body, ETCD_RETRY_SAFE,
-                           &reply, NULL);
+    *doc = NULL;
+    if (rc == DLOCK_OK && (*doc = runs_doc(kv, mod)) == NULL)
+        rc = dlock__enomem();
     json_object_put(reply);
-    json_object_put(body);
-    dlock__clearerr(); /* best effort: it expires by itself */
+    return rc;
 }
 
 /* The new runs document: RUNNING ones abandoned, ours first, kept N. */
@@ -277,10 +256,10 @@ int dlock__etcd_run_begin(struct dlock_store *s, struct dlock_lock *lk,
                    : dlock__enomem();
     }
     for (int t = 0; t < TRIES; t++) {
-        json_object *doc = NULL, *runs, *ok, *newdoc, *cmp, *ops, *body,
-                    *reply = NULL;
+        json_object *doc = NULL, *runs, *ok, *newdoc, *cmp, *ops;
+        int won;
         int64_t lock_rev = 0, mod = 0, lease = 0, start_mod = 0,
-                start_lease = 0, since = -1;
+                start_lease = 0, since = -1, granted;
         const char *text;
 
         rc = read_state(es, el->key, el->key_len, rkey, rlen, pkey, plen,
@@ -317,7 +296,7 @@ int dlock__etcd_run_begin(struct dlock_store *s, struct dlock_lock *lk,
         }
         if (dlock__etcd_alen(runs) > 0)
             run_fill(last, lk->name, dlock__etcd_aget(runs, 0));
-        rc = grant_start(es, &lease);
+        rc = dlock__etcd_lease_grant(es, START_LEASE_S, &lease, &granted);
         if (rc != DLOCK_OK) {
             json_object_put(doc);
             break;
@@ -356,22 +335,15 @@ int dlock__etcd_run_begin(struct dlock_store *s, struct dlock_lock *lk,
         }
         json_object_array_add(ops, dlock__etcd_put_op(rkey, rlen, text, 0));
         json_object_put(newdoc);
-        body = dlock__etcd_txn(cmp, ops, NULL);
-        rc = body == NULL
-                 ? dlock__enomem()
-                 : dlock__etcd_post(es, "/v3/kv/txn", body, 0, &reply, NULL);
-        json_object_put(body);
-        if (rc == DLOCK_OK && json_object_get_boolean(
-                                  json_object_object_get(reply, "succeeded"))) {
-            json_object_put(reply);
+        rc = dlock__etcd_commit(es, dlock__etcd_txn(cmp, ops, NULL), 0, &won);
+        if (rc == DLOCK_OK && won) {
             *go = 1;
-            revoke_lease(es, start_lease); /* the start before ours */
+            revoke_start(es, start_lease); /* the start before ours */
             break;
         }
-        json_object_put(reply);
         /* Ours is not the start: its lease goes (or expires). */
         if (rc == DLOCK_OK)
-            revoke_lease(es, lease);
+            revoke_start(es, lease);
         if (rc != DLOCK_OK)
             break;
         /* Someone wrote in between (or the lock went): read again. */
@@ -396,29 +368,14 @@ int dlock__etcd_run_end(struct dlock_store *s, struct dlock_lock *lk,
     if (rkey == NULL)
         return dlock__enomem();
     for (int t = 0; t < TRIES; t++) {
-        json_object *body = json_object_new_object(), *reply = NULL, *kvs, *doc,
-                    *runs, *r = NULL, *cmp, *ops;
+        json_object *doc, *runs, *r = NULL, *cmp, *ops;
         int64_t mod = 0;
+        int won;
         size_t n;
 
-        if (body == NULL) {
-            rc = dlock__enomem();
-            break;
-        }
-        json_object_object_add(body, "key", dlock__etcd_b64(rkey, rlen));
-        rc = dlock__etcd_post(es, "/v3/kv/range", body, ETCD_RETRY_SAFE, &reply,
-                              NULL);
-        json_object_put(body);
+        rc = read_runs(es, rkey, rlen, &doc, &mod);
         if (rc != DLOCK_OK)
             break;
-        if (!json_object_object_get_ex(reply, "kvs", &kvs))
-            kvs = NULL;
-        doc = runs_doc(kvs, &mod);
-        json_object_put(reply);
-        if (doc == NULL) {
-            rc = dlock__enomem();
-            break;
-        }
         runs = json_object_object_get(doc, "runs");
         n = dlock__etcd_alen(runs);
         for (size_t i = 0; i < n && r == NULL; i++)
@@ -451,18 +408,9 @@ int dlock__etcd_run_end(struct dlock_store *s, struct dlock_lock *lk,
                                         doc, JSON_C_TO_STRING_PLAIN),
                                     0));
         json_object_put(doc);
-        body = dlock__etcd_txn(cmp, ops, NULL);
-        reply = NULL;
-        rc = body == NULL
-                 ? dlock__enomem()
-                 : dlock__etcd_post(es, "/v3/kv/txn", body, 0, &reply, NULL);
-        json_object_put(body);
-        if (rc == DLOCK_OK && json_object_get_boolean(
-                                  json_object_object_get(reply, "succeeded"))) {
-            json_object_put(reply);
+        rc = dlock__etcd_commit(es, dlock__etcd_txn(cmp, ops, NULL), 0, &won);
+        if (rc == DLOCK_OK && won)
             break;
-        }
-        json_object_put(reply);
         if (rc != DLOCK_OK)
             break;
         rc = dlock__seterr(DLOCK_EUNAVAIL,
@@ -496,28 +444,16 @@ int dlock__etcd_runs(struct dlock_store *s, const char *name, unsigned max,
     struct etcd_store *es = (struct etcd_store *)s;
     size_t rlen = 0;
     char *rkey = run_key(es, name, "runs", &rlen);
-    json_object *body = json_object_new_object(), *reply = NULL, *kvs, *doc;
+    json_object *doc;
     int64_t mod;
     int rc;
 
-    if (rkey == NULL || body == NULL) {
-        free(rkey);
-        json_object_put(body);
+    if (rkey == NULL)
         return dlock__enomem();
-    }
-    json_object_object_add(body, "key", dlock__etcd_b64(rkey, rlen));
+    rc = read_runs(es, rkey, rlen, &doc, &mod);
     free(rkey);
-    rc = dlock__etcd_post(es, "/v3/kv/range", body, ETCD_RETRY_SAFE, &reply,
-                          NULL);
-    json_object_put(body);
     if (rc != DLOCK_OK)
         return rc;
-    if (!json_object_object_get_ex(reply, "kvs", &kvs))
-        kvs = NULL;
-    doc = runs_doc(kvs, &mod);
-    json_object_put(reply);
-    if (doc == NULL)
-        return dlock__enomem();
     rc = each_run(name, doc, max, cb, payload);
     json_object_put(doc);
     return rc;
@@ -548,16 +484,8 @@ int dlock__etcd_last_runs(struct dlock_store *s, const char *prefix,
 {
     struct etcd_store *es = (struct etcd_store *)s;
     struct runs_scan rs = {.es = es};
-    size_t n = strlen(prefix), flen = es->prefix_len + n;
-    char *from = malloc(flen + 1);
-    int rc;
+    int rc = dlock__etcd_scan_keys(es, prefix, runs_key, &rs);
 
-    if (from == NULL)
-        return dlock__enomem();
-    memcpy(from, es->prefix, es->prefix_len);
-    memcpy(from + es->prefix_len, prefix, n + 1);
-    rc = dlock__etcd_scan_keys(es, from, flen, runs_key, &rs);
-    free(from);
     /* Keys come in byte order, so names do too: newest run of each. */
     for (size_t i = 0; rc == DLOCK_OK && i < rs.names.n; i++)
         rc = dlock__etcd_runs(s, rs.names.v[i], 1, cb, payload);

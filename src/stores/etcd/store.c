@@ -21,51 +21,15 @@
 static int check_key(struct etcd_store *es, struct dlock_lock *lk,
                      struct etcd_lock *el)
 {
-    json_object *body = json_object_new_object(), *reply = NULL, *kvs, *kv;
-    int rc;
+    json_object *reply, *kv;
+    int rc = dlock__etcd_get(es, el->key, el->key_len, &reply, &kv);
 
-    if (body == NULL)
-        return dlock__enomem();
-    json_object_object_add(body, "key", dlock__etcd_b64(el->key, el->key_len));
-    rc = dlock__etcd_post(es, "/v3/kv/range", body, ETCD_RETRY_SAFE, &reply,
-                          NULL);
-    json_object_put(body);
-    if (rc != DLOCK_OK)
-        return rc;
-    kv = json_object_object_get_ex(reply, "kvs", &kvs) &&
-                 json_object_is_type(kvs, json_type_array) &&
-                 dlock__etcd_alen(kvs) == 1
-             ? dlock__etcd_aget(kvs, 0)
-             : NULL;
-    rc = kv != NULL &&
-                 dlock__etcd_int(kv, "create_revision") == el->create_rev &&
-                 dlock__etcd_int(kv, "lease") == el->lease->id
-             ? DLOCK_OK
-             : dlock__lost(lk, "its etcd key is gone");
-    json_object_put(reply);
-    return rc;
-}
-
-/* A new TTL: move the key to a lease of that length (same key, same
- * create revision: the fence stays). */
-static int read_back(struct etcd_store *es, struct etcd_lock *el, int64_t *rev,
-                     int64_t *lease)
-{
-    json_object *body = json_object_new_object(), *reply = NULL, *kvs = NULL;
-    int rc;
-
-    *rev = *lease = 0;
-    if (body == NULL)
-        return dlock__enomem();
-    json_object_object_add(body, "key", dlock__etcd_b64(el->key, el->key_len));
-    rc = dlock__etcd_post(es, "/v3/kv/range", body, ETCD_RETRY_SAFE, &reply,
-                          NULL);
-    json_object_put(body);
-    if (rc == DLOCK_OK && json_object_object_get_ex(reply, "kvs", &kvs) &&
-        dlock__etcd_alen(kvs) == 1) {
-        *rev = dlock__etcd_int(dlock__etcd_aget(kvs, 0), "create_revision");
-        *lease = dlock__etcd_int(dlock__etcd_aget(kvs, 0), "lease");
-    }
+    if (rc == DLOCK_OK)
+        rc = kv != NULL &&
+                     dlock__etcd_int(kv, "create_revision") == el->create_rev &&
+                     dlock__etcd_int(kv, "lease") == el->lease->id
+                 ? DLOCK_OK
+                 : dlock__lost(lk, "its etcd key is gone");
     json_object_put(reply);
     return rc;
 }
@@ -82,9 +46,10 @@ static int move_lease(struct etcd_store *es, struct dlock_lock *lk,
 {
     int64_t t0 = dlock__now_ms(), rev, lease;
     struct etcd_lease *nl;
-    json_object *cmp, *ok, *body, *reply = NULL;
+    json_object *cmp, *ok, *reply;
     char *rec;
-    int rc = dlock__etcd_lease_get(es, ttl_ms, !lk->auto_renew, NULL, 0, &nl);
+    int won,
+        rc = dlock__etcd_lease_get(es, ttl_ms, !lk->auto_renew, NULL, 0, &nl);
 
     if (rc != DLOCK_OK)
         return rc;
@@ -111,26 +76,28 @@ static int move_lease(struct etcd_store *es, struct dlock_lock *lk,
         cmp, dlock__etcd_cmp_create(el->key, el->key_len, el->create_rev));
     json_object_array_add(
         ok, dlock__etcd_put_op(el->key, el->key_len, rec, nl->id));
-    body = dlock__etcd_txn(cmp, ok, NULL);
-    rc = body == NULL
-             ? dlock__enomem()
-             : dlock__etcd_post(es, "/v3/kv/txn", body, 0, &reply, NULL);
-    json_object_put(body);
+    rc = dlock__etcd_commit(es, dlock__etcd_txn(cmp, ok, NULL), 0, &won);
     free(rec);
-    if (rc == DLOCK_OK &&
-        !json_object_get_boolean(json_object_object_get(reply, "succeeded")))
+    if (rc == DLOCK_OK && !won)
         rc = dlock__lost(lk, "its etcd key is gone");
-    json_object_put(reply);
     if (rc != DLOCK_OK && rc != DLOCK_LOST && rc != DLOCK_ENOMEM) {
         /* Did it land?  Ask. */
-        if (read_back(es, el, &rev, &lease) != DLOCK_OK)
+        int failed = rc;
+        json_object *kv;
+
+        rc = dlock__etcd_get(es, el->key, el->key_len, &reply, &kv);
+        rev = dlock__etcd_int(kv, "create_revision");
+        lease = dlock__etcd_int(kv, "lease");
+        json_object_put(reply);
+        if (rc != DLOCK_OK)
             rc = dlock__lost(lk, "an extend to another TTL got no answer, "
                                  "and where its key is could not be read");
         else if (rev != el->create_rev)
             rc = dlock__lost(lk, "its etcd key is gone");
         else if (lease == nl->id)
             rc = DLOCK_OK; /* it landed */
-        /* else: on the old lease still, as before: rc stands */
+        else /* on the old lease still, as before: the failure stands */
+            rc = failed;
     }
     if (rc == DLOCK_OK) {
         dlock__etcd_lease_put(es, el->lease);
@@ -250,26 +217,16 @@ static int etcd_ttl_left(struct dlock_store *s, struct dlock_lock *lk,
 {
     struct etcd_store *es = (struct etcd_store *)s;
     struct etcd_lock *el = lk->priv;
-    json_object *body, *reply = NULL;
-    int64_t ttl;
+    int64_t ttl, granted;
     int rc;
 
     if (el == NULL || el->lease == NULL)
         return dlock__lost(lk, "it holds no etcd key");
     rc = check_key(es, lk, el);
+    if (rc == DLOCK_OK)
+        rc = dlock__etcd_lease_ttl(es, el->lease->id, &ttl, &granted);
     if (rc != DLOCK_OK)
         return rc;
-    body = json_object_new_object();
-    if (body == NULL)
-        return dlock__enomem();
-    json_object_object_add(body, "ID", dlock__etcd_i64(el->lease->id));
-    rc = dlock__etcd_post(es, "/v3/lease/timetolive", body, ETCD_RETRY_SAFE,
-                          &reply, NULL);
-    json_object_put(body);
-    if (rc != DLOCK_OK)
-        return rc;
-    ttl = dlock__etcd_ttl(reply, "TTL");
-    json_object_put(reply);
     if (ttl < 0) /* -1: no such lease */
         return dlock__lost(lk, "its etcd lease is gone");
     /* etcd counts whole seconds, rounded down, and the lease outlasts
@@ -287,8 +244,7 @@ static int etcd_release(struct dlock_store *s, struct dlock_lock *lk)
 {
     struct etcd_store *es = (struct etcd_store *)s;
     struct etcd_lock *el = lk->priv;
-    json_object *body, *reply = NULL;
-    int rc;
+    int rc, won;
 
     if (el == NULL)
         return dlock__lost(lk, "it holds no etcd key");
@@ -297,22 +253,15 @@ static int etcd_release(struct dlock_store *s, struct dlock_lock *lk)
         dlock__etcd_lock_free(es, el);
         return dlock__lost(lk, "it holds no etcd key");
     }
-    body = dlock__etcd_body_delete_own(el->key, el->key_len, el->create_rev);
-    rc = body == NULL
-             ? dlock__enomem()
-             : dlock__etcd_post(es, "/v3/kv/txn", body, 0, &reply, NULL);
-    json_object_put(body);
-    if (rc == DLOCK_OK &&
-        !json_object_get_boolean(json_object_object_get(reply, "succeeded")))
+    rc = dlock__etcd_commit(
+        es, dlock__etcd_body_delete_own(el->key, el->key_len, el->create_rev),
+        0, &won);
+    if (rc == DLOCK_OK && !won)
         rc = dlock__lost(lk, "its etcd key was gone before the release");
-    json_object_put(reply);
-    if (rc != DLOCK_OK && rc != DLOCK_LOST) {
-        /* Unknown: the lease goes, with the key, once nothing else is on
-         * it (revoked then), else at the end of its TTL. */
-        pthread_mutex_lock(&es->mu);
-        el->lease->tainted = 1;
-        pthread_mutex_unlock(&es->mu);
-    }
+    /* Unknown: the lease goes, with the key, once nothing else is on it
+     * (revoked then), else at the end of its TTL. */
+    if (rc != DLOCK_OK && rc != DLOCK_LOST)
+        dlock__etcd_lease_retire(es, el->lease);
     dlock__etcd_lock_free(es, el);
     return rc;
 }
@@ -336,21 +285,12 @@ static void etcd_forget_inherited(struct dlock_store *s, struct dlock_lock *lk)
 /* The holder's lease left, ms (-1: unknown). */
 static int64_t lease_left(struct etcd_store *es, int64_t id)
 {
-    json_object *body = json_object_new_object(), *reply = NULL;
-    int64_t ttl = -1;
+    int64_t left, granted;
 
-    if (body == NULL)
-        return -1;
-    json_object_object_add(body, "ID", dlock__etcd_i64(id));
-    if (dlock__etcd_post(es, "/v3/lease/timetolive", body, ETCD_RETRY_SAFE,
-                         &reply, NULL) == DLOCK_OK) {
-        ttl = dlock__etcd_ttl(reply, "TTL");
-        ttl = ttl >= 0 ? ttl * 1000 : -1;
-    }
-    json_object_put(reply);
-    json_object_put(body);
+    if (dlock__etcd_lease_ttl(es, id, &left, &granted) != DLOCK_OK)
+        left = -1;
     dlock__clearerr();
-    return ttl;
+    return left >= 0 ? left * 1000 : -1;
 }
 
 static void fill_info(struct etcd_store *es, const struct etcd_queue *q,
@@ -421,18 +361,10 @@ static int etcd_list(struct dlock_store *s, const char *prefix,
 {
     struct etcd_store *es = (struct etcd_store *)s;
     struct list_scan ls = {.es = es};
-    size_t n = strlen(prefix), flen = es->prefix_len + n;
-    char *from = malloc(flen + 1);
-    int rc;
-
-    if (from == NULL)
-        return dlock__enomem();
-    memcpy(from, es->prefix, es->prefix_len);
-    memcpy(from + es->prefix_len, prefix, n + 1);
     /* Keys only, a page at a time (a keyspace shared with other data may
      * be large), then each name's queue read as status reads it. */
-    rc = dlock__etcd_scan_keys(es, from, flen, list_key, &ls);
-    free(from);
+    int rc = dlock__etcd_scan_keys(es, prefix, list_key, &ls);
+
     if (rc != DLOCK_OK) {
         dlock__names_free(&ls.names);
         return rc;
