@@ -281,7 +281,8 @@ int dlock__redis_cluster_open(struct redis_store *rs, const struct dlock_url *u)
                              "a Redis Cluster has only "
                              "database 0: %s",
                              u->redacted);
-    rc = dlock__redis_hosts_parse(rs, u, 6379, "cluster node");
+    rc = dlock__url_hosts(u, 6379, "cluster node", &rs->sent_host,
+                          &rs->sent_port, &rs->nsent);
     if (rc != DLOCK_OK)
         return rc;
     rs->slot_node = malloc(SLOTS * sizeof(*rs->slot_node));

@@ -39,13 +39,7 @@ int dlock__redis_sentinel_parse(struct redis_store *rs,
     rs->master = dlock__strdup(u->path + 1);
     if (rs->master == NULL)
         return dlock__enomem();
-    return dlock__redis_hosts_parse(rs, u, 26379, "sentinel");
-}
-
-int dlock__redis_hosts_parse(struct redis_store *rs, const struct dlock_url *u,
-                             int default_port, const char *what)
-{
-    return dlock__url_hosts(u, default_port, what, &rs->sent_host,
+    return dlock__url_hosts(u, 26379, "sentinel", &rs->sent_host,
                             &rs->sent_port, &rs->nsent);
 }
 

@@ -22,10 +22,6 @@ int dlock__redis_sentinel_knows(struct redis_store *rs);
 /* Parse redis-sentinel://host:port,host:port/MASTER into rs. */
 int dlock__redis_sentinel_parse(struct redis_store *rs,
                                 const struct dlock_url *u);
-/* Parse host[:port][,host[:port]...] (the sentinels, a cluster's seed
- * nodes) into sent_host and sent_port; what names them in messages. */
-int dlock__redis_hosts_parse(struct redis_store *rs, const struct dlock_url *u,
-                             int default_port, const char *what);
 void dlock__redis_master_free(struct redis_store *rs);
 
 /* --- cluster.c ------------------------------------------------------- */
