@@ -1,7 +1,8 @@
 /*
  * acquire.c - the etcd store's acquire: the try (a put if absent and the
  * queue read, one txn), the wait's slices (a watch on the key before
- * ours), and forget (a wait given up deletes its key).
+ * ours, or on a semaphore's window: struct etcd_keys), and forget (a wait
+ * given up deletes its key).
  *
  * A try leaves its key in the queue when it answers BUSY: the wait that
  * follows keeps that place (FIFO by create revision), and forget()
@@ -35,7 +36,7 @@ void dlock__etcd_lock_free(struct etcd_store *es, struct etcd_lock *el)
     if (el->lease != NULL)
         dlock__etcd_lease_put(es, el->lease);
     free(el->key);
-    free(el->watch_key);
+    dlock__etcd_keys_clear(&el->wait);
     free(el);
 }
 
@@ -81,24 +82,30 @@ static int decide(struct etcd_store *es, struct dlock_lock *lk,
 {
     struct etcd_entry *stale;
     size_t nstale = dlock__etcd_take_own(q, lk->token, el->create_rev, &stale);
-    long w = -1;
+    size_t from, to;
     int rc;
 
     if (nstale > 0)
         delete_stale(es, stale, nstale);
-    rc = dlock__etcd_admit(q, lk, el->create_rev, &w, es->url);
+    rc = dlock__etcd_admit(q, lk, el->create_rev, &from, &to, es->url);
 
-    free(el->watch_key);
-    el->watch_key = NULL;
+    dlock__etcd_keys_clear(&el->wait);
     el->rev = q->rev;
     if (rc == DLOCK_BUSY) {
-        if (w >= 0) {
-            el->watch_key = malloc(q->e[w].key_len + 1);
-            if (el->watch_key == NULL)
+        struct etcd_keys *ks = &el->wait;
+
+        ks->k = calloc(to - from + 1, sizeof(*ks->k));
+        ks->len = calloc(to - from + 1, sizeof(*ks->len));
+        if (ks->k == NULL || ks->len == NULL)
+            return dlock__enomem();
+        for (size_t i = from; i < to; i++) {
+            const struct etcd_entry *e = &q->e[i];
+
+            if ((ks->k[ks->n] = malloc(e->key_len + 1)) == NULL)
                 return dlock__enomem();
-            memcpy(el->watch_key, q->e[w].key, q->e[w].key_len);
-            el->watch_key[q->e[w].key_len] = '\0';
-            el->watch_len = q->e[w].key_len;
+            memcpy(ks->k[ks->n], e->key, e->key_len);
+            ks->k[ks->n][e->key_len] = '\0';
+            ks->len[ks->n++] = e->key_len;
         }
         busy_message(es, lk, q);
     } else if (rc == DLOCK_LOST) {
@@ -366,8 +373,8 @@ int dlock__etcd_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
         }
         if (rc != DLOCK_OK)
             return rc;
-        if (el->watch_key == NULL) {
-            /* A semaphore's waiter: any key of the name may go. */
+        if (el->wait.n != 1) {
+            /* A semaphore's waiter: its window's keys, in the name. */
             pfx = dlock__etcd_name_prefix(es, lk->name, &plen);
             pend =
                 pfx != NULL ? dlock__etcd_prefix_end(pfx, plen, &elen) : NULL;
@@ -376,10 +383,11 @@ int dlock__etcd_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
                 return dlock__enomem();
             }
         }
-        rc = el->watch_key != NULL
-                 ? dlock__etcd_watch(es, el->watch_key, el->watch_len, NULL, 0,
-                                     el->rev + 1, watch_end, &woken)
+        rc = el->wait.n == 1
+                 ? dlock__etcd_watch(es, el->wait.k[0], el->wait.len[0], NULL,
+                                     0, el->rev + 1, NULL, watch_end, &woken)
                  : dlock__etcd_watch(es, pfx, plen, pend, elen, el->rev + 1,
+                                     el->wait.n > 0 ? &el->wait : NULL,
                                      watch_end, &woken);
         free(pfx);
         free(pend);

@@ -112,15 +112,29 @@ struct etcd_store {
     struct etcd_lease *leases;
 };
 
+/* The keys a waiter waits on: the one before it that stands in its way
+ * (a lock, a shared lock), or a semaphore of N's window: the N keys just
+ * before its own.  While all N are there it cannot be admitted (it has N
+ * keys before it, and a new key comes after it), so only their DELETE
+ * may change its place: a deletion elsewhere in the name wakes nobody
+ * it cannot admit. */
+struct etcd_keys {
+    size_t n;
+    char **k; /* raw bytes, NUL-terminated */
+    size_t *len;
+};
+void dlock__etcd_keys_clear(struct etcd_keys *ks);
+/* Whether k (n bytes) is one of ks's. */
+int dlock__etcd_keys_has(const struct etcd_keys *ks, const char *k, size_t n);
+
 /* The state of a lock (lk->priv) from its first put to its release. */
 struct etcd_lock {
     struct etcd_lease *lease;
     char *key; /* P NAME "/" hex, raw bytes */
     size_t key_len;
-    int64_t create_rev; /* 0: no key (yet, or any more) */
-    int64_t rev;        /* the header revision of the last queue read */
-    char *watch_key;    /* the key before ours to watch (NULL: the name) */
-    size_t watch_len;
+    int64_t create_rev;    /* 0: no key (yet, or any more) */
+    int64_t rev;           /* the header revision of the last queue read */
+    struct etcd_keys wait; /* the keys before ours that stand in its way */
 };
 
 /* --- http.c ----------------------------------------------------------- */
@@ -144,13 +158,15 @@ int dlock__etcd_http_init(struct etcd_store *es);
 /* Get an auth token for the URL's user (open, and when one expires). */
 int dlock__etcd_authenticate(struct etcd_store *es);
 void dlock__etcd_http_free(struct etcd_store *es);
-/* Watch: wait for a DELETE of key (or any key of the range [key, end))
- * after revision rev, until deadline or a cancel: 1 woken (an event, a
- * cancelled or compacted watch: re-read), 0 deadline, else a DLOCK_*
- * failure code (negative not used). */
+/* Watch: wait for a DELETE of key (or of any key of the range [key, end)
+ * that is one of only's; only NULL: any) after revision rev, until
+ * deadline or a cancel.  DLOCK_OK with *woken 1 (such an event, a
+ * cancelled or compacted watch, the stream's end: re-read) or 0 (the
+ * deadline), else a DLOCK_* failure code. */
 int dlock__etcd_watch(struct etcd_store *es, const char *key, size_t len,
                       const char *end, size_t end_len, int64_t rev,
-                      int64_t deadline, int *woken);
+                      const struct etcd_keys *only, int64_t deadline,
+                      int *woken);
 
 /* --- json.c ----------------------------------------------------------- */
 json_object *dlock__etcd_b64(const char *s, size_t n);
@@ -238,10 +254,10 @@ void dlock__etcd_queue_free(struct etcd_queue *q);
 size_t dlock__etcd_take_own(struct etcd_queue *q, const char *token,
                             int64_t rev, struct etcd_entry **stale);
 /* Where key (create revision rev) stands: DLOCK_OK admitted, DLOCK_BUSY
- * (with *watch the index of the key to watch, or -1: any key of the
- * name), DLOCK_EINVAL (another limit in force; message set). */
+ * (with q->e[*from .. *to) the keys in its way: struct etcd_keys),
+ * DLOCK_EINVAL (another limit in force; message set). */
 int dlock__etcd_admit(const struct etcd_queue *q, const struct dlock_lock *lk,
-                      int64_t rev, long *watch, const char *url);
+                      int64_t rev, size_t *from, size_t *to, const char *url);
 /* How many lead the queue (the holders), and whether shared. */
 size_t dlock__etcd_holders(const struct etcd_queue *q, int *shared);
 /* Read name's queue (and the key k if not NULL: *k_rev its create

@@ -499,11 +499,37 @@ int dlock__etcd_authenticate(struct etcd_store *es)
 
 struct watch_state {
     json_tokener *tok;
+    const struct etcd_keys *only; /* the keys whose DELETE wakes; NULL: any */
     int woken;   /* an event, a cancel by the server, a compaction */
     int created; /* the server confirmed the watch */
     int bad;     /* not a watch stream: garbage */
     size_t seen;
 };
+
+/* Whether events (DELETEs: the watch filters out PUTs) wake the waiter:
+ * one of a key it waits on; a key that cannot be read wakes it too (it
+ * looks, and believes what it reads). */
+static int wakes(const struct watch_state *w, json_object *events)
+{
+    size_t n = dlock__etcd_alen(events);
+
+    if (w->only == NULL)
+        return n > 0;
+    for (size_t i = 0; i < n; i++) {
+        json_object *kv =
+            json_object_object_get(dlock__etcd_aget(events, i), "kv");
+        size_t len = 0;
+        char *k = json_object_object_get_ex(kv, "key", NULL)
+                      ? dlock__etcd_unb64(kv, "key", &len)
+                      : NULL;
+        int hit = k == NULL || dlock__etcd_keys_has(w->only, k, len);
+
+        free(k);
+        if (hit)
+            return 1;
+    }
+    return 0;
+}
 
 static size_t on_watch(char *d, size_t sz, size_t nm, void *arg)
 {
@@ -541,7 +567,7 @@ static size_t on_watch(char *d, size_t sz, size_t nm, void *arg)
         } else if (json_object_get_boolean(
                        json_object_object_get(res, "canceled")) ||
                    (json_object_object_get_ex(res, "events", &ev) &&
-                    dlock__etcd_alen(ev) > 0)) {
+                    wakes(w, ev))) {
             w->woken = 1;
         } else if (json_object_get_boolean(
                        json_object_object_get(res, "created"))) {
@@ -556,10 +582,11 @@ static size_t on_watch(char *d, size_t sz, size_t nm, void *arg)
 
 int dlock__etcd_watch(struct etcd_store *es, const char *key, size_t len,
                       const char *end, size_t end_len, int64_t rev,
-                      int64_t deadline, int *woken)
+                      const struct etcd_keys *only, int64_t deadline,
+                      int *woken)
 {
     json_object *body = dlock__etcd_body_watch(key, len, end, end_len, rev);
-    struct watch_state w = {0};
+    struct watch_state w = {.only = only};
     struct reply_buf unused = {0};
     char url[512], errbuf[CURL_ERROR_SIZE] = "";
     struct curl_slist *hdrs = NULL;

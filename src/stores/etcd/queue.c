@@ -13,8 +13,10 @@
  *   semaphore of N     only keys of semaphores before it, and p < N
  *
  * so that the queue is FIFO whatever waits in it.  The key a waiter
- * watches is the last one before it that stands in its way (a semaphore
- * waiter watches the whole name: any of those before it may go).
+ * watches is the last one before it that stands in its way; a semaphore
+ * of N's waiter watches the N keys just before its own (any of them may
+ * go first; a key further ahead going cannot admit it while those N are
+ * there), so that one release wakes at most N waiters, not all.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,13 +223,13 @@ size_t dlock__etcd_take_own(struct etcd_queue *q, const char *token,
 }
 
 int dlock__etcd_admit(const struct etcd_queue *q, const struct dlock_lock *lk,
-                      int64_t rev, long *watch, const char *url)
+                      int64_t rev, size_t *from, size_t *to, const char *url)
 {
     enum kind mine = lk->shared ? SHARED : lk->limit > 1 ? SEM : EXCL;
     size_t p = 0, nh;
     int sh;
 
-    *watch = -1;
+    *from = *to = 0;
     while (p < q->n && q->e[p].create_rev != rev)
         p++;
     if (p == q->n)
@@ -247,26 +249,50 @@ int dlock__etcd_admit(const struct etcd_queue *q, const struct dlock_lock *lk,
     case EXCL:
         if (p == 0)
             return DLOCK_OK;
-        *watch = (long)p - 1;
+        *from = p - 1;
+        *to = p;
         return DLOCK_BUSY;
     case SHARED:
         for (size_t i = p; i-- > 0;)
             if (kind_of(&q->e[i]) != SHARED) {
-                *watch = (long)i;
+                *from = i;
+                *to = i + 1;
                 return DLOCK_BUSY;
             }
         return DLOCK_OK;
     case SEM:
         for (size_t i = p; i-- > 0;)
             if (kind_of(&q->e[i]) != SEM) {
-                *watch = (long)i;
+                *from = i;
+                *to = i + 1;
                 return DLOCK_BUSY;
             }
         if (p < lk->limit)
             return DLOCK_OK;
-        return DLOCK_BUSY; /* any key of the name may go */
+        /* The window: while these N are there, N keys stand before ours
+         * (struct etcd_keys). */
+        *from = p - lk->limit;
+        *to = p;
+        return DLOCK_BUSY;
     }
     return DLOCK_BUSY;
+}
+
+void dlock__etcd_keys_clear(struct etcd_keys *ks)
+{
+    for (size_t i = 0; i < ks->n; i++)
+        free(ks->k[i]);
+    free(ks->k);
+    free(ks->len);
+    memset(ks, 0, sizeof(*ks));
+}
+
+int dlock__etcd_keys_has(const struct etcd_keys *ks, const char *k, size_t n)
+{
+    for (size_t i = 0; i < ks->n; i++)
+        if (ks->len[i] == n && memcmp(ks->k[i], k, n) == 0)
+            return 1;
+    return 0;
 }
 
 int dlock__etcd_read_queue(struct etcd_store *es, const char *name,

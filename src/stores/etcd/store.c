@@ -274,7 +274,7 @@ static void etcd_forget_inherited(struct dlock_store *s, struct dlock_lock *lk)
     /* The parent's key and lease: nothing sent, nothing counted. */
     if (el != NULL) {
         free(el->key);
-        free(el->watch_key);
+        dlock__etcd_keys_clear(&el->wait);
         free(el);
     }
     lk->priv = NULL;
