@@ -784,24 +784,44 @@ int dlock__url_hosts(const struct dlock_url *u, int default_port,
     /* n entries, as many as the commas say: an empty one at either end
      * ("h:p,") is refused like one in the middle. */
     while (*count < n) {
-        size_t len = strcspn(p, ",");
+        size_t len = strcspn(p, ","), hlen = len;
         /* One host: the URL parser has already taken its port apart
-         * (and the brackets off an IPv6 address, whose colons stay). */
-        const char *colon = n == 1 ? NULL : memchr(p, ':', len);
+         * (and the brackets off an IPv6 address, whose colons stay).  In
+         * a list, an IPv6 address is in brackets: "[::1]:2379". */
+        const char *h = p, *colon = NULL, *close;
         char *end;
         long port = n == 1 && u->port != 0 ? u->port : default_port;
 
+        if (n > 1 && len > 0 && p[0] == '[') {
+            close = memchr(p, ']', len);
+            if (close == NULL)
+                return dlock__seterr(DLOCK_EINVAL, "unclosed '[' in %s",
+                                     u->redacted);
+            if (close + 1 < p + len && close[1] != ':')
+                return dlock__seterr(DLOCK_EINVAL, "junk after ']' in %s",
+                                     u->redacted);
+            h = p + 1;
+            hlen = (size_t)(close - h);
+            colon = close + 1 < p + len ? close + 1 : NULL;
+        } else if (n > 1 && (colon = memchr(p, ':', len)) != NULL) {
+            hlen = (size_t)(colon - p);
+            if (memchr(colon + 1, ':', len - hlen - 1) != NULL)
+                return dlock__seterr(DLOCK_EINVAL,
+                                     "an IPv6 address in the %s host list "
+                                     "goes in brackets ([::1]:port): %s",
+                                     what, u->redacted);
+        }
         if (colon != NULL) {
             port = strtol(colon + 1, &end, 10);
-            if (end != p + len || port < 1 || port > 65535)
+            if (end != p + len || port < 1 || port > 65535 ||
+                !isdigit((unsigned char)colon[1]))
                 return dlock__seterr(DLOCK_EINVAL, "bad %s port in %s", what,
                                      u->redacted);
         }
-        if ((colon != NULL ? (size_t)(colon - p) : len) == 0)
+        if (hlen == 0)
             return dlock__seterr(DLOCK_EINVAL, "empty %s host in %s", what,
                                  u->redacted);
-        (*hosts)[*count] =
-            dlock__strndup(p, colon != NULL ? (size_t)(colon - p) : len);
+        (*hosts)[*count] = dlock__strndup(h, hlen);
         if ((*hosts)[*count] == NULL)
             return dlock__enomem();
         (*ports)[(*count)++] = (int)port;

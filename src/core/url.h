@@ -48,7 +48,9 @@ int dlock__url_param_ms(const struct dlock_url *url, const char *key,
 /* The hosts of an authority that lists several (h1[:p1],h2[:p2]...: a
  * Sentinel's sentinels, a cluster's seeds, etcd's endpoints): *n entries,
  * hosts malloc'd into *hosts (free each and the array), ports into *ports
- * (default_port where none is given).  An empty entry or a bad port is
+ * (default_port where none is given); an IPv6 address in a list is in
+ * brackets ([::1]:2379), and comes out without them.  An empty entry, a
+ * bad port or an IPv6 address without brackets in a list is
  * DLOCK_EINVAL, with `what` ("sentinel", "etcd") in the message; on
  * a failure the caller still frees the *n hosts filled. */
 int dlock__url_hosts(const struct dlock_url *u, int default_port,

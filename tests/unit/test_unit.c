@@ -204,6 +204,51 @@ static void test_parse(void)
     }
 }
 
+/* A host list: entries split at commas, IPv6 in brackets. */
+static int hosts_of(const char *url, const char *want)
+{
+    struct dlock_url *u = NULL;
+    char **hosts = NULL, got[512] = "";
+    int *ports = NULL, n = 0, rc;
+
+    if ((rc = dlock__url_parse(&u, url)) != DLOCK_OK)
+        return rc;
+    rc = dlock__url_hosts(u, 2379, "etcd", &hosts, &ports, &n);
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(got);
+
+        snprintf(got + len, sizeof(got) - len, "%s%s|%d", i ? " " : "",
+                 hosts[i], ports[i]);
+        free(hosts[i]);
+    }
+    free(hosts);
+    free(ports);
+    dlock__url_free(u);
+    if (rc == DLOCK_OK && strcmp(got, want) != 0) {
+        fprintf(stderr, "  hosts of %s: %s, wanted %s\n", url, got, want);
+        return -1;
+    }
+    return rc;
+}
+
+static void test_url_hosts(void)
+{
+    EXPECT(hosts_of("etcd://h1:1,h2,h3:3", "h1|1 h2|2379 h3|3") == DLOCK_OK);
+    EXPECT(hosts_of("etcd://[::1]:2379", "::1|2379") == DLOCK_OK);
+    EXPECT(hosts_of("etcd://[::1]", "::1|2379") == DLOCK_OK);
+    EXPECT(hosts_of("etcd://[::1]:1,[fe80::2],h:3", "::1|1 fe80::2|2379 h|3") ==
+           DLOCK_OK);
+    EXPECT(hosts_of("etcd://h:1,::1:2", "") == DLOCK_EINVAL);
+    EXPECT(strstr(dlock_errmsg(), "brackets") != NULL);
+    EXPECT(hosts_of("etcd://h:1,[::1", "") == DLOCK_EINVAL);
+    EXPECT(hosts_of("etcd://h:1,[::1]x", "") == DLOCK_EINVAL);
+    EXPECT(hosts_of("etcd://h:1,[::1]:", "") == DLOCK_EINVAL);
+    EXPECT(hosts_of("etcd://h:1,[::1]:+5", "") == DLOCK_EINVAL);
+    EXPECT(hosts_of("etcd://h:1,[]:5", "") == DLOCK_EINVAL);
+    EXPECT(hosts_of("etcd://h:1,h: 5", "") == DLOCK_EINVAL);
+    EXPECT(hosts_of("etcd://h:1,", "") == DLOCK_EINVAL);
+}
+
 static void test_names(void)
 {
     char big[DLOCK_NAME_MAX + 1];
@@ -426,6 +471,7 @@ int main(void)
     test_scrub();
     test_ambiguous();
     test_parse();
+    test_url_hosts();
     test_names();
     test_backoff();
     test_tokens_and_strings();
