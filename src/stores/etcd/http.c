@@ -518,11 +518,15 @@ static int wakes(const struct watch_state *w, json_object *events)
     for (size_t i = 0; i < n; i++) {
         json_object *kv =
             json_object_object_get(dlock__etcd_aget(events, i), "kv");
+        json_object *kj = NULL;
         size_t len = 0;
-        char *k = json_object_object_get_ex(kv, "key", NULL)
+        char *k = json_object_object_get_ex(kv, "key", &kj) &&
+                          json_object_is_type(kj, json_type_string)
                       ? dlock__etcd_unb64(kv, "key", &len)
                       : NULL;
-        int hit = k == NULL || dlock__etcd_keys_has(w->only, k, len);
+        /* etcd has no empty key: "" is a key it did not send. */
+        int hit =
+            k == NULL || len == 0 || dlock__etcd_keys_has(w->only, k, len);
 
         free(k);
         if (hit)
