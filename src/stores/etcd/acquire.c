@@ -76,6 +76,29 @@ static void delete_stale(struct etcd_store *es, struct etcd_entry *stale,
     dlock__clearerr();
 }
 
+/* Add the keys of e[0 .. n) to ks. */
+static int keys_set(struct etcd_keys *ks, const struct etcd_entry *e, size_t n)
+{
+    char **k = realloc(ks->k, (ks->n + n + 1) * sizeof(*k));
+    size_t *len;
+
+    if (k == NULL)
+        return dlock__enomem();
+    ks->k = k;
+    len = realloc(ks->len, (ks->n + n + 1) * sizeof(*len));
+    if (len == NULL)
+        return dlock__enomem();
+    ks->len = len;
+    for (size_t i = 0; i < n; i++) {
+        if ((ks->k[ks->n] = malloc(e[i].key_len + 1)) == NULL)
+            return dlock__enomem();
+        memcpy(ks->k[ks->n], e[i].key, e[i].key_len);
+        ks->k[ks->n][e[i].key_len] = '\0';
+        ks->len[ks->n++] = e[i].key_len;
+    }
+    return DLOCK_OK;
+}
+
 /* Decide from q where our key stands; remember what to watch. */
 static int decide(struct etcd_store *es, struct dlock_lock *lk,
                   struct etcd_lock *el, struct etcd_queue *q)
@@ -92,21 +115,20 @@ static int decide(struct etcd_store *es, struct dlock_lock *lk,
     dlock__etcd_keys_clear(&el->wait);
     el->rev = q->rev;
     if (rc == DLOCK_BUSY) {
-        struct etcd_keys *ks = &el->wait;
+        /* A window (a semaphore's: a range watch) wakes for our own key's
+         * DELETE too (its lease revoked, a release --force): we queue
+         * again at once.  Our key is the one after the window. */
+        size_t n = to - from,
+               own = to < q->n && n > 1 && q->e[to].create_rev == el->create_rev
+                         ? 1
+                         : 0;
 
-        ks->k = calloc(to - from + 1, sizeof(*ks->k));
-        ks->len = calloc(to - from + 1, sizeof(*ks->len));
-        if (ks->k == NULL || ks->len == NULL)
-            return dlock__enomem();
-        for (size_t i = from; i < to; i++) {
-            const struct etcd_entry *e = &q->e[i];
-
-            if ((ks->k[ks->n] = malloc(e->key_len + 1)) == NULL)
-                return dlock__enomem();
-            memcpy(ks->k[ks->n], e->key, e->key_len);
-            ks->k[ks->n][e->key_len] = '\0';
-            ks->len[ks->n++] = e->key_len;
-        }
+        rc = keys_set(&el->wait, q->e + from, n);
+        if (rc == DLOCK_OK && own)
+            rc = keys_set(&el->wait, q->e + to, 1);
+        if (rc != DLOCK_OK)
+            return rc;
+        rc = DLOCK_BUSY;
         busy_message(es, lk, q);
     } else if (rc == DLOCK_LOST) {
         el->create_rev = 0; /* not in the queue: queue again */

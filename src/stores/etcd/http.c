@@ -500,10 +500,10 @@ int dlock__etcd_authenticate(struct etcd_store *es)
 struct watch_state {
     json_tokener *tok;
     const struct etcd_keys *only; /* the keys whose DELETE wakes; NULL: any */
-    int woken;   /* an event, a cancel by the server, a compaction */
-    int created; /* the server confirmed the watch */
-    int bad;     /* not a watch stream: garbage */
-    size_t seen;
+    int woken;      /* an event, a cancel by the server, a compaction */
+    int created;    /* the server confirmed the watch */
+    int bad;        /* not a watch stream: garbage */
+    size_t partial; /* bytes of the message being read (ETCD_REPLY_MAX) */
 };
 
 /* Whether events (DELETEs: the watch filters out PUTs) wake the waiter:
@@ -540,11 +540,9 @@ static size_t on_watch(char *d, size_t sz, size_t nm, void *arg)
     struct watch_state *w = arg;
     size_t len = sz * nm, off = 0;
 
-    w->seen += len;
-    if (w->seen > ETCD_REPLY_MAX) {
-        w->bad = 1;
-        return 0;
-    }
+    /* A message may be at most ETCD_REPLY_MAX; the stream as long as the
+     * watch lasts (a filtered watch reads every DELETE under the name
+     * until one of its keys goes, or its deadline). */
     while (off < len) {
         json_object *o, *res = NULL, *ev = NULL;
         size_t used;
@@ -556,6 +554,12 @@ static size_t on_watch(char *d, size_t sz, size_t nm, void *arg)
         }
         o = json_tokener_parse_ex(w->tok, d + off, (int)(len - off));
         used = (size_t)json_tokener_get_parse_end(w->tok);
+        w->partial += used;
+        if (w->partial > ETCD_REPLY_MAX) {
+            json_object_put(o);
+            w->bad = 1;
+            return 0;
+        }
         if (o == NULL) {
             if (json_tokener_get_error(w->tok) != json_tokener_continue) {
                 w->bad = 1;
@@ -564,6 +568,7 @@ static size_t on_watch(char *d, size_t sz, size_t nm, void *arg)
             return len; /* the rest of this message comes later */
         }
         off += used;
+        w->partial = 0;
         json_tokener_reset(w->tok);
         if (!json_object_object_get_ex(o, "result", &res)) {
             /* {"error": ...}: the watch is over; re-read and see. */

@@ -17,12 +17,14 @@ holders still there, and measures when the waiter next reads the queue:
   key-int        {"type": "DELETE", "kv": {"key": 5}}
   key-obj        {"type": "DELETE", "kv": {"key": {}}}
   event-null     events: [null]
+  flood          17 MiB of DELETEs of a longer name's keys: no wake,
+                 no failure (a message may be 16 MiB, the stream any length)
 
 Each cannot be read as a key, so each must wake the waiter: its next
 queue read comes within WAKE_BOUND_S of the event.  Without a wake the
 next read is the slice's end (SLICE_MAX_MS, 5 s, in src/core/acquire.c:
 about 4.5 s after the event here); a wake re-reads in a few ms (measured
-3-20 ms under ASan), so the bound (1.5 s) is far from both.  And an
+3-20 ms under ASan), so the bound (2.5 s) is far from both.  And an
 event is never a grant: both holders stay, the waiter must exit 1 (not
 acquired in time), never run its command.
 
@@ -43,7 +45,7 @@ sys.argv, _argv = [sys.argv[0], "honest"], sys.argv
 import adv_gateway as g  # noqa: E402  (reads MODE from sys.argv)
 from http.server import ThreadingHTTPServer  # noqa: E402
 
-WAKE_BOUND_S = 1.5
+WAKE_BOUND_S = 2.5
 
 SHAPES = {
     "kv-missing": {"type": "DELETE"},
@@ -54,7 +56,13 @@ SHAPES = {
     "key-int": {"type": "DELETE", "kv": {"key": 5}},
     "key-obj": {"type": "DELETE", "kv": {"key": {}}},
     "event-null": None,
+    # Not a shape: 17 MiB of DELETEs of keys of a longer name (NAME/x/i),
+    # none of the window's, in messages of 1000 events.  No wake-up, and
+    # no failure: a message may be up to 16 MiB, the stream any length
+    # (the watch once counted the stream against the cap: exit 69).
+    "flood": "flood",
 }
+FLOOD_BYTES = 17 << 20
 
 run = {"shape": None, "sent": None, "reads": []}
 run_mu = threading.Lock()
@@ -102,10 +110,26 @@ class H(g.H):
                    + "\n").encode())
             time.sleep(0.3)
             ev = SHAPES[run["shape"]]
-            msg = {"result": {"header": h, "events": [ev]}}
-            with run_mu:
-                run["sent"] = time.monotonic()
-            chunk((json.dumps(msg) + "\n").encode())
+            if ev == "flood":
+                with run_mu:
+                    run["sent"] = time.monotonic()
+                sent, i = 0, 0
+                pfx = ("advsem-flood/x/").encode()
+                while sent < FLOOD_BYTES:
+                    evs = []
+                    for _ in range(1000):
+                        k = base64.b64encode(pfx + b"%d" % i).decode()
+                        evs.append({"type": "DELETE", "kv": {"key": k}})
+                        i += 1
+                    b = (json.dumps({"result": {"header": h, "events": evs}})
+                         + "\n").encode()
+                    chunk(b)
+                    sent += len(b)
+            else:
+                msg = {"result": {"header": h, "events": [ev]}}
+                with run_mu:
+                    run["sent"] = time.monotonic()
+                chunk((json.dumps(msg) + "\n").encode())
             while True:
                 time.sleep(0.2)
                 chunk(b"\n")
@@ -170,6 +194,9 @@ def one(dlock, url, shape, tmp):
             sent, reads = run["sent"], list(run["reads"])
         if not sent:
             problems.append("no semaphore watch came to send the event to")
+        elif shape == "flood":
+            print("  flood: %d MiB of others' DELETEs, the waiter waited on"
+                  " (exit %d)" % (FLOOD_BYTES >> 20, w.returncode))
         else:
             after = [t - sent for t in reads if t > sent]
             first = after[0] if after else None

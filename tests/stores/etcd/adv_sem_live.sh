@@ -9,7 +9,10 @@
 #   C. a shared holder ahead of three semaphore waiters (each watches the
 #      shared key only) releases: two are admitted; then one of them
 #      releases: the third;
-#   D. the same behind a foreign holder (`etcdctl lock`).
+#   D. the same behind a foreign holder (`etcdctl lock`);
+#   E. a waiter's own lease is revoked just after it queued: its own
+#      key's DELETE wakes it, and it queues again at once (before, it
+#      noticed only at its slice's end, ~5 s later).
 # Each admission must come within BOUND ms of the release.  A missed
 # wake-up is only repaired at the waiter's slice's end (SLICE_MAX_MS,
 # 5000 ms, src/core/acquire.c); a wake admits in tens of ms (measured
@@ -144,4 +147,30 @@ release "$s2"
 admitted "$T/d3" "D (third, after a semaphore release)"
 release "$s1"
 release "$s3"
+
+# --- E. a waiter's own lease revoked -----------------------------------------------
+n5=advsemE-$run_id
+hold "$n5" "$T/e1" --limit 2; h1=$last
+hold "$n5" "$T/e2" --limit 2; h2=$last
+keys_are "$n5" 2
+hold "$n5" "$T/e3" --limit 2 -w 60; w1=$last
+keys_are "$n5" 3
+lease=$(queue "$n5" | sed -n 3p | awk '{print $3}')
+t0=$(now_ms)
+ectl lease revoke "$lease" >/dev/null || fail "E: lease revoke $lease"
+if until_true "[ \$(queue $n5 | sed -n 3p | awk '{print \$3}') ] && [ \$(queue $n5 | sed -n 3p | awk '{print \$3}') != $lease ]" 100; then
+    t=$(($(now_ms) - t0))
+    if [ "$t" -le "$BOUND" ]; then
+        ok "E: the waiter whose lease was revoked queued again ${t} ms later"
+    else
+        fail "E: the waiter queued again ${t} ms after its lease was revoked (bound $BOUND ms: its own key's DELETE did not wake it)"
+    fi
+else
+    fail "E: the waiter never queued again"
+fi
+[ -e "$T/e3" ] && fail "E: the waiter ran before a release"
+release "$h1"
+admitted "$T/e3" "E (queued again)"
+release "$h2"
+release "$w1"
 finish
