@@ -14,7 +14,9 @@
  * '#', is refused by the parser without being echoed: one URL means one
  * thing, and the drivers get the parts dlock parsed, never the text.
  */
+#include <arpa/inet.h>
 #include <ctype.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -474,6 +476,22 @@ static int parse_query(struct dlock_url *u, const char *q)
     return DLOCK_OK;
 }
 
+/* Brackets hold an IPv6 address (RFC 3986's IP-literal), with a zone
+ * after '%' if any: never a name or an IPv4 address. */
+static int is_ipv6(const char *s, size_t n)
+{
+    char buf[INET6_ADDRSTRLEN];
+    unsigned char addr[sizeof(struct in6_addr)];
+    const char *pct = memchr(s, '%', n);
+    size_t len = pct != NULL ? (size_t)(pct - s) : n;
+
+    if (len == 0 || len >= sizeof(buf) || (pct != NULL && pct + 1 == s + n))
+        return 0;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    return inet_pton(AF_INET6, buf, addr) == 1;
+}
+
 /* Fill host and port from the authority's host part [start, end). */
 static int parse_hostport(struct dlock_url *u, const char *s, size_t n)
 {
@@ -492,6 +510,11 @@ static int parse_hostport(struct dlock_url *u, const char *s, size_t n)
         if (close == NULL)
             return dlock__seterr(DLOCK_EINVAL, "unclosed '[' in %s",
                                  u->redacted);
+        if (!is_ipv6(s + 1, (size_t)(close - s - 1)))
+            return dlock__seterr(DLOCK_EINVAL,
+                                 "brackets hold an IPv6 address, not a name "
+                                 "or an IPv4 address: %s",
+                                 u->redacted);
         u->host = dlock__strndup(s + 1, (size_t)(close - s - 1));
         if (close + 1 < s + n) {
             if (close[1] != ':')
@@ -506,6 +529,9 @@ static int parse_hostport(struct dlock_url *u, const char *s, size_t n)
             hlen = (size_t)(c - s);
             port = c + 1;
         }
+        if (memchr(s, '[', hlen) != NULL || memchr(s, ']', hlen) != NULL)
+            return dlock__seterr(DLOCK_EINVAL, "stray '[' or ']' in %s",
+                                 u->redacted);
         u->host = hlen > 0 ? decode(s, hlen, &bad) : NULL;
         if (hlen > 0 && u->host == NULL)
             return bad ? dlock__seterr(DLOCK_EINVAL,
@@ -803,6 +829,11 @@ int dlock__url_hosts(const struct dlock_url *u, int default_port,
             h = p + 1;
             hlen = (size_t)(close - h);
             colon = close + 1 < p + len ? close + 1 : NULL;
+            if (!is_ipv6(h, hlen))
+                return dlock__seterr(DLOCK_EINVAL,
+                                     "brackets hold an IPv6 address, not a "
+                                     "name or an IPv4 address: %s",
+                                     u->redacted);
         } else if (n > 1 && (colon = memchr(p, ':', len)) != NULL) {
             hlen = (size_t)(colon - p);
             if (memchr(colon + 1, ':', len - hlen - 1) != NULL)
@@ -820,6 +851,9 @@ int dlock__url_hosts(const struct dlock_url *u, int default_port,
         }
         if (hlen == 0)
             return dlock__seterr(DLOCK_EINVAL, "empty %s host in %s", what,
+                                 u->redacted);
+        if (memchr(h, '[', hlen) != NULL || memchr(h, ']', hlen) != NULL)
+            return dlock__seterr(DLOCK_EINVAL, "stray '[' or ']' in %s",
                                  u->redacted);
         (*hosts)[*count] = dlock__strndup(h, hlen);
         if ((*hosts)[*count] == NULL)

@@ -247,6 +247,46 @@ static void test_url_hosts(void)
     EXPECT(hosts_of("etcd://h:1,[]:5", "") == DLOCK_EINVAL);
     EXPECT(hosts_of("etcd://h:1,h: 5", "") == DLOCK_EINVAL);
     EXPECT(hosts_of("etcd://h:1,", "") == DLOCK_EINVAL);
+    /* The adversary pass on the list grammar: a '[' or ']' that is not a
+     * pair around a whole IPv6 address is refused, never handed on to a
+     * name lookup; brackets hold an IPv6 address only (RFC 3986). */
+    static const char *const refused[] = {
+        "etcd://[[::1]:1,x]",
+        "etcd://],x",
+        "etcd://x]:1,y",
+        "etcd://a[b]:1,y",
+        "etcd://y,[a[b]:1",
+        "redis-sentinel://[[::1]:26379,[::1]]:26379/m",
+        "etcd://[localhost]:1,[::1]:2",
+        "etcd://[::1]:1,[127.0.0.1]:2",
+        "etcd://[localhost]:1",
+        "etcd://[127.0.0.1]",
+        "redis://x]:1",
+        "redis://a[b",
+        "etcd://[::1,::2]:1",
+        "etcd://[::1]]:1,x",
+        "etcd://[::1]:1:2,x",
+        "etcd://x,[::1]:",
+        "etcd://x,[::1]:-1",
+        "etcd://x,[::1]:0",
+        "etcd://x,[::1]:65536",
+        "etcd://x,[::1]:99999999999999999999999",
+        "etcd://x,,y",
+        "etcd://,[::1]:1",
+        "etcd://x:1,fe80::1%lo:2",
+        "etcd://[fe80::1%]"};
+
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+        if (hosts_of(refused[i], "") != DLOCK_EINVAL) {
+            fprintf(stderr, "  %s was not refused\n", refused[i]);
+            failures++;
+        }
+    EXPECT(hosts_of("etcd://[::ffff:127.0.0.1]:1,[::1]",
+                    "::ffff:127.0.0.1|1 ::1|2379") == DLOCK_OK);
+    EXPECT(hosts_of("etcd://u:p[w,x@[::1]:1,[::1]:2", "::1|1 ::1|2") ==
+           DLOCK_OK);
+    EXPECT(hosts_of("etcd://[fe80::1%25lo]", "fe80::1%25lo|2379") == DLOCK_OK);
+    EXPECT(hosts_of("etcd://%31%32%37.0.0.1:7", "127.0.0.1|7") == DLOCK_OK);
 }
 
 static void test_names(void)
