@@ -60,6 +60,11 @@ struct dlock_url;
 /* The most bytes of one reply dlock reads: a name's queue of thousands
  * of keys fits; a server that sends more is not believed. */
 #define ETCD_REPLY_MAX (16u << 20)
+/* The most objects and arrays dlock lets json-c build from one reply,
+ * watch message or value: json-c spends some 150 bytes on each, so a
+ * reply of 16 MiB of "[[],[],...]" would take 800 MiB.  A queue page
+ * (ETCD_QUEUE_PAGE keys) needs a few hundred. */
+#define ETCD_JSON_CONTAINERS 65536u
 /* etcd's --max-txn-ops default: the most operations of one txn. */
 #define ETCD_TXN_OPS 128
 /* The most keys one queue read returns before dlock reads the rest. */
@@ -170,6 +175,13 @@ int dlock__etcd_watch(struct etcd_store *es, const char *key, size_t len,
 
 /* --- json.c ----------------------------------------------------------- */
 json_object *dlock__etcd_b64(const char *s, size_t n);
+/* How many objects and arrays JSON text s (n bytes) may hold: its '{'
+ * and '[' (in strings too: a bound, never less). */
+size_t dlock__etcd_containers(const char *s, size_t n);
+/* Parse JSON text s (n bytes) unless it may hold more than
+ * ETCD_JSON_CONTAINERS objects and arrays: the value (NULL: not JSON, too
+ * many, out of memory), *end (may be NULL) where it ended. */
+json_object *dlock__etcd_parse(const char *s, size_t n, size_t *end);
 /* Decode base64 field f of o into a malloc'd buffer (NUL-terminated). */
 char *dlock__etcd_unb64(json_object *o, const char *f, size_t *n);
 /* A 64-bit integer field (string or number; absent = 0). */

@@ -255,7 +255,7 @@ static int post_once(struct etcd_store *es, int ep, const char *path,
     CURLcode cr;
     CURL *h;
     json_object *reply, *err;
-    json_tokener *tok;
+    size_t end = 0;
     int rc;
 
     *sent = 0;
@@ -301,21 +301,25 @@ static int post_once(struct etcd_store *es, int ep, const char *path,
     }
     *sent = 1;
     conn_put(es, h);
-    tok = json_tokener_new();
-    reply = tok != NULL && b.p != NULL
-                ? json_tokener_parse_ex(tok, b.p, (int)b.n)
-                : NULL;
-    if (tok != NULL && reply != NULL &&
-        (size_t)json_tokener_get_parse_end(tok) < b.n) {
+    if (b.p != NULL &&
+        dlock__etcd_containers(b.p, b.n) > ETCD_JSON_CONTAINERS) {
+        free(b.p);
+        *next = 0;
+        return dlock__seterr(DLOCK_ESTORE,
+                             "etcd at %s sent a reply of more than %u "
+                             "objects and arrays (%s)",
+                             es->endpoints[ep], ETCD_JSON_CONTAINERS, es->url);
+    }
+    reply = b.p != NULL ? dlock__etcd_parse(b.p, b.n, &end) : NULL;
+    if (reply != NULL && end < b.n) {
         /* Only whitespace may follow the object. */
-        for (size_t i = json_tokener_get_parse_end(tok); i < b.n; i++)
+        for (size_t i = end; i < b.n; i++)
             if (b.p[i] != '\n' && b.p[i] != ' ' && b.p[i] != '\r') {
                 json_object_put(reply);
                 reply = NULL;
                 break;
             }
     }
-    json_tokener_free(tok);
     free(b.p);
     if (reply == NULL || !json_object_is_type(reply, json_type_object)) {
         json_object_put(reply);
@@ -500,10 +504,11 @@ int dlock__etcd_authenticate(struct etcd_store *es)
 struct watch_state {
     json_tokener *tok;
     const struct etcd_keys *only; /* the keys whose DELETE wakes; NULL: any */
-    int woken;      /* an event, a cancel by the server, a compaction */
-    int created;    /* the server confirmed the watch */
-    int bad;        /* not a watch stream: garbage */
-    size_t partial; /* bytes of the message being read (ETCD_REPLY_MAX) */
+    int woken;         /* an event, a cancel by the server, a compaction */
+    int created;       /* the server confirmed the watch */
+    int bad;           /* not a watch stream: garbage */
+    size_t partial;    /* bytes of the message being read (ETCD_REPLY_MAX) */
+    size_t containers; /* its '{' and '[' so far (ETCD_JSON_CONTAINERS) */
 };
 
 /* Whether events (DELETEs: the watch filters out PUTs) wake the waiter:
@@ -542,13 +547,22 @@ static size_t on_watch(char *d, size_t sz, size_t nm, void *arg)
 
     /* A message may be at most ETCD_REPLY_MAX; the stream as long as the
      * watch lasts (a filtered watch reads every DELETE under the name
-     * until one of its keys goes, or its deadline). */
+     * until one of its keys goes, or its deadline).  Objects and arrays
+     * are counted before json-c builds them: the message's so far and
+     * every '{' or '[' of this chunk (a bound); more than
+     * ETCD_JSON_CONTAINERS is a wake-up, and nothing more is read. */
+    if (w->containers + dlock__etcd_containers(d, len) > ETCD_JSON_CONTAINERS) {
+        w->woken = 1;
+        return 0;
+    }
     while (off < len) {
         json_object *o, *res = NULL, *ev = NULL;
         size_t used;
 
-        /* Newlines between messages are not JSON. */
-        if (d[off] == '\n' || d[off] == '\r' || d[off] == ' ') {
+        /* Newlines between messages are not JSON (inside one, they may be
+         * in a string: the tokener's). */
+        if (w->partial == 0 &&
+            (d[off] == '\n' || d[off] == '\r' || d[off] == ' ')) {
             off++;
             continue;
         }
@@ -565,10 +579,12 @@ static size_t on_watch(char *d, size_t sz, size_t nm, void *arg)
                 w->bad = 1;
                 return 0;
             }
+            w->containers += dlock__etcd_containers(d + off, used);
             return len; /* the rest of this message comes later */
         }
         off += used;
         w->partial = 0;
+        w->containers = 0;
         json_tokener_reset(w->tok);
         if (!json_object_object_get_ex(o, "result", &res)) {
             /* {"error": ...}: the watch is over; re-read and see. */

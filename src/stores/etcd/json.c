@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,32 @@ json_object *dlock__etcd_b64(const char *s, size_t n)
     EVP_EncodeBlock(out, (const unsigned char *)s, (int)n);
     o = json_object_new_string((const char *)out);
     free(out);
+    return o;
+}
+
+size_t dlock__etcd_containers(const char *s, size_t n)
+{
+    size_t c = 0;
+
+    for (size_t i = 0; i < n; i++)
+        c += s[i] == '{' || s[i] == '[';
+    return c;
+}
+
+json_object *dlock__etcd_parse(const char *s, size_t n, size_t *end)
+{
+    json_tokener *tok;
+    json_object *o = NULL;
+
+    if (end != NULL)
+        *end = 0;
+    if (n > INT_MAX || dlock__etcd_containers(s, n) > ETCD_JSON_CONTAINERS ||
+        (tok = json_tokener_new()) == NULL)
+        return NULL;
+    o = json_tokener_parse_ex(tok, s, (int)n);
+    if (o != NULL && end != NULL)
+        *end = (size_t)json_tokener_get_parse_end(tok);
+    json_tokener_free(tok);
     return o;
 }
 

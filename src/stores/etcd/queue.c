@@ -70,16 +70,14 @@ char *dlock__etcd_record(const struct dlock_lock *lk)
 /* Read a dlock record from value v (n bytes) into e; foreign otherwise. */
 static void parse_record(struct etcd_entry *e, const char *v, size_t n)
 {
-    json_tokener *tok;
     json_object *o = NULL, *f;
     int64_t lim;
 
     e->foreign = 1;
     e->limit = 1;
-    if (n == 0 || (tok = json_tokener_new()) == NULL)
+    if (n == 0)
         return;
-    o = json_tokener_parse_ex(tok, v, (int)n);
-    json_tokener_free(tok);
+    o = dlock__etcd_parse(v, n, NULL);
     if (o == NULL || !json_object_is_type(o, json_type_object) ||
         dlock__etcd_int(o, "dlock") != 1) {
         json_object_put(o);

@@ -27,6 +27,10 @@ waits), and then misbehaves in the way MODE says:
   hang-revoke   ... and a lease revoke is never answered either
   cluster-flip  after the first N requests (N = ARG, default 3) the header
                 names another cluster id
+  bomb          range and txn replies are 15 MiB of "kvs": [[],[],...]
+                (5 million arrays: json-c would spend some 800 MiB on them)
+  watch-bomb    a watch sends one message of 15 MiB of "events":
+                [[],[],...], then stays quiet
 
   adv_gateway.py MODE [ARG]   prints its port on stdout, then serves
 """
@@ -157,6 +161,16 @@ def big(body_fn):
     return {"header": header(), "junk": "x" * (17 << 20)}
 
 
+# 15 MiB of nested empty arrays (under the 16 MiB reply cap).
+BOMB = b"[" + b"[]," * (5 << 20) + b"[]]"
+
+
+def bomb(field, wrap=None):
+    head = json.dumps({"header": header()})[:-1].encode()
+    body = head + b', "' + field.encode() + b'": ' + BOMB + b"}"
+    return (b'{"result": ' + body + b"}" if wrap else body) + b"\n"
+
+
 class H(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -190,6 +204,15 @@ class H(BaseHTTPRequestHandler):
             time.sleep(3600)
         if MODE == "hang-revoke" and p == "/v3/lease/revoke":
             time.sleep(3600)
+        if MODE == "bomb" and p in ("/v3/kv/range", "/v3/kv/txn"):
+            with mu:
+                data = bomb("kvs")
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
         with mu:
             if p == "/v3/maintenance/status":
                 out = {"header": header(), "version": "3.4.23"}
@@ -267,6 +290,14 @@ class H(BaseHTTPRequestHandler):
                        + "\n").encode())
                 chunk(b"")
                 return
+            if MODE == "watch-bomb":
+                with mu:
+                    data = bomb("events", wrap=True)
+                for i in range(0, len(data), 1 << 16):
+                    chunk(data[i:i + (1 << 16)])
+                while True:
+                    time.sleep(0.2)
+                    chunk(b"\n")
             if MODE == "watch-bad":
                 chunk((json.dumps({"result": {"header": h, "events": 5}})
                        + "\n").encode())
