@@ -39,7 +39,10 @@
  * refresh + its TTL); a lock taking a lease refreshed a moment ago starts
  * with that much less (ETCD_REUSE_SLACK_MS at most), and its renewal
  * comes that much sooner.  A lock that is not auto-renewed has a lease of
- * its own: nobody else's renewal may keep its key.
+ * its own: nobody else's renewal may keep its key.  Its release deletes
+ * the key and leaves the keyless lease to expire (a grant, the txn and the
+ * delete: three round trips); a lease whose key's fate is unknown is
+ * revoked.
  */
 #ifndef DLOCK_STORES_ETCD_H
 #define DLOCK_STORES_ETCD_H
@@ -86,6 +89,7 @@ struct etcd_lease {
     unsigned refs;      /* locks (held or waiting) whose key is on it */
     int dead;           /* etcd said it is gone: never used again */
     int tainted;        /* a put on it may have landed unseen: retire */
+    int own;            /* one lock's (not auto-renewed): never shared */
 };
 
 /* An idle libcurl handle (keep-alive connection) and its endpoint. */

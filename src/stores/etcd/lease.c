@@ -178,7 +178,7 @@ int dlock__etcd_lease_get(struct etcd_store *es, int64_t ttl_ms, int own,
     for (; !own;) {
         pthread_mutex_lock(&es->mu);
         for (l = es->leases; l != NULL; l = l->next)
-            if (!l->dead && !l->tainted && l->ttl_s == ttl_s &&
+            if (!l->dead && !l->tainted && !l->own && l->ttl_s == ttl_s &&
                 !avoided(l, avoid, navoid))
                 break;
         if (l != NULL)
@@ -200,9 +200,10 @@ int dlock__etcd_lease_get(struct etcd_store *es, int64_t ttl_ms, int own,
     if (rc != DLOCK_OK)
         return rc;
     fresh->refs = 1;
-    /* A lease of one lock's own is never shared, and is revoked with
-     * the lock (as a retired one is). */
-    fresh->tainted = own;
+    /* A lease of one lock's own is never shared; at the lock's end it is
+     * forgotten (keyless, it expires by itself: no revoke on the path of
+     * a release), or revoked if retired (its key's fate unknown). */
+    fresh->own = own;
     pthread_mutex_lock(&es->mu);
     fresh->next = es->leases;
     es->leases = fresh;
@@ -240,14 +241,14 @@ void dlock__etcd_lease_put(struct etcd_store *es, struct etcd_lease *l)
     pthread_mutex_lock(&es->mu);
     if (l->refs > 0)
         l->refs--;
-    if (l->refs == 0 && (l->dead || l->tainted)) {
+    if (l->refs == 0 && (l->dead || l->tainted || l->own)) {
         for (pp = &es->leases; *pp != NULL; pp = &(*pp)->next)
             if (*pp == l) {
                 *pp = l->next;
                 break;
             }
         drop = 1;
-        live = !l->dead;
+        live = !l->dead && l->tainted;
     }
     pthread_mutex_unlock(&es->mu);
     if (!drop)

@@ -89,10 +89,12 @@ static int move_lease(struct etcd_store *es, struct dlock_lock *lk,
         rev = dlock__etcd_int(kv, "create_revision");
         lease = dlock__etcd_int(kv, "lease");
         json_object_put(reply);
-        if (rc != DLOCK_OK)
+        if (rc != DLOCK_OK) {
             rc = dlock__lost(lk, "an extend to another TTL got no answer, "
                                  "and where its key is could not be read");
-        else if (rev != el->create_rev)
+            /* The key may be on the new lease: revoke it at its end. */
+            dlock__etcd_lease_retire(es, nl);
+        } else if (rev != el->create_rev)
             rc = dlock__lost(lk, "its etcd key is gone");
         else if (lease == nl->id)
             rc = DLOCK_OK; /* it landed */
