@@ -41,8 +41,29 @@ lib=${DLOCK_FAKETIME_LIB:-/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1}
 # shellcheck source=SCRIPTDIR/lib.sh
 . "$here/lib.sh"
 [ -r "$lib" ] || partition_cannot "no libfaketime at $lib (package faketime)"
+# libfaketime 0.9.10 gives each process that loads it without
+# FAKETIME_SHARED a semaphore and a shared memory object of its own,
+# /dev/shm/sem.faketime_sem_PID and faketime_shm_PID (mode 0600), and
+# removes them at a normal exit only: a process killed (a torture worker,
+# a server) leaves them.  Started by root, the server script makes root's
+# pair; PostgreSQL's processes (user postgres) cannot open it and each
+# makes its own, by its pid: one whose pid is that of a dead root process
+# whose pair is still there cannot, and exits (libfaketime: "sem_open
+# failed and recreation attempts failed: Permission denied"; CI once).
+# So the pairs of processes that are gone are removed first: by
+# libfaketime's own naming, nobody can use them any more.
+faketime_tidy() {
+    local f pid
+    for f in /dev/shm/sem.faketime_sem_* /dev/shm/faketime_shm_*; do
+        [ -e "$f" ] || continue
+        pid=${f##*_}
+        case $pid in *[!0-9]* | '') continue ;; esac
+        [ -d "/proc/$pid" ] || rm -f "$f"
+    done
+}
 partition_begin "$workers" "$@"
 for c in "${cases[@]}"; do
+    faketime_tidy
     # One clock per server: the lease mode runs on the same server, whose
     # clock stays where the session mode's run left it (ahead).
     clock=$T/faketime-${c%-lease}
