@@ -492,46 +492,61 @@ static int is_ipv6(const char *s, size_t n)
     return inet_pton(AF_INET6, buf, addr) == 1;
 }
 
-/* Fill host and port from the authority's host part [start, end). */
-static int parse_hostport(struct dlock_url *u, const char *s, size_t n)
+/* One host[:port] of s (n bytes): *h and *hlen the host (an IPv6 address
+ * without its brackets, which must hold one), *colon the ':' before the
+ * port, or NULL.  A '[' or ']' anywhere else is refused. */
+static int split_host(const struct dlock_url *u, const char *s, size_t n,
+                      const char **h, size_t *hlen, const char **colon)
 {
-    const char *port = NULL;
-    size_t hlen = n;
-    int bad = 0;
-
-    if (memchr(s, ',', n) != NULL) {
-        /* A libpq host list: hand it over as it is. */
-        u->host = dlock__strndup(s, n);
-        return u->host != NULL ? DLOCK_OK : dlock__enomem();
-    }
+    *h = s;
+    *hlen = n;
+    *colon = NULL;
     if (n > 0 && s[0] == '[') {
         const char *close = memchr(s, ']', n);
 
         if (close == NULL)
             return dlock__seterr(DLOCK_EINVAL, "unclosed '[' in %s",
                                  u->redacted);
-        if (!is_ipv6(s + 1, (size_t)(close - s - 1)))
+        if (close + 1 < s + n && close[1] != ':')
+            return dlock__seterr(DLOCK_EINVAL, "junk after ']' in %s",
+                                 u->redacted);
+        *h = s + 1;
+        *hlen = (size_t)(close - s - 1);
+        *colon = close + 1 < s + n ? close + 1 : NULL;
+        if (!is_ipv6(*h, *hlen))
             return dlock__seterr(DLOCK_EINVAL,
                                  "brackets hold an IPv6 address, not a name "
                                  "or an IPv4 address: %s",
                                  u->redacted);
-        u->host = dlock__strndup(s + 1, (size_t)(close - s - 1));
-        if (close + 1 < s + n) {
-            if (close[1] != ':')
-                return dlock__seterr(DLOCK_EINVAL, "junk after ']' in %s",
-                                     u->redacted);
-            port = close + 2;
-        }
-    } else {
-        const char *c = memchr(s, ':', n);
+        return DLOCK_OK;
+    }
+    if ((*colon = memchr(s, ':', n)) != NULL)
+        *hlen = (size_t)(*colon - s);
+    if (memchr(s, '[', *hlen) != NULL || memchr(s, ']', *hlen) != NULL)
+        return dlock__seterr(DLOCK_EINVAL, "stray '[' or ']' in %s",
+                             u->redacted);
+    return DLOCK_OK;
+}
 
-        if (c != NULL) {
-            hlen = (size_t)(c - s);
-            port = c + 1;
-        }
-        if (memchr(s, '[', hlen) != NULL || memchr(s, ']', hlen) != NULL)
-            return dlock__seterr(DLOCK_EINVAL, "stray '[' or ']' in %s",
-                                 u->redacted);
+/* Fill host and port from the authority's host part [start, end). */
+static int parse_hostport(struct dlock_url *u, const char *s, size_t n)
+{
+    const char *port, *h, *colon;
+    size_t hlen;
+    int bad = 0, rc;
+
+    if (memchr(s, ',', n) != NULL) {
+        /* A libpq host list: hand it over as it is. */
+        u->host = dlock__strndup(s, n);
+        return u->host != NULL ? DLOCK_OK : dlock__enomem();
+    }
+    rc = split_host(u, s, n, &h, &hlen, &colon);
+    if (rc != DLOCK_OK)
+        return rc;
+    port = colon != NULL ? colon + 1 : NULL;
+    if (h != s) { /* in brackets: an IPv6 address, taken as it is */
+        u->host = dlock__strndup(h, hlen);
+    } else {
         u->host = hlen > 0 ? decode(s, hlen, &bad) : NULL;
         if (hlen > 0 && u->host == NULL)
             return bad ? dlock__seterr(DLOCK_EINVAL,
@@ -814,34 +829,19 @@ int dlock__url_hosts(const struct dlock_url *u, int default_port,
         /* One host: the URL parser has already taken its port apart
          * (and the brackets off an IPv6 address, whose colons stay).  In
          * a list, an IPv6 address is in brackets: "[::1]:2379". */
-        const char *h = p, *colon = NULL, *close;
+        const char *h = p, *colon = NULL;
         char *end;
         long port = n == 1 && u->port != 0 ? u->port : default_port;
+        int rc = n > 1 ? split_host(u, p, len, &h, &hlen, &colon) : DLOCK_OK;
 
-        if (n > 1 && len > 0 && p[0] == '[') {
-            close = memchr(p, ']', len);
-            if (close == NULL)
-                return dlock__seterr(DLOCK_EINVAL, "unclosed '[' in %s",
-                                     u->redacted);
-            if (close + 1 < p + len && close[1] != ':')
-                return dlock__seterr(DLOCK_EINVAL, "junk after ']' in %s",
-                                     u->redacted);
-            h = p + 1;
-            hlen = (size_t)(close - h);
-            colon = close + 1 < p + len ? close + 1 : NULL;
-            if (!is_ipv6(h, hlen))
-                return dlock__seterr(DLOCK_EINVAL,
-                                     "brackets hold an IPv6 address, not a "
-                                     "name or an IPv4 address: %s",
-                                     u->redacted);
-        } else if (n > 1 && (colon = memchr(p, ':', len)) != NULL) {
-            hlen = (size_t)(colon - p);
-            if (memchr(colon + 1, ':', len - hlen - 1) != NULL)
-                return dlock__seterr(DLOCK_EINVAL,
-                                     "an IPv6 address in the %s host list "
-                                     "goes in brackets ([::1]:port): %s",
-                                     what, u->redacted);
-        }
+        if (rc != DLOCK_OK)
+            return rc;
+        if (h == p && colon != NULL &&
+            memchr(colon + 1, ':', len - hlen - 1) != NULL)
+            return dlock__seterr(DLOCK_EINVAL,
+                                 "an IPv6 address in the %s host list "
+                                 "goes in brackets ([::1]:port): %s",
+                                 what, u->redacted);
         if (colon != NULL) {
             port = strtol(colon + 1, &end, 10);
             if (end != p + len || port < 1 || port > 65535 ||
@@ -852,6 +852,8 @@ int dlock__url_hosts(const struct dlock_url *u, int default_port,
         if (hlen == 0)
             return dlock__seterr(DLOCK_EINVAL, "empty %s host in %s", what,
                                  u->redacted);
+        /* (A single host was split by the URL parser, and decoded: a
+         * %5B there is a bracket too.) */
         if (memchr(h, '[', hlen) != NULL || memchr(h, ']', hlen) != NULL)
             return dlock__seterr(DLOCK_EINVAL, "stray '[' or ']' in %s",
                                  u->redacted);
