@@ -184,8 +184,9 @@ json_object *dlock__etcd_b64(const char *s, size_t n);
 size_t dlock__etcd_containers(const char *s, size_t n);
 /* Parse JSON text s (n bytes) unless it may hold more than
  * ETCD_JSON_CONTAINERS objects and arrays: the value (NULL: not JSON, too
- * many, out of memory), *end (may be NULL) where it ended. */
-json_object *dlock__etcd_parse(const char *s, size_t n, size_t *end);
+ * many, out of memory), *end (may be NULL) where it ended, *over (may be
+ * NULL) whether it was too many. */
+json_object *dlock__etcd_parse(const char *s, size_t n, size_t *end, int *over);
 /* Decode base64 field f of o into a malloc'd buffer (NUL-terminated). */
 char *dlock__etcd_unb64(json_object *o, const char *f, size_t *n);
 /* A 64-bit integer field (string or number; absent = 0). */

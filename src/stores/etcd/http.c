@@ -256,7 +256,7 @@ static int post_once(struct etcd_store *es, int ep, const char *path,
     CURL *h;
     json_object *reply, *err;
     size_t end = 0;
-    int rc;
+    int rc, over = 0;
 
     *sent = 0;
     *next = 1;
@@ -301,8 +301,8 @@ static int post_once(struct etcd_store *es, int ep, const char *path,
     }
     *sent = 1;
     conn_put(es, h);
-    if (b.p != NULL &&
-        dlock__etcd_containers(b.p, b.n) > ETCD_JSON_CONTAINERS) {
+    reply = b.p != NULL ? dlock__etcd_parse(b.p, b.n, &end, &over) : NULL;
+    if (over) {
         free(b.p);
         *next = 0;
         return dlock__seterr(DLOCK_ESTORE,
@@ -310,7 +310,6 @@ static int post_once(struct etcd_store *es, int ep, const char *path,
                              "objects and arrays (%s)",
                              es->endpoints[ep], ETCD_JSON_CONTAINERS, es->url);
     }
-    reply = b.p != NULL ? dlock__etcd_parse(b.p, b.n, &end) : NULL;
     if (reply != NULL && end < b.n) {
         /* Only whitespace may follow the object. */
         for (size_t i = end; i < b.n; i++)

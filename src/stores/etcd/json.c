@@ -41,15 +41,17 @@ size_t dlock__etcd_containers(const char *s, size_t n)
     return c;
 }
 
-json_object *dlock__etcd_parse(const char *s, size_t n, size_t *end)
+json_object *dlock__etcd_parse(const char *s, size_t n, size_t *end, int *over)
 {
     json_tokener *tok;
     json_object *o = NULL;
+    int many = dlock__etcd_containers(s, n) > ETCD_JSON_CONTAINERS;
 
     if (end != NULL)
         *end = 0;
-    if (n > INT_MAX || dlock__etcd_containers(s, n) > ETCD_JSON_CONTAINERS ||
-        (tok = json_tokener_new()) == NULL)
+    if (over != NULL)
+        *over = many;
+    if (many || n > INT_MAX || (tok = json_tokener_new()) == NULL)
         return NULL;
     o = json_tokener_parse_ex(tok, s, (int)n);
     if (o != NULL && end != NULL)

@@ -77,7 +77,7 @@ static void parse_record(struct etcd_entry *e, const char *v, size_t n)
     e->limit = 1;
     if (n == 0)
         return;
-    o = dlock__etcd_parse(v, n, NULL);
+    o = dlock__etcd_parse(v, n, NULL, NULL);
     if (o == NULL || !json_object_is_type(o, json_type_object) ||
         dlock__etcd_int(o, "dlock") != 1) {
         json_object_put(o);

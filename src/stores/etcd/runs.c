@@ -100,7 +100,7 @@ static json_object *runs_doc(json_object *kv, int64_t *mod)
         *mod = dlock__etcd_int(kv, "mod_revision");
         v = dlock__etcd_unb64(kv, "value", &n);
         if (v != NULL)
-            doc = dlock__etcd_parse(v, n, NULL);
+            doc = dlock__etcd_parse(v, n, NULL, NULL);
         free(v);
     }
     if (doc == NULL || !json_object_is_type(doc, json_type_object)) {
