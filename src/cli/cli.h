@@ -58,6 +58,9 @@ void cli_json_info(FILE *f, const dlock_info *info);
 /* Print info as one human-readable line. */
 void cli_print_info(const dlock_info *info);
 /* Format a Unix ms timestamp as local ISO 8601 into buf. */
+/* Whether a Unix ms time (from a store) is one to show: after the epoch,
+ * before year 10000.  cli_time() and cli_time_utc() say "unknown" else. */
+int cli_time_ok(int64_t unix_ms);
 const char *cli_time(int64_t unix_ms, char *buf, size_t len);
 /* The same in UTC with milliseconds: 2026-11-27T12:00:00.123Z. */
 const char *cli_time_utc(int64_t unix_ms, char *buf, size_t len);

@@ -345,12 +345,23 @@ void cli_json_info_open(FILE *f, const dlock_info *in)
     fprintf(f, ",\"other_client\":%s", in->other_client ? "true" : "false");
 }
 
+/* A time read from a store is shown, and a duration computed from it,
+ * only between the epoch and the end of year 9999 (a row anyone can
+ * write may hold any int64): outside it is "unknown", so no arithmetic
+ * on it can overflow. */
+#define CLI_TIME_MAX_MS INT64_C(253402300799999)
+
+int cli_time_ok(int64_t unix_ms)
+{
+    return unix_ms > 0 && unix_ms <= CLI_TIME_MAX_MS;
+}
+
 const char *cli_time(int64_t unix_ms, char *buf, size_t len)
 {
     time_t t = (time_t)(unix_ms / 1000);
     struct tm tm;
 
-    if (unix_ms <= 0 || localtime_r(&t, &tm) == NULL ||
+    if (!cli_time_ok(unix_ms) || localtime_r(&t, &tm) == NULL ||
         strftime(buf, len, "%Y-%m-%dT%H:%M:%S%z", &tm) == 0)
         snprintf(buf, len, "unknown");
     return buf;
@@ -362,7 +373,7 @@ const char *cli_time_utc(int64_t unix_ms, char *buf, size_t len)
     struct tm tm;
     char sec[32];
 
-    if (unix_ms <= 0 || gmtime_r(&t, &tm) == NULL ||
+    if (!cli_time_ok(unix_ms) || gmtime_r(&t, &tm) == NULL ||
         strftime(sec, sizeof(sec), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
         snprintf(buf, len, "unknown");
     else
@@ -441,13 +452,13 @@ void cli_json_run(FILE *f, const dlock_run *r)
         fprintf(f, ",\"pid\":%lld", (long long)r->pid);
     else
         fputs(",\"pid\":null", f);
-    if (r->start_ms > 0)
+    if (cli_time_ok(r->start_ms))
         fprintf(f, ",\"start_ms\":%lld,\"start\":\"%s\"",
                 (long long)r->start_ms,
                 cli_time_utc(r->start_ms, iso, sizeof(iso)));
     else
         fputs(",\"start_ms\":null,\"start\":null", f);
-    if (r->end_ms > 0)
+    if (cli_time_ok(r->end_ms))
         fprintf(f, ",\"end_ms\":%lld,\"end\":\"%s\"", (long long)r->end_ms,
                 cli_time_utc(r->end_ms, iso, sizeof(iso)));
     else
@@ -489,7 +500,8 @@ void cli_print_run(FILE *f, const dlock_run *r)
     cli_print_safe(f, r->host[0] ? r->host : "?");
     fprintf(f, " pid %lld, started %s", (long long)r->pid,
             cli_time_utc(r->start_ms, iso, sizeof(iso)));
-    if (r->end_ms > 0 && r->end_ms >= r->start_ms)
+    if (cli_time_ok(r->start_ms) && cli_time_ok(r->end_ms) &&
+        r->end_ms >= r->start_ms)
         fprintf(f, ", took %lld.%03lld s",
                 (long long)((r->end_ms - r->start_ms) / 1000),
                 (long long)((r->end_ms - r->start_ms) % 1000));
