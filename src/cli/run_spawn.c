@@ -51,11 +51,16 @@ void run_scan_fds(int mark_cloexec)
     closedir(d);
 }
 
-/* environ without DLOCK_NAME/FENCE/STORE, plus ours. */
+/* Every DLOCK_ variable dlock reads (main.c, run_opts.c) or sets for
+ * CMD: an inherited one never reaches CMD (a nested dlock would take a
+ * parent's store file or metrics file for its own). */
+static const char *const dlock_env[] = {
+    "DLOCK_NAME=",       "DLOCK_FENCE=",        "DLOCK_STORE=",
+    "DLOCK_STORE_FILE=", "DLOCK_METRICS_FILE="};
+
+/* environ without dlock_env[], plus DLOCK_NAME/FENCE/STORE of ours. */
 char **run_child_env(const char *name, uint64_t fence, const char *url)
 {
-    static const char *const ours[] = {
-        "DLOCK_NAME=", "DLOCK_FENCE=", "DLOCK_STORE="};
     size_t n = 0, k = 0;
     char **env;
     char *vals[3];
@@ -68,8 +73,8 @@ char **run_child_env(const char *name, uint64_t fence, const char *url)
     for (size_t i = 0; i < n; i++) {
         int skip = 0;
 
-        for (size_t j = 0; j < 3; j++)
-            skip |= strncmp(environ[i], ours[j], strlen(ours[j])) == 0;
+        for (size_t j = 0; j < sizeof(dlock_env) / sizeof(dlock_env[0]); j++)
+            skip |= strncmp(environ[i], dlock_env[j], strlen(dlock_env[j])) == 0;
         if (!skip)
             env[k++] = environ[i];
     }
