@@ -582,72 +582,6 @@ static int open_dir(const char *path, char *base, size_t blen)
     return fd;
 }
 
-/* Take the lock file next to path (base.lock in the directory dfd),
- * waiting up to LOCK_WAIT_MS.  Its fd, or -1 (said). */
-static int lock_file(const char *path, int dfd, const char *base)
-{
-    char lname[4096], why[96];
-    const char *bad;
-    struct timespec pause = {0, 10 * 1000 * 1000};
-    struct stat st;
-    int fd = -1, waited = 0;
-
-    if (snprintf(lname, sizeof(lname), "%s.lock", base) >= (int)sizeof(lname)) {
-        cli_err("metrics file %s: path too long", path);
-        return -1;
-    }
-    /* Open what is there (so that we can say whose it is, and since
-     * O_CREAT would fail on another user's file where fs.protected_regular
-     * is set), or create it: only its owner (and root) may open it, since
-     * whoever can open it can hold its flock.  O_RDWR: NFS emulates an
-     * exclusive flock with a write lock. */
-    for (int tries = 0; tries < 3 && fd < 0; tries++) {
-        fd = open_ours(dfd, lname, O_RDWR, &st, why, sizeof(why), &bad);
-        if (fd < 0 && bad == NULL && errno == ENOENT)
-            fd = open_ours(dfd, lname, O_RDWR | O_CREAT | O_EXCL, &st, why,
-                           sizeof(why), &bad);
-        if (fd < 0 && (bad != NULL || (errno != EEXIST && errno != ENOENT)))
-            break;
-    }
-    if (fd < 0) {
-        if (bad != NULL)
-            cli_err("metrics file %s: its lock file %s.lock is %s; not "
-                    "written: give dlock a directory others cannot write",
-                    path, path, bad);
-        else
-            cli_err("metrics file %s: cannot open its lock file %s.lock: %s",
-                    path, path, strerror(errno));
-        return -1;
-    }
-    /* One an older dlock made is 0644: from now on only ours to open. */
-    if ((st.st_mode & 07777) != 0600 && fchmod(fd, 0600) != 0) {
-        cli_err("metrics file %s: chmod %s.lock: %s", path, path,
-                strerror(errno));
-        close(fd);
-        return -1;
-    }
-    /* A writer holds it for a read and a write of a small file; a bounded
-     * wait keeps a writer stuck on a dead filesystem from hanging us. */
-    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        if (errno != EWOULDBLOCK && errno != EINTR) {
-            cli_err("metrics file %s: flock %s.lock: %s", path, path,
-                    strerror(errno));
-            close(fd);
-            return -1;
-        }
-        if (waited >= LOCK_WAIT_MS) {
-            cli_err("metrics file %s: another writer has held %s.lock for "
-                    "%d s; not written",
-                    path, path, LOCK_WAIT_MS / 1000);
-            close(fd);
-            return -1;
-        }
-        nanosleep(&pause, NULL);
-        waited += 10;
-    }
-    return fd;
-}
-
 /* A name for the temporary copy that another user cannot guess (and so
  * cannot plant first): base.<16 hex digits>.tmp. */
 static int temp_name(char *out, size_t len, const char *base)
@@ -667,6 +601,141 @@ static int temp_name(char *out, size_t len, const char *base)
             (unsigned long long)ts.tv_sec << 32 ^ (unsigned long long)getpid();
     }
     return snprintf(out, len, "%s.%016llx.tmp", base, v) < (int)len ? 0 : -1;
+}
+
+/* Open the lock file lname in dfd, or create it (0600: whoever can open
+ * it can hold its flock).  What is there is opened first, not created
+ * over (so that we can say whose it is; O_CREAT would also fail on
+ * another user's file where fs.protected_regular is set).  O_RDWR: NFS
+ * emulates an exclusive flock with a write lock.  Its fd and *st, or -1
+ * (said). */
+static int open_lock(const char *path, int dfd, const char *lname,
+                     struct stat *st)
+{
+    char why[96];
+    const char *bad;
+    int fd = -1;
+
+    for (int tries = 0; tries < 3 && fd < 0; tries++) {
+        fd = open_ours(dfd, lname, O_RDWR, st, why, sizeof(why), &bad);
+        if (fd < 0 && bad == NULL && errno == ENOENT)
+            fd = open_ours(dfd, lname, O_RDWR | O_CREAT | O_EXCL, st, why,
+                           sizeof(why), &bad);
+        if (fd < 0 && (bad != NULL || (errno != EEXIST && errno != ENOENT)))
+            break;
+    }
+    if (fd >= 0)
+        return fd;
+    if (bad != NULL)
+        cli_err("metrics file %s: its lock file %s.lock is %s; not written: "
+                "give dlock a directory others cannot write",
+                path, path, bad);
+    else
+        cli_err("metrics file %s: cannot open its lock file %s.lock: %s", path,
+                path, strerror(errno));
+    return -1;
+}
+
+/* Put a new 0600 lock file in the place of lname (whose mode let others
+ * open it: an older dlock made it 0644).  Whoever opened the old one may
+ * hold its flock for ever; the new one is nobody else's to open.  Its fd
+ * and *st, or -1 (said). */
+static int fresh_lock(const char *path, int dfd, const char *base,
+                      const char *lname, struct stat *st)
+{
+    char tname[4096];
+    int fd = -1;
+
+    for (int tries = 0; tries < 8 && fd < 0; tries++) {
+        if (temp_name(tname, sizeof(tname), base) != 0) {
+            cli_err("metrics file %s: path too long", path);
+            return -1;
+        }
+        fd = openat(dfd, tname,
+                    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC |
+                        O_NOCTTY,
+                    0600);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
+    if (fd < 0 || fchmod(fd, 0600) != 0 || fstat(fd, st) != 0 ||
+        renameat(dfd, tname, dfd, lname) != 0) {
+        cli_err("metrics file %s: cannot replace its lock file %s.lock, "
+                "which others may open: %s",
+                path, path, strerror(errno));
+        if (fd >= 0) {
+            (void)unlinkat(dfd, tname, 0);
+            close(fd);
+        }
+        return -1;
+    }
+    return fd;
+}
+
+/* Take the lock file next to path (base.lock in the directory dfd),
+ * waiting up to LOCK_WAIT_MS.  Its fd, or -1 (said). */
+static int lock_file(const char *path, int dfd, const char *base)
+{
+    char lname[4096];
+    struct timespec pause = {0, 10 * 1000 * 1000};
+    struct stat st, now;
+    int waited = 0;
+
+    if (snprintf(lname, sizeof(lname), "%s.lock", base) >= (int)sizeof(lname)) {
+        cli_err("metrics file %s: path too long", path);
+        return -1;
+    }
+    for (int tries = 0; tries < 8; tries++) {
+        int fd = open_lock(path, dfd, lname, &st);
+
+        if (fd < 0)
+            return -1;
+        if ((st.st_mode & 07077) != 0) {
+            int nfd = fresh_lock(path, dfd, base, lname, &st);
+
+            close(fd);
+            if (nfd < 0)
+                return -1;
+            fd = nfd;
+        } else if ((st.st_mode & 0700) != 0600 && fchmod(fd, 0600) != 0) {
+            /* A umask of 0277 made it 0400: we could not open it again. */
+            cli_err("metrics file %s: chmod %s.lock: %s", path, path,
+                    strerror(errno));
+            close(fd);
+            return -1;
+        }
+        /* A writer holds it for a read and a write of a small file; a
+         * bounded wait keeps a writer stuck on a dead filesystem from
+         * hanging us. */
+        while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            if (errno != EWOULDBLOCK && errno != EINTR) {
+                cli_err("metrics file %s: flock %s.lock: %s", path, path,
+                        strerror(errno));
+                close(fd);
+                return -1;
+            }
+            if (waited >= LOCK_WAIT_MS) {
+                cli_err("metrics file %s: another writer has held %s.lock "
+                        "for %d s; not written",
+                        path, path, LOCK_WAIT_MS / 1000);
+                close(fd);
+                return -1;
+            }
+            nanosleep(&pause, NULL);
+            waited += 10;
+        }
+        /* A flock on a file that is no longer at the name (replaced by
+         * fresh_lock() while we waited, or removed) excludes nobody: take
+         * the one there now. */
+        if (fstatat(dfd, lname, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+            now.st_dev == st.st_dev && now.st_ino == st.st_ino)
+            return fd;
+        close(fd);
+    }
+    cli_err("metrics file %s: its lock file %s.lock keeps being replaced; "
+            "not written",
+            path, path);
+    return -1;
 }
 
 /* Write m to a new file in the directory dfd (mode mode), fsync, rename

@@ -172,10 +172,26 @@ unhold
 grep -q "dlock_run_runs_total{name=\"mf-$$\"} 2" "$m" && ok "both runs written" ||
     fail "lock.prom: $(cat "$m" 2>&1)"
 
-# A lock file of an older dlock (0644): made 0600 by the next run.
-chmod 644 "$m.lock" && run "$m"
-[ "$(shape "$m.lock")" = "0 600 regular empty file" ] && ok "an old 0644 PATH.lock is made 0600" ||
-    fail "an old PATH.lock: $(shape "$m.lock")"
+# A lock file of an older dlock (0644), which nobody opened and holds:
+# the next run puts a 0600 one in its place, at once.
+chmod 644 "$m.lock"
+ino=$(stat -c %i "$m.lock")
+if hold "$m.lock"; then
+    run "$m"
+    echo "     the run while nobody holds an old 0644 PATH.lock: $ms ms (exit $rc)"
+    [ "$ms" -lt 5000 ] && ok "nobody's flock on an old PATH.lock: no 10 s wait ($ms ms)" ||
+        fail "nobody's flock on an old PATH.lock: the run took $ms ms: $err"
+    [ "$rc" = 3 ] && ok "exit 3" || fail "exit $rc: $err"
+    [ "$(shape "$m.lock")" = "0 600 regular empty file" ] && [ "$(stat -c %i "$m.lock")" != "$ino" ] &&
+        ok "a new 0600 PATH.lock took its place" || fail "the old PATH.lock: $(shape "$m.lock")"
+    grep -q "dlock_run_runs_total{name=\"mf-$$\"} 3" "$m" && ok "and the run was written" ||
+        fail "lock.prom after the old PATH.lock: $(cat "$m" 2>&1)"
+else
+    fail "nobody could not hold a 0644 PATH.lock"
+fi
+unhold
+hold "$m.lock" && fail "nobody holds the new PATH.lock" || ok "nobody cannot open the new one"
+unhold
 
 # nobody's own PATH.lock, flock'ed: refused at once, not after 10 s.
 m=$D/nlock.prom
@@ -229,8 +245,8 @@ if id daemon >/dev/null 2>&1; then
         fail "d.prom changed through the link"
     [ "$(shape "$D/d.prom.tmp")" = "$nobody_uid 666 regular empty file" ] &&
         ok "nobody's file there is left as it is" || fail "d.prom.tmp: $(shape "$D/d.prom.tmp")"
-    ls "$D" | grep -q '\.tmp\.\|[.][0-9a-f]\{16\}[.]tmp$' &&
-        fail "a temporary copy is left behind: $(ls "$D")" || ok "no temporary copy left behind"
+    left=$(find "$D" -name '*.????????????????.tmp')
+    [ -z "$left" ] && ok "no temporary copy left behind" || fail "temporary copies left behind: $left"
 elif [ "${CI:-}" = true ]; then
     fail "CI=true: no user daemon for the planted PATH.tmp case"
 else
