@@ -789,9 +789,9 @@ static int replace_file(const char *path, int dfd, const char *base,
     }
     if (renameat(dfd, tname, dfd, base) != 0) {
         if (errno == EPERM)
-            cli_err("metrics file %s: cannot replace it (%s): another "
-                    "user's file took its place, in a directory with the "
-                    "sticky bit; not written",
+            cli_err("metrics file %s: cannot rename over it (%s): in a "
+                    "directory with the sticky bit, another user's file "
+                    "there cannot be replaced; not written",
                     path, strerror(errno));
         else
             cli_err("metrics file %s: rename %s: %s", path, tname,

@@ -253,5 +253,21 @@ else
     echo "skip: no user daemon (a planted PATH.tmp)"
 fi
 
+# A rename over PATH refused with EPERM (what the sticky bit does to a
+# user other than root when another user's file took PATH's place after
+# the read; injected here with strace): said as such, no copy left.
+if command -v strace >/dev/null; then
+    err=$(ASAN_OPTIONS=detect_leaks=0 strace -f -o /dev/null -e trace=rename,renameat,renameat2 \
+        -e inject=rename,renameat,renameat2:error=EPERM \
+        "$DRIVER" "$T/eperm.prom" x ran=1 2>&1)
+    case $err in *"cannot rename over it (Operation not permitted): in a directory with the sticky bit"*)
+        ok "a rename refused with EPERM says why" ;;
+    *) fail "a rename refused with EPERM: $err" ;; esac
+    left=$(find "$T" -maxdepth 1 -name 'eperm.prom.*.tmp')
+    [ -z "$left" ] && ok "and leaves no copy" || fail "it left $left"
+else
+    echo "skip: no strace (a rename refused with EPERM; strace is not in scripts/deps.sh)"
+fi
+
 echo "$fails failure(s)"
 [ "$fails" = 0 ]
