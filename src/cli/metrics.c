@@ -6,20 +6,33 @@
  * Several names (several cron jobs) share one file, so a run reads the
  * file, keeps every other name's series and its own counters, and writes
  * the whole file anew.  Writers of one file are serialised by flock(2) on
- * PATH.lock; the text goes to PATH.tmp and is renamed over PATH after an
- * fsync, so a collector scraping at any moment reads a whole file.  Neither
- * PATH.lock nor PATH.tmp ends in ".prom": the collector ignores them.
+ * PATH.lock; the text goes to PATH.<random>.tmp and is renamed over PATH
+ * after an fsync, so a collector scraping at any moment reads a whole
+ * file.  Neither PATH.lock nor the temporary copy ends in ".prom": the
+ * collector ignores them.
  *
  * A file holding lines that dlock did not write (another exporter's
  * series, a timestamp, a second label) is refused, not overwritten.
+ *
+ * PATH may sit in a directory other users can write (a sticky 1777 one,
+ * as /tmp).  What they can plant there is never followed or believed:
+ * PATH and PATH.lock are opened relative to one descriptor of the
+ * directory, without following links and without blocking (a FIFO), and
+ * used only when fstat() says they are regular files of the caller's own
+ * with one link; the temporary copy has a name nobody can guess and is
+ * made with O_EXCL; the mode kept from an old file never has setuid,
+ * setgid or world-write.  A file that fails these is left as it is, with
+ * a message: the run's exit status never depends on its metrics.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -266,20 +279,100 @@ oom:
     return -1;
 }
 
-/* Read the file at path into m (none yet: an empty m).  0 or -1 (said). */
-static int read_file(const char *path, struct model *m)
+/* Why st is not a file this process may take as its own (NULL: it is):
+ * a regular file, owned by our effective uid, with one link (a file dlock
+ * wrote by rename has one; a hard link to a file elsewhere has two). */
+static const char *not_ours(const struct stat *st, char *why, size_t len)
 {
-    FILE *f = fopen(path, "re");
-    char *buf = NULL;
+    if (!S_ISREG(st->st_mode))
+        return "not a regular file";
+    if (st->st_uid != geteuid()) {
+        snprintf(why, len, "owned by uid %u, not by you (uid %u)",
+                 (unsigned)st->st_uid, (unsigned)geteuid());
+        return why;
+    }
+    if (st->st_nlink != 1) {
+        snprintf(why, len, "a file with %ju hard links",
+                 (uintmax_t)st->st_nlink);
+        return why;
+    }
+    return NULL;
+}
+
+/*
+ * Open name in the directory dfd with flags, when it is a file of ours
+ * (not_ours()), into *st.  No link is followed, and no open waits (a FIFO
+ * opens at once, then fails the fstat()).  The fd, or -1 with errno and
+ * *bad the reason when something else is there (NULL when errno says it:
+ * ENOENT, EACCES on a file that is ours).
+ */
+static int open_ours(int dfd, const char *name, int flags, struct stat *st,
+                     char *why, size_t len, const char **bad)
+{
+    int fd, e;
+
+    *bad = NULL;
+    fd = openat(dfd, name,
+                flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0600);
+    if (fd < 0) {
+        e = errno;
+        if (e == ELOOP)
+            *bad = "a symbolic link";
+        else if ((e == EACCES || e == ENXIO || e == EISDIR) &&
+                 fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW) == 0)
+            *bad = not_ours(st, why, len); /* whose it is, not EACCES */
+        errno = e;
+        return -1;
+    }
+    if (fstat(fd, st) != 0 || (*bad = not_ours(st, why, len)) != NULL) {
+        e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+/* Read the file base (path, in the directory dfd) into m (none yet: an
+ * empty m), and the mode its rewrite keeps into *mode.  0 or -1 (said). */
+static int read_file(const char *path, int dfd, const char *base,
+                     struct model *m, mode_t *mode)
+{
+    FILE *f;
+    struct stat st;
+    char *buf = NULL, why[96];
+    const char *bad;
     size_t cap = 0;
     ssize_t len;
     long lineno = 0, total = 0;
-    int rc = 0;
+    int rc = 0, fd;
 
-    if (f == NULL) {
-        if (errno == ENOENT)
+    fd = open_ours(dfd, base, O_RDONLY, &st, why, sizeof(why), &bad);
+    if (fd < 0) {
+        if (bad != NULL)
+            cli_err("metrics file %s: it is %s; left as it is: give dlock a "
+                    "file of its own",
+                    path, bad);
+        else if (errno == ENOENT)
             return 0;
+        else
+            cli_err("metrics file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (st.st_size > FILE_MAX) {
+        cli_err("metrics file %s: over %ld MiB, not a dlock metrics file; "
+                "left as it is",
+                path, FILE_MAX >> 20);
+        close(fd);
+        return -1;
+    }
+    /* Keep the mode the owner gave it (readable by the collector's user),
+     * never setuid, setgid, sticky or world-writable. */
+    *mode = st.st_mode & 0777 & ~(mode_t)S_IWOTH;
+    f = fdopen(fd, "r");
+    if (f == NULL) {
         cli_err("metrics file %s: %s", path, strerror(errno));
+        close(fd);
         return -1;
     }
     while ((len = getline(&buf, &cap, f)) >= 0) {
@@ -459,76 +552,220 @@ static void write_model(FILE *f, struct model *m)
     }
 }
 
-/* Take the lock file next to path, waiting up to LOCK_WAIT_MS.  Its fd,
- * or -1 (said). */
-static int lock_file(const char *path)
+/* Open the directory of path, and put the last part of path in base.
+ * The directory's descriptor, or -1 (said). */
+static int open_dir(const char *path, char *base, size_t blen)
 {
-    char lpath[4096];
-    struct timespec pause = {0, 10 * 1000 * 1000};
-    int fd, waited = 0;
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    int fd;
 
-    if (snprintf(lpath, sizeof(lpath), "%s.lock", path) >= (int)sizeof(lpath)) {
+    if (strlen(path) >= sizeof(dir) ||
+        snprintf(base, blen, "%s", slash ? slash + 1 : path) >= (int)blen) {
         cli_err("metrics file %s: path too long", path);
         return -1;
     }
-    fd =
-        open(lpath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0644);
-    if (fd < 0) {
-        cli_err("metrics file %s: cannot open its lock file %s: %s", path,
-                lpath, strerror(errno));
+    if (base[0] == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0) {
+        cli_err("metrics file %s: not a file name", path);
         return -1;
     }
-    /* A writer holds it for a read and a write of a small file; a bounded
-     * wait keeps a writer stuck on a dead filesystem from hanging us. */
-    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        if (errno != EWOULDBLOCK && errno != EINTR) {
-            cli_err("metrics file %s: flock %s: %s", path, lpath,
-                    strerror(errno));
-            close(fd);
+    if (slash == NULL)
+        snprintf(dir, sizeof(dir), ".");
+    else if (slash == path)
+        snprintf(dir, sizeof(dir), "/");
+    else
+        snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        cli_err("metrics file %s: directory %s: %s", path, dir,
+                strerror(errno));
+    return fd;
+}
+
+/* A name for the temporary copy that another user cannot guess (and so
+ * cannot plant first): base.<16 hex digits>.tmp. */
+static int temp_name(char *out, size_t len, const char *base)
+{
+    unsigned char r[8];
+    struct timespec ts;
+    unsigned long long v = 0;
+
+    if (getrandom(r, sizeof(r), GRND_NONBLOCK) == (ssize_t)sizeof(r)) {
+        for (size_t i = 0; i < sizeof(r); i++)
+            v = v << 8 | r[i];
+    } else {
+        /* Early in boot: O_EXCL still keeps a planted name from being
+         * used; a guessed one only costs a retry. */
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        v = (unsigned long long)ts.tv_nsec * 2654435761u ^
+            (unsigned long long)ts.tv_sec << 32 ^ (unsigned long long)getpid();
+    }
+    return snprintf(out, len, "%s.%016llx.tmp", base, v) < (int)len ? 0 : -1;
+}
+
+/* Open the lock file lname in dfd, or create it (0600: whoever can open
+ * it can hold its flock).  What is there is opened first, not created
+ * over (so that we can say whose it is; O_CREAT would also fail on
+ * another user's file where fs.protected_regular is set).  O_RDWR: NFS
+ * emulates an exclusive flock with a write lock.  Its fd and *st, or -1
+ * (said). */
+static int open_lock(const char *path, int dfd, const char *lname,
+                     struct stat *st)
+{
+    char why[96];
+    const char *bad;
+    int fd = -1;
+
+    for (int tries = 0; tries < 3 && fd < 0; tries++) {
+        fd = open_ours(dfd, lname, O_RDWR, st, why, sizeof(why), &bad);
+        if (fd < 0 && bad == NULL && errno == ENOENT)
+            fd = open_ours(dfd, lname, O_RDWR | O_CREAT | O_EXCL, st, why,
+                           sizeof(why), &bad);
+        if (fd < 0 && (bad != NULL || (errno != EEXIST && errno != ENOENT)))
+            break;
+    }
+    if (fd >= 0)
+        return fd;
+    if (bad != NULL)
+        cli_err("metrics file %s: its lock file %s.lock is %s; not written: "
+                "give dlock a directory others cannot write",
+                path, path, bad);
+    else
+        cli_err("metrics file %s: cannot open its lock file %s.lock: %s", path,
+                path, strerror(errno));
+    return -1;
+}
+
+/* Put a new 0600 lock file in the place of lname (whose mode let others
+ * open it: an older dlock made it 0644).  Whoever opened the old one may
+ * hold its flock for ever; the new one is nobody else's to open.  Its fd
+ * and *st, or -1 (said). */
+static int fresh_lock(const char *path, int dfd, const char *base,
+                      const char *lname, struct stat *st)
+{
+    char tname[4096];
+    int fd = -1;
+
+    for (int tries = 0; tries < 8 && fd < 0; tries++) {
+        if (temp_name(tname, sizeof(tname), base) != 0) {
+            cli_err("metrics file %s: path too long", path);
             return -1;
         }
-        if (waited >= LOCK_WAIT_MS) {
-            cli_err("metrics file %s: another writer has held %s for %d s; "
-                    "not written",
-                    path, lpath, LOCK_WAIT_MS / 1000);
+        fd = openat(dfd, tname,
+                    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC |
+                        O_NOCTTY,
+                    0600);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
+    if (fd < 0 || fchmod(fd, 0600) != 0 || fstat(fd, st) != 0 ||
+        renameat(dfd, tname, dfd, lname) != 0) {
+        cli_err("metrics file %s: cannot replace its lock file %s.lock, "
+                "which others may open: %s",
+                path, path, strerror(errno));
+        if (fd >= 0) {
+            (void)unlinkat(dfd, tname, 0);
             close(fd);
-            return -1;
         }
-        nanosleep(&pause, NULL);
-        waited += 10;
+        return -1;
     }
     return fd;
 }
 
-/* Write m to path.tmp, fsync, rename over path, fsync the directory. */
-static int replace_file(const char *path, struct model *m)
+/* Take the lock file next to path (base.lock in the directory dfd),
+ * waiting up to LOCK_WAIT_MS.  Its fd, or -1 (said). */
+static int lock_file(const char *path, int dfd, const char *base)
 {
-    char tpath[4096], dir[4096];
-    struct stat st;
-    mode_t mode = 0644;
-    FILE *f;
-    int fd, rc = -1;
-    char *slash;
+    char lname[4096];
+    struct timespec pause = {0, 10 * 1000 * 1000};
+    struct stat st, now;
+    int waited = 0;
 
-    if (snprintf(tpath, sizeof(tpath), "%s.tmp", path) >= (int)sizeof(tpath)) {
+    if (snprintf(lname, sizeof(lname), "%s.lock", base) >= (int)sizeof(lname)) {
         cli_err("metrics file %s: path too long", path);
         return -1;
     }
-    /* Keep the mode of the file there (whoever made it readable by the
-     * collector's user); a new one is world-readable as collectors need. */
-    if (stat(path, &st) == 0)
-        mode = st.st_mode & 07777;
-    (void)unlink(tpath);
-    fd = open(tpath,
-              O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY,
-              0600);
+    for (int tries = 0; tries < 8; tries++) {
+        int fd = open_lock(path, dfd, lname, &st);
+
+        if (fd < 0)
+            return -1;
+        if ((st.st_mode & 07077) != 0) {
+            int nfd = fresh_lock(path, dfd, base, lname, &st);
+
+            close(fd);
+            if (nfd < 0)
+                return -1;
+            fd = nfd;
+        } else if ((st.st_mode & 0700) != 0600 && fchmod(fd, 0600) != 0) {
+            /* A umask of 0277 made it 0400: we could not open it again. */
+            cli_err("metrics file %s: chmod %s.lock: %s", path, path,
+                    strerror(errno));
+            close(fd);
+            return -1;
+        }
+        /* A writer holds it for a read and a write of a small file; a
+         * bounded wait keeps a writer stuck on a dead filesystem from
+         * hanging us. */
+        while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            if (errno != EWOULDBLOCK && errno != EINTR) {
+                cli_err("metrics file %s: flock %s.lock: %s", path, path,
+                        strerror(errno));
+                close(fd);
+                return -1;
+            }
+            if (waited >= LOCK_WAIT_MS) {
+                cli_err("metrics file %s: another writer has held %s.lock "
+                        "for %d s; not written",
+                        path, path, LOCK_WAIT_MS / 1000);
+                close(fd);
+                return -1;
+            }
+            nanosleep(&pause, NULL);
+            waited += 10;
+        }
+        /* A flock on a file that is no longer at the name (replaced by
+         * fresh_lock() while we waited, or removed) excludes nobody: take
+         * the one there now. */
+        if (fstatat(dfd, lname, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+            now.st_dev == st.st_dev && now.st_ino == st.st_ino)
+            return fd;
+        close(fd);
+    }
+    cli_err("metrics file %s: its lock file %s.lock keeps being replaced; "
+            "not written",
+            path, path);
+    return -1;
+}
+
+/* Write m to a new file in the directory dfd (mode mode), fsync, rename
+ * it over base, fsync the directory. */
+static int replace_file(const char *path, int dfd, const char *base,
+                        struct model *m, mode_t mode)
+{
+    char tname[4096];
+    FILE *f;
+    int fd = -1, rc = -1;
+
+    for (int tries = 0; tries < 8 && fd < 0; tries++) {
+        if (temp_name(tname, sizeof(tname), base) != 0) {
+            cli_err("metrics file %s: path too long", path);
+            return -1;
+        }
+        fd = openat(dfd, tname,
+                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC |
+                        O_NOCTTY,
+                    0600);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
     if (fd < 0) {
-        cli_err("metrics file %s: cannot create %s: %s", path, tpath,
+        cli_err("metrics file %s: cannot create %s next to it: %s", path, tname,
                 strerror(errno));
         return -1;
     }
     if (fchmod(fd, mode) != 0) {
-        cli_err("metrics file %s: chmod %s: %s", path, tpath, strerror(errno));
+        cli_err("metrics file %s: chmod %s: %s", path, tname, strerror(errno));
         close(fd);
         goto out;
     }
@@ -540,63 +777,65 @@ static int replace_file(const char *path, struct model *m)
     }
     write_model(f, m);
     if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0) {
-        cli_err("metrics file %s: writing %s: %s", path, tpath,
+        cli_err("metrics file %s: writing %s: %s", path, tname,
                 strerror(errno));
         fclose(f);
         goto out;
     }
     if (fclose(f) != 0) {
-        cli_err("metrics file %s: writing %s: %s", path, tpath,
+        cli_err("metrics file %s: writing %s: %s", path, tname,
                 strerror(errno));
         goto out;
     }
-    if (rename(tpath, path) != 0) {
-        cli_err("metrics file %s: rename %s: %s", path, tpath, strerror(errno));
+    if (renameat(dfd, tname, dfd, base) != 0) {
+        if (errno == EPERM)
+            cli_err("metrics file %s: cannot rename over it (%s): in a "
+                    "directory with the sticky bit, another user's file "
+                    "there cannot be replaced; not written",
+                    path, strerror(errno));
+        else
+            cli_err("metrics file %s: rename %s: %s", path, tname,
+                    strerror(errno));
         goto out;
     }
-    rc = 0;
     /* The rename itself survives a crash once the directory is synced. */
-    snprintf(dir, sizeof(dir), "%s", path);
-    slash = strrchr(dir, '/');
-    if (slash == NULL)
-        snprintf(dir, sizeof(dir), ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
-    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
-    return rc;
+    (void)fsync(dfd);
+    return 0;
 out:
-    (void)unlink(tpath);
+    (void)unlinkat(dfd, tname, 0);
     return rc;
 }
 
 int cli_metrics_record(const char *path, const struct cli_run_report *r)
 {
     struct model m = {0};
-    int lfd, rc;
+    char base[4096];
+    mode_t mode = 0644; /* a new file: world-readable, as collectors need */
+    int dfd, lfd, rc;
 
     if (path == NULL || path[0] == '\0' || r == NULL || r->name == NULL ||
         r->name[0] == '\0') {
         cli_err("metrics file: no path or no name");
         return -1;
     }
-    lfd = lock_file(path);
-    if (lfd < 0)
+    dfd = open_dir(path, base, sizeof(base));
+    if (dfd < 0)
         return -1;
-    rc = read_file(path, &m);
+    lfd = lock_file(path, dfd, base);
+    if (lfd < 0) {
+        close(dfd);
+        return -1;
+    }
+    rc = read_file(path, dfd, base, &m, &mode);
     if (rc == 0 && apply(&m, r) != 0) {
         cli_err("metrics file %s: out of memory", path);
         rc = -1;
     }
     if (rc == 0)
-        rc = replace_file(path, &m);
+        rc = replace_file(path, dfd, base, &m, mode);
     model_free(&m);
     close(lfd); /* drops the flock */
+    close(dfd);
     return rc;
 }
 
