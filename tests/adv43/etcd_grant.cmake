@@ -13,3 +13,16 @@ if(ETCD_FOUND)
                        SKIP_RETURN_CODE 77 TIMEOUT 120)
   dlock_tier(long P etcd-grant-late-slice)
 endif()
+# A documented limit and its remedy: an etcd user with no role keeps a
+# dead holder's lease alive (etcd checks no permission on keepalives);
+# `release --force` by a writer of the prefix breaks the lock while that
+# keepalive runs, and a waiting contender gets it at once.  Starts its
+# own etcd with auth enabled.
+if(ETCD_FOUND)
+  add_test(NAME etcd-keepalive-force
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/adv43/etcd_keepalive.sh
+            $<TARGET_FILE:dlock_cli>)
+  set_tests_properties(etcd-keepalive-force PROPERTIES
+                       SKIP_RETURN_CODE 77 TIMEOUT 90)
+  dlock_tier(quick P etcd-keepalive-force)
+endif()
