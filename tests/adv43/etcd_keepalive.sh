@@ -69,6 +69,7 @@ for r in 1 2; do
     pids="$pids $H"
     await "$T/held" 20 || fail "round $r: the holder never ran: $(cat "$T/h.$r")"
     lease=$(kq "$name" | head -1 | cut -d' ' -f3)
+    [ -n "$lease" ] || fail "round $r: no key of the holder's: $(kq "$name")"
     # nobody43 lists every lease, and keeps the holder's alive.
     if sctl --user nobody43:nb-pw lease list 2>&1 | grep -qi "$lease"; then
         ok "round $r: nobody43 lists the holder's lease $lease"
