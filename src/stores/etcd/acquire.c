@@ -11,8 +11,10 @@
  * one linearizable txn: our key gone (its lease revoked or expired while
  * we waited, a release --force) means no place in the queue, never a
  * grant; we queue again at the end (etcd issue 11456 is the bug of
- * believing the watch).  Before answering OK, the lease is refreshed if
- * its last refresh does not cover the lock's lease end.
+ * believing the watch).  A grant's lease counts from the grant (not
+ * from the slice's start): before answering OK, the lease is refreshed
+ * if its last refresh does not cover the lock's lease end, and that end
+ * is never later than the refresh's send time + its TTL (grant()).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -310,14 +312,25 @@ static int recheck(struct etcd_store *es, struct dlock_lock *lk,
     return rc;
 }
 
-/* Admitted: the lease must cover the lock's lease end before OK, less
- * the reuse slack, by which the lease end then moves earlier. */
+/* Admitted.  A wait's grant (waited) counts its lease from now: the
+ * core's lease_end dates from the slice's start, and a waiter admitted
+ * late in a slice (its holder gone) would start with what was left of
+ * that (65 ms, say; `dlock run` then stopped its command at once).  A
+ * try's is the attempt's, a round trip ago.  The lock's lease end must
+ * never outlast etcd's key: etcd keeps it at least until the lease's
+ * last refresh (its send time) + the TTL that refresh was answered with.
+ * So the lease is refreshed now unless its last refresh covers the lease
+ * end less the reuse slack, and the lease end is the earlier of the two. */
 static int grant(struct etcd_store *es, struct dlock_lock *lk,
-                 struct etcd_lock *el)
+                 struct etcd_lock *el, int waited)
 {
-    int rc = dlock__etcd_lease_cover(
+    int64_t now = dlock__now_ms(), until;
+    int rc;
+
+    if (waited && now + lk->ttl_ms > lk->lease_end)
+        lk->lease_end = now + lk->ttl_ms;
+    rc = dlock__etcd_lease_cover(
         es, el->lease, lk->lease_end - ETCD_REUSE_SLACK_MS(lk->ttl_ms));
-    int64_t until;
 
     pthread_mutex_lock(&es->mu);
     until = dlock__etcd_lease_until(el->lease);
@@ -347,10 +360,10 @@ int dlock__etcd_try_acquire(struct dlock_store *s, struct dlock_lock *lk,
         return dlock__enomem();
     if (el->create_rev == 0) {
         rc = enqueue(es, lk, el);
-        return rc == DLOCK_OK ? grant(es, lk, el) : rc;
+        return rc == DLOCK_OK ? grant(es, lk, el, 0) : rc;
     }
     rc = recheck(es, lk, el);
-    return rc == DLOCK_OK ? grant(es, lk, el) : rc;
+    return rc == DLOCK_OK ? grant(es, lk, el, 0) : rc;
 }
 
 int dlock__etcd_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
@@ -373,7 +386,7 @@ int dlock__etcd_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
         if (el->create_rev == 0) {
             rc = enqueue(es, lk, el);
             if (rc == DLOCK_OK)
-                rc = grant(es, lk, el);
+                rc = grant(es, lk, el, 1);
             if (rc != DLOCK_BUSY || el->create_rev == 0)
                 return rc;
         }
@@ -430,7 +443,7 @@ int dlock__etcd_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
          * "yours". */
         rc = recheck(es, lk, el);
         if (rc == DLOCK_OK)
-            return grant(es, lk, el);
+            return grant(es, lk, el, 1);
         if (rc != DLOCK_BUSY)
             return rc;
         if (!woken && el->create_rev != 0)
