@@ -175,8 +175,14 @@ static void setup(struct etcd_store *es, CURL *h, const char *url,
             curl_easy_setopt(h, CURLOPT_CAINFO, es->cacert);
         if (es->cert != NULL)
             curl_easy_setopt(h, CURLOPT_SSLCERT, es->cert);
-        if (es->key != NULL)
+        if (es->key != NULL) {
             curl_easy_setopt(h, CURLOPT_SSLKEY, es->key);
+            /* A pass phrase that unlocks nothing: libcurl then gives
+             * OpenSSL its own callback, never the prompting default (open
+             * refused an encrypted key; this holds if the file changes
+             * later). */
+            curl_easy_setopt(h, CURLOPT_KEYPASSWD, "");
+        }
     }
 }
 
