@@ -12,3 +12,13 @@ if(ETCD_FOUND)
   set_tests_properties(adv43-etcd-key PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
   dlock_tier(quick P adv43-etcd-key)
 endif()
+# Item 8: a gateway whose ranges always say "more": true (the same key,
+# or new keys without end, or slowly): `dlock list` ends within ?timeout=
+# and 100,000 keys, exit 69 with a clear error (it listed for ever).
+if(ETCD_FOUND)
+  add_test(NAME adv43-etcd-scan
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/adv43/etcd_http_scan.sh
+            $<TARGET_FILE:dlock_cli>)
+  set_tests_properties(adv43-etcd-scan PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+  dlock_tier(quick P adv43-etcd-scan)
+endif()
