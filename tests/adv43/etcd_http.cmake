@@ -22,3 +22,20 @@ if(ETCD_FOUND)
   set_tests_properties(adv43-etcd-scan PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
   dlock_tier(quick P adv43-etcd-scan)
 endif()
+# Item 15: a gateway that answers the login with Unauthenticated: one
+# login, the real error at once (it logged in again and again until the
+# deadline, then said "Operation timed out").
+# Item 14: a gateway that echoes a part of the password (a half, a third,
+# reversed, base64) in an error: none of it printed; etcd's own words are.
+if(ETCD_FOUND)
+  add_test(NAME adv43-etcd-relogin
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/adv43/etcd_http_auth.sh
+            $<TARGET_FILE:dlock_cli> relogin)
+  set_tests_properties(adv43-etcd-relogin PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+  dlock_tier(quick P adv43-etcd-relogin)
+  add_test(NAME adv43-etcd-echo
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/adv43/etcd_http_auth.sh
+            $<TARGET_FILE:dlock_cli> echo)
+  set_tests_properties(adv43-etcd-echo PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+  dlock_tier(quick P adv43-etcd-echo)
+endif()

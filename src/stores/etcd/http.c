@@ -15,7 +15,8 @@
  * Unavailable, DeadlineExceeded, Canceled and Aborted (no leader, a
  * member cut off from the quorum or shutting down), and any HTTP 408 or
  * 5xx, are DLOCK_EUNAVAIL and move on to the next endpoint;
- * an expired auth token is renewed once; the rest are DLOCK_ESTORE.
+ * an expired auth token is renewed once a call (never by the login
+ * itself); the rest are DLOCK_ESTORE.
  *
  * The watch (dlock__etcd_watch) is a streamed POST on a connection of its
  * own, driven by a curl multi handle so that it also wakes on the
@@ -245,6 +246,9 @@ static int check_header(struct etcd_store *es, json_object *reply, int ep)
     return DLOCK_OK;
 }
 
+/* The login request: never renewed by another login (flags). */
+#define NO_REAUTH 0x100
+
 static int authenticate(struct etcd_store *es, int64_t deadline);
 
 /* One request to endpoint ep: DLOCK_OK with *out, or a code; *sent: the
@@ -410,10 +414,14 @@ int dlock__etcd_post_until(struct etcd_store *es, const char *path,
             pthread_mutex_unlock(&es->mu);
             return DLOCK_OK;
         }
-        if (next == 2 && !reauth && es->user != NULL) {
+        if (next == 2 && !reauth && !(flags & NO_REAUTH) &&
+            es->user != NULL) {
             /* The token expired (300 s by default): once more, same
              * endpoint, with a new one.  An auth error means the request
-             * was refused, so sending it again is safe. */
+             * was refused, so sending it again is safe.  Once a call: a
+             * login answered "Unauthenticated" is that login's error, not
+             * a reason to log in again (it once did, until the deadline,
+             * and showed "Operation timed out"). */
             reauth = 1;
             rc = authenticate(es, deadline);
             if (rc != DLOCK_OK)
@@ -478,7 +486,8 @@ static int authenticate(struct etcd_store *es, int64_t deadline)
     pthread_mutex_unlock(&es->mu);
     free(old);
     rc = dlock__etcd_post_until(es, "/v3/auth/authenticate", body,
-                                ETCD_RETRY_SAFE, deadline, &reply, NULL);
+                                ETCD_RETRY_SAFE | NO_REAUTH, deadline, &reply,
+                                NULL);
     json_object_put(body);
     if (rc == DLOCK_OK) {
         const char *t =
