@@ -97,6 +97,18 @@ done
 
 fi
 
+# Without a password in the URL there is nothing of ours to echo: a
+# gateway's words are shown.
+if [ "$part" = echo ]; then
+    start echo-txn "etcdserver: some words of a newer etcd"
+    run "etcd://127.0.0.1:$port?timeout=3s"
+    if [ "$rc" = 69 ] && grep -qF "some words of a newer etcd" "$dir/out"; then
+        ok "no password: a gateway's words shown: $out"
+    else
+        bad "no password: exit $rc: $out"
+    fi
+fi
+
 # --- 15: the login answered Unauthenticated -------------------------------
 if [ "$part" = relogin ]; then
 start unauth-login -
