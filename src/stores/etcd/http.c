@@ -327,8 +327,9 @@ static void server_text(const struct etcd_store *es, char *dst, size_t cap,
             snprintf(dst, cap, "%s", etcd_words[i]);
             return;
         }
-    snprintf(dst, cap, "an error in words that are not shown (not one of "
-                       "etcd's own messages, and the URL holds a password)");
+    snprintf(dst, cap,
+             "an error in words that are not shown (not one of "
+             "etcd's own messages, and the URL holds a password)");
 }
 
 /* The login request: never renewed by another login (flags). */
@@ -440,7 +441,8 @@ static int post_once(struct etcd_store *es, int ep, const char *path,
             json_object_object_get_ex(res, "error", NULL))
             holder = res;
         code = (int)dlock__etcd_int(holder, "code");
-        said = json_object_get_string(json_object_object_get(holder, "message"));
+        said =
+            json_object_get_string(json_object_object_get(holder, "message"));
         auth = code == GRPC_UNAUTHENTICATED ||
                (said != NULL && strstr(said, "auth token") != NULL);
         server_text(es, msg, sizeof(msg), said);
@@ -497,8 +499,7 @@ int dlock__etcd_post_until(struct etcd_store *es, const char *path,
             pthread_mutex_unlock(&es->mu);
             return DLOCK_OK;
         }
-        if (next == 2 && !reauth && !(flags & NO_REAUTH) &&
-            es->user != NULL) {
+        if (next == 2 && !reauth && !(flags & NO_REAUTH) && es->user != NULL) {
             /* The token expired (300 s by default): once more, same
              * endpoint, with a new one.  An auth error means the request
              * was refused, so sending it again is safe.  Once a call: a
