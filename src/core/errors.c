@@ -76,3 +76,17 @@ int dlock__lost(const struct dlock_lock *lk, const char *why)
     return dlock__seterr(DLOCK_LOST, "lock '%s' is no longer ours: %s",
                          lk->name, why);
 }
+
+/* The one wording of "this TLS client key needs a pass phrase", for every
+ * store that reads ?key= itself (rediss://, etcds://): dlock never lets
+ * OpenSSL prompt for one on the terminal. */
+int dlock__encrypted_key(const char *key, const char *url)
+{
+    return dlock__seterr(DLOCK_EINVAL,
+                         "cannot use the client key %s: it is encrypted "
+                         "(protected by a pass phrase), and dlock takes no "
+                         "pass phrase: give an unencrypted key, readable by "
+                         "this user only (openssl pkey -in KEY -out NEWKEY) "
+                         "(%s)",
+                         key, url);
+}

@@ -31,5 +31,8 @@ void dlock__clearerr(void);
 int dlock__enomem(void);
 /* DLOCK_LOST with "lock 'NAME' is no longer ours: WHY". */
 int dlock__lost(const struct dlock_lock *lk, const char *why);
+/* DLOCK_EINVAL: the TLS client key file key needs a pass phrase, which
+ * dlock never asks for (the same words on every store). */
+int dlock__encrypted_key(const char *key, const char *url);
 
 #endif /* DLOCK_CORE_ERRORS_H */

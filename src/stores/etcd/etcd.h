@@ -70,6 +70,9 @@ struct dlock_url;
 #define ETCD_JSON_CONTAINERS 65536u
 /* etcd's --max-txn-ops default: the most operations of one txn. */
 #define ETCD_TXN_OPS 128
+/* The most keys one scan (list, the last runs) reads under the prefix,
+ * a page at a time, all within one ?timeout=. */
+#define ETCD_SCAN_KEYS 100000
 /* The most keys one queue read returns before dlock reads the rest. */
 #define ETCD_QUEUE_PAGE 64
 /* A lock's etcd lease: its TTL in whole seconds, rounded up (etcd
@@ -284,7 +287,8 @@ int dlock__etcd_read_queue(struct etcd_store *es, const char *name,
                            int64_t *k_rev, int64_t *k_lease);
 /* Every key starting with P prefix (both may be "": the whole keyspace),
  * a page of keys (no values) at a time, passed to cb until it returns
- * nonzero (that value is returned). */
+ * nonzero (that value is returned).  The whole scan within one ?timeout=
+ * and ETCD_SCAN_KEYS keys, each page's keys in order and in range. */
 int dlock__etcd_scan_keys(struct etcd_store *es, const char *prefix,
                           int (*cb)(const char *key, size_t klen, void *arg),
                           void *arg);

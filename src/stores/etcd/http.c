@@ -15,7 +15,10 @@
  * Unavailable, DeadlineExceeded, Canceled and Aborted (no leader, a
  * member cut off from the quorum or shutting down), and any HTTP 408 or
  * 5xx, are DLOCK_EUNAVAIL and move on to the next endpoint;
- * an expired auth token is renewed once; the rest are DLOCK_ESTORE.
+ * an expired auth token is renewed once a call (never by the login
+ * itself); the rest are DLOCK_ESTORE.  A server's error text is shown
+ * scrubbed, and when the URL holds a password only if it is one of etcd's
+ * own messages (server_text()).
  *
  * The watch (dlock__etcd_watch) is a streamed POST on a connection of its
  * own, driven by a curl multi handle so that it also wakes on the
@@ -175,8 +178,14 @@ static void setup(struct etcd_store *es, CURL *h, const char *url,
             curl_easy_setopt(h, CURLOPT_CAINFO, es->cacert);
         if (es->cert != NULL)
             curl_easy_setopt(h, CURLOPT_SSLCERT, es->cert);
-        if (es->key != NULL)
+        if (es->key != NULL) {
             curl_easy_setopt(h, CURLOPT_SSLKEY, es->key);
+            /* A pass phrase that unlocks nothing: libcurl then gives
+             * OpenSSL its own callback, never the prompting default (open
+             * refused an encrypted key; this holds if the file changes
+             * later). */
+            curl_easy_setopt(h, CURLOPT_KEYPASSWD, "");
+        }
     }
 }
 
@@ -238,6 +247,93 @@ static int check_header(struct etcd_store *es, json_object *reply, int ep)
     pthread_mutex_unlock(&es->mu);
     return DLOCK_OK;
 }
+
+/* etcd's own error messages (api/v3rpc/rpctypes/error.go, and the
+ * gateway's context errors): fixed words that hold nothing a client sent. */
+static const char *const etcd_words[] = {
+    "etcdserver: key is not provided",
+    "etcdserver: key not found",
+    "etcdserver: value is provided",
+    "etcdserver: lease is provided",
+    "etcdserver: ttl is 0",
+    "etcdserver: too many operations in txn request",
+    "etcdserver: duplicate key given in txn request",
+    "etcdserver: mvcc: required revision has been compacted",
+    "etcdserver: mvcc: required revision is a future revision",
+    "etcdserver: mvcc: database space exceeded",
+    "etcdserver: requested lease not found",
+    "etcdserver: lease already exists",
+    "etcdserver: too large lease TTL",
+    "etcdserver: request is too large",
+    "etcdserver: too many requests",
+    "etcdserver: root user does not exist",
+    "etcdserver: root user does not have root role",
+    "etcdserver: user name is empty",
+    "etcdserver: user name not found",
+    "etcdserver: role name not found",
+    "etcdserver: authentication failed, invalid user ID or password",
+    "etcdserver: permission denied",
+    "etcdserver: role is not granted to the user",
+    "etcdserver: permission is not granted to the role",
+    "etcdserver: authentication is not enabled",
+    "etcdserver: invalid auth token",
+    "etcdserver: invalid auth management",
+    "etcdserver: revision of auth store is old",
+    "etcdserver: no leader",
+    "etcdserver: not leader",
+    "etcdserver: leader changed",
+    "etcdserver: not capable",
+    "etcdserver: server stopped",
+    "etcdserver: request timed out",
+    "etcdserver: request timed out, possibly due to previous leader failure",
+    "etcdserver: request timed out, possibly due to connection lost",
+    "etcdserver: request timed out, waiting for the applied index took too "
+    "long",
+    "etcdserver: unhealthy cluster",
+    "etcdserver: corrupt cluster",
+    "etcdserver: rpc not supported for learner",
+    "etcdserver: request cancelled",
+    "etcdserver: watch canceled",
+    "context deadline exceeded",
+    "context canceled",
+    NULL};
+
+/* What a server's error text may show, into dst[cap].  Without a secret
+ * in the URL, the text scrubbed (there is nothing of ours to echo).  With
+ * one, only etcd's own fixed words: a gateway that got the password (the
+ * login sends it) may echo it cut (a half, a third, one letter a
+ * message), reversed or encoded (base64), which no scrubber recognises;
+ * so its own words are never quoted, only the code and status are. */
+static void server_text(const struct etcd_store *es, char *dst, size_t cap,
+                        const char *said)
+{
+    /* The password itself too: without memory for the list of secrets,
+     * es->secrets is NULL. */
+    int secret = es->password != NULL && es->password[0] != '\0';
+
+    if (said == NULL) {
+        snprintf(dst, cap, "no message");
+        return;
+    }
+    for (size_t k = 0; es->secrets != NULL && es->secrets[k] != NULL; k++)
+        if (es->secrets[k][0] != '\0')
+            secret = 1;
+    if (!secret) {
+        dlock__scrub(dst, cap, said, es->secrets);
+        return;
+    }
+    for (size_t i = 0; etcd_words[i] != NULL; i++)
+        if (strcmp(said, etcd_words[i]) == 0) {
+            snprintf(dst, cap, "%s", etcd_words[i]);
+            return;
+        }
+    snprintf(dst, cap,
+             "an error in words that are not shown (not one of "
+             "etcd's own messages, and the URL holds a password)");
+}
+
+/* The login request: never renewed by another login (flags). */
+#define NO_REAUTH 0x100
 
 static int authenticate(struct etcd_store *es, int64_t deadline);
 
@@ -338,19 +434,18 @@ static int post_once(struct etcd_store *es, int ep, const char *path,
          json_object_object_get_ex(err, "error", &err)) ||
         status != 200) {
         json_object *holder = reply, *res;
-        int code;
+        const char *said;
+        int code, auth;
 
         if (json_object_object_get_ex(reply, "result", &res) &&
             json_object_object_get_ex(res, "error", NULL))
             holder = res;
         code = (int)dlock__etcd_int(holder, "code");
-        dlock__scrub(msg, sizeof(msg),
-                     json_object_get_string(
-                         json_object_object_get(holder, "message")) != NULL
-                         ? json_object_get_string(
-                               json_object_object_get(holder, "message"))
-                         : "no message",
-                     es->secrets);
+        said =
+            json_object_get_string(json_object_object_get(holder, "message"));
+        auth = code == GRPC_UNAUTHENTICATED ||
+               (said != NULL && strstr(said, "auth token") != NULL);
+        server_text(es, msg, sizeof(msg), said);
         if (grpc != NULL)
             *grpc = code;
         json_object_put(reply);
@@ -360,7 +455,7 @@ static int post_once(struct etcd_store *es, int ep, const char *path,
                  ? DLOCK_EUNAVAIL
                  : DLOCK_ESTORE;
         *next = rc == DLOCK_EUNAVAIL;
-        if (code == GRPC_UNAUTHENTICATED || strstr(msg, "auth token") != NULL)
+        if (auth)
             *next = 2; /* authenticate again */
         return dlock__seterr(rc, "etcd at %s: %s (HTTP %ld, code %d; %s)",
                              es->endpoints[ep], msg, status, code, es->url);
@@ -404,10 +499,13 @@ int dlock__etcd_post_until(struct etcd_store *es, const char *path,
             pthread_mutex_unlock(&es->mu);
             return DLOCK_OK;
         }
-        if (next == 2 && !reauth && es->user != NULL) {
+        if (next == 2 && !reauth && !(flags & NO_REAUTH) && es->user != NULL) {
             /* The token expired (300 s by default): once more, same
              * endpoint, with a new one.  An auth error means the request
-             * was refused, so sending it again is safe. */
+             * was refused, so sending it again is safe.  Once a call: a
+             * login answered "Unauthenticated" is that login's error, not
+             * a reason to log in again (it once did, until the deadline,
+             * and showed "Operation timed out"). */
             reauth = 1;
             rc = authenticate(es, deadline);
             if (rc != DLOCK_OK)
@@ -472,7 +570,8 @@ static int authenticate(struct etcd_store *es, int64_t deadline)
     pthread_mutex_unlock(&es->mu);
     free(old);
     rc = dlock__etcd_post_until(es, "/v3/auth/authenticate", body,
-                                ETCD_RETRY_SAFE, deadline, &reply, NULL);
+                                ETCD_RETRY_SAFE | NO_REAUTH, deadline, &reply,
+                                NULL);
     json_object_put(body);
     if (rc == DLOCK_OK) {
         const char *t =

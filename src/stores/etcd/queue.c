@@ -25,6 +25,7 @@
 #include "clock.h"
 #include "errors.h"
 #include "etcd.h"
+#include "iobound.h"
 #include "process.h"
 #include "strutil.h"
 
@@ -346,13 +347,26 @@ int dlock__etcd_read_queue(struct etcd_store *es, const char *name,
 
 #define SCAN_PAGE 1000
 
+/* Whether key a (an bytes) sorts before key b (bn bytes), as etcd
+ * orders keys: bytewise, a prefix first. */
+static int key_before(const char *a, size_t an, const char *b, size_t bn)
+{
+    int c = memcmp(a, b, an < bn ? an : bn);
+
+    return c < 0 || (c == 0 && an < bn);
+}
+
 int dlock__etcd_scan_keys(struct etcd_store *es, const char *prefix,
                           int (*cb)(const char *key, size_t klen, void *arg),
                           void *arg)
 {
     size_t n = strlen(prefix), flen = es->prefix_len + n, elen = 1,
-           klen = flen ? flen : 1;
+           klen = flen ? flen : 1, seen = 0;
     char *key = malloc(klen + 1), *end = NULL;
+    /* The whole scan is one answer (R10): due by one ?timeout=, and at
+     * most ETCD_SCAN_KEYS keys, however many pages a gateway says are
+     * left ("more": true for ever once listed for ever). */
+    int64_t deadline = dlock__now_ms() + dlock__io_bound(es->timeout_ms);
     int rc = DLOCK_OK, more = 1;
 
     if (key == NULL)
@@ -374,27 +388,68 @@ int dlock__etcd_scan_keys(struct etcd_store *es, const char *prefix,
         char *last = NULL;
 
         rc = req == NULL ? dlock__enomem()
-                         : dlock__etcd_post(es, "/v3/kv/range", req,
-                                            ETCD_RETRY_SAFE, &reply, NULL);
+                         : dlock__etcd_post_until(es, "/v3/kv/range", req,
+                                                  ETCD_RETRY_SAFE, deadline,
+                                                  &reply, NULL);
         json_object_put(req);
+        if (rc == DLOCK_EUNAVAIL && seen > 0 &&
+            dlock__remaining_ms(deadline) <= 0)
+            /* Pages came, and the whole took too long: say that. */
+            rc = dlock__seterr(DLOCK_EUNAVAIL,
+                               "etcd's keys under '%s%s' were not all read "
+                               "within ?timeout= (%lld ms; %zu keys read): "
+                               "a gateway that never ends its range, or "
+                               "raise ?timeout= (%s)",
+                               es->prefix, prefix, (long long)es->timeout_ms,
+                               seen, es->url);
         if (rc != DLOCK_OK)
             break;
         more = json_object_get_boolean(json_object_object_get(reply, "more"));
         if (json_object_object_get_ex(reply, "kvs", &kvs) &&
             json_object_is_type(kvs, json_type_array))
             n = dlock__etcd_alen(kvs);
+        if (n > SCAN_PAGE)
+            rc = dlock__seterr(DLOCK_ESTORE,
+                               "etcd answered a range of at most %d keys "
+                               "with %zu keys (%s)",
+                               SCAN_PAGE, n, es->url);
+        else if (seen + n > ETCD_SCAN_KEYS)
+            rc = dlock__seterr(DLOCK_ESTORE,
+                               "etcd has more than %d keys under '%s%s': "
+                               "not dlock's alone? give dlock a ?prefix= of "
+                               "its own (%s)",
+                               ETCD_SCAN_KEYS, es->prefix, prefix, es->url);
+        seen += n;
         for (size_t i = 0; i < n && rc == DLOCK_OK; i++) {
             size_t len = 0;
             char *k = dlock__etcd_unb64(dlock__etcd_aget(kvs, i), "key", &len);
 
             if (k == NULL)
                 continue;
+            /* In the range asked, each after the one before: a page that
+             * does not move on is not believed (the next page starts after
+             * its last key). */
+            if (key_before(k, len, key, klen) ||
+                (end != NULL && !key_before(k, len, end, elen)) ||
+                (last != NULL && !key_before(last, last_len, k, len))) {
+                free(k);
+                rc = dlock__seterr(DLOCK_ESTORE,
+                                   "etcd answered a range with a key out of "
+                                   "order or outside the range asked (%s)",
+                                   es->url);
+                break;
+            }
             rc = cb(k, len, arg);
             free(last);
             last = k;
             last_len = len;
         }
         json_object_put(reply);
+        if (more && last == NULL && rc == DLOCK_OK)
+            rc = dlock__seterr(DLOCK_ESTORE,
+                               "etcd said more keys follow a range in which "
+                               "it sent no key (%s)",
+                               es->url);
         if (more && last != NULL && rc == DLOCK_OK) {
             /* The next page starts just after the last key: key "\0". */
             char *next = realloc(key, last_len + 1);

@@ -157,14 +157,7 @@ int dlock__rtls_new(struct rtls **out, const char *cacert, const char *cert,
                  1) {
             if (asked) {
                 ERR_clear_error();
-                rc = dlock__seterr(DLOCK_EINVAL,
-                                   "cannot use the client key %s: it is "
-                                   "encrypted (protected by a pass "
-                                   "phrase), and dlock takes no pass "
-                                   "phrase: give an unencrypted key, "
-                                   "readable by this user only (openssl "
-                                   "pkey -in KEY -out NEWKEY) (%s)",
-                                   key, url);
+                rc = dlock__encrypted_key(key, url);
             } else
                 rc = file_error("the client key", key, url);
         } else if (SSL_CTX_check_private_key(t->ctx) != 1)
