@@ -2,6 +2,7 @@
  * names.c - lock names (names.h): the check every name passes, and the
  * list of names a store's list() collects before describing each.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,11 +28,62 @@ int dlock__check_name(const char *name, size_t len)
     return DLOCK_OK;
 }
 
+/* FNV-1a: the hash set's slot of a name. */
+static size_t name_hash(const char *name, size_t len)
+{
+    uint64_t h = UINT64_C(14695981039346656037);
+
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)name[i]) * UINT64_C(1099511628211);
+    return (size_t)h;
+}
+
+/* The slot holding name, or the free one where it goes. */
+static size_t *find_slot(struct dlock__names *l, const char *name, size_t len)
+{
+    size_t i = name_hash(name, len) & (l->nslot - 1);
+
+    for (;; i = (i + 1) & (l->nslot - 1)) {
+        size_t k = l->slot[i];
+
+        if (k == 0 || (strlen(l->v[k - 1]) == len &&
+                       memcmp(l->v[k - 1], name, len) == 0))
+            return &l->slot[i];
+    }
+}
+
+/* At most half full: twice the slots, every name placed again. */
+static int grow_set(struct dlock__names *l)
+{
+    size_t nslot = l->nslot ? l->nslot * 2 : 64, *old = l->slot;
+
+    l->slot = calloc(nslot, sizeof(*l->slot));
+    if (l->slot == NULL) {
+        l->slot = old;
+        return dlock__enomem();
+    }
+    l->nslot = nslot;
+    for (size_t k = 0; k < l->n; k++)
+        *find_slot(l, l->v[k], strlen(l->v[k])) = k + 1;
+    free(old);
+    return DLOCK_OK;
+}
+
 int dlock__names_add(struct dlock__names *l, const char *name, size_t len)
 {
-    for (size_t i = 0; i < l->n; i++)
-        if (strlen(l->v[i]) == len && memcmp(l->v[i], name, len) == 0)
-            return DLOCK_OK;
+    size_t *slot;
+
+    if ((l->n + 1) * 2 > l->nslot && grow_set(l) != DLOCK_OK)
+        return DLOCK_ENOMEM;
+    slot = find_slot(l, name, len);
+    if (*slot != 0)
+        return DLOCK_OK;
+    if (l->n >= DLOCK__LIST_NAMES)
+        return dlock__seterr(DLOCK_ESTORE,
+                             "the store holds more than %d lock names under "
+                             "the prefix listed (a list reads at most that "
+                             "many): list a narrower prefix",
+                             DLOCK__LIST_NAMES);
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 16;
         char **v = realloc(l->v, cap * sizeof(*v));
@@ -44,6 +96,7 @@ int dlock__names_add(struct dlock__names *l, const char *name, size_t len)
     if ((l->v[l->n] = dlock__strndup(name, len)) == NULL)
         return dlock__enomem();
     l->n++;
+    *slot = l->n;
     return DLOCK_OK;
 }
 
@@ -52,6 +105,7 @@ void dlock__names_free(struct dlock__names *l)
     for (size_t i = 0; i < l->n; i++)
         free(l->v[i]);
     free(l->v);
+    free(l->slot);
     memset(l, 0, sizeof(*l));
 }
 

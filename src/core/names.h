@@ -16,12 +16,18 @@ struct dlock_store;
 int dlock__check_name(const char *name, size_t len);
 
 /* Names a list() collected (with the connection held) before describing
- * each (without it, so the callback may call the library). */
+ * each (without it, so the callback may call the library).  Zero is an
+ * empty list ({NULL, 0, 0} and the rest zero). */
 struct dlock__names {
     char **v;
     size_t n, cap;
+    size_t *slot, nslot; /* a hash set of v's indices + 1 (0: free) */
 };
-/* Add name[0..len) unless already there; DLOCK_OK or DLOCK_ENOMEM. */
+/* The most names one list collects: a scan that a server keeps feeding
+ * (a page that never ends, new keys for ever) ends at this many. */
+#define DLOCK__LIST_NAMES 100000
+/* Add name[0..len) unless already there (in constant time); DLOCK_OK,
+ * DLOCK_ENOMEM, or DLOCK_ESTORE past DLOCK__LIST_NAMES names. */
 int dlock__names_add(struct dlock__names *l, const char *name, size_t len);
 /* describe() each name and call cb for those held; stops at the first
  * error or nonzero cb.  Frees the list. */

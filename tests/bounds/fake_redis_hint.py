@@ -10,10 +10,13 @@ script is an EVALSHA/EVAL with five or more ARGV (token, ttl, host, pid,
 queue mode[, limit]: src/stores/redis/store.c lock_script); the others
 (release, leave, extend...) carry one or two.
 
-  fake_redis_hint.py HINT PORTFILE COUNTFILE [foreign]
+  fake_redis_hint.py HINT PORTFILE COUNTFILE [foreign|scan-same|scan-new|scan-empty]
 
 With "foreign" the holder is another client's (no dlock token: the
-waiter polls and takes the hint as the key's lease left).
+waiter polls and takes the hint as the key's lease left).  The scan-*
+modes answer every SCAN with a cursor that never ends (issue 43, item 8
+on Redis): the same lock key on every page, 1,000 new ones on every
+page (the MATCH pattern's '*' made a new name), or none; each SCAN appends "scan" to COUNTFILE.
 
 The port is written to PORTFILE (a fifo: the test reads it once the
 socket listens).  Each acquire script appends one line to COUNTFILE.
@@ -24,7 +27,9 @@ import sys
 import threading
 
 hint = int(sys.argv[1])
-dlock_holder = 0 if len(sys.argv) > 4 and sys.argv[4] == "foreign" else 1
+mode = sys.argv[4] if len(sys.argv) > 4 else "dlock"
+dlock_holder = 0 if mode == "foreign" else 1
+pages = [0]
 count_lock = threading.Lock()
 
 
@@ -82,6 +87,22 @@ def answer(argv):
             return b"*4\r\n:0\r\n:%d\r\n:%d\r\n:1\r\n" % (hint,
                                                            dlock_holder)
         return b":0\r\n"
+    if verb == b"SCAN" and mode.startswith("scan-"):
+        with count_lock, open(sys.argv[3], "a") as c:
+            c.write("scan\n")
+            pages[0] += 1
+            page = pages[0]
+        if mode == "scan-same":
+            keys = [b"dlock:lock:same"]
+        elif mode == "scan-new":
+            # Keys the MATCH pattern takes: its '*' made a new name.
+            pat = argv[3] if len(argv) > 3 else b"dlock:*"
+            keys = [pat.replace(b"*", b"k%d-%d" % (page, i), 1)
+                    for i in range(1000)]
+        else:
+            keys = []
+        return (b"*2\r\n" + bulk(b"%d" % page) + b"*%d\r\n" % len(keys) +
+                b"".join(bulk(k) for k in keys))
     if verb == b"ROLE":
         return b"*3\r\n" + bulk(b"master") + b":0\r\n*0\r\n"
     return b"+OK\r\n"

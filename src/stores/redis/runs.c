@@ -355,7 +355,7 @@ int dlock__redis_last_runs(struct dlock_store *s, const char *prefix,
                            dlock_run_cb cb, void *payload)
 {
     struct redis_store *rs = (struct redis_store *)s;
-    struct dlock__names names = {NULL, 0, 0};
+    struct dlock__names names = {0};
     struct take_arg ta = {prefix, strlen(prefix), &names};
     size_t plen = strlen(prefix), gl;
     char *lit, *glob, *pattern;

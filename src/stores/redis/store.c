@@ -641,6 +641,8 @@ struct scan {
     const char *pattern;
     int (*take)(struct redis_store *rs, const char *key, size_t len, void *arg);
     void *arg;
+    int64_t deadline; /* monotonic ms: the whole scan's */
+    size_t pages;
 };
 
 static int scan_node(struct redis_store *rs, int slot, void *arg)
@@ -650,6 +652,19 @@ static int scan_node(struct redis_store *rs, int slot, void *arg)
     int rc = DLOCK_OK;
 
     do {
+        /* The whole scan is one answer (R10): a server whose cursor never
+         * comes back to 0 (the same keys or none, page after page) is cut
+         * off at one ?timeout= after the scan began; one that feeds new
+         * keys for ever, at DLOCK__LIST_NAMES names (names.h). */
+        if (strcmp(cursor, "0") != 0 && dlock__now_ms() > sc->deadline)
+            return dlock__seterr(DLOCK_EUNAVAIL,
+                                 "Redis's keys matching '%s' were not all "
+                                 "scanned within ?timeout= (%lld ms; %zu "
+                                 "pages): a server whose SCAN never ends, "
+                                 "or raise ?timeout= (%s)",
+                                 sc->pattern, (long long)rs->timeout_ms,
+                                 sc->pages, rs->url);
+        sc->pages++;
         const char *argv[6] = {"SCAN",      cursor,  "MATCH",
                                sc->pattern, "COUNT", "1000"};
         size_t lens[6] = {4, strlen(cursor), 5, strlen(sc->pattern), 5, 4};
@@ -686,8 +701,10 @@ int dlock__redis_scan(struct redis_store *rs, const char *pattern,
                                   size_t len, void *arg),
                       void *arg)
 {
-    struct scan sc = {pattern, take, arg};
+    struct scan sc = {pattern, take, arg, 0, 0};
     int rc;
+
+    sc.deadline = dlock__now_ms() + dlock__io_bound(rs->timeout_ms);
 
     /* A cluster's masters are scanned one after the other. */
     pthread_mutex_lock(&rs->mu);
@@ -719,7 +736,7 @@ static int redis_list(struct dlock_store *s, const char *prefix,
     struct redis_store *rs = (struct redis_store *)s;
     size_t plen = strlen(prefix);
     char *lit = malloc(rs->prefix_len + plen + 1), *pattern;
-    struct dlock__names names = {NULL, 0, 0};
+    struct dlock__names names = {0};
     int rc;
 
     if (lit == NULL)

@@ -72,7 +72,7 @@ int dlock__sq_list(struct dlock_store *st, const char *prefix,
                    void *payload)
 {
     struct sqlite_store *ss = (struct sqlite_store *)st;
-    struct dlock__names names = {NULL, 0, 0};
+    struct dlock__names names = {0};
     size_t plen = strlen(prefix);
     sqlite3_stmt *s;
     int rc = DLOCK_OK, src;
