@@ -60,7 +60,7 @@ records() {
     rc=$?
     [ "$rc" = 0 ] && ok "etcdctl lock $name gets it at once" ||
         fail "etcdctl lock $name: exit $rc (124: still waiting after 10 s): $(cat "$T/l.out")"
-    "$DLOCK" -s "$URL" run --once "$name/y" -- touch "$T/y2"
+    "$DLOCK" -s "$URL" run --once "$name/y" -- touch "$T/y2" 2>/dev/null
     [ ! -e "$T/y2" ] && ok "--once still sees its success" ||
         fail "--once ran $name/y again"
     "$DLOCK" -s "$URL" history "$name/x" | grep -q exited &&
@@ -103,6 +103,23 @@ records() {
         fail "old start still under $name/: $out"
     timeout 10 etcdctl --endpoints="$EPS" lock "$name" -- true >/dev/null 2>&1 &&
         ok "etcdctl lock $name gets it" || fail "etcdctl lock $name waits"
+    # The earlier layout's start of a name without '/': the same key,
+    # rewritten in place (no lease any more).
+    name="$p-oldc"
+    lease=$(ectl lease grant 3600 | awk '{print $2}')
+    put_raw "$name${ff}start" 98 "$lease"
+    "$DLOCK" -s "$URL" run --once-per 1h "$name" -- touch "$T/c" 2>/dev/null
+    "$DLOCK" -s "$URL" run --once-per 1h "$name" -- touch "$T/c" 2>/dev/null
+    out=$(ectl get -w json -- "$name${ff}start" | python3 -c '
+import base64, json, sys
+kv = json.load(sys.stdin)["kvs"][0]
+print(kv.get("lease", 0), base64.b64decode(kv["value"]).decode())')
+    case $out in
+    '0 {"fence":98,"at":'*)
+        [ ! -e "$T/c" ] && ok "an old start in place counts, and is rewritten: $out" ||
+            fail "an old start in place: the job ran" ;;
+    *) fail "the old start in place was not rewritten: $out (ran: $([ -e "$T/c" ] && echo yes || echo no))" ;;
+    esac
 
     # --- item 2: an ok record dlock cannot read means the job runs ---------
     local i=0 bad
@@ -111,9 +128,12 @@ records() {
         '{"ok":{"fence":-4,"result":1,"status":0}}' '{"ok":{"fence":3,"result":2,"status":0}}'; do
         i=$((i + 1))
         name="$p-bad$i"
-        # Where the previous version and this one read it.
+        # Where both layouts keep it (a name without '/'), and for a
+        # name with one, where each does.
         put_raw "$name${ff}runs" "$bad"
-        put_raw "${ff}runs/$name" "$bad"
+        [ "$i" = 5 ] && name="$p-bad$i/s" &&
+            put_raw "$name${ff}runs" "$bad" &&
+            put_raw "$p-bad$i${ff}runs/s" "$bad"
         rm -f "$T/ran"
         "$DLOCK" -s "$URL" run --once "$name" -- touch "$T/ran" 2>"$T/o.err"
         rc=$?
@@ -152,8 +172,6 @@ records() {
         fi
     fi
     ectl del --prefix -- "$p" >/dev/null
-    ectl del --prefix -- "${ff}runs/$p" >/dev/null
-    ectl del --prefix -- "${ff}start/$p" >/dev/null
 }
 
 # own_server start|start-cluster: a throwaway etcd (SCRIPTS/server-etcd.sh),

@@ -2,13 +2,16 @@
  * runs.c - the etcd store's run records (include/dlock.h, "Runs";
  * src/core/store.h: run_begin, run_end, runs, last_runs).
  *
- * Two keys per name, after every name's queue: a name's queue is P NAME
- * "/"..., and no name begins with the byte 0xff (names are UTF-8), so no
- * peer that locks a name (etcdctl lock, concurrency.Mutex) finds them in
- * its range:
- *   P \xff runs/ NAME    JSON {"runs": [newest first, DLOCK_RUNS_KEPT at
- *                        most], "ok": the run that succeeded, if any}
- *   P \xff start/ NAME   the last start, JSON {"fence", "at"}, no lease
+ * Two keys per name NAME = FIRST [/REST] (FIRST: up to its first '/'),
+ * each beside every name's queue, never in one: a queue is P N "/"...
+ * for a name N, and a byte 0xff follows P FIRST here (names are UTF-8,
+ * which has none), so no peer that locks a name (etcdctl lock,
+ * concurrency.Mutex) finds them in its range, while a role granted on a
+ * prefix of FIRST still covers them:
+ *   P FIRST \xff runs [/REST]   JSON {"runs": [newest first,
+ *                               DLOCK_RUNS_KEPT at most], "ok": the run
+ *                               that succeeded, if any}
+ *   P FIRST \xff start [/REST]  the last start, JSON {"fence", "at"}
  *
  * THE CLOCK.  etcd keeps no time a client can read (a revision is not
  * time; a lease's countdown restarts at every leader change, and anyone
@@ -33,12 +36,13 @@
  * lost a race reads and decides again.
  *
  * THE EARLIER LAYOUT (before issue 43) kept P NAME \xff runs and P NAME
- * \xff start (with a 200-day lease: the old clock) inside the parent
- * name's range, where they kept `etcdctl lock PARENT` waiting.  They are
- * read too, merged with these, and moved by the name's next run or
- * decision: a --once success stays one, and the old start counts from
- * its lease, which gives a lower bound on the time since it (a countdown
- * only ever restarts).
+ * \xff start (the fence, with a 200-day lease: the old clock): the same
+ * keys for a name without '/', but for FIRST/REST inside FIRST's range,
+ * where they kept `etcdctl lock FIRST` waiting.  They are read too,
+ * merged with these, and moved (or, in place, rewritten) by the name's
+ * next run or decision: a --once success stays one, and an old start
+ * counts from its lease, which gives a lower bound on the time since it
+ * (a countdown only ever restarts).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +58,8 @@
 
 #define TRIES 8
 
-/* A name's record keys: this layout's and the earlier one's. */
+/* A name's record keys: this layout's and, for a name with a '/', the
+ * earlier one's (NULL for a name without: they are the same keys). */
 enum { K_RUNS, K_START, K_OLD_RUNS, K_OLD_START, NKEYS };
 
 struct recs {
@@ -62,28 +67,22 @@ struct recs {
     size_t len[NKEYS];
 };
 
-/* P \xff WHAT / NAME, or (old) P NAME \xff WHAT. */
+/* P FIRST \xff WHAT [/REST], or (old) P NAME \xff WHAT. */
 static char *rec_key(const struct etcd_store *es, const char *name,
                      const char *what, int old, size_t *len)
 {
-    size_t n = strlen(name), w = strlen(what), o = es->prefix_len;
-    char *k = malloc(o + n + w + 3);
+    size_t n = strlen(name), w = strlen(what), o = es->prefix_len,
+           f = old ? n : strcspn(name, "/");
+    char *k = malloc(o + n + w + 2);
 
     if (k == NULL)
         return NULL;
     memcpy(k, es->prefix, o);
-    if (old) {
-        memcpy(k + o, name, n);
-        k[o + n] = '\xff';
-        memcpy(k + o + n + 1, what, w + 1);
-        *len = o + n + 1 + w;
-    } else {
-        k[o] = '\xff';
-        memcpy(k + o + 1, what, w);
-        k[o + 1 + w] = '/';
-        memcpy(k + o + 2 + w, name, n + 1);
-        *len = o + 2 + w + n;
-    }
+    memcpy(k + o, name, f);
+    k[o + f] = '\xff';
+    memcpy(k + o + f + 1, what, w);
+    memcpy(k + o + f + 1 + w, name + f, n - f + 1);
+    *len = o + n + 1 + w;
     return k;
 }
 
@@ -96,16 +95,18 @@ static void recs_free(struct recs *r)
 static int recs_keys(const struct etcd_store *es, const char *name,
                      struct recs *r)
 {
+    int n = strchr(name, '/') != NULL ? NKEYS : K_OLD_RUNS;
+
     memset(r, 0, sizeof(*r));
-    r->key[K_RUNS] = rec_key(es, name, "runs", 0, &r->len[K_RUNS]);
-    r->key[K_START] = rec_key(es, name, "start", 0, &r->len[K_START]);
-    r->key[K_OLD_RUNS] = rec_key(es, name, "runs", 1, &r->len[K_OLD_RUNS]);
-    r->key[K_OLD_START] = rec_key(es, name, "start", 1, &r->len[K_OLD_START]);
-    for (int i = 0; i < NKEYS; i++)
+    for (int i = 0; i < n; i++) {
+        r->key[i] =
+            rec_key(es, name, i == K_RUNS || i == K_OLD_RUNS ? "runs" : "start",
+                    i >= K_OLD_RUNS, &r->len[i]);
         if (r->key[i] == NULL) {
             recs_free(r);
             return dlock__enomem();
         }
+    }
     return DLOCK_OK;
 }
 
@@ -253,11 +254,13 @@ struct state {
     int64_t start_at;    /* its stamp, s (0: not stamped) */
     int64_t old_fence;   /* the earlier layout's start, and its lease */
     int64_t old_lease;
+    int old_here; /* ... in the start key (a name without '/') */
     int64_t date; /* the read's Date, s (0: none) */
 };
 
-/* A start key's kv: its fence and stamp, if dlock can read them. */
-static void start_read(json_object *kv, struct state *st)
+/* A start key's kv: its fence and stamp, if dlock can read them.
+ * Whether it is a JSON object (not the earlier layout's digits). */
+static int start_read(json_object *kv, struct state *st)
 {
     size_t n = 0;
     char *v = dlock__etcd_unb64(kv, "value", &n);
@@ -272,11 +275,31 @@ static void start_read(json_object *kv, struct state *st)
         if (a <= 0 || a >= ETCD_DATE_MAX)
             f = 0; /* a stamp that is no time: unreadable */
     }
-    json_object_put(o);
     if (f > 0) {
         st->start_fence = f;
         st->start_at = a;
     }
+    f = json_object_is_type(o, json_type_object);
+    json_object_put(o);
+    return (int)f;
+}
+
+/* The earlier layout's start: the fence in digits, with a lease.
+ * Whether it is one. */
+static int old_start_read(json_object *kv, struct state *st)
+{
+    size_t n = 0;
+    char *v = dlock__etcd_unb64(kv, "value", &n), *end = NULL;
+    long long f = v != NULL && n > 0 ? strtoll(v, &end, 10) : 0;
+    int64_t lease = dlock__etcd_int(kv, "lease");
+    int ok = end != NULL && end != v && *end == '\0' && f > 0 && lease != 0;
+
+    free(v);
+    if (ok) {
+        st->old_fence = f;
+        st->old_lease = lease;
+    }
+    return ok;
 }
 
 /* Read the lock key (lkey may be NULL) and the name's record keys in one
@@ -286,18 +309,22 @@ static int read_state(struct etcd_store *es, const char *lkey, size_t llen,
 {
     json_object *ops = json_object_new_array(), *body, *reply = NULL, *kvs,
                 *kv[NKEYS] = {0}, *got[NKEYS] = {0}, *old = NULL;
-    size_t base = lkey != NULL ? 1 : 0;
+    size_t at[NKEYS], n = 0;
     int rc = DLOCK_OK;
 
     memset(st, 0, sizeof(*st));
     if (ops == NULL)
         return dlock__enomem();
-    if (lkey != NULL)
+    if (lkey != NULL) {
         json_object_array_add(ops,
                               dlock__etcd_range_op(lkey, llen, NULL, 0, 0, 0));
-    for (int i = 0; i < NKEYS; i++)
+        n = 1;
+    }
+    for (int i = 0; i < NKEYS && r->key[i] != NULL; i++) {
+        at[i] = n++;
         json_object_array_add(
             ops, dlock__etcd_range_op(r->key[i], r->len[i], NULL, 0, 0, 0));
+    }
     body = dlock__etcd_txn(NULL, ops, NULL);
     rc = body == NULL ? dlock__enomem()
                       : dlock__etcd_post(es, "/v3/kv/txn", body,
@@ -313,8 +340,8 @@ static int read_state(struct etcd_store *es, const char *lkey, size_t llen,
                 dlock__etcd_int(dlock__etcd_aget(kvs, 0), "create_revision");
         json_object_put(kvs);
     }
-    for (int i = 0; i < NKEYS; i++) {
-        got[i] = dlock__etcd_txn_kvs(reply, base + (size_t)i);
+    for (int i = 0; i < NKEYS && r->key[i] != NULL; i++) {
+        got[i] = dlock__etcd_txn_kvs(reply, at[i]);
         if (dlock__etcd_alen(got[i]) == 1) {
             kv[i] = dlock__etcd_aget(got[i], 0);
             st->mod[i] = dlock__etcd_int(kv[i], "mod_revision");
@@ -326,18 +353,10 @@ static int read_state(struct etcd_store *es, const char *lkey, size_t llen,
         rc = old == NULL ? dlock__enomem() : merge_docs(st->doc, old);
         json_object_put(old);
     }
-    if (kv[K_START] != NULL)
-        start_read(kv[K_START], st);
-    if (kv[K_OLD_START] != NULL) {
-        size_t n = 0;
-        char *v = dlock__etcd_unb64(kv[K_OLD_START], "value", &n), *end = NULL;
-        long long f = v != NULL ? strtoll(v, &end, 10) : 0;
-
-        st->old_lease = dlock__etcd_int(kv[K_OLD_START], "lease");
-        st->old_fence =
-            end != NULL && end != v && *end == '\0' && f > 0 ? f : 0;
-        free(v);
-    }
+    if (kv[K_START] != NULL && !start_read(kv[K_START], st))
+        st->old_here = old_start_read(kv[K_START], st);
+    if (kv[K_OLD_START] != NULL)
+        old_start_read(kv[K_OLD_START], st);
     for (int i = 0; i < NKEYS; i++)
         json_object_put(got[i]);
     json_object_put(reply);
@@ -468,7 +487,7 @@ static int write_recs(struct etcd_store *es, const char *lkey, size_t llen,
     if (lkey != NULL)
         json_object_array_add(cmp,
                               dlock__etcd_cmp_create(lkey, llen, create_rev));
-    for (int i = 0; i < NKEYS; i++)
+    for (int i = 0; i < NKEYS && r->key[i] != NULL; i++)
         json_object_array_add(
             cmp, st->mod[i] == 0
                      ? dlock__etcd_cmp_create(r->key[i], r->len[i], 0)
@@ -632,6 +651,7 @@ int dlock__etcd_run_begin(struct dlock_store *s, struct dlock_lock *lk,
             /* A skip writes only to move the earlier layout's records,
              * or to stamp a start that never was. */
             if (st.mod[K_OLD_RUNS] == 0 && st.mod[K_OLD_START] == 0 &&
+                !(st.old_here && st.start_at > 0) &&
                 !(unstamped && st.start_at > 0)) {
                 json_object_put(st.doc);
                 break;
@@ -659,7 +679,8 @@ int dlock__etcd_run_begin(struct dlock_store *s, struct dlock_lock *lk,
         if (won) {
             if (*go)
                 stamp(es, &r, (int64_t)lk->fence, rev, date);
-            if (st.mod[K_OLD_START] != 0)
+            /* The earlier layout's start lease carries no key now. */
+            if (*go || w.start_fence > 0 || st.mod[K_OLD_START] != 0)
                 revoke_quietly(es, st.old_lease);
             break;
         }
@@ -760,64 +781,62 @@ int dlock__etcd_runs(struct dlock_store *s, const char *name, unsigned max,
     return rc;
 }
 
-/* The names that have runs: P \xff runs/ NAME, and the earlier layout's
- * P NAME \xff runs. */
+/* The names under a prefix that have runs: the keys P FIRST \xff runs
+ * [/REST] (P NAME \xff runs, the earlier layout's, is that for a name
+ * without '/', and P FIRST/REST \xff runs for one with). */
 struct runs_scan {
     struct etcd_store *es;
+    const char *prefix;
     struct dlock__names names;
 };
 
-static int add_name(struct runs_scan *rs, const char *name, size_t len)
-{
-    if (dlock__check_name(name, len) != DLOCK_OK) {
-        dlock__clearerr();
-        return DLOCK_OK;
-    }
-    return dlock__names_add(&rs->names, name, len);
-}
-
 static int runs_key(const char *key, size_t klen, void *arg)
 {
-    static const char pfx[] = "\xffruns/";
     struct runs_scan *rs = arg;
-    size_t off = rs->es->prefix_len + sizeof(pfx) - 1;
+    size_t off = rs->es->prefix_len, plen = strlen(rs->prefix), f, rest;
+    const char *k = key + off, *ff;
+    char *name;
+    int rc;
 
-    if (klen <= off ||
-        memcmp(key + rs->es->prefix_len, pfx, off - rs->es->prefix_len) != 0)
+    if (klen <= off || (ff = memchr(k, '\xff', klen - off)) == NULL)
         return DLOCK_OK;
-    return add_name(rs, key + off, klen - off);
-}
-
-static int old_runs_key(const char *key, size_t klen, void *arg)
-{
-    static const char sfx[] = "\xffruns";
-    struct runs_scan *rs = arg;
-    size_t off = rs->es->prefix_len, sl = sizeof(sfx) - 1;
-
-    if (klen <= off + sl || memcmp(key + klen - sl, sfx, sl) != 0)
+    f = (size_t)(ff - k);
+    rest = klen - off - f - 1;
+    if (rest < 4 || memcmp(ff + 1, "runs", 4) != 0 ||
+        (rest > 4 && (ff[5] != '/' || memchr(k, '/', f) != NULL)))
+        return DLOCK_OK; /* a start, or not dlock's */
+    name = malloc(f + rest - 4 + 1);
+    if (name == NULL)
+        return dlock__enomem();
+    memcpy(name, k, f);
+    memcpy(name + f, ff + 5, rest - 4);
+    name[f + rest - 4] = '\0';
+    if (dlock__check_name(name, f + rest - 4) != DLOCK_OK ||
+        strncmp(name, rs->prefix, plen) != 0) {
+        dlock__clearerr();
+        free(name);
         return DLOCK_OK;
-    return add_name(rs, key + off, klen - sl - off);
+    }
+    rc = dlock__names_add(&rs->names, name, f + rest - 4);
+    free(name);
+    return rc;
 }
 
 int dlock__etcd_last_runs(struct dlock_store *s, const char *prefix,
                           dlock_run_cb cb, void *payload)
 {
     struct etcd_store *es = (struct etcd_store *)s;
-    struct runs_scan rs = {.es = es};
-    size_t n = strlen(prefix);
-    char *p = malloc(n + 7);
+    struct runs_scan rs = {.es = es, .prefix = prefix};
+    /* Every key of a name under prefix starts with P and prefix up to its
+     * first '/' (FIRST, or a longer FIRST for a prefix without one). */
+    char *first = dlock__strndup(prefix, strcspn(prefix, "/"));
     int rc;
 
-    if (p == NULL)
+    if (first == NULL)
         return dlock__enomem();
-    memcpy(p, "\xffruns/", 6);
-    memcpy(p + 6, prefix, n + 1);
-    rc = dlock__etcd_scan_keys(es, p, runs_key, &rs);
-    free(p);
-    /* Names whose records are still where the earlier layout put them
-     * (not UTF-8 keys the first scan did not see: those after P \xff). */
-    if (rc == DLOCK_OK)
-        rc = dlock__etcd_scan_keys(es, prefix, old_runs_key, &rs);
+    rc = dlock__etcd_scan_keys(es, first, runs_key, &rs);
+    free(first);
+    /* In no set order (dlock.h). */
     for (size_t i = 0; rc == DLOCK_OK && i < rs.names.n; i++)
         rc = dlock__etcd_runs(s, rs.names.v[i], 1, cb, payload);
     dlock__names_free(&rs.names);
