@@ -216,6 +216,10 @@ static int merge_docs(json_object *doc, json_object *old)
     size_t n = dlock__etcd_alen(runs), on = dlock__etcd_alen(oruns);
     int added = 0;
 
+    /* The kept runs of each only: a document of thousands (not dlock's)
+     * costs no more. */
+    n = n < DLOCK_RUNS_KEPT ? n : DLOCK_RUNS_KEPT;
+    on = on < DLOCK_RUNS_KEPT ? on : DLOCK_RUNS_KEPT;
     for (size_t i = 0; i < on; i++) {
         json_object *r = dlock__etcd_aget(oruns, i);
         int64_t f = rec_int(r, "fence", 0);
