@@ -550,8 +550,9 @@ static void stamp(struct etcd_store *es, const struct recs *r, int64_t fence,
     dlock__clearerr();
 }
 
-/* One decision on what st read: DLOCK_OK with *go (and *w what to write:
- * ours, or the bookkeeping of a skip), or a failure. */
+/* One decision on what st read: DLOCK_OK with *go, st's start made the
+ * one to keep (the earlier layout's if later; one never stamped, stamped
+ * with the read's Date), or a failure. */
 static int decide(struct etcd_store *es, struct dlock_lock *lk,
                   const dlock_run_rule *rule, struct state *st, int *go,
                   dlock_run *last)
