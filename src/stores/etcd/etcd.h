@@ -151,6 +151,12 @@ struct etcd_lock {
 
 /* --- http.c ----------------------------------------------------------- */
 #define ETCD_RETRY_SAFE 1 /* the request may be sent again elsewhere */
+/* The field dlock__etcd_post*() sets in every reply it returns: the HTTP
+ * Date header of that reply, the answering member's wall clock in whole
+ * seconds since the epoch (0: none); always dlock's, never the server's
+ * (runs.c judges periods by it). */
+#define ETCD_REPLY_DATE "dlock:date"
+#define ETCD_DATE_MAX (1LL << 40) /* seconds: beyond is no date */
 /* POST body to path ("/v3/kv/txn"); *out the parsed reply (caller puts
  * it).  Checks the header's cluster id and turns etcd's errors into
  * DLOCK_* codes with a message; *grpc_code (may be NULL) gets etcd's code

@@ -337,6 +337,21 @@ static void server_text(const struct etcd_store *es, char *dst, size_t cap,
 
 static int authenticate(struct etcd_store *es, int64_t deadline);
 
+/* The reply's Date header (ETCD_REPLY_DATE): the answering member's wall
+ * clock, whole seconds, parsed by libcurl; 0 when there is none or it is
+ * not a date this side of ETCD_DATE_MAX. */
+static int64_t reply_date(CURL *h)
+{
+    struct curl_header *d = NULL;
+    time_t t;
+
+    if (curl_easy_header(h, "Date", 0, CURLH_HEADER, -1, &d) != CURLHE_OK ||
+        d == NULL || d->value == NULL)
+        return 0;
+    t = curl_getdate(d->value, NULL);
+    return t > 0 && (int64_t)t < ETCD_DATE_MAX ? (int64_t)t : 0;
+}
+
 /* One request to endpoint ep: DLOCK_OK with *out, or a code; *sent: the
  * request may have reached the server; *next: worth another endpoint. */
 static int post_once(struct etcd_store *es, int ep, const char *path,
@@ -352,6 +367,7 @@ static int post_once(struct etcd_store *es, int ep, const char *path,
     CURL *h;
     json_object *reply, *err;
     size_t end = 0;
+    int64_t date;
     int rc, over = 0;
 
     *sent = 0;
@@ -396,6 +412,7 @@ static int post_once(struct etcd_store *es, int ep, const char *path,
                              es->endpoints[ep], msg, es->url);
     }
     *sent = 1;
+    date = reply_date(h);
     conn_put(es, h);
     reply = b.p != NULL ? dlock__etcd_parse(b.p, b.n, &end, &over) : NULL;
     if (over) {
@@ -465,6 +482,8 @@ static int post_once(struct etcd_store *es, int ep, const char *path,
         json_object_put(reply);
         return rc;
     }
+    /* Ours, whatever the server put under that name. */
+    json_object_object_add(reply, ETCD_REPLY_DATE, json_object_new_int64(date));
     *out = reply;
     return DLOCK_OK;
 }

@@ -2,23 +2,47 @@
  * runs.c - the etcd store's run records (include/dlock.h, "Runs";
  * src/core/store.h: run_begin, run_end, runs, last_runs).
  *
- * Two keys per name, outside every name's queue (no name is P NAME
- * followed by a byte 0xff: names are UTF-8):
- *   P NAME \xff runs     JSON {"runs": [newest first, DLOCK_RUNS_KEPT at
- *                        most], "ok": the run that succeeded, if any}
- *   P NAME \xff start    the last start, put with a lease of its own,
- *                        granted START_LEASE_S at the start
+ * Two keys per name NAME = FIRST [/REST] (FIRST: up to its first '/'),
+ * each beside every name's queue, never in one: a queue is P N "/"...
+ * for a name N, and a byte 0xff follows P FIRST here (names are UTF-8,
+ * which has none), so no peer that locks a name (etcdctl lock,
+ * concurrency.Mutex) finds them in its range, while a role granted on a
+ * prefix of FIRST still covers them:
+ *   P FIRST \xff runs [/REST]   JSON {"runs": [newest first,
+ *                               DLOCK_RUNS_KEPT at most], "ok": the run
+ *                               that succeeded, if any}
+ *   P FIRST \xff start [/REST]  the last start, JSON {"fence", "at"}
  *
- * etcd has no clock a client can read, but a lease counts down on the
- * leader's: the time since the last start is the start lease's granted
- * TTL less its TTL left (whole seconds, rounded against going early), so
- * "not again within half the period" never trusts a host's clock.  A
- * leader change restarts every lease: then a period may run long (one
- * run skipped), never short.  start_ms and end_ms are the writing host's
- * wall clock, for display only.  A decision is read, then written by a
- * txn that compares the lock key's create revision (we still hold it),
- * the runs key's and the start key's mod revisions (nobody wrote in
- * between); a txn that lost a race reads and decides again.
+ * THE CLOCK.  etcd keeps no time a client can read (a revision is not
+ * time; a lease's countdown restarts at every leader change, and anyone
+ * may keep it alive: etcd 3.4 checks no permission on keepalives).  What
+ * it sends is the HTTP Date header of every reply: the answering
+ * member's wall clock, whole seconds (ETCD_REPLY_DATE).  A start is put
+ * without "at" by the txn that decides it, then stamped with "at", the
+ * Date of that txn's reply, which comes after the put: the start was
+ * before at + 1 s.  A decision whose read has Date D counts D - at - 2 s
+ * since it (a second for the Date's truncation, one for members whose
+ * clocks differ: etcd warns over 1 s).  A start never stamped (its
+ * holder died, the store blinked) is stamped by the next decision that
+ * sees it, with its read's Date, and that decision skips: a period may
+ * run long, never short.  start_ms and end_ms are the Date of the read
+ * before the write (0: no Date).  A member clock stepped back by D
+ * delays the next run by up to D; stepped forward by J, it may come up
+ * to J early, as on every store's clock.
+ *
+ * A decision is one read of the lock key and the records, then a txn
+ * that compares the lock key's create revision (we still hold it) and
+ * every record key's mod revision (nobody wrote in between); a txn that
+ * lost a race reads and decides again.
+ *
+ * THE EARLIER LAYOUT (before issue 43) kept P NAME \xff runs and P NAME
+ * \xff start (the fence, with a 200-day lease: the old clock): the same
+ * keys for a name without '/', but for FIRST/REST inside FIRST's range,
+ * where they kept `etcdctl lock FIRST` waiting.  They are read too,
+ * merged with these, and moved (or, in place, rewritten) by the name's
+ * next run or decision: a --once success stays one, and an old start
+ * counts from its lease, which gives a lower bound on the time since it
+ * (a countdown only ever restarts).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,24 +57,86 @@
 #include "strutil.h"
 
 #define TRIES 8
-/* The start lease: longer than half the longest period (a year), and
- * shorter than the year dlock__etcd_ttl() clamps what etcd says to. */
-#define START_LEASE_S (200LL * 24 * 3600)
 
-static char *run_key(const struct etcd_store *es, const char *name,
-                     const char *what, size_t *len)
+/* A name's record keys: this layout's and, for a name with a '/', the
+ * earlier one's (NULL for a name without: they are the same keys). */
+enum { K_RUNS, K_START, K_OLD_RUNS, K_OLD_START, NKEYS };
+
+struct recs {
+    char *key[NKEYS];
+    size_t len[NKEYS];
+};
+
+/* P FIRST \xff WHAT [/REST], or (old) P NAME \xff WHAT. */
+static char *rec_key(const struct etcd_store *es, const char *name,
+                     const char *what, int old, size_t *len)
 {
-    size_t n = strlen(name), w = strlen(what);
-    char *k = malloc(es->prefix_len + n + 1 + w + 1);
+    size_t n = strlen(name), w = strlen(what), o = es->prefix_len,
+           f = old ? n : strcspn(name, "/");
+    char *k = malloc(o + n + w + 2);
 
     if (k == NULL)
         return NULL;
-    memcpy(k, es->prefix, es->prefix_len);
-    memcpy(k + es->prefix_len, name, n);
-    k[es->prefix_len + n] = '\xff';
-    memcpy(k + es->prefix_len + n + 1, what, w + 1);
-    *len = es->prefix_len + n + 1 + w;
+    memcpy(k, es->prefix, o);
+    memcpy(k + o, name, f);
+    k[o + f] = '\xff';
+    memcpy(k + o + f + 1, what, w);
+    memcpy(k + o + f + 1 + w, name + f, n - f + 1);
+    *len = o + n + 1 + w;
     return k;
+}
+
+static void recs_free(struct recs *r)
+{
+    for (int i = 0; i < NKEYS; i++)
+        free(r->key[i]);
+}
+
+static int recs_keys(const struct etcd_store *es, const char *name,
+                     struct recs *r)
+{
+    int n = strchr(name, '/') != NULL ? NKEYS : K_OLD_RUNS;
+
+    memset(r, 0, sizeof(*r));
+    for (int i = 0; i < n; i++) {
+        r->key[i] =
+            rec_key(es, name, i == K_RUNS || i == K_OLD_RUNS ? "runs" : "start",
+                    i >= K_OLD_RUNS, &r->len[i]);
+        if (r->key[i] == NULL) {
+            recs_free(r);
+            return dlock__enomem();
+        }
+    }
+    return DLOCK_OK;
+}
+
+/* A field dlock wrote as a JSON integer, or def. */
+static int64_t rec_int(json_object *o, const char *f, int64_t def)
+{
+    json_object *v = NULL;
+
+    if (!json_object_is_type(o, json_type_object) ||
+        !json_object_object_get_ex(o, f, &v) ||
+        !json_object_is_type(v, json_type_int))
+        return def;
+    return json_object_get_int64(v);
+}
+
+/* Whether ok is a success dlock could have written: a run with a fence
+ * that exited 0.  Anything else is unreadable: no success. */
+static int ok_readable(json_object *ok)
+{
+    return rec_int(ok, "fence", 0) > 0 &&
+           rec_int(ok, "result", -1) == DLOCK_RUN_EXITED &&
+           rec_int(ok, "status", -1) == 0;
+}
+
+/* A reply's Date (http.c), seconds; 0: none. */
+static int64_t reply_date(json_object *reply)
+{
+    int64_t d = dlock__etcd_int(reply, ETCD_REPLY_DATE);
+
+    return d > 0 && d < ETCD_DATE_MAX ? d : 0;
 }
 
 static json_object *run_json(uint64_t fence, const char *host, int64_t pid,
@@ -87,17 +173,15 @@ static void run_fill(dlock_run *out, const char *name, json_object *r)
     out->status = (int)dlock__etcd_int(r, "status");
 }
 
-/* The runs document of the runs key's kv (NULL: none): parsed, or a new
- * empty one; *mod its mod revision (0: absent). */
-static json_object *runs_doc(json_object *kv, int64_t *mod)
+/* The runs document of a runs key's kv (NULL: none): parsed, or a new
+ * empty one. */
+static json_object *runs_doc(json_object *kv)
 {
     json_object *doc = NULL, *runs;
     size_t n = 0;
     char *v;
 
-    *mod = 0;
     if (kv != NULL) {
-        *mod = dlock__etcd_int(kv, "mod_revision");
         v = dlock__etcd_unb64(kv, "value", &n);
         if (v != NULL)
             doc = dlock__etcd_parse(v, n, NULL, NULL);
@@ -113,20 +197,138 @@ static json_object *runs_doc(json_object *kv, int64_t *mod)
     return doc;
 }
 
-/* Read the lock key, the runs key and the start key in one txn. */
-static int read_state(struct etcd_store *es, const char *lkey, size_t llen,
-                      const char *rkey, size_t rlen, const char *skey,
-                      size_t slen, int64_t *lock_rev, json_object **doc,
-                      int64_t *mod, int64_t *start_mod, int64_t *start_lease)
+static int by_fence_desc(const void *a, const void *b)
 {
-    json_object *ops = json_object_new_array(), *body, *reply = NULL, *kvs;
-    int rc;
+    int64_t x = rec_int(*(json_object *const *)a, "fence", 0),
+            y = rec_int(*(json_object *const *)b, "fence", 0);
 
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Into doc, the runs of old it lacks (by fence), newest first, and old's
+ * success if it is the later one. */
+static int merge_docs(json_object *doc, json_object *old)
+{
+    json_object *runs = json_object_object_get(doc, "runs"),
+                *oruns = json_object_object_get(old, "runs"),
+                *ok = json_object_object_get(doc, "ok"),
+                *ook = json_object_object_get(old, "ok"), *c;
+    size_t n = dlock__etcd_alen(runs), on = dlock__etcd_alen(oruns);
+    int added = 0;
+
+    /* The kept runs of each only: a document of thousands (not dlock's)
+     * costs no more. */
+    n = n < DLOCK_RUNS_KEPT ? n : DLOCK_RUNS_KEPT;
+    on = on < DLOCK_RUNS_KEPT ? on : DLOCK_RUNS_KEPT;
+    for (size_t i = 0; i < on; i++) {
+        json_object *r = dlock__etcd_aget(oruns, i);
+        int64_t f = rec_int(r, "fence", 0);
+        int have = 0;
+
+        for (size_t j = 0; j < n && !have; j++)
+            have = rec_int(dlock__etcd_aget(runs, j), "fence", 0) == f;
+        c = NULL;
+        if (have || f <= 0 || json_object_deep_copy(r, &c, NULL) != 0)
+            continue;
+        if (json_object_array_add(runs, c) != 0) {
+            json_object_put(c);
+            return dlock__enomem();
+        }
+        added = 1;
+    }
+    if (added) {
+        json_object_array_sort(runs, by_fence_desc);
+        n = dlock__etcd_alen(runs);
+        if (n > DLOCK_RUNS_KEPT)
+            json_object_array_del_idx(runs, DLOCK_RUNS_KEPT,
+                                      n - DLOCK_RUNS_KEPT);
+    }
+    if (ok_readable(ook) && (!ok_readable(ok) || rec_int(ook, "fence", 0) >
+                                                     rec_int(ok, "fence", 0)))
+        json_object_object_add(doc, "ok", json_object_get(ook));
+    return DLOCK_OK;
+}
+
+/* What one read of a name's records found. */
+struct state {
+    int64_t lock_rev;    /* the lock key's create revision (0: gone) */
+    int64_t mod[NKEYS];  /* each record key's mod revision (0: absent) */
+    json_object *doc;    /* the runs, both layouts' merged */
+    int64_t start_fence; /* the last start (0: none dlock can read) */
+    int64_t start_at;    /* its stamp, s (0: not stamped) */
+    int64_t old_fence;   /* the earlier layout's start, and its lease */
+    int64_t old_lease;
+    int old_here; /* ... in the start key (a name without '/') */
+    int64_t date; /* the read's Date, s (0: none) */
+};
+
+/* A start key's kv: its fence and stamp, if dlock can read them.
+ * Whether it is a JSON object (not the earlier layout's digits). */
+static int start_read(json_object *kv, struct state *st)
+{
+    size_t n = 0;
+    char *v = dlock__etcd_unb64(kv, "value", &n);
+    json_object *o = v != NULL ? dlock__etcd_parse(v, n, NULL, NULL) : NULL,
+                *at = NULL;
+    int64_t f = rec_int(o, "fence", 0), a = 0;
+
+    free(v);
+    if (json_object_is_type(o, json_type_object) &&
+        json_object_object_get_ex(o, "at", &at)) {
+        a = rec_int(o, "at", 0);
+        if (a <= 0 || a >= ETCD_DATE_MAX)
+            f = 0; /* a stamp that is no time: unreadable */
+    }
+    if (f > 0) {
+        st->start_fence = f;
+        st->start_at = a;
+    }
+    f = json_object_is_type(o, json_type_object);
+    json_object_put(o);
+    return (int)f;
+}
+
+/* The earlier layout's start: the fence in digits, with a lease.
+ * Whether it is one. */
+static int old_start_read(json_object *kv, struct state *st)
+{
+    size_t n = 0;
+    char *v = dlock__etcd_unb64(kv, "value", &n), *end = NULL;
+    long long f = v != NULL && n > 0 ? strtoll(v, &end, 10) : 0;
+    int64_t lease = dlock__etcd_int(kv, "lease");
+    int ok = end != NULL && end != v && *end == '\0' && f > 0 && lease != 0;
+
+    free(v);
+    if (ok) {
+        st->old_fence = f;
+        st->old_lease = lease;
+    }
+    return ok;
+}
+
+/* Read the lock key (lkey may be NULL) and the name's record keys in one
+ * linearizable txn. */
+static int read_state(struct etcd_store *es, const char *lkey, size_t llen,
+                      const struct recs *r, struct state *st)
+{
+    json_object *ops = json_object_new_array(), *body, *reply = NULL, *kvs,
+                *kv[NKEYS] = {0}, *got[NKEYS] = {0}, *old = NULL;
+    size_t at[NKEYS], n = 0;
+    int rc = DLOCK_OK;
+
+    memset(st, 0, sizeof(*st));
     if (ops == NULL)
         return dlock__enomem();
-    json_object_array_add(ops, dlock__etcd_range_op(lkey, llen, NULL, 0, 0, 0));
-    json_object_array_add(ops, dlock__etcd_range_op(rkey, rlen, NULL, 0, 0, 0));
-    json_object_array_add(ops, dlock__etcd_range_op(skey, slen, NULL, 0, 0, 0));
+    if (lkey != NULL) {
+        json_object_array_add(ops,
+                              dlock__etcd_range_op(lkey, llen, NULL, 0, 0, 0));
+        n = 1;
+    }
+    for (int i = 0; i < NKEYS && r->key[i] != NULL; i++) {
+        at[i] = n++;
+        json_object_array_add(
+            ops, dlock__etcd_range_op(r->key[i], r->len[i], NULL, 0, 0, 0));
+    }
     body = dlock__etcd_txn(NULL, ops, NULL);
     rc = body == NULL ? dlock__enomem()
                       : dlock__etcd_post(es, "/v3/kv/txn", body,
@@ -134,74 +336,75 @@ static int read_state(struct etcd_store *es, const char *lkey, size_t llen,
     json_object_put(body);
     if (rc != DLOCK_OK)
         return rc;
-    kvs = dlock__etcd_txn_kvs(reply, 0);
-    *lock_rev =
-        kvs != NULL && dlock__etcd_alen(kvs) == 1
-            ? dlock__etcd_int(dlock__etcd_aget(kvs, 0), "create_revision")
-            : 0;
-    json_object_put(kvs);
-    kvs = dlock__etcd_txn_kvs(reply, 1);
-    *doc = runs_doc(
-        dlock__etcd_alen(kvs) == 1 ? dlock__etcd_aget(kvs, 0) : NULL, mod);
-    json_object_put(kvs);
-    kvs = dlock__etcd_txn_kvs(reply, 2);
-    *start_mod = *start_lease = 0;
-    if (kvs != NULL && dlock__etcd_alen(kvs) == 1) {
-        json_object *kv = dlock__etcd_aget(kvs, 0);
-
-        *start_mod = dlock__etcd_int(kv, "mod_revision");
-        *start_lease = dlock__etcd_int(kv, "lease");
+    st->date = reply_date(reply);
+    if (lkey != NULL) {
+        kvs = dlock__etcd_txn_kvs(reply, 0);
+        if (dlock__etcd_alen(kvs) == 1)
+            st->lock_rev =
+                dlock__etcd_int(dlock__etcd_aget(kvs, 0), "create_revision");
+        json_object_put(kvs);
     }
-    json_object_put(kvs);
+    for (int i = 0; i < NKEYS && r->key[i] != NULL; i++) {
+        got[i] = dlock__etcd_txn_kvs(reply, at[i]);
+        if (dlock__etcd_alen(got[i]) == 1) {
+            kv[i] = dlock__etcd_aget(got[i], 0);
+            st->mod[i] = dlock__etcd_int(kv[i], "mod_revision");
+        }
+    }
+    st->doc = runs_doc(kv[K_RUNS]);
+    if (st->doc != NULL && kv[K_OLD_RUNS] != NULL) {
+        old = runs_doc(kv[K_OLD_RUNS]);
+        rc = old == NULL ? dlock__enomem() : merge_docs(st->doc, old);
+        json_object_put(old);
+    }
+    if (kv[K_START] != NULL && !start_read(kv[K_START], st))
+        st->old_here = old_start_read(kv[K_START], st);
+    if (kv[K_OLD_START] != NULL)
+        old_start_read(kv[K_OLD_START], st);
+    for (int i = 0; i < NKEYS; i++)
+        json_object_put(got[i]);
     json_object_put(reply);
-    return *doc != NULL ? DLOCK_OK : dlock__enomem();
+    if (rc == DLOCK_OK && st->doc == NULL)
+        rc = dlock__enomem();
+    if (rc != DLOCK_OK) {
+        json_object_put(st->doc);
+        st->doc = NULL;
+    }
+    return rc;
 }
 
-/* Time since the last start by the start lease, ms, rounded down to be
- * sure (-1: unknown, the lease is gone: over half a year ago). */
-static int since_start(struct etcd_store *es, int64_t lease, int64_t *ms)
+/* The earlier layout's start, as a stamp: its lease counted down at
+ * least granted - left - 1 s (etcd truncates) since it was granted, a
+ * moment before the start (one more second for that), so the start was
+ * before D + 1 - that.  0: no such lease, no Date. */
+static int old_start_at(struct etcd_store *es, const struct state *st,
+                        int64_t *at)
 {
     int64_t left, granted;
     int rc;
 
-    *ms = -1;
-    if (lease == 0)
+    *at = 0;
+    if (st->old_lease == 0 || st->old_fence == 0 || st->date == 0)
         return DLOCK_OK;
-    rc = dlock__etcd_lease_ttl(es, lease, &left, &granted);
+    rc = dlock__etcd_lease_ttl(es, st->old_lease, &left, &granted);
     if (rc != DLOCK_OK)
         return rc;
-    /* etcd truncates the seconds left, so granted - left may be up to a
-     * second more than the time passed: take one off. */
-    if (left >= 0 && granted > 0)
-        *ms = (granted - left - 1) * 1000;
-    if (*ms < -1)
-        *ms = 0;
+    if (left >= 0 && granted > left)
+        *at = st->date - (granted - left - 1) + 1;
+    if (*at > st->date)
+        *at = st->date;
     return DLOCK_OK;
 }
 
-/* Revoke a start lease that is no start any more (best effort: it
- * expires by itself), leaving the caller's message alone. */
-static void revoke_start(struct etcd_store *es, int64_t id)
+/* Revoke a lease that carries no record of ours any more (best effort:
+ * it expires by itself), leaving the caller's message alone. */
+static void revoke_quietly(struct etcd_store *es, int64_t id)
 {
     if (id == 0)
         return;
     dlock__etcd_lease_revoke(es, id,
                              dlock__now_ms() + dlock__io_bound(es->timeout_ms));
     dlock__clearerr();
-}
-
-/* The runs key's document and mod revision, read on its own. */
-static int read_runs(struct etcd_store *es, const char *rkey, size_t rlen,
-                     json_object **doc, int64_t *mod)
-{
-    json_object *reply, *kv;
-    int rc = dlock__etcd_get(es, rkey, rlen, &reply, &kv);
-
-    *doc = NULL;
-    if (rc == DLOCK_OK && (*doc = runs_doc(kv, mod)) == NULL)
-        rc = dlock__enomem();
-    json_object_put(reply);
-    return rc;
 }
 
 /* The new runs document: RUNNING ones abandoned, ours first, kept N. */
@@ -211,8 +414,11 @@ static json_object *with_new_run(json_object *doc, json_object *run)
                 *runs = json_object_new_array(), *out;
     size_t n = dlock__etcd_alen(old);
 
-    if (runs == NULL)
+    if (runs == NULL || run == NULL) {
+        json_object_put(runs);
+        json_object_put(run);
         return NULL;
+    }
     json_object_array_add(runs, run);
     for (size_t i = 0; i < n && i + 1 < DLOCK_RUNS_KEPT; i++) {
         json_object *r = dlock__etcd_aget(old, i), *c = NULL;
@@ -231,10 +437,170 @@ static json_object *with_new_run(json_object *doc, json_object *run)
         return NULL;
     }
     json_object_object_add(out, "runs", runs);
-    if (json_object_object_get(doc, "ok") != NULL)
+    if (ok_readable(json_object_object_get(doc, "ok")))
         json_object_object_add(
             out, "ok", json_object_get(json_object_object_get(doc, "ok")));
     return out;
+}
+
+/* A start key's value: {"fence": F} or {"fence": F, "at": AT}. */
+static char *start_value(int64_t fence, int64_t at)
+{
+    char *v = malloc(64);
+
+    if (v == NULL)
+        return NULL;
+    if (at > 0)
+        snprintf(v, 64, "{\"fence\":%lld,\"at\":%lld}", (long long)fence,
+                 (long long)at);
+    else
+        snprintf(v, 64, "{\"fence\":%lld}", (long long)fence);
+    return v;
+}
+
+/* What a write of the records puts: the runs document (NULL: left as it
+ * is), the start (fence 0: left as it is); with move, the earlier
+ * layout's keys that were read are deleted (what they held is in these). */
+struct rec_write {
+    const char *runs;
+    int64_t start_fence, start_at;
+    int move;
+};
+
+/* One txn: if the lock key (lkey NULL: not compared) and every record
+ * key are as st read them, write w.  DLOCK_OK with *won, and *rev the
+ * revision it wrote at; or the failure. */
+static int write_recs(struct etcd_store *es, const char *lkey, size_t llen,
+                      int64_t create_rev, const struct recs *r,
+                      const struct state *st, const struct rec_write *w,
+                      int *won, int64_t *rev, int64_t *date)
+{
+    json_object *cmp = json_object_new_array(), *ops = json_object_new_array(),
+                *body, *reply = NULL;
+    char *sv =
+        w->start_fence > 0 ? start_value(w->start_fence, w->start_at) : NULL;
+    int rc;
+
+    *won = 0;
+    if (cmp == NULL || ops == NULL || (w->start_fence > 0 && sv == NULL)) {
+        json_object_put(cmp);
+        json_object_put(ops);
+        free(sv);
+        return dlock__enomem();
+    }
+    if (lkey != NULL)
+        json_object_array_add(cmp,
+                              dlock__etcd_cmp_create(lkey, llen, create_rev));
+    for (int i = 0; i < NKEYS && r->key[i] != NULL; i++)
+        json_object_array_add(
+            cmp, st->mod[i] == 0
+                     ? dlock__etcd_cmp_create(r->key[i], r->len[i], 0)
+                     : dlock__etcd_cmp_mod(r->key[i], r->len[i], st->mod[i]));
+    if (w->runs != NULL)
+        json_object_array_add(
+            ops,
+            dlock__etcd_put_op(r->key[K_RUNS], r->len[K_RUNS], w->runs, 0));
+    if (sv != NULL)
+        json_object_array_add(
+            ops, dlock__etcd_put_op(r->key[K_START], r->len[K_START], sv, 0));
+    free(sv);
+    for (int i = K_OLD_RUNS; i <= K_OLD_START && w->move; i++)
+        if (st->mod[i] != 0)
+            json_object_array_add(ops,
+                                  dlock__etcd_delete_op(r->key[i], r->len[i]));
+    body = dlock__etcd_txn(cmp, ops, NULL);
+    rc = body == NULL
+             ? dlock__enomem()
+             : dlock__etcd_post(es, "/v3/kv/txn", body, 0, &reply, NULL);
+    json_object_put(body);
+    if (rc == DLOCK_OK) {
+        *won =
+            json_object_get_boolean(json_object_object_get(reply, "succeeded"));
+        if (rev != NULL)
+            *rev = dlock__etcd_int(json_object_object_get(reply, "header"),
+                                   "revision");
+        if (date != NULL)
+            *date = reply_date(reply);
+    }
+    json_object_put(reply);
+    return rc;
+}
+
+/* Stamp our start (put at revision rev) with at, if nobody wrote it
+ * since.  Best effort: a start left unstamped is stamped by the next
+ * decision that sees it, which then skips. */
+static void stamp(struct etcd_store *es, const struct recs *r, int64_t fence,
+                  int64_t rev, int64_t at)
+{
+    json_object *cmp = json_object_new_array(), *ops = json_object_new_array();
+    char *sv = start_value(fence, at);
+
+    if (cmp == NULL || ops == NULL || sv == NULL || rev <= 0 || at <= 0) {
+        json_object_put(cmp);
+        json_object_put(ops);
+        free(sv);
+        return;
+    }
+    json_object_array_add(
+        cmp, dlock__etcd_cmp_mod(r->key[K_START], r->len[K_START], rev));
+    json_object_array_add(
+        ops, dlock__etcd_put_op(r->key[K_START], r->len[K_START], sv, 0));
+    free(sv);
+    dlock__etcd_commit(es, dlock__etcd_txn(cmp, ops, NULL), 0, NULL);
+    dlock__clearerr();
+}
+
+/* One decision on what st read: DLOCK_OK with *go, st's start made the
+ * one to keep (the earlier layout's if later; one never stamped, stamped
+ * with the read's Date), or a failure. */
+static int decide(struct etcd_store *es, struct dlock_lock *lk,
+                  const dlock_run_rule *rule, struct state *st, int *go,
+                  dlock_run *last)
+{
+    json_object *runs = json_object_object_get(st->doc, "runs"),
+                *ok = json_object_object_get(st->doc, "ok");
+    int64_t old_at = 0, since;
+    int rc;
+
+    *go = 1;
+    if (rule->period_ms > 0 && st->date == 0 &&
+        (st->start_fence > 0 || st->old_fence > 0))
+        return dlock__seterr(DLOCK_ESTORE,
+                             "etcd's reply had no Date header: the period of "
+                             "'%s' cannot be judged on the store's clock (a "
+                             "proxy in between that drops it?) (%s)",
+                             lk->name, es->url);
+    /* The earlier layout's start, if it is the later one. */
+    if (st->old_fence > 0) {
+        rc = old_start_at(es, st, &old_at);
+        if (rc != DLOCK_OK)
+            return rc;
+        if (old_at > 0 && (st->start_fence == 0 ||
+                           (st->start_at > 0 && old_at > st->start_at))) {
+            st->start_fence = st->start_fence > st->old_fence ? st->start_fence
+                                                              : st->old_fence;
+            st->start_at = old_at;
+        }
+    }
+    if (dlock__etcd_alen(runs) > 0)
+        run_fill(last, lk->name, dlock__etcd_aget(runs, 0));
+    if (rule->once && ok_readable(ok)) {
+        run_fill(last, lk->name, ok);
+        *go = 0;
+        return DLOCK_OK;
+    }
+    if (rule->period_ms <= 0 || st->start_fence == 0)
+        return DLOCK_OK;
+    if (st->start_at == 0) {
+        /* Never stamped: it was before now + 1 s.  Stamp it now. */
+        st->start_at = st->date;
+        *go = 0;
+        return DLOCK_OK;
+    }
+    since = (st->date - st->start_at - 2) * 1000;
+    if (since < rule->period_ms / 2)
+        *go = 0;
+    return DLOCK_OK;
 }
 
 int dlock__etcd_run_begin(struct dlock_store *s, struct dlock_lock *lk,
@@ -243,117 +609,94 @@ int dlock__etcd_run_begin(struct dlock_store *s, struct dlock_lock *lk,
 {
     struct etcd_store *es = (struct etcd_store *)s;
     struct etcd_lock *el = lk->priv;
-    size_t rlen = 0, plen = 0;
-    char *rkey = run_key(es, lk->name, "runs", &rlen),
-         *pkey = run_key(es, lk->name, "start", &plen);
-    int rc = DLOCK_OK;
+    struct recs r;
+    int rc;
 
-    if (rkey == NULL || pkey == NULL || el == NULL || el->key == NULL) {
-        free(rkey);
-        free(pkey);
-        return el == NULL || el->key == NULL
-                   ? dlock__lost(lk, "it holds no etcd key")
-                   : dlock__enomem();
-    }
+    if (el == NULL || el->key == NULL)
+        return dlock__lost(lk, "it holds no etcd key");
+    rc = recs_keys(es, lk->name, &r);
+    if (rc != DLOCK_OK)
+        return rc;
     for (int t = 0; t < TRIES; t++) {
-        json_object *doc = NULL, *runs, *ok, *newdoc, *cmp, *ops;
-        int won;
-        int64_t lock_rev = 0, mod = 0, lease = 0, start_mod = 0,
-                start_lease = 0, since = -1, granted;
-        const char *text;
+        struct state st;
+        struct rec_write w = {.move = 1};
+        json_object *newdoc = NULL;
+        int64_t rev = 0, date = 0, unstamped;
+        int won = 0;
 
-        rc = read_state(es, el->key, el->key_len, rkey, rlen, pkey, plen,
-                        &lock_rev, &doc, &mod, &start_mod, &start_lease);
+        memset(last, 0, sizeof(*last));
+        rc = read_state(es, el->key, el->key_len, &r, &st);
         if (rc != DLOCK_OK)
             break;
-        if (lock_rev != el->create_rev) {
-            json_object_put(doc);
+        if (st.lock_rev != el->create_rev) {
+            json_object_put(st.doc);
             rc = dlock__lost(lk, "its etcd key is gone");
             break;
         }
-        runs = json_object_object_get(doc, "runs");
-        ok = json_object_object_get(doc, "ok");
-        if (!json_object_is_type(ok, json_type_object))
-            ok = NULL; /* not a run dlock wrote */
-        if (rule->once && ok != NULL) {
-            run_fill(last, lk->name, ok);
-            *go = 0;
-            json_object_put(doc);
-            break;
-        }
-        if (rule->period_ms > 0)
-            rc = since_start(es, start_lease, &since);
+        unstamped = st.start_fence > 0 && st.start_at == 0;
+        rc = decide(es, lk, rule, &st, go, last);
         if (rc != DLOCK_OK) {
-            json_object_put(doc);
+            json_object_put(st.doc);
             break;
         }
-        if (rule->period_ms > 0 && since >= 0 && since < rule->period_ms / 2) {
-            if (dlock__etcd_alen(runs) > 0)
-                run_fill(last, lk->name, dlock__etcd_aget(runs, 0));
-            *go = 0;
-            json_object_put(doc);
-            break;
+        if (*go) {
+            newdoc = with_new_run(
+                st.doc, run_json(lk->fence, host, pid, st.date * 1000));
+            w.runs = newdoc != NULL ? json_object_to_json_string_ext(
+                                          newdoc, JSON_C_TO_STRING_PLAIN)
+                                    : NULL;
+            w.start_fence = (int64_t)lk->fence; /* stamped once written */
+            if (w.runs == NULL) {
+                json_object_put(newdoc);
+                json_object_put(st.doc);
+                rc = dlock__enomem();
+                break;
+            }
+        } else {
+            /* A skip writes only to move the earlier layout's records,
+             * or to stamp a start that never was. */
+            if (st.mod[K_OLD_RUNS] == 0 && st.mod[K_OLD_START] == 0 &&
+                !(st.old_here && st.start_at > 0) &&
+                !(unstamped && st.start_at > 0)) {
+                json_object_put(st.doc);
+                break;
+            }
+            if (st.mod[K_OLD_RUNS] != 0)
+                w.runs = json_object_to_json_string_ext(st.doc,
+                                                        JSON_C_TO_STRING_PLAIN);
+            if (st.start_at > 0) {
+                w.start_fence = st.start_fence;
+                w.start_at = st.start_at;
+            }
         }
-        if (dlock__etcd_alen(runs) > 0)
-            run_fill(last, lk->name, dlock__etcd_aget(runs, 0));
-        rc = dlock__etcd_lease_grant(es, START_LEASE_S, &lease, &granted);
-        if (rc != DLOCK_OK) {
-            json_object_put(doc);
-            break;
-        }
-        newdoc =
-            with_new_run(doc, run_json(lk->fence, host, pid, dlock__wall_ms()));
-        json_object_put(doc);
-        cmp = json_object_new_array();
-        ops = json_object_new_array();
-        text =
-            newdoc != NULL
-                ? json_object_to_json_string_ext(newdoc, JSON_C_TO_STRING_PLAIN)
-                : NULL;
-        if (text == NULL || cmp == NULL || ops == NULL) {
-            json_object_put(newdoc);
-            json_object_put(cmp);
-            json_object_put(ops);
-            rc = dlock__enomem();
-            break;
-        }
-        json_object_array_add(
-            cmp, dlock__etcd_cmp_create(el->key, el->key_len, el->create_rev));
-        json_object_array_add(cmp, mod == 0
-                                       ? dlock__etcd_cmp_create(rkey, rlen, 0)
-                                       : dlock__etcd_cmp_mod(rkey, rlen, mod));
-        {
-            char f[24];
-
-            snprintf(f, sizeof(f), "%llu", (unsigned long long)lk->fence);
-            json_object_array_add(
-                cmp, start_mod == 0
-                         ? dlock__etcd_cmp_create(pkey, plen, 0)
-                         : dlock__etcd_cmp_mod(pkey, plen, start_mod));
-            json_object_array_add(ops,
-                                  dlock__etcd_put_op(pkey, plen, f, lease));
-        }
-        json_object_array_add(ops, dlock__etcd_put_op(rkey, rlen, text, 0));
+        rc = write_recs(es, el->key, el->key_len, el->create_rev, &r, &st, &w,
+                        &won, &rev, &date);
         json_object_put(newdoc);
-        rc = dlock__etcd_commit(es, dlock__etcd_txn(cmp, ops, NULL), 0, &won);
-        if (rc == DLOCK_OK && won) {
-            *go = 1;
-            revoke_start(es, start_lease); /* the start before ours */
+        json_object_put(st.doc);
+        if (rc != DLOCK_OK && !*go) {
+            /* The skip stands; its bookkeeping waits for the next one. */
+            dlock__clearerr();
+            rc = DLOCK_OK;
             break;
         }
-        /* Ours is not the start: its lease goes (or expires). */
-        if (rc == DLOCK_OK)
-            revoke_start(es, lease);
         if (rc != DLOCK_OK)
             break;
+        if (won) {
+            if (*go)
+                stamp(es, &r, (int64_t)lk->fence, rev, date);
+            /* The earlier layout's start lease carries no key now. */
+            if (*go || w.start_fence > 0 || st.mod[K_OLD_START] != 0)
+                revoke_quietly(es, st.old_lease);
+            break;
+        }
         /* Someone wrote in between (or the lock went): read again. */
-        memset(last, 0, sizeof(*last));
         rc = dlock__seterr(DLOCK_EUNAVAIL,
                            "the run records of '%s' kept changing (%s)",
                            lk->name, es->url);
     }
-    free(rkey);
-    free(pkey);
+    if (rc != DLOCK_OK)
+        memset(last, 0, sizeof(*last));
+    recs_free(&r);
     return rc;
 }
 
@@ -361,63 +704,49 @@ int dlock__etcd_run_end(struct dlock_store *s, struct dlock_lock *lk,
                         int result, int status)
 {
     struct etcd_store *es = (struct etcd_store *)s;
-    size_t rlen = 0;
-    char *rkey = run_key(es, lk->name, "runs", &rlen);
-    int rc = DLOCK_OK;
+    struct recs r;
+    int rc = recs_keys(es, lk->name, &r);
 
-    if (rkey == NULL)
-        return dlock__enomem();
+    if (rc != DLOCK_OK)
+        return rc;
     for (int t = 0; t < TRIES; t++) {
-        json_object *doc, *runs, *r = NULL, *cmp, *ops;
-        int64_t mod = 0;
+        struct state st;
+        struct rec_write w = {0};
+        json_object *runs, *run = NULL;
         int won;
         size_t n;
 
-        rc = read_runs(es, rkey, rlen, &doc, &mod);
+        rc = read_state(es, NULL, 0, &r, &st);
         if (rc != DLOCK_OK)
             break;
-        runs = json_object_object_get(doc, "runs");
+        runs = json_object_object_get(st.doc, "runs");
         n = dlock__etcd_alen(runs);
-        for (size_t i = 0; i < n && r == NULL; i++)
-            if ((uint64_t)dlock__etcd_int(dlock__etcd_aget(runs, i), "fence") ==
+        for (size_t i = 0; i < n && run == NULL; i++)
+            if ((uint64_t)rec_int(dlock__etcd_aget(runs, i), "fence", 0) ==
                 lk->fence)
-                r = dlock__etcd_aget(runs, i);
-        if (r == NULL || mod == 0) { /* dropped as too old: nothing to do */
-            json_object_put(doc);
+                run = dlock__etcd_aget(runs, i);
+        if (run == NULL || st.mod[K_RUNS] == 0) {
+            json_object_put(st.doc); /* dropped as too old: nothing to do */
             break;
         }
-        json_object_object_add(r, "end",
-                               json_object_new_int64(dlock__wall_ms()));
-        json_object_object_add(r, "result", json_object_new_int(result));
-        json_object_object_add(r, "status", json_object_new_int(status));
+        json_object_object_add(run, "end",
+                               json_object_new_int64(st.date * 1000));
+        json_object_object_add(run, "result", json_object_new_int(result));
+        json_object_object_add(run, "status", json_object_new_int(status));
         if (result == DLOCK_RUN_EXITED && status == 0)
-            json_object_object_add(doc, "ok", json_object_get(r));
-        cmp = json_object_new_array();
-        ops = json_object_new_array();
-        if (cmp == NULL || ops == NULL) {
-            json_object_put(cmp);
-            json_object_put(ops);
-            json_object_put(doc);
-            rc = dlock__enomem();
-            break;
-        }
-        json_object_array_add(cmp, dlock__etcd_cmp_mod(rkey, rlen, mod));
-        json_object_array_add(
-            ops, dlock__etcd_put_op(rkey, rlen,
-                                    json_object_to_json_string_ext(
-                                        doc, JSON_C_TO_STRING_PLAIN),
-                                    0));
-        json_object_put(doc);
-        rc = dlock__etcd_commit(es, dlock__etcd_txn(cmp, ops, NULL), 0, &won);
-        if (rc == DLOCK_OK && won)
-            break;
-        if (rc != DLOCK_OK)
+            json_object_object_add(st.doc, "ok", json_object_get(run));
+        w.runs = json_object_to_json_string_ext(st.doc, JSON_C_TO_STRING_PLAIN);
+        rc = w.runs == NULL
+                 ? dlock__enomem()
+                 : write_recs(es, NULL, 0, 0, &r, &st, &w, &won, NULL, NULL);
+        json_object_put(st.doc);
+        if (rc != DLOCK_OK || won)
             break;
         rc = dlock__seterr(DLOCK_EUNAVAIL,
                            "the run records of '%s' kept changing (%s)",
                            lk->name, es->url);
     }
-    free(rkey);
+    recs_free(&r);
     return rc;
 }
 
@@ -442,51 +771,77 @@ int dlock__etcd_runs(struct dlock_store *s, const char *name, unsigned max,
                      dlock_run_cb cb, void *payload)
 {
     struct etcd_store *es = (struct etcd_store *)s;
-    size_t rlen = 0;
-    char *rkey = run_key(es, name, "runs", &rlen);
-    json_object *doc;
-    int64_t mod;
-    int rc;
+    struct recs r;
+    struct state st;
+    int rc = recs_keys(es, name, &r);
 
-    if (rkey == NULL)
-        return dlock__enomem();
-    rc = read_runs(es, rkey, rlen, &doc, &mod);
-    free(rkey);
     if (rc != DLOCK_OK)
         return rc;
-    rc = each_run(name, doc, max, cb, payload);
-    json_object_put(doc);
+    rc = read_state(es, NULL, 0, &r, &st);
+    recs_free(&r);
+    if (rc != DLOCK_OK)
+        return rc;
+    rc = each_run(name, st.doc, max, cb, payload);
+    json_object_put(st.doc);
     return rc;
 }
 
-/* A key P NAME \xff runs of a valid name: NAME goes in the list. */
+/* The names under a prefix that have runs: the keys P FIRST \xff runs
+ * [/REST] (P NAME \xff runs, the earlier layout's, is that for a name
+ * without '/', and P FIRST/REST \xff runs for one with). */
 struct runs_scan {
     struct etcd_store *es;
+    const char *prefix;
     struct dlock__names names;
 };
 
 static int runs_key(const char *key, size_t klen, void *arg)
 {
-    static const char sfx[] = "\xffruns";
     struct runs_scan *rs = arg;
-    size_t off = rs->es->prefix_len, sl = sizeof(sfx) - 1;
+    size_t off = rs->es->prefix_len, plen = strlen(rs->prefix), f, rest;
+    const char *k = key + off, *ff;
+    char *name;
+    int rc;
 
-    if (klen <= off + sl || memcmp(key + klen - sl, sfx, sl) != 0 ||
-        dlock__check_name(key + off, klen - sl - off) != DLOCK_OK) {
+    if (klen <= off || (ff = memchr(k, '\xff', klen - off)) == NULL)
+        return DLOCK_OK;
+    f = (size_t)(ff - k);
+    rest = klen - off - f - 1;
+    if (rest < 4 || memcmp(ff + 1, "runs", 4) != 0 ||
+        (rest > 4 && (ff[5] != '/' || memchr(k, '/', f) != NULL)))
+        return DLOCK_OK; /* a start, or not dlock's */
+    name = malloc(f + rest - 4 + 1);
+    if (name == NULL)
+        return dlock__enomem();
+    memcpy(name, k, f);
+    memcpy(name + f, ff + 5, rest - 4);
+    name[f + rest - 4] = '\0';
+    if (dlock__check_name(name, f + rest - 4) != DLOCK_OK ||
+        strncmp(name, rs->prefix, plen) != 0) {
         dlock__clearerr();
+        free(name);
         return DLOCK_OK;
     }
-    return dlock__names_add(&rs->names, key + off, klen - sl - off);
+    rc = dlock__names_add(&rs->names, name, f + rest - 4);
+    free(name);
+    return rc;
 }
 
 int dlock__etcd_last_runs(struct dlock_store *s, const char *prefix,
                           dlock_run_cb cb, void *payload)
 {
     struct etcd_store *es = (struct etcd_store *)s;
-    struct runs_scan rs = {.es = es};
-    int rc = dlock__etcd_scan_keys(es, prefix, runs_key, &rs);
+    struct runs_scan rs = {.es = es, .prefix = prefix};
+    /* Every key of a name under prefix starts with P and prefix up to its
+     * first '/' (FIRST, or a longer FIRST for a prefix without one). */
+    char *first = dlock__strndup(prefix, strcspn(prefix, "/"));
+    int rc;
 
-    /* Keys come in byte order, so names do too: newest run of each. */
+    if (first == NULL)
+        return dlock__enomem();
+    rc = dlock__etcd_scan_keys(es, first, runs_key, &rs);
+    free(first);
+    /* In no set order (dlock.h). */
     for (size_t i = 0; rc == DLOCK_OK && i < rs.names.n; i++)
         rc = dlock__etcd_runs(s, rs.names.v[i], 1, cb, payload);
     dlock__names_free(&rs.names);
