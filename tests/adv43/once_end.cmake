@@ -26,3 +26,14 @@ if(MYSQL_FOUND)
                        SKIP_RETURN_CODE 77 TIMEOUT 300)
   dlock_tier(long P adv43-once-end-mysql-lease)
 endif()
+# What --once does when the end really cannot be written (the server back
+# only after dlock exits): exit with the command's status within the
+# lease, warn, and the next --once runs the job (the run ABANDONED).
+if(POSTGRES_FOUND)
+  add_test(NAME adv43-once-end-postgres-lease-gone
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/adv43/once_end.sh
+            $<TARGET_FILE:dlock_cli> postgres-lease-gone)
+  set_tests_properties(adv43-once-end-postgres-lease-gone PROPERTIES
+                       SKIP_RETURN_CODE 77 TIMEOUT 180)
+  dlock_tier(long P adv43-once-end-postgres-lease-gone)
+endif()
