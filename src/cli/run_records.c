@@ -136,8 +136,8 @@ static int stop_asked(int rfd, int64_t ms)
             return 0;
         n = read(rfd, buf, sizeof(buf));
         for (ssize_t i = 0; i < n; i++) {
-            int sig = buf[i] == EV_CHILD || buf[i] == EV_LOST ? 0
-                                                                : buf[i] & 0x7f;
+            int sig =
+                buf[i] == EV_CHILD || buf[i] == EV_LOST ? 0 : buf[i] & 0x7f;
 
             if (buf[i] == EV_LOST || sig == SIGHUP || sig == SIGINT ||
                 sig == SIGQUIT || sig == SIGTERM)
@@ -152,14 +152,14 @@ static int stop_asked(int rfd, int64_t ms)
  * lease must get the end, or --once runs again a job that succeeded.
  * Only DLOCK_EUNAVAIL is tried again: refused, timed out, no leader, a
  * server starting or shutting down, a member cut off.  Every other
- * answer is final: LOST (the lock is not ours any more), EINVAL,
- * ESTORE, ENOTSUP, ENOMEM (the same again).  The tries stop when the
- * lease left as dlock counts it falls to the release's margin (a loss
- * the renew thread finds makes it 0), after one TTL since the first
- * (an outage longer than a lease would have cost a running command its
- * lock), or when a signal asks dlock to go.  Pauses of 50 ms, doubling,
- * at most a tenth of the TTL and 1 s.  Each try's I/O ends by the lease
- * end (dlock__lock_call()), so no try outlives the lease. */
+ * answer is final: LOST (the lock is not ours any more); EINVAL,
+ * ESTORE, ENOTSUP, ENOMEM (asking again gets the same).  The tries stop
+ * when the lease left as dlock counts it falls to the release's margin
+ * (a loss the renew thread finds makes it 0), after one TTL since the
+ * first (an outage longer than a lease would have cost a running command
+ * its lock), or when a signal asks dlock to go.  Pauses of 50 ms,
+ * doubling, at most a tenth of the TTL and 1 s.  Each try's I/O ends by
+ * the lease end (dlock__lock_call()), so no try outlives the lease. */
 static int end_tries(const struct run_opts *o, dlock_lock *lock, int rfd,
                      int result, int status, int *outage)
 {
