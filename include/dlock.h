@@ -619,7 +619,11 @@ DLOCK_EXTERN dlock_rc dlock_run_begin(dlock_lock *lock,
 /**
  * Record how the run dlock_run_begin() started on lock ended.  Works on a
  * lock that is LOST too (the record is the run's, found by its fence):
- * call it before dlock_release().
+ * call it before dlock_release().  Its store I/O gets a third of the TTL,
+ * and on a lock still held no more than the lease left.  It may be called
+ * again after DLOCK_EUNAVAIL (a try whose answer was lost may have
+ * landed: the next writes the same end over it); `dlock run` does, while
+ * the lease lasts.
  * @param result  DLOCK_RUN_EXITED, _SIGNALED or _LOST.
  * @param status  exit status, signal number, or -1.
  * @return DLOCK_OK; DLOCK_EINVAL (no run begun on lock, bad result);

@@ -87,7 +87,7 @@ int cmd_run(const struct cli *c, int argc, char **argv)
     dlock_lock *lock = NULL;
     char **env = NULL;
     int pfd[2] = {-1, -1}, rc, lost = 0, recorded = 0, raw = -1;
-    int end_rc = DLOCK_OK;
+    int outage = 0;
     int64_t t0;
     pid_t child;
 
@@ -182,11 +182,11 @@ int cmd_run(const struct cli *c, int argc, char **argv)
         rep.sig = WTERMSIG(raw);
     }
     if (recorded)
-        end_rc = run_end(&o, lock, raw, lost);
+        (void)run_end(&o, lock, pfd[0], raw, lost, &outage);
     if (lost) {
         rc = EXIT_LOST;
     } else if (child >= 0) {
-        rc = run_release_after(lock, &o, rc, end_rc == DLOCK_EUNAVAIL);
+        rc = run_release_after(lock, &o, rc, outage);
         lock = NULL;
     }
     rep.lost = rc == EXIT_LOST && rep.ran;

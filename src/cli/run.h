@@ -71,11 +71,17 @@ void run_signal_cmd(pid_t child, int sig);
 
 /* --- run_supervise.c: while CMD runs -------------------------------- */
 
+/* How long before the lease end CMD must be gone (SIGKILL): a twentieth
+ * of the lease, 20 ms..1 s.  Also what the release keeps of the lease
+ * when the end record is tried again (run_records.c). */
+int64_t run_kill_margin(int64_t ttl_ms);
+
 /* Wait for CMD, forwarding signals and stopping it before the lease
  * ends; its status as a shell reports it, *lost, *raw (waitpid()'s). */
 int run_supervise(pid_t child, int rfd, const struct run_opts *o,
                   dlock_lock *lock, int *lost, int *raw);
-/* CMD has exited under the lock: release it; the exit code. */
+/* CMD has exited under the lock: release it; the exit code.
+ * unreachable: the end record met an outage (run_end()'s *outage). */
 int run_release_after(dlock_lock *lock, const struct run_opts *o, int status,
                       int unreachable);
 
@@ -86,7 +92,11 @@ void run_say_busy(dlock_store *store, const char *name);
 /* Decide and record the run's start: -1 to go on, else the exit code. */
 int run_begin(const struct run_opts *o, dlock_lock *lock, int *recorded,
               struct cli_run_report *rep);
-/* Record how the run ended; dlock_run_end()'s rc. */
-int run_end(const struct run_opts *o, dlock_lock *lock, int raw, int lost);
+/* Record how the run ended, trying again through an outage while the
+ * lease lasts (rfd: the self-pipe, for a signal that stops the tries);
+ * dlock_run_end()'s last rc, *outage set if a try could not reach the
+ * store. */
+int run_end(const struct run_opts *o, dlock_lock *lock, int rfd, int raw,
+            int lost, int *outage);
 
 #endif

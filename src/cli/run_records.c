@@ -4,8 +4,12 @@
  * runs or is skipped (and say which run satisfied the rule, or who holds
  * the lock now), and every plain run of a lock is recorded.
  */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "run.h"
 
@@ -112,12 +116,94 @@ int run_begin(const struct run_opts *o, dlock_lock *lock, int *recorded,
     return -1;
 }
 
+/* Wait up to ms on the self-pipe: 1 if SIGHUP, SIGINT, SIGQUIT or SIGTERM
+ * came meanwhile (whoever sent it wants dlock gone; CMD has exited, so
+ * there is nobody to pass it on to).  The lock's loss (EV_LOST) ends the
+ * wait too: dlock_lease_left() is 0 then. */
+static int stop_asked(int rfd, int64_t ms)
+{
+    int64_t until = run_now_ms() + ms;
+
+    for (;;) {
+        struct pollfd p = {rfd, POLLIN, 0};
+        int64_t left = until - run_now_ms();
+        unsigned char buf[64];
+        ssize_t n;
+
+        if (left <= 0)
+            return 0;
+        if (poll(&p, 1, (int)left) < 0 && errno != EINTR)
+            return 0;
+        n = read(rfd, buf, sizeof(buf));
+        for (ssize_t i = 0; i < n; i++) {
+            int sig =
+                buf[i] == EV_CHILD || buf[i] == EV_LOST ? 0 : buf[i] & 0x7f;
+
+            if (buf[i] == EV_LOST || sig == SIGHUP || sig == SIGINT ||
+                sig == SIGQUIT || sig == SIGTERM)
+                return 1;
+        }
+    }
+}
+
+/* dlock_run_end(), tried again while the store cannot be reached and the
+ * lock is still ours.  A store that blinks as the run ends (a restart, an
+ * election: outages the lock itself survives) and is back within the
+ * lease must get the end, or --once runs again a job that succeeded.
+ * Only DLOCK_EUNAVAIL is tried again: refused, timed out, no leader, a
+ * server starting or shutting down, a member cut off.  Every other
+ * answer is final: LOST (the lock is not ours any more); EINVAL,
+ * ESTORE, ENOTSUP, ENOMEM (asking again gets the same).  The tries stop
+ * when the lease left as dlock counts it falls to the release's margin
+ * (a loss the renew thread finds makes it 0), after one TTL since the
+ * first (an outage longer than a lease would have cost a running command
+ * its lock), or when a signal asks dlock to go.  Pauses of 50 ms,
+ * doubling, at most a tenth of the TTL and 1 s.  Each try's I/O ends by
+ * the lease end (dlock__lock_call()), so no try outlives the lease. */
+static int end_tries(const struct run_opts *o, dlock_lock *lock, int rfd,
+                     int result, int status, int *outage)
+{
+    int64_t give_up = run_now_ms() + o->ttl_ms;
+    int64_t reserve = run_kill_margin(o->ttl_ms);
+    int64_t cap = o->ttl_ms / 10, pause = 50;
+    int rc;
+
+    if (cap > 1000)
+        cap = 1000;
+    if (cap < pause)
+        cap = pause;
+    for (;;) {
+        int64_t wait = pause, left, now;
+
+        rc = dlock_run_end(lock, result, status);
+        if (rc != DLOCK_EUNAVAIL)
+            return rc;
+        *outage = 1;
+        left = dlock_lease_left(lock) - reserve;
+        now = run_now_ms();
+        if (wait > left)
+            wait = left;
+        if (wait > give_up - now)
+            wait = give_up - now;
+        if (wait <= 0 || stop_asked(rfd, wait) ||
+            dlock_lease_left(lock) <= reserve)
+            return rc;
+        pause = pause * 2 < cap ? pause * 2 : cap;
+    }
+}
+
 /* Record how the run ended (before the release: the record is found by
- * the lock's fence). */
-int run_end(const struct run_opts *o, dlock_lock *lock, int raw, int lost)
+ * the lock's fence).  The end that cannot be written leaves the run's
+ * record RUNNING: the next --once that goes ahead runs the job again
+ * (and marks that record ABANDONED); a --once-per of the same period
+ * still skips, by the start. */
+int run_end(const struct run_opts *o, dlock_lock *lock, int rfd, int raw,
+            int lost, int *outage)
 {
     int result, status = -1, rc;
+    int64_t t0 = run_now_ms();
 
+    *outage = 0;
     if (lost || dlock_lease_left(lock) == 0) {
         result = DLOCK_RUN_LOST;
         if (raw >= 0 && WIFEXITED(raw))
@@ -129,13 +215,19 @@ int run_end(const struct run_opts *o, dlock_lock *lock, int raw, int lost)
         result = DLOCK_RUN_EXITED;
         status = raw >= 0 ? WEXITSTATUS(raw) : -1;
     }
-    rc = dlock_run_end(lock, result, status);
-    if (rc != DLOCK_OK)
+    rc = end_tries(o, lock, rfd, result, status, outage);
+    if (rc != DLOCK_OK) {
+        char tried[64] = "";
+
+        if (*outage)
+            snprintf(tried, sizeof(tried), " (tried for %lld ms)",
+                     (long long)(run_now_ms() - t0));
         cli_err("run: warning: the end of the run of '%s' is not "
-                "recorded: %s%s",
-                o->name, dlock_errmsg(),
+                "recorded: %s%s%s",
+                o->name, dlock_errmsg(), tried,
                 o->once && result == DLOCK_RUN_EXITED && status == 0
                     ? " (--once will run it again)"
                     : "");
+    }
     return rc;
 }

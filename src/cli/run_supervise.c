@@ -16,7 +16,7 @@
  * that the kill has taken effect (and the kernel has reaped what it
  * kills) before the store can give the lock to someone else.  A twentieth
  * of the lease, between 20 ms and 1 s. */
-static int64_t kill_margin(int64_t ttl_ms)
+int64_t run_kill_margin(int64_t ttl_ms)
 {
     int64_t k = ttl_ms / 20;
 
@@ -44,7 +44,7 @@ static int64_t grace_of(const struct run_opts *o)
 int run_supervise(pid_t child, int rfd, const struct run_opts *o,
                   dlock_lock *lock, int *lost, int *raw)
 {
-    int64_t grace = grace_of(o), margin = kill_margin(o->ttl_ms);
+    int64_t grace = grace_of(o), margin = run_kill_margin(o->ttl_ms);
     int64_t kill_at = -1;
     /* CMD's own process group, if it has one (not a terminal's job). */
     pid_t group = getpgid(child) == child ? child : 0;
@@ -136,12 +136,17 @@ int run_release_after(dlock_lock *lock, const struct run_opts *o, int status,
     int64_t left = dlock_lease_left(lock);
     int r = dlock_release(lock);
 
-    /* The run's end could not reach the store just before: a session
-     * store then knows its session is gone and answers the release LOST
-     * without asking anyone.  That is "could not confirm" (R11), not a
-     * loss seen before the command ended. */
-    if (r == DLOCK_LOST && unreachable && left > 0)
+    /* The run's end met an outage just before (run_end() tried it again
+     * while the lease lasted): a session store then knows its session is
+     * gone and answers the release LOST without asking anyone, and a
+     * lease that ran out meanwhile ran out after the command ended (it
+     * was held when CMD was reaped, or run_supervise() would have said
+     * lost).  Either is "could not confirm" (R11), not a loss seen
+     * before the command ended. */
+    if (unreachable && (r == DLOCK_LOST || left == 0)) {
         r = DLOCK_EUNAVAIL;
+        left = 1;
+    }
     if (left == 0 || r == DLOCK_LOST) {
         cli_err("run: lock '%s' was lost before the command ended%s%s", o->name,
                 r == DLOCK_LOST ? ": " : "",

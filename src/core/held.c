@@ -126,7 +126,11 @@ dlock_rc dlock_extend(dlock_lock *lock, int64_t ttl_ms)
 /* A store call on lk under its mu (src/core/run.c): on a held lock as
  * dlock_assert_ttl() makes its call (a lapsed lease or a LOST answer
  * marks it lost), or with held_only = 0 on a lost one too (a store that
- * was closed under it still refuses). */
+ * was closed under it still refuses).  With held_only = 0 the I/O gets a
+ * third of the TTL, and no more than the lease left while the lock is
+ * held (a lapsed one still gets its third: its LOST end is worth
+ * recording), so that a caller trying again (dlock run's end record)
+ * never outlives the lease by a try. */
 int dlock__lock_call(struct dlock__held *lk, int held_only,
                      int (*fn)(struct dlock_store *s, struct dlock_lock *lk,
                                void *arg),
@@ -148,8 +152,13 @@ int dlock__lock_call(struct dlock__held *lk, int held_only,
         rc = dlock__lapsed_err(lk);
         cb = dlock__mark_lost(lk);
     } else {
-        dlock__io_deadline = held_only ? dlock__lease_end_of(lk)
-                                       : dlock__now_ms() + lk->view.ttl_ms / 3;
+        int64_t now = dlock__now_ms(), until = now + lk->view.ttl_ms / 3;
+
+        if (held_only || (!dlock__lapsed(lk, now) &&
+                          DLOCK_STATE_GET(lk) == DLOCK_STATE_HELD &&
+                          dlock__lease_end_of(lk) < until))
+            until = dlock__lease_end_of(lk);
+        dlock__io_deadline = until;
         rc = fn(lk->store, &lk->view, arg);
         dlock__io_deadline = 0;
         if (rc == DLOCK_LOST && held_only)
