@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+"""wait_signals.py - issue 43, items 11 and 12: a waiting `dlock run` and
+the signals it gets, and a store frozen while it opens.
+
+  wait_signals.py DLOCK signals STORE   item 11 (STORE: sqlite, redis,
+                                        postgres, mysql, etcd)
+  wait_signals.py DLOCK frozen STORE    item 12 (the network stores)
+
+signals: holder A holds NAME; waiter B (`run -w 60 --ttl 30`) is in its
+wait, as the store shows it (its queue key, queue entry, GET_LOCK or
+advisory wait: a bounded poll, no sleep); waiter C queues behind it.  B
+gets SIGTERM (then SIGHUP, SIGINT in further rounds): it must EXIT
+128+N (not die of the signal, which leaves its place in the queue until
+its lease ends) within a few seconds, without running its command, and
+count the invocation as not run in its --metrics-file.  Then A lets go:
+C must get the lock within 10 s (B's queue key, left behind, held it
+for B's 30 s lease on etcd).  The hand-over times are printed.
+
+frozen: a listener on 127.0.0.1 that accepts and never answers stands in
+for a frozen server, with ?timeout=20s: `run -w 1` must give up well
+before the URL's timeout (< 8 s; the promise is the wait + 1 s), and a
+signal while it opens must end it too (a second one at once); `run -w 0`
+(one try) ends within the URL's timeout.
+
+Outside CI a store without DLOCK_TEST_<STORE>_URL (or its client tool)
+skips (77); with CI=true that is a failure.
+"""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse as up
+
+DLOCK, MODE, STORE = sys.argv[1], sys.argv[2], sys.argv[3]
+CI = os.environ.get("CI") == "true"
+fails = 0
+
+
+def skip(why):
+    print("SKIP: " + why)
+    sys.exit(1 if CI else 77)
+
+
+def check(ok, what):
+    global fails
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        fails += 1
+
+
+def wait_for(pred, secs, step=0.05):
+    """Poll pred() until true, at most secs: True if it became true."""
+    end = time.monotonic() + secs
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=30,
+                          **kw)
+
+
+# --- how each store shows that NAME has waiters --------------------------
+
+def waiters(url, name):
+    """Waiters of NAME the store shows now (holders excluded), or None when
+    the store has no such view (SQLite polls)."""
+    u = up.urlsplit(url)
+    if STORE == "etcd":
+        eps = u.netloc.rpartition("@")[2]
+        cmd = ["etcdctl", "--endpoints=" + eps, "get", "--prefix",
+               "--keys-only", name + "/"]
+        if u.username:
+            cmd.insert(1, "--user=%s:%s" % (up.unquote(u.username),
+                                            up.unquote(u.password or "")))
+        keys = [k for k in run(cmd).stdout.split("\n") if k]
+        # NAME/<lease hex>: NAME's queue (the first key holds).
+        own = [k for k in keys if "/" not in k[len(name) + 1:]]
+        return max(len(own) - 1, 0)
+    if STORE == "redis":
+        cmd = ["redis-cli", "-h", u.hostname, "-p", str(u.port or 6379)]
+        if u.password:
+            cmd += ["-a", up.unquote(u.password), "--no-auth-warning"]
+        out = subprocess.run(cmd + ["ZCARD", b"dlock:" + name.encode() +
+                                    b"\xffqueue"], capture_output=True,
+                             timeout=30).stdout
+        return int(out.strip() or b"0")
+    if STORE == "postgres":
+        q = ("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND "
+             "NOT granted AND ((classid::bigint << 32) | objid::bigint) = "
+             "hashtextextended('%s', 0)" % name)
+        base = up.urlunsplit((u.scheme, u.netloc, u.path, "", ""))
+        return int(run(["psql", base, "-Atc", q]).stdout.strip() or "0")
+    if STORE == "mysql":
+        q = ("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE "
+             "STATE = 'User lock' AND INFO LIKE '%%GET_LOCK(''%s''%%'" % name)
+        cmd = ["mysql", "-h", u.hostname, "-P", str(u.port or 3306),
+               "-u", up.unquote(u.username or ""),
+               "-p" + up.unquote(u.password or ""), "-N", "-B", "-e", q]
+        return int(run(cmd).stdout.strip() or "0")
+    return None
+
+
+def store_url(tmp):
+    if STORE == "sqlite":
+        return "sqlite://" + os.path.join(tmp, "s.db")
+    url = os.environ.get("DLOCK_TEST_%s_URL" % STORE.upper())
+    if not url:
+        skip("no DLOCK_TEST_%s_URL" % STORE.upper())
+    tool = {"etcd": "etcdctl", "redis": "redis-cli", "postgres": "psql",
+            "mysql": "mysql"}[STORE]
+    if MODE == "signals" and shutil.which(tool) is None:
+        skip("no %s to see the waiters with" % tool)
+    return url
+
+
+def metric(path, field, name):
+    try:
+        for line in open(path):
+            if line.startswith("dlock_run_%s{" % field) and \
+                    ('name="%s"' % name) in line:
+                return float(line.split()[-1])
+    except OSError:
+        pass
+    return None
+
+
+# --- item 11 ---------------------------------------------------------------
+
+def signals(tmp, url):
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        sname = signal.Signals(sig).name
+        name = "adv43-sig-%d-%s-%s" % (os.getpid(), STORE, sname)
+        go = os.path.join(tmp, "go-" + sname)
+        os.mkfifo(go)
+        a = subprocess.Popen(
+            [DLOCK, "-s", url, "run", name, "--", "sh", "-c",
+             'echo up; read x <"$0"', go],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        up_line = a.stdout.readline()
+        if up_line.strip() != "up":
+            check(False, "%s: holder A did not start: %s" %
+                  (sname, a.stderr.read()[:300]))
+            a.kill()
+            return
+        berr = open(os.path.join(tmp, "b-" + sname), "w+")
+        prom = os.path.join(tmp, "m-%s.prom" % sname)
+        b = subprocess.Popen(
+            [DLOCK, "-s", url, "-v", "run", "-w", "60", "--ttl", "30",
+             "--metrics-file", prom, name, "--", "echo", "B-ran"],
+            stdout=subprocess.PIPE, stderr=berr, text=True)
+        # B is waiting: it said so (-v), and the store shows its wait.
+        ok = wait_for(lambda: "waiting for" in open(berr.name).read(), 15)
+        if ok and waiters(url, name) is not None:
+            ok = wait_for(lambda: waiters(url, name) >= 1, 15)
+        check(ok, "%s: waiter B is in its wait (%s waiters seen)" %
+              (sname, waiters(url, name)))
+        cerr = open(os.path.join(tmp, "c-" + sname), "w+")
+        c = subprocess.Popen(
+            [DLOCK, "-s", url, "-v", "run", "-w", "60", name, "--",
+             "echo", "C-ran"],
+            stdout=subprocess.PIPE, stderr=cerr, text=True)
+        cout = []
+        ct = threading.Thread(
+            target=lambda: cout.append((c.stdout.readline(),
+                                        time.monotonic())), daemon=True)
+        ct.start()
+        ok = wait_for(lambda: "waiting for" in open(cerr.name).read(), 15)
+        if ok and waiters(url, name) is not None:
+            ok = wait_for(lambda: waiters(url, name) >= 2, 15)
+        check(ok, "%s: waiter C is in its wait, behind B" % sname)
+        t0 = time.monotonic()
+        b.send_signal(sig)
+        try:
+            brc = b.wait(10)
+        except subprocess.TimeoutExpired:
+            b.kill()
+            brc = b.wait()
+        bms = (time.monotonic() - t0) * 1000
+        bout = b.stdout.read()
+        check(brc == 128 + sig and bms < 8000,
+              "%s: B exits %d after %.0f ms (want the exit code %d, not "
+              "death by the signal (%d), within 8 s)" %
+              (sname, brc, bms, 128 + sig, -sig))
+        check("B-ran" not in bout, "%s: B did not run its command" % sname)
+        nr = metric(prom, "not_run_total", name)
+        check(nr == 1, "%s: B's metrics file counts it not run (%s)" %
+              (sname, nr))
+        # A lets go; C must get the lock promptly.
+        t1 = time.monotonic()
+        with open(go, "w") as f:
+            f.write("go\n")
+        ct.join(45)  # the hand-over is measured even when it is late
+        if cout and cout[0][0].strip() == "C-ran":
+            hand = (cout[0][1] - t1) * 1000
+        else:
+            hand = None
+        print("     %s %s: hand-over to C after A's release: %s ms" %
+              (STORE, sname, "%.0f" % hand if hand is not None else "> 45000"))
+        check(hand is not None and hand < 10000,
+              "%s: C gets the lock within 10 s of A's release" % sname)
+        for p in (a, c):
+            try:
+                p.wait(15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        check(a.returncode == 0 and c.returncode == 0,
+              "%s: A and C exit 0 (%s, %s)" % (sname, a.returncode,
+                                               c.returncode))
+
+
+# --- item 12 ---------------------------------------------------------------
+
+class Silent:
+    """Accepts connections on 127.0.0.1 and never answers: a frozen
+    server, as the client sees it (SIGSTOP would freeze the shared one)."""
+
+    def __init__(self):
+        self.ls = socket.socket()
+        self.ls.bind(("127.0.0.1", 0))
+        self.ls.listen(128)
+        self.port = self.ls.getsockname()[1]
+        self.keep = []
+        threading.Thread(target=self.loop, daemon=True).start()
+
+    def loop(self):
+        while True:
+            try:
+                c, _ = self.ls.accept()
+            except OSError:
+                return
+            self.keep.append(c)
+
+
+def frozen_url(url, port):
+    u = up.urlsplit(url)
+    cred = u.netloc.rpartition("@")[0]
+    net = (cred + "@" if cred else "") + "127.0.0.1:%d" % port
+    q = [p for p in u.query.split("&") if p and not p.startswith("timeout=")]
+    q.append("timeout=20s")
+    if STORE in ("redis", "postgres"):
+        q = [p for p in q if not p.startswith("connect_timeout=")]
+        q.append("connect_timeout=20")
+    return up.urlunsplit((u.scheme, net, u.path, "&".join(q), ""))
+
+
+def timed(args, sig=None, sig2=None):
+    """Run dlock ARGS: (exit code, ms, stderr).  With sig: sent once the
+    process is started and has connected (0.5 s in), sig2 1.5 s later."""
+    t0 = time.monotonic()
+    p = subprocess.Popen([DLOCK] + args, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    if sig is not None:
+        try:
+            p.wait(0.5)
+        except subprocess.TimeoutExpired:
+            p.send_signal(sig)
+            if sig2 is not None:
+                try:
+                    p.wait(1.5)
+                except subprocess.TimeoutExpired:
+                    p.send_signal(sig2)
+    try:
+        out, err = p.communicate(timeout=40)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+    return p.returncode, (time.monotonic() - t0) * 1000, err
+
+
+def frozen(tmp, url):
+    s = Silent()
+    fu = frozen_url(url, s.port)
+    name = "adv43-frozen-%d" % os.getpid()
+    rc, ms, err = timed(["-s", fu, "run", "-w", "1", name, "--", "true"])
+    check(rc == 69 and ms < 8000,
+          "run -w 1 on a frozen store (timeout=20s): exit %d after %.0f ms "
+          "(want 69 well before 20 s: < 8 s) %s" % (rc, ms, err[:200]))
+    rc, ms, err = timed(["-s", fu, "run", "-w", "3", name, "--", "true"])
+    check(rc == 69 and ms < 10000,
+          "run -w 3 on a frozen store: exit %d after %.0f ms (want 69 "
+          "< 10 s) %s" % (rc, ms, err[:200]))
+    # A try: the store's calls have the URL's timeout (as dlock_acquire's
+    # try), but no more.
+    rc, ms, err = timed(["-s", fu, "run", "-w", "0", name, "--", "true"])
+    check(rc == 69 and ms < 30000,
+          "run -w 0 on a frozen store: exit %d after %.0f ms (want 69 "
+          "within the URL's timeout + slack)" % (rc, ms))
+    # A signal while the open hangs (a forever wait: the URL's timeout
+    # bounds the open): the open is given up, 128+N; a second signal
+    # ends it at once.
+    rc, ms, err = timed(["-s", fu, "run", name, "--", "true"],
+                        signal.SIGTERM)
+    check(rc == 128 + signal.SIGTERM and ms < 25000,
+          "SIGTERM while a forever wait opens a frozen store: exit %d after "
+          "%.0f ms (want 143, within the URL's timeout)" % (rc, ms))
+    rc, ms, err = timed(["-s", fu, "run", name, "--", "true"],
+                        signal.SIGTERM, signal.SIGINT)
+    check(rc == 128 + signal.SIGINT and ms < 8000,
+          "SIGTERM then SIGINT 1.5 s later while it opens a frozen store: "
+          "exit %d after %.0f ms (want 130 at the second, < 8 s)" % (rc, ms))
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="adv43-ws-")
+    try:
+        url = store_url(tmp)
+        if MODE == "signals":
+            signals(tmp, url)
+        else:
+            frozen(tmp, url)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("%d check(s) failed" % fails)
+    sys.exit(1 if fails else 0)
+
+
+main()
