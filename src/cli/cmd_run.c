@@ -89,8 +89,8 @@ static int stopped_by_signal(const struct run_opts *o)
 {
     int sig = run_signals_got();
 
-    cli_err("run: signal %d (%s) before the command started: '%s' not run",
-            sig, strsignal(sig), o->name);
+    cli_err("run: signal %d (%s) before the command started: '%s' not run", sig,
+            strsignal(sig), o->name);
     return 128 + sig;
 }
 

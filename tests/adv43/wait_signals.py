@@ -5,6 +5,7 @@ the signals it gets, and a store frozen while it opens.
   wait_signals.py DLOCK signals STORE   item 11 (STORE: sqlite, redis,
                                         postgres, mysql, etcd)
   wait_signals.py DLOCK frozen STORE    item 12 (the network stores)
+  wait_signals.py DLOCK hung STORE      item 11 with a store that hangs
 
 signals: holder A holds NAME; waiter B (`run -w 60 --ttl 30`) is in its
 wait, as the store shows it (its queue key, queue entry, GET_LOCK or
@@ -18,9 +19,15 @@ for B's 30 s lease on etcd).  The hand-over times are printed.
 
 frozen: a listener on 127.0.0.1 that accepts and never answers stands in
 for a frozen server, with ?timeout=20s: `run -w 1` must give up well
-before the URL's timeout (< 8 s; the promise is the wait + 1 s), and a
-signal while it opens must end it too (a second one at once); `run -w 0`
-(one try) ends within the URL's timeout.
+before the URL's timeout (< 8 s; the promise is the wait + 1 s), `run
+-w 0` (one try) within the URL's timeout, and a signal while a forever
+wait opens must end it at once (nothing is in the store yet).
+
+hung: B waits through tests/cancel/hold_replies.py, which then holds
+every reply back, and gets SIGTERM: letting go of its wait hangs on the
+mute store, and a second signal (SIGINT 1.5 s later) must end it within
+a few seconds; with -w 4 the first signal alone ends it by the deadline
++ 1 s.  Always 128+N, never death by the signal.
 
 Outside CI a store without DLOCK_TEST_<STORE>_URL (or its client tool)
 skips (77); with CI=true that is a failure.
@@ -117,7 +124,7 @@ def store_url(tmp):
         skip("no DLOCK_TEST_%s_URL" % STORE.upper())
     tool = {"etcd": "etcdctl", "redis": "redis-cli", "postgres": "psql",
             "mysql": "mysql"}[STORE]
-    if MODE == "signals" and shutil.which(tool) is None:
+    if MODE != "frozen" and shutil.which(tool) is None:
         skip("no %s to see the waiters with" % tool)
     return url
 
@@ -241,21 +248,23 @@ class Silent:
             self.keep.append(c)
 
 
-def frozen_url(url, port):
+def via(url, port, timeout="20s"):
+    """URL with its host:port replaced by 127.0.0.1:PORT and the given
+    ?timeout= (and connect_timeout=, which Redis and libpq have)."""
     u = up.urlsplit(url)
     cred = u.netloc.rpartition("@")[0]
     net = (cred + "@" if cred else "") + "127.0.0.1:%d" % port
-    q = [p for p in u.query.split("&") if p and not p.startswith("timeout=")]
-    q.append("timeout=20s")
+    q = [p for p in u.query.split("&")
+         if p and not p.startswith(("timeout=", "connect_timeout="))]
+    q.append("timeout=" + timeout)
     if STORE in ("redis", "postgres"):
-        q = [p for p in q if not p.startswith("connect_timeout=")]
-        q.append("connect_timeout=20")
+        q.append("connect_timeout=" + timeout.rstrip("s"))
     return up.urlunsplit((u.scheme, net, u.path, "&".join(q), ""))
 
 
-def timed(args, sig=None, sig2=None):
-    """Run dlock ARGS: (exit code, ms, stderr).  With sig: sent once the
-    process is started and has connected (0.5 s in), sig2 1.5 s later."""
+def timed(args, sig=None):
+    """Run dlock ARGS: (exit code, ms, stderr).  With sig: sent 0.5 s in
+    (it has connected by then, and waits for an answer)."""
     t0 = time.monotonic()
     p = subprocess.Popen([DLOCK] + args, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
@@ -264,11 +273,6 @@ def timed(args, sig=None, sig2=None):
             p.wait(0.5)
         except subprocess.TimeoutExpired:
             p.send_signal(sig)
-            if sig2 is not None:
-                try:
-                    p.wait(1.5)
-                except subprocess.TimeoutExpired:
-                    p.send_signal(sig2)
     try:
         out, err = p.communicate(timeout=40)
     except subprocess.TimeoutExpired:
@@ -279,7 +283,7 @@ def timed(args, sig=None, sig2=None):
 
 def frozen(tmp, url):
     s = Silent()
-    fu = frozen_url(url, s.port)
+    fu = via(url, s.port)
     name = "adv43-frozen-%d" % os.getpid()
     rc, ms, err = timed(["-s", fu, "run", "-w", "1", name, "--", "true"])
     check(rc == 69 and ms < 8000,
@@ -289,35 +293,102 @@ def frozen(tmp, url):
     check(rc == 69 and ms < 10000,
           "run -w 3 on a frozen store: exit %d after %.0f ms (want 69 "
           "< 10 s) %s" % (rc, ms, err[:200]))
-    # A try: the store's calls have the URL's timeout (as dlock_acquire's
-    # try), but no more.
-    rc, ms, err = timed(["-s", fu, "run", "-w", "0", name, "--", "true"])
-    check(rc == 69 and ms < 30000,
-          "run -w 0 on a frozen store: exit %d after %.0f ms (want 69 "
-          "within the URL's timeout + slack)" % (rc, ms))
-    # A signal while the open hangs (a forever wait: the URL's timeout
-    # bounds the open): the open is given up, 128+N; a second signal
-    # ends it at once.
+    # A try is bounded by the URL's timeout, as dlock_acquire()'s is.
+    rc, ms, err = timed(["-s", via(url, s.port, "3s"), "run", "-w", "0",
+                         name, "--", "true"])
+    check(rc == 69 and ms < 8000,
+          "run -w 0 on a frozen store (timeout=3s): exit %d after %.0f ms "
+          "(want 69 within the URL's timeout + slack: < 8 s)" % (rc, ms))
+    # A signal while the open hangs (a forever wait: only the URL's
+    # timeout bounds its open): nothing is in the store yet, 128+N now.
     rc, ms, err = timed(["-s", fu, "run", name, "--", "true"],
                         signal.SIGTERM)
-    check(rc == 128 + signal.SIGTERM and ms < 25000,
+    check(rc == 128 + signal.SIGTERM and ms < 4000,
           "SIGTERM while a forever wait opens a frozen store: exit %d after "
-          "%.0f ms (want 143, within the URL's timeout)" % (rc, ms))
-    rc, ms, err = timed(["-s", fu, "run", name, "--", "true"],
-                        signal.SIGTERM, signal.SIGINT)
-    check(rc == 128 + signal.SIGINT and ms < 8000,
-          "SIGTERM then SIGINT 1.5 s later while it opens a frozen store: "
-          "exit %d after %.0f ms (want 130 at the second, < 8 s)" % (rc, ms))
+          "%.0f ms (want 143 at once, not the URL's 20 s)" % (rc, ms))
+
+
+def hung(tmp, url):
+    """B waits through a proxy that then holds every reply back: a store
+    that hangs while B gives up its wait.  A second signal ends B at
+    once; a finite wait ends by its deadline + 1 s with one signal."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    hold = os.path.join(here, "..", "cancel", "hold_replies.py")
+    u = up.urlsplit(url)
+    for label, wait, second in (("forever", None, signal.SIGINT),
+                                ("-w 4", "4", None)):
+        name = "adv43-hung-%d-%s" % (os.getpid(), wait or "f")
+        go = os.path.join(tmp, "go-" + (wait or "f"))
+        os.mkfifo(go)
+        a = subprocess.Popen(
+            [DLOCK, "-s", url, "run", name, "--", "sh", "-c",
+             'echo up; read x <"$0"', go],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if a.stdout.readline().strip() != "up":
+            check(False, "%s: holder A did not start" % label)
+            a.kill()
+            return
+        px = subprocess.Popen([sys.executable, hold, u.hostname,
+                               str(u.port)], stdout=subprocess.PIPE,
+                              text=True)
+        port = int(px.stdout.readline())
+        berr = open(os.path.join(tmp, "b-" + (wait or "f")), "w+")
+        args = [DLOCK, "-s", via(url, port), "-v", "run", "--ttl", "30"]
+        if wait:
+            args += ["-w", wait]
+        b = subprocess.Popen(args + [name, "--", "echo", "B-ran"],
+                             stdout=subprocess.PIPE, stderr=berr, text=True)
+        ok = wait_for(lambda: "waiting for" in open(berr.name).read(), 15)
+        ok = ok and wait_for(lambda: waiters(url, name) >= 1, 15)
+        check(ok, "%s: B is in its wait" % label)
+        px.send_signal(signal.SIGUSR1)  # from now on the store is mute
+        t0 = time.monotonic()
+        b.send_signal(signal.SIGTERM)
+        t2 = None
+        if second is not None:
+            try:
+                b.wait(1.5)
+            except subprocess.TimeoutExpired:
+                t2 = time.monotonic()
+                b.send_signal(second)
+        try:
+            brc = b.wait(15)
+        except subprocess.TimeoutExpired:
+            b.kill()
+            brc = b.wait()
+        ms = (time.monotonic() - t0) * 1000
+        if second is not None:
+            after = (time.monotonic() - (t2 or t0)) * 1000
+            check(brc in (128 + signal.SIGTERM, 128 + second) and
+                  after < 4000,
+                  "%s: SIGTERM, then %s 1.5 s later to B stuck in a mute "
+                  "store: exit %d, %.0f ms after the last signal (%s); "
+                  "want 143 or %d within 4 s" %
+                  (label, second.name, brc, after,
+                   "the second sent" if t2 else "no second needed",
+                   128 + second))
+        else:
+            check(brc == 128 + signal.SIGTERM and ms < 9000,
+                  "%s: SIGTERM to B stuck in a mute store: exit %d after "
+                  "%.0f ms (want 143 by its deadline + 1 s: < 9 s)" %
+                  (label, brc, ms))
+        check("B-ran" not in b.stdout.read(), "%s: B did not run" % label)
+        px.terminate()
+        px.wait()
+        with open(go, "w") as f:
+            f.write("go\n")
+        try:
+            a.wait(15)
+        except subprocess.TimeoutExpired:
+            a.kill()
+            a.wait()
 
 
 def main():
     tmp = tempfile.mkdtemp(prefix="adv43-ws-")
     try:
         url = store_url(tmp)
-        if MODE == "signals":
-            signals(tmp, url)
-        else:
-            frozen(tmp, url)
+        {"signals": signals, "frozen": frozen, "hung": hung}[MODE](tmp, url)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("%d check(s) failed" % fails)
