@@ -7,15 +7,16 @@
  * reads, so no work is done in a handler.
  *
  * Before CMD starts (the store's open, the wait, the run's start
- * record), the same signals end dlock with 128+N instead, without ever
- * leaving a place in a queue behind: until the first acquire begins
- * nothing of dlock's is in the store, and the handler ends dlock at once
- * (_exit); from then on it fires the acquire's cancel (dlock_cancel_fire,
- * async-signal-safe), the acquire gives up its place and returns
- * DLOCK_ECANCELED, and cmd_run() lets go of whatever it holds.  A store
- * that hangs while that happens is given up by a second signal: another
- * one, or the same one a second or more after the first (one SIGHUP may
- * come twice, from the terminal and from the shell).
+ * record), the same signals (those not ignored when dlock started) end
+ * dlock with 128+N instead, without ever leaving a place in a queue
+ * behind: until the first acquire begins nothing of dlock's is in the
+ * store, and the handler ends dlock at once (_exit); from then on it
+ * fires the acquire's cancel (dlock_cancel_fire, async-signal-safe), the
+ * acquire gives up its place and returns DLOCK_ECANCELED, and cmd_run()
+ * lets go of whatever it holds.  A store that hangs while that happens
+ * is given up by a second signal: another one, or the same one a second
+ * or more after the first (one SIGHUP may come twice, from the terminal
+ * and from the shell).
  */
 #include <errno.h>
 #include <signal.h>
@@ -75,6 +76,19 @@ static void catch_one(int sig, void *arg)
     (void)sigaction(sig, arg, NULL);
 }
 
+/* catch_one(), except for a signal ignored when dlock started (nohup's
+ * SIGHUP, a background job's SIGINT and SIGQUIT): whoever started dlock
+ * asked for it to go on waiting through them. */
+static void catch_unignored(int sig, void *arg)
+{
+    struct sigaction old;
+
+    if (sigaction(sig, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
+        old.sa_handler == SIG_IGN)
+        return;
+    (void)sigaction(sig, arg, NULL);
+}
+
 static int64_t mono_ms(void)
 {
     struct timespec ts;
@@ -128,7 +142,7 @@ int run_signals_early(void)
     for (size_t i = 0; i < sizeof(caught) / sizeof(caught[0]); i++)
         sigaddset(&sa.sa_mask, caught[i]);
     self_pid = getpid();
-    for_each_caught(catch_one, &sa);
+    for_each_caught(catch_unignored, &sa);
     return DLOCK_OK;
 }
 

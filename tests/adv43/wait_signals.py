@@ -225,6 +225,60 @@ def signals(tmp, url):
                                                c.returncode))
 
 
+def pending(pid, sig):
+    """Is sig pending for pid (sent, not yet handled or ignored)?"""
+    try:
+        for line in open("/proc/%d/status" % pid):
+            if line.startswith(("SigPnd:", "ShdPnd:")) and \
+                    int(line.split()[1], 16) & (1 << (sig - 1)):
+                return True
+    except OSError:
+        pass
+    return False
+
+
+def nohup(tmp, url):
+    """A signal ignored when dlock started (nohup's SIGHUP) does not end
+    the wait: B gets the lock once A lets go, and runs."""
+    name = "adv43-sig-%d-%s-nohup" % (os.getpid(), STORE)
+    go = os.path.join(tmp, "go-nohup")
+    os.mkfifo(go)
+    a = subprocess.Popen(
+        [DLOCK, "-s", url, "run", name, "--", "sh", "-c",
+         'echo up; read x <"$0"', go],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if a.stdout.readline().strip() != "up":
+        check(False, "nohup: holder A did not start")
+        a.kill()
+        return
+    berr = open(os.path.join(tmp, "b-nohup"), "w+")
+    b = subprocess.Popen(
+        [DLOCK, "-s", url, "-v", "run", "-w", "60", name, "--", "echo",
+         "B-ran"], stdout=subprocess.PIPE, stderr=berr, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    ok = wait_for(lambda: "waiting for" in open(berr.name).read(), 15)
+    if ok and waiters(url, name) is not None:
+        ok = wait_for(lambda: waiters(url, name) >= 1, 15)
+    check(ok, "nohup: B is in its wait")
+    b.send_signal(signal.SIGHUP)
+    wait_for(lambda: not pending(b.pid, signal.SIGHUP), 5)
+    with open(go, "w") as f:
+        f.write("go\n")
+    try:
+        out, _ = b.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        b.kill()
+        out, _ = b.communicate()
+    check(b.returncode == 0 and "B-ran" in out,
+          "nohup: SIGHUP ignored at start leaves B waiting: exit %s, "
+          "ran: %s" % (b.returncode, "B-ran" in out))
+    try:
+        a.wait(15)
+    except subprocess.TimeoutExpired:
+        a.kill()
+        a.wait()
+
+
 # --- item 12 ---------------------------------------------------------------
 
 class Silent:
@@ -388,7 +442,11 @@ def main():
     tmp = tempfile.mkdtemp(prefix="adv43-ws-")
     try:
         url = store_url(tmp)
-        {"signals": signals, "frozen": frozen, "hung": hung}[MODE](tmp, url)
+        if MODE == "signals":
+            signals(tmp, url)
+            nohup(tmp, url)
+        else:
+            {"frozen": frozen, "hung": hung}[MODE](tmp, url)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("%d check(s) failed" % fails)
