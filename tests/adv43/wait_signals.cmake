@@ -43,3 +43,14 @@ foreach(_s ${_ws_net})
                        SKIP_RETURN_CODE 77 TIMEOUT 180)
   dlock_tier(quick T adv43-open-frozen-${_s})
 endforeach()
+# adv43-wait-signals-begin-redis (item 11): SIGTERM while `run --once`
+# records its start (the reply held by tests/adv43/hold_after.py): 143,
+# CMD not run, the run recorded as killed by signal 15, the next --once
+# runs (B once died holding the lock, its run "running" for its lease).
+if(REDIS_FOUND)
+  add_test(NAME adv43-wait-signals-begin-redis
+    COMMAND python3 ${_ws} $<TARGET_FILE:dlock_cli> begin redis)
+  set_tests_properties(adv43-wait-signals-begin-redis PROPERTIES
+                       SKIP_RETURN_CODE 77 TIMEOUT 120)
+  dlock_tier(quick T adv43-wait-signals-begin-redis)
+endif()

@@ -6,6 +6,7 @@ the signals it gets, and a store frozen while it opens.
                                         postgres, mysql, etcd)
   wait_signals.py DLOCK frozen STORE    item 12 (the network stores)
   wait_signals.py DLOCK hung STORE      item 11 with a store that hangs
+  wait_signals.py DLOCK begin redis     item 11 during the start record
 
 signals: holder A holds NAME; waiter B (`run -w 60 --ttl 30`) is in its
 wait, as the store shows it (its queue key, queue entry, GET_LOCK or
@@ -28,6 +29,10 @@ every reply back, and gets SIGTERM: letting go of its wait hangs on the
 mute store, and a second signal (SIGINT 1.5 s later) must end it within
 a few seconds; with -w 4 the first signal alone ends it by the deadline
 + 1 s.  Always 128+N, never death by the signal.
+
+begin: SIGTERM while `run --once` writes its start record (the reply
+held back by hold_after.py): exit 143, CMD not run, the run recorded as
+killed by signal 15, and the next `run --once` runs.
 
 Outside CI a store without DLOCK_TEST_<STORE>_URL (or its client tool)
 skips (77); with CI=true that is a failure.
@@ -279,6 +284,54 @@ def nohup(tmp, url):
         a.wait()
 
 
+def begin(tmp, url):
+    """SIGTERM while `run --once` records its start (its reply held back
+    by a proxy, then let through): CMD is not run, dlock exits 143, the
+    run is recorded as ended by the signal, and the lock is free: the
+    next `run --once` runs it."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    u = up.urlsplit(url)
+    name = "adv43-begin-%d" % os.getpid()
+    px = subprocess.Popen([sys.executable, os.path.join(here, "hold_after.py"),
+                           u.hostname, str(u.port),
+                           b"\xffruns\r\n".hex()],
+                          stdout=subprocess.PIPE, text=True)
+    port = int(px.stdout.readline())
+    b = subprocess.Popen([DLOCK, "-s", via(url, port), "run", "--once",
+                          name, "--", "echo", "B-ran"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    said = []
+    t = threading.Thread(target=lambda: said.append(px.stdout.readline()),
+                         daemon=True)
+    t.start()
+    t.join(15)
+    check(said == ["held\n"], "begin: B's start record is held back")
+    b.send_signal(signal.SIGTERM)
+    wait_for(lambda: b.poll() is not None or
+             not pending(b.pid, signal.SIGTERM), 5)
+    px.send_signal(signal.SIGUSR2)
+    try:
+        out, err = b.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        b.kill()
+        out, err = b.communicate()
+    check(b.returncode == 143 and "B-ran" not in out,
+          "begin: SIGTERM during the start record: exit %s (want 143), "
+          "CMD run: %s %s" % (b.returncode, "B-ran" in out, err[:300]))
+    h = run([DLOCK, "-s", url, "history", name])
+    check("killed by signal 15" in h.stdout,
+          "begin: the run is recorded as ended by SIGTERM: %r" %
+          h.stdout[:200])
+    c = run([DLOCK, "-s", url, "run", "--once", "-w", "10", name, "--",
+             "echo", "C-ran"])
+    check(c.returncode == 0 and "C-ran" in c.stdout,
+          "begin: the next run --once runs it (exit %s, %r)" %
+          (c.returncode, c.stderr[:200]))
+    px.terminate()
+    px.wait()
+
+
 # --- item 12 ---------------------------------------------------------------
 
 class Silent:
@@ -446,7 +499,7 @@ def main():
             signals(tmp, url)
             nohup(tmp, url)
         else:
-            {"frozen": frozen, "hung": hung}[MODE](tmp, url)
+            {"frozen": frozen, "hung": hung, "begin": begin}[MODE](tmp, url)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("%d check(s) failed" % fails)
