@@ -383,6 +383,24 @@ DLOCK_EXTERN const char *dlock_default_url(void);
 DLOCK_EXTERN int dlock_store_open(dlock_store **out, const char *url);
 
 /**
+ * dlock_store_open(), given up within a bound: every store call the open
+ * makes (connecting, logging in, TLS, creating the tables) ends by
+ * within_ms from now as well as at the URL's own timeouts, so that a
+ * server that accepts connections and never answers (frozen, stopped)
+ * costs a caller with a deadline no more than that.  What the store does
+ * after the open (acquire, renew, release) keeps the URL's timeouts.
+ * dlock(1) opens so for a finite wait: its wait's deadline + 1 s.
+ * Thread-safe.
+ * @param within_ms  > 0; more than 365 days is no bound (the URL's
+ *                   timeouts alone).
+ * @return as dlock_store_open(), and DLOCK_EINVAL if within_ms <= 0; a
+ *         store that did not answer in time is DLOCK_EUNAVAIL.
+ */
+DLOCK_EXTERN dlock_rc dlock_store_open_within(dlock_store **out,
+                                              const char *url,
+                                              int64_t within_ms);
+
+/**
  * Close a store.  Locks still held through it are released first (as by
  * dlock_release(), ignoring the result).  Their handles stay valid: every
  * later call on one returns DLOCK_LOST ("its store was closed"), and each

@@ -5,7 +5,9 @@
  * exits, and pass its exit status on.  Everything asynchronous (signals to
  * forward, the child's exit, the lock being lost on the renew thread) is
  * turned into bytes on one self-pipe, so the main loop is a plain poll()
- * with no work done in signal handlers.
+ * with no work done in signal handlers.  Before CMD starts a signal
+ * cancels the wait instead (dlock_cancel, run_signals.c) and dlock exits
+ * 128+N without running CMD.
  *
  * This file is the command's course (open, acquire, decide, start, wait,
  * release, report); its parts are in run_*.c (see run.h).
@@ -68,15 +70,28 @@ static int acquire(const struct cli *c, const struct run_opts *o,
     opts.limit = o->limit;
     opts.on_lost = run_on_lost;
     opts.wait_ms = o->wait_ms;
+    /* A signal from here on gives up the wait (run_signals.c). */
+    opts.cancel = run_signals_cancel();
     if (c->verbose && o->wait_ms != 0) {
         opts.wait_ms = 0;
         rc = dlock_acquire(lock, store, o->name, &opts);
-        if (rc != DLOCK_BUSY)
+        if (rc != DLOCK_BUSY || run_signals_got() != 0)
             return rc;
         say_holder(store, o->name);
         opts.wait_ms = o->wait_ms;
     }
     return dlock_acquire(lock, store, o->name, &opts);
+}
+
+/* A signal came before CMD started: CMD is not run, and dlock exits
+ * 128+N as a shell reports a command the signal ended. */
+static int stopped_by_signal(const struct run_opts *o)
+{
+    int sig = run_signals_got();
+
+    cli_err("run: signal %d (%s) before the command started: '%s' not run", sig,
+            strsignal(sig), o->name);
+    return 128 + sig;
 }
 
 int cmd_run(const struct cli *c, int argc, char **argv)
@@ -111,12 +126,25 @@ int cmd_run(const struct cli *c, int argc, char **argv)
     }
     run_signals_pipe(pfd[1]);
     run_scan_fds(0);
+    /* Signals before CMD starts end the run, the wait given up. */
+    rc = run_signals_early();
+    if (rc != DLOCK_OK) {
+        cli_err("run: %s", dlock_errmsg());
+        rc = EXIT_INTERNAL;
+        goto out;
+    }
     t0 = run_now_ms();
     rc = cli_open_waiting(c, &store, &o.wait_ms);
     if (rc != 0)
         goto out;
     rc = acquire(c, &o, store, &lock);
     rep.waited_ms = run_now_ms() - t0;
+    if (run_signals_got() != 0) {
+        /* The wait was cancelled (or ended as the signal came): what
+         * it holds is let go at out. */
+        rc = stopped_by_signal(&o);
+        goto out;
+    }
     if (rc == DLOCK_BUSY) {
         if (o.period_ms > 0) {
             /* Someone else's run of it: a skip, not a failure. */
@@ -150,8 +178,11 @@ int cmd_run(const struct cli *c, int argc, char **argv)
      * each would mark the others' as abandoned.  Locks only. */
     if (!o.shared && o.limit == 1) {
         rc = run_begin(&o, lock, &recorded, &rep);
-        if (rc >= 0)
+        if (rc >= 0) {
+            if (run_signals_got() != 0)
+                rc = stopped_by_signal(&o);
             goto out;
+        }
     }
     env = run_child_env(o.name, dlock_fence(lock), dlock_store_url(store));
     if (env == NULL) {
@@ -159,7 +190,16 @@ int cmd_run(const struct cli *c, int argc, char **argv)
         rc = EXIT_INTERNAL;
         goto out;
     }
+    /* From here on signals are CMD's (passed on); one that came before
+     * (while the start was recorded) ends the run unstarted: recorded
+     * as ended by that signal, so --once runs it again. */
     run_signals_catch();
+    if (run_signals_got() != 0) {
+        if (recorded)
+            (void)run_end(&o, lock, run_signals_got(), 0);
+        rc = stopped_by_signal(&o);
+        goto out;
+    }
     run_scan_fds(1);
     /* Whatever CMD starts stays dlock's descendant (see run_signal_cmd()). */
     (void)prctl(PR_SET_CHILD_SUBREAPER, 1);

@@ -103,20 +103,36 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* A store call of a finite wait gives up this long after its deadline
+ * (as the library's acquire does, WAIT_IO_SLACK_MS in acquire.c). */
+#define OPEN_SLACK_MS 1000
+
 /* A waiter's store open: a store that cannot be reached yet (not up, a
  * restart, a failover) is tried again with backoff (100 ms doubling to
  * 2 s, as the library waits out an outage after open) until *wait_ms
- * runs out; *wait_ms is then what is left of the wait.  -w 0 tries once. */
+ * runs out; *wait_ms is then what is left of the wait.  The open counts
+ * against a finite wait: each try gives up at the wait's deadline + 1 s,
+ * as the acquire's calls do, not at the URL's whole timeout (a frozen
+ * server accepts and never answers).  -w 0 tries once, and it and a
+ * wait forever open under the URL's timeout, as their acquire calls
+ * run. */
 int cli_open_waiting(const struct cli *c, dlock_store **out, int64_t *wait_ms)
 {
     int64_t t0 = mono_ms(), pause = 100, spent;
+    int finite = *wait_ms > 0 && *wait_ms != DLOCK_WAIT_FOREVER;
     int rc;
 
     for (;;) {
         struct timespec ts;
         int64_t nap = pause;
 
-        rc = dlock_store_open(out, c->url);
+        if (finite) {
+            int64_t left = *wait_ms + OPEN_SLACK_MS - (mono_ms() - t0);
+
+            rc = dlock_store_open_within(out, c->url, left > 1 ? left : 1);
+        } else {
+            rc = dlock_store_open(out, c->url);
+        }
         spent = mono_ms() - t0;
         /* Only a server can be "not up yet": a SQLite file (the default
          * store) that does not open will not later.  And only within a
@@ -136,8 +152,10 @@ int cli_open_waiting(const struct cli *c, dlock_store **out, int64_t *wait_ms)
             ;
         pause = pause < 1000 ? pause * 2 : 2000;
     }
-    if (rc == DLOCK_OK && *wait_ms != DLOCK_WAIT_FOREVER)
-        *wait_ms = spent < *wait_ms ? *wait_ms - spent : 0;
+    /* An open that took the whole wait leaves the acquire one last
+     * millisecond, not 0: that would be a try, under the URL's timeout. */
+    if (rc == DLOCK_OK && finite)
+        *wait_ms = spent < *wait_ms ? *wait_ms - spent : 1;
     return cli_open_result(rc);
 }
 

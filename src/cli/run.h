@@ -38,6 +38,16 @@ static inline int64_t run_now_ms(void)
 
 /* The pipe's write end: where the handlers and run_on_lost() write. */
 void run_signals_pipe(int wfd);
+/* Before CMD: every signal in the caught set ends dlock with 128+N (see
+ * run_signals.c): at once, until run_signals_cancel() is first called.
+ * DLOCK_OK or dlock_cancel_new()'s error. */
+int run_signals_early(void);
+/* The cancel every acquire is given (opts.cancel): the store may hold
+ * something of ours from the call on, so a signal fires it instead of
+ * ending dlock at once. */
+dlock_cancel *run_signals_cancel(void);
+/* The first signal that came before CMD (0: none). */
+int run_signals_got(void);
 /* Catch SIGCHLD and every signal in the caught set onto the self-pipe. */
 void run_signals_catch(void);
 /* In CMD's child before exec (async-signal-safe): the caught set back to

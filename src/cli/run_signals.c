@@ -1,18 +1,41 @@
 /*
- * run_signals.c - the self-pipe of `dlock run`: every signal dlock
- * catches, CMD's exit (SIGCHLD) and the lock's loss (the on_lost
- * callback, on the renew thread) become one byte each on a pipe that
- * run_supervise()'s poll() reads, so no work is done in a handler.
+ * run_signals.c - the signals of `dlock run`.
+ *
+ * While CMD runs, the self-pipe: every signal dlock catches, CMD's exit
+ * (SIGCHLD) and the lock's loss (the on_lost callback, on the renew
+ * thread) become one byte each on a pipe that run_supervise()'s poll()
+ * reads, so no work is done in a handler.
+ *
+ * Before CMD starts (the store's open, the wait, the run's start
+ * record), the same signals (those not ignored when dlock started) end
+ * dlock with 128+N instead, without ever leaving a place in a queue
+ * behind: until the first acquire begins nothing of dlock's is in the
+ * store, and the handler ends dlock at once (_exit); from then on it
+ * fires the acquire's cancel (dlock_cancel_fire, async-signal-safe), the
+ * acquire gives up its place and returns DLOCK_ECANCELED, and cmd_run()
+ * lets go of whatever it holds.  A store that hangs while that happens
+ * is given up by a second signal: another one, or the same one a second
+ * or more after the first (one SIGHUP may come twice, from the terminal
+ * and from the shell).
  */
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "run.h"
 
 static int sigpipe_w = -1;
 static pid_t self_pid;
+
+/* Before CMD: the acquire's cancel (never freed: a handler on any thread
+ * may fire it until dlock exits), whether the store may hold something
+ * of ours (the first acquire has begun), the first signal and when. */
+static dlock_cancel *early_cancel;
+static int early_held;   /* atomic */
+static int early_sig;    /* atomic */
+static int64_t early_at; /* atomic: CLOCK_MONOTONIC ms */
 
 static void on_signal(int sig, siginfo_t *si, void *ctx)
 {
@@ -51,6 +74,87 @@ static void for_each_caught(void (*fn)(int sig, void *arg), void *arg)
 static void catch_one(int sig, void *arg)
 {
     (void)sigaction(sig, arg, NULL);
+}
+
+/* catch_one(), except for a signal ignored when dlock started (nohup's
+ * SIGHUP, a background job's SIGINT and SIGQUIT): whoever started dlock
+ * asked for it to go on waiting through them. */
+static void catch_unignored(int sig, void *arg)
+{
+    struct sigaction old;
+
+    if (sigaction(sig, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
+        old.sa_handler == SIG_IGN)
+        return;
+    (void)sigaction(sig, arg, NULL);
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    /* clock_gettime() is async-signal-safe (POSIX.1-2008). */
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A signal before CMD starts: async-signal-safe only (atomics, _exit,
+ * dlock_cancel_fire), and on whichever thread the kernel chose. */
+static void on_early_signal(int sig, siginfo_t *si, void *ctx)
+{
+    int saved = errno, first = 0;
+    /* Our own doing (SIGPIPE or SIGXFSZ from a write of ours): ends the
+     * wait as its default action would, but never forces the exit. */
+    int own = si != NULL && si->si_code <= 0 && si->si_pid == self_pid;
+
+    (void)ctx;
+    if (!__atomic_load_n(&early_held, __ATOMIC_SEQ_CST))
+        _exit(128 + sig); /* nothing of ours in the store yet */
+    if (__atomic_compare_exchange_n(&early_sig, &first, sig, 0,
+                                    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+        __atomic_store_n(&early_at, mono_ms(), __ATOMIC_SEQ_CST);
+        dlock_cancel_fire(early_cancel);
+    } else if (!own &&
+               (sig != first ||
+                mono_ms() - __atomic_load_n(&early_at, __ATOMIC_SEQ_CST) >=
+                    1000)) {
+        /* A second one: the store hangs in letting go, and the caller
+         * will not wait for it. */
+        _exit(128 + sig);
+    }
+    errno = saved;
+}
+
+int run_signals_early(void)
+{
+    struct sigaction sa;
+    int rc;
+
+    rc = dlock_cancel_new(&early_cancel);
+    if (rc != DLOCK_OK)
+        return rc;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = on_early_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    /* One handler at a time: the first signal's bookkeeping is done
+     * before a second one (on this thread) is looked at. */
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof(caught) / sizeof(caught[0]); i++)
+        sigaddset(&sa.sa_mask, caught[i]);
+    self_pid = getpid();
+    for_each_caught(catch_unignored, &sa);
+    return DLOCK_OK;
+}
+
+dlock_cancel *run_signals_cancel(void)
+{
+    __atomic_store_n(&early_held, 1, __ATOMIC_SEQ_CST);
+    return early_cancel;
+}
+
+int run_signals_got(void)
+{
+    return __atomic_load_n(&early_sig, __ATOMIC_SEQ_CST);
 }
 
 void run_on_lost(dlock_lock *lock, void *payload)

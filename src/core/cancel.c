@@ -31,6 +31,7 @@
 #include "clock.h"
 #include "dlock.h"
 #include "errors.h"
+#include "iobound.h"
 
 struct dlock_cancel {
     int fired;  /* atomic */
@@ -177,8 +178,9 @@ static struct cwatch {
     struct dlock_cancel *c;
     void (*fn)(void *);
     void *arg;
-    int called;  /* fn ran or runs: not polled again */
-    int calling; /* fn runs now, without mu */
+    int64_t io_deadline; /* the arming thread's dlock__io_deadline */
+    int called;          /* fn ran or runs: not polled again */
+    int calling;         /* fn runs now, without mu */
 } watches[MAX_WATCHES];
 
 /* A fork child has no watch thread and watches nothing of its parent. */
@@ -205,11 +207,15 @@ static void init_once(void)
 /* A wake-up runs on a thread of its own: one may wait on its store (a
  * KILL QUERY sent to a server that stopped answering waits out its read
  * timeout), and the watch thread must go on waking the other waits,
- * whatever their stores do. */
+ * whatever their stores do.  It runs under the I/O deadline of the wait
+ * it wakes (a finite wait's deadline + 1 s): the wait's unwatch waits
+ * for it, and a store that hangs must not hold a cancelled wait past the
+ * bound its own calls have. */
 struct call {
     struct cwatch *w;
     void (*fn)(void *);
     void *arg;
+    int64_t io_deadline;
 };
 
 static void call_done(struct cwatch *w)
@@ -224,6 +230,7 @@ static void *call_main(void *arg)
 {
     struct call *k = arg;
 
+    dlock__io_deadline = k->io_deadline;
     k->fn(k->arg);
     call_done(k->w); /* the slot is still k->w's: unwatch waits for this */
     free(k);
@@ -239,7 +246,7 @@ static void call_start(struct cwatch *w)
     int ok = 0;
 
     if (k != NULL) {
-        *k = (struct call){w, w->fn, w->arg};
+        *k = (struct call){w, w->fn, w->arg, w->io_deadline};
         pthread_attr_init(&a);
         pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
         ok = pthread_create(&t, &a, call_main, k) == 0;
@@ -250,7 +257,9 @@ static void call_start(struct cwatch *w)
     /* No thread: here, then (the others wait for it). */
     free(k);
     pthread_mutex_unlock(&mu);
+    dlock__io_deadline = w->io_deadline;
     w->fn(w->arg);
+    dlock__io_deadline = 0;
     pthread_mutex_lock(&mu);
     w->calling = 0;
     pthread_cond_broadcast(&done_cv);
@@ -338,7 +347,8 @@ uint64_t dlock__cancel_watch(void (*fn)(void *), void *arg)
         if (watches[i].id != 0)
             continue;
         id = next_id++;
-        watches[i] = (struct cwatch){id, dlock__cancel_cur, fn, arg, 0, 0};
+        watches[i] = (struct cwatch){
+            id, dlock__cancel_cur, fn, arg, dlock__io_deadline, 0, 0};
         (void)!write(ctl[1], "w", 1);
         break;
     }

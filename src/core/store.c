@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "clock.h"
 #include "errors.h"
+#include "iobound.h"
 #include "names.h"
 #include "process.h"
 #include "registry.h"
@@ -239,6 +241,35 @@ dlock_rc dlock_store_open(dlock_store **out, const char *url)
         *out = s;
     }
     dlock__url_free(u);
+    return rc;
+}
+
+dlock_rc dlock_store_open_within(dlock_store **out, const char *url,
+                                 int64_t within_ms)
+{
+    int64_t saved = dlock__io_deadline;
+    int rc;
+
+    if (within_ms <= 0) {
+        dlock__clearerr();
+        if (out != NULL)
+            *out = NULL;
+        return dlock__seterr(DLOCK_EINVAL,
+                             "dlock_store_open_within: within_ms %lld is not "
+                             "positive",
+                             (long long)within_ms);
+    }
+    /* The stores' connects and reads all wait through dlock__io_bound()
+     * (or the connector's io_wait, which reads the deadline), as a
+     * finite wait's calls do; past a year is no bound at all. */
+    if (within_ms <= DLOCK_TTL_MAX_MS) {
+        int64_t end = dlock__now_ms() + within_ms;
+
+        if (saved == 0 || end < saved)
+            dlock__io_deadline = end;
+    }
+    rc = dlock_store_open(out, url);
+    dlock__io_deadline = saved;
     return rc;
 }
 

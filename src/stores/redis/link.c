@@ -18,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "link.h"
 
@@ -365,7 +367,10 @@ int dlock__redis_send(struct redis_store *rs, struct rconn *c, int argc,
 /* hiredis writes with write(): a server that went away (a killed master)
  * would end the program with SIGPIPE.  Blocked in this thread while we
  * write, and a SIGPIPE we caused is taken off again (libpq does the
- * same where it cannot use MSG_NOSIGNAL). */
+ * same where it cannot use MSG_NOSIGNAL).  One that another process sent
+ * meanwhile (kill -PIPE: dlock run gives up its wait on it) is not ours
+ * to take: when every thread blocked it, it waited in the process's
+ * queue, and it is put back, with its sender, on this thread. */
 void dlock__redis_nopipe_begin(struct dlock__nopipe *np)
 {
     sigset_t pipe, pend;
@@ -386,8 +391,18 @@ void dlock__redis_nopipe_end(struct dlock__nopipe *np)
     sigpending(&pend);
     if (!np->was_pending && sigismember(&pend, SIGPIPE) == 1) {
         struct timespec zero = {0, 0};
+        siginfo_t si;
 
-        (void)sigtimedwait(&pipe, NULL, &zero);
+        memset(&si, 0, sizeof(si));
+        /* Ours: SI_USER from this process (the kernel's EPIPE). */
+        if (sigtimedwait(&pipe, &si, &zero) == SIGPIPE &&
+            !(si.si_code == SI_USER && si.si_pid == getpid())) {
+            pthread_sigmask(SIG_SETMASK, &np->old, NULL);
+            if (syscall(SYS_rt_tgsigqueueinfo, getpid(), syscall(SYS_gettid),
+                        SIGPIPE, &si) != 0)
+                (void)kill(getpid(), SIGPIPE);
+            return;
+        }
     }
     pthread_sigmask(SIG_SETMASK, &np->old, NULL);
 }
