@@ -196,7 +196,7 @@ int cmd_run(const struct cli *c, int argc, char **argv)
     run_signals_catch();
     if (run_signals_got() != 0) {
         if (recorded)
-            (void)run_end(&o, lock, run_signals_got(), 0);
+            (void)run_end(&o, lock, pfd[0], run_signals_got(), 0, &outage);
         rc = stopped_by_signal(&o);
         goto out;
     }
