@@ -195,6 +195,7 @@ struct my_sql {
     char *status[2][2][2]; /* [have_seq][mariadb][have_lim], %s the key */
     char *list[2][2];      /* [mariadb][have_lim] */
     char *force_delete, *force_delete_slots, *force_delete_waiter;
+    char *session_of; /* %llu a session: its login and client address */
     /* The renew thread's batch (renew.c): the statements (%s%s: the join,
      * the WHERE, twice), the join (%s: its rows), a row ([0] the first,
      * [1] the others), the WHERE (%s: the keys) */
