@@ -18,3 +18,17 @@ foreach(store POSTGRES MYSQL)
     dlock_tier(quick P adv43-sql-squat-${lower})
   endif()
 endforeach()
+# Issue 43 item 18 (redis_handoff_calls.sh): the lock calls (EVAL +
+# EVALSHA, INFO commandstats) per waiting `dlock run` on Redis, at 10 and
+# at 30 waiters: flat in the number of waiters (docs/performance.md gives
+# the figure).  Server-wide counts: serial.
+if(REDIS_FOUND)
+  add_test(NAME adv43-redis-handoff-calls
+    COMMAND sh -c "exec \"$0\" \"$1\" \"$2\" \"$DLOCK_TEST_REDIS_URL\" \"$DLOCK_TEST_REDIS_DIR\""
+            ${CMAKE_CURRENT_SOURCE_DIR}/adv43/redis_handoff_calls.sh
+            $<TARGET_FILE:dlock_cli>
+            ${PROJECT_SOURCE_DIR}/scripts/server-redis.sh)
+  set_tests_properties(adv43-redis-handoff-calls PROPERTIES
+                       SKIP_RETURN_CODE 77 TIMEOUT 120)
+  dlock_tier(quick S adv43-redis-handoff-calls)
+endif()
