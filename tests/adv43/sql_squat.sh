@@ -196,7 +196,25 @@ postgres)
     check_shown "$seer" "session $bpid" "user 'sq_squat' from 127.0.0.1:"
     out=$("$dlock" -s "$url?mode=lease" run -w 0 "$name" -- echo lease-ran 2>&1)
     expect "?mode=lease is not blocked by the squatter" "$out" lease-ran
-    say "SELECT pg_advisory_unlock_all();"
+    sq_end
+    # The login is the server's text: a role named with terminal escapes
+    # is printed escaped.
+    esc=$'sq_esc\e]0;owned'
+    "$script" ctl "$dir" sql --super "DROP ROLE IF EXISTS \"$esc\"" >/dev/null 2>&1
+    "$script" ctl "$dir" sql --super "CREATE ROLE \"$esc\" LOGIN PASSWORD 'sq-pw'" >/dev/null ||
+        bad "could not make the role with escapes"
+    coproc SQ { pg 'sq_esc%1B%5D0%3Bowned%07:sq-pw' 2>&1; }
+    sq_pid=$SQ_PID
+    say "SELECT pg_backend_pid(), pg_advisory_lock(hashtextextended('$name', 0)) IS NOT NULL;"
+    IFS='|' read -r bpid got < <(hear)
+    out=$("$dlock" -s "$url" status "$name" 2>&1; "$dlock" -s "$url" run \
+        --once-per 1h "$name" -- true 2>&1)
+    if [[ $out == *$'\e'* || $out == *$'\a'* ]]; then
+        bad "a login's escapes reached the terminal raw: $(printf %q "$out")"
+    else
+        expect "a login with terminal escapes is printed escaped" "$out" \
+            "user 'sq_esc" "x1b]0;owned" "x07'" "session $bpid"
+    fi
     ;;
 *)
     echo "usage: $0 mysql|postgres DLOCK SERVER_SCRIPT URL DIR" >&2
