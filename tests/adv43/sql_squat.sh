@@ -31,6 +31,7 @@ t=$(mktemp -d /tmp/dlock-sql-squat.XXXXXX)
 sq_pid=
 cleanup() {
     [ -n "$sq_pid" ] && kill "$sq_pid" 2>/dev/null
+    [ -d "$t/own-mysql" ] && "$script" stop "$t/own-mysql" >/dev/null 2>&1
     rm -rf "$t"
 }
 trap cleanup EXIT
@@ -168,6 +169,38 @@ SELECT CONNECTION_ID();"
         '"other_client":true' "\"client_id\":$cid" '"since_ms":1' '"ttl_ms":'
     say "DELETE FROM shared_locks WHERE name = '$name' AND connection_id = connection_id();
 DO RELEASE_LOCK('$name');"
+    sq_end
+
+    # The fence sequence's seed lock, taken by the first fence drawn
+    # after a server start, is a GET_LOCK key too: on a server of our own
+    # (a fresh one is unseeded, no restart of the shared one), a
+    # USAGE-only login holding it makes the run fail (69), naming its
+    # session; once it lets go the run goes ahead.
+    own=$t/own-mysql
+    mkdir -p "$own"
+    chmod 755 "$t" # as root the server runs as mysql
+    if own_url=$("$script" start "$own" 2>"$t/own.err"); then
+        oport=$(cat "$own/port")
+        "$script" ctl "$own" sql --root "CREATE USER 'sq_squat'@'127.0.0.1' IDENTIFIED BY 'sq-pw'; FLUSH PRIVILEGES;" >/dev/null
+        port=$oport
+        coproc SQ { my sq_squat sq-pw 2>&1; }
+        sq_pid=$SQ_PID
+        say "SELECT CONNECTION_ID(), GET_LOCK('dlock-seed:shared_locks', 0);"
+        read -r cid got < <(hear)
+        [ "${got:-}" = 1 ] || bad "the squatter did not get the seed lock: $cid ${got:-}"
+        out=$("$dlock" -s "$own_url?timeout=1s" run "$name" -- echo seed-ran 2>&1)
+        rc=$?
+        [ "$rc" = 69 ] || bad "a run past a held seed lock exited $rc: $out"
+        expect "a held seed lock is named with its session" "$out" \
+            "seed lock 'dlock-seed:shared_locks' (session $cid)" \
+            "any login of the server may take"
+        sq_end
+        out=$("$dlock" -s "$own_url" run "$name" -- echo seed-ran 2>&1)
+        expect "once the seed lock is let go, the run goes ahead" "$out" seed-ran
+        "$script" stop "$own" >/dev/null 2>&1
+    else
+        bad "could not start a server of our own: $(tail -n 5 "$t/own.err")"
+    fi
     ;;
 postgres)
     psql=$(cat "$dir/bindir" 2>/dev/null)/psql

@@ -409,6 +409,11 @@ struct holder {
     size_t name_len;
 };
 
+/* Session id's login and client address as the server shows them to us
+ * ("" where it does not: another login's, without PROCESS); store.c. */
+int dlock__my_session_of(struct my_store *ms, struct conn *c,
+                         unsigned long long id, char *user, size_t ulen,
+                         char *addr, size_t alen);
 /* A row read with ms->sql.columns (sql/columns.sql: 12 columns). */
 void dlock__my_read_holder(MYSQL_ROW row, unsigned long *lens, struct holder *h,
                            int want_name);

@@ -485,18 +485,37 @@ struct name_call {
     const dlock_info *blank; /* status: *out as the caller filled it */
 };
 
-/* A holder that is not dlock (a session holding the key's GET_LOCK with
- * no row of dlock's, or a peer library's row): held, and its session as
- * the server reports it (sql/session_of.sql): its id always, its login
- * and address where the server shows them to us (PROCESS privilege). */
-static int other_client(struct my_store *ms, struct conn *c,
-                        unsigned long long id, dlock_info *out)
+/* Session id's login and client address as the server shows them to us
+ * (sql/session_of.sql): "" where it does not (another login's session,
+ * without the PROCESS privilege). */
+int dlock__my_session_of(struct my_store *ms, struct conn *c,
+                         unsigned long long id, char *user, size_t ulen,
+                         char *addr, size_t alen)
 {
     struct sb b = {0};
     MYSQL_RES *res = NULL;
     MYSQL_ROW row;
     int rc;
 
+    user[0] = addr[0] = '\0';
+    dlock__my_sb_add(&b, ms->sql.session_of, id);
+    rc = dlock__my_run(ms, c, &b, &res, "status");
+    dlock__my_sb_free(&b);
+    if (rc == DLOCK_OK && res != NULL && (row = mysql_fetch_row(res)) != NULL) {
+        dlock__strlcpy(user, row[0] ? row[0] : "", ulen);
+        dlock__strlcpy(addr, row[1] ? row[1] : "", alen);
+    }
+    mysql_free_result(res);
+    return rc;
+}
+
+/* A holder that is not dlock (a session holding the key's GET_LOCK with
+ * no row of dlock's, or a peer library's row): held, and its session as
+ * the server reports it: its id always, its login and address where the
+ * server shows them to us (PROCESS privilege). */
+static int other_client(struct my_store *ms, struct conn *c,
+                        unsigned long long id, dlock_info *out)
+{
     out->held = 1;
     out->holders = 1;
     out->limit = 1;
@@ -506,17 +525,9 @@ static int other_client(struct my_store *ms, struct conn *c,
     out->client_id = id <= INT64_MAX ? (int64_t)id : 0;
     if (id == 0)
         return DLOCK_OK;
-    dlock__my_sb_add(&b, ms->sql.session_of, id);
-    rc = dlock__my_run(ms, c, &b, &res, "status");
-    dlock__my_sb_free(&b);
-    if (rc == DLOCK_OK && res != NULL && (row = mysql_fetch_row(res)) != NULL) {
-        dlock__strlcpy(out->client_user, row[0] ? row[0] : "",
-                       sizeof(out->client_user));
-        dlock__strlcpy(out->client_addr, row[1] ? row[1] : "",
-                       sizeof(out->client_addr));
-    }
-    mysql_free_result(res);
-    return rc;
+    return dlock__my_session_of(ms, c, id, out->client_user,
+                                sizeof(out->client_user), out->client_addr,
+                                sizeof(out->client_addr));
 }
 
 static int status_fn(void *conn, void *arg, int *dead)
