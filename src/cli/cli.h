@@ -64,7 +64,7 @@ void cli_print_other(FILE *f, const dlock_info *info);
  * row): then CLI_KEY_ONLY_HINT says what to do. */
 int cli_other_key_only(const dlock_info *info);
 #define CLI_KEY_ONLY_HINT                                                      \
-    "(a session that holds only the name's key, as any login of the "        \
+    "(a session that holds only the name's key, as any login of the "          \
     "server may; ?mode=lease cannot be blocked that way)"
 /* Format a Unix ms timestamp as local ISO 8601 into buf. */
 const char *cli_time(int64_t unix_ms, char *buf, size_t len);

@@ -308,10 +308,10 @@ dlock_rc dlock_ddl(char **out, const char *url)
  * (MariaDB: its-mieger's created and ttl). */
 static void mark_other_client(dlock_info *info)
 {
-    info->other_client = info->held &&
-                         (info->other_client ||
-                          (info->host[0] == '\0' && info->pid == 0 &&
-                           info->since_ms == 0));
+    info->other_client =
+        info->held &&
+        (info->other_client ||
+         (info->host[0] == '\0' && info->pid == 0 && info->since_ms == 0));
 }
 
 dlock_rc dlock_status(dlock_info **out, dlock_store *s, const char *name)

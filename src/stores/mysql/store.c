@@ -664,8 +664,8 @@ static int my_list(struct dlock_store *s, const char *prefix,
                    void *payload)
 {
     struct dlock__names names = {0};
-    struct name_call k = {(struct my_store *)s, prefix, NULL, NULL, &names,
-                          NULL};
+    struct name_call k = {
+        (struct my_store *)s, prefix, NULL, NULL, &names, NULL};
 
     return dlock__pool_list(&k.ms->pool, names_fn, &k, &names, s, my_status, cb,
                             payload);
@@ -906,8 +906,8 @@ out:
 static int my_force_release(struct dlock_store *s, const char *name,
                             unsigned *removed)
 {
-    struct name_call k = {(struct my_store *)s, name, NULL, removed, NULL,
-                          NULL};
+    struct name_call k = {
+        (struct my_store *)s, name, NULL, removed, NULL, NULL};
 
     return dlock__pool_run(&k.ms->pool, force_fn, &k);
 }
