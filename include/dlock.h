@@ -322,12 +322,25 @@ typedef struct dlock_info {
      * 0 if unknown. */
     int64_t since_ms;
     /** Nonzero if the lock is held by a client that is not dlock (a plain
-     * GET_LOCK, advisory lock or SET NX), seen only by the server: then
-     * host, pid, since_ms, ttl_ms and fence say nothing about it. */
+     * GET_LOCK, advisory lock or SET NX, a peer library's row): then host,
+     * pid and fence say nothing about it; since_ms and ttl_ms are what its
+     * row says (its-mieger/mysql-shared-locks' created and ttl), or
+     * unknown. */
     int other_client;
     /** The limit its holders asked: 1 for a lock, N for a semaphore of N
      * (holders says how many of the N are taken); 0 when free or unknown. */
     unsigned limit;
+    /** A holder that is not dlock (other_client), on PostgreSQL and
+     * MariaDB/MySQL: its session as the server reports it.  client_id is
+     * the session's id (MariaDB's connection id, PostgreSQL's backend
+     * pid), 0 if unknown; client_user its login and client_addr its
+     * client's address ("127.0.0.1:40522", "localhost", "local"), "" where
+     * the server does not show them to this login (MariaDB: without the
+     * PROCESS privilege; PostgreSQL: the address, without
+     * pg_read_all_stats).  Text from the server: print it escaped. */
+    int64_t client_id;
+    char client_user[128];
+    char client_addr[128];
 } dlock_info;
 
 /**

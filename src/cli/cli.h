@@ -57,6 +57,15 @@ void cli_json_string(FILE *f, const char *s);
 void cli_json_info(FILE *f, const dlock_info *info);
 /* Print info as one human-readable line. */
 void cli_print_info(const dlock_info *info);
+/* " by another client (not dlock)" and what its server says of it (login,
+ * address, session), escaped (cmd_status.c). */
+void cli_print_other(FILE *f, const dlock_info *info);
+/* Nonzero for a holder that holds only the name's key on the server (no
+ * row): then CLI_KEY_ONLY_HINT says what to do. */
+int cli_other_key_only(const dlock_info *info);
+#define CLI_KEY_ONLY_HINT                                                      \
+    "(a session that holds only the name's key, as any login of the "          \
+    "server may; ?mode=lease cannot be blocked that way)"
 /* Format a Unix ms timestamp as local ISO 8601 into buf. */
 /* Whether a Unix ms time (from a store) is one to show: after the epoch,
  * before year 10000.  cli_time() and cli_time_utc() say "unknown" else. */

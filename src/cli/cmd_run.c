@@ -38,10 +38,16 @@ static void say_holder(dlock_store *store, const char *name)
     char when[64];
 
     if (dlock_status(&info, store, name) == DLOCK_OK && info->held) {
-        if (info->other_client)
-            cli_err("waiting for '%s': held by another client (not dlock)",
-                    name);
-        else if (!cli_quiet) {
+        if (info->other_client) {
+            /* Its session as the server reports it: escaped. */
+            fputs("dlock: waiting for '", stderr);
+            cli_print_safe(stderr, name);
+            fputs("': held", stderr);
+            cli_print_other(stderr, info);
+            if (cli_other_key_only(info))
+                fprintf(stderr, " %s", CLI_KEY_ONLY_HINT);
+            fputc('\n', stderr);
+        } else if (!cli_quiet) {
             /* The host comes from the store: escaped, never raw. */
             fprintf(stderr, "dlock: waiting for '%s': held by ", name);
             if (info->limit > 1)

@@ -15,6 +15,39 @@ static const char help[] =
     "of NAME, if any: how it ended, where, when (see dlock history).\n"
     "  --json   one JSON object; \"last_run\" is the last run (null if none)\n";
 
+/* A holder that is not dlock, as its server reports it (PostgreSQL,
+ * MariaDB): ": user 'U' from ADDR, session N", each part only when known.
+ * The text comes from the server: escaped, never raw. */
+void cli_print_other(FILE *f, const dlock_info *in)
+{
+    const char *sep = ": ";
+
+    fputs(" by another client (not dlock)", f);
+    if (in->client_user[0] != '\0') {
+        fprintf(f, "%suser '", sep);
+        cli_print_safe(f, in->client_user);
+        fputc('\'', f);
+        sep = " ";
+    }
+    if (in->client_addr[0] != '\0') {
+        fprintf(f, "%sfrom ", sep);
+        cli_print_safe(f, in->client_addr);
+        sep = ", ";
+    } else if (in->client_user[0] != '\0') {
+        sep = ", ";
+    }
+    if (in->client_id != 0)
+        fprintf(f, "%ssession %lld", sep, (long long)in->client_id);
+}
+
+/* Held by a session that holds the name's key and nothing else of dlock's
+ * (no row): any login of the server may do that, so ?mode=lease is the way
+ * out (docs/security.md). */
+int cli_other_key_only(const dlock_info *in)
+{
+    return in->other_client && in->client_id != 0 && in->since_ms == 0;
+}
+
 void cli_print_info(const dlock_info *in)
 {
     char when[64];
@@ -22,8 +55,13 @@ void cli_print_info(const dlock_info *in)
     cli_print_safe(stdout, in->name);
     printf(": %s", in->held ? "held" : "free");
     if (in->other_client) {
-        /* Seen only by the server: nothing more is known of it. */
-        printf(" by another client (not dlock)");
+        /* Seen by the server, or by a peer library's row: what they say
+         * of it. */
+        cli_print_other(stdout, in);
+        if (in->since_ms != 0)
+            printf(", since %s", cli_time(in->since_ms, when, sizeof(when)));
+        if (in->ttl_ms >= 0)
+            printf(", lease %lld ms left", (long long)in->ttl_ms);
     } else if (in->held) {
         if (in->limit > 1)
             printf(" by %u of %u (semaphore), the longest lease", in->holders,
@@ -41,6 +79,8 @@ void cli_print_info(const dlock_info *in)
             printf(", lease unknown");
     }
     printf(", fence %llu\n", (unsigned long long)in->fence);
+    if (cli_other_key_only(in))
+        printf("  %s\n", CLI_KEY_ONLY_HINT);
 }
 
 static int keep_first(const dlock_run *run, void *payload)

@@ -361,6 +361,23 @@ void cli_json_info_open(FILE *f, const dlock_info *in)
     else
         fputs(",\"since_ms\":null", f);
     fprintf(f, ",\"other_client\":%s", in->other_client ? "true" : "false");
+    /* A holder that is not dlock as its server reports it (PostgreSQL,
+     * MariaDB): its session id, login and client address, null if not
+     * known. */
+    if (in->client_id != 0)
+        fprintf(f, ",\"client_id\":%lld", (long long)in->client_id);
+    else
+        fputs(",\"client_id\":null", f);
+    fputs(",\"client_user\":", f);
+    if (in->client_user[0] != '\0')
+        cli_json_string(f, in->client_user);
+    else
+        fputs("null", f);
+    fputs(",\"client_addr\":", f);
+    if (in->client_addr[0] != '\0')
+        cli_json_string(f, in->client_addr);
+    else
+        fputs("null", f);
 }
 
 /* A time read from a store is shown, and a duration computed from it,

@@ -25,7 +25,12 @@ void run_say_busy(dlock_store *store, const char *name)
     if (dlock_status(&info, store, name) != DLOCK_OK || !info->held) {
         fputs("' is running now (its holder could not be told)\n", stderr);
     } else if (info->other_client) {
-        fputs("' is held now by another client (not dlock)\n", stderr);
+        /* Its session as the server reports it: escaped. */
+        fputs("' is held now", stderr);
+        cli_print_other(stderr, info);
+        if (cli_other_key_only(info))
+            fprintf(stderr, " %s", CLI_KEY_ONLY_HINT);
+        fputc('\n', stderr);
     } else {
         fputs("' is running now on host ", stderr);
         cli_print_safe(stderr, info->host[0] ? info->host : "?");

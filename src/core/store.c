@@ -335,11 +335,14 @@ dlock_rc dlock_ddl(char **out, const char *url)
 
 /* A holder the store knows nothing about but that it is held: a client
  * that is not dlock (stores record host, pid and time for every dlock
- * holder). */
+ * holder).  A store may say so itself, of a peer's row that tells a time
+ * (MariaDB: its-mieger's created and ttl). */
 static void mark_other_client(dlock_info *info)
 {
-    info->other_client = info->held && info->host[0] == '\0' &&
-                         info->pid == 0 && info->since_ms == 0;
+    info->other_client =
+        info->held &&
+        (info->other_client ||
+         (info->host[0] == '\0' && info->pid == 0 && info->since_ms == 0));
 }
 
 dlock_rc dlock_status(dlock_info **out, dlock_store *s, const char *name)

@@ -195,6 +195,7 @@ struct my_sql {
     char *status[2][2][2]; /* [have_seq][mariadb][have_lim], %s the key */
     char *list[2][2];      /* [mariadb][have_lim] */
     char *force_delete, *force_delete_slots, *force_delete_waiter;
+    char *session_of; /* %llu a session: its login and client address */
     /* The renew thread's batch (renew.c): the statements (%s%s: the join,
      * the WHERE, twice), the join (%s: its rows), a row ([0] the first,
      * [1] the others), the WHERE (%s: the keys) */
@@ -408,6 +409,11 @@ struct holder {
     size_t name_len;
 };
 
+/* Session id's login and client address as the server shows them to us
+ * ("" where it does not: another login's, without PROCESS); store.c. */
+int dlock__my_session_of(struct my_store *ms, struct conn *c,
+                         unsigned long long id, char *user, size_t ulen,
+                         char *addr, size_t alen);
 /* A row read with ms->sql.columns (sql/columns.sql: 12 columns). */
 void dlock__my_read_holder(MYSQL_ROW row, unsigned long *lens, struct holder *h,
                            int want_name);

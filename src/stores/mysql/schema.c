@@ -63,6 +63,37 @@ static void ddl_fseq(struct sb *b, const struct my_store *ms, const char *sep)
  * the sequence itself: every fence was at most the clock of its moment
  * plus the fences handed out since the last seed, fewer than one per
  * microsecond).  Under a GET_LOCK of its own, once per server start. */
+/* The seed lock is held by another session: say which, as the server
+ * reports it.  A GET_LOCK key, so any login of the server may hold it
+ * (docs/security.md, "SQL session mode"). */
+static int seed_held(struct my_store *ms, struct conn *c, struct sb *b)
+{
+    char key[80], user[128] = "", addr[128] = "", who[300] = "";
+    long long id = 0;
+    int found = 0;
+
+    /* The key as sql/fseq_seed_lock.sql spells it (the table's name is
+     * letters, digits, '_' and '$': no quoting to do). */
+    snprintf(key, sizeof(key), "'dlock-seed:%.50s'", ms->raw_table);
+    dlock__my_sb_reset(b);
+    dlock__my_sb_add(b, ms->sql.used_by, key);
+    if (dlock__my_run_int(ms, c, b, &id, &found, "seeding the fences") ==
+            DLOCK_OK &&
+        id > 0)
+        (void)dlock__my_session_of(ms, c, (unsigned long long)id, user,
+                                   sizeof(user), addr, sizeof(addr));
+    if (user[0] != '\0')
+        snprintf(who, sizeof(who), ", user '%s'%s%s", user,
+                 addr[0] ? " from " : "", addr);
+    return dlock__seterr(DLOCK_ESTORE,
+                         "seeding the fences on %s: another client holds "
+                         "the seed lock %s (session %lld%s), a GET_LOCK "
+                         "key any login of the server may take: it is "
+                         "taken once after each server start, and no fence "
+                         "is drawn until that session lets go",
+                         ms->base.url, key, id, who);
+}
+
 int dlock__my_fseq_seed(struct my_store *ms, struct conn *c)
 {
     struct sb b = {0};
@@ -90,10 +121,7 @@ int dlock__my_fseq_seed(struct my_store *ms, struct conn *c)
     rc = dlock__my_run_int(ms, c, &b, &v, &found, "seeding the fences");
     got = rc == DLOCK_OK && found && v == 1;
     if (rc == DLOCK_OK && !got)
-        rc = dlock__seterr(DLOCK_ESTORE,
-                           "seeding the fences on %s: another client "
-                           "holds the seed lock",
-                           ms->base.url);
+        rc = seed_held(ms, c, &b);
     if (rc == DLOCK_OK) {
         dlock__my_sb_reset(&b);
         dlock__my_sb_add(&b, "%s", ms->sql.fseq_seeded);

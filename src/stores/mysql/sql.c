@@ -191,6 +191,7 @@ int dlock__my_sql_build(struct my_store *ms)
     X(q->take_over[1], dlock__text_mysql_take_over,
       V("owner_is", "owner = '%s'"));
     X(q->used_by, dlock__text_mysql_used_by, V("_", ""));
+    X(q->session_of, dlock__text_mysql_session_of, V("_", ""));
     X(q->kill, dlock__text_mysql_kill, V("_", ""));
     X(q->get_lock[0], dlock__text_mysql_get_lock, V("wait", "%lld"));
     X(q->get_lock[1], dlock__text_mysql_get_lock, V("wait", "%lld.%03lld"));
@@ -361,6 +362,7 @@ static const struct {
     T(release_getlock_if_ours),
     T(delete_own_row),
     T(used_by),
+    T(session_of),
     T(kill),
     T(call_acquire),
     T(delete_by_owner),

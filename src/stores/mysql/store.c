@@ -482,7 +482,53 @@ struct name_call {
     dlock_info *out;
     unsigned *removed;
     struct dlock__names *names;
+    const dlock_info *blank; /* status: *out as the caller filled it */
 };
+
+/* Session id's login and client address as the server shows them to us
+ * (sql/session_of.sql): "" where it does not (another login's session,
+ * without the PROCESS privilege). */
+int dlock__my_session_of(struct my_store *ms, struct conn *c,
+                         unsigned long long id, char *user, size_t ulen,
+                         char *addr, size_t alen)
+{
+    struct sb b = {0};
+    MYSQL_RES *res = NULL;
+    MYSQL_ROW row;
+    int rc;
+
+    user[0] = addr[0] = '\0';
+    dlock__my_sb_add(&b, ms->sql.session_of, id);
+    rc = dlock__my_run(ms, c, &b, &res, "status");
+    dlock__my_sb_free(&b);
+    if (rc == DLOCK_OK && res != NULL && (row = mysql_fetch_row(res)) != NULL) {
+        dlock__strlcpy(user, row[0] ? row[0] : "", ulen);
+        dlock__strlcpy(addr, row[1] ? row[1] : "", alen);
+    }
+    mysql_free_result(res);
+    return rc;
+}
+
+/* A holder that is not dlock (a session holding the key's GET_LOCK with
+ * no row of dlock's, or a peer library's row): held, and its session as
+ * the server reports it: its id always, its login and address where the
+ * server shows them to us (PROCESS privilege). */
+static int other_client(struct my_store *ms, struct conn *c,
+                        unsigned long long id, dlock_info *out)
+{
+    out->held = 1;
+    out->holders = 1;
+    out->limit = 1;
+    out->other_client = 1;
+    out->host[0] = '\0';
+    out->pid = 0;
+    out->client_id = id <= INT64_MAX ? (int64_t)id : 0;
+    if (id == 0)
+        return DLOCK_OK;
+    return dlock__my_session_of(ms, c, id, out->client_user,
+                                sizeof(out->client_user), out->client_addr,
+                                sizeof(out->client_addr));
+}
 
 static int status_fn(void *conn, void *arg, int *dead)
 {
@@ -498,6 +544,7 @@ static int status_fn(void *conn, void *arg, int *dead)
     MYSQL_ROW row;
     int rc;
 
+    *out = *k->blank; /* a retry starts from what the caller gave */
     ml.key_len = dlock__mysql_key(name, strlen(name), ms->mariadb, ml.key);
     c->name = name;
     /* sql/status.sql: the key three times, four with NAME_seq. */
@@ -512,6 +559,9 @@ static int status_fn(void *conn, void *arg, int *dead)
         row = mysql_fetch_row(res);
         if (row != NULL) {
             struct holder h;
+            unsigned long long used =
+                row[13] != NULL ? strtoull(row[13], NULL, 10) : 0;
+            int rowless = row[0] == NULL;
 
             out->fence = row[12] ? strtoull(row[12], NULL, 10) : 0;
             if (row[0] != NULL) {
@@ -525,11 +575,22 @@ static int status_fn(void *conn, void *arg, int *dead)
                     rc = dlock__my_sem_status(ms, c, &h, out);
                 } else if (!dlock__my_holder_dead(&h)) {
                     fill_info(out, &h);
+                    /* No owner token: not dlock's row but a peer
+                     * library's (its-mieger/mysql-shared-locks): its
+                     * connection, created and ttl are what it says. */
+                    if (!h.has_owner) {
+                        mysql_free_result(res);
+                        res = NULL;
+                        rc = other_client(ms, c, h.conn_id, out);
+                    }
+                } else {
+                    /* A dead row, and the key held by another session
+                     * than the row's: as if there were no row. */
+                    rowless = used != h.conn_id;
                 }
                 free(h.name);
-            } else if (!ms->lease_mode && row[13] != NULL &&
-                       strcmp(row[13], "0") != 0) {
-                unsigned long long used = strtoull(row[13], NULL, 10);
+            }
+            if (rc == DLOCK_OK && rowless && !ms->lease_mode && used != 0) {
                 struct holder w;
                 int wf = 0;
 
@@ -537,18 +598,16 @@ static int status_fn(void *conn, void *arg, int *dead)
                  * held while its wait's lease lasts; after that it is
                  * fenced off by the next acquire, so not held.  Else a
                  * GET_LOCK-only holder (an application using the key
-                 * directly): held, nothing more known. */
+                 * directly, or any login of the server: GET_LOCK needs
+                 * no rights): held, known only by its session. */
                 mysql_free_result(res);
                 res = NULL;
                 rc = dlock__my_read_waiter(ms, c, ml.key, ml.key_len, used, &w,
                                            &wf);
-                if (rc == DLOCK_OK && wf && w.left > 0) {
+                if (rc == DLOCK_OK && wf && w.left > 0)
                     fill_info(out, &w);
-                } else if (rc == DLOCK_OK && !wf) {
-                    out->held = 1;
-                    out->holders = 1;
-                    out->limit = 1;
-                }
+                else if (rc == DLOCK_OK && !wf)
+                    rc = other_client(ms, c, used, out);
             }
         }
         mysql_free_result(res);
@@ -559,7 +618,8 @@ static int status_fn(void *conn, void *arg, int *dead)
 
 static int my_status(struct dlock_store *s, const char *name, dlock_info *out)
 {
-    struct name_call k = {(struct my_store *)s, name, out, NULL, NULL};
+    dlock_info blank = *out;
+    struct name_call k = {(struct my_store *)s, name, out, NULL, NULL, &blank};
 
     return dlock__pool_run(&k.ms->pool, status_fn, &k);
 }
@@ -604,7 +664,8 @@ static int my_list(struct dlock_store *s, const char *prefix,
                    void *payload)
 {
     struct dlock__names names = {0};
-    struct name_call k = {(struct my_store *)s, prefix, NULL, NULL, &names};
+    struct name_call k = {
+        (struct my_store *)s, prefix, NULL, NULL, &names, NULL};
 
     return dlock__pool_list(&k.ms->pool, names_fn, &k, &names, s, my_status, cb,
                             payload);
@@ -845,7 +906,8 @@ out:
 static int my_force_release(struct dlock_store *s, const char *name,
                             unsigned *removed)
 {
-    struct name_call k = {(struct my_store *)s, name, NULL, removed, NULL};
+    struct name_call k = {
+        (struct my_store *)s, name, NULL, removed, NULL, NULL};
 
     return dlock__pool_run(&k.ms->pool, force_fn, &k);
 }

@@ -432,12 +432,22 @@ static int describe_fn(void *conn, void *arg, int *dead)
     if (rc != DLOCK_OK)
         goto out;
     out->fence = (uint64_t)dlock__pg_col_i64(res, 0, 0, 0);
-    /* Held by sessions that are not dlock's (psql, a Laravel app): the
-     * key is taken all the same. */
+    /* Held by sessions that are not dlock's (psql, a Laravel app, any
+     * role that may connect to the database: advisory locks need no
+     * rights): the key is taken all the same.  One of them as the server
+     * reports it. */
     if (!out->held && dlock__pg_col_i64(res, 0, 1, 0) > 0) {
         out->held = 1;
         out->holders = (unsigned)dlock__pg_col_i64(res, 0, 1, 0);
         out->shared = dlock__pg_col_bool(res, 0, 2);
+        out->other_client = 1;
+        out->client_id = dlock__pg_col_i64(res, 0, 3, 0);
+        if (PQntuples(res) > 0 && PQnfields(res) > 5) {
+            dlock__strlcpy(out->client_user, PQgetvalue(res, 0, 4),
+                           sizeof(out->client_user));
+            dlock__strlcpy(out->client_addr, PQgetvalue(res, 0, 5),
+                           sizeof(out->client_addr));
+        }
     }
     PQclear(res);
 out:
