@@ -55,8 +55,8 @@ void run_scan_fds(int mark_cloexec)
  * CMD: an inherited one never reaches CMD (a nested dlock would take a
  * parent's store file or metrics file for its own). */
 static const char *const dlock_env[] = {
-    "DLOCK_NAME=",       "DLOCK_FENCE=",        "DLOCK_STORE=",
-    "DLOCK_STORE_FILE=", "DLOCK_METRICS_FILE="};
+    "DLOCK_NAME=", "DLOCK_FENCE=", "DLOCK_STORE=", "DLOCK_STORE_FILE=",
+    "DLOCK_METRICS_FILE="};
 
 /* environ without dlock_env[], plus DLOCK_NAME/FENCE/STORE of ours. */
 char **run_child_env(const char *name, uint64_t fence, const char *url)
@@ -74,7 +74,8 @@ char **run_child_env(const char *name, uint64_t fence, const char *url)
         int skip = 0;
 
         for (size_t j = 0; j < sizeof(dlock_env) / sizeof(dlock_env[0]); j++)
-            skip |= strncmp(environ[i], dlock_env[j], strlen(dlock_env[j])) == 0;
+            skip |=
+                strncmp(environ[i], dlock_env[j], strlen(dlock_env[j])) == 0;
         if (!skip)
             env[k++] = environ[i];
     }

@@ -46,8 +46,8 @@ static size_t *find_slot(struct dlock__names *l, const char *name, size_t len)
     for (;; i = (i + 1) & (l->nslot - 1)) {
         size_t k = l->slot[i];
 
-        if (k == 0 || (strlen(l->v[k - 1]) == len &&
-                       memcmp(l->v[k - 1], name, len) == 0))
+        if (k == 0 ||
+            (strlen(l->v[k - 1]) == len && memcmp(l->v[k - 1], name, len) == 0))
             return &l->slot[i];
     }
 }
