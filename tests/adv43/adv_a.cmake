@@ -1,5 +1,5 @@
 # Adversary pass on the fixes of issue 43 (branch adv-a).
-# Item 11: a signal ignored when dlock started stays ignored for CMD too.
+# Item 11: nohup's SIGHUP, ignored when dlock started, stays so for CMD.
 add_test(NAME adv43-adv-a-nohup-cmd
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/adv43/adv_a_nohup.sh $<TARGET_FILE:dlock_cli>)
 set_tests_properties(adv43-adv-a-nohup-cmd PROPERTIES TIMEOUT 120)
