@@ -4,3 +4,10 @@ add_test(NAME adv43-adv-a-nohup-cmd
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/adv43/adv_a_nohup.sh $<TARGET_FILE:dlock_cli>)
 set_tests_properties(adv43-adv-a-nohup-cmd PROPERTIES TIMEOUT 120)
 dlock_tier(quick P adv43-adv-a-nohup-cmd)
+# Item 12: a finite wait's open of a Redis Sentinel URL whose sentinels
+# accept and never answer ends by the wait + 1 s (no server needed).
+add_test(NAME adv43-adv-a-open-sentinel
+  COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/adv43/adv_a_open_sentinel.py
+          $<TARGET_FILE:dlock_cli>)
+set_tests_properties(adv43-adv-a-open-sentinel PROPERTIES TIMEOUT 300)
+dlock_tier(quick T adv43-adv-a-open-sentinel)
