@@ -11,3 +11,14 @@ add_test(NAME adv43-adv-a-open-sentinel
           $<TARGET_FILE:dlock_cli>)
 set_tests_properties(adv43-adv-a-open-sentinel PROPERTIES TIMEOUT 300)
 dlock_tier(quick T adv43-adv-a-open-sentinel)
+# Item 1 on Redis (a private redis-server, CLIENT PAUSE as the blink):
+# --once through a blink as CMD ends; a lock broken while CMD ran, then
+# the blink, is not said held to the end.
+if(REDIS_FOUND)
+  add_test(NAME adv43-adv-a-end-blink-redis
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/adv43/adv_a_end_blink.sh
+            $<TARGET_FILE:dlock_cli>)
+  set_tests_properties(adv43-adv-a-end-blink-redis PROPERTIES
+                       SKIP_RETURN_CODE 77 TIMEOUT 120)
+  dlock_tier(quick P adv43-adv-a-end-blink-redis)
+endif()
