@@ -55,7 +55,7 @@ if grep -q "ended under the lock" "$T/e2"; then
     echo "FAIL(2): a lock broken while CMD ran is said held to the end: $(cat "$T/e2")"
     fail=1
 fi
-grep -q "found lost" "$T/e2" ||
+grep -q "could not be confirmed (.*): found lost" "$T/e2" ||
     { echo "FAIL(2): no word of the loss: $(cat "$T/e2")"; fail=1; }
 
 # 3
