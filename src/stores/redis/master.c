@@ -59,9 +59,9 @@ void dlock__redis_master_free(struct redis_store *rs)
 static int ask_sentinel(struct redis_store *rs, int i, char *host, size_t hlen,
                         int *port)
 {
-    struct rconn *c = dlock__rconn_connect(
-        rs->tls, rs->sent_host[i], rs->sent_port[i], NULL,
-        dlock__io_bound(rs->connect_timeout_ms));
+    struct rconn *c =
+        dlock__rconn_connect(rs->tls, rs->sent_host[i], rs->sent_port[i], NULL,
+                             dlock__io_bound(rs->connect_timeout_ms));
     redisReply *r = NULL;
     int ok = -1;
 
