@@ -17,6 +17,9 @@
  * is given up by a second signal: another one, or the same one a second
  * or more after the first (one SIGHUP may come twice, from the terminal
  * and from the shell).
+ *
+ * A signal ignored when dlock started is never caught before CMD; nohup's
+ * SIGHUP is not while CMD runs either, and CMD starts with it ignored.
  */
 #include <errno.h>
 #include <signal.h>
@@ -71,22 +74,28 @@ static void for_each_caught(void (*fn)(int sig, void *arg), void *arg)
         fn(sig, arg);
 }
 
-static void catch_one(int sig, void *arg)
-{
-    (void)sigaction(sig, arg, NULL);
-}
+/* The signals ignored when dlock started (nohup's SIGHUP, a background
+ * job's SIGINT and SIGQUIT): whoever started dlock asked for it to go on
+ * through them.  They stay ignored before CMD; while it runs nohup's
+ * SIGHUP does, and CMD inherits it ignored (run_signals_catch(),
+ * run_signals_default()). */
+static sigset_t ignored;
 
-/* catch_one(), except for a signal ignored when dlock started (nohup's
- * SIGHUP, a background job's SIGINT and SIGQUIT): whoever started dlock
- * asked for it to go on waiting through them. */
-static void catch_unignored(int sig, void *arg)
+static void note_ignored(int sig, void *arg)
 {
     struct sigaction old;
 
+    (void)arg;
     if (sigaction(sig, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
         old.sa_handler == SIG_IGN)
-        return;
-    (void)sigaction(sig, arg, NULL);
+        sigaddset(&ignored, sig);
+}
+
+/* Our handler (arg), except for a signal ignored when dlock started. */
+static void catch_unignored(int sig, void *arg)
+{
+    if (!sigismember(&ignored, sig))
+        (void)sigaction(sig, arg, NULL);
 }
 
 static int64_t mono_ms(void)
@@ -142,6 +151,8 @@ int run_signals_early(void)
     for (size_t i = 0; i < sizeof(caught) / sizeof(caught[0]); i++)
         sigaddset(&sa.sa_mask, caught[i]);
     self_pid = getpid();
+    sigemptyset(&ignored);
+    for_each_caught(note_ignored, NULL);
     for_each_caught(catch_unignored, &sa);
     return DLOCK_OK;
 }
@@ -166,10 +177,13 @@ void run_on_lost(dlock_lock *lock, void *payload)
     (void)!write(sigpipe_w, &b, 1);
 }
 
+/* In CMD (between fork and exec): sigismember() and signal() are
+ * async-signal-safe; an ignored one stays so across the exec. */
 static void default_one(int sig, void *arg)
 {
     (void)arg;
-    (void)signal(sig, SIG_DFL);
+    if (!sigismember(&ignored, sig))
+        (void)signal(sig, SIG_DFL);
 }
 
 void run_signals_pipe(int wfd)
@@ -187,7 +201,17 @@ void run_signals_catch(void)
     sigemptyset(&sa.sa_mask);
     self_pid = getpid();
     sigaction(SIGCHLD, &sa, NULL);
-    for_each_caught(catch_one, &sa);
+    /* While CMD runs, only nohup's SIGHUP stays ignored (and CMD starts
+     * with it ignored): a SIGINT or SIGQUIT that a shell ignores in a
+     * background job is still caught and, sent by someone, passed on
+     * (`kill -QUIT` of a background `dlock run` stops CMD, cli-*). */
+    if (sigismember(&ignored, SIGHUP)) {
+        sigemptyset(&ignored);
+        sigaddset(&ignored, SIGHUP);
+    } else {
+        sigemptyset(&ignored);
+    }
+    for_each_caught(catch_unignored, &sa);
 }
 
 void run_signals_default(void)

@@ -134,7 +134,7 @@ int run_release_after(dlock_lock *lock, const struct run_opts *o, int status,
                       int unreachable)
 {
     int64_t left = dlock_lease_left(lock);
-    int r = dlock_release(lock);
+    int r = dlock_release(lock), gone = 0;
 
     /* The run's end met an outage just before (run_end() tried it again
      * while the lease lasted): a session store then knows its session is
@@ -144,6 +144,10 @@ int run_release_after(dlock_lock *lock, const struct run_opts *o, int status,
      * lost).  Either is "could not confirm" (R11), not a loss seen
      * before the command ended. */
     if (unreachable && (r == DLOCK_LOST || left == 0)) {
+        /* A LOST then cannot be dated: the lock went after its last
+         * renewal, before or after CMD ended, and the warning says so
+         * rather than "ended under the lock". */
+        gone = r == DLOCK_LOST;
         r = DLOCK_EUNAVAIL;
         left = 1;
     }
@@ -153,7 +157,13 @@ int run_release_after(dlock_lock *lock, const struct run_opts *o, int status,
                 r == DLOCK_LOST ? dlock_errmsg() : "");
         return EXIT_LOST;
     }
-    if (r != DLOCK_OK)
+    if (gone)
+        cli_err("run: warning: the release of '%s' could not be confirmed "
+                "(%s): found lost after the store had been unreachable as "
+                "the command ended, it went after its last renewal, before "
+                "or after the command ended",
+                o->name, dlock_errmsg());
+    else if (r != DLOCK_OK)
         cli_err("run: warning: the command ended under the lock, but the "
                 "release of '%s' could not be confirmed (%s); the lock "
                 "goes when its lease runs out, at most %lld ms from now",

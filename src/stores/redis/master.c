@@ -52,18 +52,21 @@ void dlock__redis_master_free(struct redis_store *rs)
     free(rs->master);
 }
 
-/* Ask sentinel i where the master is: 0 with host and *port. */
+/* Ask sentinel i where the master is: 0 with host and *port.  Within
+ * the call's I/O bound (dlock__io_bound()) as the master's own connection
+ * is: a finite wait's open, a renewal reconnecting, all the sentinels
+ * asked in turn end by its deadline, not each at the URL's timeout. */
 static int ask_sentinel(struct redis_store *rs, int i, char *host, size_t hlen,
                         int *port)
 {
     struct rconn *c =
         dlock__rconn_connect(rs->tls, rs->sent_host[i], rs->sent_port[i], NULL,
-                             rs->connect_timeout_ms);
+                             dlock__io_bound(rs->connect_timeout_ms));
     redisReply *r = NULL;
     int ok = -1;
 
     if (c != NULL && !c->err) {
-        dlock__rconn_set_timeout(c, rs->connect_timeout_ms);
+        dlock__rconn_set_timeout(c, dlock__io_bound(rs->connect_timeout_ms));
         r = dlock__rconn_command(c, "SENTINEL get-master-addr-by-name %s",
                                  rs->master);
     }
