@@ -7,3 +7,15 @@ target_link_libraries(adv43_names_flood PRIVATE dlock_internal)
 add_test(NAME adv43-names-flood COMMAND adv43_names_flood)
 set_tests_properties(adv43-names-flood PROPERTIES TIMEOUT 60)
 dlock_tier(quick P adv43-names-flood)
+
+if(ETCD_FOUND)
+  # An earlier layout's start record on another holder's lease: the
+  # migration revoked it, deleting that holder's key (two holders).
+  add_test(NAME adv43-etcd-old-start-lease
+    COMMAND sh -c "exec \"$0\" \"$1\" \"$DLOCK_TEST_ETCD_URL\""
+            ${CMAKE_CURRENT_SOURCE_DIR}/adv43/adv_b_etcd_revoke.sh
+            $<TARGET_FILE:dlock_cli>)
+  set_tests_properties(adv43-etcd-old-start-lease PROPERTIES
+                       SKIP_RETURN_CODE 77 TIMEOUT 120)
+  dlock_tier(quick P adv43-etcd-old-start-lease)
+endif()
