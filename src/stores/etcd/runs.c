@@ -42,7 +42,8 @@
  * merged with these, and moved (or, in place, rewritten) by the name's
  * next run or decision: a --once success stays one, and an old start
  * counts from its lease, which gives a lower bound on the time since it
- * (a countdown only ever restarts).
+ * (a countdown only ever restarts).  That lease is never revoked (it
+ * expires): whoever wrote the record chose it, maybe another holder's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -396,17 +397,6 @@ static int old_start_at(struct etcd_store *es, const struct state *st,
     return DLOCK_OK;
 }
 
-/* Revoke a lease that carries no record of ours any more (best effort:
- * it expires by itself), leaving the caller's message alone. */
-static void revoke_quietly(struct etcd_store *es, int64_t id)
-{
-    if (id == 0)
-        return;
-    dlock__etcd_lease_revoke(es, id,
-                             dlock__now_ms() + dlock__io_bound(es->timeout_ms));
-    dlock__clearerr();
-}
-
 /* The new runs document: RUNNING ones abandoned, ours first, kept N. */
 static json_object *with_new_run(json_object *doc, json_object *run)
 {
@@ -682,11 +672,13 @@ int dlock__etcd_run_begin(struct dlock_store *s, struct dlock_lock *lk,
         if (rc != DLOCK_OK)
             break;
         if (won) {
+            /* The earlier layout's start lease is left to expire, never
+             * revoked: the record names it, and etcd lets a put name any
+             * lease, so it may be another holder's (listed by anyone),
+             * whose key a revoke by us would delete while it runs
+             * (adv43-etcd-old-start-lease). */
             if (*go)
                 stamp(es, &r, (int64_t)lk->fence, rev, date);
-            /* The earlier layout's start lease carries no key now. */
-            if (*go || w.start_fence > 0 || st.mod[K_OLD_START] != 0)
-                revoke_quietly(es, st.old_lease);
             break;
         }
         /* Someone wrote in between (or the lock went): read again. */
