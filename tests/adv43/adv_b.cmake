@@ -18,4 +18,13 @@ if(ETCD_FOUND)
   set_tests_properties(adv43-etcd-old-start-lease PROPERTIES
                        SKIP_RETURN_CODE 77 TIMEOUT 120)
   dlock_tier(quick P adv43-etcd-old-start-lease)
+  # Run records of names with leading, trailing and doubled '/': each
+  # its own, none in a parent's queue range.
+  add_test(NAME adv43-etcd-record-names
+    COMMAND sh -c "exec \"$0\" \"$1\" \"$DLOCK_TEST_ETCD_URL\""
+            ${CMAKE_CURRENT_SOURCE_DIR}/adv43/adv_b_etcd_names.sh
+            $<TARGET_FILE:dlock_cli>)
+  set_tests_properties(adv43-etcd-record-names PROPERTIES
+                       SKIP_RETURN_CODE 77 TIMEOUT 120)
+  dlock_tier(quick P adv43-etcd-record-names)
 endif()
