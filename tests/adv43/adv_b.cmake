@@ -27,4 +27,11 @@ if(ETCD_FOUND)
   set_tests_properties(adv43-etcd-record-names PROPERTIES
                        SKIP_RETURN_CODE 77 TIMEOUT 120)
   dlock_tier(quick P adv43-etcd-record-names)
+  # A role on `app/` (the names under app/): its user's run records.
+  add_test(NAME adv43-etcd-role-parent
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/adv43/adv_b_etcd_role.sh
+            $<TARGET_FILE:dlock_cli> ${PROJECT_SOURCE_DIR}/scripts)
+  set_tests_properties(adv43-etcd-role-parent PROPERTIES
+                       SKIP_RETURN_CODE 77 TIMEOUT 120)
+  dlock_tier(quick P adv43-etcd-role-parent)
 endif()
