@@ -58,6 +58,7 @@
 #include "strutil.h"
 
 #define TRIES 8
+#define GRPC_PERMISSION_DENIED 7 /* etcd's code for it (http.c) */
 
 /* A name's record keys: this layout's and, for a name with a '/', the
  * earlier one's (NULL for a name without: they are the same keys). */
@@ -309,13 +310,14 @@ static int old_start_read(json_object *kv, struct state *st)
 
 /* Read the lock key (lkey may be NULL) and the name's record keys in one
  * linearizable txn. */
-static int read_state(struct etcd_store *es, const char *lkey, size_t llen,
-                      const struct recs *r, struct state *st)
+static int read_state(struct etcd_store *es, const char *name,
+                      const char *lkey, size_t llen, const struct recs *r,
+                      struct state *st)
 {
     json_object *ops = json_object_new_array(), *body, *reply = NULL, *kvs,
                 *kv[NKEYS] = {0}, *got[NKEYS] = {0}, *old = NULL;
     size_t at[NKEYS], n = 0;
-    int rc = DLOCK_OK;
+    int rc = DLOCK_OK, grpc = 0;
 
     memset(st, 0, sizeof(*st));
     if (ops == NULL)
@@ -333,8 +335,23 @@ static int read_state(struct etcd_store *es, const char *lkey, size_t llen,
     body = dlock__etcd_txn(NULL, ops, NULL);
     rc = body == NULL ? dlock__enomem()
                       : dlock__etcd_post(es, "/v3/kv/txn", body,
-                                         ETCD_RETRY_SAFE, &reply, NULL);
+                                         ETCD_RETRY_SAFE, &reply, &grpc);
     json_object_put(body);
+    if (rc != DLOCK_OK && grpc == GRPC_PERMISSION_DENIED &&
+        strchr(name, '/') != NULL) {
+        /* A role on FIRST/ (the names under it) does not cover them:
+         * inside that range they would be FIRST's queue. */
+        char said[512];
+        int f = (int)strcspn(name, "/");
+
+        dlock__strlcpy(said, dlock_errmsg(), sizeof(said));
+        rc = dlock__seterr(rc,
+                           "%s; the run records of '%s' (%s%.*s, a byte 0xff, "
+                           "runs%s and start%s) lie outside a role on "
+                           "'%s%.*s/' (grant it on '%s%.*s')",
+                           said, name, es->prefix, f, name, name + f,
+                           name + f, es->prefix, f, name, es->prefix, f, name);
+    }
     if (rc != DLOCK_OK)
         return rc;
     st->date = reply_date(reply);
@@ -615,7 +632,7 @@ int dlock__etcd_run_begin(struct dlock_store *s, struct dlock_lock *lk,
         int won = 0;
 
         memset(last, 0, sizeof(*last));
-        rc = read_state(es, el->key, el->key_len, &r, &st);
+        rc = read_state(es, lk->name, el->key, el->key_len, &r, &st);
         if (rc != DLOCK_OK)
             break;
         if (st.lock_rev != el->create_rev) {
@@ -708,7 +725,7 @@ int dlock__etcd_run_end(struct dlock_store *s, struct dlock_lock *lk,
         int won;
         size_t n;
 
-        rc = read_state(es, NULL, 0, &r, &st);
+        rc = read_state(es, lk->name, NULL, 0, &r, &st);
         if (rc != DLOCK_OK)
             break;
         runs = json_object_object_get(st.doc, "runs");
@@ -769,7 +786,7 @@ int dlock__etcd_runs(struct dlock_store *s, const char *name, unsigned max,
 
     if (rc != DLOCK_OK)
         return rc;
-    rc = read_state(es, NULL, 0, &r, &st);
+    rc = read_state(es, name, NULL, 0, &r, &st);
     recs_free(&r);
     if (rc != DLOCK_OK)
         return rc;
