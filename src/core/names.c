@@ -58,8 +58,8 @@ static size_t *find_slot(struct dlock__names *l, const char *name, size_t len)
     for (;; i = (i + 1) & (l->nslot - 1)) {
         size_t k = l->slot[i];
 
-        if (k == 0 || (strlen(l->v[k - 1]) == len &&
-                       memcmp(l->v[k - 1], name, len) == 0))
+        if (k == 0 ||
+            (strlen(l->v[k - 1]) == len && memcmp(l->v[k - 1], name, len) == 0))
             return &l->slot[i];
     }
 }
@@ -71,8 +71,7 @@ static int grow_set(struct dlock__names *l)
 
     /* The seed, once, before the first name is placed (no random bytes:
      * a weaker seed still varies per set). */
-    if (l->nslot == 0 &&
-        dlock__random(&l->seed, sizeof(l->seed)) != DLOCK_OK) {
+    if (l->nslot == 0 && dlock__random(&l->seed, sizeof(l->seed)) != DLOCK_OK) {
         dlock__clearerr();
         l->seed = (uint64_t)(uintptr_t)l ^ dlock__rand32();
     }

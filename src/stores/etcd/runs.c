@@ -310,9 +310,8 @@ static int old_start_read(json_object *kv, struct state *st)
 
 /* Read the lock key (lkey may be NULL) and the name's record keys in one
  * linearizable txn. */
-static int read_state(struct etcd_store *es, const char *name,
-                      const char *lkey, size_t llen, const struct recs *r,
-                      struct state *st)
+static int read_state(struct etcd_store *es, const char *name, const char *lkey,
+                      size_t llen, const struct recs *r, struct state *st)
 {
     json_object *ops = json_object_new_array(), *body, *reply = NULL, *kvs,
                 *kv[NKEYS] = {0}, *got[NKEYS] = {0}, *old = NULL;
@@ -349,8 +348,8 @@ static int read_state(struct etcd_store *es, const char *name,
                            "%s; the run records of '%s' (%s%.*s, a byte 0xff, "
                            "runs%s and start%s) lie outside a role on "
                            "'%s%.*s/' (grant it on '%s%.*s')",
-                           said, name, es->prefix, f, name, name + f,
-                           name + f, es->prefix, f, name, es->prefix, f, name);
+                           said, name, es->prefix, f, name, name + f, name + f,
+                           es->prefix, f, name, es->prefix, f, name);
     }
     if (rc != DLOCK_OK)
         return rc;
