@@ -9,6 +9,7 @@
 #include "dlock.h"
 #include "errors.h"
 #include "names.h"
+#include "random.h"
 #include "strutil.h"
 
 int dlock__check_name(const char *name, size_t len)
@@ -28,20 +29,31 @@ int dlock__check_name(const char *name, size_t len)
     return DLOCK_OK;
 }
 
-/* FNV-1a: the hash set's slot of a name. */
-static size_t name_hash(const char *name, size_t len)
+/* The hash set's slot of a name: FNV-1a from the set's random seed, then
+ * MurmurHash3's finaliser.  Whoever writes keys under the prefix chooses
+ * the names; FNV-1a's low bits depend only on its state's low bits, so
+ * without the seed (and the finaliser bringing every bit down) names
+ * sharing one slot are cheap to make, and probing turns quadratic: 8,192
+ * such names took 4 s of CPU between two pages of a scan
+ * (adv43-names-flood). */
+static size_t name_hash(uint64_t seed, const char *name, size_t len)
 {
-    uint64_t h = UINT64_C(14695981039346656037);
+    uint64_t h = UINT64_C(14695981039346656037) ^ seed;
 
     for (size_t i = 0; i < len; i++)
         h = (h ^ (unsigned char)name[i]) * UINT64_C(1099511628211);
+    h ^= h >> 33;
+    h *= UINT64_C(0xff51afd7ed558ccd);
+    h ^= h >> 33;
+    h *= UINT64_C(0xc4ceb9fe1a85ec53);
+    h ^= h >> 33;
     return (size_t)h;
 }
 
 /* The slot holding name, or the free one where it goes. */
 static size_t *find_slot(struct dlock__names *l, const char *name, size_t len)
 {
-    size_t i = name_hash(name, len) & (l->nslot - 1);
+    size_t i = name_hash(l->seed, name, len) & (l->nslot - 1);
 
     for (;; i = (i + 1) & (l->nslot - 1)) {
         size_t k = l->slot[i];
@@ -57,6 +69,12 @@ static int grow_set(struct dlock__names *l)
 {
     size_t nslot = l->nslot ? l->nslot * 2 : 64, *old = l->slot;
 
+    /* The seed, once, before the first name is placed (no random bytes:
+     * a weaker seed still varies per set). */
+    if (l->nslot == 0 && dlock__random(&l->seed, sizeof(l->seed)) != DLOCK_OK) {
+        dlock__clearerr();
+        l->seed = (uint64_t)(uintptr_t)l ^ dlock__rand32();
+    }
     l->slot = calloc(nslot, sizeof(*l->slot));
     if (l->slot == NULL) {
         l->slot = old;

@@ -6,6 +6,7 @@
 #define DLOCK_CORE_NAMES_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "dlock.h"
 
@@ -22,6 +23,7 @@ struct dlock__names {
     char **v;
     size_t n, cap;
     size_t *slot, nslot; /* a hash set of v's indices + 1 (0: free) */
+    uint64_t seed;       /* its hash's, random (names.c) */
 };
 /* The most names one list collects: a scan that a server keeps feeding
  * (a page that never ends, new keys for ever) ends at this many. */

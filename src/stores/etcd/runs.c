@@ -42,7 +42,8 @@
  * merged with these, and moved (or, in place, rewritten) by the name's
  * next run or decision: a --once success stays one, and an old start
  * counts from its lease, which gives a lower bound on the time since it
- * (a countdown only ever restarts).
+ * (a countdown only ever restarts).  That lease is never revoked (it
+ * expires): whoever wrote the record chose it, maybe another holder's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +58,7 @@
 #include "strutil.h"
 
 #define TRIES 8
+#define GRPC_PERMISSION_DENIED 7 /* etcd's code for it (http.c) */
 
 /* A name's record keys: this layout's and, for a name with a '/', the
  * earlier one's (NULL for a name without: they are the same keys). */
@@ -308,13 +310,13 @@ static int old_start_read(json_object *kv, struct state *st)
 
 /* Read the lock key (lkey may be NULL) and the name's record keys in one
  * linearizable txn. */
-static int read_state(struct etcd_store *es, const char *lkey, size_t llen,
-                      const struct recs *r, struct state *st)
+static int read_state(struct etcd_store *es, const char *name, const char *lkey,
+                      size_t llen, const struct recs *r, struct state *st)
 {
     json_object *ops = json_object_new_array(), *body, *reply = NULL, *kvs,
                 *kv[NKEYS] = {0}, *got[NKEYS] = {0}, *old = NULL;
     size_t at[NKEYS], n = 0;
-    int rc = DLOCK_OK;
+    int rc = DLOCK_OK, grpc = 0;
 
     memset(st, 0, sizeof(*st));
     if (ops == NULL)
@@ -332,8 +334,23 @@ static int read_state(struct etcd_store *es, const char *lkey, size_t llen,
     body = dlock__etcd_txn(NULL, ops, NULL);
     rc = body == NULL ? dlock__enomem()
                       : dlock__etcd_post(es, "/v3/kv/txn", body,
-                                         ETCD_RETRY_SAFE, &reply, NULL);
+                                         ETCD_RETRY_SAFE, &reply, &grpc);
     json_object_put(body);
+    if (rc != DLOCK_OK && grpc == GRPC_PERMISSION_DENIED &&
+        strchr(name, '/') != NULL) {
+        /* A role on FIRST/ (the names under it) does not cover them:
+         * inside that range they would be FIRST's queue. */
+        char said[512];
+        int f = (int)strcspn(name, "/");
+
+        dlock__strlcpy(said, dlock_errmsg(), sizeof(said));
+        rc = dlock__seterr(rc,
+                           "%s; the run records of '%s' (%s%.*s, a byte 0xff, "
+                           "runs%s and start%s) lie outside a role on "
+                           "'%s%.*s/' (grant it on '%s%.*s')",
+                           said, name, es->prefix, f, name, name + f, name + f,
+                           es->prefix, f, name, es->prefix, f, name);
+    }
     if (rc != DLOCK_OK)
         return rc;
     st->date = reply_date(reply);
@@ -394,17 +411,6 @@ static int old_start_at(struct etcd_store *es, const struct state *st,
     if (*at > st->date)
         *at = st->date;
     return DLOCK_OK;
-}
-
-/* Revoke a lease that carries no record of ours any more (best effort:
- * it expires by itself), leaving the caller's message alone. */
-static void revoke_quietly(struct etcd_store *es, int64_t id)
-{
-    if (id == 0)
-        return;
-    dlock__etcd_lease_revoke(es, id,
-                             dlock__now_ms() + dlock__io_bound(es->timeout_ms));
-    dlock__clearerr();
 }
 
 /* The new runs document: RUNNING ones abandoned, ours first, kept N. */
@@ -625,7 +631,7 @@ int dlock__etcd_run_begin(struct dlock_store *s, struct dlock_lock *lk,
         int won = 0;
 
         memset(last, 0, sizeof(*last));
-        rc = read_state(es, el->key, el->key_len, &r, &st);
+        rc = read_state(es, lk->name, el->key, el->key_len, &r, &st);
         if (rc != DLOCK_OK)
             break;
         if (st.lock_rev != el->create_rev) {
@@ -682,11 +688,13 @@ int dlock__etcd_run_begin(struct dlock_store *s, struct dlock_lock *lk,
         if (rc != DLOCK_OK)
             break;
         if (won) {
+            /* The earlier layout's start lease is left to expire, never
+             * revoked: the record names it, and etcd lets a put name any
+             * lease, so it may be another holder's (listed by anyone),
+             * whose key a revoke by us would delete while it runs
+             * (adv43-etcd-old-start-lease). */
             if (*go)
                 stamp(es, &r, (int64_t)lk->fence, rev, date);
-            /* The earlier layout's start lease carries no key now. */
-            if (*go || w.start_fence > 0 || st.mod[K_OLD_START] != 0)
-                revoke_quietly(es, st.old_lease);
             break;
         }
         /* Someone wrote in between (or the lock went): read again. */
@@ -716,7 +724,7 @@ int dlock__etcd_run_end(struct dlock_store *s, struct dlock_lock *lk,
         int won;
         size_t n;
 
-        rc = read_state(es, NULL, 0, &r, &st);
+        rc = read_state(es, lk->name, NULL, 0, &r, &st);
         if (rc != DLOCK_OK)
             break;
         runs = json_object_object_get(st.doc, "runs");
@@ -777,7 +785,7 @@ int dlock__etcd_runs(struct dlock_store *s, const char *name, unsigned max,
 
     if (rc != DLOCK_OK)
         return rc;
-    rc = read_state(es, NULL, 0, &r, &st);
+    rc = read_state(es, name, NULL, 0, &r, &st);
     recs_free(&r);
     if (rc != DLOCK_OK)
         return rc;
