@@ -10,7 +10,7 @@ add_test(NAME adv43-adv-a-open-sentinel
   COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/adv43/adv_a_open_sentinel.py
           $<TARGET_FILE:dlock_cli>)
 set_tests_properties(adv43-adv-a-open-sentinel PROPERTIES TIMEOUT 300)
-dlock_tier(quick T adv43-adv-a-open-sentinel)
+dlock_tier(long T adv43-adv-a-open-sentinel)
 # Item 1 on Redis (a private redis-server, CLIENT PAUSE as the blink):
 # --once through a blink as CMD ends; a lock broken while CMD ran, then
 # the blink, is not said held to the end.

@@ -24,5 +24,5 @@ if(ETCD_FOUND)
             $<TARGET_FILE:dlock_cli>)
   set_tests_properties(etcd-keepalive-force PROPERTIES
                        SKIP_RETURN_CODE 77 TIMEOUT 90)
-  dlock_tier(quick P etcd-keepalive-force)
+  dlock_tier(long P etcd-keepalive-force)
 endif()

@@ -20,7 +20,7 @@ if(ETCD_FOUND)
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/adv43/etcd_http_scan.sh
             $<TARGET_FILE:dlock_cli>)
   set_tests_properties(adv43-etcd-scan PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
-  dlock_tier(quick P adv43-etcd-scan)
+  dlock_tier(long P adv43-etcd-scan)
 endif()
 # Item 15: a gateway that answers the login with Unauthenticated: one
 # login, the real error at once (it logged in again and again until the
@@ -37,5 +37,5 @@ if(ETCD_FOUND)
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/adv43/etcd_http_auth.sh
             $<TARGET_FILE:dlock_cli> echo)
   set_tests_properties(adv43-etcd-echo PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
-  dlock_tier(quick P adv43-etcd-echo)
+  dlock_tier(long P adv43-etcd-echo)
 endif()

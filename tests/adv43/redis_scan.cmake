@@ -3,4 +3,4 @@
 add_test(NAME adv43-redis-scan
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/adv43/test_redis_scan.sh $<TARGET_FILE:dlock_cli>)
 set_tests_properties(adv43-redis-scan PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
-dlock_tier(quick T adv43-redis-scan)
+dlock_tier(long T adv43-redis-scan)

@@ -36,12 +36,12 @@ foreach(_s ${_ws_net})
     COMMAND python3 ${_ws} $<TARGET_FILE:dlock_cli> hung ${_s})
   set_tests_properties(adv43-wait-signals-hung-${_s} PROPERTIES
                        SKIP_RETURN_CODE 77 TIMEOUT 120)
-  dlock_tier(quick T adv43-wait-signals-hung-${_s})
+  dlock_tier(long T adv43-wait-signals-hung-${_s})
   add_test(NAME adv43-open-frozen-${_s}
     COMMAND python3 ${_ws} $<TARGET_FILE:dlock_cli> frozen ${_s})
   set_tests_properties(adv43-open-frozen-${_s} PROPERTIES
                        SKIP_RETURN_CODE 77 TIMEOUT 180)
-  dlock_tier(quick T adv43-open-frozen-${_s})
+  dlock_tier(long T adv43-open-frozen-${_s})
 endforeach()
 # adv43-wait-signals-begin-redis (item 11): SIGTERM while `run --once`
 # records its start (the reply held by tests/adv43/hold_after.py): 143,

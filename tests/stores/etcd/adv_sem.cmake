@@ -11,7 +11,7 @@ if(ETCD_FOUND)
             $<TARGET_FILE:dlock_cli>)
   set_tests_properties(etcd-adv-sem-gateway PROPERTIES
                        SKIP_RETURN_CODE 77 TIMEOUT 180)
-  dlock_tier(quick P etcd-adv-sem-gateway)
+  dlock_tier(long P etcd-adv-sem-gateway)
 endif()
 # Liveness of a window waiter: a waiter of its window gives up or has its
 # lease revoked, a shared or foreign (etcdctl lock) holder ahead: each
