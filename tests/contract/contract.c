@@ -219,6 +219,16 @@ static void t_timeout_precision(dlock_store *s)
     static const int64_t waits[] = {1, 120, 400};
     dlock_options o = opts(0, 10000, 1);
     dlock_lock *a, *b;
+#ifdef __SANITIZE_THREAD__
+    /* ThreadSanitizer makes a PostgreSQL wait's first steps (its own
+     * connection, LISTEN) 60 to 90 ms slower: 120 ms took 173 to 209 ms
+     * in 24 of 25 runs, on the code before issue 43 and after alike.
+     * This build checks the threads' accesses, the others the pace: a
+     * wait still may not end early, nor be late by more than this. */
+    const int64_t late = 150;
+#else
+    const int64_t late = 50;
+#endif
 
     CHECK_RC(dlock_acquire(&a, s, nm("timeout"), &o), DLOCK_OK);
     for (size_t i = 0; i < sizeof(waits) / sizeof(waits[0]); i++) {
@@ -227,10 +237,10 @@ static void t_timeout_precision(dlock_store *s)
 
         CHECK_RC(dlock_acquire(&b, s, nm("timeout"), &w), DLOCK_BUSY);
         took = now_ms() - t0;
-        if (took < waits[i] - 50 || took > waits[i] + 50)
+        if (took < waits[i] - 50 || took > waits[i] + late)
             fprintf(stderr, "  wait %lld ms took %lld ms\n",
                     (long long)waits[i], (long long)took);
-        CHECK(took >= waits[i] - 50 && took <= waits[i] + 50);
+        CHECK(took >= waits[i] - 50 && took <= waits[i] + late);
     }
     CHECK_RC(dlock_release(a), DLOCK_OK);
 }
