@@ -23,7 +23,7 @@ if(ETCD_FOUND)
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/stores/etcd/adv_hostile_gateway.sh
             $<TARGET_FILE:dlock_cli>)
   set_tests_properties(etcd-adv-hostile-gateway PROPERTIES TIMEOUT 180)
-  dlock_tier(quick P etcd-adv-hostile-gateway)
+  dlock_tier(long P etcd-adv-hostile-gateway)
 endif()
 # An acquire's put that landed with its answer lost, next to another lock
 # of the handle on the same lease: the stray key must not lock the name
