@@ -636,6 +636,30 @@ static int open_lock(const char *path, int dfd, const char *lname,
     return -1;
 }
 
+/* A new file of ours in the directory dfd, named by temp_name() into
+ * tname (mode 0600, never a link followed, a name taken tried again up
+ * to 8 times).  Its fd; -1 with errno; -2 when the name is too long
+ * (said). */
+static int open_temp(const char *path, int dfd, const char *base, char *tname,
+                     size_t len, int access)
+{
+    int fd = -1;
+
+    for (int tries = 0; tries < 8 && fd < 0; tries++) {
+        if (temp_name(tname, len, base) != 0) {
+            cli_err("metrics file %s: path too long", path);
+            return -2;
+        }
+        fd = openat(dfd, tname,
+                    access | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC |
+                        O_NOCTTY,
+                    0600);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
+    return fd;
+}
+
 /* Put a new 0600 lock file in the place of lname (whose mode let others
  * open it: an older dlock made it 0644).  Whoever opened the old one may
  * hold its flock for ever; the new one is nobody else's to open.  Its fd
@@ -646,18 +670,9 @@ static int fresh_lock(const char *path, int dfd, const char *base,
     char tname[4096];
     int fd = -1;
 
-    for (int tries = 0; tries < 8 && fd < 0; tries++) {
-        if (temp_name(tname, sizeof(tname), base) != 0) {
-            cli_err("metrics file %s: path too long", path);
-            return -1;
-        }
-        fd = openat(dfd, tname,
-                    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC |
-                        O_NOCTTY,
-                    0600);
-        if (fd < 0 && errno != EEXIST)
-            break;
-    }
+    fd = open_temp(path, dfd, base, tname, sizeof(tname), O_RDWR);
+    if (fd == -2)
+        return -1;
     if (fd < 0 || fchmod(fd, 0600) != 0 || fstat(fd, st) != 0 ||
         renameat(dfd, tname, dfd, lname) != 0) {
         cli_err("metrics file %s: cannot replace its lock file %s.lock, "
@@ -747,18 +762,9 @@ static int replace_file(const char *path, int dfd, const char *base,
     FILE *f;
     int fd = -1, rc = -1;
 
-    for (int tries = 0; tries < 8 && fd < 0; tries++) {
-        if (temp_name(tname, sizeof(tname), base) != 0) {
-            cli_err("metrics file %s: path too long", path);
-            return -1;
-        }
-        fd = openat(dfd, tname,
-                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC |
-                        O_NOCTTY,
-                    0600);
-        if (fd < 0 && errno != EEXIST)
-            break;
-    }
+    fd = open_temp(path, dfd, base, tname, sizeof(tname), O_WRONLY);
+    if (fd == -2)
+        return -1;
     if (fd < 0) {
         cli_err("metrics file %s: cannot create %s next to it: %s", path, tname,
                 strerror(errno));
