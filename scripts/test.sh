@@ -54,11 +54,23 @@ for n in both:
 sys.exit(1 if bad or both else 0)
 ' <<<"$json"
 
+# The long tier runs 4 at a time on 2 cores: its entries mostly wait (on
+# leases, faults, failovers), and its CPU-heavy ones (class C, PROCESSORS
+# 2) take two of the four slots; the serial ones (S) still run alone.
+long_jobs=${LONG_JOBS:-4}
 case $tier in
 quick) args=(-L '^quick$' -j"$jobs") ;;
-long)  args=(-L '^long$') ;;
+long)  args=(-L '^long$' -j"$long_jobs") ;;
 *)     args=() ;;
 esac
+# The entries' times from an earlier run (tests/costs.txt, made by
+# scripts/timings.py --write) when this build has none of its own: ctest
+# then starts the slowest first, also on a fresh clone.
+costs=$build/Testing/Temporary/CTestCostData.txt
+if [ ! -s "$costs" ] && [ -f "$here/../tests/costs.txt" ]; then
+    mkdir -p "$(dirname "$costs")"
+    cp "$here/../tests/costs.txt" "$costs"
+fi
 args+=("$@")
 # Does what runs need the plain build?
 need_plain=$(ctest --test-dir "$build" --show-only=json-v1 "${args[@]}" | python3 -c '

@@ -50,5 +50,5 @@ if(ETCD_FOUND)
             $<TARGET_FILE:dlock-torture> $<TARGET_FILE:dlock_cli> etcd)
   set_tests_properties(partition-torture-etcd PROPERTIES
                        SKIP_RETURN_CODE 77 TIMEOUT 300)
-  dlock_tier(long S partition-torture-etcd)
+  dlock_tier(long T partition-torture-etcd)
 endif()
