@@ -1,5 +1,6 @@
 /*
- * clock.c - clocks, sleeps, deadlines and backoff delays (clock.h).
+ * clock.c - clocks, sleeps, deadlines, backoff delays and the clock-rate
+ * margin of a lease (clock.h).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -65,4 +66,16 @@ int64_t dlock__backoff_ms(unsigned attempt, uint32_t rnd)
      * apart instead of retrying in lock step. */
     base = base / 2 + (int64_t)(rnd % (uint32_t)((base + 1) / 2));
     return base < 1 ? 1 : base;
+}
+
+/* The clock-rate margin: a held lock is LOST this much before the end of
+ * the lease the store granted (1/DRIFT_DIV of the lease, at least 1 ms).
+ * Its rate is the clock-rate difference dlock assumes between the
+ * holder's clock and the store's (docs/semantics.md): a lease measured on
+ * a clock 1% slow still ends locally before it ends on the store. */
+#define DRIFT_DIV DLOCK_DRIFT_DIV
+
+int64_t dlock__drift_margin(int64_t ttl_ms)
+{
+    return ttl_ms / DRIFT_DIV > 0 ? ttl_ms / DRIFT_DIV : 1;
 }

@@ -1,5 +1,6 @@
 /*
- * clock.h - clocks, sleeps, deadlines and backoff delays (clock.c).
+ * clock.h - clocks, sleeps, deadlines, backoff delays and the clock-rate
+ * margin of a lease (clock.c).
  *
  * Every deadline in dlock is a CLOCK_MONOTONIC time in milliseconds
  * (dlock__now_ms()); the wall clock is for display and run records only.
@@ -29,5 +30,10 @@ int64_t dlock__clamp_ms(int64_t ms);
  * (dlock__rand32(), random.h). */
 #define DLOCK_POLL_MAX_MS 50
 int64_t dlock__backoff_ms(unsigned attempt, uint32_t rnd);
+
+/* The clock-rate margin of a lease of ttl_ms (DLOCK_DRIFT_DIV, dlock.h):
+ * a holder counts its lease as ending that much before the store does
+ * (lease.c declares the lock LOST then). */
+int64_t dlock__drift_margin(int64_t ttl_ms);
 
 #endif /* DLOCK_CORE_CLOCK_H */

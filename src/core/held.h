@@ -10,7 +10,7 @@
  *     struct dlock_lock *lk = &h->view;             // record -> view
  *
  * Locking: `mu` serialises store calls on the lock (a user thread against
- * the renew thread); the registry mutex (registry.c) guards the
+ * the renew thread); the registry mutex (regstate.c) guards the
  * scheduling fields (next_renew, due, heap_idx, heap_slot, renewable,
  * refs, free_on_unref, prev/next).  Order: the registry mutex may be
  * taken while holding mu, never the other way round.

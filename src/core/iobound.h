@@ -1,7 +1,7 @@
 /*
  * iobound.h - the I/O deadline of store calls: the thread's deadline,
  * and a watch that enforces it on a client library that takes no
- * deadline per call (iowatch.c).
+ * deadline per call (iobound.c, iowatch.c).
  */
 #ifndef DLOCK_CORE_IOBOUND_H
 #define DLOCK_CORE_IOBOUND_H

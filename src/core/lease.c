@@ -1,8 +1,8 @@
 /*
  * lease.c - loss: when a held lock's lease has run out on this process's
- * clock (the clock-rate margin taken), declaring it LOST once, and the
- * lease thread that does so at the lease end without waiting for any
- * store.
+ * clock (the clock-rate margin, clock.c, taken), declaring it LOST once,
+ * and the lease thread that does so at the lease end without waiting for
+ * any store.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -13,18 +13,6 @@
 #include "clock.h"
 #include "errors.h"
 #include "regstate.h"
-
-/* The clock-rate margin: a held lock is LOST this much before the end of
- * the lease the store granted (1/DRIFT_DIV of the lease, at least 1 ms).
- * Its rate is the clock-rate difference dlock assumes between the
- * holder's clock and the store's (docs/semantics.md): a lease measured on
- * a clock 1% slow still ends locally before it ends on the store. */
-#define DRIFT_DIV DLOCK_DRIFT_DIV
-
-int64_t dlock__drift_margin(int64_t ttl_ms)
-{
-    return ttl_ms / DRIFT_DIV > 0 ? ttl_ms / DRIFT_DIV : 1;
-}
 
 /* A lease of ttl_ms the store started no earlier than t0 (the request
  * left then) ends, for this process, at t0 + ttl_ms less the margin. */

@@ -1,9 +1,10 @@
 /*
- * registry.c - the registry of held locks: the list, the start of the
+ * registry.c - the registry of held locks as a whole: the start of the
  * renew and lease threads, fork and atexit, and detaching the locks of a
- * store being closed.  (The schedules: heap.c; the threads: renew.c and
- * lease.c; calls on a held lock and release: held.c; acquiring:
- * acquire.c.)
+ * store being closed.  It sits on top of the registry's files and none
+ * of them calls it.  (The shared state: regstate.c; a lock in and out:
+ * reglist.c; the schedules: heap.c; the threads: renew.c and lease.c;
+ * calls on a held lock and release: held.c; acquiring: acquire.c.)
  *
  * Every held lock of this process is in one registry (a list behind
  * dlock__reg_mu).  The registry exists for three reasons: the renew
@@ -23,7 +24,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "errors.h"
@@ -31,24 +31,12 @@
 #include "regstate.h"
 
 static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
-pthread_mutex_t dlock__reg_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t reg_cv;   /* wakes the renew thread */
-static pthread_cond_t lease_cv; /* wakes the lease thread */
-pthread_cond_t dlock__unref_cv; /* a lock's refs dropped */
-static pthread_cond_t start_cv; /* a library thread is in its loop */
-/* The registry: every held lock of this process. */
-static struct dlock__held *reg_head;
-struct dlock__heap dlock__heaps[2] = {{NULL, 0, 0, 0, H_RENEW, &reg_cv, 0},
-                                      {NULL, 0, 0, 0, H_LEASE, &lease_cv, 0}};
 /* The two threads: [H_RENEW] renews, [H_LEASE] declares lapsed leases
  * LOST.  The lease thread never does I/O, so that a renewal stuck in a
  * store that stopped answering cannot delay it. */
 static pthread_t thr[2];
 static int thr_running[2];
-static int thr_started[2]; /* reached its loop: its start-up is over */
-int dlock__thr_stop;
-static int at_exit;                     /* atexit ran: no new thread */
-_Thread_local int dlock__on_lib_thread; /* 1 + H_RENEW or 1 + H_LEASE */
+static int at_exit; /* atexit ran: no new thread */
 
 static void release_all_at_exit(void);
 
@@ -60,19 +48,6 @@ static void fork_prepare(void)
 static void fork_parent(void)
 {
     pthread_mutex_unlock(&dlock__reg_mu);
-}
-
-static void init_conds(void)
-{
-    pthread_condattr_t ca;
-
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&reg_cv, &ca);
-    pthread_cond_init(&lease_cv, &ca);
-    pthread_cond_init(&dlock__unref_cv, &ca);
-    pthread_cond_init(&start_cv, &ca);
-    pthread_condattr_destroy(&ca);
 }
 
 /* The child has no library threads, and the locks in the registry are its
@@ -88,40 +63,19 @@ static void fork_child(void)
             dlock__heaps[w].v[i]->heap_idx[w] = SIZE_MAX;
         dlock__heaps[w].len = 0;
         thr_running[w] = 0;
-        thr_started[w] = 0;
+        dlock__thr_started[w] = 0;
         dlock__heaps[w].sleep_until = 0;
     }
     pthread_mutex_init(&dlock__reg_mu, NULL);
-    init_conds();
+    dlock__reg_conds_init();
     dlock__thr_stop = 0;
 }
 
 static void reg_init(void)
 {
-    init_conds();
+    dlock__reg_conds_init();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     atexit(release_all_at_exit);
-}
-
-void dlock__thread_begin(int which)
-{
-    dlock__on_lib_thread = 1 + which;
-    pthread_mutex_lock(&dlock__reg_mu);
-    thr_started[which] = 1;
-    pthread_cond_broadcast(&start_cv);
-}
-
-void dlock__lock_free(struct dlock__held *lk)
-{
-    pthread_mutex_destroy(&lk->mu);
-    free(lk->view.name);
-    free(lk);
-}
-
-void dlock__unref_locked(struct dlock__held *lk)
-{
-    if (--lk->refs == 0 && lk->free_on_unref)
-        dlock__lock_free(lk);
 }
 
 /* Start thread `which` if it is not running (caller holds dlock__reg_mu). */
@@ -148,44 +102,12 @@ static int thread_start_locked(int which)
      * before the caller can fork.  A child forked while another thread
      * allocates can find the allocator locked (sanitizers' allocators
      * have no fork handlers) and hang at its first malloc. */
-    while (!thr_started[which])
-        pthread_cond_wait(&start_cv, &dlock__reg_mu);
+    while (!dlock__thr_started[which])
+        pthread_cond_wait(&dlock__start_cv, &dlock__reg_mu);
     return DLOCK_OK;
 }
 
-static void reg_add(struct dlock__held *lk)
-{
-    pthread_mutex_lock(&dlock__reg_mu);
-    lk->prev = NULL;
-    lk->next = reg_head;
-    if (reg_head != NULL)
-        reg_head->prev = lk;
-    reg_head = lk;
-    lk->renewable = 1;
-    /* From here on lease_end is the end this process enforces: the
-     * store's less the clock-rate margin. */
-    __atomic_store_n(&lk->view.lease_end,
-                     lk->view.lease_end - dlock__drift_margin(lk->view.ttl_ms),
-                     __ATOMIC_RELAXED);
-    dlock__heap_set(lk);
-    pthread_mutex_unlock(&dlock__reg_mu);
-}
-
-void dlock__reg_unlink_locked(struct dlock__held *lk)
-{
-    if (lk->prev != NULL)
-        lk->prev->next = lk->next;
-    else if (reg_head == lk)
-        reg_head = lk->next;
-    if (lk->next != NULL)
-        lk->next->prev = lk->prev;
-    lk->prev = lk->next = NULL;
-    lk->renewable = 0;
-    dlock__heap_unreserve(&dlock__heaps[H_RENEW], lk);
-    dlock__heap_unreserve(&dlock__heaps[H_LEASE], lk);
-}
-
-/* --- what acquire.c needs of the registry ------------------------------ */
+/* --- the threads acquire.c starts -------------------------------------- */
 
 int dlock__registry_start(int auto_renew)
 {
@@ -200,34 +122,6 @@ int dlock__registry_start(int auto_renew)
     return rc;
 }
 
-int dlock__registry_reserve(struct dlock__held *lk, int auto_renew)
-{
-    int rc;
-
-    pthread_mutex_lock(&dlock__reg_mu);
-    rc = dlock__heap_reserve(&dlock__heaps[H_LEASE], lk);
-    if (rc == DLOCK_OK && auto_renew) {
-        rc = dlock__heap_reserve(&dlock__heaps[H_RENEW], lk);
-        if (rc != DLOCK_OK)
-            dlock__heap_unreserve(&dlock__heaps[H_LEASE], lk);
-    }
-    pthread_mutex_unlock(&dlock__reg_mu);
-    return rc;
-}
-
-void dlock__registry_unreserve(struct dlock__held *lk)
-{
-    pthread_mutex_lock(&dlock__reg_mu);
-    dlock__heap_unreserve(&dlock__heaps[H_RENEW], lk);
-    dlock__heap_unreserve(&dlock__heaps[H_LEASE], lk);
-    pthread_mutex_unlock(&dlock__reg_mu);
-}
-
-void dlock__registry_add(struct dlock__held *lk)
-{
-    reg_add(lk);
-}
-
 /* --- store close, process exit --------------------------------------- */
 
 /* Release (best effort) and detach every lock of this process for which
@@ -240,7 +134,7 @@ static void detach_where(struct dlock_store *only)
     for (;;) {
         struct dlock__held *lk;
 
-        for (lk = reg_head; lk != NULL; lk = lk->next)
+        for (lk = dlock__reg_head; lk != NULL; lk = lk->next)
             if (lk->gen == me && DLOCK_STATE_GET(lk) != DLOCK_STATE_DETACHED &&
                 lk->renewable >= 0 && (only == NULL || lk->store == only))
                 break;
@@ -284,8 +178,8 @@ static void release_all_at_exit(void)
     pthread_mutex_lock(&dlock__reg_mu);
     at_exit = 1;
     dlock__thr_stop = 1;
-    pthread_cond_broadcast(&reg_cv);
-    pthread_cond_broadcast(&lease_cv);
+    pthread_cond_broadcast(dlock__heaps[H_RENEW].cv);
+    pthread_cond_broadcast(dlock__heaps[H_LEASE].cv);
     for (int w = 0; w < 2; w++) {
         /* exit() from an on_lost callback runs on a library thread. */
         join[w] = thr_running[w] && dlock__on_lib_thread != 1 + w;

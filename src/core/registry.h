@@ -20,22 +20,18 @@
 #include "held.h"
 
 /* For acquire.c.  start() installs the process hooks once and starts the
- * lease thread and, for an auto-renewed lock, the renew thread;
- * reserve() makes room in the schedules before the store is asked (so
- * registering a held lock cannot fail), unreserve() gives it back when
- * the acquire fails; add() registers a held lock. */
+ * lease thread and, for an auto-renewed lock, the renew thread
+ * (registry.c); reserve() makes room in the schedules before the store
+ * is asked (so registering a held lock cannot fail), unreserve() gives it
+ * back when the acquire fails; add() registers a held lock (reglist.c). */
 int dlock__registry_start(int auto_renew);
 int dlock__registry_reserve(struct dlock__held *lk, int auto_renew);
 void dlock__registry_unreserve(struct dlock__held *lk);
 void dlock__registry_add(struct dlock__held *lk);
 
 /* store.c: the store is closing; release (best effort) and detach the
- * locks this process holds through it. */
+ * locks this process holds through it (registry.c). */
 void dlock__registry_detach_store(struct dlock_store *store);
-
-/* The clock-rate margin of a lease of ttl_ms (DLOCK_DRIFT_DIV): a holder
- * counts its lease as ending that much before the store does (lease.c). */
-int64_t dlock__drift_margin(int64_t ttl_ms);
 
 /* Leases the renew thread has renewed in this process so far (renew.c;
  * dlock-bench reads it; the thread is named "dlock-renew" on Linux). */

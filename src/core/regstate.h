@@ -1,7 +1,8 @@
 /*
  * regstate.h - the registry's shared state and the functions its files
- * call of each other (registry.c, heap.c, renew.c, lease.c, held.c
- * only).
+ * call of each other (regstate.c, heap.c, lease.c, renew.c, reglist.c,
+ * held.c, registry.c only).  In that order each file uses only the files
+ * before it, never one after it: no two of them call each other.
  *
  * Locking order: dlock__reg_mu may be taken while holding a lock's mu,
  * never the other way round.  A lock's mu serialises store calls on that
@@ -43,19 +44,22 @@ struct dlock__heap {
     int64_t sleep_until;
 };
 
-/* registry.c */
+/* regstate.c: the state, and what every other file may use of it. */
 extern pthread_mutex_t dlock__reg_mu;
 extern pthread_cond_t dlock__unref_cv; /* a lock's refs dropped */
+extern pthread_cond_t dlock__start_cv; /* a library thread is in its loop */
+extern struct dlock__held *dlock__reg_head; /* the list of held locks */
 extern struct dlock__heap dlock__heaps[2];
+extern int dlock__thr_started[2]; /* reached its loop */
 extern int dlock__thr_stop;
 /* 1 + H_RENEW or 1 + H_LEASE on a library thread, else 0. */
 extern _Thread_local int dlock__on_lib_thread;
+/* (Re)make the condition variables, on CLOCK_MONOTONIC (at the first
+ * start, and in a fork child). */
+void dlock__reg_conds_init(void);
 /* A library thread's start: marks it as such, takes dlock__reg_mu and
- * tells thread_start_locked() it reached its loop. */
+ * tells thread_start_locked() (registry.c) it reached its loop. */
 void dlock__thread_begin(int which);
-/* Take lk out of the registry and both schedules, giving back its
- * reserved places (caller holds dlock__reg_mu). */
-void dlock__reg_unlink_locked(struct dlock__held *lk);
 /* Drop a library thread's ref on lk (caller holds dlock__reg_mu): the
  * last ref of a lock released from its own on_lost callback frees it. */
 void dlock__unref_locked(struct dlock__held *lk);
@@ -90,6 +94,11 @@ void *dlock__lease_main(void *arg);
 
 /* renew.c */
 void *dlock__renew_main(void *arg);
+
+/* reglist.c (also registry.h's reserve, unreserve and add): take lk out
+ * of the registry and both schedules, giving back its reserved places
+ * (caller holds dlock__reg_mu). */
+void dlock__reg_unlink_locked(struct dlock__held *lk);
 
 /* held.c: tell the store lk is let go, whatever its state (caller holds
  * lk->mu). */
