@@ -55,8 +55,10 @@ sys.exit(1 if bad or both else 0)
 ' <<<"$json"
 
 # The long tier runs 4 at a time on 2 cores: its entries mostly wait (on
-# leases, faults, failovers), and its CPU-heavy ones (class C, PROCESSORS
-# 2) take two of the four slots; the serial ones (S) still run alone.
+# leases, faults, failovers).  In two passes, so that a timing-sensitive
+# entry (T) never runs beside a CPU-heavy one (C) there either: first
+# every entry but the T ones (a C entry, PROCESSORS 2, takes two of the
+# four slots; S still runs alone), then the T ones beside each other.
 long_jobs=${LONG_JOBS:-4}
 case $tier in
 quick) args=(-L '^quick$' -j"$jobs") ;;
@@ -111,6 +113,15 @@ fi
 # but never beside a CPU-heavy one (PROCESSORS 2), and entries that change
 # or measure a shared server run alone (RUN_SERIAL): tests/CMakeLists.txt.
 rc=0
-ctest --test-dir "$build" --output-on-failure --timeout 600 "${args[@]}" || rc=$?
-stage "ctest${tier:+ $tier}"
+if [ "$tier" = long ]; then
+    ctest --test-dir "$build" --output-on-failure --timeout 600 "${args[@]}" \
+        -LE '^T$' || rc=$?
+    stage "ctest long, all but T"
+    ctest --test-dir "$build" --output-on-failure --timeout 600 "${args[@]}" \
+        -L '^T$' || rc=$?
+    stage "ctest long, T"
+else
+    ctest --test-dir "$build" --output-on-failure --timeout 600 "${args[@]}" || rc=$?
+    stage "ctest${tier:+ $tier}"
+fi
 exit $rc
