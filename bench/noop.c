@@ -19,10 +19,14 @@
 #include <mysql.h>
 #endif
 
+#ifdef DLOCK_HAVE_ETCD
+#include <json-c/json.h>
+#endif
+
 #include "bench.h"
 #include "contract.h" /* etcd: the client of our own */
 #include "dlock.h"
-#include "url.h"
+#include "internal.h" /* the URL parser */
 
 struct bench_noop {
     char kind;

@@ -9,7 +9,7 @@
 
 #include "dlock.h"
 
-/* Exit codes (sysexits.h values, as DESIGN.md section 4 lists them). */
+/* Exit codes (sysexits.h values, as docs/cli.md's "Exit codes" lists). */
 #define EXIT_BUSY 1
 #define EXIT_USAGE 64
 #define EXIT_UNAVAILABLE 69

@@ -9,7 +9,8 @@ namespace Dlock;
  *
  * The declarations below are include/dlock.h's, without the macros and the
  * preprocessor, in a form FFI::cdef() accepts.  Return codes are declared
- * `int` (the ABI of the dlock_rc enum).
+ * `int` (the ABI of the dlock_rc enum).  The bindings-layout test
+ * (tests/bindings/) compares the structures' layout with the header's.
  *
  * @internal
  */
@@ -19,12 +20,13 @@ final class Ffi
     public const SONAME = 'libdlock.so.0.2';
 
     /** DLOCK_OPTIONS_VERSION of the header these declarations copy. */
-    public const OPTIONS_VERSION = 2;
+    public const OPTIONS_VERSION = 3;
 
     private const CDEF = <<<'C'
 typedef struct dlock_store dlock_store;
 typedef struct dlock_lock dlock_lock;
 typedef void (*dlock_lost_cb)(dlock_lock *lock, void *payload);
+typedef struct dlock_cancel dlock_cancel;
 typedef struct dlock_options {
     unsigned version;
     int64_t wait_ms;
@@ -34,6 +36,7 @@ typedef struct dlock_options {
     dlock_lost_cb on_lost;
     void *payload;
     unsigned limit;
+    dlock_cancel *cancel;
 } dlock_options;
 typedef struct dlock_info {
     char name[1025];
@@ -47,6 +50,9 @@ typedef struct dlock_info {
     int64_t since_ms;
     int other_client;
     unsigned limit;
+    int64_t client_id;
+    char client_user[128];
+    char client_addr[128];
 } dlock_info;
 typedef int (*dlock_list_cb)(const dlock_info *info, void *payload);
 typedef struct dlock_run_rule {

@@ -32,7 +32,13 @@ final class LockInfo
         /** Held by a client that is not dlock (plain GET_LOCK, advisory lock, SET NX). */
         public readonly bool $otherClient,
         /** The limit its holders asked (1: a lock, N: a semaphore); 0 when free or unknown. */
-        public readonly int $limit
+        public readonly int $limit,
+        /** A holder that is not dlock (otherClient), on PostgreSQL and MariaDB/MySQL: its session's id, 0 if unknown. */
+        public readonly int $clientId = 0,
+        /** Its login as the server shows it, '' if it does not. */
+        public readonly string $clientUser = '',
+        /** Its client's address as the server shows it, '' if it does not. */
+        public readonly string $clientAddr = ''
     ) {
     }
 
@@ -50,7 +56,10 @@ final class LockInfo
             $i->pid === 0 ? null : (int) $i->pid,
             $i->since_ms === 0 ? null : $i->since_ms / 1000.0,
             $i->other_client !== 0,
-            (int) $i->limit
+            (int) $i->limit,
+            (int) $i->client_id,
+            \FFI::string($i->client_user),
+            \FFI::string($i->client_addr)
         );
     }
 

@@ -34,7 +34,8 @@ _LOST_CB = ctypes.CFUNCTYPE(None, _vp, _vp)
 
 
 class _Options(ctypes.Structure):
-    # dlock_options, version 2.
+    # dlock_options, version 3 (_OPTIONS_VERSION); the layout is checked
+    # against include/dlock.h by the bindings-layout test.
     _fields_ = [
         ("version", ctypes.c_uint),
         ("wait_ms", ctypes.c_int64),
@@ -43,14 +44,15 @@ class _Options(ctypes.Structure):
         ("shared", ctypes.c_int),
         ("on_lost", _LOST_CB),
         ("payload", _vp),
-        ("limit", ctypes.c_uint),
-        ("cancel", _vp),      # version 3
+        ("limit", ctypes.c_uint),         # version 2
+        ("cancel", _vp),                  # version 3
     ]
 
 
 class _Info(ctypes.Structure):
-    # dlock_info as far as this module reads it.  Only ever read through a
-    # pointer the library hands out (it may have more fields at the end).
+    # dlock_info, every field of include/dlock.h's (the bindings-layout test
+    # compares them).  Only ever read through a pointer the library hands
+    # out: a later library may add fields at the end.
     _fields_ = [
         ("name", ctypes.c_char * (NAME_MAX + 1)),
         ("held", ctypes.c_int),
@@ -63,6 +65,9 @@ class _Info(ctypes.Structure):
         ("since_ms", ctypes.c_int64),
         ("other_client", ctypes.c_int),
         ("limit", ctypes.c_uint),
+        ("client_id", ctypes.c_int64),
+        ("client_user", ctypes.c_char * 128),
+        ("client_addr", ctypes.c_char * 128),
     ]
 
 

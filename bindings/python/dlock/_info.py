@@ -15,7 +15,11 @@ from ._ffi import _s
 class LockInfo:
     """What the store knows about one name (dlock_status(), dlock_list()).
     Times in seconds; ``ttl`` None when unknown or not held; ``since`` a
-    Unix time or None; ``fence`` 0 when unknown; ``pid`` 0 when unknown."""
+    Unix time or None; ``fence`` 0 when unknown; ``pid`` 0 when unknown.
+    A holder that is not dlock (``other_client``), on PostgreSQL and
+    MariaDB/MySQL: ``client_id`` its session's id (0 if unknown),
+    ``client_user`` and ``client_addr`` its login and address as the server
+    shows them ("" if it does not)."""
     name: str
     held: bool
     shared: bool
@@ -27,6 +31,9 @@ class LockInfo:
     since: object
     other_client: bool
     limit: int
+    client_id: int
+    client_user: str
+    client_addr: str
 
     @classmethod
     def _from(cls, i):
@@ -37,7 +44,9 @@ class LockInfo:
             ttl=None if i.ttl_ms < 0 else i.ttl_ms / 1000.0,
             host=_s(i.host), pid=i.pid,
             since=i.since_ms / 1000.0 if i.since_ms > 0 else None,
-            other_client=bool(i.other_client), limit=i.limit)
+            other_client=bool(i.other_client), limit=i.limit,
+            client_id=i.client_id, client_user=_s(i.client_user),
+            client_addr=_s(i.client_addr))
 
 
 @dataclass(frozen=True)
