@@ -11,7 +11,7 @@ if(ETCD_FOUND)
             $<TARGET_FILE:dlock_cli>)
   set_tests_properties(etcd-grant-late-slice PROPERTIES
                        SKIP_RETURN_CODE 77 TIMEOUT 120)
-  dlock_tier(long P etcd-grant-late-slice)
+  dlock_tier(long T etcd-grant-late-slice)
 endif()
 # A documented limit and its remedy: an etcd user with no role keeps a
 # dead holder's lease alive (etcd checks no permission on keepalives);

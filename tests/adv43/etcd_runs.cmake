@@ -28,5 +28,5 @@ if(ETCD_FOUND)
             $<TARGET_FILE:dlock_cli> leader ${PROJECT_SOURCE_DIR}/scripts)
   set_tests_properties(etcd-runs-leader PROPERTIES
                        SKIP_RETURN_CODE 77 TIMEOUT 300)
-  dlock_tier(long P etcd-runs-leader)
+  dlock_tier(long T etcd-runs-leader)
 endif()

@@ -8,7 +8,7 @@ if(ETCD_FOUND)
             $<TARGET_FILE:dlock_cli> etcd 6)
   set_tests_properties(adv43-once-end-etcd PROPERTIES
                        SKIP_RETURN_CODE 77 TIMEOUT 300)
-  dlock_tier(long P adv43-once-end-etcd)
+  dlock_tier(long T adv43-once-end-etcd)
 endif()
 if(POSTGRES_FOUND)
   add_test(NAME adv43-once-end-postgres-lease
@@ -16,7 +16,7 @@ if(POSTGRES_FOUND)
             $<TARGET_FILE:dlock_cli> postgres-lease 4)
   set_tests_properties(adv43-once-end-postgres-lease PROPERTIES
                        SKIP_RETURN_CODE 77 TIMEOUT 300)
-  dlock_tier(long P adv43-once-end-postgres-lease)
+  dlock_tier(long T adv43-once-end-postgres-lease)
 endif()
 if(MYSQL_FOUND)
   add_test(NAME adv43-once-end-mysql-lease
@@ -24,7 +24,7 @@ if(MYSQL_FOUND)
             $<TARGET_FILE:dlock_cli> mysql-lease 4)
   set_tests_properties(adv43-once-end-mysql-lease PROPERTIES
                        SKIP_RETURN_CODE 77 TIMEOUT 300)
-  dlock_tier(long P adv43-once-end-mysql-lease)
+  dlock_tier(long T adv43-once-end-mysql-lease)
 endif()
 # What --once does when the end really cannot be written (the server back
 # only after dlock exits): exit with the command's status within the
@@ -35,5 +35,5 @@ if(POSTGRES_FOUND)
             $<TARGET_FILE:dlock_cli> postgres-lease-gone)
   set_tests_properties(adv43-once-end-postgres-lease-gone PROPERTIES
                        SKIP_RETURN_CODE 77 TIMEOUT 180)
-  dlock_tier(long P adv43-once-end-postgres-lease-gone)
+  dlock_tier(long T adv43-once-end-postgres-lease-gone)
 endif()
