@@ -109,6 +109,19 @@ int cli_misplaced_global(const char *cmd, const char *rest, const char *arg);
  * for every client to list.  A URL-like name without one is a name. */
 int cli_name_secret(const char *cmd, const char *rest, const char *name);
 
+/* One option of a command, in the table its parser, its --help and the
+ * shell completions are made from (run.h: cli_run_opts).  key: the short
+ * letter, or from 256 up for an option with a long name only; name: the
+ * long name, without "--"; arg: the value's name in the help (SEC, N),
+ * NULL for an option without one; help: its lines in --help, NULL for
+ * one not listed there (-h, --help). */
+struct cli_opt {
+    int key;
+    const char *name;
+    const char *arg;
+    const char *help;
+};
+
 /* `dlock run` options, parsed by cli_run_parse(): 0 to go on, -1 for
  * --help, else a usage exit code (after printing why). */
 struct run_opts {

@@ -115,7 +115,7 @@ int cmd_run(const struct cli *c, int argc, char **argv)
     rc = cli_run_parse(&o, argc, argv);
     if (rc != 0) {
         if (rc < 0) {
-            fputs(cli_run_help, stdout);
+            cli_run_usage(stdout);
             return 0;
         }
         return rc;

@@ -15,8 +15,11 @@
 
 #include "cli.h"
 
-/* run_opts.c: `dlock run --help`. */
-extern const char cli_run_help[];
+/* run_opts.c: `dlock run`'s options, one entry each, ended by a NULL
+ * name (getopt_long's table, the help and shell completions come from
+ * it), and its --help (the text around the table's). */
+extern const struct cli_opt cli_run_opts[];
+void cli_run_usage(FILE *f);
 
 /* The monotonic clock in ms: waits, the lease's deadlines. */
 static inline int64_t run_now_ms(void)

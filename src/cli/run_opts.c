@@ -1,7 +1,9 @@
 /*
- * run_opts.c - `dlock run`'s options: its help text and cli_run_parse()
- * (also what tests/fuzz/fuzz_cli.c feeds).
+ * run_opts.c - `dlock run`'s options: their table (cli_run_opts, from
+ * which getopt_long's table, the help and shell completions come), the
+ * help text and cli_run_parse() (also what tests/fuzz/fuzz_cli.c feeds).
  */
+#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,7 +11,46 @@
 
 #define DEFAULT_GRACE_MS 10000
 
-const char cli_run_help[] =
+/* getopt_long's value for an option with no short name. */
+enum { OPT_TTL = 256, OPT_GRACE, OPT_ONCE, OPT_ONCE_PER, OPT_METRICS_FILE };
+
+const struct cli_opt cli_run_opts[] = {
+    {'w', "wait", "SEC",
+     "wait up to SEC seconds for the lock (default:\n"
+     "forever; fractions allowed, \"250ms\" too)"},
+    {'n', "nonblock", NULL, "do not wait (same as -w 0)"},
+    {OPT_TTL, "ttl", "SEC",
+     "lease (default 30): the longest a dead or hung\n"
+     "dlock can keep others out"},
+    {'E', "conflict-exit-code", "CODE",
+     "exit CODE (default 1) if not acquired in time"},
+    {'S', "shared", NULL, "a shared (read) lock"},
+    {'l', "limit", "N",
+     "a semaphore: CMD runs as one of at most N\n"
+     "holders of NAME (up to 1024; default 1, a\n"
+     "lock); every holder must give the same N"},
+    {OPT_GRACE, "grace", "SEC",
+     "between SIGTERM and SIGKILL when the lock is\n"
+     "lost (default 10, at most a third of --ttl)"},
+    {OPT_ONCE, "once", NULL,
+     "run CMD until it has succeeded once (exit 0),\n"
+     "on any host: after that, skip"},
+    {OPT_ONCE_PER, "once-per", "PERIOD",
+     "run CMD once per PERIOD (5m, 1h, 1d, or\n"
+     "seconds): skip if the last run of NAME started\n"
+     "less than PERIOD/2 ago on the store's clock.\n"
+     "Give the schedule's interval (1h for an hourly\n"
+     "cron job)"},
+    {OPT_METRICS_FILE, "metrics-file", "PATH",
+     "write the run's metrics to PATH (also\n"
+     "$DLOCK_METRICS_FILE)"},
+    {'h', "help", NULL, NULL},
+    {0, NULL, NULL, NULL},
+};
+
+#define N_OPTS (sizeof(cli_run_opts) / sizeof(cli_run_opts[0]) - 1)
+
+static const char help_head[] =
     "usage: dlock [-s URL] run NAME [options] [--] CMD [ARG...]\n"
     "\n"
     "Run CMD while holding the lock NAME.  The lease is renewed while CMD\n"
@@ -26,29 +67,9 @@ const char cli_run_help[] =
     "SIGTERM at once, SIGKILL after the grace period.  Either way dlock\n"
     "exits 75.\n"
     "\n"
-    "options:\n"
-    "  -w, --wait SEC        wait up to SEC seconds for the lock (default:\n"
-    "                        forever; fractions allowed, \"250ms\" too)\n"
-    "  -n, --nonblock        do not wait (same as -w 0)\n"
-    "      --ttl SEC         lease (default 30): the longest a dead or hung\n"
-    "                        dlock can keep others out\n"
-    "  -E, --conflict-exit-code CODE\n"
-    "                        exit CODE (default 1) if not acquired in time\n"
-    "  -S, --shared          a shared (read) lock\n"
-    "  -l, --limit N         a semaphore: CMD runs as one of at most N\n"
-    "                        holders of NAME (up to 1024; default 1, a\n"
-    "                        lock); every holder must give the same N\n"
-    "      --grace SEC       between SIGTERM and SIGKILL when the lock is\n"
-    "                        lost (default 10, at most a third of --ttl)\n"
-    "      --once            run CMD until it has succeeded once (exit 0),\n"
-    "                        on any host: after that, skip\n"
-    "      --once-per PERIOD run CMD once per PERIOD (5m, 1h, 1d, or\n"
-    "                        seconds): skip if the last run of NAME started\n"
-    "                        less than PERIOD/2 ago on the store's clock.\n"
-    "                        Give the schedule's interval (1h for an hourly\n"
-    "                        cron job)\n"
-    "      --metrics-file PATH  write the run's metrics to PATH (also\n"
-    "                        $DLOCK_METRICS_FILE)\n"
+    "options:\n";
+
+static const char help_tail[] =
     "With --once-per and no -w, a busy lock is a skip too (the run is\n"
     "someone else's); with -w, dlock waits, then decides.  --once waits as\n"
     "a plain run (default: forever), then decides; a lock still busy at\n"
@@ -63,162 +84,247 @@ const char cli_run_help[] =
     "executable/not found.  A CMD file without \"#!\" runs with /bin/sh, as\n"
     "with execvp(3) and flock(1); a binary it cannot run exits 126.\n";
 
+/* The options part of the help, from the table: "  -w, --wait SEC" (four
+ * spaces for no short name), the help from column 24 with its further
+ * lines under it; a head that reaches column 24 is followed by two
+ * spaces, or, past column 26, by the help on lines of its own. */
+static void print_opts(FILE *f)
+{
+    for (const struct cli_opt *p = cli_run_opts; p->name != NULL; p++) {
+        const char *h = p->help;
+        int n;
+
+        if (h == NULL)
+            continue;
+        n = p->key < 256 ? fprintf(f, "  -%c, ", p->key) : fprintf(f, "      ");
+        n += fprintf(f, "--%s%s%s", p->name, p->arg != NULL ? " " : "",
+                     p->arg != NULL ? p->arg : "");
+        if (n > 26)
+            fprintf(f, "\n%24s", "");
+        else
+            fprintf(f, "%*s", n < 24 ? 24 - n : 2, "");
+        for (;;) {
+            size_t len = strcspn(h, "\n");
+
+            fprintf(f, "%.*s\n", (int)len, h);
+            if (h[len] == '\0')
+                break;
+            h += len + 1;
+            fprintf(f, "%24s", "");
+        }
+    }
+}
+
+void cli_run_usage(FILE *f)
+{
+    fputs(help_head, f);
+    print_opts(f);
+    fputs(help_tail, f);
+}
+
+/* The entry of the option at argv element a ("-w5", "--wait=5", "-n"),
+ * or NULL for none.  getopt_long would also take "--wai" for --wait and
+ * "-nS" for -n -S; dlock never has, so only a whole name counts, and a
+ * short option without a value stands alone. */
+static const struct cli_opt *opt_of(const char *a)
+{
+    for (const struct cli_opt *p = cli_run_opts; p->name != NULL; p++) {
+        size_t n = strlen(p->name);
+
+        if (a[1] == '-'
+                ? strncmp(a + 2, p->name, n) == 0 &&
+                      (a[2 + n] == '\0' || (a[2 + n] == '=' && p->arg != NULL))
+                : p->key == (unsigned char)a[1] &&
+                      (a[2] == '\0' || p->arg != NULL))
+            return p;
+    }
+    return NULL;
+}
+
+static int unknown_opt(const char *a)
+{
+    if (cli_misplaced_global("run", "NAME -- CMD", a))
+        return EXIT_USAGE;
+    cli_err("run: unknown option '%s' (see dlock run --help)",
+            cli_arg_shown(a));
+    return EXIT_USAGE;
+}
+
+/* -w, --ttl, --grace: seconds into *ms; 0, or a usage exit code after
+ * saying why.  a is the option as given ("-w5", "--wait", "--wait=5"). */
+static int take_seconds(int64_t *ms, int is_ttl, const char *a, const char *val)
+{
+    /* The option's name alone ("-w5", "--ttl=x": the value is not part
+     * of it). */
+    int opt_len = a[1] != '-' ? 2 : (int)strcspn(a, "=");
+
+    *ms = cli_parse_seconds(val);
+    if (*ms == -2) {
+        cli_err("run: too many seconds for %s: '%s' (the maximum "
+                "is 365 days, %lld)",
+                a, val, CLI_SECONDS_MAX);
+        return EXIT_USAGE;
+    }
+    if (*ms < 0) {
+        cli_err("run: bad number of seconds for %.*s: '%s' "
+                "(decimal seconds, or a number with ms)",
+                opt_len, a, cli_arg_shown(val));
+        return EXIT_USAGE;
+    }
+    if (is_ttl && *ms < DLOCK_TTL_MIN_MS) {
+        cli_err("run: --ttl %s is shorter than %d ms: renewal "
+                "could not keep such a lease",
+                val, DLOCK_TTL_MIN_MS);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* What option key (with val, NULL for none) sets; 0, or a usage exit
+ * code after saying why.  a is the option as given. */
+static int take_opt(struct run_opts *o, int key, const char *a, const char *val)
+{
+    char *end;
+    long v;
+
+    switch (key) {
+    case 'w':
+        o->wait_given = 1;
+        return take_seconds(&o->wait_ms, 0, a, val);
+    case OPT_TTL:
+        return take_seconds(&o->ttl_ms, 1, a, val);
+    case OPT_GRACE:
+        return take_seconds(&o->grace_ms, 0, a, val);
+    case 'n':
+        o->wait_ms = 0;
+        o->wait_given = 1;
+        return 0;
+    case OPT_ONCE:
+        o->once = 1;
+        return 0;
+    case 'S':
+        o->shared = 1;
+        return 0;
+    case OPT_METRICS_FILE:
+        if (*val == '\0') {
+            cli_err("run: --metrics-file needs a path");
+            return EXIT_USAGE;
+        }
+        o->metrics_file = val;
+        return 0;
+    case OPT_ONCE_PER:
+        o->period_ms = cli_parse_duration(val);
+        if (o->period_ms == -2) {
+            cli_err("run: --once-per '%s' is longer than 365 days",
+                    cli_arg_shown(val));
+            return EXIT_USAGE;
+        }
+        if (o->period_ms <= 0) {
+            cli_err("run: bad --once-per '%s': a period such as 5m, "
+                    "1h, 1d or 90 (seconds), the schedule's interval",
+                    cli_arg_shown(val));
+            return EXIT_USAGE;
+        }
+        return 0;
+    case 'l':
+        v = strtol(val, &end, 10);
+        /* Digits only: strtol would also take " 3", "+3" and "-0". */
+        if (strspn(val, "0123456789") != strlen(val) || *val == '\0' ||
+            *end != '\0' || v < 1 || v > DLOCK_LIMIT_MAX) {
+            cli_err("run: the limit must be 1..%d, not '%s'", DLOCK_LIMIT_MAX,
+                    cli_arg_shown(val));
+            return EXIT_USAGE;
+        }
+        o->limit = (unsigned)v;
+        return 0;
+    case 'E':
+        v = strtol(val, &end, 10);
+        if (*val == '\0' || *end != '\0' || v < 0 || v > 255) {
+            cli_err("run: the conflict exit code must be 0..255, not "
+                    "'%s'",
+                    cli_arg_shown(val));
+            return EXIT_USAGE;
+        }
+        o->conflict_code = (int)v;
+        o->conflict_given = 1;
+        return 0;
+    }
+    return unknown_opt(a); /* not in the table: getopt_long never says so */
+}
+
 int cli_run_parse(struct run_opts *o, int argc, char **argv)
 {
+    /* getopt_long's tables, from cli_run_opts: "+" stops at the first
+     * word that is no option (NAME, then CMD: CMD's own options are
+     * never read), ":" tells a missing value from an unknown option. */
+    struct option lo[N_OPTS + 1];
+    char so[2 + 2 * N_OPTS + 1], *sp = so;
+
+    *sp++ = '+';
+    *sp++ = ':';
+    for (size_t k = 0; k < N_OPTS; k++) {
+        const struct cli_opt *p = &cli_run_opts[k];
+
+        lo[k] = (struct option){
+            p->name, p->arg != NULL ? required_argument : no_argument, NULL,
+            p->key};
+        if (p->key < 256) {
+            *sp++ = (char)p->key;
+            if (p->arg != NULL)
+                *sp++ = ':';
+        }
+    }
+    lo[N_OPTS] = (struct option){NULL, 0, NULL, 0};
+    *sp = '\0';
+
     o->wait_ms = DLOCK_WAIT_FOREVER;
     o->ttl_ms = DLOCK_DEFAULT_TTL_MS;
     o->grace_ms = DEFAULT_GRACE_MS;
     o->conflict_code = EXIT_BUSY;
     o->limit = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val = NULL;
-        int64_t *ms = NULL;
-        int is_limit = 0, opt_len;
+    /* A scan of its own each call (the fuzzer parses again and again);
+     * the messages are ours. */
+    optind = 0;
+    opterr = 0;
+    for (;;) {
+        /* Every call starts at a whole argv element: a short option
+         * with a value takes the rest of it, one without stands alone. */
+        int at = optind > 0 ? optind : 1, c, rc;
+        const char *a = at < argc ? argv[at] : NULL;
 
-        if (strcmp(a, "--") == 0) {
-            if (o->name == NULL && i + 1 < argc)
-                o->name = argv[++i];
-            if (i + 1 < argc)
-                o->cmd = argv + i + 1;
-            break;
-        }
-        if (a[0] != '-' || a[1] == '\0') {
+        if (a != NULL && a[0] == '-' && a[1] != '\0' && strcmp(a, "--") != 0 &&
+            opt_of(a) == NULL)
+            return unknown_opt(a);
+        c = getopt_long(argc, argv, so, lo, NULL);
+        if (c == -1) {
+            /* "--": NAME (if not given yet) and CMD follow it. */
+            if (optind == at + 1 && strcmp(argv[at], "--") == 0) {
+                if (o->name == NULL && optind < argc)
+                    o->name = argv[optind++];
+                if (optind < argc)
+                    o->cmd = argv + optind;
+                break;
+            }
+            if (optind >= argc)
+                break;
             if (o->name == NULL) {
-                o->name = a;
+                o->name = argv[optind++];
                 continue;
             }
-            o->cmd = argv + i; /* flock style: the rest is the command */
+            o->cmd = argv + optind; /* flock style: the rest is the command */
             break;
         }
-        if (cli_is(a, "-h", "--help"))
+        if (c == 'h')
             return -1;
-        if (cli_is(a, "-n", "--nonblock")) {
-            o->wait_ms = 0;
-            o->wait_given = 1;
-            continue;
-        }
-        if (cli_is(a, "--once", NULL)) {
-            o->once = 1;
-            continue;
-        }
-        if (cli_is(a, "--once-per", "--metrics-file") ||
-            !strncmp(a, "--once-per=", 11) ||
-            !strncmp(a, "--metrics-file=", 15)) {
-            int per = a[2] == 'o';
-            const char *v = strchr(a, '=') ? strchr(a, '=') + 1
-                            : i + 1 < argc ? argv[++i]
-                                           : NULL;
-
-            if (v == NULL) {
-                cli_err("run: %s needs a value", a);
-                return EXIT_USAGE;
-            }
-            if (!per) {
-                if (*v == '\0') {
-                    cli_err("run: --metrics-file needs a path");
-                    return EXIT_USAGE;
-                }
-                o->metrics_file = v;
-                continue;
-            }
-            o->period_ms = cli_parse_duration(v);
-            if (o->period_ms == -2) {
-                cli_err("run: --once-per '%s' is longer than 365 days",
-                        cli_arg_shown(v));
-                return EXIT_USAGE;
-            }
-            if (o->period_ms <= 0) {
-                cli_err("run: bad --once-per '%s': a period such as 5m, "
-                        "1h, 1d or 90 (seconds), the schedule's interval",
-                        cli_arg_shown(v));
-                return EXIT_USAGE;
-            }
-            continue;
-        }
-        if (cli_is(a, "-S", "--shared")) {
-            o->shared = 1;
-            continue;
-        }
-        /* Options with a value: "-w 5", "-w5", "--wait 5", "--wait=5". */
-        if (cli_is(a, "-w", "--wait") || !strncmp(a, "--wait=", 7) ||
-            (!strncmp(a, "-w", 2) && a[2]))
-            ms = &o->wait_ms;
-        else if (cli_is(a, "--ttl", NULL) || !strncmp(a, "--ttl=", 6))
-            ms = &o->ttl_ms;
-        else if (cli_is(a, "--grace", NULL) || !strncmp(a, "--grace=", 8))
-            ms = &o->grace_ms;
-        else if (cli_is(a, "-l", "--limit") || !strncmp(a, "--limit=", 8) ||
-                 (!strncmp(a, "-l", 2) && a[2]))
-            is_limit = 1;
-        else if (!(cli_is(a, "-E", "--conflict-exit-code") ||
-                   !strncmp(a, "--conflict-exit-code=", 21) ||
-                   (!strncmp(a, "-E", 2) && a[2]))) {
-            if (cli_misplaced_global("run", "NAME -- CMD", a))
-                return EXIT_USAGE;
-            cli_err("run: unknown option '%s' (see dlock run --help)",
-                    cli_arg_shown(a));
-            return EXIT_USAGE;
-        }
-        if (a[1] != '-' && a[2] != '\0')
-            val = a + 2;
-        else if (strchr(a, '=') != NULL && a[1] == '-')
-            val = strchr(a, '=') + 1;
-        else if (i + 1 < argc)
-            val = argv[++i];
-        /* The option's name alone ("-w5", "--ttl=x": the value is not
-         * part of it). */
-        opt_len = a[1] != '-' ? 2 : (int)strcspn(a, "=");
-        if (val == NULL) {
+        if (c == ':') {
             cli_err("run: %s needs a value", a);
             return EXIT_USAGE;
         }
-        if (ms == &o->wait_ms)
-            o->wait_given = 1;
-        if (ms != NULL) {
-            *ms = cli_parse_seconds(val);
-            if (*ms == -2) {
-                cli_err("run: too many seconds for %s: '%s' (the maximum "
-                        "is 365 days, %lld)",
-                        a, val, CLI_SECONDS_MAX);
-                return EXIT_USAGE;
-            }
-            if (*ms < 0) {
-                cli_err("run: bad number of seconds for %.*s: '%s' "
-                        "(decimal seconds, or a number with ms)",
-                        opt_len, a, cli_arg_shown(val));
-                return EXIT_USAGE;
-            }
-            if (ms == &o->ttl_ms && *ms < DLOCK_TTL_MIN_MS) {
-                cli_err("run: --ttl %s is shorter than %d ms: renewal "
-                        "could not keep such a lease",
-                        val, DLOCK_TTL_MIN_MS);
-                return EXIT_USAGE;
-            }
-        } else if (is_limit) {
-            char *end;
-            long v = strtol(val, &end, 10);
-
-            /* Digits only: strtol would also take " 3", "+3" and "-0". */
-            if (strspn(val, "0123456789") != strlen(val) || *val == '\0' ||
-                *end != '\0' || v < 1 || v > DLOCK_LIMIT_MAX) {
-                cli_err("run: the limit must be 1..%d, not '%s'",
-                        DLOCK_LIMIT_MAX, cli_arg_shown(val));
-                return EXIT_USAGE;
-            }
-            o->limit = (unsigned)v;
-        } else {
-            char *end;
-            long v = strtol(val, &end, 10);
-
-            if (*val == '\0' || *end != '\0' || v < 0 || v > 255) {
-                cli_err("run: the conflict exit code must be 0..255, not "
-                        "'%s'",
-                        cli_arg_shown(val));
-                return EXIT_USAGE;
-            }
-            o->conflict_code = (int)v;
-            o->conflict_given = 1;
-        }
+        if (c == '?')
+            return unknown_opt(a);
+        rc = take_opt(o, c, a, optarg);
+        if (rc != 0)
+            return rc;
     }
     if (o->metrics_file == NULL) {
         const char *env = getenv("DLOCK_METRICS_FILE");
@@ -241,7 +347,7 @@ int cli_run_parse(struct run_opts *o, int argc, char **argv)
         o->wait_ms = 0;
     if (o->name == NULL || o->cmd == NULL) {
         cli_err("run: %s", o->name == NULL ? "missing NAME" : "missing CMD");
-        fputs(cli_run_help, stderr);
+        cli_run_usage(stderr);
         return EXIT_USAGE;
     }
     if (cli_name_secret("run", "NAME -- CMD", o->name))

@@ -1,5 +1,6 @@
 /* libFuzzer: each store's mapping of lock names to its own keys
- * (src/stores/keys.c).  The input is two names separated by the byte 0xfe
+ * (src/stores/mysql/my_keys.c, src/stores/redis/rkeys.c, each when its
+ * store is built).  The input is two names separated by the byte 0xfe
  * (never in UTF-8).  For every valid name:
  *  - MySQL/MariaDB: the key is the name up to 64 characters (192 bytes on
  *    MariaDB), else its first 24 characters and 40 lowercase hex digits;
@@ -21,8 +22,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "keys.h"
 #include "names.h"
+#ifdef DLOCK_HAVE_MYSQL
+#include "mysql/my_keys.h"
+#endif
+#ifdef DLOCK_HAVE_REDIS
+#include "redis/rkeys.h"
+#endif
 #ifdef DLOCK_HAVE_ETCD
 #include "etcd/etcd.h"
 #endif
@@ -30,6 +36,20 @@
 #define PREFIX "dlock:"
 #define PLEN (sizeof(PREFIX) - 1)
 
+#if defined(DLOCK_HAVE_MYSQL) || defined(DLOCK_HAVE_REDIS)
+static int same_key(const char *a, size_t al, const char *b, size_t bl)
+{
+    return al == bl && memcmp(a, b, al) == 0;
+}
+#endif
+
+static int valid(const char *s, size_t len)
+{
+    return len > 0 && memchr(s, 0, len) == NULL &&
+           dlock__check_name(s, len) == DLOCK_OK;
+}
+
+#ifdef DLOCK_HAVE_MYSQL
 static size_t utf8_chars(const char *s, size_t len)
 {
     size_t n = 0;
@@ -37,12 +57,6 @@ static size_t utf8_chars(const char *s, size_t len)
     for (size_t i = 0; i < len; i++)
         n += ((unsigned char)s[i] & 0xc0) != 0x80;
     return n;
-}
-
-static int valid(const char *s, size_t len)
-{
-    return len > 0 && memchr(s, 0, len) == NULL &&
-           dlock__check_name(s, len) == DLOCK_OK;
 }
 
 static void check_mysql(const char *name, size_t len, int mariadb,
@@ -72,7 +86,9 @@ static void check_mysql(const char *name, size_t len, int mariadb,
         memcmp(again, key, klen + 1) != 0)
         abort();
 }
+#endif
 
+#ifdef DLOCK_HAVE_REDIS
 static void check_redis(const char *name, size_t len, struct dlock__rkeys *k)
 {
     size_t nlen;
@@ -121,11 +137,6 @@ static void check_redis_cluster(const char *prefix, size_t plen,
     free(k.buf);
 }
 
-static int same_key(const char *a, size_t al, const char *b, size_t bl)
-{
-    return al == bl && memcmp(a, b, al) == 0;
-}
-
 static void check_any_key(const char *d, size_t n)
 {
     struct dlock__rkeys k;
@@ -164,6 +175,7 @@ static void check_glob(const char *d, size_t n)
         abort();
     free(g);
 }
+#endif
 
 #ifdef DLOCK_HAVE_ETCD
 /* A kv of etcd's range reply: key and value in base64, revisions as
@@ -241,28 +253,44 @@ static void check_etcd(const char *a, size_t al, const char *b, size_t bl,
 }
 #endif
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+#ifdef DLOCK_HAVE_MYSQL
+/* Each valid name's keys, and two names never share one unless one is
+ * literally the other's hashed key. */
+static void fuzz_mysql(const char *const n[2], const size_t l[2],
+                       const int ok[2])
 {
-    const char *d = (const char *)data, *sep = memchr(d, 0xfe, size);
-    const char *n[2] = {d, sep ? sep + 1 : NULL};
-    size_t l[2] = {sep ? (size_t)(sep - d) : size,
-                   sep ? size - (size_t)(sep - d) - 1 : 0};
     char mk[2][2][DLOCK__MYSQL_KEY_MAX + 1];
+
+    for (int i = 0; i < 2; i++)
+        if (ok[i]) {
+            check_mysql(n[i], l[i], 0, mk[i][0]);
+            check_mysql(n[i], l[i], 1, mk[i][1]);
+        }
+    if (ok[0] && ok[1] && !same_key(n[0], l[0], n[1], l[1]))
+        for (int m = 0; m < 2; m++)
+            if (strcmp(mk[0][m], mk[1][m]) == 0 &&
+                !same_key(mk[0][m], strlen(mk[0][m]), n[0], l[0]) &&
+                !same_key(mk[0][m], strlen(mk[0][m]), n[1], l[1]))
+                abort(); /* a collision no one asked for */
+}
+#endif
+
+#ifdef DLOCK_HAVE_REDIS
+/* The input as a key and as a SCAN prefix; each valid name's keys, plain
+ * and in the cluster layout; two names never share a key. */
+static void fuzz_redis(const char *d, size_t size, const char *const n[2],
+                       const size_t l[2], const int ok[2])
+{
     struct dlock__rkeys rk[2];
-    int ok[2];
 
     check_any_key(d, size);
     check_glob(d, size);
-    for (int i = 0; i < 2; i++) {
-        ok[i] = n[i] != NULL && valid(n[i], l[i]);
-        if (!ok[i])
-            continue;
-        check_mysql(n[i], l[i], 0, mk[i][0]);
-        check_mysql(n[i], l[i], 1, mk[i][1]);
-        check_redis(n[i], l[i], &rk[i]);
-        check_redis_cluster(PREFIX, PLEN, n[i], l[i]);
-        check_redis_cluster("", 0, n[i], l[i]);
-    }
+    for (int i = 0; i < 2; i++)
+        if (ok[i]) {
+            check_redis(n[i], l[i], &rk[i]);
+            check_redis_cluster(PREFIX, PLEN, n[i], l[i]);
+            check_redis_cluster("", 0, n[i], l[i]);
+        }
     if (ok[0] && ok[1] && !same_key(n[0], l[0], n[1], l[1])) {
         /* Two names never share a key in the cluster layout either, with
          * an empty prefix ("a" and "{a}" are different locks). */
@@ -278,13 +306,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     abort();
         free(ck[0].buf);
         free(ck[1].buf);
-    }
-    if (ok[0] && ok[1] && !same_key(n[0], l[0], n[1], l[1])) {
-        for (int m = 0; m < 2; m++)
-            if (strcmp(mk[0][m], mk[1][m]) == 0 &&
-                !same_key(mk[0][m], strlen(mk[0][m]), n[0], l[0]) &&
-                !same_key(mk[0][m], strlen(mk[0][m]), n[1], l[1]))
-                abort(); /* a collision no one asked for */
         for (int i = 0; i < 5; i++)
             for (int j = 0; j < 5; j++) {
                 const char *a = i < 4 ? rk[0].k[i] : rk[0].chan;
@@ -296,14 +317,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     abort();
             }
     }
+    for (int i = 0; i < 2; i++)
+        if (ok[i])
+            free(rk[i].buf);
+}
+#endif
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const char *d = (const char *)data, *sep = memchr(d, 0xfe, size);
+    const char *const n[2] = {d, sep ? sep + 1 : NULL};
+    const size_t l[2] = {sep ? (size_t)(sep - d) : size,
+                         sep ? size - (size_t)(sep - d) - 1 : 0};
+    int ok[2];
+
+    for (int i = 0; i < 2; i++)
+        ok[i] = n[i] != NULL && valid(n[i], l[i]);
+#ifdef DLOCK_HAVE_MYSQL
+    fuzz_mysql(n, l, ok);
+#endif
+#ifdef DLOCK_HAVE_REDIS
+    fuzz_redis(d, size, n, l, ok);
+#endif
 #ifdef DLOCK_HAVE_ETCD
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 2; j++)
             if (ok[i] && ok[j])
                 check_etcd(n[i], l[i], n[j], l[j], d, size);
 #endif
-    for (int i = 0; i < 2; i++)
-        if (ok[i])
-            free(rk[i].buf);
     return 0;
 }

@@ -64,7 +64,7 @@
  *
  * Keys: a name of up to 64 characters is its own key; a longer one becomes
  * its first 24 characters followed by the SHA1 hex of the whole name, as
- * mpyw/laravel-database-advisory-lock computes it (src/stores/keys.c).
+ * mpyw/laravel-database-advisory-lock computes it (my_keys.c).
  *
  * ?mode=lease keeps only the row (for Galera and other servers where
  * GET_LOCK is not cluster-wide): waiting polls (the core's loop), and a
@@ -86,11 +86,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../keys.h"
 #include "cancel.h"
 #include "clock.h"
 #include "errors.h"
 #include "iobound.h"
+#include "my_keys.h"
 #include "names.h"
 #include "pool.h"
 #include "process.h"

@@ -52,7 +52,7 @@
  *                       release hands the lock to it (a wake-up only:
  *                       anyone may publish; the waiter's attempt tells)
  * Names are valid UTF-8, which never contains the byte 0xff, so no lock
- * key can be mistaken for a derived one, whatever the names (keys.c).
+ * key can be mistaken for a derived one, whatever the names (rkeys.c).
  *
  * Every operation is one Lua script, one round trip (EVALSHA, EVAL when
  * the server has forgotten the script).  Scripts read the server's clock
@@ -82,7 +82,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../keys.h"
+#include "../sha1.h"
 #include "cancel.h"
 #include "clock.h"
 #include "errors.h"
@@ -91,6 +91,7 @@
 #include "pool.h"
 #include "process.h"
 #include "rconn.h"
+#include "rkeys.h"
 #include "store.h"
 #include "strutil.h"
 #include "url.h"

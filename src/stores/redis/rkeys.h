@@ -1,40 +1,12 @@
 /*
- * keys.h - how the stores map lock names to their own keys.  Pure
- * functions, no client library: the fuzzers (tests/fuzz/fuzz_keys.c) call
- * them directly.  PostgreSQL has no client-side mapping: the server hashes
- * the name, sent as a bound text parameter (hashtextextended or hashtext).
+ * rkeys.h - how the Redis store maps lock names to its keys, and Redis
+ * Cluster's hash slots.  Pure functions, no client library: the fuzzer
+ * (tests/fuzz/fuzz_keys.c) calls them directly.
  */
-#ifndef DLOCK_STORES_KEYS_H
-#define DLOCK_STORES_KEYS_H
+#ifndef DLOCK_STORES_RKEYS_H
+#define DLOCK_STORES_RKEYS_H
 
 #include <stddef.h>
-
-/* The SHA1 (FIPS 180-1) of data in lower-case hex, NUL-terminated: the
- * MySQL key of a long name, and the digest Redis names a script by. */
-void dlock__sha1_hex(const void *data, size_t len, char out[41]);
-
-/* MySQL/MariaDB: 64 characters of at most 4 bytes each. */
-#define DLOCK__MYSQL_KEY_MAX (64 * 4)
-
-/* The GET_LOCK key of a valid UTF-8 name: the name itself up to 64
- * characters (and, on MariaDB, 192 bytes), else its first 24 characters
- * followed by the SHA1 hex of the whole name (seed mpyw's mapping).
- * Writes a NUL-terminated key to out; returns its length. */
-size_t dlock__mysql_key(const char *name, size_t len, int mariadb,
-                        char out[DLOCK__MYSQL_KEY_MAX + 1]);
-
-/* MySQL/MariaDB semaphores: the prefix of the name's slot keys ("<SHA1
- * hex of name, NUL, "dlock-sem">#"); slot i's key is the prefix and i in
- * decimal.  Writes a NUL-terminated prefix of DLOCK__MYSQL_SEM_PREFIX
- * characters. */
-#define DLOCK__MYSQL_SEM_PREFIX 41
-void dlock__mysql_sem_prefix(const char *name, size_t len,
-                             char out[DLOCK__MYSQL_SEM_PREFIX + 1]);
-
-/* MySQL/MariaDB: is key spelt as a semaphore's slot key ("<40 hex>#<i>")
- * or a waiter row's name ("<40 hex>~<session id>")?  Such keys belong to
- * another lock: release --force refuses a name whose key is one. */
-int dlock__mysql_reserved_key(const char *key, size_t len);
 
 /* Redis: the keys of one lock name, all in one allocation (free buf).
  * k[0] the lock (prefix + name, the plain SET NX key), k[1] the fence
