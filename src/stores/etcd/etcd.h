@@ -8,6 +8,7 @@
  *   json.c     request parts and reply fields: base64 keys and values,
  *              64-bit integers as strings, fields left out when zero
  *   bodies.c   the hot paths' request bodies, and their golden copies
+ *   keyset.c   the keys a waiter waits on (struct etcd_keys)
  *   queue.c    a name's keys in revision order: who holds, who is next,
  *              which key a waiter watches (the admission rules)
  *   lease.c    the handle's leases, shared by the locks of one TTL
@@ -135,6 +136,7 @@ struct etcd_keys {
     char **k; /* raw bytes, NUL-terminated */
     size_t *len;
 };
+/* keyset.c: free ks's keys and empty it. */
 void dlock__etcd_keys_clear(struct etcd_keys *ks);
 /* Whether k (n bytes) is one of ks's. */
 int dlock__etcd_keys_has(const struct etcd_keys *ks, const char *k, size_t n);

@@ -277,23 +277,6 @@ int dlock__etcd_admit(const struct etcd_queue *q, const struct dlock_lock *lk,
     return DLOCK_BUSY;
 }
 
-void dlock__etcd_keys_clear(struct etcd_keys *ks)
-{
-    for (size_t i = 0; i < ks->n; i++)
-        free(ks->k[i]);
-    free(ks->k);
-    free(ks->len);
-    memset(ks, 0, sizeof(*ks));
-}
-
-int dlock__etcd_keys_has(const struct etcd_keys *ks, const char *k, size_t n)
-{
-    for (size_t i = 0; i < ks->n; i++)
-        if (ks->len[i] == n && memcmp(ks->k[i], k, n) == 0)
-            return 1;
-    return 0;
-}
-
 int dlock__etcd_read_queue(struct etcd_store *es, const char *name,
                            struct etcd_queue *q, const char *k, size_t klen,
                            int64_t *k_rev, int64_t *k_lease)

@@ -27,7 +27,7 @@
  * the last writes (replication is asynchronous), like after a Sentinel
  * failover: when a slot's old master is no longer a master in the new
  * map, the slot's epoch moves, and every lock taken in that slot before
- * is LOST (store.c, as for Sentinel).
+ * is LOST (held.c, as for Sentinel).
  */
 #include <stdio.h>
 #include <stdlib.h>

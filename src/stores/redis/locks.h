@@ -1,15 +1,17 @@
 /*
  * locks.h - what the files of the store's operations share, the top
- * layer (above eval.h): store.c (the ops table), wait.c and sub.c (the
- * wait and its subscriber), renew.c (batched renewals), runs.c (run
- * records).
+ * layer (above eval.h), in layers of their own: held.c (a lock's keys
+ * and scripts, extend, ttl_left, release), scan.c (SCAN) and sub.c (the
+ * subscriber) at the bottom; wait.c (the wait), renew.c (batched
+ * renewals) and runs.c (run records) above them; store.c (the ops
+ * table) on top, called by none of them.
  */
 #ifndef DLOCK_STORES_REDIS_LOCKS_H
 #define DLOCK_STORES_REDIS_LOCKS_H
 
 #include "eval.h"
 
-/* --- store.c --------------------------------------------------------- */
+/* --- held.c ---------------------------------------------------------- */
 
 int dlock__redis_keys_of(struct redis_store *rs, const char *name,
                          size_t name_len, struct dlock__rkeys *k);
@@ -44,6 +46,17 @@ int dlock__redis_stale(const struct dlock_lock *lk, uint64_t now_epoch);
 int dlock__redis_drop_stale(struct redis_store *rs, struct dlock_lock *lk);
 /* A wait that ended without the lock: leave the queue (best effort). */
 int dlock__redis_leave(struct redis_store *rs, struct dlock_lock *lk);
+/* A script's integer answer in *out (frees r); r NULL: its failure rc. */
+int dlock__redis_int_reply(struct redis_store *rs, redisReply *r, int rc,
+                           long long *out);
+/* The ops of dlock__redis_ops: renew, check and let go of a held lock. */
+int dlock__redis_extend(struct dlock_store *s, struct dlock_lock *lk,
+                        int64_t ttl_ms);
+int dlock__redis_ttl_left(struct dlock_store *s, struct dlock_lock *lk,
+                          int64_t *left_ms);
+int dlock__redis_release(struct dlock_store *s, struct dlock_lock *lk);
+
+/* --- scan.c ---------------------------------------------------------- */
 
 /* SCAN the server (every master of a cluster) for the keys matching
  * pattern, calling take for each (caller does not hold mu; take runs

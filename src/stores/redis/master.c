@@ -14,7 +14,7 @@
  * renewal retries while its lease runs).  Commands that meet a demoted
  * master (READONLY) drop the connection (link.c), so the next one asks
  * again.  When the command connection finds the master at another address
- * than before, a new epoch starts: locks taken before are LOST (store.c),
+ * than before, a new epoch starts: locks taken before are LOST (held.c),
  * because the promoted replica may lack them (asynchronous replication)
  * and someone may have taken them there meanwhile.  Fences stay rising:
  * the fence script never hands out less than the server's clock in us

@@ -15,9 +15,10 @@
  *               Redis Cluster (cluster.c), the command pool and exec
  *               over either (route.c)
  *   eval.h      running a script: EVALSHA, EVAL on NOSCRIPT (eval.c)
- *   locks.h     the operations: the ops table (store.c), the wait and
- *               its subscriber (wait.c, sub.c), batched renewals
- *               (renew.c), run records (runs.c)
+ *   locks.h     the operations: a held lock (held.c), SCAN (scan.c),
+ *               the wait and its subscriber (wait.c, sub.c), batched
+ *               renewals (renew.c), run records (runs.c), and the ops
+ *               table on top (store.c)
  *
  * redis://[user:pass@]host[:port][/db][?prefix=dlock:&connect_timeout=5s
  *                                      &timeout=5s]
@@ -191,7 +192,7 @@ struct redis_store {
     struct rtls *tls;
     /* ?replicas=N: an acquire or a renewal counts only once WAIT says N
      * replicas have it, within ?replicas_timeout= (eval.c: eval_fn
-     * asks, store.c and renew.c decide).  0: no WAIT. */
+     * asks, held.c and renew.c decide).  0: no WAIT. */
     int replicas;
     int64_t replicas_timeout_ms;
     long long acks; /* what the last WAIT answered (under mu), -1 none */

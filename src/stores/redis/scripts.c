@@ -46,25 +46,35 @@ static const struct {
     [S_RUN_END] = {"run_end.lua", dlock__text_redis_run_end},
 };
 
-/* {{heard}} in lua/fn_handoff.lua: whether the waiter a hand-off told on
- * its own channel heard it, from PUBLISH's count n (an error, no channel
- * rights, counts as heard).  Redis Cluster: PUBLISH counts the
- * subscribers of the node it runs on only, while the message reaches
- * every node's.  A count of 0 there does not mean nobody heard (the
- * waiter may have, on another node, and would take the lock as handed
- * over): the hand-off is made to every live entry, and a waiter that
- * died holds what it was handed until its lease runs out, as any dead
- * holder does. */
-#define HEARD "(type(n) ~= 'number' or n > 0)"
-#define HEARD_CLUSTER "true"
+/* Fragment t (lua/frag_*.lua: one expression, which the embedding ends
+ * with a newline) into buf without that newline, for a {{placeholder}}
+ * inside a line. */
+static const char *fragment(const char *t, char *buf, size_t size)
+{
+    size_t n = strcspn(t, "\n");
+
+    if (n >= size)
+        n = size - 1;
+    memcpy(buf, t, n);
+    buf[n] = '\0';
+    return buf;
+}
 
 /* Script s as a store sends it (cluster: a Redis Cluster's variant), or
  * NULL with the error set: the one builder of open() (scripts_init) and
  * of the golden copies (dlock__redis_texts). */
 static char *script_text(int s, int cluster)
 {
-    const char *const vars[] = {"heard", cluster ? HEARD_CLUSTER : HEARD,
-                                "runs_kept", STR(DLOCK_RUNS_KEPT), NULL};
+    char heard[256];
+    /* {{heard}}: whether the waiter a hand-off told heard it
+     * (lua/frag_heard.lua, and lua/frag_heard_cluster.lua for Redis
+     * Cluster, where PUBLISH counts one node's subscribers only). */
+    const char *const vars[] = {
+        "heard",
+        fragment(cluster ? dlock__text_redis_frag_heard_cluster
+                         : dlock__text_redis_frag_heard,
+                 heard, sizeof(heard)),
+        "runs_kept", STR(DLOCK_RUNS_KEPT), NULL};
 
     return dlock__text_expand(script[s].tmpl, vars);
 }

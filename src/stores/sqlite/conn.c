@@ -1,8 +1,8 @@
 /*
  * conn.c - the SQLite store's one connection: its mutex, the busy handler
  * that waits for SQLite's write lock up to a deadline, prepared
- * statements, BEGIN IMMEDIATE / COMMIT / ROLLBACK, errors as dlock codes;
- * and the same, by store handle, for runs.c.
+ * statements (the one cached set), BEGIN IMMEDIATE / ROLLBACK, errors as
+ * dlock codes.
  */
 #include <pthread.h>
 #include <sqlite3.h>
@@ -93,67 +93,4 @@ void dlock__sq_rollback(struct sqlite_store *ss)
 {
     if (!sqlite3_get_autocommit(ss->db))
         (void)dlock__sq_exec(ss, Q_ROLLBACK);
-}
-
-/* --- for runs.c ---------------------------------------------------- */
-
-sqlite3 *dlock__sqlite_db(struct dlock_store *st)
-{
-    return ((struct sqlite_store *)st)->db;
-}
-
-void dlock__sqlite_lock(struct dlock_store *st)
-{
-    struct sqlite_store *ss = (struct sqlite_store *)st;
-
-    dlock__sq_lock(ss, dlock__sq_deadline(ss));
-}
-
-void dlock__sqlite_unlock(struct dlock_store *st)
-{
-    dlock__sq_unlock((struct sqlite_store *)st);
-}
-
-int dlock__sqlite_begin(struct dlock_store *st)
-{
-    struct sqlite_store *ss = (struct sqlite_store *)st;
-
-    return dlock__sq_begin(ss) == SQLITE_OK ? DLOCK_OK
-                                            : dlock__sq_error(ss, "begin");
-}
-
-int dlock__sqlite_commit(struct dlock_store *st)
-{
-    struct sqlite_store *ss = (struct sqlite_store *)st;
-
-    return dlock__sq_exec(ss, Q_COMMIT) == SQLITE_OK
-               ? DLOCK_OK
-               : dlock__sq_error(ss, "commit");
-}
-
-void dlock__sqlite_rollback(struct dlock_store *st)
-{
-    dlock__sq_rollback((struct sqlite_store *)st);
-}
-
-int dlock__sqlite_error(struct dlock_store *st, const char *what)
-{
-    return dlock__sq_error((struct sqlite_store *)st, what);
-}
-
-int dlock__sqlite_owns(struct dlock_store *st, const struct dlock_lock *lk)
-{
-    struct sqlite_store *ss = (struct sqlite_store *)st;
-    sqlite3_stmt *s = dlock__sq_stmt(ss, Q_TTL);
-    int src;
-
-    if (s == NULL)
-        return -1;
-    dlock__sq_bind_name(s, 1, lk);
-    sqlite3_bind_text(s, 2, lk->token, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 3, dlock__sq_host_ms(&ss->id));
-    sqlite3_bind_text(s, 4, ss->id.boot_id, -1, SQLITE_STATIC);
-    src = sqlite3_step(s);
-    sqlite3_reset(s);
-    return src == SQLITE_ROW ? 1 : src == SQLITE_DONE ? 0 : -1;
 }

@@ -177,3 +177,20 @@ out:
     dlock__sq_unlock(ss);
     return rc;
 }
+
+/* Does lk still own its row?  (runs.c, inside its transaction.) */
+int dlock__sq_owns(struct sqlite_store *ss, const struct dlock_lock *lk)
+{
+    sqlite3_stmt *s = dlock__sq_stmt(ss, Q_TTL);
+    int src;
+
+    if (s == NULL)
+        return -1;
+    dlock__sq_bind_name(s, 1, lk);
+    sqlite3_bind_text(s, 2, lk->token, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 3, dlock__sq_host_ms(&ss->id));
+    sqlite3_bind_text(s, 4, ss->id.boot_id, -1, SQLITE_STATIC);
+    src = sqlite3_step(s);
+    sqlite3_reset(s);
+    return src == SQLITE_ROW ? 1 : src == SQLITE_DONE ? 0 : -1;
+}

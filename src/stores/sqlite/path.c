@@ -21,7 +21,7 @@
 /* The default store lives in a directory private to its user
  * (privdir.c); its file is created 0600 (SQLite gives the -wal and -shm
  * files the database file's permissions). */
-int dlock__sqlite_default_file(const char *path)
+int dlock__sq_default_file(const char *path)
 {
     char dir[4096];
     char *slash;
@@ -46,7 +46,7 @@ int dlock__sqlite_default_file(const char *path)
  * write into any file the caller can write.  So no sqlite store follows a
  * link at the file or at its companions; SQLITE_OPEN_NOFOLLOW covers the
  * race on the file itself. */
-int dlock__sqlite_refuse_links(const char *path)
+int dlock__sq_refuse_links(const char *path)
 {
     static const char *const suffix[] = {"", "-wal", "-shm", "-journal"};
     char p[4200];
@@ -72,8 +72,8 @@ int dlock__sqlite_refuse_links(const char *path)
  * SQLITE_OPEN_NOFOLLOW refuses a link anywhere in the path, but links in
  * the directories above the file (/var/run -> /run, a symlinked home) are
  * the admin's choice and worked before: only the file itself (and its
- * companions, dlock__sqlite_refuse_links()) must not be one. */
-int dlock__sqlite_real_path(const char *path, char **out)
+ * companions, dlock__sq_refuse_links()) must not be one. */
+int dlock__sq_real_path(const char *path, char **out)
 {
     const char *slash = strrchr(path, '/');
     char *dir, *rdir;

@@ -21,28 +21,10 @@
 #include "sq.h"
 
 /* A failed SQLite call, for the caller to report with its message (never
- * a dlock code: those are 0 or negative). */
+ * a dlock code: those are 0 or negative).  The statements are sq.h's
+ * Q_RUN_*, of the one cached set: reset after each use, never finalized
+ * here. */
 #define SQLERR 1
-
-/* Prepare statement t (sq.h's T_RUN_*; not cached: runs are not the
- * lock's hot path). */
-static sqlite3_stmt *prep(struct dlock_store *st, int t)
-{
-    sqlite3_stmt *s = NULL;
-
-    if (sqlite3_prepare_v2(dlock__sqlite_db(st),
-                           ((struct sqlite_store *)st)->sql[t], -1, &s,
-                           NULL) != SQLITE_OK) {
-        sqlite3_finalize(s);
-        return NULL;
-    }
-    return s;
-}
-
-static void bind_lk(sqlite3_stmt *s, const struct dlock_lock *lk)
-{
-    sqlite3_bind_text(s, 1, lk->name, (int)lk->name_len, SQLITE_STATIC);
-}
 
 static int64_t col_i64(sqlite3_stmt *s, int i, int64_t lo, int64_t hi,
                        int64_t dflt)
@@ -80,7 +62,7 @@ static void read_run(sqlite3_stmt *s, dlock_run *r)
 }
 
 /* The run of lk's name with fence into *r (r->fence = 0 if not kept). */
-static int get_run(struct dlock_store *st, const struct dlock_lock *lk,
+static int get_run(struct sqlite_store *ss, const struct dlock_lock *lk,
                    int64_t fence, dlock_run *r)
 {
     sqlite3_stmt *s;
@@ -89,19 +71,19 @@ static int get_run(struct dlock_store *st, const struct dlock_lock *lk,
     memset(r, 0, sizeof(*r));
     if (fence <= 0)
         return DLOCK_OK;
-    s = prep(st, T_RUN_ONE);
+    s = dlock__sq_stmt(ss, Q_RUN_ONE);
     if (s == NULL)
         return SQLERR;
-    bind_lk(s, lk);
+    dlock__sq_bind_name(s, 1, lk);
     sqlite3_bind_int64(s, 2, fence);
     src = sqlite3_step(s);
     if (src == SQLITE_ROW)
         read_run(s, r);
-    sqlite3_finalize(s);
+    sqlite3_reset(s);
     return src == SQLITE_ROW || src == SQLITE_DONE ? DLOCK_OK : SQLERR;
 }
 
-/* Step a statement that returns no rows, then finalize it. */
+/* Step a statement that returns no rows, then reset it. */
 static int done(sqlite3_stmt *s)
 {
     int src;
@@ -109,36 +91,51 @@ static int done(sqlite3_stmt *s)
     if (s == NULL)
         return SQLERR;
     src = sqlite3_step(s);
-    sqlite3_finalize(s);
+    sqlite3_reset(s);
     return src == SQLITE_DONE ? DLOCK_OK : SQLERR;
 }
 
-int dlock__sqlite_run_begin(struct dlock_store *st, struct dlock_lock *lk,
-                            const dlock_run_rule *rule, const char *host,
-                            int64_t pid, int *go, dlock_run *last)
+/* BEGIN IMMEDIATE and COMMIT, failures as dlock codes with the message. */
+static int begin(struct sqlite_store *ss)
 {
+    return dlock__sq_begin(ss) == SQLITE_OK ? DLOCK_OK
+                                            : dlock__sq_error(ss, "begin");
+}
+
+static int commit(struct sqlite_store *ss)
+{
+    return dlock__sq_exec(ss, Q_COMMIT) == SQLITE_OK
+               ? DLOCK_OK
+               : dlock__sq_error(ss, "commit");
+}
+
+int dlock__sq_run_begin(struct dlock_store *st, struct dlock_lock *lk,
+                        const dlock_run_rule *rule, const char *host,
+                        int64_t pid, int *go, dlock_run *last)
+{
+    struct sqlite_store *ss = (struct sqlite_store *)st;
     int64_t now = dlock__wall_ms(), last_start = 0, last_fence = 0,
             ok_fence = 0;
     int have = 0, own, rc, src;
     sqlite3_stmt *s;
 
     *go = 0;
-    dlock__sqlite_lock(st);
-    rc = dlock__sqlite_begin(st);
+    dlock__sq_lock(ss, dlock__sq_deadline(ss));
+    rc = begin(ss);
     if (rc != DLOCK_OK)
         goto out;
-    own = dlock__sqlite_owns(st, lk);
+    own = dlock__sq_owns(ss, lk);
     if (own < 0)
         goto sqlerr;
     if (own == 0) {
-        dlock__sqlite_rollback(st);
+        dlock__sq_rollback(ss);
         rc = dlock__lost(lk, "its lease ran out or it was broken");
         goto out;
     }
-    s = prep(st, T_RUN_SUMMARY);
+    s = dlock__sq_stmt(ss, Q_RUN_SUMMARY);
     if (s == NULL)
         goto sqlerr;
-    bind_lk(s, lk);
+    dlock__sq_bind_name(s, 1, lk);
     src = sqlite3_step(s);
     if (src == SQLITE_ROW) {
         have = 1;
@@ -146,7 +143,7 @@ int dlock__sqlite_run_begin(struct dlock_store *st, struct dlock_lock *lk,
         last_fence = col_i64(s, 1, 0, INT64_MAX, 0);
         ok_fence = col_i64(s, 2, 0, INT64_MAX, 0);
     }
-    sqlite3_finalize(s);
+    sqlite3_reset(s);
     if (src != SQLITE_ROW && src != SQLITE_DONE)
         goto sqlerr;
     /* A clock set back makes now - last_start negative: skipped, for as
@@ -154,86 +151,87 @@ int dlock__sqlite_run_begin(struct dlock_store *st, struct dlock_lock *lk,
     if ((rule->once && ok_fence > 0) ||
         (have && rule->period_ms > 0 &&
          now - last_start < rule->period_ms / 2)) {
-        if (get_run(st, lk, rule->once && ok_fence > 0 ? ok_fence : last_fence,
+        if (get_run(ss, lk, rule->once && ok_fence > 0 ? ok_fence : last_fence,
                     last) != DLOCK_OK)
             goto sqlerr;
-        dlock__sqlite_rollback(st);
+        dlock__sq_rollback(ss);
         rc = DLOCK_OK;
         goto out;
     }
-    s = prep(st, T_RUN_ABANDON);
+    s = dlock__sq_stmt(ss, Q_RUN_ABANDON);
     if (s == NULL)
         goto sqlerr;
-    bind_lk(s, lk);
+    dlock__sq_bind_name(s, 1, lk);
     if (done(s) != DLOCK_OK)
         goto sqlerr;
-    s = prep(st, T_RUN_NEWEST);
+    s = dlock__sq_stmt(ss, Q_RUN_NEWEST);
     if (s == NULL)
         goto sqlerr;
-    bind_lk(s, lk);
+    dlock__sq_bind_name(s, 1, lk);
     sqlite3_bind_int(s, 2, 1);
     src = sqlite3_step(s);
     if (src == SQLITE_ROW)
         read_run(s, last);
-    sqlite3_finalize(s);
+    sqlite3_reset(s);
     if (src != SQLITE_ROW && src != SQLITE_DONE)
         goto sqlerr;
-    s = prep(st, T_RUN_INSERT);
+    s = dlock__sq_stmt(ss, Q_RUN_INSERT);
     if (s == NULL)
         goto sqlerr;
-    bind_lk(s, lk);
+    dlock__sq_bind_name(s, 1, lk);
     sqlite3_bind_int64(s, 2, (sqlite3_int64)lk->fence);
     sqlite3_bind_text(s, 3, host, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 4, pid);
     sqlite3_bind_int64(s, 5, now);
     if (done(s) != DLOCK_OK)
         goto sqlerr;
-    s = prep(st, T_RUN_NAMES);
+    s = dlock__sq_stmt(ss, Q_RUN_NAMES);
     if (s == NULL)
         goto sqlerr;
-    bind_lk(s, lk);
+    dlock__sq_bind_name(s, 1, lk);
     sqlite3_bind_int64(s, 2, now);
     sqlite3_bind_int64(s, 3, (sqlite3_int64)lk->fence);
     if (done(s) != DLOCK_OK)
         goto sqlerr;
-    s = prep(st, T_RUN_TRIM);
+    s = dlock__sq_stmt(ss, Q_RUN_TRIM);
     if (s == NULL)
         goto sqlerr;
-    bind_lk(s, lk);
+    dlock__sq_bind_name(s, 1, lk);
     sqlite3_bind_int(s, 2, DLOCK_RUNS_KEPT);
     if (done(s) != DLOCK_OK)
         goto sqlerr;
-    rc = dlock__sqlite_commit(st);
+    rc = commit(ss);
     if (rc != DLOCK_OK) {
-        dlock__sqlite_rollback(st);
+        dlock__sq_rollback(ss);
         memset(last, 0, sizeof(*last));
         goto out;
     }
     *go = 1;
     goto out;
 sqlerr:
-    rc = dlock__sqlite_error(st, "run begin");
-    dlock__sqlite_rollback(st);
+    rc = dlock__sq_error(ss, "run begin");
+    dlock__sq_rollback(ss);
     memset(last, 0, sizeof(*last));
 out:
-    dlock__sqlite_unlock(st);
+    dlock__sq_unlock(ss);
     return rc;
 }
 
-int dlock__sqlite_run_end(struct dlock_store *st, struct dlock_lock *lk,
-                          int result, int status)
+int dlock__sq_run_end(struct dlock_store *st, struct dlock_lock *lk, int result,
+                      int status)
 {
+    struct sqlite_store *ss = (struct sqlite_store *)st;
     sqlite3_stmt *s;
     int rc;
 
-    dlock__sqlite_lock(st);
-    rc = dlock__sqlite_begin(st);
+    dlock__sq_lock(ss, dlock__sq_deadline(ss));
+    rc = begin(ss);
     if (rc != DLOCK_OK)
         goto out;
-    s = prep(st, T_RUN_END);
+    s = dlock__sq_stmt(ss, Q_RUN_END);
     if (s == NULL)
         goto sqlerr;
-    bind_lk(s, lk);
+    dlock__sq_bind_name(s, 1, lk);
     sqlite3_bind_int64(s, 2, (sqlite3_int64)lk->fence);
     sqlite3_bind_int(s, 3, result);
     sqlite3_bind_int(s, 4, status);
@@ -241,24 +239,24 @@ int dlock__sqlite_run_end(struct dlock_store *st, struct dlock_lock *lk,
     if (done(s) != DLOCK_OK)
         goto sqlerr;
     if (result == DLOCK_RUN_EXITED && status == 0 &&
-        sqlite3_changes(dlock__sqlite_db(st)) > 0) {
-        s = prep(st, T_RUN_OK);
+        sqlite3_changes(ss->db) > 0) {
+        s = dlock__sq_stmt(ss, Q_RUN_OK);
         if (s == NULL)
             goto sqlerr;
-        bind_lk(s, lk);
+        dlock__sq_bind_name(s, 1, lk);
         sqlite3_bind_int64(s, 2, (sqlite3_int64)lk->fence);
         if (done(s) != DLOCK_OK)
             goto sqlerr;
     }
-    rc = dlock__sqlite_commit(st);
+    rc = commit(ss);
     if (rc != DLOCK_OK)
-        dlock__sqlite_rollback(st);
+        dlock__sq_rollback(ss);
     goto out;
 sqlerr:
-    rc = dlock__sqlite_error(st, "run end");
-    dlock__sqlite_rollback(st);
+    rc = dlock__sq_error(ss, "run end");
+    dlock__sq_rollback(ss);
 out:
-    dlock__sqlite_unlock(st);
+    dlock__sq_unlock(ss);
     return rc;
 }
 
@@ -305,21 +303,22 @@ static int report(struct gathered *g, dlock_run_cb cb, void *payload)
     return rc;
 }
 
-/* Run query q (T_RUN_NEWEST: name's runs, newest first, at most max;
- * T_RUN_LAST: the newest run of each name under prefix), then hand the
+/* Run query q (Q_RUN_NEWEST: name's runs, newest first, at most max;
+ * Q_RUN_LAST: the newest run of each name under prefix), then hand the
  * rows to cb with the store unlocked. */
 static int query_runs(struct dlock_store *st, int q, const char *name,
                       unsigned max, const char *prefix, const char *what,
                       dlock_run_cb cb, void *payload)
 {
+    struct sqlite_store *ss = (struct sqlite_store *)st;
     struct gathered g = {NULL, 0, 0};
     sqlite3_stmt *s;
     int rc;
 
-    dlock__sqlite_lock(st);
-    s = prep(st, q);
+    dlock__sq_lock(ss, dlock__sq_deadline(ss));
+    s = dlock__sq_stmt(ss, q);
     if (s == NULL) {
-        rc = dlock__sqlite_error(st, what);
+        rc = dlock__sq_error(ss, what);
     } else {
         if (name != NULL) {
             sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
@@ -327,10 +326,10 @@ static int query_runs(struct dlock_store *st, int q, const char *name,
         }
         rc = gather(s, &g, prefix);
         if (rc == SQLERR)
-            rc = dlock__sqlite_error(st, what);
-        sqlite3_finalize(s);
+            rc = dlock__sq_error(ss, what);
+        sqlite3_reset(s);
     }
-    dlock__sqlite_unlock(st);
+    dlock__sq_unlock(ss);
     if (rc != DLOCK_OK) {
         free(g.v);
         return rc;
@@ -338,16 +337,16 @@ static int query_runs(struct dlock_store *st, int q, const char *name,
     return report(&g, cb, payload);
 }
 
-int dlock__sqlite_runs(struct dlock_store *st, const char *name, unsigned max,
-                       dlock_run_cb cb, void *payload)
+int dlock__sq_runs(struct dlock_store *st, const char *name, unsigned max,
+                   dlock_run_cb cb, void *payload)
 {
-    return query_runs(st, T_RUN_NEWEST, name, max, NULL, "history", cb,
+    return query_runs(st, Q_RUN_NEWEST, name, max, NULL, "history", cb,
                       payload);
 }
 
-int dlock__sqlite_last_runs(struct dlock_store *st, const char *prefix,
-                            dlock_run_cb cb, void *payload)
+int dlock__sq_last_runs(struct dlock_store *st, const char *prefix,
+                        dlock_run_cb cb, void *payload)
 {
-    return query_runs(st, T_RUN_LAST, NULL, 0, prefix, "last runs", cb,
+    return query_runs(st, Q_RUN_LAST, NULL, 0, prefix, "last runs", cb,
                       payload);
 }

@@ -8,10 +8,15 @@
  *              transactions, errors
  *   holder.c   this process's identity and clock; is a row's holder gone?
  *   acquire.c  try_acquire
- *   lease.c    extend, ttl_left, release, extend_many
+ *   lease.c    extend, ttl_left, release, extend_many; does a lock still
+ *              own its row (runs.c)
  *   status.c   status, list, force_release
  *   runs.c     run records: once, once per period, the kept runs
  *   texts.c    the statements (sql/ *.sql), expanded once per open
+ *
+ * What the files share is named dlock__sq_*; dlock__sqlite_ops (store.c)
+ * and dlock__sqlite_texts (texts.c) are the names the core and the
+ * golden test know the store by.
  */
 #ifndef DLOCK_STORES_SQ_H
 #define DLOCK_STORES_SQ_H
@@ -31,10 +36,12 @@
 #include "text.h"
 #include "url.h"
 
-/* The statements, one per file in sql/ (texts.c).  Those before Q_COUNT
- * are prepared once per handle (conn.c); the others run once per open
- * (wal, schema, has-limit, migrate-limit) or are prepared per call
- * (runs.c: not the lock's hot path). */
+/* The texts, one per file in sql/ (texts.c).  Every statement, those
+ * before Q_COUNT, is in the one cached set: prepared on first use, kept
+ * for the handle's life and reset after each (conn.c: dlock__sq_stmt).
+ * The three after it are scripts, not statements: run once per open by
+ * sqlite3_exec (wal and schema hold several statements; migrate-limit
+ * runs once in a file's life, its message kept for init's error). */
 enum {
     Q_BEGIN,
     Q_COMMIT,
@@ -49,21 +56,21 @@ enum {
     Q_FENCE,
     Q_NAMES,
     Q_FORCE,
+    Q_HAS_LIMIT,
+    Q_RUN_SUMMARY,
+    Q_RUN_ONE,
+    Q_RUN_NEWEST,
+    Q_RUN_ABANDON,
+    Q_RUN_INSERT,
+    Q_RUN_NAMES,
+    Q_RUN_TRIM,
+    Q_RUN_END,
+    Q_RUN_OK,
+    Q_RUN_LAST,
     Q_COUNT,
     T_WAL = Q_COUNT,
     T_SCHEMA,
-    T_HAS_LIMIT,
     T_MIGRATE_LIMIT,
-    T_RUN_SUMMARY,
-    T_RUN_ONE,
-    T_RUN_NEWEST,
-    T_RUN_ABANDON,
-    T_RUN_INSERT,
-    T_RUN_NAMES,
-    T_RUN_TRIM,
-    T_RUN_END,
-    T_RUN_OK,
-    T_RUN_LAST,
     T_COUNT
 };
 
@@ -110,7 +117,8 @@ void dlock__sqlite_texts(dlock__text_emit emit, void *arg);
  * busy handler (also called by hand when SQLite will not); statement q
  * prepared once and reset (NULL on error); q run to its end (an SQLite
  * code); BEGIN IMMEDIATE; ROLLBACK if a transaction is open; the last
- * error as a dlock code with its message. */
+ * error as a dlock code with its message.  One API for every file of
+ * the store, runs.c's too. */
 void dlock__sq_lock(struct sqlite_store *ss, int64_t deadline);
 void dlock__sq_unlock(struct sqlite_store *ss);
 int64_t dlock__sq_deadline(struct sqlite_store *ss);
@@ -149,38 +157,29 @@ int dlock__sq_list(struct dlock_store *st, const char *prefix,
 int dlock__sq_force_release(struct dlock_store *st, const char *name,
                             unsigned *removed);
 
+/* lease.c: does lk still own its row (lease not over, this boot)?  1,
+ * 0, or -1 on a store error (connection held, inside a transaction). */
+int dlock__sq_owns(struct sqlite_store *ss, const struct dlock_lock *lk);
+
 /* path.c: the default store: its private directory (privdir.c) and its
  * file, created 0600 if missing.  DLOCK_OK or a code with the message
  * set. */
-int dlock__sqlite_default_file(const char *path);
+int dlock__sq_default_file(const char *path);
 /* DLOCK_EUNAVAIL if the database or its -wal, -shm, -journal is a
  * symbolic link. */
-int dlock__sqlite_refuse_links(const char *path);
+int dlock__sq_refuse_links(const char *path);
 /* path with its directory resolved, malloc'd into *out. */
-int dlock__sqlite_real_path(const char *path, char **out);
-
-/* conn.c, for runs.c: the connection, taken for one operation (lock/unlock), a
- * BEGIN IMMEDIATE / COMMIT / ROLLBACK on it, errors as dlock codes. */
-sqlite3 *dlock__sqlite_db(struct dlock_store *st);
-void dlock__sqlite_lock(struct dlock_store *st);
-void dlock__sqlite_unlock(struct dlock_store *st);
-int dlock__sqlite_begin(struct dlock_store *st);
-int dlock__sqlite_commit(struct dlock_store *st);
-void dlock__sqlite_rollback(struct dlock_store *st);
-int dlock__sqlite_error(struct dlock_store *st, const char *what);
-/* Does lk still own its row (lease not over, this boot)?  1, 0, or -1
- * on a store error (connection held, inside a transaction). */
-int dlock__sqlite_owns(struct dlock_store *st, const struct dlock_lock *lk);
+int dlock__sq_real_path(const char *path, char **out);
 
 /* runs.c: the four run ops of dlock__sqlite_ops. */
-int dlock__sqlite_run_begin(struct dlock_store *st, struct dlock_lock *lk,
-                            const dlock_run_rule *rule, const char *host,
-                            int64_t pid, int *go, dlock_run *last);
-int dlock__sqlite_run_end(struct dlock_store *st, struct dlock_lock *lk,
-                          int result, int status);
-int dlock__sqlite_runs(struct dlock_store *st, const char *name, unsigned max,
-                       dlock_run_cb cb, void *payload);
-int dlock__sqlite_last_runs(struct dlock_store *st, const char *prefix,
-                            dlock_run_cb cb, void *payload);
+int dlock__sq_run_begin(struct dlock_store *st, struct dlock_lock *lk,
+                        const dlock_run_rule *rule, const char *host,
+                        int64_t pid, int *go, dlock_run *last);
+int dlock__sq_run_end(struct dlock_store *st, struct dlock_lock *lk, int result,
+                      int status);
+int dlock__sq_runs(struct dlock_store *st, const char *name, unsigned max,
+                   dlock_run_cb cb, void *payload);
+int dlock__sq_last_runs(struct dlock_store *st, const char *prefix,
+                        dlock_run_cb cb, void *payload);
 
 #endif

@@ -85,14 +85,13 @@ static void sqlite_close(struct dlock_store *s)
 /* Does dlock_locks have the limit column?  1, 0, or -1 on error. */
 static int has_limit_column(struct sqlite_store *ss)
 {
-    sqlite3_stmt *s = NULL;
+    sqlite3_stmt *s = dlock__sq_stmt(ss, Q_HAS_LIMIT);
     int rc;
 
-    if (sqlite3_prepare_v2(ss->db, ss->sql[T_HAS_LIMIT], -1, &s, NULL) !=
-        SQLITE_OK)
+    if (s == NULL)
         return -1;
     rc = sqlite3_step(s);
-    sqlite3_finalize(s);
+    sqlite3_reset(s);
     return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
 }
 
@@ -249,13 +248,13 @@ static int sqlite_open(struct dlock_store **out, const struct dlock_url *u)
     /* The private-directory checks are for the default only: an explicit
      * store keeps the permissions its admin chose. */
     if (strcmp(u->raw, dlock_default_url()) == 0) {
-        rc = dlock__sqlite_default_file(ss->path);
+        rc = dlock__sq_default_file(ss->path);
         if (rc != DLOCK_OK)
             goto fail;
     }
-    rc = dlock__sqlite_refuse_links(ss->path);
+    rc = dlock__sq_refuse_links(ss->path);
     if (rc == DLOCK_OK)
-        rc = dlock__sqlite_real_path(ss->path, &real);
+        rc = dlock__sq_real_path(ss->path, &real);
     if (rc != DLOCK_OK)
         goto fail;
     src = sqlite3_open_v2(real, &ss->db,
@@ -340,8 +339,8 @@ const struct dlock_store_ops dlock__sqlite_ops = {
     .force_release = dlock__sq_force_release,
     .init = sqlite_init,
     .ddl = sqlite_ddl,
-    .run_begin = dlock__sqlite_run_begin,
-    .run_end = dlock__sqlite_run_end,
-    .runs = dlock__sqlite_runs,
-    .last_runs = dlock__sqlite_last_runs,
+    .run_begin = dlock__sq_run_begin,
+    .run_end = dlock__sq_run_end,
+    .runs = dlock__sq_runs,
+    .last_runs = dlock__sq_last_runs,
 };
