@@ -7,7 +7,9 @@
  *   sessions.c session mode's database sessions, the mux, a held lock's
  *              statements on its session
  *   acquire.c  session mode's acquire: the try, the wait's slices
- *   store.c    the ops table: open, lease mode, per-lock calls, status
+ *   held.c     a held lock's calls (extend, ttl_left, release), found lost,
+ *              a control statement on a pooled connection
+ *   store.c    the ops table: open, lease mode's acquire, status, list
  *   xact.c     dlock_pg_xact_lock() on the caller's connection
  *   renew.c    the renew thread's batches: many extends in one UPDATE
  *   runs.c     run records: once, once per period, the kept runs
@@ -275,11 +277,22 @@ void dlock__pg_acq_params(struct dlock__pg_acq_params *p,
                           const struct dlock_lock *lk, int64_t lock_timeout_ms,
                           const char *sess);
 
-/* --- store.c --------------------------------------------------------- */
+/* --- held.c: a held lock's calls, below store.c, renew.c, runs.c ---- */
 
+/* One statement on a pooled connection (retried once on a fresh one if
+ * the pooled one died while idle); id < 0, or lease mode: unnamed. */
+int dlock__pg_ctl_run(struct pg_store *ps, const char *what, int id,
+                      const char *sql, int n, const char *const *v,
+                      PGresult **res);
 /* lk's row is gone or past its lease: let its key go (session mode) and
  * return DLOCK_LOST. */
 int dlock__pg_found_lost(struct pg_store *ps, struct dlock_lock *lk);
+/* The ops (store.h). */
+int dlock__pg_extend(struct dlock_store *s, struct dlock_lock *lk,
+                     int64_t ttl_ms);
+int dlock__pg_ttl_left(struct dlock_store *s, struct dlock_lock *lk,
+                       int64_t *left_ms);
+int dlock__pg_release(struct dlock_store *s, struct dlock_lock *lk);
 
 /* --- runs.c: run records (store.h, "run_begin") ---------------------- */
 
