@@ -116,13 +116,14 @@ enum {
 /* Every statement, expanded from sql/ *.sql once, at open (one set per
  * handle: its key function).  keyed[]: by Q_*.  Per mode, indexed by
  * lease_mode: [0] session mode's rows (dlock_held), [1] lease mode's
- * (dlock_locks).  lease_fmt, lease_sem_fmt: printf formats. */
+ * (dlock_locks).  lease_acq, lease_sem and run_begin are several
+ * statements each: sent through dlock__pg_inline() (conn.c). */
 struct dlock__pg_sql {
     char *q[Q_KEYED];
-    char *extend[2], *ttl[2], *names[2], *force[2];
+    char *extend[2], *ttl[2], *names[2], *force[2], *renew[2], *run_begin[2];
     char *release_l, *unlock_all, *drop_broken, *sem_wait, *status_l,
-        *status2_l, *lease_fmt, *lease_sem_fmt, *have_tables, *init, *ddl,
-        *init_runs;
+        *status2_l, *lease_acq, *lease_sem, *have_tables, *init, *ddl,
+        *init_runs, *run_end, *runs, *last_runs, *gone, *session_setup;
 };
 /* Fill q for a handle using hashtext() keys (else hashtextextended()):
  * DLOCK_OK, or an error with q all NULL. */
@@ -183,6 +184,11 @@ int dlock__pg_runp(PGconn *c, const char *url, const char *what, int id,
 int dlock__pg_runq(PGconn *c, const char *url, const char *what, int id,
                    const char *sql, int n, const char *const *v,
                    int64_t timeout_ms, PGresult **out, char state[6]);
+/* The one text sent with its parameters inlined (docs/internals.md: a
+ * query of several statements, one round trip, takes no parameters): sql
+ * with each $k (k <= n) replaced by v[k-1] as an E'' literal (NULL:
+ * NULL).  Malloc'd, or NULL (DLOCK_ENOMEM set). */
+char *dlock__pg_inline(const char *sql, int n, const char *const *v);
 int dlock__pg_connect(struct pg_store *ps, PGconn **out);
 /* Fill ps->conn_kw/conn_val/secrets from u; free them. */
 int dlock__pg_conn_params(struct pg_store *ps, const struct dlock_url *u);

@@ -177,36 +177,27 @@ static int lease_fn(void *conn, void *arg, int *dead)
     struct lease_call *k = arg;
     struct pg_store *ps = k->ps;
     struct dlock_lock *lk = k->lk;
-    const char *sh = lk->shared ? "true" : "false";
-    char *name = NULL, *host = NULL, *sql = NULL;
     struct dlock__pg_acq_params p;
+    char lim[16];
+    /* sql/lease_sem_acquire.sql's: name, owner, ttl, host, pid, limit. */
+    const char *sv[6];
+    char *sql;
     PGresult *res = NULL;
     PGconn *c = conn;
-    size_t len;
     int rc;
 
     dlock__pg_acq_params(&p, lk, 0, NULL);
-    name = PQescapeLiteral(c, lk->name, lk->name_len);
-    host = PQescapeLiteral(c, p.v[4], strlen(p.v[4]));
-    if (name == NULL || host == NULL) {
-        rc = dlock__enomem();
-        goto out;
-    }
-    len =
-        strlen(ps->text.lease_sem_fmt) + 6 * strlen(name) + strlen(host) + 300;
-    sql = malloc(len);
-    if (sql == NULL) {
-        rc = dlock__enomem();
-        goto out;
-    }
     if (lk->limit > 1) {
-        unsigned n = lk->limit;
-
-        snprintf(sql, len, ps->text.lease_sem_fmt, name, name, name, name, n, n,
-                 n, n, n, name, lk->token, host, p.pid, p.ttl, n, n);
+        snprintf(lim, sizeof(lim), "%u", lk->limit);
+        sv[0] = p.v[0], sv[1] = p.v[1], sv[2] = p.v[3];
+        sv[3] = p.v[4], sv[4] = p.v[5], sv[5] = lim;
+        sql = dlock__pg_inline(ps->text.lease_sem, 6, sv);
     } else {
-        snprintf(sql, len, ps->text.lease_fmt, name, name, name, sh, name, name,
-                 name, lk->token, sh, host, p.pid, p.ttl);
+        sql = dlock__pg_inline(ps->text.lease_acq, 6, p.v);
+    }
+    if (sql == NULL) {
+        rc = DLOCK_ENOMEM;
+        goto out;
     }
     rc = dlock__pg_run(c, ps->base.url, "acquire", sql, 0, NULL,
                        ps->op_timeout_ms, &res, NULL);
@@ -234,8 +225,6 @@ static int lease_fn(void *conn, void *arg, int *dead)
     }
     PQclear(res);
 out:
-    PQfreemem(name);
-    PQfreemem(host);
     free(sql);
     *dead = rc == DLOCK_EUNAVAIL;
     return rc;
@@ -395,11 +384,8 @@ static void gone_wait(struct pg_store *ps, const char *pids)
         PGresult *res;
         int64_t n;
 
-        if (dlock__pg_ctl_run(
-                ps, "release --force", -1,
-                "SELECT count(*) FROM pg_stat_activity WHERE pid = "
-                "ANY($1::int[])",
-                1, v, &res) != DLOCK_OK)
+        if (dlock__pg_ctl_run(ps, "release --force", -1, ps->text.gone, 1, v,
+                              &res) != DLOCK_OK)
             return;
         n = dlock__pg_col_i64(res, 0, 0, 0);
         PQclear(res);
