@@ -35,11 +35,11 @@
  * (URL options=-c, PGOPTIONS, ALTER ROLE/DATABASE ... SET) is never
  * taken for the copy.  Believing one would hand out fences above the
  * durable ceiling, which repeat after a crash, for every client. */
-#define FENCE_GUC "'dlock.fence_ceiling_' || pg_backend_pid()"
+#define FENCE_GUC dlock__text_postgres_frag_fence_guc
 
 /* The name's key, per key function ({{key}}). */
-#define KEY_X "hashtextextended($1::text, 0)"
-#define KEY_H "hashtext($1::text)::bigint"
+#define KEY_X dlock__text_postgres_frag_key_x
+#define KEY_H dlock__text_postgres_frag_key_h
 
 /* Placeholders every template may use. */
 #define COMMON_VARS                                                            \
@@ -48,12 +48,14 @@
 
 /* The acquire's variants: the lock function, the CTE whose got decides
  * ({{got}}: l, or m after part-sem-gate.sql), the row's shared column,
- * and more columns. */
+ * and more columns (the sql/frag-*.sql files: {{}} values of SQL text). */
 #define ACQ_X(FN)                                                              \
-    "lock_fn", FN, "got", "l", "shared", "$3::boolean", "extra", ""
+    "lock_fn", FN, "got", "l", "shared",                                       \
+        dlock__text_postgres_frag_shared_param, "extra", ""
 #define ACQ_S(FN)                                                              \
-    "lock_fn", FN, "got", "m", "shared", "$3::boolean", "extra",               \
-        ", (SELECT count(*) FROM u)"
+    "lock_fn", FN, "got", "m", "shared",                                       \
+        dlock__text_postgres_frag_shared_param, "extra",                       \
+        dlock__text_postgres_frag_sem_count
 #define ACQ_FAST(FN) "lock_fn", FN, "got", "l", "shared", "false"
 
 struct tmpl {
@@ -189,10 +191,15 @@ static const struct {
      {"session_setup.sql", dlock__text_postgres_session_setup, {NULL}}},
 };
 
+/* A value from a sql/frag-*.sql file is one line: its final newline
+ * (cmake/embed.cmake ends every line in one) is not part of the value. */
+#define VAL_MAX 128
+
 static char *expand(const struct tmpl *t, const char *key)
 {
     const char *vars[32] = {COMMON_VARS};
-    size_t n = 8, i;
+    char line[16][VAL_MAX];
+    size_t n = 8, i, k = 0;
 
     if (key != NULL) {
         vars[n++] = "key";
@@ -201,6 +208,16 @@ static char *expand(const struct tmpl *t, const char *key)
     for (i = 0; t->vars[i] != NULL; i++)
         vars[n++] = t->vars[i];
     vars[n] = NULL;
+    for (i = 1; i < n; i += 2) {
+        size_t len = strlen(vars[i]);
+
+        if (len > 0 && vars[i][len - 1] == '\n' && len <= VAL_MAX &&
+            k < sizeof(line) / sizeof(line[0])) {
+            memcpy(line[k], vars[i], len - 1);
+            line[k][len - 1] = '\0';
+            vars[i] = line[k++];
+        }
+    }
     return dlock__text_expand(t->text, vars);
 }
 
