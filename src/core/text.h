@@ -15,6 +15,11 @@
  * compares them with tests/golden/STORE/VARIANT/NAME, so a review shows
  * the SQL or Lua that changed, and psql or redis-cli --eval can run a
  * golden file as it is.
+ *
+ * PostgreSQL: per-call values are $n parameters; its three texts of
+ * several statements (lease_acquire.sql, lease_sem_acquire.sql,
+ * run_begin.sql) have them inlined as literals (docs/internals.md), and
+ * golden-run-postgres runs or prepares every golden file.
  */
 #ifndef DLOCK_CORE_TEXT_H
 #define DLOCK_CORE_TEXT_H

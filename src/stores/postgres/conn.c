@@ -737,10 +737,9 @@ int dlock__pg_connect(struct pg_store *ps, PGconn **out)
      * pooler a SET would leak to other clients' sessions. */
     if (!ps->lease_mode && PQserverVersion(c) >= 120000) {
         PGresult *res;
-        int rc = dlock__pg_run(c, ps->base.url, "connect",
-                               "SET plan_cache_mode = force_generic_plan; "
-                               "SET enable_bitmapscan = off",
-                               0, NULL, ps->op_timeout_ms, &res, NULL);
+        int rc =
+            dlock__pg_run(c, ps->base.url, "connect", ps->text.session_setup, 0,
+                          NULL, ps->op_timeout_ms, &res, NULL);
 
         if (rc != DLOCK_OK) {
             PQfinish(c);
@@ -750,6 +749,80 @@ int dlock__pg_connect(struct pg_store *ps, PGconn **out)
     }
     *out = c;
     return DLOCK_OK;
+}
+
+/* s as an E'' literal at o (NULL: NULL); the length it takes. */
+static size_t put_literal(char *o, const char *s)
+{
+    size_t n = 0;
+
+    if (s == NULL) {
+        if (o != NULL)
+            memcpy(o, "NULL", 4);
+        return 4;
+    }
+    if (o != NULL)
+        o[n] = 'E', o[n + 1] = '\'';
+    n += 2;
+    for (; *s != '\0'; s++) {
+        if (*s == '\'' || *s == '\\') {
+            if (o != NULL)
+                o[n] = *s;
+            n++;
+        }
+        if (o != NULL)
+            o[n] = *s;
+        n++;
+    }
+    if (o != NULL)
+        o[n] = '\'';
+    return n + 1;
+}
+
+/* sql with each $k (k <= n) replaced by v[k-1]'s literal, into out
+ * unless it is NULL; its length. */
+static size_t inline_into(char *out, const char *sql, int n,
+                          const char *const *v)
+{
+    size_t o = 0;
+
+    for (const char *p = sql; *p != '\0';) {
+        const char *q = p + 1;
+        int k = 0;
+
+        if (*p == '$')
+            while (*q >= '0' && *q <= '9' && k <= n)
+                k = k * 10 + (*q++ - '0');
+        if (k >= 1 && k <= n) {
+            o += put_literal(out != NULL ? out + o : NULL, v[k - 1]);
+            p = q;
+        } else {
+            if (out != NULL)
+                out[o] = *p;
+            o++;
+            p++;
+        }
+    }
+    return o;
+}
+
+/* E'' strings mean the same whatever standard_conforming_strings says;
+ * the connection's client_encoding is UTF8 (dlock__pg_conn_params()), in
+ * which no byte of a multi-byte character is a quote or a backslash.  The
+ * texts sent this way (sql/lease_acquire.sql, lease_sem_acquire.sql,
+ * run_begin.sql) hold no '$' but their parameters'. */
+char *dlock__pg_inline(const char *sql, int n, const char *const *v)
+{
+    size_t len = inline_into(NULL, sql, n, v);
+    char *out = malloc(len + 1);
+
+    if (out == NULL) {
+        (void)dlock__enomem();
+        return NULL;
+    }
+    (void)inline_into(out, sql, n, v);
+    out[len] = '\0';
+    return out;
 }
 
 /* Is c fit to be used again: connected, no transaction open? */

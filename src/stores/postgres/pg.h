@@ -7,7 +7,9 @@
  *   sessions.c session mode's database sessions, the mux, a held lock's
  *              statements on its session
  *   acquire.c  session mode's acquire: the try, the wait's slices
- *   store.c    the ops table: open, lease mode, per-lock calls, status
+ *   held.c     a held lock's calls (extend, ttl_left, release), found lost,
+ *              a control statement on a pooled connection
+ *   store.c    the ops table: open, lease mode's acquire, status, list
  *   xact.c     dlock_pg_xact_lock() on the caller's connection
  *   renew.c    the renew thread's batches: many extends in one UPDATE
  *   runs.c     run records: once, once per period, the kept runs
@@ -114,13 +116,14 @@ enum {
 /* Every statement, expanded from sql/ *.sql once, at open (one set per
  * handle: its key function).  keyed[]: by Q_*.  Per mode, indexed by
  * lease_mode: [0] session mode's rows (dlock_held), [1] lease mode's
- * (dlock_locks).  lease_fmt, lease_sem_fmt: printf formats. */
+ * (dlock_locks).  lease_acq, lease_sem and run_begin are several
+ * statements each: sent through dlock__pg_inline() (conn.c). */
 struct dlock__pg_sql {
     char *q[Q_KEYED];
-    char *extend[2], *ttl[2], *names[2], *force[2];
+    char *extend[2], *ttl[2], *names[2], *force[2], *renew[2], *run_begin[2];
     char *release_l, *unlock_all, *drop_broken, *sem_wait, *status_l,
-        *status2_l, *lease_fmt, *lease_sem_fmt, *have_tables, *init, *ddl,
-        *init_runs;
+        *status2_l, *lease_acq, *lease_sem, *have_tables, *init, *ddl,
+        *init_runs, *run_end, *runs, *last_runs, *gone, *session_setup;
 };
 /* Fill q for a handle using hashtext() keys (else hashtextextended()):
  * DLOCK_OK, or an error with q all NULL. */
@@ -181,6 +184,11 @@ int dlock__pg_runp(PGconn *c, const char *url, const char *what, int id,
 int dlock__pg_runq(PGconn *c, const char *url, const char *what, int id,
                    const char *sql, int n, const char *const *v,
                    int64_t timeout_ms, PGresult **out, char state[6]);
+/* The one text sent with its parameters inlined (docs/internals.md: a
+ * query of several statements, one round trip, takes no parameters): sql
+ * with each $k (k <= n) replaced by v[k-1] as an E'' literal (NULL:
+ * NULL).  Malloc'd, or NULL (DLOCK_ENOMEM set). */
+char *dlock__pg_inline(const char *sql, int n, const char *const *v);
 int dlock__pg_connect(struct pg_store *ps, PGconn **out);
 /* Fill ps->conn_kw/conn_val/secrets from u; free them. */
 int dlock__pg_conn_params(struct pg_store *ps, const struct dlock_url *u);
@@ -275,11 +283,22 @@ void dlock__pg_acq_params(struct dlock__pg_acq_params *p,
                           const struct dlock_lock *lk, int64_t lock_timeout_ms,
                           const char *sess);
 
-/* --- store.c --------------------------------------------------------- */
+/* --- held.c: a held lock's calls, below store.c, renew.c, runs.c ---- */
 
+/* One statement on a pooled connection (retried once on a fresh one if
+ * the pooled one died while idle); id < 0, or lease mode: unnamed. */
+int dlock__pg_ctl_run(struct pg_store *ps, const char *what, int id,
+                      const char *sql, int n, const char *const *v,
+                      PGresult **res);
 /* lk's row is gone or past its lease: let its key go (session mode) and
  * return DLOCK_LOST. */
 int dlock__pg_found_lost(struct pg_store *ps, struct dlock_lock *lk);
+/* The ops (store.h). */
+int dlock__pg_extend(struct dlock_store *s, struct dlock_lock *lk,
+                     int64_t ttl_ms);
+int dlock__pg_ttl_left(struct dlock_store *s, struct dlock_lock *lk,
+                       int64_t *left_ms);
+int dlock__pg_release(struct dlock_store *s, struct dlock_lock *lk);
 
 /* --- runs.c: run records (store.h, "run_begin") ---------------------- */
 

@@ -13,6 +13,8 @@
  * - Lease mode: on any pooled connection, under the pool's retry-once
  *   policy (renewing twice is harmless).
  *
+ * The statement: sql/renew.sql ($1 names, $2 owners, $3 leases in ms).
+ *
  * A lock whose row did not match (gone, or past its lease) is LOST, and
  * in session mode its key is let go at once, as pg_extend() does.
  */
@@ -21,18 +23,6 @@
 #include <string.h>
 
 #include "pg.h"
-
-/* $1 names, $2 owners, $3 leases in ms; answers the 1-based positions of
- * the rows renewed.  Session mode's rows are in the UNLOGGED dlock_held,
- * lease mode's in dlock_locks (as pg_extend()'s extend.sql). */
-#define RENEW(T)                                                               \
-    "UPDATE " T " AS l SET expires_at = clock_timestamp() + b.ttl * "          \
-    "interval '1 millisecond' FROM unnest($1::text[], $2::text[], "            \
-    "$3::bigint[]) WITH ORDINALITY AS b(name, owner, ttl, i) WHERE l.name = "  \
-    "b.name AND l.owner = b.owner AND l.expires_at > clock_timestamp() "       \
-    "RETURNING b.i"
-static const char *const sql_renew[2] = {RENEW("dlock_held"),
-                                         RENEW("dlock_locks")};
 
 /* One statement's worth: the locks and their array parameters. */
 struct group {
@@ -127,8 +117,8 @@ static int lease_fn(void *conn, void *arg, int *dead)
 {
     struct lease_call *k = arg;
     const char *v[3] = {k->g->arr[0], k->g->arr[1], k->g->arr[2]};
-    int rc = dlock__pg_run(conn, k->ps->base.url, "renew", sql_renew[1], 3, v,
-                           k->ps->op_timeout_ms, &k->res, NULL);
+    int rc = dlock__pg_run(conn, k->ps->base.url, "renew", k->ps->text.renew[1],
+                           3, v, k->ps->op_timeout_ms, &k->res, NULL);
 
     *dead = rc == DLOCK_EUNAVAIL;
     return rc;
@@ -151,8 +141,8 @@ static void run_group(struct pg_store *ps, struct group *g)
     } else if (rc == DLOCK_OK) {
         const char *v[3] = {g->arr[0], g->arr[1], g->arr[2]};
 
-        rc = dlock__pg_held_run(ps, g->lk[0], "renew", -1, sql_renew[0], 3, v,
-                                &res);
+        rc = dlock__pg_held_run(ps, g->lk[0], "renew", -1, ps->text.renew[0], 3,
+                                v, &res);
     }
     if (rc == DLOCK_OK) {
         read_result(ps, g, res);

@@ -35,11 +35,11 @@
  * (URL options=-c, PGOPTIONS, ALTER ROLE/DATABASE ... SET) is never
  * taken for the copy.  Believing one would hand out fences above the
  * durable ceiling, which repeat after a crash, for every client. */
-#define FENCE_GUC "'dlock.fence_ceiling_' || pg_backend_pid()"
+#define FENCE_GUC dlock__text_postgres_frag_fence_guc
 
 /* The name's key, per key function ({{key}}). */
-#define KEY_X "hashtextextended($1::text, 0)"
-#define KEY_H "hashtext($1::text)::bigint"
+#define KEY_X dlock__text_postgres_frag_key_x
+#define KEY_H dlock__text_postgres_frag_key_h
 
 /* Placeholders every template may use. */
 #define COMMON_VARS                                                            \
@@ -48,12 +48,14 @@
 
 /* The acquire's variants: the lock function, the CTE whose got decides
  * ({{got}}: l, or m after part-sem-gate.sql), the row's shared column,
- * and more columns. */
+ * and more columns (the sql/frag-*.sql files: {{}} values of SQL text). */
 #define ACQ_X(FN)                                                              \
-    "lock_fn", FN, "got", "l", "shared", "$3::boolean", "extra", ""
+    "lock_fn", FN, "got", "l", "shared",                                       \
+        dlock__text_postgres_frag_shared_param, "extra", ""
 #define ACQ_S(FN)                                                              \
-    "lock_fn", FN, "got", "m", "shared", "$3::boolean", "extra",               \
-        ", (SELECT count(*) FROM u)"
+    "lock_fn", FN, "got", "m", "shared",                                       \
+        dlock__text_postgres_frag_shared_param, "extra",                       \
+        dlock__text_postgres_frag_sem_count
 #define ACQ_FAST(FN) "lock_fn", FN, "got", "l", "shared", "false"
 
 struct tmpl {
@@ -119,6 +121,15 @@ static const struct tmpl names[2] = {
 static const struct tmpl force[2] = {
     {"force.sql", dlock__text_postgres_force_held, {NULL}},
     {"force.sql", dlock__text_postgres_force_lease, {NULL}}};
+static const struct tmpl renew[2] = {
+    {"renew.sql", dlock__text_postgres_renew, {"table", "dlock_held", NULL}},
+    {"renew.sql", dlock__text_postgres_renew, {"table", "dlock_locks", NULL}}};
+static const struct tmpl run_begin[2] = {{"run_begin.sql",
+                                          dlock__text_postgres_run_begin,
+                                          {"table", "dlock_held", NULL}},
+                                         {"run_begin.sql",
+                                          dlock__text_postgres_run_begin,
+                                          {"table", "dlock_locks", NULL}}};
 
 /* The rest, each in one variant: "default" (session mode; what both modes
  * share) or "lease". */
@@ -136,10 +147,10 @@ static const struct {
     {offsetof(struct dlock__pg_sql, status2_l),
      1,
      {"status2.sql", dlock__text_postgres_status2_lease, {NULL}}},
-    {offsetof(struct dlock__pg_sql, lease_fmt),
+    {offsetof(struct dlock__pg_sql, lease_acq),
      1,
      {"acquire.sql", dlock__text_postgres_lease_acquire, {NULL}}},
-    {offsetof(struct dlock__pg_sql, lease_sem_fmt),
+    {offsetof(struct dlock__pg_sql, lease_sem),
      1,
      {"acquire_sem.sql", dlock__text_postgres_lease_sem_acquire, {NULL}}},
     {offsetof(struct dlock__pg_sql, unlock_all),
@@ -163,12 +174,32 @@ static const struct {
     {offsetof(struct dlock__pg_sql, init_runs),
      0,
      {"init_runs.sql", dlock__text_postgres_init_runs, {NULL}}},
+    {offsetof(struct dlock__pg_sql, run_end),
+     0,
+     {"run_end.sql", dlock__text_postgres_run_end, {NULL}}},
+    {offsetof(struct dlock__pg_sql, runs),
+     0,
+     {"runs.sql", dlock__text_postgres_runs, {NULL}}},
+    {offsetof(struct dlock__pg_sql, last_runs),
+     0,
+     {"last_runs.sql", dlock__text_postgres_last_runs, {NULL}}},
+    {offsetof(struct dlock__pg_sql, gone),
+     0,
+     {"gone.sql", dlock__text_postgres_gone, {NULL}}},
+    {offsetof(struct dlock__pg_sql, session_setup),
+     0,
+     {"session_setup.sql", dlock__text_postgres_session_setup, {NULL}}},
 };
+
+/* A value from a sql/frag-*.sql file is one line: its final newline
+ * (cmake/embed.cmake ends every line in one) is not part of the value. */
+#define VAL_MAX 128
 
 static char *expand(const struct tmpl *t, const char *key)
 {
     const char *vars[32] = {COMMON_VARS};
-    size_t n = 8, i;
+    char line[16][VAL_MAX];
+    size_t n = 8, i, k = 0;
 
     if (key != NULL) {
         vars[n++] = "key";
@@ -177,6 +208,16 @@ static char *expand(const struct tmpl *t, const char *key)
     for (i = 0; t->vars[i] != NULL; i++)
         vars[n++] = t->vars[i];
     vars[n] = NULL;
+    for (i = 1; i < n; i += 2) {
+        size_t len = strlen(vars[i]);
+
+        if (len > 0 && vars[i][len - 1] == '\n' && len <= VAL_MAX &&
+            k < sizeof(line) / sizeof(line[0])) {
+            memcpy(line[k], vars[i], len - 1);
+            line[k][len - 1] = '\0';
+            vars[i] = line[k++];
+        }
+    }
     return dlock__text_expand(t->text, vars);
 }
 
@@ -213,6 +254,8 @@ static int build(struct dlock__pg_sql *q, int hashtext, dlock__text_emit emit,
         ONE(q->ttl[m], &ttl[m], NULL, v);
         ONE(q->names[m], &names[m], NULL, v);
         ONE(q->force[m], &force[m], NULL, v);
+        ONE(q->renew[m], &renew[m], NULL, v);
+        ONE(q->run_begin[m], &run_begin[m], NULL, v);
     }
     for (i = 0; i < sizeof(other) / sizeof(other[0]); i++)
         ONE(*other_slot(q, i), &other[i].t, NULL,
@@ -233,6 +276,8 @@ void dlock__pg_sql_free(struct dlock__pg_sql *q)
         free(q->ttl[m]);
         free(q->names[m]);
         free(q->force[m]);
+        free(q->renew[m]);
+        free(q->run_begin[m]);
     }
     for (i = 0; i < sizeof(other) / sizeof(other[0]); i++)
         free(*other_slot(q, i));
@@ -250,10 +295,23 @@ int dlock__pg_sql_build(struct dlock__pg_sql *q, int hashtext)
     return rc;
 }
 
+/* xact.c's, sent as they are (no handle, no placeholders). */
+static const struct tmpl xact[] = {
+    {"xact_try.sql", dlock__text_postgres_xact_try, {NULL}},
+    {"xact_savepoint.sql", dlock__text_postgres_xact_savepoint, {NULL}},
+    {"xact_wait.sql", dlock__text_postgres_xact_wait, {NULL}},
+    {"xact_release.sql", dlock__text_postgres_xact_release, {NULL}},
+    {"xact_restore.sql", dlock__text_postgres_xact_restore, {NULL}},
+    {"xact_undo.sql", dlock__text_postgres_xact_undo, {NULL}},
+};
+
 void dlock__postgres_texts(dlock__text_emit emit, void *arg)
 {
     struct dlock__pg_sql q;
     int hashtext;
+
+    for (size_t i = 0; i < sizeof(xact) / sizeof(xact[0]); i++)
+        emit(arg, "default", xact[i].name, xact[i].text);
 
     for (hashtext = 0; hashtext < 2; hashtext++) {
         memset(&q, 0, sizeof(q));

@@ -1,7 +1,7 @@
 /*
- * store.c - the PostgreSQL store's ops table: open and close, lease mode,
- * the per-lock calls, status, list and force-release (see pg.h for the
- * design).
+ * store.c - the PostgreSQL store's ops table, on top of the folder: open
+ * and close, lease mode's acquire, status, list and force-release; the
+ * per-lock calls are held.c's (see pg.h for the design).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,44 +11,6 @@
 #include "pg.h"
 
 #define DEFAULT_OP_TIMEOUT_MS 5000
-
-/* --- control statements, on a pooled connection ---------------------- */
-
-struct ctl_call {
-    struct pg_store *ps;
-    const char *what;
-    int id;
-    const char *sql;
-    int n;
-    const char *const *v;
-    PGresult *res;
-};
-
-static int ctl_fn(void *conn, void *arg, int *dead)
-{
-    struct ctl_call *k = arg;
-    /* Lease mode promises to work through PgBouncer's transaction
-     * pooling, where a prepared statement may land on another server
-     * connection: unnamed statements only. */
-    int id = k->ps->lease_mode ? -1 : k->id;
-    int rc = dlock__pg_runq(conn, k->ps->base.url, k->what, id, k->sql, k->n,
-                            k->v, k->ps->op_timeout_ms, &k->res, NULL);
-
-    *dead = rc == DLOCK_EUNAVAIL;
-    return rc;
-}
-
-/* One statement on a pooled connection (retried once on a fresh one if
- * the pooled one died while idle: the server never saw it). */
-static int ctl_run(struct pg_store *ps, const char *what, int id,
-                   const char *sql, int n, const char *const *v, PGresult **res)
-{
-    struct ctl_call k = {ps, what, id, sql, n, v, NULL};
-    int rc = dlock__pool_run(&ps->pool, ctl_fn, &k);
-
-    *res = k.res;
-    return rc;
-}
 
 /* --- open / close / init --------------------------------------------- */
 
@@ -215,36 +177,27 @@ static int lease_fn(void *conn, void *arg, int *dead)
     struct lease_call *k = arg;
     struct pg_store *ps = k->ps;
     struct dlock_lock *lk = k->lk;
-    const char *sh = lk->shared ? "true" : "false";
-    char *name = NULL, *host = NULL, *sql = NULL;
     struct dlock__pg_acq_params p;
+    char lim[16];
+    /* sql/lease_sem_acquire.sql's: name, owner, ttl, host, pid, limit. */
+    const char *sv[6];
+    char *sql;
     PGresult *res = NULL;
     PGconn *c = conn;
-    size_t len;
     int rc;
 
     dlock__pg_acq_params(&p, lk, 0, NULL);
-    name = PQescapeLiteral(c, lk->name, lk->name_len);
-    host = PQescapeLiteral(c, p.v[4], strlen(p.v[4]));
-    if (name == NULL || host == NULL) {
-        rc = dlock__enomem();
-        goto out;
-    }
-    len =
-        strlen(ps->text.lease_sem_fmt) + 6 * strlen(name) + strlen(host) + 300;
-    sql = malloc(len);
-    if (sql == NULL) {
-        rc = dlock__enomem();
-        goto out;
-    }
     if (lk->limit > 1) {
-        unsigned n = lk->limit;
-
-        snprintf(sql, len, ps->text.lease_sem_fmt, name, name, name, name, n, n,
-                 n, n, n, name, lk->token, host, p.pid, p.ttl, n, n);
+        snprintf(lim, sizeof(lim), "%u", lk->limit);
+        sv[0] = p.v[0], sv[1] = p.v[1], sv[2] = p.v[3];
+        sv[3] = p.v[4], sv[4] = p.v[5], sv[5] = lim;
+        sql = dlock__pg_inline(ps->text.lease_sem, 6, sv);
     } else {
-        snprintf(sql, len, ps->text.lease_fmt, name, name, name, sh, name, name,
-                 name, lk->token, sh, host, p.pid, p.ttl);
+        sql = dlock__pg_inline(ps->text.lease_acq, 6, p.v);
+    }
+    if (sql == NULL) {
+        rc = DLOCK_ENOMEM;
+        goto out;
     }
     rc = dlock__pg_run(c, ps->base.url, "acquire", sql, 0, NULL,
                        ps->op_timeout_ms, &res, NULL);
@@ -272,8 +225,6 @@ static int lease_fn(void *conn, void *arg, int *dead)
     }
     PQclear(res);
 out:
-    PQfreemem(name);
-    PQfreemem(host);
     free(sql);
     *dead = rc == DLOCK_EUNAVAIL;
     return rc;
@@ -297,92 +248,6 @@ static int pg_try_acquire(struct dlock_store *s, struct dlock_lock *lk,
     if (ps->lease_mode)
         return lease_try(ps, lk, retry_ms);
     return dlock__pg_session_try(ps, lk, deadline, retry_ms);
-}
-
-/* Run a per-lock statement where it belongs: the lock's session, or a
- * pooled connection in lease mode. */
-static int lock_run(struct pg_store *ps, struct dlock_lock *lk,
-                    const char *what, int id, const char *sql, int n,
-                    const char *const *v, PGresult **res)
-{
-    if (ps->lease_mode)
-        return ctl_run(ps, what, id, sql, n, v, res);
-    return dlock__pg_held_run(ps, lk, what, id, sql, n, v, res);
-}
-
-/* The row is gone or past its lease: let the key go now, so nobody waits
- * for a lock we know we lost. */
-int dlock__pg_found_lost(struct pg_store *ps, struct dlock_lock *lk)
-{
-    int live;
-
-    if (!ps->lease_mode)
-        (void)dlock__pg_held_drop(ps, lk, &live);
-    return dlock__lost(lk, "its lease ran out or it was broken");
-}
-
-static int pg_extend(struct dlock_store *s, struct dlock_lock *lk,
-                     int64_t ttl_ms)
-{
-    struct pg_store *ps = (struct pg_store *)s;
-    char ttl[24];
-    const char *v[3] = {lk->name, lk->token, ttl};
-    PGresult *res;
-    int rc, changed;
-
-    snprintf(ttl, sizeof(ttl), "%lld", (long long)ttl_ms);
-    rc = lock_run(ps, lk, "extend", Q_EXTEND, ps->text.extend[ps->lease_mode],
-                  3, v, &res);
-    if (rc != DLOCK_OK)
-        return rc;
-    changed = atoi(PQcmdTuples(res));
-    PQclear(res);
-    return changed == 0 ? dlock__pg_found_lost(ps, lk) : DLOCK_OK;
-}
-
-static int pg_ttl_left(struct dlock_store *s, struct dlock_lock *lk,
-                       int64_t *left_ms)
-{
-    struct pg_store *ps = (struct pg_store *)s;
-    const char *v[2] = {lk->name, lk->token};
-    PGresult *res;
-    int rc;
-
-    rc = lock_run(ps, lk, "assert_ttl", Q_TTL, ps->text.ttl[ps->lease_mode], 2,
-                  v, &res);
-    if (rc != DLOCK_OK)
-        return rc;
-    if (PQntuples(res) == 0) {
-        PQclear(res);
-        return dlock__pg_found_lost(ps, lk);
-    }
-    *left_ms = dlock__pg_col_i64(res, 0, 0, 1);
-    PQclear(res);
-    return DLOCK_OK;
-}
-
-static int pg_release(struct dlock_store *s, struct dlock_lock *lk)
-{
-    struct pg_store *ps = (struct pg_store *)s;
-    const char *v[2] = {lk->name, lk->token};
-    PGresult *res;
-    int rc, live;
-
-    if (ps->lease_mode) {
-        rc =
-            ctl_run(ps, "release", Q_RELEASE_L, ps->text.release_l, 2, v, &res);
-        if (rc != DLOCK_OK)
-            return rc;
-        live = dlock__pg_col_bool(res, 0, 0);
-        PQclear(res);
-    } else {
-        rc = dlock__pg_held_drop(ps, lk, &live);
-        dlock__pg_held_free(ps, lk);
-        if (rc != DLOCK_OK)
-            return rc;
-    }
-    return live ? DLOCK_OK
-                : dlock__lost(lk, "its lease ran out or it was broken");
 }
 
 /* --- status, list, force_release ------------------------------------ */
@@ -519,10 +384,8 @@ static void gone_wait(struct pg_store *ps, const char *pids)
         PGresult *res;
         int64_t n;
 
-        if (ctl_run(ps, "release --force", -1,
-                    "SELECT count(*) FROM pg_stat_activity WHERE pid = "
-                    "ANY($1::int[])",
-                    1, v, &res) != DLOCK_OK)
+        if (dlock__pg_ctl_run(ps, "release --force", -1, ps->text.gone, 1, v,
+                              &res) != DLOCK_OK)
             return;
         n = dlock__pg_col_i64(res, 0, 0, 0);
         PQclear(res);
@@ -542,8 +405,8 @@ static int pg_force_release(struct dlock_store *s, const char *name,
     size_t len = 3;
     int rc;
 
-    rc = ctl_run(ps, "release --force", -1, ps->text.force[ps->lease_mode], 1,
-                 v, &res);
+    rc = dlock__pg_ctl_run(ps, "release --force", -1,
+                           ps->text.force[ps->lease_mode], 1, v, &res);
     if (rc != DLOCK_OK)
         return rc;
     *removed = 0;
@@ -572,8 +435,8 @@ static int pg_force_release(struct dlock_store *s, const char *name,
          * holders find their rows broken at their next renewal and let
          * go (sql/force_held.sql); pid 0 stands for them. */
         v[1] = pids;
-        if (ctl_run(ps, "release --force", -1, ps->sql[Q_FORCE_KILL], 2, v,
-                    &res) == DLOCK_OK) {
+        if (dlock__pg_ctl_run(ps, "release --force", -1, ps->sql[Q_FORCE_KILL],
+                              2, v, &res) == DLOCK_OK) {
             PQclear(res);
             gone_wait(ps, pids);
         }
@@ -606,10 +469,10 @@ const struct dlock_store_ops dlock__postgres_ops = {
     .close = pg_close,
     .try_acquire = pg_try_acquire,
     .wait_slice = dlock__pg_wait_slice,
-    .extend = pg_extend,
+    .extend = dlock__pg_extend,
     .extend_many = dlock__pg_extend_many,
-    .ttl_left = pg_ttl_left,
-    .release = pg_release,
+    .ttl_left = dlock__pg_ttl_left,
+    .release = dlock__pg_release,
     .forget = dlock__pg_forget,
     .forget_inherited = dlock__pg_forget_inherited,
     .status = pg_status,

@@ -2,13 +2,15 @@
  * xact.c - dlock_pg_xact_lock(): a transaction-scoped advisory lock on the
  * caller's own connection (pg_advisory_xact_lock; seed mpyw's
  * forTransaction).  No store handle, no lock table: COMMIT or ROLLBACK
- * releases it.
+ * releases it.  Its statements: sql/xact_*.sql, sent as they are (no
+ * placeholders: there is no handle to fill them at open).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "dlock_pg.h"
 #include "pg.h"
+#include "postgres_text.h"
 
 static int xact_run(PGconn *c, const char *sql, int n, const char *const *v,
                     PGresult **res, char state[6])
@@ -63,10 +65,7 @@ dlock_rc dlock_pg_xact_lock(PGconn *conn, const char *name, int64_t wait_ms)
                              name);
     }
     if (wait_ms == 0) {
-        rc = xact_run(conn,
-                      "SELECT pg_try_advisory_xact_lock("
-                      "hashtextextended($1::text, 0))",
-                      1, v, &res, NULL);
+        rc = xact_run(conn, dlock__text_postgres_xact_try, 1, v, &res, NULL);
         if (rc != DLOCK_OK)
             return rc;
         got = dlock__pg_col_bool(res, 0, 0);
@@ -84,16 +83,12 @@ dlock_rc dlock_pg_xact_lock(PGconn *conn, const char *name, int64_t wait_ms)
      * put back (RELEASE SAVEPOINT would keep ours). */
     snprintf(timeout, sizeof(timeout), "%lld",
              wait_ms == DLOCK_WAIT_FOREVER ? 0LL : (long long)wait_ms);
-    rc = xact_run(conn, "SAVEPOINT dlock_xact_lock", 0, NULL, &res, NULL);
+    rc = xact_run(conn, dlock__text_postgres_xact_savepoint, 0, NULL, &res,
+                  NULL);
     if (rc != DLOCK_OK)
         return rc;
     PQclear(res);
-    rc = xact_run(conn,
-                  "SELECT s.old FROM (SELECT current_setting('lock_timeout')"
-                  " AS old, set_config('lock_timeout', $2::text, true) AS "
-                  "c OFFSET 0) s, LATERAL (SELECT pg_advisory_xact_lock("
-                  "hashtextextended($1::text, 0)), s.c) l",
-                  2, v, &res, state);
+    rc = xact_run(conn, dlock__text_postgres_xact_wait, 2, v, &res, state);
     if (rc == DLOCK_OK) {
         const char *r[1];
         PGresult *res2;
@@ -103,13 +98,13 @@ dlock_rc dlock_pg_xact_lock(PGconn *conn, const char *name, int64_t wait_ms)
                        sizeof(old));
         PQclear(res);
         r[0] = old;
-        rc = xact_run(conn, "RELEASE SAVEPOINT dlock_xact_lock", 0, NULL, &res,
+        rc = xact_run(conn, dlock__text_postgres_xact_release, 0, NULL, &res,
                       NULL);
         if (rc != DLOCK_OK)
             return rc;
         PQclear(res);
-        rc = xact_run(conn, "SELECT set_config('lock_timeout', $1, true)", 1, r,
-                      &res2, NULL);
+        rc = xact_run(conn, dlock__text_postgres_xact_restore, 1, r, &res2,
+                      NULL);
         if (rc != DLOCK_OK)
             return rc;
         PQclear(res2);
@@ -119,10 +114,8 @@ dlock_rc dlock_pg_xact_lock(PGconn *conn, const char *name, int64_t wait_ms)
     if (rc == DLOCK_EUNAVAIL)
         return rc;
     {
-        int rc2 = xact_run(conn,
-                           "ROLLBACK TO SAVEPOINT dlock_xact_lock; "
-                           "RELEASE SAVEPOINT dlock_xact_lock",
-                           0, NULL, &res, NULL);
+        int rc2 =
+            xact_run(conn, dlock__text_postgres_xact_undo, 0, NULL, &res, NULL);
 
         if (rc2 != DLOCK_OK)
             return rc2;

@@ -1,16 +1,17 @@
 SET LOCAL enable_bitmapscan = off;
-INSERT INTO dlock_fences AS x (name, fence) VALUES (%s, 0) ON
+INSERT INTO dlock_fences AS x (name, fence) VALUES ($1, 0) ON
 CONFLICT (name) DO UPDATE SET fence = x.fence;
-WITH del AS (DELETE FROM dlock_locks WHERE name = %s AND expires_at
+WITH del AS (DELETE FROM dlock_locks WHERE name = $1 AND expires_at
 <= clock_timestamp()), c AS (SELECT count(*) AS n,
 max(ceil(extract(epoch FROM expires_at - clock_timestamp()) *
-1000)::bigint) AS left_ms FROM dlock_locks WHERE name = %s AND
-expires_at > clock_timestamp() AND (NOT %s OR NOT shared)), lim AS
-(SELECT max(lim) AS hi FROM dlock_locks WHERE name = %s AND
+1000)::bigint) AS left_ms FROM dlock_locks WHERE name = $1 AND
+expires_at > clock_timestamp() AND (NOT $3::boolean OR NOT shared)),
+lim AS (SELECT max(lim) AS hi FROM dlock_locks WHERE name = $1 AND
 expires_at > clock_timestamp()), f AS (UPDATE dlock_fences SET fence
-= fence + 1 WHERE name = %s AND (SELECT n FROM c) = 0 RETURNING
+= fence + 1 WHERE name = $1 AND (SELECT n FROM c) = 0 RETURNING
 fence), i AS (INSERT INTO dlock_locks (name, owner, shared, fence,
-backend_pid, host, pid, expires_at, acquired_at) SELECT %s, '%s', %s,
-f.fence, 0, %s, %s::bigint, clock_timestamp() + %s::bigint * interval
-'1 millisecond', clock_timestamp() FROM f RETURNING fence) SELECT
-(SELECT fence FROM i), (SELECT left_ms FROM c), (SELECT hi FROM lim)
+backend_pid, host, pid, expires_at, acquired_at) SELECT $1, $2,
+$3::boolean, f.fence, 0, $5, $6::bigint, clock_timestamp() +
+$4::bigint * interval '1 millisecond', clock_timestamp() FROM f
+RETURNING fence) SELECT (SELECT fence FROM i), (SELECT left_ms FROM
+c), (SELECT hi FROM lim)

@@ -1,0 +1,1 @@
+RELEASE SAVEPOINT dlock_xact_lock

@@ -1,0 +1,1 @@
+SAVEPOINT dlock_xact_lock

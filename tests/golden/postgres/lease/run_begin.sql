@@ -1,0 +1,46 @@
+INSERT INTO dlock_run_names AS x (name) SELECT $1 WHERE
+EXISTS (SELECT 1 FROM dlock_locks WHERE name = $1 AND owner = $2 AND
+expires_at > clock_timestamp())
+ON CONFLICT (name) DO UPDATE SET last_start_ms = x.last_start_ms;
+WITH o AS (SELECT
+EXISTS (SELECT 1 FROM dlock_locks WHERE name = $1 AND owner = $2 AND
+expires_at > clock_timestamp())
+AS ours,
+floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint
+AS now_ms),
+s AS (SELECT last_start_ms, succeeded_fence, succeeded_ms FROM
+dlock_run_names WHERE name = $1),
+m AS (SELECT EXISTS (SELECT 1 FROM dlock_runs WHERE name = $1 AND
+fence = $3::bigint AND result = 0) AS again),
+g AS (SELECT o.ours, o.now_ms, coalesce($6::boolean AND
+s.succeeded_fence IS NOT NULL AND NOT m.again, false) AS by_once,
+coalesce($7::boolean AND o.now_ms - s.last_start_ms < $8::bigint AND
+NOT m.again, false) AS by_period FROM o CROSS JOIN m LEFT JOIN s ON
+true),
+d AS (SELECT g.*, g.ours AND NOT g.by_once AND NOT g.by_period AS go
+FROM g),
+p AS (SELECT fence, host, pid, start_ms, end_ms, result, status FROM
+dlock_runs WHERE name = $1 AND fence <> $3::bigint ORDER BY fence DESC
+LIMIT 1),
+k AS (SELECT fence FROM dlock_runs WHERE name = $1 AND fence <>
+$3::bigint ORDER BY fence DESC LIMIT $9::integer),
+a AS (UPDATE dlock_runs r SET result = 4 FROM d WHERE d.go AND r.name =
+$1 AND r.result = 0 AND r.fence IN (SELECT fence FROM k)),
+t AS (DELETE FROM dlock_runs r USING d WHERE d.go AND r.name = $1 AND
+r.fence <> $3::bigint AND r.fence NOT IN (SELECT fence FROM k)),
+i AS (INSERT INTO dlock_runs (name, fence, host, pid, start_ms, end_ms,
+result, status) SELECT $1, $3::bigint, $4, $5::bigint, d.now_ms, NULL,
+0, -1 FROM d WHERE d.go ON CONFLICT (name, fence) DO UPDATE SET host =
+excluded.host, pid = excluded.pid, start_ms = excluded.start_ms, end_ms
+= NULL, result = 0, status = -1),
+u AS (UPDATE dlock_run_names x SET last_start_ms = d.now_ms FROM d
+WHERE d.go AND x.name = $1),
+l AS (SELECT 1 AS rank, fence, host, pid, start_ms, end_ms, result,
+status FROM dlock_runs, d WHERE d.by_once AND name = $1 AND fence =
+(SELECT succeeded_fence FROM s) UNION ALL SELECT 2, s.succeeded_fence,
+'', 0, 0, s.succeeded_ms, 1, 0 FROM s, d WHERE d.by_once UNION ALL
+SELECT 3, p.fence, p.host, p.pid, p.start_ms, p.end_ms, CASE WHEN d.go
+AND p.result = 0 THEN 4 ELSE p.result END, p.status FROM p, d WHERE NOT
+d.by_once)
+SELECT d.ours, d.go, fence, host, pid, start_ms, end_ms, result, status
+FROM d LEFT JOIN (SELECT * FROM l ORDER BY rank LIMIT 1) l ON true
