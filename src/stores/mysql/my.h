@@ -4,20 +4,23 @@
  *
  *   conn.c     one connection: connect, the pool's callbacks, SQL text
  *              and escaping, running statements, errors
- *   schema.c   the tables: DDL, checking and creating them, the columns
- *              read from a row
- *   acquire.c  one attempt: GET_LOCK, the row, taking over a dead
- *              holder, the procedures and the one-statement acquire
- *   semaphore.c  a semaphore's head row and slots, its attempt, tidying
- *              and status
+ *   sql.c      the statement texts of sql/ *.sql, expanded at open
+ *   row.c      one key's row and its lock: reading it, our own row's
+ *              WHERE and deletion, taking over a dead holder, GET_LOCK
+ *   schema.c   the tables (the run records' too): DDL, checking and
+ *              creating them, the fences, init and ddl
  *   waiter.c   waiter rows (a wait's lease) and rowless GET_LOCK holders
+ *   head.c     a semaphore's head row, its release tidying and status
+ *   acquire.c  one attempt: the one-statement acquire, the procedure,
+ *              the plain statements
+ *   semaphore.c  one admission to a semaphore's slot
  *   try_wait.c the ops' try_acquire and wait_slice around an attempt
+ *   held.c     extend, ttl_left, release, forget
  *   renew.c    the renew thread's batches (extend_many)
  *   runs.c     run records: run_begin, run_end, runs, last_runs
- *   sql.c      the statement texts of sql/ *.sql, expanded at open,
- *              and their golden copies' hook
- *   store.c    the ops table: open and close, extend, assert, release,
- *              status, list, force-release
+ *   status.c   status, list, force-release
+ *   golden.c   the golden copies' hook
+ *   store.c    open, close and the ops table
  *
  * mysql://user:pass@host[:port]/database[?options]   (or mariadb://)
  * options: timeout=5s, table=shared_locks, quote=ansi|backtick,
@@ -288,19 +291,9 @@ struct my_lock {
     int wleased, wtidied;
 };
 
-/* --- sql.c ------------------------------------------------------------- */
-
-/* Expand ms's statement texts (ms->sql) for its table names, mode and
- * timeout: once, at open.  DLOCK_OK, or DLOCK_ENOMEM / DLOCK_EINVAL. */
-int dlock__my_sql_build(struct my_store *ms);
-void dlock__my_sql_free(struct my_store *ms);
-/* The golden test's hook (src/core/text.h). */
-void dlock__mysql_texts(dlock__text_emit emit, void *arg);
-
-/* --- try_wait.c -------------------------------------------------------- */
-
-/* Free a lock's priv, giving back its count of pinned connections. */
-void dlock__my_free_lock(struct my_store *ms, struct my_lock *ml);
+/* The files' functions, bottom first: each file calls only the files
+ * above it here (conn.c at the bottom, store.c, with nothing above it, on
+ * top), so no two call each other (scripts/circles.py checks it). */
 
 /* --- conn.c ------------------------------------------------------------ */
 
@@ -352,48 +345,17 @@ int dlock__my_run(struct my_store *ms, struct conn *c, struct sb *b,
 int dlock__my_run_int(struct my_store *ms, struct conn *c, struct sb *b,
                       long long *val, int *found, const char *what);
 
-/* --- store.c ----------------------------------------------------------- */
+/* --- sql.c ------------------------------------------------------------- */
 
-/* The ops' extend: on the lock's pinned connection (lease mode: a pooled
- * one). */
-int dlock__my_extend(struct dlock_store *s, struct dlock_lock *lk,
-                     int64_t ttl_ms);
-/* After finding lk lost on c (its pinned connection, or in lease mode any
- * one): best effort, delete its row and (lock mode) drop its GET_LOCK if
- * c still holds it. */
-void dlock__my_tidy_lost(struct my_store *ms, struct conn *c,
-                         const struct dlock_lock *lk, struct my_lock *ml);
+/* Expand ms's statement texts (ms->sql) for its table names, mode and
+ * timeout: once, at open.  DLOCK_OK, or DLOCK_ENOMEM / DLOCK_EINVAL. */
+int dlock__my_sql_build(struct my_store *ms);
+void dlock__my_sql_free(struct my_store *ms);
+/* Text i of ms->sql (*file: its file's name); NULL past the last. */
+const char *dlock__my_sql_nth(const struct my_store *ms, size_t i,
+                              const char **file);
 
-/* WHERE clause: lk's row, still live (and, in session mode, its GET_LOCK
- * still held by c's session). */
-void dlock__my_sb_own(struct sb *b, struct my_store *ms, struct conn *c,
-                      const struct dlock_lock *lk, const struct my_lock *ml);
-
-/* --- runs.c ------------------------------------------------------------ */
-
-/* The DDL of the run record tables, statements separated by sep. */
-void dlock__my_ddl_runs(struct sb *b, const struct my_store *ms,
-                        const char *sep);
-/* Create the run record tables if missing (`dlock init`, and on first
- * use): DLOCK_OK, or why not. */
-int dlock__my_create_runs(struct my_store *ms, struct conn *c);
-int dlock__my_run_begin(struct dlock_store *s, struct dlock_lock *lk,
-                        const dlock_run_rule *rule, const char *host,
-                        int64_t pid, int *go, dlock_run *last);
-int dlock__my_run_end(struct dlock_store *s, struct dlock_lock *lk, int result,
-                      int status);
-int dlock__my_runs(struct dlock_store *s, const char *name, unsigned max,
-                   dlock_run_cb cb, void *payload);
-int dlock__my_last_runs(struct dlock_store *s, const char *prefix,
-                        dlock_run_cb cb, void *payload);
-
-/* --- renew.c ----------------------------------------------------------- */
-
-/* The ops' extend_many: the renew thread's batches (see renew.c). */
-int dlock__my_extend_many(struct dlock_store *s,
-                          struct dlock_lock *const *locks, size_t n, int *rcs);
-
-/* --- schema.c ---------------------------------------------------------- */
+/* --- row.c ------------------------------------------------------------- */
 
 /* A row of the lock table, as sql/columns.sql selects it. */
 struct holder {
@@ -409,16 +371,62 @@ struct holder {
     size_t name_len;
 };
 
-/* Session id's login and client address as the server shows them to us
- * ("" where it does not: another login's, without PROCESS); store.c. */
-int dlock__my_session_of(struct my_store *ms, struct conn *c,
-                         unsigned long long id, char *user, size_t ulen,
-                         char *addr, size_t alen);
 /* A row read with ms->sql.columns (sql/columns.sql: 12 columns). */
 void dlock__my_read_holder(MYSQL_ROW row, unsigned long *lens, struct holder *h,
                            int want_name);
 /* A row whose holder is gone. */
 int dlock__my_holder_dead(const struct holder *h);
+void dlock__my_sb_key(struct sb *b, struct conn *c, const struct my_lock *ml);
+/* ml's key as a quoted literal escaped for c, in out: for a statement's
+ * %s (struct my_sql). */
+#define KEY_LIT_MAX (2 * KEY_MAX + 3)
+const char *dlock__my_key_lit(struct conn *c, const struct my_lock *ml,
+                              char out[KEY_LIT_MAX]);
+/* The row at ml's key (*found; with its name if want_name). */
+int dlock__my_read_row(struct my_store *ms, struct conn *c,
+                       const struct my_lock *ml, struct holder *h, int *found,
+                       int want_name);
+/* Take over a dead holder's row, ending a session that holds ml's
+ * GET_LOCK past its lease (*killed: KILL sent). */
+int dlock__my_take_over(struct my_store *ms, struct conn *c,
+                        const struct my_lock *ml, const struct holder *h,
+                        int *killed);
+int dlock__my_kill_holder(struct my_store *ms, struct conn *c,
+                          const struct my_lock *ml, unsigned long long conn_id,
+                          int *killed);
+/* GET_LOCK(key, wait_ms): *got 1 if this session now holds it. */
+int dlock__my_get_lock(struct my_store *ms, struct conn *c,
+                       const struct my_lock *ml, int64_t wait_ms, int *got);
+/* Best effort: drop our GET_LOCK (once) on c. */
+void dlock__my_release_getlock(struct my_store *ms, struct conn *c,
+                               const struct my_lock *ml);
+/* Delete our own row (whatever state it is in). */
+int dlock__my_delete_own_row(struct my_store *ms, struct conn *c,
+                             const struct dlock_lock *lk,
+                             const struct my_lock *ml);
+/* WHERE clause: lk's row, still live (and, in session mode, its GET_LOCK
+ * still held by c's session). */
+void dlock__my_sb_own(struct sb *b, struct my_store *ms, struct conn *c,
+                      const struct dlock_lock *lk, const struct my_lock *ml);
+/* After finding lk lost on c (its pinned connection, or in lease mode any
+ * one): best effort, delete its row and (lock mode) drop its GET_LOCK if
+ * c still holds it. */
+void dlock__my_tidy_lost(struct my_store *ms, struct conn *c,
+                         const struct dlock_lock *lk, struct my_lock *ml);
+/* A CALL of a session-mode procedure answering one row: DLOCK_OK (*v0,
+ * *v1 its first two columns; v1 may be NULL), a failure, or DLOCK_ENOTSUP
+ * when the procedure cannot be used (nothing happened; have_proc is
+ * cleared). */
+int dlock__my_call(struct my_store *ms, struct conn *c, struct sb *b,
+                   long long *v0, long long *v1, const char *what);
+/* Session id's login and client address as the server shows them to us
+ * ("" where it does not: another login's, without PROCESS). */
+int dlock__my_session_of(struct my_store *ms, struct conn *c,
+                         unsigned long long id, char *user, size_t ulen,
+                         char *addr, size_t alen);
+
+/* --- schema.c ---------------------------------------------------------- */
+
 /* Table and quote settings of the URL (shared by open and ddl): the
  * quoted identifiers of ms (table, fences, seq, procedures, index) and
  * the table's bare name. */
@@ -438,46 +446,18 @@ int dlock__my_fseq_next(struct my_store *ms, struct conn *c, uint64_t *out);
 /* Seed NAME_fseq if NAME_boot says it is not seeded since the server
  * started: DLOCK_OK when it is seeded now (and c->seeded set). */
 int dlock__my_fseq_seed(struct my_store *ms, struct conn *c);
+/* The DDL of the run record tables, statements separated by sep. */
+void dlock__my_ddl_runs(struct sb *b, const struct my_store *ms,
+                        const char *sep);
+/* Create the run record tables if missing (`dlock init`, and on first
+ * use): DLOCK_OK, or why not. */
+int dlock__my_create_runs(struct my_store *ms, struct conn *c);
 /* On open: use the tables if they are there, else create them. */
 int dlock__my_ensure_tables(struct my_store *ms, struct conn *c);
 int dlock__my_init(struct dlock_store *s);
 int dlock__my_ddl(char **out, const struct dlock_url *u);
 
-/* --- acquire.c, semaphore.c, waiter.c ---------------------------------- */
-
-void dlock__my_sb_key(struct sb *b, struct conn *c, const struct my_lock *ml);
-/* ml's key as a quoted literal escaped for c, in out: for a statement's
- * %s (struct my_sql). */
-#define KEY_LIT_MAX (2 * KEY_MAX + 3)
-const char *dlock__my_key_lit(struct conn *c, const struct my_lock *ml,
-                              char out[KEY_LIT_MAX]);
-/* Best effort: drop our GET_LOCK (once) on c. */
-void dlock__my_release_getlock(struct my_store *ms, struct conn *c,
-                               const struct my_lock *ml);
-/* Delete our own row (whatever state it is in). */
-int dlock__my_delete_own_row(struct my_store *ms, struct conn *c,
-                             const struct dlock_lock *lk,
-                             const struct my_lock *ml);
-int dlock__my_try_acquire(struct dlock_store *s, struct dlock_lock *lk,
-                          int64_t deadline, int64_t *retry_ms);
-int dlock__my_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
-                         int64_t slice_ms, int64_t *retry_ms);
-/* A CALL of a session-mode procedure answering one row: DLOCK_OK (*v0,
- * *v1 its first two columns; v1 may be NULL), a failure, or DLOCK_ENOTSUP
- * when the procedure cannot be used (nothing happened; have_proc is
- * cleared). */
-int dlock__my_call(struct my_store *ms, struct conn *c, struct sb *b,
-                   long long *v0, long long *v1, const char *what);
-/* Semaphores: after releasing a slot, delete the name's head row if no
- * live holder is left (best effort). */
-void dlock__my_sem_tidy(struct my_store *ms, struct conn *c,
-                        const struct dlock_lock *lk, const struct my_lock *ml);
-/* Semaphores: the status of a name whose row is a head (h, read with its
- * name): holders, limit, the longest lease left. */
-int dlock__my_sem_status(struct my_store *ms, struct conn *c,
-                         const struct holder *h, dlock_info *out);
-/* Free a wait's state (not held): its connection goes back. */
-void dlock__my_unwait(struct my_store *ms, struct dlock_lock *lk);
+/* --- waiter.c ---------------------------------------------------------- */
 
 /* The name of the waiter row of session conn_id waiting for key: the
  * first 40 hex digits of dlock__mysql_sem_prefix() of key + "\0wait"
@@ -490,38 +470,115 @@ int dlock__my_is_waiter(const struct holder *h);
 int dlock__my_read_waiter(struct my_store *ms, struct conn *c, const char *key,
                           size_t key_len, unsigned long long conn_id,
                           struct holder *h, int *found);
+/* The key's GET_LOCK is held and no row is there: wait for, or fence off
+ * and KILL, the session that holds it (*retry_ms, *killed). */
+int dlock__my_rowless(struct my_store *ms, struct conn *c, struct my_lock *ml,
+                      int64_t *retry_ms, int *killed);
 
-/* acquire.c, for semaphore.c and waiter.c: the row at ml's key (*found;
- * with its name if want_name), taking over a dead holder's row, ending a
- * session that holds ml's GET_LOCK past its lease (*killed: KILL sent). */
-int dlock__my_read_row(struct my_store *ms, struct conn *c,
-                       const struct my_lock *ml, struct holder *h, int *found,
-                       int want_name);
-int dlock__my_take_over(struct my_store *ms, struct conn *c,
-                        const struct my_lock *ml, const struct holder *h,
-                        int *killed);
-int dlock__my_kill_holder(struct my_store *ms, struct conn *c,
-                          const struct my_lock *ml, unsigned long long conn_id,
-                          int *killed);
-/* semaphore.c, for acquire.c: a limit-1 acquire met a row at its key; a
- * semaphore's head is EINVAL while it has live holders (*gone: it had
- * none and went). */
+/* --- head.c ------------------------------------------------------------ */
+
+/* The live slot rows of the semaphore whose slot keys start with prefix
+ * (any limit): how many (*count), which slots below n are taken (taken,
+ * may be NULL), the soonest lease end among them (*soonest, -1 none). */
+int dlock__my_sem_live(struct my_store *ms, struct conn *c, const char *prefix,
+                       unsigned char *taken, unsigned n, long long *count,
+                       int64_t *soonest);
+/* The row h at the name's own key (hd's) is a semaphore's head: gone
+ * with no live holder (*gone), else EINVAL if want (0: any) is not its
+ * limit. */
+int dlock__my_sem_head(struct my_store *ms, struct conn *c,
+                       const struct my_lock *hd, const struct holder *h,
+                       const char *name, unsigned want, int *gone);
+/* A limit-1 acquire met a row at its key; a semaphore's head is EINVAL
+ * while it has live holders (*gone: it had none and went). */
 int dlock__my_lock_meets_head(struct my_store *ms, struct conn *c,
                               const struct dlock_lock *lk,
                               const struct my_lock *ml, int *gone);
+/* Insert the head of lk's semaphore at hd's key: *dup if a row is there. */
+int dlock__my_insert_head(struct my_store *ms, struct conn *c,
+                          const struct dlock_lock *lk, const struct my_lock *hd,
+                          int *dup);
+/* Write lk's fence into the head, still there with lk's limit (*ok). */
+int dlock__my_bump_head(struct my_store *ms, struct conn *c,
+                        const struct dlock_lock *lk, const struct my_lock *hd,
+                        int *ok);
+/* Semaphores: after releasing a slot, delete the name's head row if no
+ * live holder is left (best effort). */
+void dlock__my_sem_tidy(struct my_store *ms, struct conn *c,
+                        const struct dlock_lock *lk, const struct my_lock *ml);
+/* Semaphores: the status of a name whose row is a head (h, read with its
+ * name): holders, limit, the longest lease left. */
+int dlock__my_sem_status(struct my_store *ms, struct conn *c,
+                         const struct holder *h, dlock_info *out);
 
-/* For try_wait.c: one attempt and its parts (acquire.c, semaphore.c,
- * waiter.c). */
-void dlock__my_set_slot(struct my_lock *ml, unsigned i);
-int dlock__my_rowless(struct my_store *ms, struct conn *c, struct my_lock *ml,
-                      int64_t *retry_ms, int *killed);
-int dlock__my_get_lock(struct my_store *ms, struct conn *c,
-                       const struct my_lock *ml, int64_t wait_ms, int *got);
+/* --- acquire.c --------------------------------------------------------- */
+
+/* One attempt at ml's key on ml->c (have_gl: its GET_LOCK is held
+ * already, from a wait). */
 int dlock__my_attempt(struct my_store *ms, struct dlock_lock *lk,
                       struct my_lock *ml, int have_gl, int64_t deadline,
                       int64_t *retry_ms);
+
+/* --- semaphore.c ------------------------------------------------------- */
+
+void dlock__my_set_slot(struct my_lock *ml, unsigned i);
 int dlock__my_sem_attempt(struct my_store *ms, struct dlock_lock *lk,
                           struct my_lock *ml, int have_slot, int64_t deadline,
                           int64_t *retry_ms);
+
+/* --- try_wait.c -------------------------------------------------------- */
+
+/* Free a lock's priv, giving back its count of pinned connections. */
+void dlock__my_free_lock(struct my_store *ms, struct my_lock *ml);
+int dlock__my_try_acquire(struct dlock_store *s, struct dlock_lock *lk,
+                          int64_t deadline, int64_t *retry_ms);
+int dlock__my_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
+                         int64_t slice_ms, int64_t *retry_ms);
+/* Free a wait's state (not held): its connection goes back. */
+void dlock__my_unwait(struct my_store *ms, struct dlock_lock *lk);
+
+/* --- held.c ------------------------------------------------------------ */
+
+/* The ops' extend: on the lock's pinned connection (lease mode: a pooled
+ * one). */
+int dlock__my_extend(struct dlock_store *s, struct dlock_lock *lk,
+                     int64_t ttl_ms);
+int dlock__my_ttl_left(struct dlock_store *s, struct dlock_lock *lk,
+                       int64_t *left_ms);
+int dlock__my_release(struct dlock_store *s, struct dlock_lock *lk);
+int dlock__my_forget(struct dlock_store *s, struct dlock_lock *lk);
+void dlock__my_forget_inherited(struct dlock_store *s, struct dlock_lock *lk);
+
+/* --- renew.c ----------------------------------------------------------- */
+
+/* The ops' extend_many: the renew thread's batches (see renew.c). */
+int dlock__my_extend_many(struct dlock_store *s,
+                          struct dlock_lock *const *locks, size_t n, int *rcs);
+
+/* --- runs.c ------------------------------------------------------------ */
+
+int dlock__my_run_begin(struct dlock_store *s, struct dlock_lock *lk,
+                        const dlock_run_rule *rule, const char *host,
+                        int64_t pid, int *go, dlock_run *last);
+int dlock__my_run_end(struct dlock_store *s, struct dlock_lock *lk, int result,
+                      int status);
+int dlock__my_runs(struct dlock_store *s, const char *name, unsigned max,
+                   dlock_run_cb cb, void *payload);
+int dlock__my_last_runs(struct dlock_store *s, const char *prefix,
+                        dlock_run_cb cb, void *payload);
+
+/* --- status.c ---------------------------------------------------------- */
+
+int dlock__my_status(struct dlock_store *s, const char *name, dlock_info *out);
+int dlock__my_list(struct dlock_store *s, const char *prefix,
+                   int (*cb)(const dlock_info *info, void *payload),
+                   void *payload);
+int dlock__my_force_release(struct dlock_store *s, const char *name,
+                            unsigned *removed);
+
+/* --- golden.c ---------------------------------------------------------- */
+
+/* The golden test's hook (src/core/text.h). */
+void dlock__mysql_texts(dlock__text_emit emit, void *arg);
 
 #endif /* DLOCK_STORES_MY_H */

@@ -45,46 +45,6 @@
 
 #define NO_TABLE (-1000) /* run_tx(): a table is missing */
 
-void dlock__my_ddl_runs(struct sb *b, const struct my_store *ms,
-                        const char *sep)
-{
-    dlock__my_sb_add(b, "%s%s%s", ms->sql.create_runs, sep,
-                     ms->sql.create_runsum);
-}
-
-int dlock__my_create_runs(struct my_store *ms, struct conn *c)
-{
-    struct sb b = {0};
-    int rc = DLOCK_OK;
-
-    dlock__my_ddl_runs(&b, ms, "\n;;\n");
-    if (b.oom)
-        rc = dlock__enomem();
-    for (char *p = b.oom ? NULL : b.p; p != NULL && rc == DLOCK_OK;) {
-        char *end = strstr(p, "\n;;\n");
-        size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
-        const char *stmt = p;
-        unsigned e;
-
-        p = end != NULL ? end + 4 : NULL;
-        if (dlock__my_query(c, stmt, n) == 0)
-            continue;
-        e = mysql_errno(c->db);
-        if (e == ER_TABLEACCESS_DENIED_ERROR || e == ER_DBACCESS_DENIED_ERROR)
-            rc = dlock__seterr(DLOCK_ESTORE,
-                               "the run record tables %s and %s are missing "
-                               "in %s and this user may not create them: "
-                               "ask a DBA to run the DDL of `dlock init "
-                               "--print` (%s)",
-                               ms->runs, ms->runsum, ms->base.url,
-                               mysql_error(c->db));
-        else
-            rc = dlock__my_db_err(ms, c, "creating the run record tables");
-    }
-    dlock__my_sb_free(&b);
-    return rc;
-}
-
 /* Send b's statements (one transaction, START TRANSACTION ... COMMIT,
  * or a single statement) and read every result: the last result set goes to
  * *res (NULL if none).  On a failure the transaction is rolled back (best

@@ -10,37 +10,6 @@
 
 #include "my.h"
 
-void dlock__my_read_holder(MYSQL_ROW row, unsigned long *lens, struct holder *h,
-                           int want_name)
-{
-    memset(h, 0, sizeof(*h));
-    h->conn_id = row[0] ? strtoull(row[0], NULL, 10) : 0;
-    h->has_owner = row[1] != NULL;
-    dlock__strlcpy(h->owner, row[1] ? row[1] : "", sizeof(h->owner));
-    h->acquired = row[2] ? atoi(row[2]) : 0;
-    h->left = row[3] ? strtoll(row[3], NULL, 10) : 0;
-    h->used_by = row[4] ? strtoull(row[4], NULL, 10) : 0;
-    h->created = row[5] ? strtoll(row[5], NULL, 10) : 0;
-    h->fence = row[6] ? strtoull(row[6], NULL, 10) : 0;
-    dlock__strlcpy(h->host, row[7] ? row[7] : "", sizeof(h->host));
-    h->pid = row[8] ? strtoll(row[8], NULL, 10) : 0;
-    h->since = row[9] ? strtoll(row[9], NULL, 10) : 0;
-    h->lim = row[11] ? (unsigned)strtoul(row[11], NULL, 10) : 1;
-    if (h->lim == 0)
-        h->lim = 1;
-    if (want_name && row[10] != NULL) {
-        h->name = dlock__strndup(row[10], lens[10]);
-        h->name_len = lens[10];
-    }
-}
-
-/* A row whose holder is gone: lease over, or (GET_LOCK-style rows) the
- * session that took the GET_LOCK no longer holds it. */
-int dlock__my_holder_dead(const struct holder *h)
-{
-    return h->left <= 0 || (h->acquired && h->used_by != h->conn_id);
-}
-
 /* --- DDL ------------------------------------------------------------------
  *
  * The statements are sql/create_*.sql (ms->sql, expanded at open).  The
@@ -637,4 +606,44 @@ int dlock__my_ddl(char **out, const struct dlock_url *u)
     }
     *out = b.p;
     return DLOCK_OK;
+}
+
+void dlock__my_ddl_runs(struct sb *b, const struct my_store *ms,
+                        const char *sep)
+{
+    dlock__my_sb_add(b, "%s%s%s", ms->sql.create_runs, sep,
+                     ms->sql.create_runsum);
+}
+
+int dlock__my_create_runs(struct my_store *ms, struct conn *c)
+{
+    struct sb b = {0};
+    int rc = DLOCK_OK;
+
+    dlock__my_ddl_runs(&b, ms, "\n;;\n");
+    if (b.oom)
+        rc = dlock__enomem();
+    for (char *p = b.oom ? NULL : b.p; p != NULL && rc == DLOCK_OK;) {
+        char *end = strstr(p, "\n;;\n");
+        size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
+        const char *stmt = p;
+        unsigned e;
+
+        p = end != NULL ? end + 4 : NULL;
+        if (dlock__my_query(c, stmt, n) == 0)
+            continue;
+        e = mysql_errno(c->db);
+        if (e == ER_TABLEACCESS_DENIED_ERROR || e == ER_DBACCESS_DENIED_ERROR)
+            rc = dlock__seterr(DLOCK_ESTORE,
+                               "the run record tables %s and %s are missing "
+                               "in %s and this user may not create them: "
+                               "ask a DBA to run the DDL of `dlock init "
+                               "--print` (%s)",
+                               ms->runs, ms->runsum, ms->base.url,
+                               mysql_error(c->db));
+        else
+            rc = dlock__my_db_err(ms, c, "creating the run record tables");
+    }
+    dlock__my_sb_free(&b);
+    return rc;
 }

@@ -1,9 +1,8 @@
 /*
  * sql.c - the MySQL store's statement texts: sql/ *.sql (embedded by
  * cmake/embed.cmake as dlock__text_mysql_NAME) expanded ONCE, when the
- * store opens, into struct my_sql; and dlock__mysql_texts(), which hands
- * every expanded text of every variant to the golden test with the same
- * builder (tests/golden/mysql/VARIANT/NAME).
+ * store opens, into struct my_sql; and the table of them by file, which
+ * the golden test's hook (golden.c) walks (tests/golden/mysql/VARIANT/NAME).
  *
  * Table names (from ?table= and ?quote=) and the shared fragments (the
  * NOWMS, NOWUS, EXPIRES and ROW_KEY of my.h) are filled in here.  What a
@@ -439,61 +438,13 @@ void dlock__my_sql_free(struct my_store *ms)
     }
 }
 
-/* The variants: what the URL may change in the texts (the mode, the
- * table's name and quoting, ?timeout= in the init command). */
-static const struct {
-    const char *variant, *url;
-} variants[] = {
-    {"default", "mysql://u@localhost/db"},
-    {"lease", "mysql://u@localhost/db?mode=lease"},
-    {"ansi", "mysql://u@localhost/db?table=app_locks&quote=ansi&timeout=30s"},
-};
-
-/* The golden test's hook (src/core/text.h): every text of every variant,
- * built by dlock__my_sql_build() as open builds it, one file each, and
- * `dlock init --print`'s whole script as ddl.sql.  Each golden file is
- * the text as sent plus a final newline. */
-void dlock__mysql_texts(dlock__text_emit emit, void *arg)
+/* Text i of the table (its file's name in *file), NULL past the end:
+ * for the golden test's hook (golden.c). */
+const char *dlock__my_sql_nth(const struct my_store *ms, size_t i,
+                              const char **file)
 {
-    for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
-        struct dlock_url *u = NULL;
-        struct my_store *ms = calloc(1, sizeof(*ms));
-        const char *mode;
-        char *ddl = NULL;
-
-        if (ms == NULL || dlock__url_parse(&u, variants[v].url) != DLOCK_OK ||
-            dlock__my_parse_names(u, ms) != DLOCK_OK) {
-            emit(arg, variants[v].variant, "error.sql", dlock_errmsg());
-            goto next;
-        }
-        mode = dlock__url_param(u, "mode");
-        ms->lease_mode = mode != NULL && strcmp(mode, "lease") == 0;
-        ms->timeout_ms = 5000;
-        (void)dlock__url_param_ms(u, "timeout", 1000, &ms->timeout_ms);
-        if (dlock__my_sql_build(ms) != DLOCK_OK) {
-            emit(arg, variants[v].variant, "error.sql", dlock_errmsg());
-            goto next;
-        }
-        for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
-            const char *t = *(char **)((char *)&ms->sql + texts[i].off);
-            char *line = malloc(strlen(t) + 2);
-
-            if (line == NULL)
-                continue;
-            strcpy(line, t);
-            strcat(line, "\n");
-            emit(arg, variants[v].variant, texts[i].file, line);
-            free(line);
-        }
-        if (dlock__my_ddl(&ddl, u) == DLOCK_OK)
-            emit(arg, variants[v].variant, "ddl.sql", ddl);
-        else
-            emit(arg, variants[v].variant, "error.sql", dlock_errmsg());
-        free(ddl);
-    next:
-        if (ms != NULL)
-            dlock__my_sql_free(ms);
-        free(ms);
-        dlock__url_free(u);
-    }
+    if (i >= sizeof(texts) / sizeof(texts[0]))
+        return NULL;
+    *file = texts[i].file;
+    return *(char *const *)((const char *)&ms->sql + texts[i].off);
 }
