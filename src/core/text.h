@@ -15,6 +15,11 @@
  * compares them with tests/golden/STORE/VARIANT/NAME, so a review shows
  * the SQL or Lua that changed, and psql or redis-cli --eval can run a
  * golden file as it is.
+ *
+ * MySQL: a value a call adds is a '?' in the text, filled by the store's
+ * one client-side binder (dlock__my_bind()); the renew batch alone is
+ * completed per call for its size; tests/golden/run_mysql.py runs or
+ * prepares every golden file on the server.
  */
 #ifndef DLOCK_CORE_TEXT_H
 #define DLOCK_CORE_TEXT_H

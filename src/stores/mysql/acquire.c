@@ -47,8 +47,7 @@ static int tx(struct conn *c, const char *sql)
 static int insert_row(struct my_store *ms, struct conn *c,
                       struct dlock_lock *lk, const struct my_lock *ml, int *dup)
 {
-    struct sb b = {0}, host = {0}, nm = {0};
-    char key[KEY_LIT_MAX];
+    struct sb b = {0};
     uint64_t fence = 0;
     int64_t sent = 0;
     int rc = DLOCK_OK;
@@ -62,20 +61,12 @@ static int insert_row(struct my_store *ms, struct conn *c,
             break;
         }
         dlock__my_sb_reset(&b);
-        dlock__my_sb_reset(&host);
-        dlock__my_sb_reset(&nm);
-        dlock__my_sb_lit(&host, c, dlock__hostname(),
-                         strlen(dlock__hostname()));
-        dlock__my_sb_lit(&nm, c, lk->name, lk->name_len);
-        if (host.oom || nm.oom)
-            b.oom = 1;
-        else /* sql/insert_row.sql: a lock's has no "%u, %d" */
-            dlock__my_sb_add(
-                &b, ms->sql.insert_row[lk->limit > 1],
-                dlock__my_key_lit(c, ml, key),
-                (long long)((lk->ttl_ms + 999) / 1000), ms->lease_mode ? 0 : 1,
-                lk->token, (long long)lk->ttl_ms, host.p,
-                (long long)dlock__pid(), nm.p, lk->limit, ml->slot);
+        /* sql/insert_row.sql: a lock's has no '?' for limit and slot */
+        MY_BIND(&b, c, ms->sql.insert_row[lk->limit > 1], MV_KEY(ml),
+                MV_I((lk->ttl_ms + 999) / 1000), MV_I(ms->lease_mode ? 0 : 1),
+                MV_TOK(lk), MV_I(lk->ttl_ms), MV_Z(dlock__hostname()),
+                MV_I(dlock__pid()), MV_S(lk->name, lk->name_len),
+                MV_U(lk->limit), MV_I(ml->slot));
         if (b.oom) {
             rc = dlock__enomem();
             goto rollback;
@@ -97,7 +88,7 @@ static int insert_row(struct my_store *ms, struct conn *c,
              * owner token (the name in it is not ours to match). */
             (void)tx(c, ms->sql.tx_rollback);
             dlock__my_sb_reset(&b);
-            dlock__my_sb_add(&b, ms->sql.delete_by_owner, lk->token);
+            MY_BIND(&b, c, ms->sql.delete_by_owner, MV_TOK(lk));
             (void)dlock__my_run(ms, c, &b, NULL, "deleting a lock row");
             rc = dlock__my_unstorable(
                 ms, lk->name, "the server stored it with substitutions");
@@ -118,15 +109,9 @@ static int insert_row(struct my_store *ms, struct conn *c,
             }
             fence = n;
             if (ms->lease_mode) {
-                struct sb k = {0};
-
                 dlock__my_sb_reset(&b);
-                dlock__my_sb_lit(&k, c, ml->nkey, ml->nkey_len);
-                dlock__my_sb_add(&b, ms->sql.fence_record, k.oom ? "''" : k.p,
-                                 (unsigned long long)n, (unsigned long long)n);
-                if (k.oom)
-                    b.oom = 1;
-                dlock__my_sb_free(&k);
+                MY_BIND(&b, c, ms->sql.fence_record,
+                        MV_S(ml->nkey, ml->nkey_len), MV_U(n), MV_U(n));
                 if (b.oom) {
                     rc = dlock__enomem();
                     goto undo;
@@ -136,8 +121,7 @@ static int insert_row(struct my_store *ms, struct conn *c,
                 fence = (uint64_t)mysql_insert_id(c->db);
                 if (fence > n) {
                     dlock__my_sb_reset(&b);
-                    dlock__my_sb_add(&b, ms->sql.fseq_raise,
-                                     (unsigned long long)fence);
+                    MY_BIND(&b, c, ms->sql.fseq_raise, MV_U(fence));
                     if (b.oom) {
                         rc = dlock__enomem();
                         goto undo;
@@ -171,8 +155,7 @@ static int insert_row(struct my_store *ms, struct conn *c,
                 goto failed;
         }
         dlock__my_sb_reset(&b);
-        dlock__my_sb_add(&b, ms->sql.set_fence, (unsigned long long)fence,
-                         dlock__my_key_lit(c, ml, key), lk->token);
+        MY_BIND(&b, c, ms->sql.set_fence, MV_U(fence), MV_KEY(ml), MV_TOK(lk));
         if (b.oom) {
             rc = dlock__enomem();
             goto undo;
@@ -213,8 +196,6 @@ static int insert_row(struct my_store *ms, struct conn *c,
         break;
     }
     dlock__my_sb_free(&b);
-    dlock__my_sb_free(&host);
-    dlock__my_sb_free(&nm);
     return rc;
 }
 
@@ -294,22 +275,14 @@ static int call_acquire(struct my_store *ms, struct dlock_lock *lk,
                         const struct my_lock *ml, int *got)
 {
     struct conn *c = ml->c;
-    struct sb b = {0}, nm = {0}, host = {0};
-    char k[KEY_LIT_MAX];
+    struct sb b = {0};
     long long v = 0, fence = 0;
     int64_t sent;
     int rc;
 
-    dlock__my_sb_lit(&nm, c, lk->name, lk->name_len);
-    dlock__my_sb_lit(&host, c, dlock__hostname(), strlen(dlock__hostname()));
-    if (nm.oom || host.oom)
-        b.oom = 1;
-    else
-        dlock__my_sb_add(&b, ms->sql.call_acquire, dlock__my_key_lit(c, ml, k),
-                         nm.p, lk->token, (long long)lk->ttl_ms, host.p,
-                         (long long)dlock__pid());
-    dlock__my_sb_free(&nm);
-    dlock__my_sb_free(&host);
+    MY_BIND(&b, c, ms->sql.call_acquire, MV_KEY(ml),
+            MV_S(lk->name, lk->name_len), MV_TOK(lk), MV_I(lk->ttl_ms),
+            MV_Z(dlock__hostname()), MV_I(dlock__pid()));
     sent = dlock__now_ms();
     rc = dlock__my_call(ms, c, &b, &v, &fence, "acquire");
     dlock__my_sb_free(&b);
@@ -337,8 +310,7 @@ static int fast_acquire(struct my_store *ms, struct dlock_lock *lk,
                         const struct my_lock *ml, int *got)
 {
     struct conn *c = ml->c;
-    struct sb b = {0}, host = {0}, nm = {0};
-    char k[KEY_LIT_MAX];
+    struct sb b = {0};
     int64_t sent;
     unsigned e;
     int full;
@@ -354,24 +326,15 @@ static int fast_acquire(struct my_store *ms, struct dlock_lock *lk,
      * COALESCE(full_name, name)): a shorter row to copy in and out. */
     full = ml->key_len != lk->name_len ||
            memcmp(ml->key, lk->name, lk->name_len) != 0;
-    dlock__my_key_lit(c, ml, k);
-    dlock__my_sb_lit(&host, c, dlock__hostname(), strlen(dlock__hostname()));
     if (full)
-        dlock__my_sb_lit(&nm, c, lk->name, lk->name_len);
-    if (host.oom || nm.oom)
-        b.oom = 1;
-    else if (full)
-        dlock__my_sb_add(&b, ms->sql.fast_acquire[1], k,
-                         (long long)((lk->ttl_ms + 999) / 1000), lk->token,
-                         (long long)lk->ttl_ms, host.p, (long long)dlock__pid(),
-                         nm.p, k);
+        MY_BIND(&b, c, ms->sql.fast_acquire[1], MV_KEY(ml),
+                MV_I((lk->ttl_ms + 999) / 1000), MV_TOK(lk), MV_I(lk->ttl_ms),
+                MV_Z(dlock__hostname()), MV_I(dlock__pid()),
+                MV_S(lk->name, lk->name_len), MV_KEY(ml));
     else
-        dlock__my_sb_add(&b, ms->sql.fast_acquire[0], k,
-                         (long long)((lk->ttl_ms + 999) / 1000), lk->token,
-                         (long long)lk->ttl_ms, host.p, (long long)dlock__pid(),
-                         k);
-    dlock__my_sb_free(&nm);
-    dlock__my_sb_free(&host);
+        MY_BIND(&b, c, ms->sql.fast_acquire[0], MV_KEY(ml),
+                MV_I((lk->ttl_ms + 999) / 1000), MV_TOK(lk), MV_I(lk->ttl_ms),
+                MV_Z(dlock__hostname()), MV_I(dlock__pid()), MV_KEY(ml));
     if (b.oom) {
         dlock__my_sb_free(&b);
         return dlock__enomem();

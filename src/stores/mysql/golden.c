@@ -58,6 +58,22 @@ void dlock__mysql_texts(dlock__text_emit emit, void *arg)
             emit(arg, variants[v].variant, file, line);
             free(line);
         }
+        /* The renew thread's batch as sent for two locks (renew.c). */
+        {
+            char *batch = dlock__my_renew_text(&ms->sql, 2);
+
+            if (batch != NULL) {
+                char *line = malloc(strlen(batch) + 2);
+
+                if (line != NULL) {
+                    strcpy(line, batch);
+                    strcat(line, "\n");
+                    emit(arg, variants[v].variant, "renew_batch2.sql", line);
+                }
+                free(line);
+            }
+            free(batch);
+        }
         if (dlock__my_ddl(&ddl, u) == DLOCK_OK)
             emit(arg, variants[v].variant, "ddl.sql", ddl);
         else

@@ -32,6 +32,7 @@ int dlock__my_sem_live(struct my_store *ms, struct conn *c, const char *prefix,
                        unsigned char *taken, unsigned n, long long *count,
                        int64_t *soonest)
 {
+    char pat[DLOCK__MYSQL_SEM_PREFIX + 2];
     struct sb b = {0};
     MYSQL_RES *res = NULL;
     MYSQL_ROW row;
@@ -39,7 +40,8 @@ int dlock__my_sem_live(struct my_store *ms, struct conn *c, const char *prefix,
 
     *count = 0;
     *soonest = -1;
-    dlock__my_sb_add(&b, ms->sql.sem_live, prefix);
+    snprintf(pat, sizeof(pat), "%s%%", prefix); /* LIKE: the prefix's */
+    MY_BIND(&b, c, ms->sql.sem_live, MV_Z(pat));
     rc = dlock__my_run(ms, c, &b, &res, "counting semaphore holders");
     dlock__my_sb_free(&b);
     while (rc == DLOCK_OK && res != NULL && (row = mysql_fetch_row(res))) {
@@ -66,7 +68,7 @@ int dlock__my_sem_head(struct my_store *ms, struct conn *c,
                        const struct my_lock *hd, const struct holder *h,
                        const char *name, unsigned want, int *gone)
 {
-    char prefix[DLOCK__MYSQL_SEM_PREFIX + 1], k[KEY_LIT_MAX];
+    char prefix[DLOCK__MYSQL_SEM_PREFIX + 1];
     struct sb b = {0};
     long long count;
     int64_t soonest;
@@ -89,8 +91,7 @@ int dlock__my_sem_head(struct my_store *ms, struct conn *c,
                                  name, h->lim, want);
         return DLOCK_OK;
     }
-    dlock__my_sb_add(&b, ms->sql.sem_delete_head, dlock__my_key_lit(c, hd, k),
-                     h->fence);
+    MY_BIND(&b, c, ms->sql.sem_delete_head, MV_KEY(hd), MV_U(h->fence));
     rc = dlock__my_run(ms, c, &b, NULL, "deleting a semaphore's head");
     dlock__my_sb_free(&b);
     *gone = rc == DLOCK_OK;
@@ -124,19 +125,13 @@ int dlock__my_insert_head(struct my_store *ms, struct conn *c,
                           const struct dlock_lock *lk, const struct my_lock *hd,
                           int *dup)
 {
-    struct sb b = {0}, nm = {0};
-    char k[KEY_LIT_MAX];
+    struct sb b = {0};
     int rc;
 
     *dup = 0;
-    dlock__my_sb_lit(&nm, c, lk->name, lk->name_len);
-    if (nm.oom)
-        b.oom = 1;
-    else
-        dlock__my_sb_add(&b, ms->sql.sem_insert_head,
-                         dlock__my_key_lit(c, hd, k), nm.p, lk->limit);
+    MY_BIND(&b, c, ms->sql.sem_insert_head, MV_KEY(hd),
+            MV_S(lk->name, lk->name_len), MV_U(lk->limit));
     if (b.oom) {
-        dlock__my_sb_free(&nm);
         dlock__my_sb_free(&b);
         return dlock__enomem();
     }
@@ -150,14 +145,14 @@ int dlock__my_insert_head(struct my_store *ms, struct conn *c,
     } else if (mysql_warning_count(c->db) != 0) {
         /* Stored with substitutions: not our key (see insert_row). */
         dlock__my_sb_reset(&b);
-        dlock__my_sb_add(&b, ms->sql.sem_delete_bad_head, lk->limit, nm.p);
+        MY_BIND(&b, c, ms->sql.sem_delete_bad_head, MV_U(lk->limit),
+                MV_S(lk->name, lk->name_len));
         (void)dlock__my_run(ms, c, &b, NULL, "deleting a lock row");
         rc = dlock__my_unstorable(ms, lk->name,
                                   "the server stored it with substitutions");
     } else {
         rc = DLOCK_OK;
     }
-    dlock__my_sb_free(&nm);
     dlock__my_sb_free(&b);
     return rc;
 }
@@ -170,11 +165,10 @@ int dlock__my_bump_head(struct my_store *ms, struct conn *c,
                         int *ok)
 {
     struct sb b = {0};
-    char k[KEY_LIT_MAX];
     int rc;
 
-    dlock__my_sb_add(&b, ms->sql.sem_bump_head, (unsigned long long)lk->fence,
-                     dlock__my_key_lit(c, hd, k), lk->limit);
+    MY_BIND(&b, c, ms->sql.sem_bump_head, MV_U(lk->fence), MV_KEY(hd),
+            MV_U(lk->limit));
     rc = dlock__my_run(ms, c, &b, NULL, "acquire");
     dlock__my_sb_free(&b);
     *ok = rc == DLOCK_OK && mysql_affected_rows(c->db) == 1;
@@ -204,7 +198,7 @@ void dlock__my_sem_tidy(struct my_store *ms, struct conn *c,
 int dlock__my_sem_status(struct my_store *ms, struct conn *c,
                          const struct holder *h, dlock_info *out)
 {
-    char prefix[DLOCK__MYSQL_SEM_PREFIX + 1];
+    char prefix[DLOCK__MYSQL_SEM_PREFIX + 2];
     struct sb b = {0};
     MYSQL_RES *res = NULL;
     MYSQL_ROW row;
@@ -213,8 +207,9 @@ int dlock__my_sem_status(struct my_store *ms, struct conn *c,
     if (h->name == NULL)
         return DLOCK_OK;
     dlock__mysql_sem_prefix(h->name, h->name_len, prefix);
-    dlock__my_sb_add(&b, ms->sql.sem_rows[ms->mariadb != 0][ms->have_lim != 0],
-                     prefix);
+    strcat(prefix, "%"); /* LIKE: the prefix's */
+    MY_BIND(&b, c, ms->sql.sem_rows[ms->mariadb != 0][ms->have_lim != 0],
+            MV_Z(prefix));
     rc = dlock__my_run(ms, c, &b, &res, "status");
     dlock__my_sb_free(&b);
     while (rc == DLOCK_OK && res != NULL && (row = mysql_fetch_row(res))) {

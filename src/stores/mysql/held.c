@@ -102,13 +102,10 @@ static int extend_op(struct held_call *k, struct conn *c)
     struct sb b = {0};
     int rc;
 
-    char key[KEY_LIT_MAX];
-
-    dlock__my_key_lit(c, k->ml, key);
-    /* sql/extend.sql: in lease mode the last %s is not there. */
-    dlock__my_sb_add(&b, k->ms->sql.extend, (long long)k->ttl_ms,
-                     (long long)((k->ttl_ms + 999) / 1000), key, k->lk->token,
-                     key);
+    /* sql/extend.sql: in lease mode the last '?' is not there. */
+    MY_BIND(&b, c, k->ms->sql.extend, MV_I(k->ttl_ms),
+            MV_I((k->ttl_ms + 999) / 1000), MV_KEY(k->ml), MV_TOK(k->lk),
+            MV_KEY(k->ml));
     rc = dlock__my_run(k->ms, c, &b, NULL, "extend");
     dlock__my_sb_free(&b);
     if (rc == DLOCK_OK && mysql_affected_rows(c->db) != 1) {
@@ -133,10 +130,8 @@ static int ttl_op(struct held_call *k, struct conn *c)
     long long left = 0;
     int found, rc;
 
-    char key[KEY_LIT_MAX];
-
-    dlock__my_key_lit(c, k->ml, key);
-    dlock__my_sb_add(&b, k->ms->sql.ttl_left, key, k->lk->token, key);
+    MY_BIND(&b, c, k->ms->sql.ttl_left, MV_KEY(k->ml), MV_TOK(k->lk),
+            MV_KEY(k->ml));
     rc = dlock__my_run_int(k->ms, c, &b, &left, &found, "assert_ttl");
     dlock__my_sb_free(&b);
     if (rc == DLOCK_OK && !found) {
@@ -180,7 +175,6 @@ static int run_release(struct held_call *k, struct conn *c, struct sb *b)
 static int release_op(struct held_call *k, struct conn *c)
 {
     struct sb b = {0};
-    char key[KEY_LIT_MAX];
     int rc;
 
     if (!k->ms->lease_mode && k->ms->fast && k->lk->limit == 1) {
@@ -197,8 +191,8 @@ static int release_op(struct held_call *k, struct conn *c)
          * the server's CPU per cycle (NOW(3) in a DELETE's WHERE).
          * The table lock of a MEMORY (or MyISAM) table keeps a waiter
          * woken by the GET_LOCK from reading the row until it is gone. */
-        dlock__my_key_lit(c, k->ml, key);
-        dlock__my_sb_add(&b, k->ms->sql.release_fast, key, k->lk->token, key);
+        MY_BIND(&b, c, k->ms->sql.release_fast, MV_KEY(k->ml), MV_TOK(k->lk),
+                MV_KEY(k->ml));
         return run_release(k, c, &b);
     }
     if (!k->ms->lease_mode &&
@@ -206,8 +200,7 @@ static int release_op(struct held_call *k, struct conn *c)
         /* One statement: CALL NAME_rel1 (sql/create_proc_rel.sql). */
         long long n = 0;
 
-        dlock__my_key_lit(c, k->ml, key);
-        dlock__my_sb_add(&b, k->ms->sql.release_call, key, k->lk->token);
+        MY_BIND(&b, c, k->ms->sql.release_call, MV_KEY(k->ml), MV_TOK(k->lk));
         rc = dlock__my_call(k->ms, c, &b, &n, NULL, "release");
         dlock__my_sb_free(&b);
         if (rc == DLOCK_OK && n != 1) {
@@ -219,8 +212,8 @@ static int release_op(struct held_call *k, struct conn *c)
         if (rc != DLOCK_ENOTSUP)
             return rc;
     }
-    dlock__my_key_lit(c, k->ml, key);
-    dlock__my_sb_add(&b, k->ms->sql.release, key, k->lk->token, key);
+    MY_BIND(&b, c, k->ms->sql.release, MV_KEY(k->ml), MV_TOK(k->lk),
+            MV_KEY(k->ml));
     rc = run_release(k, c, &b);
     if (rc != DLOCK_OK)
         return rc;

@@ -1,11 +1,10 @@
 /*
  * row.c - one key's row and its lock, at the bottom of the MySQL store:
- * the key as a literal, reading the row at a key and the holder in it,
- * deleting our own row, taking over a dead holder's row and KILLing a
- * session past its lease, GET_LOCK and RELEASE_LOCK, the WHERE of a live
- * row of ours, tidying a lost lock away, the CALL of a session-mode
- * procedure, and a session's login as the server shows it.  Every other
- * file of the store builds on these; this one calls only conn.c.
+ * reading the row at a key and the holder in it, deleting our own row,
+ * taking over a dead holder's row and KILLing a session past its lease,
+ * GET_LOCK and RELEASE_LOCK, tidying a lost lock away, the CALL of a
+ * session-mode procedure, and a session's login as the server shows it.  Every
+ * other file of the store builds on these; this one calls only conn.c.
  */
 #include <mysqld_error.h>
 #include <stdio.h>
@@ -13,24 +12,6 @@
 #include <string.h>
 
 #include "my.h"
-
-void dlock__my_sb_key(struct sb *b, struct conn *c, const struct my_lock *ml)
-{
-    dlock__my_sb_lit(b, c, ml->key, ml->key_len);
-}
-
-const char *dlock__my_key_lit(struct conn *c, const struct my_lock *ml,
-                              char out[KEY_LIT_MAX])
-{
-    unsigned long n;
-
-    out[0] = '\'';
-    n = mysql_real_escape_string(c->db, out + 1, ml->key,
-                                 (unsigned long)ml->key_len);
-    out[n + 1] = '\'';
-    out[n + 2] = '\0';
-    return out;
-}
 
 /* Best effort: drop our GET_LOCK (once) on this connection. */
 void dlock__my_release_getlock(struct my_store *ms, struct conn *c,
@@ -40,9 +21,7 @@ void dlock__my_release_getlock(struct my_store *ms, struct conn *c,
     long long v;
     int found;
 
-    char k[KEY_LIT_MAX];
-
-    dlock__my_sb_add(&b, ms->sql.release_getlock, dlock__my_key_lit(c, ml, k));
+    MY_BIND(&b, c, ms->sql.release_getlock, MV_KEY(ml));
     (void)dlock__my_run_int(ms, c, &b, &v, &found, "RELEASE_LOCK");
     dlock__my_sb_free(&b);
 }
@@ -55,10 +34,7 @@ int dlock__my_delete_own_row(struct my_store *ms, struct conn *c,
     struct sb b = {0};
     int rc;
 
-    char k[KEY_LIT_MAX];
-
-    dlock__my_sb_add(&b, ms->sql.delete_own_row, dlock__my_key_lit(c, ml, k),
-                     lk->token);
+    MY_BIND(&b, c, ms->sql.delete_own_row, MV_KEY(ml), MV_TOK(lk));
     rc = dlock__my_run(ms, c, &b, NULL, "deleting a lock row");
     dlock__my_sb_free(&b);
     return rc;
@@ -71,10 +47,17 @@ int dlock__my_kill_holder(struct my_store *ms, struct conn *c,
                           const struct my_lock *ml, unsigned long long conn_id,
                           int *killed)
 {
-    char sql[64];
-    int n = snprintf(sql, sizeof(sql), ms->sql.kill, conn_id);
+    struct sb b = {0};
+    int sent;
 
-    if (dlock__my_query(c, sql, (size_t)n) == 0) {
+    MY_BIND(&b, c, ms->sql.kill, MV_U(conn_id));
+    if (b.oom) {
+        dlock__my_sb_free(&b);
+        return dlock__enomem();
+    }
+    sent = dlock__my_query(c, b.p, b.len) == 0;
+    dlock__my_sb_free(&b);
+    if (sent) {
         *killed = 1;
         return DLOCK_OK;
     }
@@ -98,14 +81,12 @@ int dlock__my_take_over(struct my_store *ms, struct conn *c,
                         int *killed)
 {
     struct sb b = {0};
-    char k[KEY_LIT_MAX];
     long long used = 0;
     int found, rc;
 
-    dlock__my_key_lit(c, ml, k);
-    /* sql/take_over.sql: owner NULL has no '%s'. */
-    dlock__my_sb_add(&b, ms->sql.take_over[h->has_owner != 0], k, h->conn_id,
-                     h->created, h->owner);
+    /* sql/take_over.sql: owner NULL has no '?' for it. */
+    MY_BIND(&b, c, ms->sql.take_over[h->has_owner != 0], MV_KEY(ml),
+            MV_U(h->conn_id), MV_I(h->created), MV_Z(h->owner));
     rc = dlock__my_run(ms, c, &b, NULL, "taking over an expired lock");
     if (rc != DLOCK_OK || mysql_affected_rows(c->db) != 1 || h->conn_id == 0 ||
         h->conn_id == c->id) {
@@ -113,7 +94,7 @@ int dlock__my_take_over(struct my_store *ms, struct conn *c,
         return rc;
     }
     dlock__my_sb_reset(&b);
-    dlock__my_sb_add(&b, ms->sql.used_by, k);
+    MY_BIND(&b, c, ms->sql.used_by, MV_KEY(ml));
     rc = dlock__my_run_int(ms, c, &b, &used, &found, "IS_USED_LOCK");
     dlock__my_sb_free(&b);
     if (rc == DLOCK_OK && found && (unsigned long long)used == h->conn_id)
@@ -127,14 +108,13 @@ int dlock__my_read_row(struct my_store *ms, struct conn *c,
                        int want_name)
 {
     struct sb b = {0};
-    char k[KEY_LIT_MAX];
     MYSQL_RES *res;
     MYSQL_ROW row;
     int rc;
 
     *found = 0;
-    dlock__my_sb_add(&b, ms->sql.read_row[ms->mariadb != 0][ms->have_lim != 0],
-                     dlock__my_key_lit(c, ml, k));
+    MY_BIND(&b, c, ms->sql.read_row[ms->mariadb != 0][ms->have_lim != 0],
+            MV_KEY(ml));
     rc = dlock__my_run(ms, c, &b, &res, "acquire");
     dlock__my_sb_free(&b);
     if (rc != DLOCK_OK)
@@ -155,15 +135,13 @@ int dlock__my_get_lock(struct my_store *ms, struct conn *c,
                        const struct my_lock *ml, int64_t wait_ms, int *got)
 {
     struct sb b = {0};
-    char k[KEY_LIT_MAX];
     long long v = 0;
     int found, rc;
 
     /* MariaDB takes fractional seconds; MySQL whole ones (rounded down
      * here, never up past the caller's deadline). */
-    dlock__my_sb_add(&b, ms->sql.get_lock[c->frac != 0],
-                     dlock__my_key_lit(c, ml, k), (long long)(wait_ms / 1000),
-                     (long long)(wait_ms % 1000));
+    MY_BIND(&b, c, ms->sql.get_lock[c->frac != 0], MV_KEY(ml),
+            c->frac ? MV_MS(wait_ms) : MV_I(wait_ms / 1000));
     rc = dlock__my_run_int(ms, c, &b, &v, &found, "GET_LOCK");
     dlock__my_sb_free(&b);
     if (rc == DLOCK_OK && !found)
@@ -268,18 +246,6 @@ int dlock__my_holder_dead(const struct holder *h)
     return h->left <= 0 || (h->acquired && h->used_by != h->conn_id);
 }
 
-/* WHERE clause: lk's row, still live (and its GET_LOCK still ours). */
-void dlock__my_sb_own(struct sb *b, struct my_store *ms, struct conn *c,
-                      const struct dlock_lock *lk, const struct my_lock *ml)
-{
-    char k[KEY_LIT_MAX];
-
-    /* sql/own.sql: in lease mode the last %s is not there. */
-    dlock__my_key_lit(c, ml, k);
-    dlock__my_sb_add(b, " ");
-    dlock__my_sb_add(b, ms->sql.own, k, lk->token, k);
-}
-
 /* After finding the lock lost: tidy our row and GET_LOCK away. */
 void dlock__my_tidy_lost(struct my_store *ms, struct conn *c,
                          const struct dlock_lock *lk, struct my_lock *ml)
@@ -292,10 +258,7 @@ void dlock__my_tidy_lost(struct my_store *ms, struct conn *c,
 
         /* Only if this session still holds it (after a takeover it does
          * not, and RELEASE_LOCK would just say so). */
-        char k[KEY_LIT_MAX];
-
-        dlock__my_key_lit(c, ml, k);
-        dlock__my_sb_add(&b, ms->sql.release_getlock_if_ours, k, k);
+        MY_BIND(&b, c, ms->sql.release_getlock_if_ours, MV_KEY(ml), MV_KEY(ml));
         (void)dlock__my_run_int(ms, c, &b, &v, &found, "RELEASE_LOCK");
         dlock__my_sb_free(&b);
     }
@@ -314,7 +277,7 @@ int dlock__my_session_of(struct my_store *ms, struct conn *c,
     int rc;
 
     user[0] = addr[0] = '\0';
-    dlock__my_sb_add(&b, ms->sql.session_of, id);
+    MY_BIND(&b, c, ms->sql.session_of, MV_U(id));
     rc = dlock__my_run(ms, c, &b, &res, "status");
     dlock__my_sb_free(&b);
     if (rc == DLOCK_OK && res != NULL && (row = mysql_fetch_row(res)) != NULL) {

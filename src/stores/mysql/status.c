@@ -64,7 +64,6 @@ static int status_fn(void *conn, void *arg, int *dead)
     struct my_lock ml;
     struct conn *c = conn;
     struct sb b = {0};
-    char key[KEY_LIT_MAX];
     MYSQL_RES *res;
     MYSQL_ROW row;
     int rc;
@@ -73,11 +72,10 @@ static int status_fn(void *conn, void *arg, int *dead)
     ml.key_len = dlock__mysql_key(name, strlen(name), ms->mariadb, ml.key);
     c->name = name;
     /* sql/status.sql: the key three times, four with NAME_seq. */
-    dlock__my_key_lit(c, &ml, key);
-    dlock__my_sb_add(
-        &b,
+    MY_BIND(
+        &b, c,
         ms->sql.status[ms->have_seq != 0][ms->mariadb != 0][ms->have_lim != 0],
-        key, key, key, key);
+        MV_KEY(&ml), MV_KEY(&ml), MV_KEY(&ml), MV_KEY(&ml));
     rc = dlock__my_run(ms, c, &b, &res, "status");
     dlock__my_sb_free(&b);
     if (rc == DLOCK_OK && res != NULL) {
@@ -244,7 +242,7 @@ static int kill_victims(struct my_store *ms, struct conn *c, const char *name,
 
     for (size_t i = 0; i < vs->n && rc == DLOCK_OK; i++) {
         dlock__my_sb_reset(&b);
-        dlock__my_sb_add(&b, ms->sql.kill, v[i].conn_id);
+        MY_BIND(&b, c, ms->sql.kill, MV_U(v[i].conn_id));
         if (dlock__my_query(c, b.p, b.len) == 0)
             v[i].killed = 1;
         else if (mysql_errno(c->db) == ER_KILL_DENIED_ERROR)
@@ -262,15 +260,8 @@ static int kill_victims(struct my_store *ms, struct conn *c, const char *name,
              v[i].killed && dlock__now_ms() < until;) {
             long long used = 0;
             int found;
-            struct sb k = {0};
-
             dlock__my_sb_reset(&b);
-            dlock__my_sb_lit(&k, c, v[i].key, v[i].key_len);
-            if (k.oom)
-                b.oom = 1;
-            else
-                dlock__my_sb_add(&b, ms->sql.used_by, k.p);
-            dlock__my_sb_free(&k);
+            MY_BIND(&b, c, ms->sql.used_by, MV_S(v[i].key, v[i].key_len));
             rc = dlock__my_run_int(ms, c, &b, &used, &found, "release --force");
             if (rc != DLOCK_OK || (unsigned long long)used != v[i].conn_id)
                 break;
@@ -288,18 +279,19 @@ static int force_slots(struct my_store *ms, struct conn *c,
                        const struct holder *h, unsigned *removed,
                        struct victims *vs)
 {
-    char prefix[DLOCK__MYSQL_SEM_PREFIX + 1];
+    char prefix[DLOCK__MYSQL_SEM_PREFIX + 2];
     struct sb b = {0};
     MYSQL_RES *res = NULL;
     MYSQL_ROW row;
     int rc;
 
     dlock__mysql_sem_prefix(h->name, h->name_len, prefix);
+    strcat(prefix, "%"); /* LIKE: the slot keys under it */
     /* An admission that slips in between this read and the delete loses
      * its row too, unkilled: like every holder here it is told LOST at its
      * next renewal, and its slot's GET_LOCK lasts only until then. */
-    dlock__my_sb_add(&b, ms->sql.sem_rows[ms->mariadb != 0][ms->have_lim != 0],
-                     prefix);
+    MY_BIND(&b, c, ms->sql.sem_rows[ms->mariadb != 0][ms->have_lim != 0],
+            MV_Z(prefix));
     rc = dlock__my_run(ms, c, &b, &res, "release --force");
     while (rc == DLOCK_OK && res != NULL && (row = mysql_fetch_row(res))) {
         struct holder s;
@@ -312,7 +304,7 @@ static int force_slots(struct my_store *ms, struct conn *c,
     mysql_free_result(res);
     if (rc == DLOCK_OK) {
         dlock__my_sb_reset(&b);
-        dlock__my_sb_add(&b, ms->sql.force_delete_slots, prefix);
+        MY_BIND(&b, c, ms->sql.force_delete_slots, MV_Z(prefix));
         rc = dlock__my_run(ms, c, &b, NULL, "release --force");
         if (rc == DLOCK_OK)
             *removed = (unsigned)mysql_affected_rows(c->db);
@@ -330,13 +322,13 @@ static int force_waiter(struct my_store *ms, struct conn *c,
                         const struct my_lock *ml, unsigned *removed,
                         struct victims *vs)
 {
-    char wname[WNAME_MAX + 1], k[KEY_LIT_MAX];
+    char wname[WNAME_MAX + 1];
     struct holder w;
     struct sb b = {0};
     long long used = 0;
     int found, rc;
 
-    dlock__my_sb_add(&b, ms->sql.used_by, dlock__my_key_lit(c, ml, k));
+    MY_BIND(&b, c, ms->sql.used_by, MV_KEY(ml));
     rc = dlock__my_run_int(ms, c, &b, &used, &found, "release --force");
     if (rc != DLOCK_OK || !found || used <= 0)
         goto out;
@@ -346,7 +338,7 @@ static int force_waiter(struct my_store *ms, struct conn *c,
         goto out;
     dlock__my_wait_name(ml->key, ml->key_len, (unsigned long long)used, wname);
     dlock__my_sb_reset(&b);
-    dlock__my_sb_add(&b, ms->sql.force_delete_waiter, wname, used);
+    MY_BIND(&b, c, ms->sql.force_delete_waiter, MV_Z(wname), MV_I(used));
     rc = dlock__my_run(ms, c, &b, NULL, "release --force");
     if (rc != DLOCK_OK)
         goto out;
@@ -367,7 +359,6 @@ static int force_fn(void *conn, void *arg, int *dead)
     struct my_lock ml;
     struct conn *c = conn;
     struct sb b = {0};
-    char key[KEY_LIT_MAX];
     MYSQL_RES *res;
     MYSQL_ROW row;
     struct holder h = {0};
@@ -385,9 +376,8 @@ static int force_fn(void *conn, void *arg, int *dead)
                              "would break another lock's holder or waiter");
     }
     c->name = name;
-    dlock__my_key_lit(c, &ml, key);
-    dlock__my_sb_add(&b, ms->sql.read_row[ms->mariadb != 0][ms->have_lim != 0],
-                     key);
+    MY_BIND(&b, c, ms->sql.read_row[ms->mariadb != 0][ms->have_lim != 0],
+            MV_KEY(&ml));
     rc = dlock__my_run(ms, c, &b, &res, "release --force");
     if (rc == DLOCK_OK && res != NULL) {
         row = mysql_fetch_row(res);
@@ -413,7 +403,7 @@ static int force_fn(void *conn, void *arg, int *dead)
              : add_victim(ms, &vs, &h, ml.key, ml.key_len);
     if (rc == DLOCK_OK) {
         dlock__my_sb_reset(&b);
-        dlock__my_sb_add(&b, ms->sql.force_delete, key);
+        MY_BIND(&b, c, ms->sql.force_delete, MV_KEY(&ml));
         rc = dlock__my_run(ms, c, &b, NULL, "release --force");
         if (rc == DLOCK_OK && !sem)
             *removed = (unsigned)mysql_affected_rows(c->db);
