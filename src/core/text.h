@@ -13,13 +13,21 @@
  * that expands every template for every variant it has, with the same code
  * open() uses, and hands each to emit().  tests/golden/test_golden.c
  * compares them with tests/golden/STORE/VARIANT/NAME, so a review shows
- * the SQL or Lua that changed, and psql or redis-cli --eval can run a
- * golden file as it is.
+ * the SQL or Lua that changed.  Per-call values are never part of a
+ * template: they are bound parameters ($n, ?N, ?, KEYS/ARGV), so every
+ * golden file is a statement the store's own server runs or prepares as
+ * it is: the golden-run-STORE entries (tests/golden/run_STORE.*) do that.
+ * SQLite and Redis bind natively.
  *
  * PostgreSQL: per-call values are $n parameters; its three texts of
  * several statements (lease_acquire.sql, lease_sem_acquire.sql,
  * run_begin.sql) have them inlined as literals (docs/internals.md), and
  * golden-run-postgres runs or prepares every golden file.
+ *
+ * MySQL: a value a call adds is a '?' in the text, filled by the store's
+ * one client-side binder (dlock__my_bind()); the renew batch alone is
+ * completed per call for its size; tests/golden/run_mysql.py runs or
+ * prepares every golden file on the server.
  */
 #ifndef DLOCK_CORE_TEXT_H
 #define DLOCK_CORE_TEXT_H

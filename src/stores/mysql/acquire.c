@@ -1,9 +1,11 @@
 /*
- * acquire.c - one attempt at a MySQL lock (or a semaphore's slot):
- * GET_LOCK, the row and its fence, taking over a holder that is dead or
- * past its lease, the session-mode procedures and one-statement acquire.
- * Semaphores' head row and slots: semaphore.c; waiter rows: waiter.c; the
- * try and the wait's slices around an attempt: try_wait.c.
+ * acquire.c - one attempt at a MySQL lock (or a semaphore's slot): in
+ * session mode the key's GET_LOCK, taken by one of three strategies (the
+ * one-statement INSERT ... SELECT, the procedure, the plain GET_LOCK,
+ * with what to do when another session holds it), then the row and its
+ * fence.  The row's own statements: row.c; a semaphore's head and slots:
+ * head.c, semaphore.c; waiter rows: waiter.c; the try and the wait's
+ * slices around an attempt: try_wait.c.
  */
 #include <mysqld_error.h>
 #include <stdio.h>
@@ -12,142 +14,6 @@
 #include <unistd.h>
 
 #include "my.h"
-
-void dlock__my_sb_key(struct sb *b, struct conn *c, const struct my_lock *ml)
-{
-    dlock__my_sb_lit(b, c, ml->key, ml->key_len);
-}
-
-const char *dlock__my_key_lit(struct conn *c, const struct my_lock *ml,
-                              char out[KEY_LIT_MAX])
-{
-    unsigned long n;
-
-    out[0] = '\'';
-    n = mysql_real_escape_string(c->db, out + 1, ml->key,
-                                 (unsigned long)ml->key_len);
-    out[n + 1] = '\'';
-    out[n + 2] = '\0';
-    return out;
-}
-
-/* Best effort: drop our GET_LOCK (once) on this connection. */
-void dlock__my_release_getlock(struct my_store *ms, struct conn *c,
-                               const struct my_lock *ml)
-{
-    struct sb b = {0};
-    long long v;
-    int found;
-
-    char k[KEY_LIT_MAX];
-
-    dlock__my_sb_add(&b, ms->sql.release_getlock, dlock__my_key_lit(c, ml, k));
-    (void)dlock__my_run_int(ms, c, &b, &v, &found, "RELEASE_LOCK");
-    dlock__my_sb_free(&b);
-}
-
-/* Delete our own row (whatever state it is in). */
-int dlock__my_delete_own_row(struct my_store *ms, struct conn *c,
-                             const struct dlock_lock *lk,
-                             const struct my_lock *ml)
-{
-    struct sb b = {0};
-    int rc;
-
-    char k[KEY_LIT_MAX];
-
-    dlock__my_sb_add(&b, ms->sql.delete_own_row, dlock__my_key_lit(c, ml, k),
-                     lk->token);
-    rc = dlock__my_run(ms, c, &b, NULL, "deleting a lock row");
-    dlock__my_sb_free(&b);
-    return rc;
-}
-
-/* End the session conn_id that holds ml's GET_LOCK past its lease, so it
- * loses the GET_LOCK and its pending work fails.  *killed is set when the
- * KILL was sent. */
-int dlock__my_kill_holder(struct my_store *ms, struct conn *c,
-                          const struct my_lock *ml, unsigned long long conn_id,
-                          int *killed)
-{
-    char sql[64];
-    int n = snprintf(sql, sizeof(sql), ms->sql.kill, conn_id);
-
-    if (dlock__my_query(c, sql, (size_t)n) == 0) {
-        *killed = 1;
-        return DLOCK_OK;
-    }
-    if (mysql_errno(c->db) == ER_KILL_DENIED_ERROR)
-        return dlock__seterr(DLOCK_BUSY,
-                             "lock '%.*s': its holder's lease ran out "
-                             "but this user may not KILL its connection "
-                             "%llu (needs CONNECTION ADMIN or SUPER): %s",
-                             (int)ml->key_len, ml->key, conn_id,
-                             mysql_error(c->db));
-    if (mysql_errno(c->db) != ER_NO_SUCH_THREAD)
-        return dlock__my_db_err(ms, c, "KILL of an expired holder");
-    return DLOCK_OK;
-}
-
-/* Take over a dead holder's row: delete exactly that row if it is still
- * dead, then KILL its session if (and only if) that session still holds
- * our key's GET_LOCK.  *killed is set when a KILL was sent. */
-int dlock__my_take_over(struct my_store *ms, struct conn *c,
-                        const struct my_lock *ml, const struct holder *h,
-                        int *killed)
-{
-    struct sb b = {0};
-    char k[KEY_LIT_MAX];
-    long long used = 0;
-    int found, rc;
-
-    dlock__my_key_lit(c, ml, k);
-    /* sql/take_over.sql: owner NULL has no '%s'. */
-    dlock__my_sb_add(&b, ms->sql.take_over[h->has_owner != 0], k, h->conn_id,
-                     h->created, h->owner);
-    rc = dlock__my_run(ms, c, &b, NULL, "taking over an expired lock");
-    if (rc != DLOCK_OK || mysql_affected_rows(c->db) != 1 || h->conn_id == 0 ||
-        h->conn_id == c->id) {
-        dlock__my_sb_free(&b);
-        return rc;
-    }
-    dlock__my_sb_reset(&b);
-    dlock__my_sb_add(&b, ms->sql.used_by, k);
-    rc = dlock__my_run_int(ms, c, &b, &used, &found, "IS_USED_LOCK");
-    dlock__my_sb_free(&b);
-    if (rc == DLOCK_OK && found && (unsigned long long)used == h->conn_id)
-        rc = dlock__my_kill_holder(ms, c, ml, h->conn_id, killed);
-    return rc;
-}
-
-/* The row holding ml's key, if any (*found). */
-int dlock__my_read_row(struct my_store *ms, struct conn *c,
-                       const struct my_lock *ml, struct holder *h, int *found,
-                       int want_name)
-{
-    struct sb b = {0};
-    char k[KEY_LIT_MAX];
-    MYSQL_RES *res;
-    MYSQL_ROW row;
-    int rc;
-
-    *found = 0;
-    dlock__my_sb_add(&b, ms->sql.read_row[ms->mariadb != 0][ms->have_lim != 0],
-                     dlock__my_key_lit(c, ml, k));
-    rc = dlock__my_run(ms, c, &b, &res, "acquire");
-    dlock__my_sb_free(&b);
-    if (rc != DLOCK_OK)
-        return rc;
-    row = res != NULL ? mysql_fetch_row(res) : NULL;
-    if (row != NULL) {
-        dlock__my_read_holder(row, mysql_fetch_lengths(res), h, want_name);
-        *found = 1;
-        if (want_name && h->name == NULL)
-            rc = dlock__enomem();
-    }
-    mysql_free_result(res);
-    return rc;
-}
 
 static int read_row(struct my_store *ms, struct conn *c,
                     const struct my_lock *ml, struct holder *h, int *found)
@@ -181,8 +47,7 @@ static int tx(struct conn *c, const char *sql)
 static int insert_row(struct my_store *ms, struct conn *c,
                       struct dlock_lock *lk, const struct my_lock *ml, int *dup)
 {
-    struct sb b = {0}, host = {0}, nm = {0};
-    char key[KEY_LIT_MAX];
+    struct sb b = {0};
     uint64_t fence = 0;
     int64_t sent = 0;
     int rc = DLOCK_OK;
@@ -196,20 +61,12 @@ static int insert_row(struct my_store *ms, struct conn *c,
             break;
         }
         dlock__my_sb_reset(&b);
-        dlock__my_sb_reset(&host);
-        dlock__my_sb_reset(&nm);
-        dlock__my_sb_lit(&host, c, dlock__hostname(),
-                         strlen(dlock__hostname()));
-        dlock__my_sb_lit(&nm, c, lk->name, lk->name_len);
-        if (host.oom || nm.oom)
-            b.oom = 1;
-        else /* sql/insert_row.sql: a lock's has no "%u, %d" */
-            dlock__my_sb_add(
-                &b, ms->sql.insert_row[lk->limit > 1],
-                dlock__my_key_lit(c, ml, key),
-                (long long)((lk->ttl_ms + 999) / 1000), ms->lease_mode ? 0 : 1,
-                lk->token, (long long)lk->ttl_ms, host.p,
-                (long long)dlock__pid(), nm.p, lk->limit, ml->slot);
+        /* sql/insert_row.sql: a lock's has no '?' for limit and slot */
+        MY_BIND(&b, c, ms->sql.insert_row[lk->limit > 1], MV_KEY(ml),
+                MV_I((lk->ttl_ms + 999) / 1000), MV_I(ms->lease_mode ? 0 : 1),
+                MV_TOK(lk), MV_I(lk->ttl_ms), MV_Z(dlock__hostname()),
+                MV_I(dlock__pid()), MV_S(lk->name, lk->name_len),
+                MV_U(lk->limit), MV_I(ml->slot));
         if (b.oom) {
             rc = dlock__enomem();
             goto rollback;
@@ -231,7 +88,7 @@ static int insert_row(struct my_store *ms, struct conn *c,
              * owner token (the name in it is not ours to match). */
             (void)tx(c, ms->sql.tx_rollback);
             dlock__my_sb_reset(&b);
-            dlock__my_sb_add(&b, ms->sql.delete_by_owner, lk->token);
+            MY_BIND(&b, c, ms->sql.delete_by_owner, MV_TOK(lk));
             (void)dlock__my_run(ms, c, &b, NULL, "deleting a lock row");
             rc = dlock__my_unstorable(
                 ms, lk->name, "the server stored it with substitutions");
@@ -252,15 +109,9 @@ static int insert_row(struct my_store *ms, struct conn *c,
             }
             fence = n;
             if (ms->lease_mode) {
-                struct sb k = {0};
-
                 dlock__my_sb_reset(&b);
-                dlock__my_sb_lit(&k, c, ml->nkey, ml->nkey_len);
-                dlock__my_sb_add(&b, ms->sql.fence_record, k.oom ? "''" : k.p,
-                                 (unsigned long long)n, (unsigned long long)n);
-                if (k.oom)
-                    b.oom = 1;
-                dlock__my_sb_free(&k);
+                MY_BIND(&b, c, ms->sql.fence_record,
+                        MV_S(ml->nkey, ml->nkey_len), MV_U(n), MV_U(n));
                 if (b.oom) {
                     rc = dlock__enomem();
                     goto undo;
@@ -270,8 +121,7 @@ static int insert_row(struct my_store *ms, struct conn *c,
                 fence = (uint64_t)mysql_insert_id(c->db);
                 if (fence > n) {
                     dlock__my_sb_reset(&b);
-                    dlock__my_sb_add(&b, ms->sql.fseq_raise,
-                                     (unsigned long long)fence);
+                    MY_BIND(&b, c, ms->sql.fseq_raise, MV_U(fence));
                     if (b.oom) {
                         rc = dlock__enomem();
                         goto undo;
@@ -305,8 +155,7 @@ static int insert_row(struct my_store *ms, struct conn *c,
                 goto failed;
         }
         dlock__my_sb_reset(&b);
-        dlock__my_sb_add(&b, ms->sql.set_fence, (unsigned long long)fence,
-                         dlock__my_key_lit(c, ml, key), lk->token);
+        MY_BIND(&b, c, ms->sql.set_fence, MV_U(fence), MV_KEY(ml), MV_TOK(lk));
         if (b.oom) {
             rc = dlock__enomem();
             goto undo;
@@ -347,8 +196,6 @@ static int insert_row(struct my_store *ms, struct conn *c,
         break;
     }
     dlock__my_sb_free(&b);
-    dlock__my_sb_free(&host);
-    dlock__my_sb_free(&nm);
     return rc;
 }
 
@@ -407,93 +254,6 @@ static void saw_row(struct my_lock *ml, const struct holder *h)
     ml->rowless_since = 0;
 }
 
-/* GET_LOCK(key, wait_ms): *got 1 if this session now holds it. */
-int dlock__my_get_lock(struct my_store *ms, struct conn *c,
-                       const struct my_lock *ml, int64_t wait_ms, int *got)
-{
-    struct sb b = {0};
-    char k[KEY_LIT_MAX];
-    long long v = 0;
-    int found, rc;
-
-    /* MariaDB takes fractional seconds; MySQL whole ones (rounded down
-     * here, never up past the caller's deadline). */
-    dlock__my_sb_add(&b, ms->sql.get_lock[c->frac != 0],
-                     dlock__my_key_lit(c, ml, k), (long long)(wait_ms / 1000),
-                     (long long)(wait_ms % 1000));
-    rc = dlock__my_run_int(ms, c, &b, &v, &found, "GET_LOCK");
-    dlock__my_sb_free(&b);
-    if (rc == DLOCK_OK && !found)
-        rc = dlock__seterr(DLOCK_ESTORE,
-                           "GET_LOCK failed on %s (the "
-                           "server returned NULL)",
-                           ms->base.url);
-    *got = rc == DLOCK_OK && v == 1;
-    return rc;
-}
-
-/* The procedure was refused or is gone (dropped, EXECUTE revoked, a
- * server of another version): the plain statements from now on. */
-static int proc_unusable(unsigned e)
-{
-    return e == ER_SP_DOES_NOT_EXIST || e == ER_PROCACCESS_DENIED_ERROR ||
-           e == ER_SP_WRONG_NO_OF_ARGS || e == ER_TABLEACCESS_DENIED_ERROR ||
-           e == ER_DBACCESS_DENIED_ERROR || e == ER_NO_SUCH_TABLE;
-}
-
-/* Read the one-row answer of a CALL and the end of the CALL after it. */
-static int call_result(struct my_store *ms, struct conn *c, long long *v0,
-                       long long *v1, const char *what)
-{
-    MYSQL_RES *res = mysql_store_result(c->db);
-    MYSQL_ROW row;
-    int rc = DLOCK_OK, st;
-
-    if (res == NULL)
-        return mysql_errno(c->db) != 0
-                   ? dlock__my_db_err(ms, c, what)
-                   : dlock__seterr(DLOCK_ESTORE, "%s on %s: no result", what,
-                                   ms->base.url);
-    row = mysql_fetch_row(res);
-    if (row == NULL || row[0] == NULL)
-        rc = dlock__seterr(DLOCK_ESTORE, "%s on %s: no result", what,
-                           ms->base.url);
-    else {
-        *v0 = strtoll(row[0], NULL, 10);
-        if (v1 != NULL)
-            *v1 = mysql_num_fields(res) > 1 && row[1] != NULL
-                      ? strtoll(row[1], NULL, 10)
-                      : 0;
-    }
-    mysql_free_result(res);
-    while ((st = mysql_next_result(c->db)) == 0) {
-        res = mysql_store_result(c->db);
-        mysql_free_result(res);
-    }
-    if (st > 0 && rc == DLOCK_OK)
-        rc = dlock__my_db_err(ms, c, what);
-    return rc;
-}
-
-/* Run a CALL of a session-mode procedure: DLOCK_OK with its answer, a
- * failure, or DLOCK_ENOTSUP (nothing happened) if the procedure cannot be
- * used, and then never again on this handle. */
-int dlock__my_call(struct my_store *ms, struct conn *c, struct sb *b,
-                   long long *v0, long long *v1, const char *what)
-{
-    if (b->oom)
-        return dlock__enomem();
-    c->used_ms = dlock__now_ms();
-    if (mysql_real_query(c->db, b->p, (unsigned long)b->len) != 0) {
-        if (proc_unusable(mysql_errno(c->db))) {
-            __atomic_store_n(&ms->have_proc, 0, __ATOMIC_RELAXED);
-            return DLOCK_ENOTSUP;
-        }
-        return dlock__my_db_err(ms, c, what);
-    }
-    return call_result(ms, c, v0, v1, what);
-}
-
 /* An acquire that took the row but got no fence (cannot happen): the
  * row and the GET_LOCK go again. */
 static int no_fence(struct my_store *ms, const struct dlock_lock *lk,
@@ -515,22 +275,14 @@ static int call_acquire(struct my_store *ms, struct dlock_lock *lk,
                         const struct my_lock *ml, int *got)
 {
     struct conn *c = ml->c;
-    struct sb b = {0}, nm = {0}, host = {0};
-    char k[KEY_LIT_MAX];
+    struct sb b = {0};
     long long v = 0, fence = 0;
     int64_t sent;
     int rc;
 
-    dlock__my_sb_lit(&nm, c, lk->name, lk->name_len);
-    dlock__my_sb_lit(&host, c, dlock__hostname(), strlen(dlock__hostname()));
-    if (nm.oom || host.oom)
-        b.oom = 1;
-    else
-        dlock__my_sb_add(&b, ms->sql.call_acquire, dlock__my_key_lit(c, ml, k),
-                         nm.p, lk->token, (long long)lk->ttl_ms, host.p,
-                         (long long)dlock__pid());
-    dlock__my_sb_free(&nm);
-    dlock__my_sb_free(&host);
+    MY_BIND(&b, c, ms->sql.call_acquire, MV_KEY(ml),
+            MV_S(lk->name, lk->name_len), MV_TOK(lk), MV_I(lk->ttl_ms),
+            MV_Z(dlock__hostname()), MV_I(dlock__pid()));
     sent = dlock__now_ms();
     rc = dlock__my_call(ms, c, &b, &v, &fence, "acquire");
     dlock__my_sb_free(&b);
@@ -558,8 +310,7 @@ static int fast_acquire(struct my_store *ms, struct dlock_lock *lk,
                         const struct my_lock *ml, int *got)
 {
     struct conn *c = ml->c;
-    struct sb b = {0}, host = {0}, nm = {0};
-    char k[KEY_LIT_MAX];
+    struct sb b = {0};
     int64_t sent;
     unsigned e;
     int full;
@@ -575,24 +326,15 @@ static int fast_acquire(struct my_store *ms, struct dlock_lock *lk,
      * COALESCE(full_name, name)): a shorter row to copy in and out. */
     full = ml->key_len != lk->name_len ||
            memcmp(ml->key, lk->name, lk->name_len) != 0;
-    dlock__my_key_lit(c, ml, k);
-    dlock__my_sb_lit(&host, c, dlock__hostname(), strlen(dlock__hostname()));
     if (full)
-        dlock__my_sb_lit(&nm, c, lk->name, lk->name_len);
-    if (host.oom || nm.oom)
-        b.oom = 1;
-    else if (full)
-        dlock__my_sb_add(&b, ms->sql.fast_acquire[1], k,
-                         (long long)((lk->ttl_ms + 999) / 1000), lk->token,
-                         (long long)lk->ttl_ms, host.p, (long long)dlock__pid(),
-                         nm.p, k);
+        MY_BIND(&b, c, ms->sql.fast_acquire[1], MV_KEY(ml),
+                MV_I((lk->ttl_ms + 999) / 1000), MV_TOK(lk), MV_I(lk->ttl_ms),
+                MV_Z(dlock__hostname()), MV_I(dlock__pid()),
+                MV_S(lk->name, lk->name_len), MV_KEY(ml));
     else
-        dlock__my_sb_add(&b, ms->sql.fast_acquire[0], k,
-                         (long long)((lk->ttl_ms + 999) / 1000), lk->token,
-                         (long long)lk->ttl_ms, host.p, (long long)dlock__pid(),
-                         k);
-    dlock__my_sb_free(&nm);
-    dlock__my_sb_free(&host);
+        MY_BIND(&b, c, ms->sql.fast_acquire[0], MV_KEY(ml),
+                MV_I((lk->ttl_ms + 999) / 1000), MV_TOK(lk), MV_I(lk->ttl_ms),
+                MV_Z(dlock__hostname()), MV_I(dlock__pid()), MV_KEY(ml));
     if (b.oom) {
         dlock__my_sb_free(&b);
         return dlock__enomem();
@@ -628,80 +370,127 @@ static int fast_acquire(struct my_store *ms, struct dlock_lock *lk,
     }
 }
 
-/* One attempt on ml->c: GET_LOCK(key, 0), then our row.  have_gl: this
- * session holds the key's GET_LOCK already (from a wait).  Unless we
- * return DLOCK_OK, the GET_LOCK is given up again. */
+/* The uncontended acquire in one statement, where the tables allow it
+ * (session mode, a lock): the plain INSERT ... SELECT of ms->fast, else
+ * the procedure.  *got: -1, nothing was done, or the one statement cannot
+ * tell whether the GET_LOCK is taken (the plain statements follow); 0,
+ * the GET_LOCK is another session's; 1, acquired (lk->fence set); 2,
+ * this session holds the GET_LOCK and a row is there (claim_row() judges
+ * it). */
+static int one_statement(struct my_store *ms, struct dlock_lock *lk,
+                         const struct my_lock *ml, int *got)
+{
+    int rc;
+
+    *got = -1;
+    if (ms->fast) {
+        rc = fast_acquire(ms, lk, ml, got);
+        if (rc == DLOCK_OK && *got == 0)
+            *got = -1; /* taken: the plain GET_LOCK says by whom */
+        return rc;
+    }
+    if (!__atomic_load_n(&ms->have_proc, __ATOMIC_RELAXED))
+        return DLOCK_OK;
+    rc = call_acquire(ms, lk, ml, got);
+    if (rc == DLOCK_ENOTSUP) {
+        *got = -1; /* nothing happened: the plain statements */
+        rc = DLOCK_OK;
+    }
+    return rc;
+}
+
+/* Another session holds the key's GET_LOCK: a live holder (DLOCK_BUSY,
+ * *retry_ms its lease left), a semaphore's head, a session with no row
+ * (dlock__my_rowless()), or a holder past its lease, taken over and
+ * KILLed.  DLOCK_OK once this session holds the GET_LOCK after such a
+ * KILL. */
+static int contended(struct my_store *ms, struct dlock_lock *lk,
+                     struct my_lock *ml, int64_t deadline, int64_t *retry_ms)
+{
+    struct conn *c = ml->c;
+    struct holder h;
+    int found, killed = 0, got, rc;
+    int64_t wait;
+
+    rc = read_row(ms, c, ml, &h, &found);
+    if (rc != DLOCK_OK)
+        return rc;
+    if (!found) {
+        rc = dlock__my_rowless(ms, c, ml, retry_ms, &killed);
+    } else if (lk->limit == 1 && h.lim > 1 && !h.has_owner) {
+        int gone;
+
+        /* A semaphore's head (someone is looking at it). */
+        rc = dlock__my_lock_meets_head(ms, c, lk, ml, &gone);
+        if (rc != DLOCK_OK)
+            return rc;
+        *retry_ms = 0;
+        return DLOCK_BUSY;
+    } else if (!dlock__my_holder_dead(&h)) {
+        saw_row(ml, &h);
+        *retry_ms = h.left;
+        return DLOCK_BUSY;
+    } else {
+        saw_row(ml, &h);
+        rc = dlock__my_take_over(ms, c, ml, &h, &killed);
+    }
+    if (rc != DLOCK_OK || !killed)
+        return rc != DLOCK_OK ? rc : DLOCK_BUSY;
+    /* A KILLed session lets go of its GET_LOCK a moment later. */
+    wait = dlock__remaining_ms(deadline);
+    if (wait > 2000)
+        wait = 2000;
+    if (wait > dlock__my_max_slice(ms->timeout_ms))
+        wait = dlock__my_max_slice(ms->timeout_ms);
+    rc = dlock__my_get_lock(ms, c, ml, wait, &got);
+    if (rc != DLOCK_OK)
+        return rc;
+    return got ? DLOCK_OK : DLOCK_BUSY;
+}
+
+/* Session mode, before the row: this session takes the key's GET_LOCK
+ * (in one statement with the row where it can: *done, acquired).
+ * DLOCK_OK: the GET_LOCK is ours, the row is claim_row()'s to write. */
+static int hold_get_lock(struct my_store *ms, struct dlock_lock *lk,
+                         struct my_lock *ml, int64_t deadline,
+                         int64_t *retry_ms, int *done)
+{
+    int rc, got = -1;
+
+    *done = 0;
+    if (lk->limit == 1) {
+        rc = one_statement(ms, lk, ml, &got);
+        if (rc != DLOCK_OK)
+            return rc;
+        *done = got == 1;
+        if (got == 1 || got == 2)
+            return DLOCK_OK;
+    }
+    if (got != 0) {
+        rc = dlock__my_get_lock(ms, ml->c, ml, 0, &got);
+        if (rc != DLOCK_OK || got)
+            return rc;
+    }
+    return contended(ms, lk, ml, deadline, retry_ms);
+}
+
+/* One attempt on ml->c: in session mode the key's GET_LOCK
+ * (hold_get_lock()), then our row (claim_row()).  have_gl: this session
+ * holds the key's GET_LOCK already (from a wait).  Unless we return
+ * DLOCK_OK, the GET_LOCK is given up again. */
 int dlock__my_attempt(struct my_store *ms, struct dlock_lock *lk,
                       struct my_lock *ml, int have_gl, int64_t deadline,
                       int64_t *retry_ms)
 {
     struct conn *c = ml->c;
-    int rc, got = -1;
+    int rc;
 
-    if (!ms->lease_mode && !have_gl && lk->limit == 1 && ms->fast) {
-        rc = fast_acquire(ms, lk, ml, &got);
-        if (rc != DLOCK_OK || got == 1)
+    if (!ms->lease_mode && !have_gl) {
+        int done;
+
+        rc = hold_get_lock(ms, lk, ml, deadline, retry_ms, &done);
+        if (rc != DLOCK_OK || done)
             return rc;
-        if (got == 0)
-            got = -1; /* the plain statements say why */
-    } else if (!ms->lease_mode && !have_gl && lk->limit == 1 &&
-               __atomic_load_n(&ms->have_proc, __ATOMIC_RELAXED)) {
-        rc = call_acquire(ms, lk, ml, &got);
-        if (rc == DLOCK_OK && got == 1)
-            return DLOCK_OK;
-        if (rc != DLOCK_OK && rc != DLOCK_ENOTSUP)
-            return rc;
-        if (rc == DLOCK_ENOTSUP)
-            got = -1; /* nothing happened: the plain statements */
-    }
-    if (!ms->lease_mode && !have_gl && got != 2) {
-        if (got != 0) {
-            rc = dlock__my_get_lock(ms, c, ml, 0, &got);
-            if (rc != DLOCK_OK)
-                return rc;
-        }
-        if (!got) {
-            struct holder h;
-            int found, killed = 0;
-            int64_t wait;
-
-            /* Someone holds the GET_LOCK: live, or past its lease? */
-            rc = read_row(ms, c, ml, &h, &found);
-            if (rc != DLOCK_OK)
-                return rc;
-            if (!found) {
-                rc = dlock__my_rowless(ms, c, ml, retry_ms, &killed);
-            } else if (lk->limit == 1 && h.lim > 1 && !h.has_owner) {
-                int gone;
-
-                /* A semaphore's head (someone is looking at it). */
-                rc = dlock__my_lock_meets_head(ms, c, lk, ml, &gone);
-                if (rc != DLOCK_OK)
-                    return rc;
-                *retry_ms = 0;
-                return DLOCK_BUSY;
-            } else if (!dlock__my_holder_dead(&h)) {
-                saw_row(ml, &h);
-                *retry_ms = h.left;
-                return DLOCK_BUSY;
-            } else {
-                saw_row(ml, &h);
-                rc = dlock__my_take_over(ms, c, ml, &h, &killed);
-            }
-            if (rc != DLOCK_OK || !killed)
-                return rc != DLOCK_OK ? rc : DLOCK_BUSY;
-            /* A KILLed session lets go of its GET_LOCK a moment later. */
-            wait = dlock__remaining_ms(deadline);
-            if (wait > 2000)
-                wait = 2000;
-            if (wait > dlock__my_max_slice(ms->timeout_ms))
-                wait = dlock__my_max_slice(ms->timeout_ms);
-            rc = dlock__my_get_lock(ms, c, ml, wait, &got);
-            if (rc != DLOCK_OK)
-                return rc;
-            if (!got)
-                return DLOCK_BUSY;
-        }
     }
     rc = claim_row(ms, c, lk, ml, retry_ms);
     if (rc != DLOCK_OK) {

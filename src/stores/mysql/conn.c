@@ -184,13 +184,9 @@ static unsigned secs_up(int64_t ms)
     return (unsigned)((ms + 999) / 1000);
 }
 
-/* The SET of the session's idle-transaction bound (sql/idle_set.sql). */
-void dlock__my_sb_idle(struct sb *b, const struct my_store *ms, int64_t idle_ms)
+struct my_val dlock__my_idle_val(const struct my_store *ms, int64_t idle_ms)
 {
-    dlock__my_sb_add(b, "SET ");
-    dlock__my_sb_add(
-        b, ms->sql.idle_set,
-        secs_up(idle_ms > ms->timeout_ms ? idle_ms : ms->timeout_ms));
+    return MV_U(secs_up(idle_ms > ms->timeout_ms ? idle_ms : ms->timeout_ms));
 }
 
 /* A new connection, set up for locking (the pool's open). */
@@ -373,6 +369,89 @@ void dlock__my_sb_lit(struct sb *b, struct conn *c, const char *s, size_t len)
     b->p[b->len] = '\0';
 }
 
+/* --- values bound to a statement's '?' -------------------------------- */
+
+/* The offset of the first '?' of t at or after i that is a placeholder:
+ * not inside a quoted string or identifier ('...', "...", `...`, a
+ * backslash escaping the next character in the first two) or a comment
+ * ("-- " or '#' to the end of the line, slash-star to star-slash; but
+ * not an executable one, slash-star-! or slash-star-M-!, which the
+ * server runs).
+ * strlen(t) if none. */
+static size_t next_mark(const char *t, size_t i)
+{
+    for (; t[i] != '\0'; i++) {
+        char ch = t[i];
+
+        if (ch == '?')
+            return i;
+        if (ch == '\'' || ch == '"' || ch == '`') {
+            for (i++; t[i] != '\0' && t[i] != ch; i++)
+                if (t[i] == '\\' && ch != '`' && t[i + 1] != '\0')
+                    i++;
+        } else if (ch == '#' || (ch == '-' && t[i + 1] == '-' &&
+                                 (t[i + 2] == ' ' || t[i + 2] == '\t' ||
+                                  t[i + 2] == '\n'))) {
+            while (t[i] != '\0' && t[i] != '\n')
+                i++;
+        } else if (ch == '/' && t[i + 1] == '*' &&
+                   (t[i + 2] == '!' || (t[i + 2] == 'M' && t[i + 3] == '!'))) {
+            i += 2; /* an executable comment: SQL the server runs */
+        } else if (ch == '/' && t[i + 1] == '*') {
+            const char *e = strstr(t + i + 2, "*/");
+
+            i = e != NULL ? (size_t)(e - t) + 1 : strlen(t);
+        }
+        if (t[i] == '\0')
+            break;
+    }
+    return i;
+}
+
+static void sb_put(struct sb *b, const char *s, size_t n)
+{
+    sb_grow(b, n);
+    if (b->oom)
+        return;
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+void dlock__my_bind(struct sb *b, struct conn *c, const char *tmpl,
+                    const struct my_val *v, size_t n)
+{
+    size_t i = 0, k = 0;
+
+    for (;;) {
+        size_t m = next_mark(tmpl, i);
+
+        sb_put(b, tmpl + i, m - i);
+        if (tmpl[m] == '\0')
+            break;
+        if (k == n) {
+            b->oom = b->bad = 1; /* more '?' than values: a bug */
+            return;
+        }
+        switch (v[k].kind) {
+        case MV_STR:
+            dlock__my_sb_lit(b, c, v[k].s, v[k].len);
+            break;
+        case MV_INT:
+            dlock__my_sb_add(b, "%lld", v[k].i);
+            break;
+        case MV_UINT:
+            dlock__my_sb_add(b, "%llu", v[k].u);
+            break;
+        default: /* MV_SECS: ms as seconds with 3 decimals (ms >= 0) */
+            dlock__my_sb_add(b, "%lld.%03lld", v[k].i / 1000, v[k].i % 1000);
+            break;
+        }
+        k++;
+        i = m + 1;
+    }
+}
+
 void dlock__my_sb_reset(struct sb *b)
 {
     b->len = 0;
@@ -410,6 +489,11 @@ int dlock__my_run(struct my_store *ms, struct conn *c, struct sb *b,
 {
     if (res != NULL)
         *res = NULL;
+    if (b->bad)
+        return dlock__seterr(DLOCK_ESTORE,
+                             "%s on %s: a statement has more '?' than "
+                             "values (a bug)",
+                             what, ms->base.url);
     if (b->oom)
         return dlock__enomem();
     if (dlock__my_query(c, b->p, b->len) != 0)

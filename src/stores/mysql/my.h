@@ -4,20 +4,23 @@
  *
  *   conn.c     one connection: connect, the pool's callbacks, SQL text
  *              and escaping, running statements, errors
- *   schema.c   the tables: DDL, checking and creating them, the columns
- *              read from a row
- *   acquire.c  one attempt: GET_LOCK, the row, taking over a dead
- *              holder, the procedures and the one-statement acquire
- *   semaphore.c  a semaphore's head row and slots, its attempt, tidying
- *              and status
+ *   sql.c      the statement texts of sql/ *.sql, expanded at open
+ *   row.c      one key's row and its lock: reading it, our own row's
+ *              WHERE and deletion, taking over a dead holder, GET_LOCK
+ *   schema.c   the tables (the run records' too): DDL, checking and
+ *              creating them, the fences, init and ddl
  *   waiter.c   waiter rows (a wait's lease) and rowless GET_LOCK holders
+ *   head.c     a semaphore's head row, its release tidying and status
+ *   acquire.c  one attempt: the one-statement acquire, the procedure,
+ *              the plain statements
+ *   semaphore.c  one admission to a semaphore's slot
  *   try_wait.c the ops' try_acquire and wait_slice around an attempt
+ *   held.c     extend, ttl_left, release, forget
  *   renew.c    the renew thread's batches (extend_many)
  *   runs.c     run records: run_begin, run_end, runs, last_runs
- *   sql.c      the statement texts of sql/ *.sql, expanded at open,
- *              and their golden copies' hook
- *   store.c    the ops table: open and close, extend, assert, release,
- *              status, list, force-release
+ *   status.c   status, list, force-release
+ *   golden.c   the golden copies' hook
+ *   store.c    open, close and the ops table
  *
  * mysql://user:pass@host[:port]/database[?options]   (or mariadb://)
  * options: timeout=5s, table=shared_locks, quote=ansi|backtick,
@@ -113,28 +116,9 @@
 #define WNAME_MAX (40 + 1 + 20)
 #define TABLE_MAX 64
 
-/* The server's clock in ms; every connection runs with time_zone +00:00,
- * so this has no daylight-saving jumps. */
-#define NOWMS "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)"
-/* The server's clock in microseconds: the floor of every fence (see
- * sql/fence_next.sql). */
-#define NOWUS "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS UNSIGNED)"
-
-/* The server's clock in ms, from NOW(6) (run records). */
-#define RUNNOW "CAST(FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000) AS SIGNED)"
-
-/* The expiry of a row in server ms: ours carry expires_ms; rows of
- * its-mieger's library only created + ttl, which that library considers
- * obsolete once unix_timestamp() exceeds it. */
-#define EXPIRES "COALESCE(expires_ms, (created + ttl + 1) * 1000)"
-
-/* The GET_LOCK key a row's holder took, read from the row: GET_LOCK
- * compares bytes, and a latin1 column (its-mieger's DDL) gives latin1
- * bytes, so the column goes through utf8mb4 like every other key we send.
- * A row found by `name = key` may be another string than our key under a
- * case- or accent-insensitive collation (latin1_swedish_ci: ü = y): its
- * holder is judged by its own key, never by ours. */
-#define ROW_KEY "CONVERT(name USING utf8mb4)"
+/* The server's clock, a row's expiry and a row's GET_LOCK key are the
+ * fragments sql/frag_*.sql, filled into the statements as {{nowms}},
+ * {{nowus}}, {{runnow}}, {{expires}} and {{row_key}} (sql.c). */
 
 /* ?timeout= when the URL gives none. */
 #define DEFAULT_TIMEOUT_MS 5000
@@ -143,17 +127,18 @@
 
 /* The statement texts, from sql/ *.sql, expanded once at open
  * (dlock__my_sql_build(), sql.c): table names and fragments filled in,
- * what a call adds left as a printf conversion (%s an escaped literal,
- * %u a number).  Golden copies: tests/golden/mysql/. */
+ * what a call adds left as a '?' that dlock__my_bind() fills (conn.c).
+ * Golden copies: tests/golden/mysql/. */
 struct my_sql {
     char *create_locks, *create_fences, *create_seq; /* DDL, one each */
     char *create_fseq, *create_boot;                 /* MariaDB 10.3+ */
     char *create_runs, *create_runsum;
     char *create_proc_acq, *create_proc_rel;
-    /* The next fence of the key %s (dlock__my_sb_fence()): in NAME_seq,
-     * in NAME_fences, and in NAME_fences above NAME_seq (%s three times). */
+    /* The next fence of the key ? (dlock__my_sb_fence()): in NAME_seq,
+     * in NAME_fences, and in NAME_fences above NAME_seq (? three times). */
     char *fence_seq, *fence_fences, *fence_durable;
-    char *idle_set; /* the assignments of the idle bound, %u seconds */
+    char *idle_set; /* the assignments of the idle bound, ? seconds */
+    char *set_idle; /* the SET of them */
     char *init_session, *init_isolation; /* a connection's init commands */
     char *conn_info; /* its id, @@wait_timeout, @@max_connections */
     char *tx_begin, *tx_commit, *tx_rollback;
@@ -161,7 +146,7 @@ struct my_sql {
     char *columns[2][2]; /* a holder's select list [mariadb][have_lim] */
     /* Checking the tables, and what makes session mode fast (schema.c) */
     char *check_locks, *check_fences, *check_seq, *check_lim, *check_fseq;
-    char *name_charset, *table_engine, *count_procs; /* %s literals */
+    char *name_charset, *table_engine, *count_procs; /* ? literals */
     char *alter_add_lim;
     /* For a DBA (`dlock init --print`, commented out) */
     char *alter_add_columns, *alter_name_utf8mb4, *alter_engine_myisam;
@@ -169,16 +154,16 @@ struct my_sql {
     char *fseq_seeded, *fseq_seed_lock, *fseq_seed_unlock;
     char *fseq_seed_value[2]; /* [have_seq] */
     char *fseq_setval, *fseq_record_seed, *fseq_mark_seeded, *fseq_next;
-    char *seq_raise; /* %s the key, %llu the fence twice */
-    /* A held lock (store.c; own: the WHERE of dlock__my_sb_own(), %s key,
-     * '%s' token, %s key again in session mode) */
+    char *seq_raise; /* ? the key, ? the fence twice */
+    /* A held lock (held.c; own: its row's WHERE, ? key, ? token, ? key
+     * again in session mode) */
     char *own, *extend, *ttl_left, *release, *release_fast, *release_call;
     char *release_getlock, *release_getlock_if_ours, *delete_own_row;
     /* An attempt (acquire.c) */
-    char *read_row[2][2]; /* [mariadb][have_lim], %s the key */
+    char *read_row[2][2]; /* [mariadb][have_lim], ? the key */
     char *take_over[2];   /* [has_owner] */
-    char *used_by, *kill; /* %s a key; %llu a session */
-    char *get_lock[2];    /* [frac]: seconds as %lld.%03lld, or %lld */
+    char *used_by, *kill; /* ? a key; ? a session */
+    char *get_lock[2];    /* [frac]: ? seconds, fractional or whole */
     char *call_acquire;
     char *fast_acquire[2]; /* [full name column] */
     char *insert_row[2];   /* [semaphore slot] */
@@ -192,17 +177,18 @@ struct my_sql {
     char *waiter_confirm, *kill_query;
     char *lease_get_lock[2]; /* [frac] */
     /* status, list, release --force (store.c) */
-    char *status[2][2][2]; /* [have_seq][mariadb][have_lim], %s the key */
+    char *status[2][2][2]; /* [have_seq][mariadb][have_lim], ? the key */
     char *list[2][2];      /* [mariadb][have_lim] */
     char *force_delete, *force_delete_slots, *force_delete_waiter;
-    char *session_of; /* %llu a session: its login and client address */
-    /* The renew thread's batch (renew.c): the statements (%s%s: the join,
-     * the WHERE, twice), the join (%s: its rows), a row ([0] the first,
-     * [1] the others), the WHERE (%s: the keys) */
-    char *renew, *renew_join, *renew_row[2], *renew_where;
+    char *session_of; /* ? a session: its login and client address */
+    /* The renew thread's batch (renew.c): the statements ({{join}} and
+     * {{where}}, filled per batch), the join ({{rows}}), a row ([0] the
+     * first, [1] the others), the WHERE ({{keys}}), a key ([0], [1]) */
+    char *renew, *renew_join, *renew_row[2], *renew_where, *renew_key[2];
     /* Run records (runs.c) */
-    char *run_begin, *run_end[2];    /* [a success: the summary too] */
-    char *run_history, *run_last[2]; /* [a prefix] */
+    char *run_begin, *run_end[2];           /* [a success: the summary too] */
+    char *run_begin_held, *run_end_held[2]; /* the same, held_tx.sql */
+    char *run_history, *run_last[2];        /* [a prefix] */
 };
 
 /* One connection (the pool's `void *`). */
@@ -288,19 +274,9 @@ struct my_lock {
     int wleased, wtidied;
 };
 
-/* --- sql.c ------------------------------------------------------------- */
-
-/* Expand ms's statement texts (ms->sql) for its table names, mode and
- * timeout: once, at open.  DLOCK_OK, or DLOCK_ENOMEM / DLOCK_EINVAL. */
-int dlock__my_sql_build(struct my_store *ms);
-void dlock__my_sql_free(struct my_store *ms);
-/* The golden test's hook (src/core/text.h). */
-void dlock__mysql_texts(dlock__text_emit emit, void *arg);
-
-/* --- try_wait.c -------------------------------------------------------- */
-
-/* Free a lock's priv, giving back its count of pinned connections. */
-void dlock__my_free_lock(struct my_store *ms, struct my_lock *ml);
+/* The files' functions, bottom first: each file calls only the files
+ * above it here (conn.c at the bottom, store.c, with nothing above it, on
+ * top), so no two call each other (scripts/circles.py checks it). */
 
 /* --- conn.c ------------------------------------------------------------ */
 
@@ -330,17 +306,43 @@ struct sb {
     char *p;
     size_t len, cap;
     int oom;
+    int bad; /* more '?' than values were bound (with oom: never sent) */
 };
 void dlock__my_sb_add(struct sb *b, const char *fmt, ...) DLOCK_PRINTF(2, 3);
 /* A quoted string literal, escaped for c. */
 void dlock__my_sb_lit(struct sb *b, struct conn *c, const char *s, size_t len);
+/* A value for a '?' of a statement text (dlock__my_bind()). */
+struct my_val {
+    enum { MV_STR, MV_INT, MV_UINT, MV_SECS } kind;
+    const char *s; /* MV_STR: s[0..len) */
+    size_t len;
+    long long i;          /* MV_INT; MV_SECS: milliseconds */
+    unsigned long long u; /* MV_UINT */
+};
+#define MV_S(p, n) ((struct my_val){MV_STR, (p), (n), 0, 0})
+#define MV_Z(p) MV_S((p), strlen(p))
+#define MV_I(x) ((struct my_val){MV_INT, NULL, 0, (long long)(x), 0})
+#define MV_U(x) ((struct my_val){MV_UINT, NULL, 0, 0, (unsigned long long)(x)})
+#define MV_MS(x) ((struct my_val){MV_SECS, NULL, 0, (long long)(x), 0})
+/* Append tmpl (a text of struct my_sql) to b with each placeholder '?'
+ * (outside quotes and comments) replaced, in order, by v[0..n): a string
+ * as a quoted literal escaped for c (mysql_real_escape_string), a number
+ * as a number.  Values are written once, never scanned again.  Values
+ * left over are ignored (a variant without the last ones, such as
+ * own.sql in lease mode); a '?' left over marks b bad (a bug). */
+void dlock__my_bind(struct sb *b, struct conn *c, const char *tmpl,
+                    const struct my_val *v, size_t n);
+#define MY_VALS(...) ((const struct my_val[]){__VA_ARGS__})
+#define MY_NVALS(...) (sizeof(MY_VALS(__VA_ARGS__)) / sizeof(struct my_val))
+#define MY_BIND(b, c, tmpl, ...)                                               \
+    dlock__my_bind((b), (c), (tmpl), MY_VALS(__VA_ARGS__),                     \
+                   MY_NVALS(__VA_ARGS__))
 void dlock__my_sb_reset(struct sb *b);
-/* A statement that sets how long the server lets a transaction of this
- * session sit idle before it ends the session (threat model R13): at
- * least `timeout`, and at least idle_ms (MariaDB 10.3+ only: on other
- * servers a no-op).  No trailing separator. */
-void dlock__my_sb_idle(struct sb *b, const struct my_store *ms,
-                       int64_t idle_ms);
+/* The value of sql/set_idle.sql's '?': how long the server lets a
+ * transaction of this session sit idle before it ends the session
+ * (threat model R13), in seconds: at least `timeout`, and at least
+ * idle_ms (MariaDB 10.3+ only: on other servers a no-op). */
+struct my_val dlock__my_idle_val(const struct my_store *ms, int64_t idle_ms);
 void dlock__my_sb_free(struct sb *b);
 /* Send one statement (InnoDB deadlocks retried): 0, or -1 with c's error
  * set. */
@@ -352,48 +354,17 @@ int dlock__my_run(struct my_store *ms, struct conn *c, struct sb *b,
 int dlock__my_run_int(struct my_store *ms, struct conn *c, struct sb *b,
                       long long *val, int *found, const char *what);
 
-/* --- store.c ----------------------------------------------------------- */
+/* --- sql.c ------------------------------------------------------------- */
 
-/* The ops' extend: on the lock's pinned connection (lease mode: a pooled
- * one). */
-int dlock__my_extend(struct dlock_store *s, struct dlock_lock *lk,
-                     int64_t ttl_ms);
-/* After finding lk lost on c (its pinned connection, or in lease mode any
- * one): best effort, delete its row and (lock mode) drop its GET_LOCK if
- * c still holds it. */
-void dlock__my_tidy_lost(struct my_store *ms, struct conn *c,
-                         const struct dlock_lock *lk, struct my_lock *ml);
+/* Expand ms's statement texts (ms->sql) for its table names, mode and
+ * timeout: once, at open.  DLOCK_OK, or DLOCK_ENOMEM / DLOCK_EINVAL. */
+int dlock__my_sql_build(struct my_store *ms);
+void dlock__my_sql_free(struct my_store *ms);
+/* Text i of ms->sql (*file: its file's name); NULL past the last. */
+const char *dlock__my_sql_nth(const struct my_store *ms, size_t i,
+                              const char **file);
 
-/* WHERE clause: lk's row, still live (and, in session mode, its GET_LOCK
- * still held by c's session). */
-void dlock__my_sb_own(struct sb *b, struct my_store *ms, struct conn *c,
-                      const struct dlock_lock *lk, const struct my_lock *ml);
-
-/* --- runs.c ------------------------------------------------------------ */
-
-/* The DDL of the run record tables, statements separated by sep. */
-void dlock__my_ddl_runs(struct sb *b, const struct my_store *ms,
-                        const char *sep);
-/* Create the run record tables if missing (`dlock init`, and on first
- * use): DLOCK_OK, or why not. */
-int dlock__my_create_runs(struct my_store *ms, struct conn *c);
-int dlock__my_run_begin(struct dlock_store *s, struct dlock_lock *lk,
-                        const dlock_run_rule *rule, const char *host,
-                        int64_t pid, int *go, dlock_run *last);
-int dlock__my_run_end(struct dlock_store *s, struct dlock_lock *lk, int result,
-                      int status);
-int dlock__my_runs(struct dlock_store *s, const char *name, unsigned max,
-                   dlock_run_cb cb, void *payload);
-int dlock__my_last_runs(struct dlock_store *s, const char *prefix,
-                        dlock_run_cb cb, void *payload);
-
-/* --- renew.c ----------------------------------------------------------- */
-
-/* The ops' extend_many: the renew thread's batches (see renew.c). */
-int dlock__my_extend_many(struct dlock_store *s,
-                          struct dlock_lock *const *locks, size_t n, int *rcs);
-
-/* --- schema.c ---------------------------------------------------------- */
+/* --- row.c ------------------------------------------------------------- */
 
 /* A row of the lock table, as sql/columns.sql selects it. */
 struct holder {
@@ -409,16 +380,55 @@ struct holder {
     size_t name_len;
 };
 
-/* Session id's login and client address as the server shows them to us
- * ("" where it does not: another login's, without PROCESS); store.c. */
-int dlock__my_session_of(struct my_store *ms, struct conn *c,
-                         unsigned long long id, char *user, size_t ulen,
-                         char *addr, size_t alen);
 /* A row read with ms->sql.columns (sql/columns.sql: 12 columns). */
 void dlock__my_read_holder(MYSQL_ROW row, unsigned long *lens, struct holder *h,
                            int want_name);
 /* A row whose holder is gone. */
 int dlock__my_holder_dead(const struct holder *h);
+/* ml's key and lk's owner token as values for a '?'. */
+#define MV_KEY(ml) MV_S((ml)->key, (ml)->key_len)
+#define MV_TOK(lk) MV_Z((lk)->token)
+/* The row at ml's key (*found; with its name if want_name). */
+int dlock__my_read_row(struct my_store *ms, struct conn *c,
+                       const struct my_lock *ml, struct holder *h, int *found,
+                       int want_name);
+/* Take over a dead holder's row, ending a session that holds ml's
+ * GET_LOCK past its lease (*killed: KILL sent). */
+int dlock__my_take_over(struct my_store *ms, struct conn *c,
+                        const struct my_lock *ml, const struct holder *h,
+                        int *killed);
+int dlock__my_kill_holder(struct my_store *ms, struct conn *c,
+                          const struct my_lock *ml, unsigned long long conn_id,
+                          int *killed);
+/* GET_LOCK(key, wait_ms): *got 1 if this session now holds it. */
+int dlock__my_get_lock(struct my_store *ms, struct conn *c,
+                       const struct my_lock *ml, int64_t wait_ms, int *got);
+/* Best effort: drop our GET_LOCK (once) on c. */
+void dlock__my_release_getlock(struct my_store *ms, struct conn *c,
+                               const struct my_lock *ml);
+/* Delete our own row (whatever state it is in). */
+int dlock__my_delete_own_row(struct my_store *ms, struct conn *c,
+                             const struct dlock_lock *lk,
+                             const struct my_lock *ml);
+/* After finding lk lost on c (its pinned connection, or in lease mode any
+ * one): best effort, delete its row and (lock mode) drop its GET_LOCK if
+ * c still holds it. */
+void dlock__my_tidy_lost(struct my_store *ms, struct conn *c,
+                         const struct dlock_lock *lk, struct my_lock *ml);
+/* A CALL of a session-mode procedure answering one row: DLOCK_OK (*v0,
+ * *v1 its first two columns; v1 may be NULL), a failure, or DLOCK_ENOTSUP
+ * when the procedure cannot be used (nothing happened; have_proc is
+ * cleared). */
+int dlock__my_call(struct my_store *ms, struct conn *c, struct sb *b,
+                   long long *v0, long long *v1, const char *what);
+/* Session id's login and client address as the server shows them to us
+ * ("" where it does not: another login's, without PROCESS). */
+int dlock__my_session_of(struct my_store *ms, struct conn *c,
+                         unsigned long long id, char *user, size_t ulen,
+                         char *addr, size_t alen);
+
+/* --- schema.c ---------------------------------------------------------- */
+
 /* Table and quote settings of the URL (shared by open and ddl): the
  * quoted identifiers of ms (table, fences, seq, procedures, index) and
  * the table's bare name. */
@@ -438,46 +448,18 @@ int dlock__my_fseq_next(struct my_store *ms, struct conn *c, uint64_t *out);
 /* Seed NAME_fseq if NAME_boot says it is not seeded since the server
  * started: DLOCK_OK when it is seeded now (and c->seeded set). */
 int dlock__my_fseq_seed(struct my_store *ms, struct conn *c);
+/* The DDL of the run record tables, statements separated by sep. */
+void dlock__my_ddl_runs(struct sb *b, const struct my_store *ms,
+                        const char *sep);
+/* Create the run record tables if missing (`dlock init`, and on first
+ * use): DLOCK_OK, or why not. */
+int dlock__my_create_runs(struct my_store *ms, struct conn *c);
 /* On open: use the tables if they are there, else create them. */
 int dlock__my_ensure_tables(struct my_store *ms, struct conn *c);
 int dlock__my_init(struct dlock_store *s);
 int dlock__my_ddl(char **out, const struct dlock_url *u);
 
-/* --- acquire.c, semaphore.c, waiter.c ---------------------------------- */
-
-void dlock__my_sb_key(struct sb *b, struct conn *c, const struct my_lock *ml);
-/* ml's key as a quoted literal escaped for c, in out: for a statement's
- * %s (struct my_sql). */
-#define KEY_LIT_MAX (2 * KEY_MAX + 3)
-const char *dlock__my_key_lit(struct conn *c, const struct my_lock *ml,
-                              char out[KEY_LIT_MAX]);
-/* Best effort: drop our GET_LOCK (once) on c. */
-void dlock__my_release_getlock(struct my_store *ms, struct conn *c,
-                               const struct my_lock *ml);
-/* Delete our own row (whatever state it is in). */
-int dlock__my_delete_own_row(struct my_store *ms, struct conn *c,
-                             const struct dlock_lock *lk,
-                             const struct my_lock *ml);
-int dlock__my_try_acquire(struct dlock_store *s, struct dlock_lock *lk,
-                          int64_t deadline, int64_t *retry_ms);
-int dlock__my_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
-                         int64_t slice_ms, int64_t *retry_ms);
-/* A CALL of a session-mode procedure answering one row: DLOCK_OK (*v0,
- * *v1 its first two columns; v1 may be NULL), a failure, or DLOCK_ENOTSUP
- * when the procedure cannot be used (nothing happened; have_proc is
- * cleared). */
-int dlock__my_call(struct my_store *ms, struct conn *c, struct sb *b,
-                   long long *v0, long long *v1, const char *what);
-/* Semaphores: after releasing a slot, delete the name's head row if no
- * live holder is left (best effort). */
-void dlock__my_sem_tidy(struct my_store *ms, struct conn *c,
-                        const struct dlock_lock *lk, const struct my_lock *ml);
-/* Semaphores: the status of a name whose row is a head (h, read with its
- * name): holders, limit, the longest lease left. */
-int dlock__my_sem_status(struct my_store *ms, struct conn *c,
-                         const struct holder *h, dlock_info *out);
-/* Free a wait's state (not held): its connection goes back. */
-void dlock__my_unwait(struct my_store *ms, struct dlock_lock *lk);
+/* --- waiter.c ---------------------------------------------------------- */
 
 /* The name of the waiter row of session conn_id waiting for key: the
  * first 40 hex digits of dlock__mysql_sem_prefix() of key + "\0wait"
@@ -490,38 +472,118 @@ int dlock__my_is_waiter(const struct holder *h);
 int dlock__my_read_waiter(struct my_store *ms, struct conn *c, const char *key,
                           size_t key_len, unsigned long long conn_id,
                           struct holder *h, int *found);
+/* The key's GET_LOCK is held and no row is there: wait for, or fence off
+ * and KILL, the session that holds it (*retry_ms, *killed). */
+int dlock__my_rowless(struct my_store *ms, struct conn *c, struct my_lock *ml,
+                      int64_t *retry_ms, int *killed);
 
-/* acquire.c, for semaphore.c and waiter.c: the row at ml's key (*found;
- * with its name if want_name), taking over a dead holder's row, ending a
- * session that holds ml's GET_LOCK past its lease (*killed: KILL sent). */
-int dlock__my_read_row(struct my_store *ms, struct conn *c,
-                       const struct my_lock *ml, struct holder *h, int *found,
-                       int want_name);
-int dlock__my_take_over(struct my_store *ms, struct conn *c,
-                        const struct my_lock *ml, const struct holder *h,
-                        int *killed);
-int dlock__my_kill_holder(struct my_store *ms, struct conn *c,
-                          const struct my_lock *ml, unsigned long long conn_id,
-                          int *killed);
-/* semaphore.c, for acquire.c: a limit-1 acquire met a row at its key; a
- * semaphore's head is EINVAL while it has live holders (*gone: it had
- * none and went). */
+/* --- head.c ------------------------------------------------------------ */
+
+/* The live slot rows of the semaphore whose slot keys start with prefix
+ * (any limit): how many (*count), which slots below n are taken (taken,
+ * may be NULL), the soonest lease end among them (*soonest, -1 none). */
+int dlock__my_sem_live(struct my_store *ms, struct conn *c, const char *prefix,
+                       unsigned char *taken, unsigned n, long long *count,
+                       int64_t *soonest);
+/* The row h at the name's own key (hd's) is a semaphore's head: gone
+ * with no live holder (*gone), else EINVAL if want (0: any) is not its
+ * limit. */
+int dlock__my_sem_head(struct my_store *ms, struct conn *c,
+                       const struct my_lock *hd, const struct holder *h,
+                       const char *name, unsigned want, int *gone);
+/* A limit-1 acquire met a row at its key; a semaphore's head is EINVAL
+ * while it has live holders (*gone: it had none and went). */
 int dlock__my_lock_meets_head(struct my_store *ms, struct conn *c,
                               const struct dlock_lock *lk,
                               const struct my_lock *ml, int *gone);
+/* Insert the head of lk's semaphore at hd's key: *dup if a row is there. */
+int dlock__my_insert_head(struct my_store *ms, struct conn *c,
+                          const struct dlock_lock *lk, const struct my_lock *hd,
+                          int *dup);
+/* Write lk's fence into the head, still there with lk's limit (*ok). */
+int dlock__my_bump_head(struct my_store *ms, struct conn *c,
+                        const struct dlock_lock *lk, const struct my_lock *hd,
+                        int *ok);
+/* Semaphores: after releasing a slot, delete the name's head row if no
+ * live holder is left (best effort). */
+void dlock__my_sem_tidy(struct my_store *ms, struct conn *c,
+                        const struct dlock_lock *lk, const struct my_lock *ml);
+/* Semaphores: the status of a name whose row is a head (h, read with its
+ * name): holders, limit, the longest lease left. */
+int dlock__my_sem_status(struct my_store *ms, struct conn *c,
+                         const struct holder *h, dlock_info *out);
 
-/* For try_wait.c: one attempt and its parts (acquire.c, semaphore.c,
- * waiter.c). */
-void dlock__my_set_slot(struct my_lock *ml, unsigned i);
-int dlock__my_rowless(struct my_store *ms, struct conn *c, struct my_lock *ml,
-                      int64_t *retry_ms, int *killed);
-int dlock__my_get_lock(struct my_store *ms, struct conn *c,
-                       const struct my_lock *ml, int64_t wait_ms, int *got);
+/* --- acquire.c --------------------------------------------------------- */
+
+/* One attempt at ml's key on ml->c (have_gl: its GET_LOCK is held
+ * already, from a wait). */
 int dlock__my_attempt(struct my_store *ms, struct dlock_lock *lk,
                       struct my_lock *ml, int have_gl, int64_t deadline,
                       int64_t *retry_ms);
+
+/* --- semaphore.c ------------------------------------------------------- */
+
+void dlock__my_set_slot(struct my_lock *ml, unsigned i);
 int dlock__my_sem_attempt(struct my_store *ms, struct dlock_lock *lk,
                           struct my_lock *ml, int have_slot, int64_t deadline,
                           int64_t *retry_ms);
+
+/* --- try_wait.c -------------------------------------------------------- */
+
+/* Free a lock's priv, giving back its count of pinned connections. */
+void dlock__my_free_lock(struct my_store *ms, struct my_lock *ml);
+int dlock__my_try_acquire(struct dlock_store *s, struct dlock_lock *lk,
+                          int64_t deadline, int64_t *retry_ms);
+int dlock__my_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
+                         int64_t slice_ms, int64_t *retry_ms);
+/* Free a wait's state (not held): its connection goes back. */
+void dlock__my_unwait(struct my_store *ms, struct dlock_lock *lk);
+
+/* --- held.c ------------------------------------------------------------ */
+
+/* The ops' extend: on the lock's pinned connection (lease mode: a pooled
+ * one). */
+int dlock__my_extend(struct dlock_store *s, struct dlock_lock *lk,
+                     int64_t ttl_ms);
+int dlock__my_ttl_left(struct dlock_store *s, struct dlock_lock *lk,
+                       int64_t *left_ms);
+int dlock__my_release(struct dlock_store *s, struct dlock_lock *lk);
+int dlock__my_forget(struct dlock_store *s, struct dlock_lock *lk);
+void dlock__my_forget_inherited(struct dlock_store *s, struct dlock_lock *lk);
+
+/* --- renew.c ----------------------------------------------------------- */
+
+/* The text of a renew batch of n locks, every value a '?' (malloc'd;
+ * NULL on a failure): the one text completed per call (renew.c). */
+char *dlock__my_renew_text(const struct my_sql *q, size_t n);
+/* The ops' extend_many: the renew thread's batches (see renew.c). */
+int dlock__my_extend_many(struct dlock_store *s,
+                          struct dlock_lock *const *locks, size_t n, int *rcs);
+
+/* --- runs.c ------------------------------------------------------------ */
+
+int dlock__my_run_begin(struct dlock_store *s, struct dlock_lock *lk,
+                        const dlock_run_rule *rule, const char *host,
+                        int64_t pid, int *go, dlock_run *last);
+int dlock__my_run_end(struct dlock_store *s, struct dlock_lock *lk, int result,
+                      int status);
+int dlock__my_runs(struct dlock_store *s, const char *name, unsigned max,
+                   dlock_run_cb cb, void *payload);
+int dlock__my_last_runs(struct dlock_store *s, const char *prefix,
+                        dlock_run_cb cb, void *payload);
+
+/* --- status.c ---------------------------------------------------------- */
+
+int dlock__my_status(struct dlock_store *s, const char *name, dlock_info *out);
+int dlock__my_list(struct dlock_store *s, const char *prefix,
+                   int (*cb)(const dlock_info *info, void *payload),
+                   void *payload);
+int dlock__my_force_release(struct dlock_store *s, const char *name,
+                            unsigned *removed);
+
+/* --- golden.c ---------------------------------------------------------- */
+
+/* The golden test's hook (src/core/text.h). */
+void dlock__mysql_texts(dlock__text_emit emit, void *arg);
 
 #endif /* DLOCK_STORES_MY_H */

@@ -6,11 +6,11 @@
  * The batch travels as a derived table b(i, tok, ms, s[, k, cid]) of
  * literals, one row per lock: its position, owner token, lease in ms and
  * in seconds, and in lock mode its GET_LOCK key (utf8mb4 text, as every
- * key we send: see ROW_KEY in my.h) and its pinned connection's id.
+ * key we send: see sql/frag_row_key.sql) and its pinned connection's id.
  * Three statements go in one packet (the connection allows
  * multi-statements, see conn.c):
  *
- *   SET @dlock_now = NOWMS;
+ *   SET @dlock_now = now in ms;
  *   UPDATE table AS l STRAIGHT_JOIN (b) ON l.owner = b.tok
  *     SET expires_ms = @dlock_now + b.ms, created, ttl
  *     WHERE l.name IN (keys) AND live [AND l.connection_id = b.cid
@@ -67,68 +67,76 @@ static struct my_lock *ml_of(const struct dlock_lock *lk)
     return lk->priv;
 }
 
-/* The batch's join of both statements (sql/renew_join.sql): the locks
- * as rows (renew_row_*.sql). */
-static void sb_join(struct sb *b, struct conn *c, const struct batch *g,
-                    int lease)
+/* The text of a batch of n locks (sql/renew.sql), '?' for every value:
+ * its {{join}} (renew_join.sql, a renew_row_*.sql per lock) and {{where}}
+ * (renew_where.sql, a renew_key_*.sql per lock) filled for n.  The one
+ * text completed per call, not once at open: its length is the batch's
+ * (docs/internals.md).  Malloc'd; NULL (the error set) on a failure. */
+char *dlock__my_renew_text(const struct my_sql *q, size_t n)
 {
-    const struct my_sql *q = &g->ms->sql;
-    struct sb rows = {0};
+    struct sb rows = {0}, keys = {0};
+    char *join = NULL, *where = NULL, *text = NULL;
 
-    for (size_t i = 0; i < g->n; i++) {
-        const struct dlock_lock *lk = g->lk[i];
-        const char *t = i == 0 ? q->renew_row[0] : q->renew_row[1];
-        long long ms = (long long)lk->ttl_ms;
-
-        if (lease) {
-            dlock__my_sb_add(&rows, t, i, lk->token, ms, (ms + 999) / 1000);
-        } else {
-            const struct my_lock *ml = ml_of(lk);
-            char k[KEY_LIT_MAX];
-
-            dlock__my_sb_add(&rows, t, i, lk->token, ms, (ms + 999) / 1000,
-                             dlock__my_key_lit(c, ml, k), ml->c->id);
-        }
+    for (size_t i = 0; i < n; i++) {
+        dlock__my_sb_add(&rows, "%s", q->renew_row[i != 0]);
+        dlock__my_sb_add(&keys, "%s", q->renew_key[i != 0]);
     }
-    if (rows.oom)
-        b->oom = 1;
-    else
-        dlock__my_sb_add(b, q->renew_join, rows.p);
+    if (rows.oom || keys.oom) {
+        (void)dlock__enomem();
+        goto out;
+    }
+    join = dlock__text_expand(q->renew_join,
+                              (const char *const[]){"rows", rows.p, NULL});
+    where = dlock__text_expand(q->renew_where,
+                               (const char *const[]){"keys", keys.p, NULL});
+    if (join != NULL && where != NULL)
+        text = dlock__text_expand(
+            q->renew,
+            (const char *const[]){"join", join, "where", where, NULL});
+out:
     dlock__my_sb_free(&rows);
-}
-
-/* The batch's WHERE of both statements (sql/renew_where.sql): extend()'s
- * condition but liveness. */
-static void sb_where(struct sb *b, struct conn *c, const struct batch *g)
-{
-    struct sb keys = {0};
-
-    for (size_t i = 0; i < g->n; i++) {
-        if (i > 0)
-            dlock__my_sb_add(&keys, ",");
-        dlock__my_sb_key(&keys, c, ml_of(g->lk[i]));
-    }
-    if (keys.oom)
-        b->oom = 1;
-    else
-        dlock__my_sb_add(b, g->ms->sql.renew_where, keys.p);
     dlock__my_sb_free(&keys);
+    free(join);
+    free(where);
+    return text;
 }
 
-/* The batch's statements (sql/renew.sql). */
+/* The batch's statements: its text with its values, the join's and the
+ * WHERE's, each twice (the UPDATE's and the SELECT's).  A row: position,
+ * token, ttl in ms and in s, and in lock mode the GET_LOCK key and the
+ * pinned session. */
 static void sb_renew(struct sb *b, struct conn *c, const struct batch *g,
                      int lease)
 {
-    struct sb join = {0}, where = {0};
+    size_t per = lease ? 4 : 6, half = g->n * (per + 1), k = 0;
+    struct my_val *v = malloc(2 * half * sizeof(*v));
+    char *text = dlock__my_renew_text(&g->ms->sql, g->n);
 
-    sb_join(&join, c, g, lease);
-    sb_where(&where, c, g);
-    if (join.oom || where.oom)
+    if (v == NULL || text == NULL) {
         b->oom = 1;
-    else
-        dlock__my_sb_add(b, g->ms->sql.renew, join.p, where.p, join.p, where.p);
-    dlock__my_sb_free(&join);
-    dlock__my_sb_free(&where);
+        free(v);
+        free(text);
+        return;
+    }
+    for (size_t i = 0; i < g->n; i++) {
+        const struct dlock_lock *lk = g->lk[i];
+        long long ms = (long long)lk->ttl_ms;
+
+        v[k++] = MV_U(i);
+        v[k++] = MV_TOK(lk);
+        v[k++] = MV_I(ms);
+        v[k++] = MV_I((ms + 999) / 1000);
+        if (!lease) {
+            v[k++] = MV_KEY(ml_of(lk));
+            v[k++] = MV_U(ml_of(lk)->c->id);
+        }
+    }
+    for (size_t i = 0; i < g->n; i++)
+        v[k++] = MV_KEY(ml_of(g->lk[i]));
+    memcpy(v + half, v, half * sizeof(*v));
+    dlock__my_bind(b, c, text, v, 2 * half);
+    free(v);
+    free(text);
 }
 
 /* Mark the positions the SELECT answered. */

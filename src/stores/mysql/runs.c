@@ -45,46 +45,6 @@
 
 #define NO_TABLE (-1000) /* run_tx(): a table is missing */
 
-void dlock__my_ddl_runs(struct sb *b, const struct my_store *ms,
-                        const char *sep)
-{
-    dlock__my_sb_add(b, "%s%s%s", ms->sql.create_runs, sep,
-                     ms->sql.create_runsum);
-}
-
-int dlock__my_create_runs(struct my_store *ms, struct conn *c)
-{
-    struct sb b = {0};
-    int rc = DLOCK_OK;
-
-    dlock__my_ddl_runs(&b, ms, "\n;;\n");
-    if (b.oom)
-        rc = dlock__enomem();
-    for (char *p = b.oom ? NULL : b.p; p != NULL && rc == DLOCK_OK;) {
-        char *end = strstr(p, "\n;;\n");
-        size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
-        const char *stmt = p;
-        unsigned e;
-
-        p = end != NULL ? end + 4 : NULL;
-        if (dlock__my_query(c, stmt, n) == 0)
-            continue;
-        e = mysql_errno(c->db);
-        if (e == ER_TABLEACCESS_DENIED_ERROR || e == ER_DBACCESS_DENIED_ERROR)
-            rc = dlock__seterr(DLOCK_ESTORE,
-                               "the run record tables %s and %s are missing "
-                               "in %s and this user may not create them: "
-                               "ask a DBA to run the DDL of `dlock init "
-                               "--print` (%s)",
-                               ms->runs, ms->runsum, ms->base.url,
-                               mysql_error(c->db));
-        else
-            rc = dlock__my_db_err(ms, c, "creating the run record tables");
-    }
-    dlock__my_sb_free(&b);
-    return rc;
-}
-
 /* Send b's statements (one transaction, START TRANSACTION ... COMMIT,
  * or a single statement) and read every result: the last result set goes to
  * *res (NULL if none).  On a failure the transaction is rolled back (best
@@ -126,14 +86,14 @@ static int run_tx(struct my_store *ms, struct conn *c, const struct sb *b,
         if (mysql_query(c->db, ms->sql.tx_rollback) != 0)
             return dlock__my_db_err(ms, c, what);
         if (!ms->lease_mode) {
-            /* The packet raised the idle bound first (held_idle) and
+            /* The packet raised the idle bound first (bind_held) and
              * stopped before setting it back: set it back here, or the
              * connection keeps a lease-long bound, in the pool after
              * this lock (R13). */
             struct sb r = {0};
             int oom, st;
 
-            dlock__my_sb_idle(&r, ms, 0);
+            MY_BIND(&r, c, ms->sql.set_idle, dlock__my_idle_val(ms, 0));
             oom = r.oom;
             st = oom ? -1 : mysql_real_query(c->db, r.p, (unsigned long)r.len);
             dlock__my_sb_free(&r);
@@ -210,16 +170,6 @@ struct rcall {
     int result, status;
 };
 
-static void sb_nkey(struct sb *b, struct conn *c, const struct my_lock *ml)
-{
-    dlock__my_sb_lit(b, c, ml->nkey, ml->nkey_len);
-}
-
-static void sb_name(struct sb *b, struct conn *c, const struct dlock_lock *lk)
-{
-    dlock__my_sb_lit(b, c, lk->name, lk->name_len);
-}
-
 /* Session mode: these transactions run on the session whose GET_LOCK is
  * the lock, and the server ending it (R13) would end the lock before its
  * lease.  So its idle bound is a whole lease here, as long as a stopped
@@ -235,55 +185,73 @@ static int lock_session(const struct my_store *ms, const struct conn *c,
     return !ms->lease_mode && ml != NULL && c == ml->c;
 }
 
-static void held_idle(struct sb *b, struct my_store *ms,
-                      const struct dlock_lock *lk, const struct conn *c,
-                      const struct my_lock *ml)
+/* Bind the values v[0..n) to text, or on the lock's own session to
+ * held (held_tx.sql: text between raising its idle bound to a lease and
+ * setting it back). */
+static void bind_held(struct sb *b, struct my_store *ms, struct conn *c,
+                      const struct dlock_lock *lk, const struct my_lock *ml,
+                      const char *text, const char *held,
+                      const struct my_val *v, size_t n)
 {
-    if (!lock_session(ms, c, ml))
-        return;
-    dlock__my_sb_idle(b, ms, lk->ttl_ms);
-    dlock__my_sb_add(b, "; ");
-}
+    struct my_val all[32];
 
-static void held_idle_end(struct sb *b, struct my_store *ms,
-                          const struct conn *c, const struct my_lock *ml)
-{
-    if (!lock_session(ms, c, ml))
+    if (!lock_session(ms, c, ml) || n + 2 > sizeof(all) / sizeof(all[0])) {
+        dlock__my_bind(b, c, text, v, n);
         return;
-    dlock__my_sb_add(b, "; ");
-    dlock__my_sb_idle(b, ms, 0);
+    }
+    all[0] = dlock__my_idle_val(ms, lk->ttl_ms);
+    memcpy(all + 1, v, n * sizeof(*v));
+    all[n + 1] = dlock__my_idle_val(ms, 0);
+    dlock__my_bind(b, c, held, all, n + 2);
 }
 
 static int begin_op(struct rcall *k, struct conn *c)
 {
     struct my_store *ms = k->ms;
     struct dlock_lock *lk = k->lk;
-    unsigned long long f = (unsigned long long)lk->fence;
+    struct my_val f = MV_U(lk->fence);
     long long period = (long long)k->rule->period_ms;
-    int once = k->rule->once != 0;
-    struct sb b = {0}, own = {0}, key = {0}, name = {0}, host = {0};
+    struct my_val once = MV_I(k->rule->once != 0);
+    struct my_val key = MV_S(k->ml->nkey, k->ml->nkey_len);
+    struct my_val name = MV_S(lk->name, lk->name_len);
+    /* sql/run_begin.sql: own.sql's values (its last not in lease mode),
+     * then its own. */
+    struct my_val v[] = {MV_KEY(k->ml),
+                         MV_TOK(lk),
+                         MV_KEY(k->ml),
+                         key,
+                         f,
+                         once,
+                         MV_I(period),
+                         MV_I(period / 2),
+                         f,
+                         once,
+                         key,
+                         key,
+                         f,
+                         name,
+                         MV_Z(k->host),
+                         MV_I(k->pid),
+                         key,
+                         key,
+                         key,
+                         name,
+                         f,
+                         f,
+                         key};
+    struct sb b = {0};
     MYSQL_RES *res = NULL;
     MYSQL_ROW row;
+    size_t n = sizeof(v) / sizeof(v[0]);
     long long go;
     int rc;
 
-    held_idle(&b, ms, lk, c, k->ml);
-    dlock__my_sb_own(&own, ms, c, lk, k->ml);
-    sb_nkey(&key, c, k->ml);
-    sb_name(&name, c, lk);
-    dlock__my_sb_lit(&host, c, k->host, strlen(k->host));
-    if (own.oom || key.oom || name.oom || host.oom)
-        b.oom = 1;
-    else /* sql/run_begin.sql */
-        dlock__my_sb_add(&b, ms->sql.run_begin, own.p, key.p, f, once, period,
-                         period / 2, f, once, key.p, key.p, f, name.p, host.p,
-                         (long long)k->pid, key.p, key.p, key.p, name.p, f, f,
-                         key.p);
-    dlock__my_sb_free(&own);
-    dlock__my_sb_free(&key);
-    dlock__my_sb_free(&name);
-    dlock__my_sb_free(&host);
-    held_idle_end(&b, ms, c, k->ml);
+    if (ms->lease_mode) { /* own.sql without its GET_LOCK: no third key */
+        memmove(&v[2], &v[3], (n - 3) * sizeof(v[0]));
+        n--;
+    }
+    bind_held(&b, ms, c, lk, k->ml, ms->sql.run_begin, ms->sql.run_begin_held,
+              v, n);
     rc = run_tx_tables(ms, c, &b, &res, 1, "run_begin");
     dlock__my_sb_free(&b);
     if (rc != DLOCK_OK)
@@ -327,22 +295,17 @@ static int begin_op(struct rcall *k, struct conn *c)
 static int end_op(struct rcall *k, struct conn *c)
 {
     struct my_store *ms = k->ms;
-    unsigned long long f = (unsigned long long)k->lk->fence;
-    struct sb b = {0}, key = {0};
+    struct my_val f = MV_U(k->lk->fence);
+    struct my_val key = MV_S(k->ml->nkey, k->ml->nkey_len);
+    /* sql/run_end.sql; after a success with run_end_ok.sql */
+    struct my_val v[] = {MV_I(k->result), MV_I(k->status), key, f, f, key, f};
+    int ok = k->result == DLOCK_RUN_EXITED && k->status == 0;
+    struct sb b = {0};
     MYSQL_RES *res = NULL;
     int rc;
 
-    held_idle(&b, ms, k->lk, c, k->ml);
-    sb_nkey(&key, c, k->ml);
-    if (key.oom)
-        b.oom = 1;
-    else /* sql/run_end.sql; after a success with run_end_ok.sql */
-        dlock__my_sb_add(
-            &b,
-            ms->sql.run_end[k->result == DLOCK_RUN_EXITED && k->status == 0],
-            k->result, k->status, key.p, f, f, key.p, f);
-    dlock__my_sb_free(&key);
-    held_idle_end(&b, ms, c, k->ml);
+    bind_held(&b, ms, c, k->lk, k->ml, ms->sql.run_end[ok],
+              ms->sql.run_end_held[ok], v, ok ? 7 : 4);
     /* No tables: no such run (DLOCK_OK, as a run dropped as too old). */
     rc = run_tx_tables(ms, c, &b, &res, 0, "run_end");
     mysql_free_result(res);
@@ -507,18 +470,12 @@ static int runs_fn(void *conn, void *arg, int *dead)
     char key[KEY_MAX + 1];
     size_t len = strlen(l->name);
     size_t klen = dlock__mysql_key(l->name, len, ms->mariadb, key);
-    struct sb b = {0}, kl = {0}, nl = {0};
+    struct sb b = {0};
     int rc;
 
     l->n = 0;
-    dlock__my_sb_lit(&kl, c, key, klen);
-    dlock__my_sb_lit(&nl, c, l->name, len);
-    if (kl.oom || nl.oom)
-        b.oom = 1;
-    else
-        dlock__my_sb_add(&b, ms->sql.run_history, kl.p, nl.p, l->max);
-    dlock__my_sb_free(&kl);
-    dlock__my_sb_free(&nl);
+    MY_BIND(&b, c, ms->sql.run_history, MV_S(key, klen), MV_S(l->name, len),
+            MV_U(l->max));
     rc = collect(ms, c, &b, l, l->name, "history");
     dlock__my_sb_free(&b);
     *dead = rc != DLOCK_OK && dlock__my_conn_error(mysql_errno(c->db));
@@ -542,8 +499,10 @@ int dlock__my_runs(struct dlock_store *s, const char *name, unsigned max,
     return report(&l, dlock__pool_run(&l.ms->pool, runs_fn, &l), cb, payload);
 }
 
-/* prefix as a LIKE pattern (escape character '!') and its '%'. */
-static void sb_like(struct sb *b, struct conn *c, const char *prefix)
+/* prefix as a LIKE pattern (escape character '!') and its '%', bound to
+ * sql/run_last_like.sql's '?'. */
+static void sb_like(struct sb *b, struct conn *c, const char *prefix,
+                    const char *text)
 {
     size_t n = strlen(prefix);
     char *p = malloc(2 * n + 2);
@@ -559,7 +518,7 @@ static void sb_like(struct sb *b, struct conn *c, const char *prefix)
         p[j++] = prefix[i];
     }
     p[j++] = '%';
-    dlock__my_sb_lit(b, c, p, j);
+    MY_BIND(b, c, text, MV_S(p, j));
     free(p);
 }
 
@@ -573,15 +532,8 @@ static int last_fn(void *conn, void *arg, int *dead)
 
     l->n = 0;
     if (l->name[0] != '\0') {
-        struct sb like = {0};
-
         /* sql/run_last.sql with run_last_like.sql */
-        sb_like(&like, c, l->name);
-        if (like.oom)
-            b.oom = 1;
-        else
-            dlock__my_sb_add(&b, ms->sql.run_last[1], like.p);
-        dlock__my_sb_free(&like);
+        sb_like(&b, c, l->name, ms->sql.run_last[1]);
     } else {
         dlock__my_sb_add(&b, "%s", ms->sql.run_last[0]);
     }

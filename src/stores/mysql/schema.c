@@ -10,37 +10,6 @@
 
 #include "my.h"
 
-void dlock__my_read_holder(MYSQL_ROW row, unsigned long *lens, struct holder *h,
-                           int want_name)
-{
-    memset(h, 0, sizeof(*h));
-    h->conn_id = row[0] ? strtoull(row[0], NULL, 10) : 0;
-    h->has_owner = row[1] != NULL;
-    dlock__strlcpy(h->owner, row[1] ? row[1] : "", sizeof(h->owner));
-    h->acquired = row[2] ? atoi(row[2]) : 0;
-    h->left = row[3] ? strtoll(row[3], NULL, 10) : 0;
-    h->used_by = row[4] ? strtoull(row[4], NULL, 10) : 0;
-    h->created = row[5] ? strtoll(row[5], NULL, 10) : 0;
-    h->fence = row[6] ? strtoull(row[6], NULL, 10) : 0;
-    dlock__strlcpy(h->host, row[7] ? row[7] : "", sizeof(h->host));
-    h->pid = row[8] ? strtoll(row[8], NULL, 10) : 0;
-    h->since = row[9] ? strtoll(row[9], NULL, 10) : 0;
-    h->lim = row[11] ? (unsigned)strtoul(row[11], NULL, 10) : 1;
-    if (h->lim == 0)
-        h->lim = 1;
-    if (want_name && row[10] != NULL) {
-        h->name = dlock__strndup(row[10], lens[10]);
-        h->name_len = lens[10];
-    }
-}
-
-/* A row whose holder is gone: lease over, or (GET_LOCK-style rows) the
- * session that took the GET_LOCK no longer holds it. */
-int dlock__my_holder_dead(const struct holder *h)
-{
-    return h->left <= 0 || (h->acquired && h->used_by != h->conn_id);
-}
-
 /* --- DDL ------------------------------------------------------------------
  *
  * The statements are sql/create_*.sql (ms->sql, expanded at open).  The
@@ -72,11 +41,10 @@ static int seed_held(struct my_store *ms, struct conn *c, struct sb *b)
     long long id = 0;
     int found = 0;
 
-    /* The key as sql/fseq_seed_lock.sql spells it (the table's name is
-     * letters, digits, '_' and '$': no quoting to do). */
-    snprintf(key, sizeof(key), "'dlock-seed:%.50s'", ms->raw_table);
+    /* The key as sql/fseq_seed_lock.sql spells it. */
+    snprintf(key, sizeof(key), "dlock-seed:%.50s", ms->raw_table);
     dlock__my_sb_reset(b);
-    dlock__my_sb_add(b, ms->sql.used_by, key);
+    MY_BIND(b, c, ms->sql.used_by, MV_Z(key));
     if (dlock__my_run_int(ms, c, b, &id, &found, "seeding the fences") ==
             DLOCK_OK &&
         id > 0)
@@ -87,7 +55,7 @@ static int seed_held(struct my_store *ms, struct conn *c, struct sb *b)
                  addr[0] ? " from " : "", addr);
     return dlock__seterr(DLOCK_ESTORE,
                          "seeding the fences on %s: another client holds "
-                         "the seed lock %s (session %lld%s), a GET_LOCK "
+                         "the seed lock '%s' (session %lld%s), a GET_LOCK "
                          "key any login of the server may take: it is "
                          "taken once after each server start, and no fence "
                          "is drawn until that session lets go",
@@ -115,9 +83,8 @@ int dlock__my_fseq_seed(struct my_store *ms, struct conn *c)
         return rc;
     }
     dlock__my_sb_reset(&b);
-    dlock__my_sb_add(
-        &b, ms->sql.fseq_seed_lock,
-        (long long)(ms->timeout_ms / 1000 > 0 ? ms->timeout_ms / 1000 : 1));
+    MY_BIND(&b, c, ms->sql.fseq_seed_lock,
+            MV_I(ms->timeout_ms / 1000 > 0 ? ms->timeout_ms / 1000 : 1));
     rc = dlock__my_run_int(ms, c, &b, &v, &found, "seeding the fences");
     got = rc == DLOCK_OK && found && v == 1;
     if (rc == DLOCK_OK && !got)
@@ -133,14 +100,14 @@ int dlock__my_fseq_seed(struct my_store *ms, struct conn *c)
         rc = dlock__my_run_int(ms, c, &b, &v, &found, "seeding the fences");
         if (rc == DLOCK_OK) {
             dlock__my_sb_reset(&b);
-            dlock__my_sb_add(&b, ms->sql.fseq_setval, v);
+            MY_BIND(&b, c, ms->sql.fseq_setval, MV_I(v));
             rc = dlock__my_run(ms, c, &b, NULL, "seeding the fences");
         }
         if (rc == DLOCK_OK) {
             /* Durable (InnoDB, autocommit): a later seed starts above
              * this one even if the clock is set back. */
             dlock__my_sb_reset(&b);
-            dlock__my_sb_add(&b, ms->sql.fseq_record_seed, v, v);
+            MY_BIND(&b, c, ms->sql.fseq_record_seed, MV_I(v), MV_I(v));
             rc = dlock__my_run(ms, c, &b, NULL, "seeding the fences");
         }
         if (rc == DLOCK_OK) {
@@ -192,29 +159,19 @@ int dlock__my_fseq_next(struct my_store *ms, struct conn *c, uint64_t *out)
  * counter, not the InnoDB one, in its one-CALL acquire.  The caller takes
  * it after its row is in, as the holder, so that fences follow the order
  * in which holders held the lock whatever excluded them (GET_LOCK, the
- * row, its-mieger's library).  key is a literal for c, or (c NULL) SQL
- * text such as a variable's name. */
+ * row, its-mieger's library). */
 void dlock__my_sb_fence(struct sb *b, struct my_store *ms, struct conn *c,
                         const char *key, size_t key_len, int durable)
 {
     const char *mine = durable || !ms->have_seq ? ms->fences : ms->seq;
-    struct sb k = {0};
+    struct my_val k = MV_S(key, key_len);
 
-    if (c != NULL)
-        dlock__my_sb_lit(&k, c, key, key_len);
-    else
-        dlock__my_sb_add(&k, "%.*s", (int)key_len, key);
-    if (k.oom) {
-        b->oom = 1;
-        return;
-    }
     if (mine == ms->fences && ms->have_seq)
-        dlock__my_sb_add(b, ms->sql.fence_durable, k.p, k.p, k.p);
+        MY_BIND(b, c, ms->sql.fence_durable, k, k, k);
     else
-        dlock__my_sb_add(
-            b, mine == ms->fences ? ms->sql.fence_fences : ms->sql.fence_seq,
-            k.p);
-    dlock__my_sb_free(&k);
+        MY_BIND(b, c,
+                mine == ms->fences ? ms->sql.fence_fences : ms->sql.fence_seq,
+                k);
 }
 
 /* Lease mode, after taking fence from the durable counter: raise session
@@ -223,16 +180,8 @@ void dlock__my_sb_fence(struct sb *b, struct my_store *ms, struct conn *c,
 void dlock__my_sb_seq_raise(struct sb *b, struct my_store *ms, struct conn *c,
                             const char *key, size_t key_len, uint64_t fence)
 {
-    struct sb k = {0};
-
-    dlock__my_sb_lit(&k, c, key, key_len);
-    if (k.oom) {
-        b->oom = 1;
-        return;
-    }
-    dlock__my_sb_add(b, ms->sql.seq_raise, k.p, (unsigned long long)fence,
-                     (unsigned long long)fence);
-    dlock__my_sb_free(&k);
+    MY_BIND(b, c, ms->sql.seq_raise, MV_S(key, key_len), MV_U(fence),
+            MV_U(fence));
 }
 
 /* The session-mode procedures (sql/create_proc_*.sql): an uncontended
@@ -293,16 +242,11 @@ static int check_tables(struct my_store *ms, struct conn *c)
     }
     if (rc == DLOCK_OK) {
         MYSQL_ROW row;
-        struct sb t = {0};
 
         /* For messages, and whether the procedures fit (a name it cannot
          * store is refused by the server): best effort. */
-        dlock__my_sb_lit(&t, c, ms->raw_table, strlen(ms->raw_table));
         dlock__my_sb_reset(&b);
-        if (t.oom)
-            b.oom = 1;
-        else
-            dlock__my_sb_add(&b, ms->sql.name_charset, t.p);
+        MY_BIND(&b, c, ms->sql.name_charset, MV_Z(ms->raw_table));
         if (dlock__my_run(ms, c, &b, &res,
                           "reading the name column's charset") == DLOCK_OK &&
             res != NULL && (row = mysql_fetch_row(res)) != NULL &&
@@ -310,11 +254,7 @@ static int check_tables(struct my_store *ms, struct conn *c)
             dlock__strlcpy(ms->name_charset, row[0], sizeof(ms->name_charset));
         mysql_free_result(res);
         dlock__my_sb_reset(&b);
-        if (t.oom)
-            b.oom = 1;
-        else
-            dlock__my_sb_add(&b, ms->sql.table_engine, t.p);
-        dlock__my_sb_free(&t);
+        MY_BIND(&b, c, ms->sql.table_engine, MV_Z(ms->raw_table));
         ms->engine[0] = '\0';
         if (dlock__my_run(ms, c, &b, &res, "reading the table's engine") ==
                 DLOCK_OK &&
@@ -460,18 +400,10 @@ static void ensure_extras(struct my_store *ms, struct conn *c)
         p = end != NULL ? end + 4 : NULL;
     }
     dlock__my_sb_reset(&b);
-    {
-        struct sb pa = {0}, pr = {0};
-
-        dlock__my_sb_lit(&pa, c, ms->proc_acq + 1, strlen(ms->proc_acq) - 2);
-        dlock__my_sb_lit(&pr, c, ms->proc_rel + 1, strlen(ms->proc_rel) - 2);
-        if (pa.oom || pr.oom)
-            b.oom = 1;
-        else
-            dlock__my_sb_add(&b, ms->sql.count_procs, pa.p, pr.p);
-        dlock__my_sb_free(&pa);
-        dlock__my_sb_free(&pr);
-    }
+    /* Their bare names (the quoted identifiers without their quotes). */
+    MY_BIND(&b, c, ms->sql.count_procs,
+            MV_S(ms->proc_acq + 1, strlen(ms->proc_acq) - 2),
+            MV_S(ms->proc_rel + 1, strlen(ms->proc_rel) - 2));
     {
         long long n = 0;
         int found;
@@ -637,4 +569,44 @@ int dlock__my_ddl(char **out, const struct dlock_url *u)
     }
     *out = b.p;
     return DLOCK_OK;
+}
+
+void dlock__my_ddl_runs(struct sb *b, const struct my_store *ms,
+                        const char *sep)
+{
+    dlock__my_sb_add(b, "%s%s%s", ms->sql.create_runs, sep,
+                     ms->sql.create_runsum);
+}
+
+int dlock__my_create_runs(struct my_store *ms, struct conn *c)
+{
+    struct sb b = {0};
+    int rc = DLOCK_OK;
+
+    dlock__my_ddl_runs(&b, ms, "\n;;\n");
+    if (b.oom)
+        rc = dlock__enomem();
+    for (char *p = b.oom ? NULL : b.p; p != NULL && rc == DLOCK_OK;) {
+        char *end = strstr(p, "\n;;\n");
+        size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
+        const char *stmt = p;
+        unsigned e;
+
+        p = end != NULL ? end + 4 : NULL;
+        if (dlock__my_query(c, stmt, n) == 0)
+            continue;
+        e = mysql_errno(c->db);
+        if (e == ER_TABLEACCESS_DENIED_ERROR || e == ER_DBACCESS_DENIED_ERROR)
+            rc = dlock__seterr(DLOCK_ESTORE,
+                               "the run record tables %s and %s are missing "
+                               "in %s and this user may not create them: "
+                               "ask a DBA to run the DDL of `dlock init "
+                               "--print` (%s)",
+                               ms->runs, ms->runsum, ms->base.url,
+                               mysql_error(c->db));
+        else
+            rc = dlock__my_db_err(ms, c, "creating the run record tables");
+    }
+    dlock__my_sb_free(&b);
+    return rc;
 }

@@ -1,21 +1,16 @@
 /*
  * sql.c - the MySQL store's statement texts: sql/ *.sql (embedded by
  * cmake/embed.cmake as dlock__text_mysql_NAME) expanded ONCE, when the
- * store opens, into struct my_sql; and dlock__mysql_texts(), which hands
- * every expanded text of every variant to the golden test with the same
- * builder (tests/golden/mysql/VARIANT/NAME).
+ * store opens, into struct my_sql; and the table of them by file, which
+ * the golden test's hook (golden.c) walks (tests/golden/mysql/VARIANT/NAME).
  *
- * Table names (from ?table= and ?quote=) and the shared fragments (the
- * NOWMS, NOWUS, EXPIRES and ROW_KEY of my.h) are filled in here.  What a
- * statement takes per call stays a printf conversion in the expanded text
- * (%s: a literal escaped for the connection, %u/%llu: a number), filled
- * by the caller as before (dlock__my_sb_add()): no template work on the
- * hot path.  So an expanded text is a printf format: what goes into it
- * here never holds a '%' (a table name is letters, digits, '_' and '$':
- * dlock__my_parse_names()), and a '%' of SQL is written %% (LIKE).
- * Where a variant has fewer conversions than its caller's arguments (e.g.
- * the lease-mode text of own.sql), the arguments left over come last and are
- * ignored, as C allows.
+ * Table names (from ?table= and ?quote=) and the shared fragments
+ * (sql/frag_*.sql: the server's clock, a row's expiry and GET_LOCK key)
+ * are filled in here, once.  What a statement takes per call is a '?' in
+ * the expanded text, filled by dlock__my_bind() (conn.c) with a literal
+ * escaped for the connection or a number.  The one text completed per
+ * call is the renew thread's batch (renew.c: its {{join}} and {{where}}
+ * for the batch's size; docs/internals.md).
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -68,9 +63,9 @@ static unsigned secs_up(int64_t ms)
         __VA_ARGS__, "table", ms->table, "fences", ms->fences, "seq", ms->seq, \
             "fseq", ms->fseq, "boot", ms->boot, "index", ms->index,            \
             "proc_acq", ms->proc_acq, "proc_rel", ms->proc_rel, "runs",        \
-            ms->runs, "runsum", ms->runsum, "nowms", NOWMS, "nowus", NOWUS,    \
-            "expires", EXPIRES, "row_key", ROW_KEY, "engine", ddl_engine(ms),  \
-            NULL                                                               \
+            ms->runs, "runsum", ms->runsum, "nowms", frag[0], "nowus",         \
+            frag[1], "expires", frag[2], "row_key", frag[3], "runnow",         \
+            frag[4], "engine", ddl_engine(ms), NULL                            \
     }
 #define X(dst, tmpl, vars)                                                     \
     do {                                                                       \
@@ -86,12 +81,21 @@ int dlock__my_sql_build(struct my_store *ms)
     char *idle_now = NULL, *fence_p_key = NULL, *used[2] = {NULL, NULL};
     char *and_seq = NULL, *own_session = NULL, *seq_fence = NULL;
     char *part[3] = {NULL, NULL, NULL};
+    const char *const frags[5] = {
+        dlock__text_mysql_frag_now_ms, dlock__text_mysql_frag_now_us,
+        dlock__text_mysql_frag_expires, dlock__text_mysql_frag_row_key,
+        dlock__text_mysql_frag_run_now};
+    char *frag[5] = {NULL, NULL, NULL, NULL, NULL};
     char running[12], abandoned[12], kept[12], kept_1[12];
     char *run_cols[2] = {NULL, NULL}, *run_ok = NULL, *run_like = NULL;
     const char *const lim[2] = {"NULL", "lim"};
     int rc = DLOCK_OK;
 
     dlock__my_sql_free(ms);
+    /* The shared fragments (sql/frag_*.sql), filled into the others. */
+    for (int i = 0; i < 5; i++)
+        if ((frag[i] = expand(frags[i], (const char *const[]){NULL})) == NULL)
+            goto fail;
     X(q->create_locks, dlock__text_mysql_create_locks, V("_", ""));
     X(q->create_fences, dlock__text_mysql_create_fences, V("_", ""));
     X(q->create_seq, dlock__text_mysql_create_seq, V("_", ""));
@@ -107,11 +111,12 @@ int dlock__my_sql_build(struct my_store *ms)
     X(q->create_proc_rel, dlock__text_mysql_create_proc_rel, V("_", ""));
     /* Per call: the key, an escaped literal, as %s. */
     X(q->fence_seq, dlock__text_mysql_fence_next,
-      V("counter", ms->seq, "key", "%s"));
+      V("counter", ms->seq, "key", "?"));
     X(q->fence_fences, dlock__text_mysql_fence_next,
-      V("counter", ms->fences, "key", "%s"));
-    X(q->fence_durable, dlock__text_mysql_fence_next_durable, V("key", "%s"));
-    X(q->idle_set, dlock__text_mysql_idle_set, V("secs", "%u"));
+      V("counter", ms->fences, "key", "?"));
+    X(q->fence_durable, dlock__text_mysql_fence_next_durable, V("key", "?"));
+    X(q->idle_set, dlock__text_mysql_idle_set, V("secs", "?"));
+    X(q->set_idle, dlock__text_mysql_set_idle, V("idle_set", q->idle_set));
     /* A new connection's: the idle bound at ?timeout= (conn.c). */
     snprintf(secs, sizeof(secs), "%u", secs_up(ms->timeout_ms));
     X(idle_now, dlock__text_mysql_idle_set, V("secs", secs));
@@ -160,7 +165,7 @@ int dlock__my_sql_build(struct my_store *ms)
       V("and_seq", ""));
     X(q->fseq_seed_value[1], dlock__text_mysql_fseq_seed_value,
       V("and_seq", and_seq));
-    X(q->fseq_setval, dlock__text_mysql_fseq_setval, V("n", "%lld"));
+    X(q->fseq_setval, dlock__text_mysql_fseq_setval, V("n", "?"));
     X(q->fseq_record_seed, dlock__text_mysql_fseq_record_seed, V("_", ""));
     X(q->fseq_mark_seeded, dlock__text_mysql_fseq_mark_seeded, V("_", ""));
     X(q->fseq_next, dlock__text_mysql_fseq_next, V("_", ""));
@@ -188,25 +193,24 @@ int dlock__my_sql_build(struct my_store *ms)
               V("columns", q->columns[m][l]));
     X(q->take_over[0], dlock__text_mysql_take_over,
       V("owner_is", "owner IS NULL"));
-    X(q->take_over[1], dlock__text_mysql_take_over,
-      V("owner_is", "owner = '%s'"));
+    X(q->take_over[1], dlock__text_mysql_take_over, V("owner_is", "owner = ?"));
     X(q->used_by, dlock__text_mysql_used_by, V("_", ""));
     X(q->session_of, dlock__text_mysql_session_of, V("_", ""));
     X(q->kill, dlock__text_mysql_kill, V("_", ""));
-    X(q->get_lock[0], dlock__text_mysql_get_lock, V("wait", "%lld"));
-    X(q->get_lock[1], dlock__text_mysql_get_lock, V("wait", "%lld.%03lld"));
+    X(q->get_lock[0], dlock__text_mysql_get_lock, V("wait", "?"));
+    X(q->get_lock[1], dlock__text_mysql_get_lock, V("wait", "?"));
     X(q->call_acquire, dlock__text_mysql_call_acquire, V("_", ""));
     X(q->fast_acquire[0], dlock__text_mysql_fast_acquire,
       V("full_col", "", "full_val", ""));
     X(q->fast_acquire[1], dlock__text_mysql_fast_acquire,
-      V("full_col", ", full_name", "full_val", ", %s"));
+      V("full_col", ", full_name", "full_val", ", ?"));
     X(q->insert_row[0], dlock__text_mysql_insert_row,
       V("sem_cols", "", "sem_vals", ""));
     X(q->insert_row[1], dlock__text_mysql_insert_row,
-      V("sem_cols", ", lim, slot", "sem_vals", ", %u, %d"));
+      V("sem_cols", ", lim, slot", "sem_vals", ", ?, ?"));
     X(q->delete_by_owner, dlock__text_mysql_delete_by_owner, V("_", ""));
     X(q->fence_record, dlock__text_mysql_fence_record, V("_", ""));
-    X(q->fseq_raise, dlock__text_mysql_fseq_setval, V("n", "%llu"));
+    X(q->fseq_raise, dlock__text_mysql_fseq_setval, V("n", "?"));
     X(q->set_fence, dlock__text_mysql_set_fence, V("_", ""));
     X(q->sem_live, dlock__text_mysql_sem_live, V("_", ""));
     X(q->sem_delete_head, dlock__text_mysql_sem_delete_head, V("_", ""));
@@ -242,7 +246,9 @@ int dlock__my_sql_build(struct my_store *ms)
               V("columns", q->columns[m][l]));
         }
     X(q->force_delete, dlock__text_mysql_force_delete, V("_", ""));
-    X(q->renew, dlock__text_mysql_renew, V("_", ""));
+    /* The batch's join and WHERE are filled per batch (renew.c). */
+    X(q->renew, dlock__text_mysql_renew,
+      V("join", "{{join}}", "where", "{{where}}"));
     /* Run records: the run results' values and how many are kept. */
     snprintf(running, sizeof(running), "%d", DLOCK_RUN_RUNNING);
     snprintf(abandoned, sizeof(abandoned), "%d", DLOCK_RUN_ABANDONED);
@@ -252,12 +258,17 @@ int dlock__my_sql_build(struct my_store *ms)
     X(run_cols[1], dlock__text_mysql_run_cols, V("p", "r."));
     X(q->run_begin, dlock__text_mysql_run_begin,
       V("run_cols", run_cols[1], "running", running, "abandoned", abandoned,
-        "kept", kept, "kept_1", kept_1, "runnow", RUNNOW, "for_update",
+        "kept", kept, "kept_1", kept_1, "own", q->own, "for_update",
         ms->lease_mode ? " FOR UPDATE" : ""));
     X(run_ok, dlock__text_mysql_run_end_ok, V("_", ""));
-    X(q->run_end[0], dlock__text_mysql_run_end, V("ok", "", "runnow", RUNNOW));
-    X(q->run_end[1], dlock__text_mysql_run_end,
-      V("ok", run_ok, "runnow", RUNNOW));
+    X(q->run_end[0], dlock__text_mysql_run_end, V("ok", ""));
+    X(q->run_end[1], dlock__text_mysql_run_end, V("ok", run_ok));
+    /* On the lock's own session, its idle bound around them (runs.c). */
+    X(q->run_begin_held, dlock__text_mysql_held_tx,
+      V("set_idle", q->set_idle, "tx", q->run_begin));
+    for (int i = 0; i < 2; i++)
+        X(q->run_end_held[i], dlock__text_mysql_held_tx,
+          V("set_idle", q->set_idle, "tx", q->run_end[i]));
     X(q->run_history, dlock__text_mysql_run_history,
       V("run_cols", run_cols[0]));
     X(run_like, dlock__text_mysql_run_last_like, V("_", ""));
@@ -265,7 +276,7 @@ int dlock__my_sql_build(struct my_store *ms)
       V("run_cols", run_cols[1], "like", ""));
     X(q->run_last[1], dlock__text_mysql_run_last,
       V("run_cols", run_cols[1], "like", run_like));
-    X(q->renew_join, dlock__text_mysql_renew_join, V("_", ""));
+    X(q->renew_join, dlock__text_mysql_renew_join, V("rows", "{{rows}}"));
     /* Session mode's parts: each lock's key and session. */
     X(part[0], dlock__text_mysql_renew_row_first_session, V("_", ""));
     X(part[1], dlock__text_mysql_renew_row_next_session, V("_", ""));
@@ -275,7 +286,9 @@ int dlock__my_sql_build(struct my_store *ms)
     X(q->renew_row[1], dlock__text_mysql_renew_row_next,
       V("session", ms->lease_mode ? "" : part[1]));
     X(q->renew_where, dlock__text_mysql_renew_where,
-      V("session", ms->lease_mode ? "" : part[2]));
+      V("session", ms->lease_mode ? "" : part[2], "keys", "{{keys}}"));
+    X(q->renew_key[0], dlock__text_mysql_renew_key_first, V("_", ""));
+    X(q->renew_key[1], dlock__text_mysql_renew_key_next, V("_", ""));
     X(q->force_delete_slots, dlock__text_mysql_force_delete_slots, V("_", ""));
     X(q->force_delete_waiter, dlock__text_mysql_force_delete_waiter,
       V("_", ""));
@@ -288,6 +301,8 @@ fail:
 out:
     for (int i = 0; i < 3; i++)
         free(part[i]);
+    for (int i = 0; i < 5; i++)
+        free(frag[i]);
     free(run_cols[0]);
     free(run_cols[1]);
     free(run_ok);
@@ -324,6 +339,7 @@ static const struct {
     T(fence_fences),
     T(fence_durable),
     T(idle_set),
+    T(set_idle),
     T(init_session),
     T(init_isolation),
     T(heap_big),
@@ -388,6 +404,7 @@ static const struct {
     T(renew_join),
     T(renew_where),
     T(run_begin),
+    T(run_begin_held),
     T(run_history),
 #define T2(f, i, n)                                                            \
     {                                                                          \
@@ -405,8 +422,12 @@ static const struct {
     T2(lease_get_lock, 1, "_mariadb"),
     T2(renew_row, 0, "_first"),
     T2(renew_row, 1, "_next"),
+    T2(renew_key, 0, "_first"),
+    T2(renew_key, 1, "_next"),
     T2(run_end, 0, ""),
     T2(run_end, 1, "_ok"),
+    T2(run_end_held, 0, ""),
+    T2(run_end_held, 1, "_ok"),
     T2(run_last, 0, ""),
     T2(run_last, 1, "_prefix"),
 #undef T2
@@ -439,61 +460,13 @@ void dlock__my_sql_free(struct my_store *ms)
     }
 }
 
-/* The variants: what the URL may change in the texts (the mode, the
- * table's name and quoting, ?timeout= in the init command). */
-static const struct {
-    const char *variant, *url;
-} variants[] = {
-    {"default", "mysql://u@localhost/db"},
-    {"lease", "mysql://u@localhost/db?mode=lease"},
-    {"ansi", "mysql://u@localhost/db?table=app_locks&quote=ansi&timeout=30s"},
-};
-
-/* The golden test's hook (src/core/text.h): every text of every variant,
- * built by dlock__my_sql_build() as open builds it, one file each, and
- * `dlock init --print`'s whole script as ddl.sql.  Each golden file is
- * the text as sent plus a final newline. */
-void dlock__mysql_texts(dlock__text_emit emit, void *arg)
+/* Text i of the table (its file's name in *file), NULL past the end:
+ * for the golden test's hook (golden.c). */
+const char *dlock__my_sql_nth(const struct my_store *ms, size_t i,
+                              const char **file)
 {
-    for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
-        struct dlock_url *u = NULL;
-        struct my_store *ms = calloc(1, sizeof(*ms));
-        const char *mode;
-        char *ddl = NULL;
-
-        if (ms == NULL || dlock__url_parse(&u, variants[v].url) != DLOCK_OK ||
-            dlock__my_parse_names(u, ms) != DLOCK_OK) {
-            emit(arg, variants[v].variant, "error.sql", dlock_errmsg());
-            goto next;
-        }
-        mode = dlock__url_param(u, "mode");
-        ms->lease_mode = mode != NULL && strcmp(mode, "lease") == 0;
-        ms->timeout_ms = 5000;
-        (void)dlock__url_param_ms(u, "timeout", 1000, &ms->timeout_ms);
-        if (dlock__my_sql_build(ms) != DLOCK_OK) {
-            emit(arg, variants[v].variant, "error.sql", dlock_errmsg());
-            goto next;
-        }
-        for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
-            const char *t = *(char **)((char *)&ms->sql + texts[i].off);
-            char *line = malloc(strlen(t) + 2);
-
-            if (line == NULL)
-                continue;
-            strcpy(line, t);
-            strcat(line, "\n");
-            emit(arg, variants[v].variant, texts[i].file, line);
-            free(line);
-        }
-        if (dlock__my_ddl(&ddl, u) == DLOCK_OK)
-            emit(arg, variants[v].variant, "ddl.sql", ddl);
-        else
-            emit(arg, variants[v].variant, "error.sql", dlock_errmsg());
-        free(ddl);
-    next:
-        if (ms != NULL)
-            dlock__my_sql_free(ms);
-        free(ms);
-        dlock__url_free(u);
-    }
+    if (i >= sizeof(texts) / sizeof(texts[0]))
+        return NULL;
+    *file = texts[i].file;
+    return *(char *const *)((const char *)&ms->sql + texts[i].off);
 }

@@ -220,7 +220,7 @@ static void drop_lease(struct my_store *ms, struct dlock_lock *lk,
     if (!ml->wleased || ml->c == NULL)
         return;
     ml->wleased = 0;
-    dlock__my_sb_add(&b, ms->sql.waiter_drop, ml->wname, lk->token);
+    MY_BIND(&b, ml->c, ms->sql.waiter_drop, MV_Z(ml->wname), MV_TOK(lk));
     (void)dlock__my_run(ms, ml->c, &b, NULL, "deleting a waiter row");
     dlock__my_sb_free(&b);
     dlock__clearerr();
@@ -232,15 +232,16 @@ static void drop_lease(struct my_store *ms, struct dlock_lock *lk,
  * proof a contender needs to fence that session off: it stays. */
 static void tidy_leases(struct my_store *ms, struct my_lock *ml)
 {
-    char wname[WNAME_MAX + 1], k[KEY_LIT_MAX];
+    char wname[WNAME_MAX + 1];
     struct sb b = {0};
     struct conn *c = ml->c;
 
     ml->wtidied = 1;
     dlock__my_wait_name(ml->key, ml->key_len, 0, wname);
-    wname[41] = '\0'; /* the key's prefix: 40 hex digits and '~' */
-    dlock__my_sb_add(&b, ms->sql.waiter_tidy, wname,
-                     dlock__my_key_lit(c, ml, k));
+    /* LIKE: the key's prefix (40 hex digits and '~'), then anything. */
+    wname[41] = '%';
+    wname[42] = '\0';
+    MY_BIND(&b, c, ms->sql.waiter_tidy, MV_Z(wname), MV_KEY(ml));
     (void)dlock__my_run(ms, c, &b, NULL, "deleting stale waiter rows");
     dlock__my_sb_free(&b);
     dlock__clearerr();
@@ -258,7 +259,7 @@ static int wait_lease(struct my_store *ms, struct dlock_lock *lk,
 {
     char wname[WNAME_MAX + 1];
     struct conn *c = ml->c;
-    struct sb b = {0}, host = {0};
+    struct sb b = {0};
     long long lease = (long long)(wait_ms + lk->ttl_ms / 2);
     int rc;
 
@@ -279,24 +280,19 @@ static int wait_lease(struct my_store *ms, struct dlock_lock *lk,
     /* Ours, or one whose lease is over (the same session's, left by an
      * earlier wait): renewed or taken.  acquired_ms before owner: SET
      * assigns left to right. */
-    dlock__my_sb_lit(&host, c, dlock__hostname(), strlen(dlock__hostname()));
-    if (host.oom)
-        b.oom = 1;
-    else
-        dlock__my_sb_add(&b, ms->sql.waiter_renew, lk->token,
-                         (lease + 999) / 1000, lk->token, lease,
-                         (long long)dlock__pid(), host.p, wname, lk->token);
+    MY_BIND(&b, c, ms->sql.waiter_renew, MV_TOK(lk), MV_I((lease + 999) / 1000),
+            MV_TOK(lk), MV_I(lease), MV_I(dlock__pid()),
+            MV_Z(dlock__hostname()), MV_Z(wname), MV_TOK(lk));
     rc = dlock__my_run(ms, c, &b, NULL, "writing a waiter's lease");
     if (rc != DLOCK_OK || mysql_affected_rows(c->db) == 1) {
         *ok = ml->wleased = rc == DLOCK_OK;
-        dlock__my_sb_free(&host);
         dlock__my_sb_free(&b);
         return rc;
     }
     dlock__my_sb_reset(&b);
-    dlock__my_sb_add(&b, ms->sql.waiter_insert, wname, (lease + 999) / 1000,
-                     lk->token, lease, host.p, (long long)dlock__pid());
-    dlock__my_sb_free(&host);
+    MY_BIND(&b, c, ms->sql.waiter_insert, MV_Z(wname),
+            MV_I((lease + 999) / 1000), MV_TOK(lk), MV_I(lease),
+            MV_Z(dlock__hostname()), MV_I(dlock__pid()));
     if (b.oom)
         rc = dlock__enomem();
     else if (mysql_real_query(c->db, b.p, (unsigned long)b.len) == 0)
@@ -322,7 +318,7 @@ static int confirm_lease(struct my_store *ms, struct dlock_lock *lk,
     if (!ml->wleased)
         return DLOCK_OK;
     ml->wleased = 0;
-    dlock__my_sb_add(&b, ms->sql.waiter_confirm, ml->wname, lk->token);
+    MY_BIND(&b, c, ms->sql.waiter_confirm, MV_Z(ml->wname), MV_TOK(lk));
     rc = dlock__my_run(ms, c, &b, NULL, "claiming after a wait");
     dlock__my_sb_free(&b);
     if (rc != DLOCK_OK)
@@ -387,7 +383,7 @@ static void kill_get_lock(void *arg)
 
     if (dlock__pool_get(&a->ms->pool, &c, &pooled) != DLOCK_OK)
         return;
-    dlock__my_sb_add(&b, a->ms->sql.kill_query, a->id);
+    MY_BIND(&b, c, a->ms->sql.kill_query, MV_U(a->id));
     rc = dlock__my_run(a->ms, c, &b, NULL, "cancelling a wait");
     dlock__my_sb_free(&b);
     if (rc == DLOCK_OK)
@@ -409,18 +405,11 @@ static int lease_get_lock(struct my_store *ms, struct dlock_lock *lk,
 {
     struct conn *c = ml->c;
     struct sb b = {0};
-    char k[KEY_LIT_MAX];
     long long v = 0, half = (long long)(lk->ttl_ms / 2);
     int found, rc;
 
-    dlock__my_key_lit(c, ml, k);
-    if (c->frac)
-        dlock__my_sb_add(&b, ms->sql.lease_get_lock[1], half, k,
-                         (long long)(wait_ms / 1000),
-                         (long long)(wait_ms % 1000), half);
-    else
-        dlock__my_sb_add(&b, ms->sql.lease_get_lock[0], half, k,
-                         (long long)(wait_ms / 1000), half);
+    MY_BIND(&b, c, ms->sql.lease_get_lock[c->frac != 0], MV_I(half), MV_KEY(ml),
+            c->frac ? MV_MS(wait_ms) : MV_I(wait_ms / 1000), MV_I(half));
     struct kill_arg ka = {ms, c->id};
     uint64_t watch = dlock__cancel_watch(kill_get_lock, &ka);
 

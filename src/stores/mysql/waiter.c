@@ -75,13 +75,14 @@ static int fence_waiter(struct my_store *ms, struct conn *c,
                         const struct my_lock *ml, unsigned long long used,
                         const struct holder *w, int64_t *retry_ms, int *killed)
 {
-    char wname[WNAME_MAX + 1], k[KEY_LIT_MAX];
+    char wname[WNAME_MAX + 1];
     struct sb b = {0};
     long long now_used = 0;
     int found, rc;
 
     dlock__my_wait_name(ml->key, ml->key_len, used, wname);
-    dlock__my_sb_add(&b, ms->sql.waiter_fence_off, wname, used, w->owner);
+    MY_BIND(&b, c, ms->sql.waiter_fence_off, MV_Z(wname), MV_U(used),
+            MV_Z(w->owner));
     rc = dlock__my_run(ms, c, &b, NULL, "fencing off a waiter");
     *retry_ms = 0;
     if (rc != DLOCK_OK || mysql_affected_rows(c->db) != 1) {
@@ -89,7 +90,7 @@ static int fence_waiter(struct my_store *ms, struct conn *c,
         return rc; /* renewed or fenced off meanwhile: look again */
     }
     dlock__my_sb_reset(&b);
-    dlock__my_sb_add(&b, ms->sql.used_by, dlock__my_key_lit(c, ml, k));
+    MY_BIND(&b, c, ms->sql.used_by, MV_KEY(ml));
     rc = dlock__my_run_int(ms, c, &b, &now_used, &found, "IS_USED_LOCK");
     dlock__my_sb_free(&b);
     if (rc == DLOCK_OK && found && (unsigned long long)now_used == used)
@@ -112,13 +113,12 @@ int dlock__my_rowless(struct my_store *ms, struct conn *c, struct my_lock *ml,
                       int64_t *retry_ms, int *killed)
 {
     struct sb b = {0};
-    char k[KEY_LIT_MAX];
     struct holder h;
     long long used = 0;
     int64_t now, bound;
     int found, rc;
 
-    dlock__my_sb_add(&b, ms->sql.used_by, dlock__my_key_lit(c, ml, k));
+    MY_BIND(&b, c, ms->sql.used_by, MV_KEY(ml));
     rc = dlock__my_run_int(ms, c, &b, &used, &found, "IS_USED_LOCK");
     dlock__my_sb_free(&b);
     if (rc != DLOCK_OK)

@@ -1,2 +1,2 @@
--- Are both procedures there (%s, %s: their bare names, escaped literals)?
-SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_TYPE = 'PROCEDURE' AND ROUTINE_NAME IN (%s, %s)
+-- Are both procedures there (?, ?: their bare names, escaped literals)?
+SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_TYPE = 'PROCEDURE' AND ROUTINE_NAME IN (?, ?)

@@ -1,2 +1,2 @@
--- Delete our own row (key %s, owner token '%s'), whatever state it is in.
-DELETE FROM {{table}} WHERE name = %s AND owner = '%s'
+-- Delete our own row (key ?, owner token ?), whatever state it is in.
+DELETE FROM {{table}} WHERE name = ? AND owner = ?

@@ -1,3 +1,3 @@
--- Renew a held lock (store.c, extend_op): %lld the ttl in ms, %lld in
+-- Renew a held lock (store.c, extend_op): ? the ttl in ms, ? in
 -- seconds (its-mieger's ttl column), then own.sql's values.
-UPDATE {{table}} SET expires_ms = {{nowms}} + %lld, created = UNIX_TIMESTAMP(), ttl = %lld {{own}}
+UPDATE {{table}} SET expires_ms = {{nowms}} + ?, created = UNIX_TIMESTAMP(), ttl = ? {{own}}

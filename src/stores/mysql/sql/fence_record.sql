@@ -1,3 +1,3 @@
--- Lease mode with the fence sequence: record the fence %llu in the name's
--- (%s) durable counter, raising it past a higher one there (%llu again).
-INSERT INTO {{fences}} (name, fence) VALUES (%s, LAST_INSERT_ID(%llu)) ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(GREATEST(fence + 1, %llu))
+-- Lease mode with the fence sequence: record the fence ? in the name's
+-- (?) durable counter, raising it past a higher one there (? again).
+INSERT INTO {{fences}} (name, fence) VALUES (?, LAST_INSERT_ID(?)) ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(GREATEST(fence + 1, ?))

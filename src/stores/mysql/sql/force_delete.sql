@@ -1,2 +1,2 @@
--- release --force: the row at the key %s, whoever holds it.
-DELETE FROM {{table}} WHERE name = %s
+-- release --force: the row at the key ?, whoever holds it.
+DELETE FROM {{table}} WHERE name = ?

@@ -1,3 +1,3 @@
--- release --force of a semaphore: every slot row (prefix %s, %% a '%' of
--- the pattern).
-DELETE FROM {{table}} WHERE name LIKE '%s%%'
+-- release --force of a semaphore: every slot row (?: the LIKE pattern,
+-- the slot keys' prefix and '%').
+DELETE FROM {{table}} WHERE name LIKE ?

@@ -1,3 +1,3 @@
--- release --force of a granted waiter's GET_LOCK: its waiter row ('%s',
--- session %lld).
-DELETE FROM {{table}} WHERE name = '%s' AND connection_id = %lld AND lock_acquired = 0
+-- release --force of a granted waiter's GET_LOCK: its waiter row (?,
+-- session ?).
+DELETE FROM {{table}} WHERE name = ? AND connection_id = ? AND lock_acquired = 0

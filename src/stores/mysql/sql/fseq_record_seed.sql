@@ -1,3 +1,3 @@
--- Durable (InnoDB, autocommit): a later seed starts above this one (%lld,
+-- Durable (InnoDB, autocommit): a later seed starts above this one (?,
 -- twice) even if the clock is set back.
-INSERT INTO {{fences}} (name, fence) VALUES ('', %lld) ON DUPLICATE KEY UPDATE fence = GREATEST(fence, %lld)
+INSERT INTO {{fences}} (name, fence) VALUES ('', ?) ON DUPLICATE KEY UPDATE fence = GREATEST(fence, ?)

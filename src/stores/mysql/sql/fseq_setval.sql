@@ -1,2 +1,2 @@
--- Set the sequence to {{n}}: the seed (%lld), or a higher durable fence (%llu).
+-- Set the sequence to {{n}}: the seed (?), or a higher durable fence (?).
 DO SETVAL({{fseq}}, {{n}})

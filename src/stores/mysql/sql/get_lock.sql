@@ -1,3 +1,3 @@
--- GET_LOCK of the key %s, waiting {{wait}}: %lld.%03lld seconds on
--- MariaDB (fractional), %lld whole ones on MySQL.
-SELECT GET_LOCK(%s, {{wait}})
+-- GET_LOCK of the key ?, waiting {{wait}}: ? seconds on
+-- MariaDB (fractional), ? whole ones on MySQL.
+SELECT GET_LOCK(?, {{wait}})

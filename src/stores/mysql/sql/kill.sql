@@ -1,2 +1,2 @@
--- End the session %llu (a holder past its lease).
-KILL CONNECTION %llu
+-- End the session ? (a holder past its lease).
+KILL CONNECTION ?

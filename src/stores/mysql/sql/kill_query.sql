@@ -1,2 +1,2 @@
--- Cancel a wait: end the GET_LOCK running on session %lu.
-KILL QUERY %lu
+-- Cancel a wait: end the GET_LOCK running on session ?.
+KILL QUERY ?

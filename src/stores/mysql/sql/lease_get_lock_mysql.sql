@@ -1,2 +1,2 @@
--- As lease_get_lock_mariadb.sql, in whole seconds (%lld).
-SELECT IF(@dlock_wexp - {{nowms}} - %lld > 0, GET_LOCK(%s, LEAST(%lld, FLOOR((@dlock_wexp - {{nowms}} - %lld) / 1000))), 0)
+-- As lease_get_lock_mariadb.sql, in whole seconds (?).
+SELECT IF(@dlock_wexp - {{nowms}} - ? > 0, GET_LOCK(?, LEAST(?, FLOOR((@dlock_wexp - {{nowms}} - ?) / 1000))), 0)

@@ -1,2 +1,2 @@
--- The row at a key (%s), its holder's columns (columns.sql).
-SELECT {{columns}} FROM {{table}} WHERE name = %s
+-- The row at a key (?), its holder's columns (columns.sql).
+SELECT {{columns}} FROM {{table}} WHERE name = ?

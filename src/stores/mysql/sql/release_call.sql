@@ -1,2 +1,2 @@
 -- Session mode's release by the procedure (create_proc_rel.sql).
-CALL {{proc_rel}}(%s, '%s')
+CALL {{proc_rel}}(?, ?)

@@ -1,2 +1,2 @@
--- Drop our GET_LOCK of the key %s (best effort).
-SELECT RELEASE_LOCK(%s)
+-- Drop our GET_LOCK of the key ? (best effort).
+SELECT RELEASE_LOCK(?)

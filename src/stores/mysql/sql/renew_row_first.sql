@@ -1,3 +1,3 @@
--- The batch's first lock: position %zu, token '%s', ttl %lld ms and %lld
--- s{{session}} (session mode: its key %s and session %lu).
-SELECT %zu AS i, _ascii'%s' AS tok, %lld AS ms, %lld AS s{{session}}
+-- The batch's first lock: position ?, token ?, ttl ? ms and ?
+-- s{{session}} (session mode: its key ? and session ?).
+SELECT ? AS i, CONVERT(? USING ascii) AS tok, ? AS ms, ? AS s{{session}}

@@ -1,3 +1,3 @@
 -- Every other lock of the batch (as renew_row_first.sql).  The leading
 -- space is sent.
- UNION ALL SELECT %zu, _ascii'%s', %lld, %lld{{session}}
+ UNION ALL SELECT ?, CONVERT(? USING ascii), ?, ?{{session}}

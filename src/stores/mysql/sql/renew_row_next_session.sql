@@ -1,2 +1,2 @@
 -- Session mode's part of renew_row_next.sql.
-, %s, %lu
+, ?, ?

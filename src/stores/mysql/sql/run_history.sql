@@ -1,3 +1,3 @@
--- dlock history: a name's runs (key %s, full name %s), newest first, at
--- most %u.
-SELECT {{run_cols}} FROM {{runs}} WHERE name = %s AND full_name = %s ORDER BY fence DESC LIMIT %u
+-- dlock history: a name's runs (key ?, full name ?), newest first, at
+-- most ?.
+SELECT {{run_cols}} FROM {{runs}} WHERE name = ? AND full_name = ? ORDER BY fence DESC LIMIT ?

@@ -1,3 +1,3 @@
--- The prefix (%s: a LIKE pattern, '!' its escape).  VARBINARY: LIKE
+-- The prefix (?: a LIKE pattern, '!' its escape).  VARBINARY: LIKE
 -- compares bytes.  The leading space is sent.
- WHERE r.full_name LIKE %s ESCAPE '!'
+ WHERE r.full_name LIKE ? ESCAPE '!'

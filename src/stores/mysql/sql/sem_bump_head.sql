@@ -1,3 +1,3 @@
--- Write an admission's fence %llu into its semaphore's head (key %s,
--- limit %u).
-UPDATE {{table}} SET fence = %llu WHERE name = %s AND lim = %u AND owner IS NULL
+-- Write an admission's fence ? into its semaphore's head (key ?,
+-- limit ?).
+UPDATE {{table}} SET fence = ? WHERE name = ? AND lim = ? AND owner IS NULL

@@ -1,3 +1,3 @@
--- A semaphore's slot rows (prefix %s, %% a '%' of the pattern), for its
+-- A semaphore's slot rows (?: the LIKE pattern, the prefix and '%'), for its
 -- status.
-SELECT {{columns}} FROM {{table}} WHERE name LIKE '%s%%'
+SELECT {{columns}} FROM {{table}} WHERE name LIKE ?

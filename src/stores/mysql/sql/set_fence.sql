@@ -1,2 +1,2 @@
--- Write the fence %llu into our row (key %s, token '%s').
-UPDATE {{table}} SET fence = %llu WHERE name = %s AND owner = '%s'
+-- Write the fence ? into our row (key ?, token ?).
+UPDATE {{table}} SET fence = ? WHERE name = ? AND owner = ?

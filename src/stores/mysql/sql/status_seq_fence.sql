@@ -1,2 +1,2 @@
--- A fragment of status.sql: session mode's counter of the key %s.
-fence FROM {{seq}} WHERE name = %s
+-- A fragment of status.sql: session mode's counter of the key ?.
+fence FROM {{seq}} WHERE name = ?

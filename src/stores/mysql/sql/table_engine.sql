@@ -1,2 +1,2 @@
--- The lock table's engine (%s: its bare name, an escaped literal).
-SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s
+-- The lock table's engine (?: its bare name, an escaped literal).
+SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?

@@ -1,2 +1,2 @@
--- The session holding the GET_LOCK of the key %s (0: none).
-SELECT IFNULL(IS_USED_LOCK(%s), 0)
+-- The session holding the GET_LOCK of the key ? (0: none).
+SELECT IFNULL(IS_USED_LOCK(?), 0)

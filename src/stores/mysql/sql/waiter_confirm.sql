@@ -1,3 +1,3 @@
--- Granted and claimed: delete the waiter row ('%s', token '%s') on
+-- Granted and claimed: delete the waiter row (?, token ?) on
 -- condition that its lease is still current.
-DELETE FROM {{table}} WHERE name = '%s' AND owner = '%s' AND {{expires}} > {{nowms}}
+DELETE FROM {{table}} WHERE name = ? AND owner = ? AND {{expires}} > {{nowms}}

@@ -1,2 +1,2 @@
--- Drop this wait's waiter row (its name '%s', our token '%s').
-DELETE FROM {{table}} WHERE name = '%s' AND owner = '%s'
+-- Drop this wait's waiter row (its name ?, our token ?).
+DELETE FROM {{table}} WHERE name = ? AND owner = ?

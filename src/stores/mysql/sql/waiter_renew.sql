@@ -1,5 +1,5 @@
 -- Write a wait's lease into its waiter row, ours or one whose lease is
--- over: token '%s', ttl %lld s, token '%s', lease %lld ms (its end kept
--- in @dlock_wexp), pid %lld, host %s, the row's name '%s', token '%s'.
+-- over: token ?, ttl ? s, token ?, lease ? ms (its end kept
+-- in @dlock_wexp), pid ?, host ?, the row's name ?, token ?.
 -- acquired_ms before owner: SET assigns left to right.
-UPDATE {{table}} SET acquired_ms = IF(owner <=> '%s', acquired_ms, {{nowms}}), connection_id = CONNECTION_ID(), created = UNIX_TIMESTAMP(), ttl = %lld, lock_acquired = 0, owner = '%s', fence = NULL, expires_ms = (@dlock_wexp := {{nowms}} + %lld), pid = %lld, host = %s, full_name = NULL WHERE name = '%s' AND (owner <=> '%s' OR {{expires}} <= {{nowms}})
+UPDATE {{table}} SET acquired_ms = IF(owner <=> ?, acquired_ms, {{nowms}}), connection_id = CONNECTION_ID(), created = UNIX_TIMESTAMP(), ttl = ?, lock_acquired = 0, owner = ?, fence = NULL, expires_ms = (@dlock_wexp := {{nowms}} + ?), pid = ?, host = ?, full_name = NULL WHERE name = ? AND (owner <=> ? OR {{expires}} <= {{nowms}})

@@ -1,1 +1,1 @@
-CALL "app_locks_acq2"(%s, %s, '%s', %lld, %s, %lld)
+CALL "app_locks_acq2"(?, ?, ?, ?, ?, ?)

@@ -1,1 +1,1 @@
-DELETE FROM "app_locks" WHERE owner = '%s'
+DELETE FROM "app_locks" WHERE owner = ?

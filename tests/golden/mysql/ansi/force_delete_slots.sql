@@ -1,1 +1,1 @@
-DELETE FROM "app_locks" WHERE name LIKE '%s%%'
+DELETE FROM "app_locks" WHERE name LIKE ?

@@ -1,1 +1,1 @@
-DO SETVAL("app_locks_fseq", %llu)
+DO SETVAL("app_locks_fseq", ?)

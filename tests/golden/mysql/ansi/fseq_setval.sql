@@ -1,1 +1,1 @@
-DO SETVAL("app_locks_fseq", %lld)
+DO SETVAL("app_locks_fseq", ?)

@@ -1,1 +1,1 @@
-WHERE name = %s AND owner = '%s' AND COALESCE(expires_ms, (created + ttl + 1) * 1000) > CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) AND connection_id = CONNECTION_ID() AND IS_USED_LOCK(%s) = CONNECTION_ID()
+WHERE name = ? AND owner = ? AND COALESCE(expires_ms, (created + ttl + 1) * 1000) > CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) AND connection_id = CONNECTION_ID() AND IS_USED_LOCK(?) = CONNECTION_ID()

@@ -1,1 +1,1 @@
-CALL "app_locks_rel1"(%s, '%s')
+CALL "app_locks_rel1"(?, ?)

@@ -1,1 +1,1 @@
-SELECT %zu AS i, _ascii'%s' AS tok, %lld AS ms, %lld AS s, %s AS k, %lu AS cid
+SELECT ? AS i, CONVERT(? USING ascii) AS tok, ? AS ms, ? AS s, ? AS k, ? AS cid

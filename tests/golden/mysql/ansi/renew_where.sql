@@ -1,1 +1,1 @@
- WHERE l.name IN (%s) AND l.connection_id = b.cid AND IS_USED_LOCK(b.k) = b.cid
+ WHERE l.name IN ({{keys}}) AND l.connection_id = b.cid AND IS_USED_LOCK(b.k) = b.cid

@@ -1,1 +1,1 @@
-START TRANSACTION; UPDATE "app_locks_runs" SET end_ms = CAST(FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000) AS SIGNED), result = %d, status = %d WHERE name = %s AND fence = %llu; COMMIT
+START TRANSACTION; UPDATE "app_locks_runs" SET end_ms = CAST(FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000) AS SIGNED), result = ?, status = ? WHERE name = ? AND fence = ?; COMMIT

@@ -1,1 +1,1 @@
-START TRANSACTION; UPDATE "app_locks_runs" SET end_ms = CAST(FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000) AS SIGNED), result = %d, status = %d WHERE name = %s AND fence = %llu; UPDATE "app_locks_runsum" SET ok_fence = %llu WHERE name = %s AND (ok_fence IS NULL OR ok_fence < %llu); COMMIT
+START TRANSACTION; UPDATE "app_locks_runs" SET end_ms = CAST(FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000) AS SIGNED), result = ?, status = ? WHERE name = ? AND fence = ?; UPDATE "app_locks_runsum" SET ok_fence = ? WHERE name = ? AND (ok_fence IS NULL OR ok_fence < ?); COMMIT

@@ -1,1 +1,1 @@
-UPDATE "app_locks" SET fence = %llu WHERE name = %s AND lim = %u AND owner IS NULL
+UPDATE "app_locks" SET fence = ? WHERE name = ? AND lim = ? AND owner IS NULL

@@ -1,1 +1,1 @@
-DELETE FROM "app_locks" WHERE owner IS NULL AND connection_id = 0 AND lim = %u AND full_name = %s
+DELETE FROM "app_locks" WHERE owner IS NULL AND connection_id = 0 AND lim = ? AND full_name = ?

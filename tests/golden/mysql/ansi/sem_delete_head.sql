@@ -1,1 +1,1 @@
-DELETE FROM "app_locks" WHERE name = %s AND lim > 1 AND owner IS NULL AND IFNULL(fence, 0) = %llu
+DELETE FROM "app_locks" WHERE name = ? AND lim > 1 AND owner IS NULL AND IFNULL(fence, 0) = ?

@@ -1,1 +1,1 @@
-INSERT INTO "app_locks" (name, connection_id, created, ttl, lock_acquired, owner, expires_ms, acquired_ms, full_name, lim) VALUES (%s, 0, UNIX_TIMESTAMP(), 31536000, 0, NULL, CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) + 31536000000, CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED), %s, %u)
+INSERT INTO "app_locks" (name, connection_id, created, ttl, lock_acquired, owner, expires_ms, acquired_ms, full_name, lim) VALUES (?, 0, UNIX_TIMESTAMP(), 31536000, 0, NULL, CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) + 31536000000, CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED), ?, ?)

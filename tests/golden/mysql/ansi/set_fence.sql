@@ -1,1 +1,1 @@
-UPDATE "app_locks" SET fence = %llu WHERE name = %s AND owner = '%s'
+UPDATE "app_locks" SET fence = ? WHERE name = ? AND owner = ?

@@ -1,1 +1,1 @@
-DELETE FROM "app_locks" WHERE name = '%s' AND owner = '%s'
+DELETE FROM "app_locks" WHERE name = ? AND owner = ?

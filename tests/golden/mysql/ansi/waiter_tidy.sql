@@ -1,1 +1,1 @@
-DELETE FROM "app_locks" WHERE name LIKE '%s%%' AND lock_acquired = 0 AND fence IS NULL AND COALESCE(expires_ms, (created + ttl + 1) * 1000) <= CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) AND IFNULL(IS_USED_LOCK(%s), 0) <> connection_id
+DELETE FROM "app_locks" WHERE name LIKE ? AND lock_acquired = 0 AND fence IS NULL AND COALESCE(expires_ms, (created + ttl + 1) * 1000) <= CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) AND IFNULL(IS_USED_LOCK(?), 0) <> connection_id

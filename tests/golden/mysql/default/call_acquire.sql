@@ -1,1 +1,1 @@
-CALL `shared_locks_acq2`(%s, %s, '%s', %lld, %s, %lld)
+CALL `shared_locks_acq2`(?, ?, ?, ?, ?, ?)

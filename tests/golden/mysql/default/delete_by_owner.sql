@@ -1,1 +1,1 @@
-DELETE FROM `shared_locks` WHERE owner = '%s'
+DELETE FROM `shared_locks` WHERE owner = ?

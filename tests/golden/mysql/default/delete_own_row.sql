@@ -1,1 +1,1 @@
-DELETE FROM `shared_locks` WHERE name = %s AND owner = '%s'
+DELETE FROM `shared_locks` WHERE name = ? AND owner = ?

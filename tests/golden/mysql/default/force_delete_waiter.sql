@@ -1,1 +1,1 @@
-DELETE FROM `shared_locks` WHERE name = '%s' AND connection_id = %lld AND lock_acquired = 0
+DELETE FROM `shared_locks` WHERE name = ? AND connection_id = ? AND lock_acquired = 0

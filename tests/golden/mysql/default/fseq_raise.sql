@@ -1,1 +1,1 @@
-DO SETVAL(`shared_locks_fseq`, %llu)
+DO SETVAL(`shared_locks_fseq`, ?)

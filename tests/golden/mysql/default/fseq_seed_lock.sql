@@ -1,1 +1,1 @@
-SELECT GET_LOCK('dlock-seed:shared_locks', %lld)
+SELECT GET_LOCK('dlock-seed:shared_locks', ?)

@@ -1,1 +1,1 @@
-DO SETVAL(`shared_locks_fseq`, %lld)
+DO SETVAL(`shared_locks_fseq`, ?)

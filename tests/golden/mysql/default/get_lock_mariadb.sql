@@ -1,1 +1,1 @@
-SELECT GET_LOCK(%s, %lld.%03lld)
+SELECT GET_LOCK(?, ?)

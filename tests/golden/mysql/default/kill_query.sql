@@ -1,1 +1,1 @@
-KILL QUERY %lu
+KILL QUERY ?

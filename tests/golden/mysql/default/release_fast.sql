@@ -1,1 +1,1 @@
-DELETE FROM `shared_locks` WHERE name = %s AND owner = '%s' AND IF(connection_id = CONNECTION_ID(), RELEASE_LOCK(%s), 0) = 1
+DELETE FROM `shared_locks` WHERE name = ? AND owner = ? AND IF(connection_id = CONNECTION_ID(), RELEASE_LOCK(?), 0) = 1

@@ -1,1 +1,1 @@
- UNION ALL SELECT %zu, _ascii'%s', %lld, %lld, %s, %lu
+ UNION ALL SELECT ?, CONVERT(? USING ascii), ?, ?, ?, ?

@@ -1,1 +1,1 @@
-INSERT INTO `shared_locks_seq` (name, fence) VALUES (%s, %llu) ON DUPLICATE KEY UPDATE fence = GREATEST(fence, %llu)
+INSERT INTO `shared_locks_seq` (name, fence) VALUES (?, ?) ON DUPLICATE KEY UPDATE fence = GREATEST(fence, ?)

@@ -1,1 +1,1 @@
-UPDATE `shared_locks` SET expires_ms = CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) + %lld, created = UNIX_TIMESTAMP(), ttl = %lld WHERE name = %s AND owner = '%s' AND COALESCE(expires_ms, (created + ttl + 1) * 1000) > CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)
+UPDATE `shared_locks` SET expires_ms = CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) + ?, created = UNIX_TIMESTAMP(), ttl = ? WHERE name = ? AND owner = ? AND COALESCE(expires_ms, (created + ttl + 1) * 1000) > CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)

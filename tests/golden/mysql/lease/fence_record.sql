@@ -1,1 +1,1 @@
-INSERT INTO `shared_locks_fences` (name, fence) VALUES (%s, LAST_INSERT_ID(%llu)) ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(GREATEST(fence + 1, %llu))
+INSERT INTO `shared_locks_fences` (name, fence) VALUES (?, LAST_INSERT_ID(?)) ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(GREATEST(fence + 1, ?))

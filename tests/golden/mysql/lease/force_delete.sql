@@ -1,1 +1,1 @@
-DELETE FROM `shared_locks` WHERE name = %s
+DELETE FROM `shared_locks` WHERE name = ?

@@ -1,1 +1,1 @@
-INSERT INTO `shared_locks_fences` (name, fence) VALUES ('', %lld) ON DUPLICATE KEY UPDATE fence = GREATEST(fence, %lld)
+INSERT INTO `shared_locks_fences` (name, fence) VALUES ('', ?) ON DUPLICATE KEY UPDATE fence = GREATEST(fence, ?)

@@ -1,1 +1,1 @@
-SELECT GET_LOCK(%s, %lld)
+SELECT GET_LOCK(?, ?)

@@ -1,1 +1,1 @@
-CALL `shared_locks_rel1`(%s, '%s')
+CALL `shared_locks_rel1`(?, ?)

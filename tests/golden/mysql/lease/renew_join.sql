@@ -1,1 +1,1 @@
- AS l STRAIGHT_JOIN (%s) AS b ON l.owner = b.tok
+ AS l STRAIGHT_JOIN ({{rows}}) AS b ON l.owner = b.tok

@@ -1,1 +1,1 @@
-SELECT %zu AS i, _ascii'%s' AS tok, %lld AS ms, %lld AS s
+SELECT ? AS i, CONVERT(? USING ascii) AS tok, ? AS ms, ? AS s

@@ -1,1 +1,1 @@
- WHERE l.name IN (%s)
+ WHERE l.name IN ({{keys}})

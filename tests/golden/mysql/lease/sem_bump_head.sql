@@ -1,1 +1,1 @@
-UPDATE `shared_locks` SET fence = %llu WHERE name = %s AND lim = %u AND owner IS NULL
+UPDATE `shared_locks` SET fence = ? WHERE name = ? AND lim = ? AND owner IS NULL

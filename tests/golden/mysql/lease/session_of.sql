@@ -1,1 +1,1 @@
-SELECT USER, HOST FROM information_schema.PROCESSLIST WHERE ID = %llu
+SELECT USER, HOST FROM information_schema.PROCESSLIST WHERE ID = ?

@@ -1,1 +1,1 @@
-UPDATE `shared_locks` SET fence = %llu WHERE name = %s AND owner = '%s'
+UPDATE `shared_locks` SET fence = ? WHERE name = ? AND owner = ?

@@ -1,1 +1,1 @@
-DELETE FROM `shared_locks` WHERE name = '%s' AND connection_id = %llu AND owner = '%s' AND lock_acquired = 0 AND COALESCE(expires_ms, (created + ttl + 1) * 1000) <= CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)
+DELETE FROM `shared_locks` WHERE name = ? AND connection_id = ? AND owner = ? AND lock_acquired = 0 AND COALESCE(expires_ms, (created + ttl + 1) * 1000) <= CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)

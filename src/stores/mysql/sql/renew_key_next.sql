@@ -1,0 +1,2 @@
+-- Every other key of the batch's IN list, after a comma.
+,?

@@ -1,0 +1,1 @@
+SET @dl_idle = 0 /*M!100300 , SESSION idle_transaction_timeout = ? */; START TRANSACTION; UPDATE `shared_locks_runs` SET end_ms = CAST(FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000) AS SIGNED), result = ?, status = ? WHERE name = ? AND fence = ?; COMMIT; SET @dl_idle = 0 /*M!100300 , SESSION idle_transaction_timeout = ? */
