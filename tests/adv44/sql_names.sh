@@ -6,8 +6,10 @@
 # openers or a placeholder's spelling must round-trip, stay exclusive and
 # touch no other row, in both modes, also when the server reads
 # backslashes as plain characters (MariaDB: the global sql_mode with
-# NO_BACKSLASH_ESCAPES, set as root; PostgreSQL:
-# standard_conforming_strings off for the session).
+# NO_BACKSLASH_ESCAPES, then an init_connect SET NAMES gbk, set as root;
+# PostgreSQL:
+# standard_conforming_strings off for the session, client_encoding SJIS in
+# ?options=).
 #   sql_names.sh mysql|postgres DLOCK SERVER_SCRIPT URL DIR
 set -u
 store=$1 dlock=$2 script=$3 url=$4 dir=$5
@@ -171,6 +173,12 @@ postgres)
         check "$u$(sep "$u")options=-c%20standard_conforming_strings%3Doff" \
             "postgres $m, standard_conforming_strings off"
     done
+    # A client_encoding in ?options= (SJIS: 0x5C can be a trailing
+    # byte) is overridden by the UTF8 dlock passes after it, so the E''
+    # literals of dlock__pg_inline() (lease mode, run_begin) stay whole.
+    u="$url$(sep "$url")mode=lease"
+    check "$u$(sep "$u")options=-c%20client_encoding%3DSJIS" \
+        "postgres lease, options client_encoding SJIS"
     ;;
 esac
 exit $fail
