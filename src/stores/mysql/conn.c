@@ -356,7 +356,9 @@ void dlock__my_sb_add(struct sb *b, const char *fmt, ...)
 
 /* A quoted string literal.  Single quotes work whatever ANSI_QUOTES says;
  * the connector escapes for the connection's charset and for
- * NO_BACKSLASH_ESCAPES. */
+ * NO_BACKSLASH_ESCAPES (the session's status flag).  The charset is
+ * utf8mb4 on the server too: sql/init_session.sql sets it after the
+ * server's init_connect, which could make it GBK or SJIS. */
 void dlock__my_sb_lit(struct sb *b, struct conn *c, const char *s, size_t len)
 {
     sb_grow(b, 2 * len + 3);
