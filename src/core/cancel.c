@@ -49,22 +49,12 @@ dlock_rc dlock_cancel_new(dlock_cancel **out)
     c = calloc(1, sizeof(*c));
     if (c == NULL)
         return dlock__enomem();
-    if (pipe(p) != 0) {
+    if (dlock__pipe_nonblock_cloexec(p) != 0) {
         int e = errno;
 
         free(c);
         return dlock__seterr(e == ENOMEM ? DLOCK_ENOMEM : DLOCK_EINVAL,
                              "dlock_cancel_new: no pipe (errno %d)", e);
-    }
-    if (dlock__fd_nonblock_cloexec(p[0]) != 0 ||
-        dlock__fd_nonblock_cloexec(p[1]) != 0) {
-        int e = errno;
-
-        close(p[0]);
-        close(p[1]);
-        free(c);
-        return dlock__seterr(DLOCK_EINVAL,
-                             "dlock_cancel_new: fcntl failed (errno %d)", e);
     }
     c->rd = p[0];
     c->wr = p[1];

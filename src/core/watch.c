@@ -11,6 +11,7 @@
  * A fork child has no watch thread and watches nothing of its parent: its
  * handler empties both tables and closes the parent's wake-up pipes.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -71,6 +72,26 @@ int dlock__fd_nonblock_cloexec(int fd)
         return -1;
     fl = fcntl(fd, F_GETFD);
     return fl < 0 || fcntl(fd, F_SETFD, fl | FD_CLOEXEC) != 0 ? -1 : 0;
+}
+
+int dlock__pipe_nonblock_cloexec(int p[2])
+{
+#ifdef __linux__
+    return pipe2(p, O_NONBLOCK | O_CLOEXEC);
+#else
+    if (pipe(p) != 0)
+        return -1;
+    if (dlock__fd_nonblock_cloexec(p[0]) != 0 ||
+        dlock__fd_nonblock_cloexec(p[1]) != 0) {
+        int e = errno;
+
+        close(p[0]);
+        close(p[1]);
+        errno = e;
+        return -1;
+    }
+    return 0;
+#endif
 }
 
 static void fork_child(void)
@@ -239,15 +260,9 @@ uint64_t dlock__watch_arm(enum dlock__watch_kind kind,
     if (t->ctl[0] < 0) {
         int p[2];
 
-        if (pipe(p) == 0) {
-            if (dlock__fd_nonblock_cloexec(p[0]) == 0 &&
-                dlock__fd_nonblock_cloexec(p[1]) == 0) {
-                t->ctl[0] = p[0];
-                t->ctl[1] = p[1];
-            } else {
-                close(p[0]);
-                close(p[1]);
-            }
+        if (dlock__pipe_nonblock_cloexec(p) == 0) {
+            t->ctl[0] = p[0];
+            t->ctl[1] = p[1];
         }
     }
     if (!t->running && t->ctl[0] >= 0) {

@@ -42,8 +42,12 @@ uint64_t dlock__watch_arm(enum dlock__watch_kind kind,
  * returned. */
 void dlock__watch_disarm(enum dlock__watch_kind kind, uint64_t id);
 
-/* Make fd non-blocking and close-on-exec: 0, or -1 with errno (the
- * watch threads' wake-up pipes, and cancel.c's). */
+/* Make fd non-blocking and close-on-exec: 0, or -1 with errno. */
 int dlock__fd_nonblock_cloexec(int fd);
+/* A pipe whose ends are non-blocking and close-on-exec from the start
+ * (pipe2() where there is one): a fork+exec by another thread of the
+ * host never hands them on, as it could between pipe() and fcntl().  0,
+ * or -1 with errno.  The watch threads' wake-up pipes, and cancel.c's. */
+int dlock__pipe_nonblock_cloexec(int p[2]);
 
 #endif /* DLOCK_CORE_WATCH_H */

@@ -11,8 +11,9 @@
 
 /* The SHA1 (FIPS 180-1) of data in lower-case hex, NUL-terminated: the
  * MySQL key of a long name, and the digest Redis names a script by.
- * Aborts if libcrypto fails (see sha1.c): no caller can return an error
- * for it yet. */
-void dlock__sha1_hex(const void *data, size_t len, char out[41]);
+ * Returns DLOCK_OK, or, if libcrypto fails (out of memory, no provider
+ * offers SHA1), DLOCK_ENOMEM or DLOCK_EINVAL with the thread's message
+ * naming libcrypto, and out empty: never abort()s the host process. */
+int dlock__sha1_hex(const void *data, size_t len, char out[41]);
 
 #endif

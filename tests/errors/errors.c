@@ -90,7 +90,8 @@ static int force_derived(const char *url)
     o.limit = 2;
     EXPECT_RC(dlock_acquire(&a, s, "errors-sem", &o), DLOCK_OK);
     EXPECT_RC(dlock_acquire(&b, s, "errors-sem", &o), DLOCK_OK);
-    dlock__mysql_sem_prefix("errors-sem", strlen("errors-sem"), pre);
+    EXPECT_RC(dlock__mysql_sem_prefix("errors-sem", strlen("errors-sem"), pre),
+              DLOCK_OK);
     for (int i = 0; i < 3; i++) {
         snprintf(name, sizeof(name), "%s%d", pre, i);
         if (i == 2) /* a waiter row's name */

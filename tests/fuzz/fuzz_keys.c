@@ -62,9 +62,11 @@ static size_t utf8_chars(const char *s, size_t len)
 static void check_mysql(const char *name, size_t len, int mariadb,
                         char key[DLOCK__MYSQL_KEY_MAX + 1])
 {
-    size_t klen = dlock__mysql_key(name, len, mariadb, key), chars;
+    size_t klen, klen2, chars;
     char again[DLOCK__MYSQL_KEY_MAX + 1];
 
+    if (dlock__mysql_key(name, len, mariadb, key, &klen) != 0)
+        abort();
     if (klen != strlen(key) || !valid(key, klen))
         abort();
     chars = utf8_chars(key, klen);
@@ -82,8 +84,8 @@ static void check_mysql(const char *name, size_t len, int mariadb,
             if (strchr("0123456789abcdef", key[i]) == NULL)
                 abort();
     }
-    if (dlock__mysql_key(name, len, mariadb, again) != klen ||
-        memcmp(again, key, klen + 1) != 0)
+    if (dlock__mysql_key(name, len, mariadb, again, &klen2) != 0 ||
+        klen2 != klen || memcmp(again, key, klen + 1) != 0)
         abort();
 }
 #endif

@@ -77,9 +77,11 @@ int dlock__my_sem_head(struct my_store *ms, struct conn *c,
     *gone = 0;
     /* The head's own name: under a case-insensitive collation the row at
      * our key may be another name's. */
-    dlock__mysql_sem_prefix(h->name != NULL ? h->name : name,
-                            h->name != NULL ? h->name_len : strlen(name),
-                            prefix);
+    rc = dlock__mysql_sem_prefix(h->name != NULL ? h->name : name,
+                                 h->name != NULL ? h->name_len : strlen(name),
+                                 prefix);
+    if (rc != DLOCK_OK)
+        return rc;
     rc = dlock__my_sem_live(ms, c, prefix, NULL, 0, &count, &soonest);
     if (rc != DLOCK_OK)
         return rc;
@@ -206,7 +208,9 @@ int dlock__my_sem_status(struct my_store *ms, struct conn *c,
 
     if (h->name == NULL)
         return DLOCK_OK;
-    dlock__mysql_sem_prefix(h->name, h->name_len, prefix);
+    rc = dlock__mysql_sem_prefix(h->name, h->name_len, prefix);
+    if (rc != DLOCK_OK)
+        return rc;
     strcat(prefix, "%"); /* LIKE: the prefix's */
     MY_BIND(&b, c, ms->sql.sem_rows[ms->mariadb != 0][ms->have_lim != 0],
             MV_Z(prefix));

@@ -463,9 +463,10 @@ int dlock__my_ddl(char **out, const struct dlock_url *u);
 
 /* The name of the waiter row of session conn_id waiting for key: the
  * first 40 hex digits of dlock__mysql_sem_prefix() of key + "\0wait"
- * (a name holds no NUL, so no semaphore's slot prefix), '~', conn_id. */
-void dlock__my_wait_name(const char *key, size_t key_len,
-                         unsigned long long conn_id, char out[WNAME_MAX + 1]);
+ * (a name holds no NUL, so no semaphore's slot prefix), '~', conn_id.
+ * DLOCK_OK, or the error of a SHA1 libcrypto could not compute. */
+int dlock__my_wait_name(const char *key, size_t key_len,
+                        unsigned long long conn_id, char out[WNAME_MAX + 1]);
 /* A row read with sql/columns.sql is a waiter row. */
 int dlock__my_is_waiter(const struct holder *h);
 /* Session conn_id's waiter row for key, if any (*found). */

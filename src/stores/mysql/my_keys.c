@@ -13,10 +13,11 @@
  * 192 bytes (MySQL counts 64 characters), so there a short name of many
  * multibyte characters is hashed too: no other client can use such a name
  * as a key on MariaDB anyway. */
-size_t dlock__mysql_key(const char *name, size_t len, int mariadb,
-                        char out[DLOCK__MYSQL_KEY_MAX + 1])
+int dlock__mysql_key(const char *name, size_t len, int mariadb,
+                     char out[DLOCK__MYSQL_KEY_MAX + 1], size_t *key_len)
 {
     size_t chars = 0, cut = 0;
+    int rc;
 
     for (size_t i = 0; i < len; i++) {
         if (((unsigned char)name[i] & 0xc0) != 0x80) {
@@ -28,11 +29,18 @@ size_t dlock__mysql_key(const char *name, size_t len, int mariadb,
     if (chars <= 64 && (!mariadb || len <= 192)) {
         memcpy(out, name, len);
         out[len] = '\0';
-        return len;
+        *key_len = len;
+        return 0;
     }
+    *key_len = 0;
     memcpy(out, name, cut);
-    dlock__sha1_hex(name, len, out + cut);
-    return cut + 40;
+    rc = dlock__sha1_hex(name, len, out + cut);
+    if (rc != 0) {
+        out[0] = '\0';
+        return rc;
+    }
+    *key_len = cut + 40;
+    return 0;
 }
 
 /* The prefix of a semaphore's slot keys: the SHA1 hex of the name, a NUL
@@ -41,20 +49,24 @@ size_t dlock__mysql_key(const char *name, size_t len, int mariadb,
  * the hashed text is no name: the prefix equals the SHA1 part of a long
  * name's key only by a SHA1 collision.  Only a name spelt on purpose as
  * "<40 hex>#<digits>" is its own key equal to a slot key. */
-void dlock__mysql_sem_prefix(const char *name, size_t len,
-                             char out[DLOCK__MYSQL_SEM_PREFIX + 1])
+int dlock__mysql_sem_prefix(const char *name, size_t len,
+                            char out[DLOCK__MYSQL_SEM_PREFIX + 1])
 {
     static const char tail[] = "dlock-sem";
     char buf[1024 + sizeof(tail) + 1];
+    int rc;
 
     if (len > 1024)
         len = 1024; /* names are at most DLOCK_NAME_MAX bytes */
     memcpy(buf, name, len);
     buf[len] = '\0';
     memcpy(buf + len + 1, tail, sizeof(tail) - 1);
-    dlock__sha1_hex(buf, len + sizeof(tail), out);
+    rc = dlock__sha1_hex(buf, len + sizeof(tail), out);
+    if (rc != 0)
+        return rc;
     out[40] = '#';
     out[41] = '\0';
+    return 0;
 }
 
 int dlock__mysql_reserved_key(const char *key, size_t len)

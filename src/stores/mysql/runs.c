@@ -399,8 +399,10 @@ int dlock__my_run_end(struct dlock_store *s, struct dlock_lock *lk, int result,
         /* Its state is gone (cannot happen while the core holds lk):
          * the keys again, from the name. */
         memset(&tmp, 0, sizeof(tmp));
-        tmp.key_len =
-            dlock__mysql_key(lk->name, lk->name_len, k.ms->mariadb, tmp.key);
+        rc = dlock__mysql_key(lk->name, lk->name_len, k.ms->mariadb, tmp.key,
+                              &tmp.key_len);
+        if (rc != DLOCK_OK)
+            return rc;
         tmp.nkey_len = tmp.key_len;
         memcpy(tmp.nkey, tmp.key, tmp.key_len + 1);
         k.ml = &tmp;
@@ -468,12 +470,15 @@ static int runs_fn(void *conn, void *arg, int *dead)
     struct my_store *ms = l->ms;
     struct conn *c = conn;
     char key[KEY_MAX + 1];
-    size_t len = strlen(l->name);
-    size_t klen = dlock__mysql_key(l->name, len, ms->mariadb, key);
+    size_t len = strlen(l->name), klen;
     struct sb b = {0};
     int rc;
 
     l->n = 0;
+    *dead = 0;
+    rc = dlock__mysql_key(l->name, len, ms->mariadb, key, &klen);
+    if (rc != DLOCK_OK)
+        return rc;
     MY_BIND(&b, c, ms->sql.run_history, MV_S(key, klen), MV_S(l->name, len),
             MV_U(l->max));
     rc = collect(ms, c, &b, l, l->name, "history");

@@ -69,7 +69,10 @@ static int status_fn(void *conn, void *arg, int *dead)
     int rc;
 
     *out = *k->blank; /* a retry starts from what the caller gave */
-    ml.key_len = dlock__mysql_key(name, strlen(name), ms->mariadb, ml.key);
+    *dead = 0;
+    rc = dlock__mysql_key(name, strlen(name), ms->mariadb, ml.key, &ml.key_len);
+    if (rc != DLOCK_OK)
+        return rc;
     c->name = name;
     /* sql/status.sql: the key three times, four with NAME_seq. */
     MY_BIND(
@@ -283,9 +286,10 @@ static int force_slots(struct my_store *ms, struct conn *c,
     struct sb b = {0};
     MYSQL_RES *res = NULL;
     MYSQL_ROW row;
-    int rc;
+    int rc = dlock__mysql_sem_prefix(h->name, h->name_len, prefix);
 
-    dlock__mysql_sem_prefix(h->name, h->name_len, prefix);
+    if (rc != DLOCK_OK)
+        return rc;
     strcat(prefix, "%"); /* LIKE: the slot keys under it */
     /* An admission that slips in between this read and the delete loses
      * its row too, unkilled: like every holder here it is told LOST at its
@@ -336,7 +340,10 @@ static int force_waiter(struct my_store *ms, struct conn *c,
                                (unsigned long long)used, &w, &found);
     if (rc != DLOCK_OK || !found)
         goto out;
-    dlock__my_wait_name(ml->key, ml->key_len, (unsigned long long)used, wname);
+    rc = dlock__my_wait_name(ml->key, ml->key_len, (unsigned long long)used,
+                             wname);
+    if (rc != DLOCK_OK)
+        goto out;
     dlock__my_sb_reset(&b);
     MY_BIND(&b, c, ms->sql.force_delete_waiter, MV_Z(wname), MV_I(used));
     rc = dlock__my_run(ms, c, &b, NULL, "release --force");
@@ -366,7 +373,10 @@ static int force_fn(void *conn, void *arg, int *dead)
     int rc, have = 0, sem;
 
     *removed = 0;
-    ml.key_len = dlock__mysql_key(name, strlen(name), ms->mariadb, ml.key);
+    *dead = 0;
+    rc = dlock__mysql_key(name, strlen(name), ms->mariadb, ml.key, &ml.key_len);
+    if (rc != DLOCK_OK)
+        return rc;
     if (dlock__mysql_reserved_key(ml.key, ml.key_len)) {
         *dead = 0;
         return dlock__seterr(DLOCK_EINVAL,

@@ -15,20 +15,30 @@
 
 /* --- the try and the wait ---------------------------------------------- */
 
-static struct my_lock *new_lock(struct my_store *ms, struct dlock_lock *lk)
+/* lk's state, its keys from its name, in *out; DLOCK_ENOMEM, or the
+ * error of a SHA1 libcrypto could not compute (my_keys.h). */
+static int new_lock(struct my_store *ms, struct dlock_lock *lk,
+                    struct my_lock **out)
 {
     struct my_lock *ml = calloc(1, sizeof(*ml));
+    int rc;
 
+    *out = NULL;
     if (ml == NULL)
-        return NULL;
-    ml->key_len =
-        dlock__mysql_key(lk->name, lk->name_len, ms->mariadb, ml->key);
+        return dlock__enomem();
+    rc = dlock__mysql_key(lk->name, lk->name_len, ms->mariadb, ml->key,
+                          &ml->key_len);
+    if (rc == DLOCK_OK && lk->limit > 1)
+        rc = dlock__mysql_sem_prefix(lk->name, lk->name_len, ml->prefix);
+    if (rc != DLOCK_OK) {
+        free(ml);
+        return rc;
+    }
     ml->nkey_len = ml->key_len;
     memcpy(ml->nkey, ml->key, ml->key_len + 1);
     ml->slot = ml->wait_slot = -1;
-    if (lk->limit > 1)
-        dlock__mysql_sem_prefix(lk->name, lk->name_len, ml->prefix);
-    return ml;
+    *out = ml;
+    return DLOCK_OK;
 }
 
 /* Session mode pins a server connection per held lock and per wait:
@@ -162,12 +172,12 @@ int dlock__my_try_acquire(struct dlock_store *s, struct dlock_lock *lk,
     struct my_store *ms = (struct my_store *)s;
     /* An earlier try of this acquire (BUSY) left what it saw of the
      * holder: go on from it. */
-    struct my_lock *ml = lk->priv != NULL ? lk->priv : new_lock(ms, lk);
-    int rc;
+    struct my_lock *ml = lk->priv;
+    int rc = ml != NULL ? DLOCK_OK : new_lock(ms, lk, &ml);
 
     lk->priv = NULL;
-    if (ml == NULL)
-        return dlock__enomem();
+    if (rc != DLOCK_OK)
+        return rc;
     if (lk->limit > 1 && !ms->have_lim) {
         dlock__my_free_lock(ms, ml);
         return dlock__seterr(DLOCK_ENOTSUP,
@@ -237,7 +247,10 @@ static void tidy_leases(struct my_store *ms, struct my_lock *ml)
     struct conn *c = ml->c;
 
     ml->wtidied = 1;
-    dlock__my_wait_name(ml->key, ml->key_len, 0, wname);
+    if (dlock__my_wait_name(ml->key, ml->key_len, 0, wname) != DLOCK_OK) {
+        dlock__clearerr(); /* tidying is best effort */
+        return;
+    }
     /* LIKE: the key's prefix (40 hex digits and '~'), then anything. */
     wname[41] = '%';
     wname[42] = '\0';
@@ -271,7 +284,9 @@ static int wait_lease(struct my_store *ms, struct dlock_lock *lk,
     if (!c->frac)
         lease += 999;
     *ok = 0;
-    dlock__my_wait_name(ml->key, ml->key_len, c->id, wname);
+    rc = dlock__my_wait_name(ml->key, ml->key_len, c->id, wname);
+    if (rc != DLOCK_OK)
+        return rc;
     if (ml->wleased && strcmp(wname, ml->wname) != 0)
         drop_lease(ms, lk, ml); /* another slot's */
     if (!ml->wtidied)
@@ -562,8 +577,8 @@ int dlock__my_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
         if (lk->limit > 1 && !ms->have_lim)
             return dlock__my_try_acquire(s, lk, 0, retry_ms); /* ENOTSUP */
         lk->priv = NULL;
-        if (ml == NULL && (ml = new_lock(ms, lk)) == NULL)
-            return dlock__enomem();
+        if (ml == NULL && (rc = new_lock(ms, lk, &ml)) != DLOCK_OK)
+            return rc;
         rc = conns_take(ms, lk, ml);
         if (rc == DLOCK_OK)
             rc = pin(ms, lk, ml, 0, &pooled);

@@ -13,17 +13,22 @@
 
 /* --- waiters' leases (see my.h) ---------------------------------------- */
 
-void dlock__my_wait_name(const char *key, size_t key_len,
-                         unsigned long long conn_id, char out[WNAME_MAX + 1])
+int dlock__my_wait_name(const char *key, size_t key_len,
+                        unsigned long long conn_id, char out[WNAME_MAX + 1])
 {
     char buf[KEY_MAX + 6], p[DLOCK__MYSQL_SEM_PREFIX + 1];
+    int rc;
 
     if (key_len > KEY_MAX)
         key_len = KEY_MAX;
     memcpy(buf, key, key_len);
     memcpy(buf + key_len, "\0wait", 5);
-    dlock__mysql_sem_prefix(buf, key_len + 5, p);
+    out[0] = '\0';
+    rc = dlock__mysql_sem_prefix(buf, key_len + 5, p);
+    if (rc != DLOCK_OK)
+        return rc;
     snprintf(out, WNAME_MAX + 1, "%.40s~%llu", p, conn_id);
+    return DLOCK_OK;
 }
 
 int dlock__my_is_waiter(const struct holder *h)
@@ -53,9 +58,12 @@ int dlock__my_read_waiter(struct my_store *ms, struct conn *c, const char *key,
     int rc;
 
     memset(&w, 0, sizeof(w));
-    dlock__my_wait_name(key, key_len, conn_id, w.key);
-    w.key_len = strlen(w.key);
     memset(h, 0, sizeof(*h));
+    *found = 0;
+    rc = dlock__my_wait_name(key, key_len, conn_id, w.key);
+    if (rc != DLOCK_OK)
+        return rc;
+    w.key_len = strlen(w.key);
     rc = dlock__my_read_row(ms, c, &w, h, found, 1);
     if (rc == DLOCK_OK && *found &&
         (!dlock__my_is_waiter(h) || h->conn_id != conn_id))
@@ -80,7 +88,10 @@ static int fence_waiter(struct my_store *ms, struct conn *c,
     long long now_used = 0;
     int found, rc;
 
-    dlock__my_wait_name(ml->key, ml->key_len, used, wname);
+    *retry_ms = 0;
+    rc = dlock__my_wait_name(ml->key, ml->key_len, used, wname);
+    if (rc != DLOCK_OK)
+        return rc;
     MY_BIND(&b, c, ms->sql.waiter_fence_off, MV_Z(wname), MV_U(used),
             MV_Z(w->owner));
     rc = dlock__my_run(ms, c, &b, NULL, "fencing off a waiter");

@@ -89,8 +89,13 @@ int dlock__redis_scripts_init(struct redis_store *rs)
             return DLOCK_ENOMEM;
         /* Redis names a script by the SHA1 of its text: those not
          * loaded on connect are EVALSHA'd by it all the same. */
-        if (i >= S_LOADED)
-            dlock__sha1_hex(rs->lua[i], strlen(rs->lua[i]), rs->sha[i]);
+        if (i >= S_LOADED) {
+            int rc =
+                dlock__sha1_hex(rs->lua[i], strlen(rs->lua[i]), rs->sha[i]);
+
+            if (rc != DLOCK_OK)
+                return rc;
+        }
     }
     return DLOCK_OK;
 }
