@@ -573,9 +573,12 @@ void dlock__pg_conn_params_free(struct pg_store *ps)
  * before the password) may pass: DLOCK_EUNAVAIL.
  * Some "not now" answers come after the password was taken: the role's
  * CONNECTION LIMIT, the slots kept for superusers (SQLSTATE 53300), a
- * server shutting down or in recovery (57P03).  Those are told by the
- * server's (English) text; a server with translated messages leaves them
- * DLOCK_ESTORE, the side that never retries a refused password forever. */
+ * server shutting down or in recovery (57P03); and a connection that
+ * the server closed after the password without a word (a restart with
+ * the login in flight: libpq's own "server closed the connection
+ * unexpectedly").  Those are told by the (English) text; a translated
+ * one leaves them DLOCK_ESTORE, the side that never retries a refused
+ * password forever. */
 static int connect_error_code(PGconn *c)
 {
     static const char *const not_now[] = {
@@ -587,6 +590,12 @@ static int connect_error_code(PGconn *c)
         "the database system is in recovery mode",
         "the database system is not yet accepting connections",
         "the database system is not accepting connections",
+        /* The connection went, the server said nothing: a restart or a
+         * shutdown with our login in flight, not a refusal. */
+        "server closed the connection unexpectedly",
+        "could not receive data from server",
+        "could not send data to server",
+        "Connection reset by peer",
     };
     const char *msg = PQerrorMessage(c);
 
