@@ -58,8 +58,9 @@ sys.exit(1 if bad or both else 0)
 # leases, faults, failovers).  In two passes, so that a timing-sensitive
 # entry (T) never runs beside a CPU-heavy one (C) there either: first
 # every entry but the T ones (a C entry, PROCESSORS 2, takes two of the
-# four slots; S still runs alone), then the T ones beside each other.
+# four slots; S still runs alone), then the T ones, 3 at a time.
 long_jobs=${LONG_JOBS:-4}
+long_t_jobs=${LONG_T_JOBS:-3}
 case $tier in
 quick) args=(-L '^quick$' -j"$jobs") ;;
 long)  args=(-L '^long$' -j"$long_jobs") ;;
@@ -118,7 +119,7 @@ if [ "$tier" = long ]; then
         -LE '^T$' || rc=$?
     stage "ctest long, all but T"
     ctest --test-dir "$build" --output-on-failure --timeout 600 "${args[@]}" \
-        -L '^T$' || rc=$?
+        -j"$long_t_jobs" -L '^T$' || rc=$?
     stage "ctest long, T"
 else
     ctest --test-dir "$build" --output-on-failure --timeout 600 "${args[@]}" || rc=$?
