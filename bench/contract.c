@@ -17,6 +17,8 @@
 
 #define CFLOOR_NAME "dlock-contract-floor"
 
+#if defined(DLOCK_HAVE_POSTGRES) || defined(DLOCK_HAVE_MYSQL) ||               \
+    defined(DLOCK_HAVE_ETCD)
 /* A new owner token per cycle, as dlock's (random 128 bits, hex): the
  * index sees the same spread of keys. */
 static const char *cfloor_owner(void)
@@ -30,16 +32,17 @@ static const char *cfloor_owner(void)
     snprintf(o, sizeof(o), "%016llx%016llx", n, n * 0xff51afd7ed558ccdULL);
     return o;
 }
+#endif
 
+/* --- PostgreSQL --------------------------------------------------------- */
+
+#ifdef DLOCK_HAVE_POSTGRES
 static void cfloor_quiet(void *arg, const char *msg)
 {
     (void)arg;
     (void)msg;
 }
 
-/* --- PostgreSQL --------------------------------------------------------- */
-
-#ifdef DLOCK_HAVE_POSTGRES
 static int cfloor_pg_ok(PGresult *r)
 {
     int ok = PQresultStatus(r) == PGRES_COMMAND_OK ||
