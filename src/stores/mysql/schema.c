@@ -280,6 +280,25 @@ static int check_tables(struct my_store *ms, struct conn *c)
     return rc;
 }
 
+/* A CREATE of the WHAT tables T1 and T2 failed: a user without the right
+ * is told to have a DBA run `dlock init --print`; anything else is the
+ * server's error. */
+static int ddl_failed(struct my_store *ms, struct conn *c, const char *what,
+                      const char *t1, const char *t2)
+{
+    unsigned e = mysql_errno(c->db);
+    char doing[48];
+
+    if (e == ER_TABLEACCESS_DENIED_ERROR || e == ER_DBACCESS_DENIED_ERROR)
+        return dlock__seterr(DLOCK_ESTORE,
+                             "the %s %s and %s are missing in %s and this "
+                             "user may not create them: ask a DBA to run "
+                             "the DDL of `dlock init --print` (%s)",
+                             what, t1, t2, ms->base.url, mysql_error(c->db));
+    snprintf(doing, sizeof(doing), "creating the %s", what);
+    return dlock__my_db_err(ms, c, doing);
+}
+
 static int create_tables(struct my_store *ms, struct conn *c)
 {
     struct sb b = {0};
@@ -302,17 +321,7 @@ static int create_tables(struct my_store *ms, struct conn *c)
                                       strlen(ms->sql.heap_default));
             continue;
         }
-        if (mysql_errno(c->db) == ER_TABLEACCESS_DENIED_ERROR ||
-            mysql_errno(c->db) == ER_DBACCESS_DENIED_ERROR)
-            rc = dlock__seterr(DLOCK_ESTORE,
-                               "the lock tables %s and %s are missing in %s "
-                               "and this user may not create them: ask a "
-                               "DBA to run the DDL of `dlock init --print` "
-                               "(%s)",
-                               ms->table, ms->fences, ms->base.url,
-                               mysql_error(c->db));
-        else
-            rc = dlock__my_db_err(ms, c, "creating the lock tables");
+        rc = ddl_failed(ms, c, "lock tables", ms->table, ms->fences);
     }
     dlock__my_sb_free(&b);
     return rc;
@@ -590,22 +599,11 @@ int dlock__my_create_runs(struct my_store *ms, struct conn *c)
         char *end = strstr(p, "\n;;\n");
         size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
         const char *stmt = p;
-        unsigned e;
 
         p = end != NULL ? end + 4 : NULL;
         if (dlock__my_query(c, stmt, n) == 0)
             continue;
-        e = mysql_errno(c->db);
-        if (e == ER_TABLEACCESS_DENIED_ERROR || e == ER_DBACCESS_DENIED_ERROR)
-            rc = dlock__seterr(DLOCK_ESTORE,
-                               "the run record tables %s and %s are missing "
-                               "in %s and this user may not create them: "
-                               "ask a DBA to run the DDL of `dlock init "
-                               "--print` (%s)",
-                               ms->runs, ms->runsum, ms->base.url,
-                               mysql_error(c->db));
-        else
-            rc = dlock__my_db_err(ms, c, "creating the run record tables");
+        rc = ddl_failed(ms, c, "run record tables", ms->runs, ms->runsum);
     }
     dlock__my_sb_free(&b);
     return rc;
