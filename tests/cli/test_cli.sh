@@ -27,6 +27,21 @@ check() { # check NAME EXPECTED ACTUAL
     if [ "$2" = "$3" ]; then ok "$1"; else fail "$1 (wanted '$2', got '$3')"; fi
 }
 
+# await FIFO WHAT: wait for the line a command writes to FIFO once it
+# runs.  Bounded: a command that never starts, or is stopped before it
+# writes (a short lease lost under valgrind on a loaded machine), would
+# leave a bare read waiting, silent, until ctest's timeout.
+await() {
+    timeout 120 head -n 1 "$1" >/dev/null && return 0
+    fail "$2 never said it runs (nothing on $(basename "$1") in 120 s)"
+    return 1
+}
+
+# The shortest lease the suite gives: renewed every 0.2 s, which valgrind
+# on a loaded machine cannot promise; under it, 3 s (renewed every 1 s).
+short_ttl=0.6
+[ -n "${DLOCK_UNDER_VALGRIND:-}" ] && short_ttl=3
+
 # hold NAME: start `dlock run NAME` whose command holds until $T/go-NAME is
 # written; returns once the command runs (the lock is held).
 hold() {
@@ -35,9 +50,14 @@ hold() {
     shift
     "$DLOCK" run "$run_id/$shift_name" "$@" -- sh -c "echo x >'$T/ready-$shift_name'; read _ <'$T/go-$shift_name'" &
     holder=$!
-    read _ <"$T/ready-$shift_name"
+    await "$T/ready-$shift_name" "the holder of $shift_name" || kill -KILL "$holder" 2>/dev/null
 }
-let_go() { echo go >"$T/go-$1"; wait "$holder"; holder_rc=$?; rm -f "$T/go-$1" "$T/ready-$1"; }
+# say_go FIFO: bounded too, since a holder that never started reads nothing.
+say_go() { timeout 120 sh -c 'echo go >"$0"' "$1" 2>/dev/null; }
+let_go() {
+    say_go "$T/go-$1"
+    wait "$holder"; holder_rc=$?; rm -f "$T/go-$1" "$T/ready-$1"
+}
 
 # --- exit codes -----------------------------------------------------------
 "$DLOCK" run "$run_id/a" -- sh -c 'exit 7'
@@ -125,7 +145,7 @@ check "each run's critical section is contiguous" 3 "$seq"
 mkfifo "$T/sig-ready"
 "$DLOCK" run "$run_id/sig" -- sh -c "trap 'echo TERM >$T/sig-got; exit 0' TERM; echo x >$T/sig-ready; while :; do sleep 0.05; done" &
 pid=$!
-read _ <"$T/sig-ready"
+await "$T/sig-ready" "the command of run sig" || kill -KILL $pid
 kill -TERM $pid
 wait $pid
 rc=$?
@@ -217,7 +237,7 @@ hold pipewait
 mkfifo "$T/pw-err"
 "$DLOCK" -v run "$run_id/pipewait" -w 30 -- true 2>"$T/pw-err" &
 pid=$!
-read _ <"$T/pw-err"
+await "$T/pw-err" "the waiting run" || kill -KILL $pid
 kill -PIPE $pid
 wait $pid
 check "SIGPIPE ends a waiting run with 141" 141 $?
@@ -225,9 +245,9 @@ let_go pipewait
 
 # --- a stolen lock stops the command --------------------------------------
 mkfifo "$T/steal-ready"
-"$DLOCK" run "$run_id/steal" --ttl 0.6 --grace 5 -- sh -c "trap 'echo TERM >$T/steal-got; exit 0' TERM; echo x >$T/steal-ready; while :; do sleep 0.05; done" 2>"$T/steal-err" &
+"$DLOCK" run "$run_id/steal" --ttl $short_ttl --grace 5 -- sh -c "trap 'echo TERM >$T/steal-got; exit 0' TERM; echo x >$T/steal-ready; while :; do sleep 0.05; done" 2>"$T/steal-err" &
 pid=$!
-read _ <"$T/steal-ready"
+await "$T/steal-ready" "the command of run steal" || kill -KILL $pid
 "$DLOCK" release --force "$run_id/steal" >/dev/null
 check "release --force exits 0" 0 $?
 wait $pid
@@ -240,9 +260,9 @@ check "run says the lock was lost" 0 $?
 
 # A child that ignores SIGTERM is killed after the grace period.
 mkfifo "$T/stub-ready"
-"$DLOCK" run "$run_id/stub" --ttl 0.6 --grace 0.3 -- sh -c "trap '' TERM; echo x >$T/stub-ready; while :; do sleep 0.05; done" 2>/dev/null &
+"$DLOCK" run "$run_id/stub" --ttl $short_ttl --grace 0.3 -- sh -c "trap '' TERM; echo x >$T/stub-ready; while :; do sleep 0.05; done" 2>/dev/null &
 pid=$!
-read _ <"$T/stub-ready"
+await "$T/stub-ready" "the command of run stub" || kill -KILL $pid
 "$DLOCK" release --force "$run_id/stub" >/dev/null
 wait $pid
 check "a child ignoring SIGTERM is killed; run exits 75" 75 $?
@@ -451,7 +471,7 @@ sqlite://*|redis://*|unix://*|redis-sentinel://*|redis-cluster://*|rediss://*|re
         mkfifo "$T/sem-ready-$k" "$T/sem-go-$k"
         "$DLOCK" run -l 2 "$run_id/sem" -- sh -c "echo x >'$T/sem-ready-$k'; read _ <'$T/sem-go-$k'" &
         eval "sem_pid_$k=\$!"
-        read _ <"$T/sem-ready-$k"
+        await "$T/sem-ready-$k" "semaphore holder $k" || kill -KILL $!
     done
     out=$("$DLOCK" status "$run_id/sem")
     case $out in *": held by 2 of 2 (semaphore), "*) ok "status shows 2 of 2" ;;
@@ -465,7 +485,7 @@ sqlite://*|redis://*|unix://*|redis-sentinel://*|redis-cluster://*|rediss://*|re
     check "a lock on a held semaphore is a usage error" 64 $?
     case $out in *"limit 2"*) ok "the error names the limit in force" ;;
     *) fail "mismatch message: $out" ;; esac
-    echo go >"$T/sem-go-1"
+    say_go "$T/sem-go-1"
     wait "$sem_pid_1"
     check "the first holder exits 0" 0 $?
     out=$("$DLOCK" run -n -l 2 "$run_id/sem" -- sh -c 'echo "$DLOCK_FENCE"')
@@ -476,7 +496,7 @@ sqlite://*|redis://*|unix://*|redis-sentinel://*|redis-cluster://*|rediss://*|re
     *) case $out in [1-9]*) ok "a freed slot is taken" ;;
        *) fail "a freed slot is taken: fence '$out'" ;; esac ;;
     esac
-    echo go >"$T/sem-go-2"
+    say_go "$T/sem-go-2"
     wait "$sem_pid_2"
     out=$("$DLOCK" status "$run_id/sem" --json)
     case $out in *'"held":false,'*'"holders":0,'*'"limit":null,'*) ok "a free name has limit null" ;;
