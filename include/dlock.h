@@ -341,6 +341,14 @@ typedef struct dlock_info {
     int64_t client_id;
     char client_user[128];
     char client_addr[128];
+    /** (Election; only from dlock_leader() and dlock_observe(), NULL
+     * elsewhere.)  The value the leader published (dlock_elect(),
+     * dlock_proclaim()), NUL-terminated, value_len bytes; NULL when there
+     * is no leader, or it published none that the store can vouch is its
+     * own (a value written under an earlier term is never shown).  Owned
+     * by the info. */
+    const char *value;
+    size_t value_len;
 } dlock_info;
 
 /**
@@ -686,6 +694,87 @@ DLOCK_EXTERN int dlock_last_runs(dlock_store *store, const char *prefix,
 
 /** Free a dlock_run from dlock_run_begin().  Accepts NULL. */
 DLOCK_EXTERN void dlock_run_free(dlock_run *run);
+
+/* --- Election: one leader of a name, with a term and a value --------- */
+
+/** Longest leader value, in bytes (valid UTF-8, no NUL). */
+#define DLOCK_VALUE_MAX 4096
+
+/**
+ * Campaign for name: wait (opts->wait_ms, as dlock_acquire()) until this
+ * candidate leads, then publish value as the leader's.  The handle is a
+ * held lock in every respect (renewed, LOST, released by
+ * dlock_release(), which resigns); its fence, dlock_fence(), is the
+ * term: strictly greater than every earlier leader's of name in the
+ * store.  Leadership is the lock: candidates of one name exclude each
+ * other, and dlock_acquire() of the same name too.
+ *
+ * On etcd the candidate's key is what Go's concurrency.Election (and
+ * `etcdctl elect NAME VALUE`) writes: NAME "/" lease-id-hex, its value
+ * the value, the leader the lowest create revision (the term).  Other
+ * stores keep the value in a record of their own beside the lock, tagged
+ * with the term; the value of an earlier term is never shown.
+ *
+ * @param value      1..DLOCK_VALUE_MAX bytes of UTF-8 without NUL, or
+ *                   NULL or "" (no value).
+ * @param opts       as dlock_acquire() (shared and limit > 1 are
+ *                   DLOCK_EINVAL: a leader is alone).
+ * @return as dlock_acquire(); DLOCK_ENOTSUP on a store without election.
+ *         A leader that could not publish its value (its lock lost at
+ *         once, the store gone) has resigned: the call returns that
+ *         failure and nothing is held.
+ */
+DLOCK_EXTERN dlock_rc dlock_elect(dlock_lock **out, dlock_store *store,
+                                  const char *name, const char *value,
+                                  const dlock_options *opts);
+
+/**
+ * Change the value a leader publishes, only while it still leads: the
+ * write is guarded by its term, so a deposed leader's value is never
+ * written over its successor's.
+ * @return DLOCK_OK; DLOCK_LOST (no longer leads: nothing written);
+ *         DLOCK_EINVAL (a lock not from dlock_elect(), a bad value);
+ *         DLOCK_EUNAVAIL, DLOCK_ESTORE.
+ */
+DLOCK_EXTERN dlock_rc dlock_proclaim(dlock_lock *lock, const char *value);
+
+/**
+ * Who leads name now, read from the store: *out is a dlock_info with
+ * held (0: no leader), fence (the term), host, pid, since_ms when the
+ * store records them, and value.  Free it with dlock_info_free().
+ * @return DLOCK_OK (with or without a leader), DLOCK_EINVAL,
+ *         DLOCK_EUNAVAIL, DLOCK_ESTORE, DLOCK_ENOTSUP, DLOCK_ENOMEM.
+ */
+DLOCK_EXTERN dlock_rc dlock_leader(dlock_info **out, dlock_store *store,
+                                   const char *name);
+
+/** Called by dlock_observe() with the leader (info->held 0: none), lent
+ * for the call.  Return 0 to go on; nonzero stops the observation and is
+ * what dlock_observe() returns (give positive values). */
+typedef int (*dlock_observe_cb)(const dlock_info *leader, void *payload);
+
+/**
+ * Call cb with name's leader at once, then each time it changes (another
+ * term, another value, or no leader), until cb returns nonzero, cancel
+ * is fired (DLOCK_ECANCELED, promptly, as a wait's) or the store fails.
+ * Every call reports what was read from the store: a notification only
+ * wakes the observer (on Redis, PostgreSQL and etcd a change is seen
+ * within a second; on SQLite and MariaDB/MySQL it is polled every
+ * DLOCK_OBSERVE_POLL_MS).  Changes closer together than that may be
+ * seen as one.
+ * @param cancel  NULL or a cancel (dlock_cancel_new()).
+ * @return cb's nonzero value, DLOCK_ECANCELED, or a failure
+ *         (DLOCK_EUNAVAIL when the store went away: call again to go on,
+ *         and cb is called at once with what is true then).
+ */
+DLOCK_EXTERN int dlock_observe(dlock_store *store, const char *name,
+                               dlock_observe_cb cb, void *payload,
+                               dlock_cancel *cancel);
+
+/** How often dlock_observe() re-reads the leader on a store without
+ * notifications (on the others: at least once a second, for a leader
+ * whose lease ran out, which no store announces). */
+#define DLOCK_OBSERVE_POLL_MS 250
 
 /** A static description of a return code ("lock is busy", ...). */
 DLOCK_EXTERN const char *dlock_strerror(int rc);

@@ -236,8 +236,9 @@ static int forget_attempts(struct dlock_store *s, struct dlock__held *lk)
     return DLOCK_OK;
 }
 
-dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
-                           size_t name_len, const dlock_options *opts)
+int dlock__acquire(dlock_lock **out, dlock_store *s, const char *name,
+                   size_t name_len, const dlock_options *opts,
+                   const char *value, size_t value_len, int candidate)
 {
     static const dlock_options defaults = DLOCK_OPTIONS_INIT;
     struct dlock_cancel *cancel, *outer_cancel;
@@ -295,6 +296,17 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
     if (rc != DLOCK_OK) {
         dlock__lock_free(lk);
         return rc;
+    }
+    if (candidate) {
+        lk->value = dlock__strndup(value != NULL ? value : "", value_len);
+        if (lk->value == NULL) {
+            dlock__registry_unreserve(lk);
+            dlock__lock_free(lk);
+            return dlock__enomem();
+        }
+        lk->view.value = value_len > 0 ? lk->value : NULL;
+        lk->view.value_len = value_len;
+        lk->view.is_candidate = 1;
     }
     lk->store = s;
     lk->view.name_len = name_len;
@@ -382,6 +394,12 @@ dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
     dlock__clearerr();
     *out = &lk->view;
     return DLOCK_OK;
+}
+
+dlock_rc dlock_acquire_len(dlock_lock **out, dlock_store *s, const char *name,
+                           size_t name_len, const dlock_options *opts)
+{
+    return dlock__acquire(out, s, name, name_len, opts, NULL, 0, 0);
 }
 
 dlock_rc dlock_acquire(dlock_lock **out, dlock_store *s, const char *name,

@@ -68,6 +68,8 @@ struct dlock__held {
     int renewable;      /* the renew thread may pick it */
     int free_on_unref;  /* released from its own on_lost callback */
     int run_begun;      /* dlock_run_begin() recorded a run (under mu) */
+    char *value;        /* a candidate's value (view.value points here,
+                         * or is NULL for ""), changed under mu */
     struct dlock__held *prev, *next; /* registry list */
 };
 
@@ -93,6 +95,12 @@ int dlock__lock_call(struct dlock__held *lk, int held_only,
                      int (*fn)(struct dlock_store *s, struct dlock_lock *lk,
                                void *arg),
                      void *arg);
+
+/* dlock_acquire_len(), and dlock_elect() with candidate 1 and its value
+ * (checked by the caller). */
+int dlock__acquire(dlock_lock **out, dlock_store *s, const char *name,
+                   size_t name_len, const dlock_options *opts,
+                   const char *value, size_t value_len, int candidate);
 
 /* Free a lock record that is in no registry (acquire.c's failures). */
 void dlock__lock_free(struct dlock__held *lk);

@@ -52,6 +52,7 @@ void dlock__lock_free(struct dlock__held *lk)
 {
     pthread_mutex_destroy(&lk->mu);
     free(lk->view.name);
+    free(lk->value);
     free(lk);
 }
 

@@ -379,6 +379,8 @@ dlock_rc dlock_status(dlock_info **out, dlock_store *s, const char *name)
 
 void dlock_info_free(dlock_info *info)
 {
+    if (info != NULL)
+        free((char *)info->value);
     free(info);
 }
 

@@ -119,6 +119,16 @@ struct dlock_lock {
      * the server will let the lock go sooner.  Once held it is
      * the core's (written under the core's atomics): read-only. */
     int64_t lease_end;
+    /* An election's candidate (dlock_elect()): the value to publish,
+     * value_len bytes, NUL-terminated, or NULL for a plain lock (and a
+     * candidate without a value).  A store that keeps the value in the
+     * lock's own record (etcd: the key's value, as etcdctl elect writes
+     * it) writes it at acquire; the others ignore it there (value_set).
+     * is_candidate is 1 for every lock from dlock_elect().  The core's:
+     * read-only. */
+    const char *value;
+    size_t value_len;
+    int is_candidate;
 };
 
 struct dlock_store_ops {
@@ -250,6 +260,48 @@ struct dlock_store_ops {
                 dlock_run_cb cb, void *payload);
     int (*last_runs)(struct dlock_store *store, const char *prefix,
                      dlock_run_cb cb, void *payload);
+
+    /* Election (include/dlock.h, "Election"; src/core/elect.c checks the
+     * arguments).  value_set and value_get are optional together: NULL
+     * makes dlock_elect() and dlock_leader() DLOCK_ENOTSUP.
+     *
+     * value_set: lk is held (the core holds its mutex) and is a candidate
+     * (lk->is_candidate).  In ONE atomic step on the store, only if lk
+     * still owns the lock (else DLOCK_LOST, nothing written), record
+     * (lk->fence, value: len bytes, NUL-terminated, len may be 0) as
+     * name's leader value, replacing whatever was there (any fence).
+     * The core calls it once right after the grant, with value ==
+     * lk->value (a store that wrote lk->value at acquire returns DLOCK_OK
+     * without a round trip), and for each dlock_proclaim(), before it
+     * sets lk->value to the new one.  A store with notifications (watch)
+     * announces the change, so that observers see a new leader at once.
+     *
+     * value_get: name's recorded leader value: DLOCK_OK with *fence (the
+     * term it was written under) and *value (malloc'd, NUL-terminated,
+     * *len bytes), or DLOCK_OK with *value NULL, *fence 0 when there is
+     * none.  The core pairs it with status(): it shows the value only
+     * when *fence is the holder's fence (a record left by an earlier
+     * leader is not the current one's).  A store whose status() cannot
+     * tell a leader's fence (etcd, for a key without dlock's holder
+     * record) sets info->fence there to the same term value_get gives.
+     *
+     * watch: optional (NULL: dlock_observe() re-reads every
+     * DLOCK_OBSERVE_POLL_MS).  Block for at most slice_ms until name's
+     * holders may have changed: DLOCK_OK when woken or when the slice ran
+     * out (the core re-reads either way: a notification is a wake-up,
+     * never a report, R1), or a failure.  *state is the store's own,
+     * NULL at the first call; the first call is made with slice_ms 0,
+     * before the core's first read, and only subscribes, so that no
+     * change between that read and the next wait is missed.  It wakes on
+     * the cancel (cancel.h) as wait_slice does.  watch_end frees *state
+     * (and unsubscribes); it is called once, whatever watch returned. */
+    int (*value_set)(struct dlock_store *store, struct dlock_lock *lk,
+                     const char *value, size_t len);
+    int (*value_get)(struct dlock_store *store, const char *name,
+                     uint64_t *fence, char **value, size_t *len);
+    int (*watch)(struct dlock_store *store, const char *name, void **state,
+                 int64_t slice_ms);
+    void (*watch_end)(struct dlock_store *store, void *state);
 };
 
 /* The stores compiled in (store.c's scheme table has their schemes).  A
