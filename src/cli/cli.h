@@ -138,6 +138,13 @@ struct run_opts {
     int once;           /* --once */
     int64_t period_ms;  /* --once-per DURATION; 0: none */
     const char *metrics_file; /* --metrics-file, else $DLOCK_METRICS_FILE */
+    /* dlock elect (cli_elect_parse()): the acquire is a campaign. */
+    int elect;
+    const char *value;          /* --value; NULL: none */
+    int priority;               /* --priority, default 1; 0 never leads */
+    const char *health_cmd;     /* --health-cmd; NULL: none */
+    int64_t health_interval_ms; /* --health-interval */
+    int health_fails;           /* --health-fails */
 };
 
 /* What one `dlock run` did, for the metrics file (src/cli/metrics.c,
@@ -159,13 +166,24 @@ struct cli_run_report {
     int sig;
     int lost;      /* the lock was lost while CMD ran */
     int exit_code; /* what dlock exits with */
+    /* dlock elect: the leader families too (metrics.c); leader_only:
+     * only they (the report of a term's start). */
+    int elect;
+    int leader_only;
+    int leader;        /* 1 while leading */
+    int transition;    /* leadership came or went since the last report */
+    uint64_t term;     /* the term led last (0: none yet) */
 };
 /* Called once by cmd_run() just before it returns (after its options
  * were parsed).  metrics: filled by t35-extra. */
 void run_report(const struct cli_run_report *r);
 int cli_run_parse(struct run_opts *o, int argc, char **argv);
+/* `dlock elect`'s options, the same way (o->elect set). */
+int cli_elect_parse(struct run_opts *o, int argc, char **argv);
 
 int cmd_run(const struct cli *c, int argc, char **argv);
+int cmd_elect(const struct cli *c, int argc, char **argv);
+int cmd_leader(const struct cli *c, int argc, char **argv);
 int cmd_status(const struct cli *c, int argc, char **argv);
 int cmd_list(const struct cli *c, int argc, char **argv);
 int cmd_release(const struct cli *c, int argc, char **argv);

@@ -78,6 +78,8 @@ static int acquire(const struct cli *c, const struct run_opts *o,
     opts.wait_ms = o->wait_ms;
     /* A signal from here on gives up the wait (run_signals.c). */
     opts.cancel = run_signals_cancel();
+    if (o->elect)
+        return run_campaign(store, o, &opts, lock);
     if (c->verbose && o->wait_ms != 0) {
         opts.wait_ms = 0;
         rc = dlock_acquire(lock, store, o->name, &opts);
@@ -95,14 +97,62 @@ static int stopped_by_signal(const struct run_opts *o)
 {
     int sig = run_signals_got();
 
-    cli_err("run: signal %d (%s) before the command started: '%s' not run", sig,
-            strsignal(sig), o->name);
+    cli_err("%s: signal %d (%s) before the command started: '%s' not run",
+            o->elect ? "elect" : "run", sig, strsignal(sig), o->name);
     return 128 + sig;
 }
+
+/* dlock elect: leadership came (leader 1) or went, into the metrics
+ * file's leader families. */
+static void leader_report(const struct cli_run_report *rep, int leader,
+                          uint64_t term)
+{
+    struct cli_run_report r = *rep;
+
+    r.elect = 1;
+    r.leader_only = 1;
+    r.leader = leader;
+    r.transition = 1;
+    r.term = term;
+    run_report(&r);
+}
+
+static int run_course(const struct cli *c, struct run_opts *o);
 
 int cmd_run(const struct cli *c, int argc, char **argv)
 {
     struct run_opts o = {0};
+    int rc = cli_run_parse(&o, argc, argv);
+
+    if (rc != 0) {
+        if (rc < 0) {
+            cli_run_usage(stdout);
+            return 0;
+        }
+        return rc;
+    }
+    return run_course(c, &o);
+}
+
+/* `dlock elect`: a run whose acquire is a campaign (run_campaign()). */
+int cmd_elect(const struct cli *c, int argc, char **argv)
+{
+    struct run_opts o = {0};
+    int rc = cli_elect_parse(&o, argc, argv);
+
+    if (rc != 0) {
+        if (rc < 0) {
+            cli_elect_usage(stdout);
+            return 0;
+        }
+        return rc;
+    }
+    return run_course(c, &o);
+}
+
+static int run_course(const struct cli *c, struct run_opts *given)
+{
+    struct run_opts o = *given;
     struct cli_run_report rep;
     dlock_store *store = NULL;
     dlock_lock *lock = NULL;
@@ -112,14 +162,6 @@ int cmd_run(const struct cli *c, int argc, char **argv)
     int64_t t0;
     pid_t child;
 
-    rc = cli_run_parse(&o, argc, argv);
-    if (rc != 0) {
-        if (rc < 0) {
-            cli_run_usage(stdout);
-            return 0;
-        }
-        return rc;
-    }
     memset(&rep, 0, sizeof(rep));
     rep.name = o.name;
     rep.metrics_file = o.metrics_file;
@@ -143,6 +185,7 @@ int cmd_run(const struct cli *c, int argc, char **argv)
     rc = cli_open_waiting(c, &store, &o.wait_ms);
     if (rc != 0)
         goto out;
+again:
     rc = acquire(c, &o, store, &lock);
     rep.waited_ms = run_now_ms() - t0;
     if (run_signals_got() != 0) {
@@ -167,17 +210,20 @@ int cmd_run(const struct cli *c, int argc, char **argv)
             rc = o.conflict_code;
             goto out;
         }
-        if (c->verbose)
-            cli_err("run: lock '%s' not acquired in time", o.name);
+        if (c->verbose || o.elect)
+            cli_err("%s: '%s' not %s in time", o.elect ? "elect" : "run",
+                    o.name, o.elect ? "elected" : "acquired");
         rc = o.conflict_code;
         goto out;
     }
     if (rc != DLOCK_OK) {
-        rc = cli_fail(rc, "run");
+        rc = cli_fail(rc, o.elect ? "elect" : "run");
         goto out;
     }
     if (c->verbose)
-        cli_err("run: acquired '%s' (fence %llu, lease %lld ms left)", o.name,
+        cli_err("%s: %s '%s' (%s %llu, lease %lld ms left)",
+                o.elect ? "elect" : "run", o.elect ? "leading" : "acquired",
+                o.name, o.elect ? "term" : "fence",
                 (unsigned long long)dlock_fence(lock),
                 (long long)dlock_lease_left(lock));
     /* Shared holders and a semaphore's run side by side: a record of
@@ -190,7 +236,8 @@ int cmd_run(const struct cli *c, int argc, char **argv)
             goto out;
         }
     }
-    env = run_child_env(o.name, dlock_fence(lock), dlock_store_url(store));
+    env = run_child_env(o.name, dlock_fence(lock), dlock_store_url(store),
+                        o.elect ? (o.value != NULL ? o.value : "") : NULL);
     if (env == NULL) {
         cli_err("run: out of memory");
         rc = EXIT_INTERNAL;
@@ -210,6 +257,10 @@ int cmd_run(const struct cli *c, int argc, char **argv)
     /* Whatever CMD starts stays dlock's descendant (see run_signal_cmd()). */
     (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
     rep.start_ms = cli_wall_ms();
+    if (o.elect) {
+        run_elect_leading(env);
+        leader_report(&rep, 1, dlock_fence(lock));
+    }
     child = run_spawn(o.cmd, env);
     if (child < 0) {
         rc = -child;
@@ -229,6 +280,47 @@ int cmd_run(const struct cli *c, int argc, char **argv)
     }
     if (recorded)
         (void)run_end(&o, lock, pfd[0], raw, lost, &outage);
+    if (o.elect) {
+        rep.elect = 1;
+        rep.transition = 1;
+        rep.term = dlock_fence(lock);
+    }
+    if (lost && o.elect && run_elect_stepped() != 0) {
+        /* A leader that stepped down resigns; one that yielded
+         * campaigns again (CMD starts afresh when it leads again). */
+        int why = run_elect_stepped();
+
+        (void)dlock_release(lock);
+        lock = NULL;
+        rep.exit_code = EXIT_LOST;
+        rep.lost = 0;
+        run_report(&rep);
+        if (why == RUN_YIELD) {
+            run_free_env(env);
+            env = NULL;
+            memset(&rep, 0, sizeof(rep));
+            rep.name = o.name;
+            rep.metrics_file = o.metrics_file;
+            recorded = 0;
+            lost = 0;
+            raw = -1;
+            outage = 0;
+            /* Signals end the campaign again, as before CMD. */
+            rc = run_signals_early();
+            if (rc != DLOCK_OK) {
+                cli_err("elect: %s", dlock_errmsg());
+                rc = EXIT_INTERNAL;
+                goto out;
+            }
+            t0 = run_now_ms();
+            goto again;
+        }
+        cli_err("elect: resigned '%s' after %d failed health checks",
+                o.name, o.health_fails);
+        rc = EXIT_LOST;
+        rep.name = NULL; /* reported */
+        goto out;
+    }
     if (lost) {
         rc = EXIT_LOST;
     } else if (child >= 0) {
@@ -239,6 +331,8 @@ int cmd_run(const struct cli *c, int argc, char **argv)
 out:
     if (lock != NULL)
         (void)dlock_release(lock);
+    if (o.elect)
+        run_elect_end();
     dlock_store_close(store);
     run_free_env(env);
     if (pfd[0] >= 0) {
@@ -248,6 +342,7 @@ out:
     if (rep.end_ms == 0)
         rep.end_ms = cli_wall_ms();
     rep.exit_code = rc;
-    run_report(&rep);
+    if (rep.name != NULL)
+        run_report(&rep);
     return rc;
 }

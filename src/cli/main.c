@@ -22,6 +22,10 @@ static const char usage_fmt[] =
     "      [--once | --once-per PERIOD] [--] CMD...\n"
     "                      run CMD while holding the lock NAME (once, or\n"
     "                      once per PERIOD, with the flags)\n"
+    "  elect NAME [--value TEXT] [--ttl SEC] [-w SEC] [--priority N]\n"
+    "      [--health-cmd CMD] [--] CMD...\n"
+    "                      campaign for NAME; run CMD while leading\n"
+    "  leader NAME [--json] [--watch]  who leads NAME (every change)\n"
     "  status NAME [--json]  who holds NAME, its last run\n"
     "  list [PREFIX] [--json]  held locks and names that have run\n"
     "  history NAME [--json] [-n N]  the recorded runs of NAME\n"
@@ -166,6 +170,7 @@ static int cli_main(int argc, char **argv)
         {"run", cmd_run},   {"status", cmd_status},
         {"list", cmd_list}, {"release", cmd_release},
         {"init", cmd_init}, {"history", cmd_history},
+        {"elect", cmd_elect}, {"leader", cmd_leader},
     };
     struct cli c = {NULL, 0};
     char *file = NULL;

@@ -60,6 +60,9 @@ enum fam_id {
     F_SKIPPED,
     F_LOST_TOTAL,
     F_NOT_RUN,
+    F_LEADER,
+    F_TRANSITIONS,
+    F_TERM,
     F_KNOWN
 };
 
@@ -105,6 +108,15 @@ static const struct family known[F_KNOWN] = {
     [F_NOT_RUN] = {PREFIX "not_run_total", "counter", 0,
                    "Invocations that did not run CMD for another reason: "
                    "lock busy, store unavailable, error."},
+    [F_LEADER] = {PREFIX "leader", "gauge", 0,
+                  "dlock elect: 1 while this candidate leads (runs CMD), "
+                  "else 0."},
+    [F_TRANSITIONS] = {PREFIX "leader_transitions_total", "counter", 0,
+                       "dlock elect: times this candidate became leader or "
+                       "stopped leading."},
+    [F_TERM] = {PREFIX "leader_term", "gauge", 0,
+                "dlock elect: the term (fence) this candidate led last (0: "
+                "never led)."},
 };
 
 /* One series: family (index into known[], or F_KNOWN + i for the i-th
@@ -482,6 +494,18 @@ static int apply(struct model *m, const struct cli_run_report *r)
 
     for (size_t f = 0; f < F_KNOWN; f++)
         v[f] = get_value(m, f, nm);
+    if (r->elect) {
+        v[F_LEADER] = r->leader ? 1 : 0;
+        v[F_TRANSITIONS] += r->transition ? 1 : 0;
+        if (r->term > 0)
+            v[F_TERM] = (double)r->term;
+    }
+    if (r->leader_only) {
+        for (size_t f = F_LEADER; f <= F_TERM; f++)
+            if (set_value(m, f, nm, v[f]) != 0)
+                return -1;
+        return 0;
+    }
     if (r->ran) {
         v[F_START] = start;
         v[F_END] = end;
@@ -506,7 +530,7 @@ static int apply(struct model *m, const struct cli_run_report *r)
     v[F_WAIT] = r->waited_ms > 0 ? (double)r->waited_ms / 1000 : 0;
     v[F_ATTEMPT] = r->ran ? start : end;
     for (size_t f = 0; f < F_KNOWN; f++)
-        if (set_value(m, f, nm, v[f]) != 0)
+        if ((r->elect || f < F_LEADER) && set_value(m, f, nm, v[f]) != 0)
             return -1;
     return 0;
 }

@@ -20,6 +20,9 @@
  * it), and its --help (the text around the table's). */
 extern const struct cli_opt cli_run_opts[];
 void cli_run_usage(FILE *f);
+/* `dlock elect`'s, the same way. */
+extern const struct cli_opt cli_elect_opts[];
+void cli_elect_usage(FILE *f);
 
 /* The monotonic clock in ms: waits, the lease's deadlines. */
 static inline int64_t run_now_ms(void)
@@ -66,7 +69,8 @@ void run_on_lost(dlock_lock *lock, void *payload);
 void run_scan_fds(int mark_cloexec);
 /* environ without DLOCK_NAME/FENCE/STORE, plus ours; free with
  * run_free_env(). */
-char **run_child_env(const char *name, uint64_t fence, const char *url);
+char **run_child_env(const char *name, uint64_t fence, const char *url,
+                     const char *leader_value);
 void run_free_env(char **env);
 /* Start CMD; returns its pid, or -(exit code) on failure. */
 pid_t run_spawn(char **cmd, char **env);
@@ -97,6 +101,31 @@ int run_supervise(pid_t child, int rfd, const struct run_opts *o,
  * unreachable: the end record met an outage (run_end()'s *outage). */
 int run_release_after(dlock_lock *lock, const struct run_opts *o, int status,
                       int unreachable);
+
+/* --- run_elect.c: what `dlock elect` adds ---------------------------- */
+
+/* Why a leader stepped down (run_elect_check(), run_elect_stepped()). */
+#define RUN_YIELD 1     /* a candidate of higher priority campaigns */
+#define RUN_UNHEALTHY 2 /* --health-cmd failed --health-fails times */
+
+/* The campaign: the marker of o's priority, then dlock_elect() with
+ * opts (wait_ms: the rest of -w).  Priority 0 waits for a signal or the
+ * end of -w (DLOCK_BUSY).  As dlock_acquire() returns. */
+int run_campaign(dlock_store *store, const struct run_opts *o,
+                 dlock_options *opts, dlock_lock **lock);
+/* It leads now and CMD starts with env (the health command gets it). */
+void run_elect_leading(char **env);
+/* Called by run_supervise() (now: run_now_ms()): 0, or RUN_YIELD /
+ * RUN_UNHEALTHY once (the leader steps down); *next is when to call
+ * again.  0 and *next untouched for a plain run. */
+int run_elect_check(const struct run_opts *o, int64_t now, int64_t *next);
+int run_elect_stepped(void);
+/* Let the marker go (at the end, or before exit). */
+void run_elect_end(void);
+/* The health command running (0: none) and its waitpid() status (-1
+ * until reaped by run_reap_children()). */
+extern pid_t run_health_pid;
+extern int run_health_status;
 
 /* --- run_records.c: the run records (--once, --once-per) ------------ */
 

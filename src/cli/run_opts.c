@@ -10,9 +10,22 @@
 #include "run.h"
 
 #define DEFAULT_GRACE_MS 10000
+#define DEFAULT_HEALTH_INTERVAL_MS 5000
+#define DEFAULT_HEALTH_FAILS 3
 
 /* getopt_long's value for an option with no short name. */
-enum { OPT_TTL = 256, OPT_GRACE, OPT_ONCE, OPT_ONCE_PER, OPT_METRICS_FILE };
+enum {
+    OPT_TTL = 256,
+    OPT_GRACE,
+    OPT_ONCE,
+    OPT_ONCE_PER,
+    OPT_METRICS_FILE,
+    OPT_VALUE,
+    OPT_PRIORITY,
+    OPT_HEALTH_CMD,
+    OPT_HEALTH_INTERVAL,
+    OPT_HEALTH_FAILS
+};
 
 const struct cli_opt cli_run_opts[] = {
     {'w', "wait", "SEC",
@@ -48,7 +61,44 @@ const struct cli_opt cli_run_opts[] = {
     {0, NULL, NULL, NULL},
 };
 
+/* `dlock elect`: a run whose acquire is a campaign (cmd_run.c), so the
+ * same parser with a table of its own; the entries it shares with run's
+ * mean the same. */
+const struct cli_opt cli_elect_opts[] = {
+    {OPT_VALUE, "value", "TEXT",
+     "the value the leader publishes (dlock leader\n"
+     "shows it; CMD gets it as DLOCK_LEADER_VALUE)"},
+    {'w', "wait", "SEC",
+     "campaign up to SEC seconds (default: forever)"},
+    {OPT_TTL, "ttl", "SEC",
+     "lease (default 30): the longest a dead or hung\n"
+     "leader keeps the others waiting"},
+    {OPT_GRACE, "grace", "SEC",
+     "between SIGTERM and SIGKILL when leadership\n"
+     "ends (default 10, at most a third of --ttl)"},
+    {OPT_PRIORITY, "priority", "N",
+     "0..1000 (default 1): a leader yields to a\n"
+     "candidate of higher priority; 0 never leads"},
+    {OPT_HEALTH_CMD, "health-cmd", "CMD",
+     "run CMD (with /bin/sh -c) every interval while\n"
+     "leading; --health-fails failures in a row\n"
+     "resign: CMD is stopped, exit 75"},
+    {OPT_HEALTH_INTERVAL, "health-interval", "SEC",
+     "how often the leader runs --health-cmd and\n"
+     "looks for a candidate of higher priority\n"
+     "(default 5)"},
+    {OPT_HEALTH_FAILS, "health-fails", "N",
+     "failures in a row that resign (default 3)"},
+    {OPT_METRICS_FILE, "metrics-file", "PATH",
+     "write the leader's metrics to PATH (also\n"
+     "$DLOCK_METRICS_FILE)"},
+    {'h', "help", NULL, NULL},
+    {0, NULL, NULL, NULL},
+};
+
 #define N_OPTS (sizeof(cli_run_opts) / sizeof(cli_run_opts[0]) - 1)
+#define N_ELECT_OPTS (sizeof(cli_elect_opts) / sizeof(cli_elect_opts[0]) - 1)
+#define N_MAX_OPTS (N_OPTS > N_ELECT_OPTS ? N_OPTS : N_ELECT_OPTS)
 
 static const char help_head[] =
     "usage: dlock [-s URL] run NAME [options] [--] CMD [ARG...]\n"
@@ -84,13 +134,42 @@ static const char help_tail[] =
     "executable/not found.  A CMD file without \"#!\" runs with /bin/sh, as\n"
     "with execvp(3) and flock(1); a binary it cannot run exits 126.\n";
 
+static const char elect_head[] =
+    "usage: dlock [-s URL] elect NAME [options] [--] CMD [ARG...]\n"
+    "\n"
+    "Campaign for NAME, and while leading run CMD as dlock run does:\n"
+    "leadership is holding the lock NAME, and the term (DLOCK_FENCE) is\n"
+    "its fence, greater than every earlier leader's.  CMD also gets\n"
+    "DLOCK_LEADER_VALUE (--value) and DLOCK_NAME, DLOCK_STORE.  When\n"
+    "leadership is lost CMD is stopped before the lease ends (SIGTERM,\n"
+    "SIGKILL) and dlock exits 75.  When CMD exits dlock resigns and exits\n"
+    "with CMD's status.  A signal while campaigning withdraws the\n"
+    "candidacy (exit 128+N); while leading it is passed on to CMD.\n"
+    "\n"
+    "options:\n";
+
+static const char elect_tail[] =
+    "A leader that sees a candidate of higher priority campaigning (within\n"
+    "--health-interval) yields: CMD is stopped as on a loss, dlock resigns\n"
+    "and campaigns again; CMD starts afresh when it leads again.\n"
+    "See dlock leader NAME [--watch] [--json] for who leads.\n"
+    "\n"
+    "exit: CMD's status (128+N if killed by signal N), 1 if not elected\n"
+    "within -w, 64 usage, 69 store failing (or no election on it), 75\n"
+    "leadership lost or resigned for failed health checks, 126/127 CMD not\n"
+    "executable/not found, 128+N a signal N before CMD started.\n";
+
+/* The table being parsed (run's or elect's) and its command word. */
+static const struct cli_opt *opts_in = cli_run_opts;
+static const char *cmd_word = "run";
+
 /* The options part of the help, from the table: "  -w, --wait SEC" (four
  * spaces for no short name), the help from column 24 with its further
  * lines under it; a head that reaches column 24 is followed by two
  * spaces, or, past column 26, by the help on lines of its own. */
-static void print_opts(FILE *f)
+static void print_opts(FILE *f, const struct cli_opt *table)
 {
-    for (const struct cli_opt *p = cli_run_opts; p->name != NULL; p++) {
+    for (const struct cli_opt *p = table; p->name != NULL; p++) {
         const char *h = p->help;
         int n;
 
@@ -118,8 +197,15 @@ static void print_opts(FILE *f)
 void cli_run_usage(FILE *f)
 {
     fputs(help_head, f);
-    print_opts(f);
+    print_opts(f, cli_run_opts);
     fputs(help_tail, f);
+}
+
+void cli_elect_usage(FILE *f)
+{
+    fputs(elect_head, f);
+    print_opts(f, cli_elect_opts);
+    fputs(elect_tail, f);
 }
 
 /* The entry of the option at argv element a ("-w5", "--wait=5", "-n"),
@@ -128,7 +214,7 @@ void cli_run_usage(FILE *f)
  * short option without a value stands alone. */
 static const struct cli_opt *opt_of(const char *a)
 {
-    for (const struct cli_opt *p = cli_run_opts; p->name != NULL; p++) {
+    for (const struct cli_opt *p = opts_in; p->name != NULL; p++) {
         size_t n = strlen(p->name);
 
         if (a[1] == '-'
@@ -143,10 +229,10 @@ static const struct cli_opt *opt_of(const char *a)
 
 static int unknown_opt(const char *a)
 {
-    if (cli_misplaced_global("run", "NAME -- CMD", a))
+    if (cli_misplaced_global(cmd_word, "NAME -- CMD", a))
         return EXIT_USAGE;
-    cli_err("run: unknown option '%s' (see dlock run --help)",
-            cli_arg_shown(a));
+    cli_err("%s: unknown option '%s' (see dlock %s --help)", cmd_word,
+            cli_arg_shown(a), cmd_word);
     return EXIT_USAGE;
 }
 
@@ -160,21 +246,21 @@ static int take_seconds(int64_t *ms, int is_ttl, const char *a, const char *val)
 
     *ms = cli_parse_seconds(val);
     if (*ms == -2) {
-        cli_err("run: too many seconds for %s: '%s' (the maximum "
+        cli_err("%s: too many seconds for %s: '%s' (the maximum "
                 "is 365 days, %lld)",
-                a, val, CLI_SECONDS_MAX);
+                cmd_word, a, val, CLI_SECONDS_MAX);
         return EXIT_USAGE;
     }
     if (*ms < 0) {
-        cli_err("run: bad number of seconds for %.*s: '%s' "
+        cli_err("%s: bad number of seconds for %.*s: '%s' "
                 "(decimal seconds, or a number with ms)",
-                opt_len, a, cli_arg_shown(val));
+                cmd_word, opt_len, a, cli_arg_shown(val));
         return EXIT_USAGE;
     }
     if (is_ttl && *ms < DLOCK_TTL_MIN_MS) {
-        cli_err("run: --ttl %s is shorter than %d ms: renewal "
+        cli_err("%s: --ttl %s is shorter than %d ms: renewal "
                 "could not keep such a lease",
-                val, DLOCK_TTL_MIN_MS);
+                cmd_word, val, DLOCK_TTL_MIN_MS);
         return EXIT_USAGE;
     }
     return 0;
@@ -207,10 +293,50 @@ static int take_opt(struct run_opts *o, int key, const char *a, const char *val)
         return 0;
     case OPT_METRICS_FILE:
         if (*val == '\0') {
-            cli_err("run: --metrics-file needs a path");
+            cli_err("%s: --metrics-file needs a path", cmd_word);
             return EXIT_USAGE;
         }
         o->metrics_file = val;
+        return 0;
+    case OPT_VALUE:
+        if (strlen(val) > DLOCK_VALUE_MAX || !cli_utf8_valid(val)) {
+            cli_err("elect: --value must be valid UTF-8 of at most %d "
+                    "bytes",
+                    DLOCK_VALUE_MAX);
+            return EXIT_USAGE;
+        }
+        o->value = val;
+        return 0;
+    case OPT_HEALTH_CMD:
+        if (*val == '\0') {
+            cli_err("elect: --health-cmd needs a command");
+            return EXIT_USAGE;
+        }
+        o->health_cmd = val;
+        return 0;
+    case OPT_HEALTH_INTERVAL: {
+        int rc = take_seconds(&o->health_interval_ms, 0, a, val);
+
+        if (rc == 0 && o->health_interval_ms < 10) {
+            cli_err("elect: --health-interval must be at least 10 ms");
+            return EXIT_USAGE;
+        }
+        return rc;
+    }
+    case OPT_PRIORITY:
+    case OPT_HEALTH_FAILS:
+        v = strtol(val, &end, 10);
+        if (strspn(val, "0123456789") != strlen(val) || *val == '\0' ||
+            *end != '\0' || v < (key == OPT_PRIORITY ? 0 : 1) || v > 1000) {
+            cli_err("elect: %s must be %d..1000, not '%s'",
+                    key == OPT_PRIORITY ? "--priority" : "--health-fails",
+                    key == OPT_PRIORITY ? 0 : 1, cli_arg_shown(val));
+            return EXIT_USAGE;
+        }
+        if (key == OPT_PRIORITY)
+            o->priority = (int)v;
+        else
+            o->health_fails = (int)v;
         return 0;
     case OPT_ONCE_PER:
         o->period_ms = cli_parse_duration(val);
@@ -252,18 +378,19 @@ static int take_opt(struct run_opts *o, int key, const char *a, const char *val)
     return unknown_opt(a); /* not in the table: getopt_long never says so */
 }
 
-int cli_run_parse(struct run_opts *o, int argc, char **argv)
+static int parse(struct run_opts *o, int argc, char **argv)
 {
     /* getopt_long's tables, from cli_run_opts: "+" stops at the first
      * word that is no option (NAME, then CMD: CMD's own options are
      * never read), ":" tells a missing value from an unknown option. */
-    struct option lo[N_OPTS + 1];
-    char so[2 + 2 * N_OPTS + 1], *sp = so;
+    struct option lo[N_MAX_OPTS + 1];
+    char so[2 + 2 * N_MAX_OPTS + 1], *sp = so;
+    size_t n_opts = 0;
 
     *sp++ = '+';
     *sp++ = ':';
-    for (size_t k = 0; k < N_OPTS; k++) {
-        const struct cli_opt *p = &cli_run_opts[k];
+    for (size_t k = 0; opts_in[k].name != NULL; k++) {
+        const struct cli_opt *p = &opts_in[k];
 
         lo[k] = (struct option){
             p->name, p->arg != NULL ? required_argument : no_argument, NULL,
@@ -273,8 +400,9 @@ int cli_run_parse(struct run_opts *o, int argc, char **argv)
             if (p->arg != NULL)
                 *sp++ = ':';
         }
+        n_opts = k + 1;
     }
-    lo[N_OPTS] = (struct option){NULL, 0, NULL, 0};
+    lo[n_opts] = (struct option){NULL, 0, NULL, 0};
     *sp = '\0';
 
     o->wait_ms = DLOCK_WAIT_FOREVER;
@@ -317,7 +445,7 @@ int cli_run_parse(struct run_opts *o, int argc, char **argv)
         if (c == 'h')
             return -1;
         if (c == ':') {
-            cli_err("run: %s needs a value", a);
+            cli_err("%s: %s needs a value", cmd_word, a);
             return EXIT_USAGE;
         }
         if (c == '?')
@@ -346,11 +474,38 @@ int cli_run_parse(struct run_opts *o, int argc, char **argv)
     if (o->period_ms > 0 && !o->wait_given)
         o->wait_ms = 0;
     if (o->name == NULL || o->cmd == NULL) {
-        cli_err("run: %s", o->name == NULL ? "missing NAME" : "missing CMD");
-        cli_run_usage(stderr);
+        cli_err("%s: %s", cmd_word,
+                o->name == NULL ? "missing NAME" : "missing CMD");
+        if (o->elect)
+            cli_elect_usage(stderr);
+        else
+            cli_run_usage(stderr);
         return EXIT_USAGE;
     }
-    if (cli_name_secret("run", "NAME -- CMD", o->name))
+    if (cli_name_secret(cmd_word, "NAME -- CMD", o->name))
         return EXIT_USAGE;
     return 0;
+}
+
+int cli_run_parse(struct run_opts *o, int argc, char **argv)
+{
+    opts_in = cli_run_opts;
+    cmd_word = "run";
+    return parse(o, argc, argv);
+}
+
+int cli_elect_parse(struct run_opts *o, int argc, char **argv)
+{
+    int rc;
+
+    opts_in = cli_elect_opts;
+    cmd_word = "elect";
+    o->elect = 1;
+    o->priority = 1;
+    o->health_interval_ms = DEFAULT_HEALTH_INTERVAL_MS;
+    o->health_fails = DEFAULT_HEALTH_FAILS;
+    rc = parse(o, argc, argv);
+    opts_in = cli_run_opts;
+    cmd_word = "run";
+    return rc;
 }

@@ -189,6 +189,8 @@ pid_t run_reap_children(pid_t child, int *status)
         if (w == child) {
             *status = st;
             got = child;
+        } else if (w == run_health_pid) {
+            run_health_status = st;
         }
     }
     return got;

@@ -56,18 +56,19 @@ void run_scan_fds(int mark_cloexec)
  * parent's store file or metrics file for its own). */
 static const char *const dlock_env[] = {
     "DLOCK_NAME=", "DLOCK_FENCE=", "DLOCK_STORE=", "DLOCK_STORE_FILE=",
-    "DLOCK_METRICS_FILE="};
+    "DLOCK_METRICS_FILE=", "DLOCK_LEADER_VALUE="};
 
 /* environ without dlock_env[], plus DLOCK_NAME/FENCE/STORE of ours. */
-char **run_child_env(const char *name, uint64_t fence, const char *url)
+char **run_child_env(const char *name, uint64_t fence, const char *url,
+                     const char *leader_value)
 {
     size_t n = 0, k = 0;
     char **env;
-    char *vals[3];
+    char *vals[4];
 
     while (environ[n] != NULL)
         n++;
-    env = calloc(n + 4, sizeof(*env));
+    env = calloc(n + 5, sizeof(*env));
     if (env == NULL)
         return NULL;
     for (size_t i = 0; i < n; i++) {
@@ -82,10 +83,15 @@ char **run_child_env(const char *name, uint64_t fence, const char *url)
     vals[0] = malloc(strlen(name) + 12);
     vals[1] = malloc(48);
     vals[2] = malloc(strlen(url) + 13);
-    if (vals[0] == NULL || vals[1] == NULL || vals[2] == NULL) {
+    /* dlock elect only (leader_value "" without --value); an inherited
+     * one is dropped either way: it would be another leader's. */
+    vals[3] = malloc((leader_value != NULL ? strlen(leader_value) : 0) + 20);
+    if (vals[0] == NULL || vals[1] == NULL || vals[2] == NULL ||
+        vals[3] == NULL) {
         free(vals[0]);
         free(vals[1]);
         free(vals[2]);
+        free(vals[3]);
         free(env);
         return NULL;
     }
@@ -95,20 +101,28 @@ char **run_child_env(const char *name, uint64_t fence, const char *url)
     env[k++] = vals[0];
     env[k++] = vals[1];
     env[k++] = vals[2];
+    if (leader_value != NULL) {
+        sprintf(vals[3], "DLOCK_LEADER_VALUE=%s", leader_value);
+        env[k++] = vals[3];
+    } else {
+        free(vals[3]);
+    }
     env[k] = NULL;
     return env;
 }
 
 void run_free_env(char **env)
 {
-    size_t n = 0;
+    size_t n = 0, ours;
 
     if (env == NULL)
         return;
     while (env[n] != NULL)
         n++;
-    /* Our three strings are the last three. */
-    for (size_t i = n >= 3 ? n - 3 : 0; i < n; i++)
+    /* Our strings are the last three, or four with DLOCK_LEADER_VALUE. */
+    ours = n > 0 && strncmp(env[n - 1], "DLOCK_LEADER_VALUE=", 19) == 0 ? 4
+                                                                        : 3;
+    for (size_t i = n >= ours ? n - ours : 0; i < n; i++)
         free(env[i]);
     free(env);
 }

@@ -80,6 +80,27 @@ int run_supervise(pid_t child, int rfd, const struct run_opts *o,
                 timeout = left - grace - margin;
             }
         }
+        if (!*lost) {
+            /* dlock elect: a leader steps down (a candidate of higher
+             * priority, failed health checks) as it stops CMD on a
+             * loss: SIGTERM, SIGKILL after the grace period. */
+            int64_t next = -1;
+            int why = run_elect_check(o, now, &next);
+
+            if (why != 0) {
+                *lost = 1;
+                kill_at = now + grace;
+                cli_err("elect: stepping down from '%s' (%s); stopping the "
+                        "command (SIGTERM, SIGKILL in %lld ms)",
+                        o->name,
+                        why == RUN_YIELD ? "a candidate of higher priority"
+                                         : "failed health checks",
+                        (long long)grace);
+                run_signal_cmd(child, SIGTERM);
+            } else if (next >= 0 && next - now < timeout) {
+                timeout = next > now ? next - now : 0;
+            }
+        }
         if (kill_at >= 0) {
             if (kill_at <= now) {
                 run_signal_cmd(child, SIGKILL);

@@ -1,0 +1,231 @@
+/*
+ * cmd_leader.c - `dlock leader NAME [--json] [--watch]`: who leads NAME
+ * (dlock_leader()), or every change of it (dlock_observe()) until a
+ * signal ends the watch.  What the store holds (host, value) was written
+ * by whoever can write the store: printed escaped, never raw.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+static const char help[] =
+    "usage: dlock [-s URL] leader NAME [--json] [--watch]\n"
+    "\n"
+    "Show who leads NAME (see dlock elect): its value, host, pid, term and\n"
+    "since when.  Exit 0 if NAME has a leader, 1 if not.\n"
+    "  --json    one JSON object: \"held\" (false: no leader), \"fence\" (the\n"
+    "            term, a string of digits), \"value\" (null: none), \"host\",\n"
+    "            \"pid\", \"since_ms\", \"since\"\n"
+    "  --watch   print a line (with --json an object per line) now and each\n"
+    "            time the leader changes (another term, another value, no\n"
+    "            leader), until killed: SIGINT or SIGTERM end it with\n"
+    "            128+N.  A store that cannot be read is a warning on stderr\n"
+    "            and the watch goes on (never \"no leader\": it cannot tell).\n"
+    "            Changes show within a second on Redis, PostgreSQL and etcd,\n"
+    "            within the poll interval (250 ms) on SQLite and MariaDB.\n";
+
+/* The watch's cancel, fired by SIGINT/SIGTERM/SIGHUP (async-signal-safe:
+ * dlock_cancel_fire() is, as run_signals.c relies on). */
+static dlock_cancel *watch_cancel;
+static volatile sig_atomic_t watch_sig;
+
+static void on_watch_signal(int sig)
+{
+    if (watch_sig == 0)
+        watch_sig = sig;
+    dlock_cancel_fire(watch_cancel);
+}
+
+static void print_text(const dlock_info *in)
+{
+    char when[64];
+
+    cli_print_safe(stdout, in->name);
+    if (!in->held) {
+        fputs(": no leader\n", stdout);
+        return;
+    }
+    fputs(": led by ", stdout);
+    cli_print_safe(stdout, in->host[0] ? in->host : "?");
+    printf(" pid %lld since %s, term %llu, ", (long long)in->pid,
+           cli_time(in->since_ms, when, sizeof(when)),
+           (unsigned long long)in->fence);
+    if (in->value != NULL) {
+        fputs("value '", stdout);
+        cli_print_safe(stdout, in->value);
+        fputs("'\n", stdout);
+    } else {
+        fputs("no value\n", stdout);
+    }
+}
+
+static void print_json(const dlock_info *in)
+{
+    char when[64];
+
+    cli_json_info_open(stdout, in);
+    fputs(",\"since\":", stdout);
+    if (in->held && cli_time_ok(in->since_ms))
+        cli_json_string(stdout, cli_time_utc(in->since_ms, when, sizeof(when)));
+    else
+        fputs("null", stdout);
+    fputs(",\"value\":", stdout);
+    if (in->held && in->value != NULL)
+        cli_json_string(stdout, in->value);
+    else
+        fputs("null", stdout);
+    fputs("}\n", stdout);
+}
+
+/* What the watch printed last: after the store came back, observe()
+ * reports at once what is true then, which may be no change. */
+struct watch {
+    int json;
+    int printed;
+    int held;
+    uint64_t fence;
+    char *value;
+};
+
+static int on_change(const dlock_info *in, void *payload)
+{
+    struct watch *w = payload;
+    const char *v = in->held ? in->value : NULL;
+
+    if (w->printed && w->held == (in->held != 0) &&
+        (!in->held || (w->fence == in->fence &&
+                       (w->value == NULL) == (v == NULL) &&
+                       (v == NULL || strcmp(w->value, v) == 0))))
+        return 0;
+    free(w->value);
+    w->value = v != NULL ? strdup(v) : NULL;
+    w->printed = 1;
+    w->held = in->held != 0;
+    w->fence = in->fence;
+    if (w->json)
+        print_json(in);
+    else
+        print_text(in);
+    /* One line at a time to whoever reads (a pipe is block-buffered). */
+    if (fflush(stdout) != 0)
+        return 1;
+    return 0;
+}
+
+/* Sleep ms unless a signal ends the watch first. */
+static void nap(int64_t ms)
+{
+    while (ms > 0 && watch_sig == 0) {
+        int step = ms < 50 ? (int)ms : 50;
+
+        (void)poll(NULL, 0, step);
+        ms -= step;
+    }
+}
+
+static int watch(dlock_store *store, const char *name, int json)
+{
+    struct watch w = {json, 0, 0, 0, NULL};
+    struct sigaction sa;
+    int64_t backoff = 250;
+    int rc;
+
+    rc = dlock_cancel_new(&watch_cancel);
+    if (rc != DLOCK_OK)
+        return cli_fail(rc, "leader");
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_watch_signal;
+    sigemptyset(&sa.sa_mask);
+    (void)sigaction(SIGINT, &sa, NULL);
+    (void)sigaction(SIGTERM, &sa, NULL);
+    (void)sigaction(SIGHUP, &sa, NULL);
+    for (;;) {
+        rc = dlock_observe(store, name, on_change, &w, watch_cancel);
+        if (watch_sig != 0 || rc == DLOCK_ECANCELED)
+            break;
+        if (rc == DLOCK_EUNAVAIL || rc == DLOCK_ESTORE) {
+            /* Cannot tell is not "no leader": say so, look again. */
+            cli_err("leader: warning: cannot read the leader of '%s' (%s); "
+                    "trying again in %lld ms",
+                    name, dlock_errmsg(), (long long)backoff);
+            nap(backoff);
+            if (watch_sig != 0)
+                break;
+            backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
+            continue;
+        }
+        break;
+    }
+    free(w.value);
+    if (watch_sig != 0)
+        rc = 128 + watch_sig;
+    else if (rc == 1)
+        rc = EXIT_INTERNAL; /* stdout could not be written */
+    else
+        rc = cli_fail(rc, "leader");
+    dlock_cancel_free(watch_cancel);
+    watch_cancel = NULL;
+    return rc;
+}
+
+int cmd_leader(const struct cli *c, int argc, char **argv)
+{
+    const char *name = NULL;
+    dlock_store *store;
+    dlock_info *info = NULL;
+    int json = 0, watching = 0, rc;
+
+    for (int i = 1; i < argc; i++) {
+        if (cli_is(argv[i], "-h", "--help")) {
+            fputs(help, stdout);
+            return 0;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (strcmp(argv[i], "--watch") == 0) {
+            watching = 1;
+        } else if (strcmp(argv[i], "--") == 0 && i + 1 < argc && !name) {
+            name = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            if (cli_misplaced_global("leader", "NAME", argv[i]))
+                return EXIT_USAGE;
+            cli_err("leader: unknown option '%s'", cli_arg_shown(argv[i]));
+            return EXIT_USAGE;
+        } else if (name == NULL) {
+            name = argv[i];
+        } else {
+            cli_err("leader: one NAME only");
+            return EXIT_USAGE;
+        }
+    }
+    if (name == NULL) {
+        fputs(help, stderr);
+        return EXIT_USAGE;
+    }
+    if (cli_name_secret("leader", "NAME", name))
+        return EXIT_USAGE;
+    rc = cli_open(c, &store);
+    if (rc != 0)
+        return rc;
+    if (watching) {
+        rc = watch(store, name, json);
+    } else {
+        rc = dlock_leader(&info, store, name);
+        if (rc != DLOCK_OK) {
+            rc = cli_fail(rc, "leader");
+        } else {
+            if (json)
+                print_json(info);
+            else
+                print_text(info);
+            rc = info->held ? 0 : EXIT_BUSY;
+        }
+        dlock_info_free(info);
+    }
+    dlock_store_close(store);
+    return rc;
+}

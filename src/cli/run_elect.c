@@ -1,0 +1,271 @@
+/*
+ * run_elect.c - what `dlock elect` adds to a run (cmd_run.c): the
+ * campaign, dlock_elect() in place of dlock_acquire(); the candidate's
+ * marker that makes its --priority seen; and the leader's checks every
+ * --health-interval (a candidate of higher priority campaigning: yield;
+ * --health-cmd failing --health-fails times in a row: resign), which
+ * run_supervise() calls and acts on as on a loss (CMD stopped, SIGTERM
+ * then SIGKILL).
+ *
+ * The marker: a candidate of priority P > 1 holds, while it campaigns
+ * and leads, the lock "dlock.candidates/" NAME "/" P "/" TOKEN (TOKEN 16
+ * random hex digits, so never busy).  Not under NAME "/": on etcd the
+ * keys under NAME "/" are NAME's candidates (etcdctl elect's layout).
+ * A marker is an ordinary lock, renewed and freed by its lease when its
+ * holder dies, so a dead candidate of high priority stops counting
+ * within a lease.  Priority 1 (the default) needs no marker: nobody
+ * yields to the lowest priority that leads.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "run.h"
+
+#define MARKER_DIR "dlock.candidates/"
+
+static dlock_store *el_store;
+static dlock_lock *marker;
+static int stepped;
+static int fails;
+static int64_t next_check = -1;
+static char **health_env;
+/* The --health-cmd running now (0: none), and its status once reaped
+ * (run_reap_children()). */
+pid_t run_health_pid;
+int run_health_status = -1;
+
+/* "dlock.candidates/NAME/", malloc'd. */
+static char *marker_prefix(const char *name)
+{
+    size_t n = strlen(name);
+    char *p = malloc(sizeof(MARKER_DIR) + n + 1);
+
+    if (p != NULL)
+        sprintf(p, "%s%s/", MARKER_DIR, name);
+    return p;
+}
+
+struct higher {
+    size_t plen;
+    int priority;
+    int found;
+};
+
+/* Is info a marker of a priority above h->priority?  Only "P/TOKEN"
+ * after the prefix counts (P digits, TOKEN without '/'): a name that
+ * continues NAME ("NAME/x/...") is some other name's marker. */
+static int higher_cb(const dlock_info *info, void *payload)
+{
+    struct higher *h = payload;
+    const char *s = info->name + h->plen, *slash;
+    size_t d = strspn(s, "0123456789");
+
+    if (d == 0 || d > 4 || s[d] != '/')
+        return 0;
+    slash = strchr(s + d + 1, '/');
+    if (slash != NULL || s[d + 1] == '\0')
+        return 0;
+    if (atoi(s) > h->priority) {
+        h->found = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* 1 if a candidate of higher priority than o's campaigns or leads, 0 if
+ * none, a dlock_rc < 0 if the store could not tell. */
+static int higher_held(const struct run_opts *o)
+{
+    struct higher h = {0, o->priority, 0};
+    char *prefix = marker_prefix(o->name);
+    int rc;
+
+    if (prefix == NULL)
+        return DLOCK_ENOMEM;
+    h.plen = strlen(prefix);
+    rc = dlock_list(el_store, prefix, higher_cb, &h);
+    free(prefix);
+    if (h.found)
+        return 1;
+    return rc < 0 ? rc : 0;
+}
+
+/* Take this candidate's marker (priority > 1 only). */
+static int take_marker(const struct run_opts *o, dlock_cancel *cancel)
+{
+    dlock_options opts = DLOCK_OPTIONS_INIT;
+    unsigned char r[8];
+    char *prefix, *name;
+    int rc;
+
+    if (o->priority <= 1 || marker != NULL)
+        return DLOCK_OK;
+    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+        return DLOCK_EINVAL;
+    prefix = marker_prefix(o->name);
+    name = prefix != NULL ? malloc(strlen(prefix) + 32) : NULL;
+    if (name == NULL) {
+        free(prefix);
+        return DLOCK_ENOMEM;
+    }
+    sprintf(name, "%s%d/%02x%02x%02x%02x%02x%02x%02x%02x", prefix,
+            o->priority, r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
+    free(prefix);
+    opts.ttl_ms = o->ttl_ms;
+    opts.wait_ms = 0;
+    opts.cancel = cancel;
+    rc = dlock_acquire(&marker, el_store, name, &opts);
+    free(name);
+    return rc;
+}
+
+/* Sleep ms unless a signal came first (signals before CMD set
+ * run_signals_got(), on whatever thread they land). */
+static void nap(int64_t ms)
+{
+    for (int64_t end = run_now_ms() + ms; run_signals_got() == 0;) {
+        int64_t left = end - run_now_ms();
+
+        if (left <= 0)
+            return;
+        (void)poll(NULL, 0, left < 50 ? (int)left : 50);
+    }
+}
+
+int run_campaign(dlock_store *store, const struct run_opts *o,
+                 dlock_options *opts, dlock_lock **lock)
+{
+    int64_t end = opts->wait_ms == DLOCK_WAIT_FOREVER
+                      ? -1
+                      : run_now_ms() + opts->wait_ms;
+    int rc;
+
+    el_store = store;
+    *lock = NULL;
+    stepped = 0;
+    fails = 0;
+    next_check = -1;
+    if (o->priority == 0) {
+        /* A member that never leads: it holds nothing, so a signal ends
+         * it at once (run_signals_early()); -w still bounds it. */
+        while (end < 0 || run_now_ms() < end)
+            nap(end < 0 ? 60000 : end - run_now_ms());
+        return run_signals_got() != 0 ? DLOCK_ECANCELED : DLOCK_BUSY;
+    }
+    rc = take_marker(o, opts->cancel);
+    if (rc != DLOCK_OK)
+        return rc;
+    /* While a candidate of higher priority is there, leave it the
+     * election (it may be waiting for the leader that just yielded). */
+    for (;;) {
+        int h = higher_held(o);
+
+        if (run_signals_got() != 0)
+            return DLOCK_ECANCELED;
+        if (h < 0)
+            return h;
+        if (h == 0)
+            break;
+        if (end >= 0 && run_now_ms() >= end)
+            return DLOCK_BUSY;
+        nap(end >= 0 && end - run_now_ms() < o->health_interval_ms
+                ? end - run_now_ms()
+                : o->health_interval_ms);
+    }
+    if (end >= 0) {
+        opts->wait_ms = end - run_now_ms();
+        if (opts->wait_ms < 0)
+            opts->wait_ms = 0;
+    }
+    return dlock_elect(lock, store, o->name, o->value, opts);
+}
+
+void run_elect_leading(char **env)
+{
+    health_env = env;
+    fails = 0;
+    stepped = 0;
+    run_health_pid = 0;
+    next_check = run_now_ms();
+}
+
+/* One look of the leader's: the health command's last outcome (and the
+ * next one started), then a candidate of higher priority. */
+static int check(const struct run_opts *o)
+{
+    if (o->health_cmd != NULL) {
+        int failed = -1;
+
+        if (run_health_pid > 0) {
+            if (run_health_status >= 0) {
+                failed = !(WIFEXITED(run_health_status) &&
+                           WEXITSTATUS(run_health_status) == 0);
+            } else {
+                /* Still running after a whole interval: a failure. */
+                (void)kill(run_health_pid, SIGKILL);
+                failed = 1;
+            }
+            run_health_pid = 0;
+        }
+        if (failed == 1) {
+            fails++;
+            cli_err("elect: health check of '%s' failed (%d of %d in a row)",
+                    o->name, fails, o->health_fails);
+            if (fails >= o->health_fails)
+                return RUN_UNHEALTHY;
+        } else if (failed == 0) {
+            fails = 0;
+        }
+        {
+            char *argv[] = {"/bin/sh", "-c", (char *)o->health_cmd, NULL};
+            pid_t p;
+
+            run_health_status = -1;
+            p = run_spawn(argv, health_env);
+            if (p > 0) {
+                run_health_pid = p;
+            } else {
+                fails++;
+                if (fails >= o->health_fails)
+                    return RUN_UNHEALTHY;
+            }
+        }
+    }
+    if (higher_held(o) == 1) {
+        cli_err("elect: a candidate of higher priority than %d campaigns "
+                "for '%s': yielding",
+                o->priority, o->name);
+        return RUN_YIELD;
+    }
+    return 0;
+}
+
+int run_elect_check(const struct run_opts *o, int64_t now, int64_t *next)
+{
+    if (!o->elect || stepped)
+        return 0;
+    if (now >= next_check) {
+        stepped = check(o);
+        next_check = run_now_ms() + o->health_interval_ms;
+    }
+    *next = next_check;
+    return stepped;
+}
+
+int run_elect_stepped(void)
+{
+    return stepped;
+}
+
+void run_elect_end(void)
+{
+    if (marker != NULL)
+        (void)dlock_release(marker);
+    marker = NULL;
+}
