@@ -139,9 +139,16 @@ int run_signals_early(void)
     struct sigaction sa;
     int rc;
 
-    rc = dlock_cancel_new(&early_cancel);
-    if (rc != DLOCK_OK)
-        return rc;
+    /* Called again by dlock elect before it campaigns again (after it
+     * yielded): the same cancel, unfired (no signal has come, or dlock
+     * would have ended). */
+    if (early_cancel != NULL) {
+        dlock_cancel_reset(early_cancel);
+    } else {
+        rc = dlock_cancel_new(&early_cancel);
+        if (rc != DLOCK_OK)
+            return rc;
+    }
     memset(&sa, 0, sizeof(sa));
     sa.sa_sigaction = on_early_signal;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
