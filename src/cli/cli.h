@@ -170,9 +170,9 @@ struct cli_run_report {
      * only they (the report of a term's start). */
     int elect;
     int leader_only;
-    int leader;        /* 1 while leading */
-    int transition;    /* leadership came or went since the last report */
-    uint64_t term;     /* the term led last (0: none yet) */
+    int leader;     /* 1 while leading */
+    int transition; /* leadership came or went since the last report */
+    uint64_t term;  /* the term led last (0: none yet) */
 };
 /* Called once by cmd_run() just before it returns (after its options
  * were parsed).  metrics: filled by t35-extra. */

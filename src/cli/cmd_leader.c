@@ -98,9 +98,9 @@ static int on_change(const dlock_info *in, void *payload)
     const char *v = in->held ? in->value : NULL;
 
     if (w->printed && w->held == (in->held != 0) &&
-        (!in->held || (w->fence == in->fence &&
-                       (w->value == NULL) == (v == NULL) &&
-                       (v == NULL || strcmp(w->value, v) == 0))))
+        (!in->held ||
+         (w->fence == in->fence && (w->value == NULL) == (v == NULL) &&
+          (v == NULL || strcmp(w->value, v) == 0))))
         return 0;
     free(w->value);
     w->value = v != NULL ? strdup(v) : NULL;

@@ -315,8 +315,8 @@ again:
             t0 = run_now_ms();
             goto again;
         }
-        cli_err("elect: resigned '%s' after %d failed health checks",
-                o.name, o.health_fails);
+        cli_err("elect: resigned '%s' after %d failed health checks", o.name,
+                o.health_fails);
         rc = EXIT_LOST;
         rep.name = NULL; /* reported */
         goto out;

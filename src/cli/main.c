@@ -167,9 +167,9 @@ static int cli_main(int argc, char **argv)
         const char *name;
         int (*fn)(const struct cli *, int, char **);
     } cmds[] = {
-        {"run", cmd_run},   {"status", cmd_status},
-        {"list", cmd_list}, {"release", cmd_release},
-        {"init", cmd_init}, {"history", cmd_history},
+        {"run", cmd_run},     {"status", cmd_status},
+        {"list", cmd_list},   {"release", cmd_release},
+        {"init", cmd_init},   {"history", cmd_history},
         {"elect", cmd_elect}, {"leader", cmd_leader},
     };
     struct cli c = {NULL, 0};

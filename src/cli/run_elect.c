@@ -114,8 +114,8 @@ static int take_marker(const struct run_opts *o, dlock_cancel *cancel)
         free(prefix);
         return DLOCK_ENOMEM;
     }
-    sprintf(name, "%s%d/%02x%02x%02x%02x%02x%02x%02x%02x", prefix,
-            o->priority, r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
+    sprintf(name, "%s%d/%02x%02x%02x%02x%02x%02x%02x%02x", prefix, o->priority,
+            r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
     free(prefix);
     opts.ttl_ms = o->ttl_ms;
     opts.wait_ms = 0;
@@ -141,9 +141,8 @@ static void nap(int64_t ms)
 int run_campaign(dlock_store *store, const struct run_opts *o,
                  dlock_options *opts, dlock_lock **lock)
 {
-    int64_t end = opts->wait_ms == DLOCK_WAIT_FOREVER
-                      ? -1
-                      : run_now_ms() + opts->wait_ms;
+    int64_t end =
+        opts->wait_ms == DLOCK_WAIT_FOREVER ? -1 : run_now_ms() + opts->wait_ms;
     int rc;
 
     el_store = store;

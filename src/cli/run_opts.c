@@ -68,8 +68,7 @@ const struct cli_opt cli_elect_opts[] = {
     {OPT_VALUE, "value", "TEXT",
      "the value the leader publishes (dlock leader\n"
      "shows it; CMD gets it as DLOCK_LEADER_VALUE)"},
-    {'w', "wait", "SEC",
-     "campaign up to SEC seconds (default: forever)"},
+    {'w', "wait", "SEC", "campaign up to SEC seconds (default: forever)"},
     {OPT_TTL, "ttl", "SEC",
      "lease (default 30): the longest a dead or hung\n"
      "leader keeps the others waiting"},

@@ -55,8 +55,8 @@ void run_scan_fds(int mark_cloexec)
  * CMD: an inherited one never reaches CMD (a nested dlock would take a
  * parent's store file or metrics file for its own). */
 static const char *const dlock_env[] = {
-    "DLOCK_NAME=", "DLOCK_FENCE=", "DLOCK_STORE=", "DLOCK_STORE_FILE=",
-    "DLOCK_METRICS_FILE=", "DLOCK_LEADER_VALUE="};
+    "DLOCK_NAME=",       "DLOCK_FENCE=",        "DLOCK_STORE=",
+    "DLOCK_STORE_FILE=", "DLOCK_METRICS_FILE=", "DLOCK_LEADER_VALUE="};
 
 /* environ without dlock_env[], plus DLOCK_NAME/FENCE/STORE of ours. */
 char **run_child_env(const char *name, uint64_t fence, const char *url,
@@ -120,8 +120,7 @@ void run_free_env(char **env)
     while (env[n] != NULL)
         n++;
     /* Our strings are the last three, or four with DLOCK_LEADER_VALUE. */
-    ours = n > 0 && strncmp(env[n - 1], "DLOCK_LEADER_VALUE=", 19) == 0 ? 4
-                                                                        : 3;
+    ours = n > 0 && strncmp(env[n - 1], "DLOCK_LEADER_VALUE=", 19) == 0 ? 4 : 3;
     for (size_t i = n >= ours ? n - ours : 0; i < n; i++)
         free(env[i]);
     free(env);
