@@ -109,6 +109,13 @@ int cli_misplaced_global(const char *cmd, const char *rest, const char *arg);
  * for every client to list.  A URL-like name without one is a name. */
 int cli_name_secret(const char *cmd, const char *rest, const char *name);
 
+/* The arguments of a command that takes one NAME and flags without a
+ * value (status, leader): flags (NULL-terminated) given set set[i].  0
+ * to go on, -1 after printing help (--help: exit 0), else a usage exit
+ * code after saying why (help on stderr for a missing NAME). */
+int cli_name_and_flags(const char *cmd, const char *help, int argc, char **argv,
+                       const char *const flags[], int set[], const char **name);
+
 /* One option of a command, in the table its parser, its --help and the
  * shell completions are made from (run.h: cli_run_opts).  key: the short
  * letter, or from 256 up for an option with a long name only; name: the

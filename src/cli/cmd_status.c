@@ -134,32 +134,13 @@ int cmd_status(const struct cli *c, int argc, char **argv)
     dlock_run last;
     int json = 0, rc;
 
-    for (int i = 1; i < argc; i++) {
-        if (cli_is(argv[i], "-h", "--help")) {
-            fputs(help, stdout);
-            return 0;
-        } else if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-        } else if (strcmp(argv[i], "--") == 0 && i + 1 < argc && !name) {
-            name = argv[++i];
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            if (cli_misplaced_global("status", "NAME", argv[i]))
-                return EXIT_USAGE;
-            cli_err("status: unknown option '%s'", cli_arg_shown(argv[i]));
-            return EXIT_USAGE;
-        } else if (name == NULL) {
-            name = argv[i];
-        } else {
-            cli_err("status: one NAME only");
-            return EXIT_USAGE;
-        }
-    }
-    if (name == NULL) {
-        fputs(help, stderr);
-        return EXIT_USAGE;
-    }
-    if (cli_name_secret("status", "NAME", name))
-        return EXIT_USAGE;
+    static const char *const flags[] = {"--json", NULL};
+    int set[1] = {0};
+
+    rc = cli_name_and_flags("status", help, argc, argv, flags, set, &name);
+    if (rc != 0)
+        return rc < 0 ? 0 : rc;
+    json = set[0];
     rc = cli_open(c, &store);
     if (rc != 0)
         return rc;

@@ -596,3 +596,38 @@ int cli_name_secret(const char *cmd, const char *rest, const char *name)
     dlock_free(red);
     return secret;
 }
+
+int cli_name_and_flags(const char *cmd, const char *help, int argc, char **argv,
+                       const char *const flags[], int set[], const char **name)
+{
+    *name = NULL;
+    for (int i = 1; i < argc; i++) {
+        int k = 0;
+
+        while (flags[k] != NULL && strcmp(argv[i], flags[k]) != 0)
+            k++;
+        if (cli_is(argv[i], "-h", "--help")) {
+            fputs(help, stdout);
+            return -1;
+        } else if (flags[k] != NULL) {
+            set[k] = 1;
+        } else if (strcmp(argv[i], "--") == 0 && i + 1 < argc && !*name) {
+            *name = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            if (cli_misplaced_global(cmd, "NAME", argv[i]))
+                return EXIT_USAGE;
+            cli_err("%s: unknown option '%s'", cmd, cli_arg_shown(argv[i]));
+            return EXIT_USAGE;
+        } else if (*name == NULL) {
+            *name = argv[i];
+        } else {
+            cli_err("%s: one NAME only", cmd);
+            return EXIT_USAGE;
+        }
+    }
+    if (*name == NULL) {
+        fputs(help, stderr);
+        return EXIT_USAGE;
+    }
+    return cli_name_secret(cmd, "NAME", *name) ? EXIT_USAGE : 0;
+}

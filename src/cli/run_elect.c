@@ -167,9 +167,8 @@ int run_campaign(dlock_store *store, const struct run_opts *o,
 
         if (run_signals_got() != 0)
             return DLOCK_ECANCELED;
-        if (h < 0)
-            return h;
-        if (h == 0)
+        /* A store that cannot tell: the campaign waits it out. */
+        if (h <= 0)
             break;
         if (end >= 0 && run_now_ms() >= end)
             return DLOCK_BUSY;
