@@ -170,6 +170,14 @@ static int read_leader(struct dlock_store *s, const char *name,
         dlock_info_free(info);
         return rc;
     }
+    /* Only a value dlock could have written (R9): a peer's (etcdctl
+     * elect's proposal is any bytes) that is longer, holds a NUL or is not
+     * UTF-8 is not shown at all, rather than shown in part. */
+    if (v != NULL && (vlen > DLOCK_VALUE_MAX || memchr(v, '\0', vlen) != NULL ||
+                      !dlock__utf8_valid((const unsigned char *)v, vlen))) {
+        free(v);
+        v = NULL;
+    }
     if (info->held && v != NULL && vfence != 0 && vfence == info->fence) {
         info->value = v;
         info->value_len = vlen;
