@@ -441,7 +441,11 @@ static char *format_value(double v)
         snprintf(buf, sizeof(buf), "NaN");
     else if (isinf(v))
         snprintf(buf, sizeof(buf), v > 0 ? "+Inf" : "-Inf");
-    else if (v > -1e15 && v < 1e15 && v == (double)(long long)v)
+    /* Every integer a double holds exactly (below 2^53) in full: a
+     * leader's term may be a 16-digit fence (Redis seeds its fences from
+     * the server's clock). */
+    else if (v > -9007199254740992.0 && v < 9007199254740992.0 &&
+             v == (double)(long long)v)
         snprintf(buf, sizeof(buf), "%.0f", v);
     else
         snprintf(buf, sizeof(buf), "%.15g", v);

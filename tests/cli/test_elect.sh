@@ -140,7 +140,7 @@ for c in elect leader; do
 done
 "$DLOCK" elect --help | grep -q -- '--health-cmd'
 check "elect --help lists --health-cmd" 0 $?
-out=$("$DLOCK" elect "$P/env" --value 'v 1' -- sh -c 'echo "$DLOCK_NAME|$DLOCK_FENCE|$DLOCK_LEADER_VALUE|$("$0" leader "$DLOCK_NAME")|$("$0" leader "$DLOCK_NAME" --json)"' "$DLOCK")
+out=$("$DLOCK" elect "$P/env" --value 'v 1' -- sh -c 'echo "$DLOCK_NAME|$DLOCK_FENCE|$DLOCK_LEADER_VALUE|$("$0" -s "$1" leader "$DLOCK_NAME")|$("$0" -s "$1" leader "$DLOCK_NAME" --json)"' "$DLOCK" "$STORE")
 case $out in
 "$P/env|"[1-9]*"|v 1|$P/env: led by "*" pid "*", term "*", value 'v 1'|{"*) ok "CMD gets DLOCK_NAME, DLOCK_FENCE, DLOCK_LEADER_VALUE; leader shows it" ;;
 *) fail "elect environment / leader: $out" ;;
@@ -151,7 +151,7 @@ case $out in *'"fence":"'"$f"'"'*'"value":"v 1"'*) ok "leader --json: the term a
 case $out in *'"held":true'*'"host":'*'"pid":'*'"since":'*) ok "leader --json: held, host, pid, since" ;;
 *) fail "leader --json fields: $out" ;; esac
 # A value from the store is printed escaped.
-out=$("$DLOCK" elect "$P/esc" --value "$(printf 'a\033[2Jb')" -- "$DLOCK" leader "$P/esc")
+out=$("$DLOCK" elect "$P/esc" --value "$(printf 'a\033[2Jb')" -- "$DLOCK" -s "$STORE" leader "$P/esc")
 case $out in *"value 'a\\x1b[2Jb'"*) ok "a control in the value is printed escaped" ;;
 *) fail "escaped value: $(printf '%s' "$out" | od -c | head -3)" ;; esac
 # A name with no leader after one resigned.
@@ -163,7 +163,7 @@ M=$T/m.prom
 check "the metrics file says leader 1 while CMD runs" 0 $?
 mf=$(cat "$T/met.out")
 grep -q "^dlock_run_leader{name=\"$P/met\"} 0$" "$M" && grep -q "^dlock_run_leader_transitions_total{name=\"$P/met\"} 2$" "$M" &&
-    grep -q "^dlock_run_leader_term{name=\"$P/met\"} $mf$" "$M"
+    awk -v k="dlock_run_leader_term{name=\"$P/met\"}" -v f="$mf" '$1 == k { found = ($2 + 0 == f + 0) } END { exit !found }' "$M"
 check "after: leader 0, 2 transitions, the term $mf" 0 $?
 
 # --- three candidates; resign on CMD exit: the next at once ----------------
