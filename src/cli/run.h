@@ -104,6 +104,10 @@ int run_release_after(dlock_lock *lock, const struct run_opts *o, int status,
 
 /* --- run_elect.c: what `dlock elect` adds ---------------------------- */
 
+/* What a candidate's marker lock adds to NAME: "dlock.candidates/",
+ * "/", up to 4 digits of priority, "/" and 16 hex digits. */
+#define ELECT_MARKER_EXTRA (17 + 1 + 4 + 1 + 16)
+
 /* Why a leader stepped down (run_elect_check(), run_elect_stepped()). */
 #define RUN_YIELD 1     /* a candidate of higher priority campaigns */
 #define RUN_UNHEALTHY 2 /* --health-cmd failed --health-fails times */

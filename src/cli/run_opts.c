@@ -506,5 +506,15 @@ int cli_elect_parse(struct run_opts *o, int argc, char **argv)
     rc = parse(o, argc, argv);
     opts_in = cli_run_opts;
     cmd_word = "run";
+    /* The marker of a priority above 1 is "dlock.candidates/" NAME "/"
+     * P "/" 16 hex digits (run_elect.c): it must be a name too. */
+    if (rc == 0 && o->priority > 1 &&
+        strlen(o->name) > DLOCK_NAME_MAX - ELECT_MARKER_EXTRA) {
+        cli_err("elect: NAME is too long for --priority %d: at most %d "
+                "bytes (its marker lock adds %d)",
+                o->priority, DLOCK_NAME_MAX - ELECT_MARKER_EXTRA,
+                ELECT_MARKER_EXTRA);
+        return EXIT_USAGE;
+    }
     return rc;
 }

@@ -132,6 +132,8 @@ check "elect without CMD is a usage error" 64 $?
 check "--priority 1001 is a usage error" 64 $?
 "$DLOCK" elect "$P/x" --health-fails 0 -- true 2>/dev/null
 check "--health-fails 0 is a usage error" 64 $?
+"$DLOCK" elect "$P/$(printf '%01000d' 0)" --priority 2 -- true 2>/dev/null
+check "a NAME too long for its priority marker is a usage error" 64 $?
 "$DLOCK" elect "$P/x" --bogus -- true 2>/dev/null
 check "an unknown option is a usage error" 64 $?
 for c in elect leader; do
