@@ -304,6 +304,9 @@ candidate w1 watch --ttl 20
 next_leader "watch"
 tc=$(now_ms)
 read_watch "a leader came"
+# A store that publishes the value just after the grant may show the
+# leader without it first: that is a change too.
+case $wline in *"no value"*) read_watch "the value came" ;; esac
 echo "     watch latency, a leader came: $((wt - tc)) ms"
 case $wline in *"value 'w1'"*"") ok "watch: the new leader's line, with its value" ;; *) fail "watch line: $wline" ;; esac
 case $wline in *"term $lterm,"*) ok "watch: with its term" ;; *) fail "watch line, term $lterm: $wline" ;; esac
