@@ -83,7 +83,11 @@ candidate() {
     local id=$1 name=$2
     shift 2
     [ -p "$T/go-$id" ] || mkfifo "$T/go-$id"
-    "$DLOCK" elect "$P/$name" --value "$id" "$@" -- "$T/leader.sh" "$id" 2>"$T/err-$id" &
+    # NOHUP=1: started with SIGHUP ignored, as nohup does.
+    (
+        [ -n "${NOHUP:-}" ] && trap '' HUP
+        exec "$DLOCK" elect "$P/$name" --value "$id" "$@" -- "$T/leader.sh" "$id" 2>"$T/err-$id"
+    ) &
     eval "cand_$id=$!"
 }
 # finish ID: wait for candidate ID's dlock (bounded); its exit code in $rc.
@@ -236,7 +240,7 @@ check "the new leader exits 0" 0 "$rc"
 : >"$T/log"; : >"$T/pids"
 
 # --- priority: a leader yields to a higher candidate -------------------------
-candidate h prio --ttl 20 --health-interval 0.2
+NOHUP=1 candidate h prio --ttl 20 --health-interval 0.2
 next_leader "priority" || true
 check "the priority-1 candidate leads" h "$lid"
 hterm=$lterm
@@ -247,9 +251,11 @@ grep -q "yielding" "$T/err-h"
 check "the one that yielded says so" 0 $?
 eval "kill -0 \$cand_h"
 check "the one that yielded campaigns again (still running)" 0 $?
+# Campaigning again it still ignores the SIGHUP it was started without.
+eval "kill -HUP \$cand_h"
 say_go i
 next_leader "priority, after the higher one resigned" || true
-check "the lower one leads again, CMD afresh" h "$lid"
+check "the lower one leads again, CMD afresh (a SIGHUP ignored at start still ignored)" h "$lid"
 say_go h
 finish i
 check "the priority-5 candidate exits 0" 0 "$rc"
