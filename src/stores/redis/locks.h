@@ -79,6 +79,16 @@ int dlock__redis_runs(struct dlock_store *s, const char *name, unsigned max,
 int dlock__redis_last_runs(struct dlock_store *s, const char *prefix,
                            dlock_run_cb cb, void *payload);
 
+/* --- elect.c: leader values and observers -------------------------- */
+
+int dlock__redis_value_set(struct dlock_store *s, struct dlock_lock *lk,
+                           const char *value, size_t len);
+int dlock__redis_value_get(struct dlock_store *s, const char *name,
+                           uint64_t *fence, char **value, size_t *len);
+int dlock__redis_watch(struct dlock_store *s, const char *name, void **state,
+                       int64_t slice_ms);
+void dlock__redis_watch_end(struct dlock_store *s, void *state);
+
 /* --- sub.c (all under smu) ------------------------------------------- */
 
 /* The pub/sub connection and its listener, started on first use or after

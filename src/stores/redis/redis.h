@@ -122,6 +122,8 @@ enum {
      * and the first EVALSHA on a server that lacks them sends the text */
     S_RUN_BEGIN,
     S_RUN_END,
+    /* elect.c's, likewise (only a candidate pays for it) */
+    S_VALUE_SET,
     S_COUNT
 };
 #define S_LOADED S_RUN_BEGIN

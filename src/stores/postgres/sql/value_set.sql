@@ -1,0 +1,17 @@
+-- value_set (elect.c): record a leader's value under its term, only if
+-- lk's row ({{table}}) is still ours and within its lease, replacing
+-- the name's earlier record (any fence), and wake the name's observers
+-- (NOTIFY on part-channel.sql's channel, delivered at commit: a wake-up
+-- only, with no payload).  $1 the name, $2 the owner token, $3 the
+-- fence, $4 the value (NULL: a leader without one,
+-- or with an empty one).  Answers one row: ours.
+WITH o AS (SELECT
+-- @include part-ours.sql
+AS ours),
+w AS (INSERT INTO dlock_leaders AS x (name, fence, value) SELECT $1,
+$3::bigint, $4 FROM o WHERE o.ours ON CONFLICT (name) DO UPDATE SET
+fence = excluded.fence, value = excluded.value RETURNING 1),
+n AS (SELECT pg_notify(
+-- @include part-channel.sql
+, '') FROM o WHERE o.ours)
+SELECT o.ours, (SELECT count(*) FROM w), (SELECT count(*) FROM n) FROM o
