@@ -250,6 +250,9 @@ static int subscribe(struct redis_store *rs, const char *name,
         free(w);
         return rc;
     }
+    /* (Cluster's any-node connect leaves its "no node answered" set.) */
+    rc = DLOCK_OK;
+    dlock__clearerr();
     /* A silent cut shows in time to a kept-alive socket (meanwhile the
      * core's re-read every second still sees every change). */
     dlock__rconn_keepalive(w->c);
