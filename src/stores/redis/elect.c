@@ -185,7 +185,8 @@ int dlock__redis_value_get(struct dlock_store *s, const char *name,
 
 /* --- watch ----------------------------------------------------------- */
 
-/* An observer's own subscriber connection. */
+/* An observer's own subscriber connection (NULL: the server refused
+ * SUBSCRIBE; each slice is then a sleep). */
 struct watch {
     struct rconn *c;
 };
@@ -264,7 +265,10 @@ static int subscribe(struct redis_store *rs, const char *name,
     if (r == NULL) {
         rc = watch_broken(rs, w->c);
     } else if (r->type == REDIS_REPLY_ERROR) {
-        rc = dlock__redis_reply_error(rs, r, "SUBSCRIBE");
+        /* Refused (an ACL without channel rights, whose value_set's
+         * PUBLISH is skipped too): the observer re-reads each slice. */
+        dlock__rconn_free(w->c);
+        w->c = NULL;
     } else if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
                r->element[0]->type != REDIS_REPLY_STRING ||
                strcmp(r->element[0]->str, "subscribe") != 0) {
@@ -297,6 +301,10 @@ int dlock__redis_watch(struct dlock_store *s, const char *name, void **state,
         *state = w;
         if (slice_ms <= 0)
             return DLOCK_OK;
+    }
+    if (w->c == NULL) {
+        (void)dlock__cancel_sleep_ms(slice_ms);
+        return DLOCK_OK;
     }
     /* A message that came with an earlier answer. */
     got = take_messages(w->c);
@@ -332,6 +340,7 @@ void dlock__redis_watch_end(struct dlock_store *s, void *state)
     if (w == NULL)
         return;
     /* Closing the connection ends the subscription. */
-    dlock__rconn_free(w->c);
+    if (w->c != NULL)
+        dlock__rconn_free(w->c);
     free(w);
 }
