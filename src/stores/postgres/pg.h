@@ -13,6 +13,7 @@
  *   xact.c     dlock_pg_xact_lock() on the caller's connection
  *   renew.c    the renew thread's batches: many extends in one UPDATE
  *   runs.c     run records: once, once per period, the kept runs
+ *   elect.c    leader values (dlock_leaders) and observers (LISTEN)
  *
  * postgres://[user[:password]@]host[:port]/db[?keys=hashtext][&mode=lease]
  *     [&max_keys=N]

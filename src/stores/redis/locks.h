@@ -3,8 +3,9 @@
  * layer (above eval.h), in layers of their own: held.c (a lock's keys
  * and scripts, extend, ttl_left, release), scan.c (SCAN) and sub.c (the
  * subscriber) at the bottom; wait.c (the wait), renew.c (batched
- * renewals) and runs.c (run records) above them; store.c (the ops
- * table) on top, called by none of them.
+ * renewals), runs.c (run records) and elect.c (leader values and
+ * observers) above them; store.c (the ops table) on top, called by none
+ * of them.
  */
 #ifndef DLOCK_STORES_REDIS_LOCKS_H
 #define DLOCK_STORES_REDIS_LOCKS_H
