@@ -1363,7 +1363,7 @@ static int watcher_wait(struct watcher *w, int n, int64_t ms)
  * and a resignation at once (well within the 1 s re-read it would
  * otherwise wait for), not by a forged message into a report, and a
  * killed subscription ends the observation with DLOCK_EUNAVAIL, not a
- * hang. */
+ * hang; an ACL without channel rights leaves it re-reading each second. */
 static void t_elect_watch(void)
 {
     char u[256], key[600], leader[620], chan[620], lockv[256];
@@ -1452,8 +1452,41 @@ static void t_elect_watch(void)
         dlock_cancel_fire(w.cancel);
     pthread_join(t, NULL);
     dlock_cancel_free(w.cancel);
-    redisFree(c);
     dlock_store_close(s2);
+
+    /* An ACL that refuses SUBSCRIBE: the observer re-reads each second
+     * instead of failing, and still ends promptly on its cancel. */
+    {
+        char lim[300];
+
+        CHECK(strcmp(raw_str(c, "ACL SETUSER lim on >limpw ~* +@all "
+                                "resetchannels"),
+                     "OK") == 0);
+        snprintf(lim, sizeof(lim), "redis://lim:limpw@127.0.0.1:%s",
+                 strrchr(u, ':') + 1);
+        memset(&w, 0, sizeof(w));
+        pthread_mutex_init(&w.mu, NULL);
+        pthread_cond_init(&w.cv, NULL);
+        w.s = s2 = must_open(lim);
+        w.name = nm("el");
+        CHECK_RC(dlock_cancel_new(&w.cancel), DLOCK_OK);
+        CHECK(pthread_create(&t, NULL, watcher_main, &w) == 0);
+        CHECK(watcher_wait(&w, 1, 5000) && !w.held[0]);
+        t0 = now_ms();
+        CHECK_RC(dlock_elect(&a, s, nm("el"), "v-acl", &o), DLOCK_OK);
+        CHECK(watcher_wait(&w, 2, 5000) && w.held[1]);
+        printf("  no channel rights: the new leader seen after %lld ms\n",
+               (long long)(w.at[1] - t0));
+        CHECK(w.at[1] - t0 < 1500);
+        t0 = now_ms();
+        dlock_cancel_fire(w.cancel);
+        pthread_join(t, NULL);
+        CHECK(w.done && w.rc == DLOCK_ECANCELED && now_ms() - t0 < 1000);
+        CHECK_RC(dlock_release(a), DLOCK_OK);
+        dlock_cancel_free(w.cancel);
+        dlock_store_close(s2);
+    }
+    redisFree(c);
     dlock_store_close(s);
 }
 
