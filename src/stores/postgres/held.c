@@ -133,6 +133,10 @@ int dlock__pg_release(struct dlock_store *s, struct dlock_lock *lk)
         if (rc != DLOCK_OK)
             return rc;
     }
-    return live ? DLOCK_OK
-                : dlock__lost(lk, "its lease ran out or it was broken");
+    if (!live)
+        return dlock__lost(lk, "its lease ran out or it was broken");
+    /* A leader resigned: its observers see it at once (elect.c). */
+    if (lk->is_candidate)
+        dlock__pg_notify(ps, lk->name);
+    return DLOCK_OK;
 }

@@ -13,6 +13,7 @@
  *   xact.c     dlock_pg_xact_lock() on the caller's connection
  *   renew.c    the renew thread's batches: many extends in one UPDATE
  *   runs.c     run records: once, once per period, the kept runs
+ *   elect.c    leader values (dlock_leaders) and observers (LISTEN)
  *
  * postgres://[user[:password]@]host[:port]/db[?keys=hashtext][&mode=lease]
  *     [&max_keys=N]
@@ -120,10 +121,12 @@ enum {
  * statements each: sent through dlock__pg_inline() (conn.c). */
 struct dlock__pg_sql {
     char *q[Q_KEYED];
-    char *extend[2], *ttl[2], *names[2], *force[2], *renew[2], *run_begin[2];
+    char *extend[2], *ttl[2], *names[2], *force[2], *renew[2], *run_begin[2],
+        *value_set[2];
     char *release_l, *unlock_all, *drop_broken, *sem_wait, *status_l,
         *status2_l, *lease_acq, *lease_sem, *have_tables, *init, *ddl,
-        *init_runs, *run_end, *runs, *last_runs, *gone, *session_setup;
+        *init_runs, *run_end, *runs, *last_runs, *gone, *session_setup,
+        *value_get, *notify, *listen_name, *listen;
 };
 /* Fill q for a handle using hashtext() keys (else hashtextextended()):
  * DLOCK_OK, or an error with q all NULL. */
@@ -311,6 +314,18 @@ int dlock__pg_runs(struct dlock_store *s, const char *name, unsigned max,
                    dlock_run_cb cb, void *payload);
 int dlock__pg_last_runs(struct dlock_store *s, const char *prefix,
                         dlock_run_cb cb, void *payload);
+
+/* --- elect.c: leader values and observers (store.h, "Election") ---- */
+
+int dlock__pg_value_set(struct dlock_store *s, struct dlock_lock *lk,
+                        const char *value, size_t len);
+int dlock__pg_value_get(struct dlock_store *s, const char *name,
+                        uint64_t *fence, char **value, size_t *len);
+int dlock__pg_watch(struct dlock_store *s, const char *name, void **state,
+                    int64_t slice_ms);
+void dlock__pg_watch_end(struct dlock_store *s, void *state);
+/* After a candidate's release: wake the name's observers (best effort). */
+void dlock__pg_notify(struct pg_store *ps, const char *name);
 
 /* --- renew.c --------------------------------------------------------- */
 

@@ -130,6 +130,12 @@ static const struct tmpl run_begin[2] = {{"run_begin.sql",
                                          {"run_begin.sql",
                                           dlock__text_postgres_run_begin,
                                           {"table", "dlock_locks", NULL}}};
+static const struct tmpl value_set[2] = {{"value_set.sql",
+                                          dlock__text_postgres_value_set,
+                                          {"table", "dlock_held", NULL}},
+                                         {"value_set.sql",
+                                          dlock__text_postgres_value_set,
+                                          {"table", "dlock_locks", NULL}}};
 
 /* The rest, each in one variant: "default" (session mode; what both modes
  * share) or "lease". */
@@ -189,6 +195,18 @@ static const struct {
     {offsetof(struct dlock__pg_sql, session_setup),
      0,
      {"session_setup.sql", dlock__text_postgres_session_setup, {NULL}}},
+    {offsetof(struct dlock__pg_sql, value_get),
+     0,
+     {"value_get.sql", dlock__text_postgres_value_get, {NULL}}},
+    {offsetof(struct dlock__pg_sql, notify),
+     0,
+     {"notify.sql", dlock__text_postgres_notify, {NULL}}},
+    {offsetof(struct dlock__pg_sql, listen_name),
+     0,
+     {"listen_name.sql", dlock__text_postgres_listen_name, {NULL}}},
+    {offsetof(struct dlock__pg_sql, listen),
+     0,
+     {"listen.sql", dlock__text_postgres_listen, {NULL}}},
 };
 
 /* A value from a sql/frag-*.sql file is one line: its final newline
@@ -256,6 +274,7 @@ static int build(struct dlock__pg_sql *q, int hashtext, dlock__text_emit emit,
         ONE(q->force[m], &force[m], NULL, v);
         ONE(q->renew[m], &renew[m], NULL, v);
         ONE(q->run_begin[m], &run_begin[m], NULL, v);
+        ONE(q->value_set[m], &value_set[m], NULL, v);
     }
     for (i = 0; i < sizeof(other) / sizeof(other[0]); i++)
         ONE(*other_slot(q, i), &other[i].t, NULL,
@@ -278,6 +297,7 @@ void dlock__pg_sql_free(struct dlock__pg_sql *q)
         free(q->force[m]);
         free(q->renew[m]);
         free(q->run_begin[m]);
+        free(q->value_set[m]);
     }
     for (i = 0; i < sizeof(other) / sizeof(other[0]); i++)
         free(*other_slot(q, i));

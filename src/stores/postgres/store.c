@@ -484,4 +484,8 @@ const struct dlock_store_ops dlock__postgres_ops = {
     .run_end = dlock__pg_run_end,
     .runs = dlock__pg_runs,
     .last_runs = dlock__pg_last_runs,
+    .value_set = dlock__pg_value_set,
+    .value_get = dlock__pg_value_get,
+    .watch = dlock__pg_watch,
+    .watch_end = dlock__pg_watch_end,
 };

@@ -3,8 +3,9 @@
  * layer (above eval.h), in layers of their own: held.c (a lock's keys
  * and scripts, extend, ttl_left, release), scan.c (SCAN) and sub.c (the
  * subscriber) at the bottom; wait.c (the wait), renew.c (batched
- * renewals) and runs.c (run records) above them; store.c (the ops
- * table) on top, called by none of them.
+ * renewals), runs.c (run records) and elect.c (leader values and
+ * observers) above them; store.c (the ops table) on top, called by none
+ * of them.
  */
 #ifndef DLOCK_STORES_REDIS_LOCKS_H
 #define DLOCK_STORES_REDIS_LOCKS_H
@@ -78,6 +79,16 @@ int dlock__redis_runs(struct dlock_store *s, const char *name, unsigned max,
                       dlock_run_cb cb, void *payload);
 int dlock__redis_last_runs(struct dlock_store *s, const char *prefix,
                            dlock_run_cb cb, void *payload);
+
+/* --- elect.c: leader values and observers -------------------------- */
+
+int dlock__redis_value_set(struct dlock_store *s, struct dlock_lock *lk,
+                           const char *value, size_t len);
+int dlock__redis_value_get(struct dlock_store *s, const char *name,
+                           uint64_t *fence, char **value, size_t *len);
+int dlock__redis_watch(struct dlock_store *s, const char *name, void **state,
+                       int64_t slice_ms);
+void dlock__redis_watch_end(struct dlock_store *s, void *state);
 
 /* --- sub.c (all under smu) ------------------------------------------- */
 

@@ -17,7 +17,8 @@
  *   eval.h      running a script: EVALSHA, EVAL on NOSCRIPT (eval.c)
  *   locks.h     the operations: a held lock (held.c), SCAN (scan.c),
  *               the wait and its subscriber (wait.c, sub.c), batched
- *               renewals (renew.c), run records (runs.c), and the ops
+ *               renewals (renew.c), run records (runs.c), leader values
+ *               and observers (elect.c), and the ops
  *               table on top (store.c)
  *
  * redis://[user:pass@]host[:port][/db][?prefix=dlock:&connect_timeout=5s
@@ -49,6 +50,8 @@
  *                       "fence start end result status pid host" (runs.c)
  *   P NAME \xff run     its run summary: a hash (start of the last run,
  *                       the record of a run that succeeded)
+ *   P NAME \xff leader  its leader value: a hash (fence: the term it was
+ *                       written under, value) (elect.c)
  *   P NAME \xff w TOKEN a waiter's own channel: "g" + fence when a
  *                       release hands the lock to it (a wake-up only:
  *                       anyone may publish; the waiter's attempt tells)
@@ -122,6 +125,8 @@ enum {
      * and the first EVALSHA on a server that lacks them sends the text */
     S_RUN_BEGIN,
     S_RUN_END,
+    /* elect.c's, likewise (only a candidate pays for it) */
+    S_VALUE_SET,
     S_COUNT
 };
 #define S_LOADED S_RUN_BEGIN

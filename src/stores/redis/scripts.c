@@ -44,6 +44,7 @@ static const struct {
     [S_LEAVE] = {"leave.lua", dlock__text_redis_leave},
     [S_RUN_BEGIN] = {"run_begin.lua", dlock__text_redis_run_begin},
     [S_RUN_END] = {"run_end.lua", dlock__text_redis_run_end},
+    [S_VALUE_SET] = {"value_set.lua", dlock__text_redis_value_set},
 };
 
 /* Fragment t (lua/frag_*.lua: one expression, which the embedding ends

@@ -452,4 +452,8 @@ const struct dlock_store_ops dlock__redis_ops = {
     .run_end = dlock__redis_run_end,
     .runs = dlock__redis_runs,
     .last_runs = dlock__redis_last_runs,
+    .value_set = dlock__redis_value_set,
+    .value_get = dlock__redis_value_get,
+    .watch = dlock__redis_watch,
+    .watch_end = dlock__redis_watch_end,
 };

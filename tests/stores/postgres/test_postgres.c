@@ -1458,6 +1458,172 @@ static void t_runs(void)
     runs_lazy();
 }
 
+/* --- election ------------------------------------------------------------ */
+
+/* An observer on a thread of its own: each change it reports, and how
+ * dlock_observe() ended. */
+struct watcher {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    dlock_store *s;
+    const char *name;
+    dlock_cancel *cancel;
+    int n, held[64], done, rc;
+    int64_t at[64];
+};
+
+static int watcher_cb(const dlock_info *info, void *payload)
+{
+    struct watcher *w = payload;
+
+    pthread_mutex_lock(&w->mu);
+    if (w->n < 64) {
+        w->held[w->n] = info->held;
+        w->at[w->n] = now_ms();
+        w->n++;
+    }
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return 0;
+}
+
+static void *watcher_main(void *arg)
+{
+    struct watcher *w = arg;
+    int rc = dlock_observe(w->s, w->name, watcher_cb, w, w->cancel);
+
+    pthread_mutex_lock(&w->mu);
+    w->rc = rc;
+    w->done = 1;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+/* Until the watcher has reported n changes (or ended), at most ms:
+ * whether it has. */
+static int watcher_wait(struct watcher *w, int n, int64_t ms)
+{
+    int64_t end = now_ms() + ms;
+    int got;
+
+    pthread_mutex_lock(&w->mu);
+    while (w->n < n && !w->done && now_ms() < end) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 10 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+    }
+    got = w->n >= n;
+    pthread_mutex_unlock(&w->mu);
+    return got;
+}
+
+/* One mode (extra: "" or "mode=lease"): the value in dlock_leaders under
+ * the term, an observer woken by NOTIFY at elect, proclaim and
+ * resignation (well within the 1 s re-read it would otherwise wait
+ * for), a forged NOTIFY reported as nothing, and its session terminated:
+ * DLOCK_EUNAVAIL at once, not a hang. */
+static void elect_mode(const char *extra)
+{
+    char app[96], obs[1200], fence[32];
+    const char *base = extra[0] ? with(extra) : url;
+    dlock_options o = opts(0, 5000, 1);
+    const char *n = nm(extra[0] ? "elect-lease" : "elect");
+    dlock_store *s = open_url(base);
+    struct watcher w;
+    PGconn *c = raw();
+    dlock_lock *a;
+    pthread_t t;
+    int64_t t0, worst;
+    int k;
+
+    snprintf(app, sizeof(app), "obs-%s", run_id);
+    snprintf(obs, sizeof(obs), "%s%capplication_name=%s", base,
+             strchr(base, '?') != NULL ? '&' : '?', app);
+    memset(&w, 0, sizeof(w));
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    w.s = open_url(obs);
+    w.name = n;
+    EXPECT(dlock_cancel_new(&w.cancel) == DLOCK_OK);
+    EXPECT(pthread_create(&t, NULL, watcher_main, &w) == 0);
+    EXPECT(watcher_wait(&w, 1, 5000) && !w.held[0]);
+
+    t0 = now_ms();
+    EXPECT(dlock_elect(&a, s, n, "v-one", &o) == DLOCK_OK);
+    EXPECT(watcher_wait(&w, 2, 5000) && w.held[1]);
+    worst = w.at[1] - t0;
+    snprintf(fence, sizeof(fence), "%llu", (unsigned long long)dlock_fence(a));
+    EXPECT(
+        q1_is(c, "SELECT fence FROM dlock_leaders WHERE name = $1", n, fence));
+    EXPECT(q1_is(c, "SELECT value FROM dlock_leaders WHERE name = $1", n,
+                 "v-one"));
+    for (int i = 0; i < 5; i++) {
+        char v[16];
+
+        snprintf(v, sizeof(v), "v-%d", i);
+        k = w.n;
+        t0 = now_ms();
+        EXPECT(dlock_proclaim(a, v) == DLOCK_OK);
+        EXPECT(watcher_wait(&w, k + 1, 5000));
+        if (w.at[k] - t0 > worst)
+            worst = w.at[k] - t0;
+    }
+    /* A forged NOTIFY on the name's channel: a wake-up, nothing new. */
+    k = w.n;
+    EXPECT(q1_is(c,
+                 "SELECT 1 FROM (SELECT pg_notify('dlock_' || "
+                 "hashtextextended($1, 0)::text, 'forged')) f",
+                 n, "1"));
+    EXPECT(!watcher_wait(&w, k + 1, 300));
+    t0 = now_ms();
+    EXPECT(dlock_release(a) == DLOCK_OK);
+    EXPECT(watcher_wait(&w, k + 1, 5000) && !w.held[k]);
+    if (w.at[k] - t0 > worst)
+        worst = w.at[k] - t0;
+    printf("  %s: observer woken within %lld ms (elect, 5 proclaims, "
+           "resign)\n",
+           extra[0] ? extra : "session mode", (long long)worst);
+    EXPECT(worst < 500);
+
+    /* Its session terminated: EUNAVAIL, promptly. */
+    t0 = now_ms();
+    EXPECT(q1_is(c,
+                 "SELECT count(pg_terminate_backend(pid)) > 0 FROM "
+                 "pg_stat_activity WHERE application_name = $1",
+                 app, "t"));
+    pthread_mutex_lock(&w.mu);
+    while (!w.done && now_ms() - t0 < 5000) {
+        pthread_mutex_unlock(&w.mu);
+        sleep_ms(5);
+        pthread_mutex_lock(&w.mu);
+    }
+    pthread_mutex_unlock(&w.mu);
+    EXPECT(w.done && w.rc == DLOCK_EUNAVAIL);
+    printf("  terminated observer: rc %d after %lld ms\n", w.rc,
+           (long long)(now_ms() - t0));
+    EXPECT(now_ms() - t0 < 1500);
+    if (!w.done)
+        dlock_cancel_fire(w.cancel);
+    pthread_join(t, NULL);
+    dlock_cancel_free(w.cancel);
+    dlock_store_close(w.s);
+    PQfinish(c);
+    dlock_store_close(s);
+}
+
+static void t_elect(void)
+{
+    elect_mode("");
+    elect_mode("mode=lease");
+}
+
 static const struct {
     const char *name;
     void (*fn)(void);
@@ -1468,6 +1634,7 @@ static const struct {
     {"mux", t_mux},           {"semaphore", t_semaphore},
     {"max_keys", t_max_keys}, {"force_one", t_force_one},
     {"ceiling", t_ceiling},   {"runs", t_runs},
+    {"elect", t_elect},
 };
 
 int main(int argc, char **argv)

@@ -1292,6 +1292,204 @@ static void t_runs_keys(void)
     dlock_store_close(s);
 }
 
+/* --- election ------------------------------------------------------- */
+
+/* An observer on a thread of its own: each change it reports, and how
+ * dlock_observe() ended. */
+struct watcher {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    dlock_store *s;
+    const char *name;
+    dlock_cancel *cancel;
+    int n, held[64], done, rc;
+    int64_t at[64];
+};
+
+static int watcher_cb(const dlock_info *info, void *payload)
+{
+    struct watcher *w = payload;
+
+    pthread_mutex_lock(&w->mu);
+    if (w->n < 64) {
+        w->held[w->n] = info->held;
+        w->at[w->n] = now_ms();
+        w->n++;
+    }
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return 0;
+}
+
+static void *watcher_main(void *arg)
+{
+    struct watcher *w = arg;
+    int rc = dlock_observe(w->s, w->name, watcher_cb, w, w->cancel);
+
+    pthread_mutex_lock(&w->mu);
+    w->rc = rc;
+    w->done = 1;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+/* Until the watcher has reported n changes (or ended), at most ms:
+ * whether it has. */
+static int watcher_wait(struct watcher *w, int n, int64_t ms)
+{
+    int64_t end = now_ms() + ms;
+    int got;
+
+    pthread_mutex_lock(&w->mu);
+    while (w->n < n && !w->done && now_ms() < end) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 10 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+    }
+    got = w->n >= n;
+    pthread_mutex_unlock(&w->mu);
+    return got;
+}
+
+/* The leader value lives in P NAME \xff leader (fence, value), never in
+ * the lock key a SET NX peer reads; an observer is woken by a proclaim
+ * and a resignation at once (well within the 1 s re-read it would
+ * otherwise wait for), not by a forged message into a report, and a
+ * killed subscription ends the observation with DLOCK_EUNAVAIL, not a
+ * hang; an ACL without channel rights leaves it re-reading each second. */
+static void t_elect_watch(void)
+{
+    char u[256], key[600], leader[620], chan[620], lockv[256];
+    dlock_options o = opts(0, 5000, 1);
+    struct watcher w;
+    dlock_store *s, *s2;
+    redisContext *c;
+    dlock_lock *a;
+    pthread_t t;
+    int64_t t0, worst = 0;
+    int n;
+
+    own_server(u, sizeof(u));
+    s = must_open(u);
+    s2 = must_open(u);
+    c = raw_open(u);
+    snprintf(key, sizeof(key), "dlock:%s", nm("el"));
+    snprintf(leader, sizeof(leader), "%s\xffleader", key);
+    snprintf(chan, sizeof(chan), "%s\xffrelease", key);
+    memset(&w, 0, sizeof(w));
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    w.s = s2;
+    w.name = nm("el");
+    CHECK_RC(dlock_cancel_new(&w.cancel), DLOCK_OK);
+    CHECK(pthread_create(&t, NULL, watcher_main, &w) == 0);
+    CHECK(watcher_wait(&w, 1, 5000) && !w.held[0]);
+    CHECK(await_channel(c, chan, 1));
+
+    /* Where the value is. */
+    t0 = now_ms();
+    CHECK_RC(dlock_elect(&a, s, nm("el"), "v-one", &o), DLOCK_OK);
+    CHECK(watcher_wait(&w, 2, 5000) && w.held[1]);
+    worst = w.at[1] - t0;
+    CHECK(raw_int(c, "HGET %b fence", leader, strlen(leader)) ==
+          (long long)dlock_fence(a));
+    CHECK(strcmp(raw_str(c, "HGET %b value", leader, strlen(leader)),
+                 "v-one") == 0);
+    CHECK(raw_int(c, "PTTL %b", leader, strlen(leader)) == -1);
+    snprintf(lockv, sizeof(lockv), "%s",
+             raw_str(c, "GET %b", key, strlen(key)));
+    CHECK(strncmp(lockv, "dlock1:", 7) == 0 && strstr(lockv, "v-one") == NULL);
+
+    /* Each proclaim wakes it at once (a poll would take up to 1 s). */
+    for (int i = 0; i < 5; i++) {
+        char v[16];
+
+        snprintf(v, sizeof(v), "v-%d", i);
+        n = w.n;
+        t0 = now_ms();
+        CHECK_RC(dlock_proclaim(a, v), DLOCK_OK);
+        CHECK(watcher_wait(&w, n + 1, 5000));
+        if (w.at[n] - t0 > worst)
+            worst = w.at[n] - t0;
+    }
+    /* A forged message is a wake-up: the re-read finds nothing new. */
+    n = w.n;
+    CHECK(raw_int(c, "PUBLISH %b %s", chan, strlen(chan), "h1") == 1);
+    CHECK(raw_int(c, "PUBLISH %b %s", chan, strlen(chan), "garbage") == 1);
+    CHECK(!watcher_wait(&w, n + 1, 300));
+    /* The resignation too. */
+    t0 = now_ms();
+    CHECK_RC(dlock_release(a), DLOCK_OK);
+    CHECK(watcher_wait(&w, n + 1, 5000) && !w.held[n]);
+    if (w.at[n] - t0 > worst)
+        worst = w.at[n] - t0;
+    printf("  observer woken within %lld ms (elect, 5 proclaims, resign)\n",
+           (long long)worst);
+    CHECK(worst < 500);
+
+    /* Its subscription killed: EUNAVAIL, promptly. */
+    t0 = now_ms();
+    CHECK(raw_int(c, "CLIENT KILL TYPE pubsub") >= 1);
+    pthread_mutex_lock(&w.mu);
+    while (!w.done && now_ms() - t0 < 5000) {
+        pthread_mutex_unlock(&w.mu);
+        sleep_ms(5);
+        pthread_mutex_lock(&w.mu);
+    }
+    pthread_mutex_unlock(&w.mu);
+    CHECK(w.done && w.rc == DLOCK_EUNAVAIL);
+    printf("  killed subscription: rc %d after %lld ms\n", w.rc,
+           (long long)(now_ms() - t0));
+    CHECK(now_ms() - t0 < 1500);
+    if (!w.done)
+        dlock_cancel_fire(w.cancel);
+    pthread_join(t, NULL);
+    dlock_cancel_free(w.cancel);
+    dlock_store_close(s2);
+
+    /* An ACL that refuses SUBSCRIBE: the observer re-reads each second
+     * instead of failing, and still ends promptly on its cancel. */
+    {
+        char lim[300];
+
+        CHECK(strcmp(raw_str(c, "ACL SETUSER lim on >limpw ~* +@all "
+                                "resetchannels"),
+                     "OK") == 0);
+        snprintf(lim, sizeof(lim), "redis://lim:limpw@127.0.0.1:%s",
+                 strrchr(u, ':') + 1);
+        memset(&w, 0, sizeof(w));
+        pthread_mutex_init(&w.mu, NULL);
+        pthread_cond_init(&w.cv, NULL);
+        w.s = s2 = must_open(lim);
+        w.name = nm("el");
+        CHECK_RC(dlock_cancel_new(&w.cancel), DLOCK_OK);
+        CHECK(pthread_create(&t, NULL, watcher_main, &w) == 0);
+        CHECK(watcher_wait(&w, 1, 5000) && !w.held[0]);
+        t0 = now_ms();
+        CHECK_RC(dlock_elect(&a, s, nm("el"), "v-acl", &o), DLOCK_OK);
+        CHECK(watcher_wait(&w, 2, 5000) && w.held[1]);
+        printf("  no channel rights: the new leader seen after %lld ms\n",
+               (long long)(w.at[1] - t0));
+        CHECK(w.at[1] - t0 < 1500);
+        t0 = now_ms();
+        dlock_cancel_fire(w.cancel);
+        pthread_join(t, NULL);
+        CHECK(w.done && w.rc == DLOCK_ECANCELED && now_ms() - t0 < 1000);
+        CHECK_RC(dlock_release(a), DLOCK_OK);
+        dlock_cancel_free(w.cancel);
+        dlock_store_close(s2);
+    }
+    redisFree(c);
+    dlock_store_close(s);
+}
+
 static const struct rt_test tests[] = {
     {"tls_codes", t_tls_codes, 0},
     {"foreign_holder", t_foreign_holder, 0},
@@ -1315,6 +1513,7 @@ static const struct rt_test tests[] = {
     {"foreign_lookalike_keyspace", t_foreign_lookalike_keyspace, 1},
     {"foreign_lookalike_keyspace_acl", t_foreign_lookalike_keyspace_acl, 1},
     {"runs_keys", t_runs_keys, 1},
+    {"elect_watch", t_elect_watch, 1},
 };
 
 int main(int argc, char **argv)

@@ -21,3 +21,13 @@ CREATE TABLE IF NOT EXISTS dlock_run_names (
     succeeded_fence bigint, -- its last run that exited 0 (NULL: none)
     succeeded_ms    bigint
 );
+
+-- Leader election (dlock elect; dlock leader): each name's leader value,
+-- with the term (the lock's fence) it was written under; shown only
+-- while that fence is the holder's.  One row per name, replaced by each
+-- leader.
+CREATE TABLE IF NOT EXISTS dlock_leaders (
+    name  text COLLATE "C" PRIMARY KEY,
+    fence bigint NOT NULL, -- the term (the leader's lock fence)
+    value text              -- NULL: a leader without a value
+);

@@ -1,0 +1,1 @@
+SELECT set_config('dlock.observe', $1, false)

@@ -1,0 +1,3 @@
+SELECT pg_notify(
+'dlock_' || hashtextextended($1, 0)::text
+, '')
