@@ -219,14 +219,16 @@ static void t_semaphore(dlock_store *s)
 }
 
 /* A user without CREATE, on lock tables that are there but run record
- * tables that are not: a clear error, nothing read; once a DBA made them
- * (dlock init), it works. */
+ * tables and the leader value table that are not: a clear error, nothing
+ * read (an election cannot publish and resigns; no leader value is
+ * read); once a DBA made them (dlock init), it works. */
 static void t_no_create(const char *url, const struct target *t)
 {
     char table[64], main_url[1024], other[1024];
     dlock_store *mine, *s = NULL;
     dlock_run_rule r = DLOCK_RUN_RULE_INIT;
-    dlock_lock *l;
+    dlock_lock *l, *e = NULL;
+    dlock_info *info = NULL;
     struct seen v;
     MYSQL *probe = raw_connect_as(t, "other", "other-pw");
     MYSQL *raw;
@@ -256,7 +258,23 @@ static void t_no_create(const char *url, const struct target *t)
     EXPECT_RC(dlock_history(s, uniq("nc"), 0, seen_cb, &v), DLOCK_OK);
     EXPECT_RC(dlock_last_runs(s, "", seen_cb, &v), DLOCK_OK);
     EXPECT(v.n == 0);
+    EXPECT_RC(dlock_elect(&e, s, uniq("nc-elect"), "v", NULL), DLOCK_ESTORE);
+    EXPECT(e == NULL);
+    EXPECT(strstr(dlock_errmsg(), "leader value table") != NULL &&
+           strstr(dlock_errmsg(), "may not create it") != NULL &&
+           strstr(dlock_errmsg(), "dlock init --print") != NULL);
+    EXPECT(strstr(dlock_errmsg(), "other-pw") == NULL);
+    EXPECT_RC(dlock_leader(&info, s, uniq("nc-elect")), DLOCK_OK);
+    EXPECT(info != NULL && !info->held && info->value == NULL);
+    dlock_info_free(info);
+    info = NULL;
     CHECK_RC(dlock_store_init(mine), DLOCK_OK);
+    EXPECT_RC(dlock_elect(&e, s, uniq("nc-elect"), "v", NULL), DLOCK_OK);
+    EXPECT_RC(dlock_leader(&info, s, uniq("nc-elect")), DLOCK_OK);
+    EXPECT(info != NULL && info->held && info->value != NULL &&
+           strcmp(info->value, "v") == 0);
+    dlock_info_free(info);
+    EXPECT_RC(dlock_release(e), DLOCK_OK);
     EXPECT_RC(dlock_run_begin(l, &r, &go, NULL), DLOCK_OK);
     EXPECT(go == 1);
     EXPECT_RC(dlock_run_end(l, DLOCK_RUN_EXITED, 0), DLOCK_OK);
@@ -269,8 +287,8 @@ static void t_no_create(const char *url, const struct target *t)
     raw = raw_connect(t);
     sqlf(raw, NULL,
          "DROP TABLE IF EXISTS `%s`, `%s_fences`, `%s_seq`, "
-         "`%s_runs`, `%s_runsum`, `%s_boot`",
-         table, table, table, table, table, table);
+         "`%s_runs`, `%s_runsum`, `%s_boot`, `%s_leader`",
+         table, table, table, table, table, table, table);
     sqlf(raw, NULL, "DROP SEQUENCE IF EXISTS `%s_fseq`", table);
     sqlf(raw, NULL, "DROP PROCEDURE IF EXISTS `%s_acq2`", table);
     sqlf(raw, NULL, "DROP PROCEDURE IF EXISTS `%s_rel1`", table);
