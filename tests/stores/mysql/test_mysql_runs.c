@@ -295,6 +295,40 @@ static void t_no_create(const char *url, const struct target *t)
     mysql_close(raw);
 }
 
+/* Leader value rows dlock could not have written (anyone who may write
+ * NAME_leader can plant them, under the holder's own fence): a value over
+ * DLOCK_VALUE_MAX bytes, an empty one, fence 0.  Each is no value; a
+ * well-formed row is shown, so the planting itself is right. */
+static void t_planted_values(dlock_store *s, MYSQL *raw, const char *table)
+{
+    static const char *const bad[] = {"REPEAT('x', 4097)", "''", "'ok'"};
+    const char *n = uniq("planted-value");
+    dlock_lock *l = NULL;
+
+    CHECK_RC(dlock_elect(&l, s, n, "real", NULL), DLOCK_OK);
+    for (int i = 0; i < 4; i++) {
+        dlock_info *info = NULL;
+        int good = i == 3;
+
+        sqlf(raw, NULL,
+             "UPDATE `%s_leader` SET fence = %s, value = %s WHERE "
+             "full_name = '%s'",
+             table, i == 2 ? "0" : "fence", i < 3 ? bad[i] : "'ok'", n);
+        EXPECT_RC(dlock_leader(&info, s, n), DLOCK_OK);
+        EXPECT(info != NULL && info->held);
+        if (info != NULL && (info->value != NULL) != good)
+            fprintf(stderr, "  planted row %d: value %s\n", i,
+                    info->value != NULL ? "shown" : "not shown");
+        EXPECT(info != NULL && (info->value != NULL) == good);
+        dlock_info_free(info);
+        if (i == 2) /* fence 0 with a good value: the fence back */
+            sqlf(raw, NULL,
+                 "UPDATE `%s_leader` SET fence = %llu WHERE full_name = '%s'",
+                 table, (unsigned long long)dlock_fence(l), n);
+    }
+    EXPECT_RC(dlock_release(l), DLOCK_OK);
+}
+
 int main(int argc, char **argv)
 {
     const char *url = test_url(argc, argv);
@@ -319,6 +353,8 @@ int main(int argc, char **argv)
     }
     t_semaphore(s);
     printf("semaphore: %d failures so far\n", failures);
+    t_planted_values(s, raw, table);
+    printf("planted values: %d failures so far\n", failures);
     dlock_store_close(s);
     t_no_create(url, &t);
     printf("no create: %d failures so far\n", failures);
