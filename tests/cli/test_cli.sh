@@ -507,6 +507,8 @@ sqlite://*|redis://*|unix://*|redis-sentinel://*|redis-cluster://*|rediss://*|re
     if [ "${STORE#sqlite://}" != "$STORE" ]; then
         "$DLOCK" init --print | grep -q '"limit"'
         check "init --print shows the limit column" 0 $?
+        "$DLOCK" init --print | grep -q 'CREATE TABLE IF NOT EXISTS dlock_leaders'
+        check "init --print shows the leader value table" 0 $?
         # A lock file from dlock 0.2 (no limit column) is migrated on open and
         # its rows read as locks.
         if command -v sqlite3 >/dev/null; then
@@ -522,6 +524,8 @@ sqlite://*|redis://*|unix://*|redis-sentinel://*|redis-cluster://*|rediss://*|re
             "$DLOCK" -s "sqlite://$old" release --force old >/dev/null
             out=$("$DLOCK" -s "sqlite://$old" run -n -l 2 old -- sh -c 'echo "$DLOCK_FENCE"')
             check "the migrated file keeps its fences" 42 "$out"
+            sqlite3 "$old" .tables | grep -q dlock_leaders
+            check "a 0.2 file gains the leader value table" 0 $?
             # Above 2^53 (what 0.2's PostgreSQL fences are): JSON keeps
             # every digit.
             sqlite3 "$old" "UPDATE dlock_fences SET fence = 9007199254740993 WHERE name = 'old'"

@@ -17,7 +17,8 @@
  *   try_wait.c the ops' try_acquire and wait_slice around an attempt
  *   held.c     extend, ttl_left, release, forget
  *   renew.c    the renew thread's batches (extend_many)
- *   runs.c     run records: run_begin, run_end, runs, last_runs
+ *   runs.c     run records: run_begin, run_end, runs, last_runs; the
+ *              leader value of elections: value_set, value_get
  *   status.c   status, list, force-release
  *   golden.c   the golden copies' hook
  *   store.c    open, close and the ops table
@@ -133,6 +134,7 @@ struct my_sql {
     char *create_locks, *create_fences, *create_seq; /* DDL, one each */
     char *create_fseq, *create_boot;                 /* MariaDB 10.3+ */
     char *create_runs, *create_runsum;
+    char *create_leader; /* elections' leader values (runs.c) */
     char *create_proc_acq, *create_proc_rel;
     /* The next fence of the key ? (dlock__my_sb_fence()): in NAME_seq,
      * in NAME_fences, and in NAME_fences above NAME_seq (? three times). */
@@ -189,6 +191,9 @@ struct my_sql {
     char *run_begin, *run_end[2];           /* [a success: the summary too] */
     char *run_begin_held, *run_end_held[2]; /* the same, held_tx.sql */
     char *run_history, *run_last[2];        /* [a prefix] */
+    /* Elections (runs.c): the guarded write, the same on the lock's own
+     * session (held_tx.sql), the read */
+    char *value_set, *value_set_held, *value_get;
 };
 
 /* One connection (the pool's `void *`). */
@@ -227,6 +232,7 @@ struct my_store {
     char index[TABLE_MAX + 7];
     char runs[TABLE_MAX + 10];   /* NAME_runs: the kept runs (runs.c) */
     char runsum[TABLE_MAX + 10]; /* NAME_runsum: each name's summary */
+    char leader[TABLE_MAX + 10]; /* NAME_leader: leader values (runs.c) */
     char raw_table[TABLE_MAX + 1];
     char name_charset[65]; /* of the table's name column ("" unknown) */
     char engine[65];       /* the lock table's ENGINE ("" unknown) */
@@ -454,6 +460,8 @@ void dlock__my_ddl_runs(struct sb *b, const struct my_store *ms,
 /* Create the run record tables if missing (`dlock init`, and on first
  * use): DLOCK_OK, or why not. */
 int dlock__my_create_runs(struct my_store *ms, struct conn *c);
+/* The same for the leader value table (elections). */
+int dlock__my_create_leader(struct my_store *ms, struct conn *c);
 /* On open: use the tables if they are there, else create them. */
 int dlock__my_ensure_tables(struct my_store *ms, struct conn *c);
 int dlock__my_init(struct dlock_store *s);
@@ -572,6 +580,11 @@ int dlock__my_runs(struct dlock_store *s, const char *name, unsigned max,
                    dlock_run_cb cb, void *payload);
 int dlock__my_last_runs(struct dlock_store *s, const char *prefix,
                         dlock_run_cb cb, void *payload);
+/* Elections: the leader value (store.h: value_set, value_get). */
+int dlock__my_value_set(struct dlock_store *s, struct dlock_lock *lk,
+                        const char *value, size_t len);
+int dlock__my_value_get(struct dlock_store *s, const char *name,
+                        uint64_t *fence, char **value, size_t *len);
 
 /* --- status.c ---------------------------------------------------------- */
 

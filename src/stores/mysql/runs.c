@@ -35,7 +35,17 @@
  * finds its own fence as the last run and goes ahead again.
  *
  * The plain lock cycle never touches these tables.
+ *
+ * Elections (value_set, value_get) keep the leader value in a third
+ * InnoDB table, NAME_leader: (name, the key as above) -> full_name,
+ * fence (the term), value (utf8mb4 TEXT, at most DLOCK_VALUE_MAX bytes),
+ * created on first use or by `dlock init` as the run tables are.
+ * value_set is run_begin's ownership test and an upsert in one
+ * transaction on the lock's own connection, conditional on it: a lock no
+ * longer ours writes nothing (DLOCK_LOST).  No notifications:
+ * dlock_observe() re-reads every DLOCK_OBSERVE_POLL_MS.
  */
+#include <limits.h>
 #include <mysqld_error.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,10 +118,10 @@ static int run_tx(struct my_store *ms, struct conn *c, const struct sb *b,
 
 /* run_tx(), creating the tables first if they are missing.  create:
  * make them (run_begin, run_end); else a missing table is DLOCK_OK with
- * *res NULL (nothing recorded yet). */
-static int run_tx_tables(struct my_store *ms, struct conn *c,
-                         const struct sb *b, MYSQL_RES **res, int create,
-                         const char *what)
+ * *res NULL (nothing recorded yet).  leader: the leader value table
+ * (elections), not the run records'. */
+static int tx_tables(struct my_store *ms, struct conn *c, const struct sb *b,
+                     MYSQL_RES **res, int create, int leader, const char *what)
 {
     int rc = run_tx(ms, c, b, res, what);
 
@@ -119,16 +129,28 @@ static int run_tx_tables(struct my_store *ms, struct conn *c,
         return rc;
     if (!create)
         return DLOCK_OK;
-    rc = dlock__my_create_runs(ms, c);
+    rc = leader ? dlock__my_create_leader(ms, c) : dlock__my_create_runs(ms, c);
     if (rc != DLOCK_OK)
         return rc;
     rc = run_tx(ms, c, b, res, what);
-    if (rc == NO_TABLE)
+    if (rc == NO_TABLE && leader)
+        rc = dlock__seterr(DLOCK_ESTORE,
+                           "%s on %s: the leader value table %s is missing "
+                           "after creating it",
+                           what, ms->base.url, ms->leader);
+    else if (rc == NO_TABLE)
         rc = dlock__seterr(DLOCK_ESTORE,
                            "%s on %s: the run record tables %s and %s "
                            "are missing after creating them",
                            what, ms->base.url, ms->runs, ms->runsum);
     return rc;
+}
+
+static int run_tx_tables(struct my_store *ms, struct conn *c,
+                         const struct sb *b, MYSQL_RES **res, int create,
+                         const char *what)
+{
+    return tx_tables(ms, c, b, res, create, 0, what);
 }
 
 /* A run from a row of (full_name, fence, host, pid, start_ms, end_ms,
@@ -168,6 +190,8 @@ struct rcall {
     int *go;
     dlock_run *last;
     int result, status;
+    const char *value; /* value_set: len bytes */
+    size_t len;
 };
 
 /* Session mode: these transactions run on the session whose GET_LOCK is
@@ -367,6 +391,8 @@ int dlock__my_run_begin(struct dlock_store *s, struct dlock_lock *lk,
                       go,
                       last,
                       0,
+                      0,
+                      NULL,
                       0};
     int failed;
 
@@ -391,7 +417,9 @@ int dlock__my_run_end(struct dlock_store *s, struct dlock_lock *lk, int result,
                       NULL,
                       NULL,
                       result,
-                      status};
+                      status,
+                      NULL,
+                      0};
     struct my_lock tmp;
     int failed = 1, rc;
 
@@ -415,6 +443,153 @@ int dlock__my_run_end(struct dlock_store *s, struct dlock_lock *lk, int result,
             return rc;
     }
     return dlock__pool_run(&k.ms->pool, rcall_fn, &k);
+}
+
+/* --- elections: the leader value ---------------------------------------- */
+
+/* sql/value_set.sql: the value, only while lk still holds its lock (as
+ * run_begin checks it), in one transaction. */
+static int set_op(struct rcall *k, struct conn *c)
+{
+    struct my_store *ms = k->ms;
+    struct dlock_lock *lk = k->lk;
+    /* own.sql's values (its last not in lease mode), then its own. */
+    struct my_val v[] = {MV_KEY(k->ml),
+                         MV_TOK(lk),
+                         MV_KEY(k->ml),
+                         MV_S(k->ml->nkey, k->ml->nkey_len),
+                         MV_S(lk->name, lk->name_len),
+                         MV_U(lk->fence),
+                         MV_S(k->value, k->len)};
+    struct sb b = {0};
+    MYSQL_RES *res = NULL;
+    MYSQL_ROW row;
+    size_t n = sizeof(v) / sizeof(v[0]);
+    long long own;
+    int rc;
+
+    if (ms->lease_mode) { /* own.sql without its GET_LOCK: no third key */
+        memmove(&v[2], &v[3], (n - 3) * sizeof(v[0]));
+        n--;
+    }
+    bind_held(&b, ms, c, lk, k->ml, ms->sql.value_set, ms->sql.value_set_held,
+              v, n);
+    rc = tx_tables(ms, c, &b, &res, 1, 1, "proclaim");
+    dlock__my_sb_free(&b);
+    if (rc != DLOCK_OK)
+        return rc;
+    row = res != NULL ? mysql_fetch_row(res) : NULL;
+    own = row != NULL && row[0] != NULL ? strtoll(row[0], NULL, 10) : -1;
+    mysql_free_result(res);
+    if (own == 1)
+        return DLOCK_OK;
+    if (own != 0)
+        return dlock__seterr(DLOCK_ESTORE, "proclaim on %s: no answer",
+                             ms->base.url);
+    dlock__my_tidy_lost(ms, c, lk, k->ml);
+    return dlock__lost(lk, "its lease ran out or it was broken");
+}
+
+int dlock__my_value_set(struct dlock_store *s, struct dlock_lock *lk,
+                        const char *value, size_t len)
+{
+    struct rcall k = {(struct my_store *)s,
+                      lk,
+                      lk->priv,
+                      set_op,
+                      NULL,
+                      NULL,
+                      0,
+                      NULL,
+                      NULL,
+                      0,
+                      0,
+                      value != NULL ? value : "",
+                      len};
+    int failed;
+
+    if (k.ml == NULL || !k.ml->held || (!k.ms->lease_mode && k.ml->c == NULL))
+        return dlock__lost(lk, "its connection was lost earlier");
+    if (k.ml->c == NULL)
+        return dlock__pool_run(&k.ms->pool, rcall_fn, &k);
+    return pinned_run(&k, &failed);
+}
+
+struct vget {
+    struct my_store *ms;
+    const char *name;
+    uint64_t fence;
+    char *value;
+    size_t len;
+};
+
+/* A row dlock could not have written (a fence that is not a positive
+ * number, a value over DLOCK_VALUE_MAX bytes or not UTF-8: anyone who
+ * may write the table can plant one) is no value, as is the empty value
+ * of a leader without one. */
+static int get_fn(void *conn, void *arg, int *dead)
+{
+    struct vget *g = arg;
+    struct my_store *ms = g->ms;
+    struct conn *c = conn;
+    char key[KEY_MAX + 1];
+    size_t len = strlen(g->name), klen;
+    struct sb b = {0};
+    MYSQL_RES *res = NULL;
+    MYSQL_ROW row;
+    int rc;
+
+    *dead = 0;
+    free(g->value);
+    g->value = NULL;
+    g->fence = 0;
+    g->len = 0;
+    rc = dlock__mysql_key(g->name, len, ms->mariadb, key, &klen);
+    if (rc != DLOCK_OK)
+        return rc;
+    MY_BIND(&b, c, ms->sql.value_get, MV_S(key, klen), MV_S(g->name, len));
+    rc = tx_tables(ms, c, &b, &res, 0, 1, "leader value");
+    dlock__my_sb_free(&b);
+    row = rc == DLOCK_OK && res != NULL ? mysql_fetch_row(res) : NULL;
+    if (row != NULL && row[0] != NULL && row[1] != NULL) {
+        unsigned long *lens = mysql_fetch_lengths(res);
+        char *end = NULL;
+        unsigned long long f = strtoull(row[0], &end, 10);
+
+        if (row[0][0] >= '1' && row[0][0] <= '9' && end != NULL &&
+            *end == '\0' && f != ULLONG_MAX && lens[1] > 0 &&
+            lens[1] <= DLOCK_VALUE_MAX &&
+            dlock__utf8_valid((const unsigned char *)row[1], lens[1])) {
+            g->value = dlock__strndup(row[1], lens[1]);
+            if (g->value == NULL) {
+                rc = dlock__enomem();
+            } else {
+                g->fence = f;
+                g->len = lens[1];
+            }
+        }
+    }
+    mysql_free_result(res);
+    *dead = rc != DLOCK_OK && dlock__my_conn_error(mysql_errno(c->db));
+    return rc;
+}
+
+int dlock__my_value_get(struct dlock_store *s, const char *name,
+                        uint64_t *fence, char **value, size_t *len)
+{
+    struct vget g = {(struct my_store *)s, name, 0, NULL, 0};
+    int rc = dlock__pool_run(&g.ms->pool, get_fn, &g);
+
+    if (rc != DLOCK_OK) {
+        free(g.value);
+        g.value = NULL;
+        g.fence = 0;
+        g.len = 0;
+    }
+    *fence = g.fence;
+    *value = g.value;
+    *len = g.len;
+    return rc;
 }
 
 /* --- reading the records ------------------------------------------------ */

@@ -280,15 +280,22 @@ static int check_tables(struct my_store *ms, struct conn *c)
     return rc;
 }
 
-/* A CREATE of the WHAT tables T1 and T2 failed: a user without the right
- * is told to have a DBA run `dlock init --print`; anything else is the
- * server's error. */
+/* A CREATE of the WHAT tables T1 and T2 (NULL: the one table T1) failed: a user
+ * without the right is told to have a DBA run `dlock init --print`; anything
+ * else is the server's error. */
 static int ddl_failed(struct my_store *ms, struct conn *c, const char *what,
                       const char *t1, const char *t2)
 {
     unsigned e = mysql_errno(c->db);
     char doing[48];
 
+    if ((e == ER_TABLEACCESS_DENIED_ERROR || e == ER_DBACCESS_DENIED_ERROR) &&
+        t2 == NULL)
+        return dlock__seterr(DLOCK_ESTORE,
+                             "the %s %s is missing in %s and this user may "
+                             "not create it: ask a DBA to run the DDL of "
+                             "`dlock init --print` (%s)",
+                             what, t1, ms->base.url, mysql_error(c->db));
     if (e == ER_TABLEACCESS_DENIED_ERROR || e == ER_DBACCESS_DENIED_ERROR)
         return dlock__seterr(DLOCK_ESTORE,
                              "the %s %s and %s are missing in %s and this "
@@ -455,6 +462,8 @@ static int init_fn(void *conn, void *arg, int *dead)
         ensure_extras(ms, c);
     if (rc == DLOCK_OK)
         rc = dlock__my_create_runs(ms, c);
+    if (rc == DLOCK_OK)
+        rc = dlock__my_create_leader(ms, c);
     *dead = rc != DLOCK_OK && dlock__my_conn_error(mysql_errno(c->db));
     return rc;
 }
@@ -517,6 +526,7 @@ int dlock__my_parse_names(const struct dlock_url *u, struct my_store *ms)
     snprintf(ms->index, sizeof(ms->index), "%c%s_ix1%c", q, table, q);
     snprintf(ms->runs, sizeof(ms->runs), "%c%s_runs%c", q, table, q);
     snprintf(ms->runsum, sizeof(ms->runsum), "%c%s_runsum%c", q, table, q);
+    snprintf(ms->leader, sizeof(ms->leader), "%c%s_leader%c", q, table, q);
     return DLOCK_OK;
 }
 
@@ -559,7 +569,10 @@ int dlock__my_ddl(char **out, const struct dlock_url *u)
     dlock__my_sb_add(&b, ";\n-- Run records (dlock run --once, --once-per, "
                          "dlock history)\n");
     dlock__my_ddl_runs(&b, ms, ";\n");
-    dlock__my_sb_add(&b, ";\n");
+    dlock__my_sb_add(&b,
+                     ";\n-- Leader values (dlock_elect, dlock_proclaim, "
+                     "dlock_leader)\n%s;\n",
+                     ms->sql.create_leader);
     if (!ms->lease_mode) {
         dlock__my_sb_add(&b, "-- Without the fence sequence (MySQL, "
                              "MariaDB < 10.3), session mode's two\n"
@@ -607,4 +620,12 @@ int dlock__my_create_runs(struct my_store *ms, struct conn *c)
     }
     dlock__my_sb_free(&b);
     return rc;
+}
+
+int dlock__my_create_leader(struct my_store *ms, struct conn *c)
+{
+    if (dlock__my_query(c, ms->sql.create_leader,
+                        strlen(ms->sql.create_leader)) == 0)
+        return DLOCK_OK;
+    return ddl_failed(ms, c, "leader value table", ms->leader, NULL);
 }

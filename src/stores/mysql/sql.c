@@ -63,9 +63,9 @@ static unsigned secs_up(int64_t ms)
         __VA_ARGS__, "table", ms->table, "fences", ms->fences, "seq", ms->seq, \
             "fseq", ms->fseq, "boot", ms->boot, "index", ms->index,            \
             "proc_acq", ms->proc_acq, "proc_rel", ms->proc_rel, "runs",        \
-            ms->runs, "runsum", ms->runsum, "nowms", frag[0], "nowus",         \
-            frag[1], "expires", frag[2], "row_key", frag[3], "runnow",         \
-            frag[4], "engine", ddl_engine(ms), NULL                            \
+            ms->runs, "runsum", ms->runsum, "leader", ms->leader, "nowms",     \
+            frag[0], "nowus", frag[1], "expires", frag[2], "row_key", frag[3], \
+            "runnow", frag[4], "engine", ddl_engine(ms), NULL                  \
     }
 #define X(dst, tmpl, vars)                                                     \
     do {                                                                       \
@@ -103,6 +103,7 @@ int dlock__my_sql_build(struct my_store *ms)
     X(q->create_boot, dlock__text_mysql_create_boot, V("_", ""));
     X(q->create_runs, dlock__text_mysql_create_runs, V("_", ""));
     X(q->create_runsum, dlock__text_mysql_create_runsum, V("_", ""));
+    X(q->create_leader, dlock__text_mysql_create_leader, V("_", ""));
     /* The procedure's fence: session mode's counters, for p_key. */
     X(fence_p_key, dlock__text_mysql_fence_next,
       V("counter", ms->seq, "key", "p_key"));
@@ -269,6 +270,11 @@ int dlock__my_sql_build(struct my_store *ms)
     for (int i = 0; i < 2; i++)
         X(q->run_end_held[i], dlock__text_mysql_held_tx,
           V("set_idle", q->set_idle, "tx", q->run_end[i]));
+    X(q->value_set, dlock__text_mysql_value_set,
+      V("own", q->own, "for_update", ms->lease_mode ? " FOR UPDATE" : ""));
+    X(q->value_set_held, dlock__text_mysql_held_tx,
+      V("set_idle", q->set_idle, "tx", q->value_set));
+    X(q->value_get, dlock__text_mysql_value_get, V("_", ""));
     X(q->run_history, dlock__text_mysql_run_history,
       V("run_cols", run_cols[0]));
     X(run_like, dlock__text_mysql_run_last_like, V("_", ""));
@@ -333,6 +339,7 @@ static const struct {
     T(create_boot),
     T(create_runs),
     T(create_runsum),
+    T(create_leader),
     T(create_proc_acq),
     T(create_proc_rel),
     T(fence_seq),
@@ -406,6 +413,9 @@ static const struct {
     T(run_begin),
     T(run_begin_held),
     T(run_history),
+    T(value_set),
+    T(value_set_held),
+    T(value_get),
 #define T2(f, i, n)                                                            \
     {                                                                          \
 #f n ".sql", offsetof(struct my_sql, f[i])                             \

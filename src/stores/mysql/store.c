@@ -184,4 +184,8 @@ const struct dlock_store_ops dlock__mysql_ops = {
     .run_end = dlock__my_run_end,
     .runs = dlock__my_runs,
     .last_runs = dlock__my_last_runs,
+    .value_set = dlock__my_value_set,
+    .value_get = dlock__my_value_get,
+    .watch = NULL, /* dlock_observe() polls (DLOCK_OBSERVE_POLL_MS) */
+    .watch_end = NULL,
 };

@@ -219,14 +219,16 @@ static void t_semaphore(dlock_store *s)
 }
 
 /* A user without CREATE, on lock tables that are there but run record
- * tables that are not: a clear error, nothing read; once a DBA made them
- * (dlock init), it works. */
+ * tables and the leader value table that are not: a clear error, nothing
+ * read (an election cannot publish and resigns; no leader value is
+ * read); once a DBA made them (dlock init), it works. */
 static void t_no_create(const char *url, const struct target *t)
 {
     char table[64], main_url[1024], other[1024];
     dlock_store *mine, *s = NULL;
     dlock_run_rule r = DLOCK_RUN_RULE_INIT;
-    dlock_lock *l;
+    dlock_lock *l, *e = NULL;
+    dlock_info *info = NULL;
     struct seen v;
     MYSQL *probe = raw_connect_as(t, "other", "other-pw");
     MYSQL *raw;
@@ -256,7 +258,23 @@ static void t_no_create(const char *url, const struct target *t)
     EXPECT_RC(dlock_history(s, uniq("nc"), 0, seen_cb, &v), DLOCK_OK);
     EXPECT_RC(dlock_last_runs(s, "", seen_cb, &v), DLOCK_OK);
     EXPECT(v.n == 0);
+    EXPECT_RC(dlock_elect(&e, s, uniq("nc-elect"), "v", NULL), DLOCK_ESTORE);
+    EXPECT(e == NULL);
+    EXPECT(strstr(dlock_errmsg(), "leader value table") != NULL &&
+           strstr(dlock_errmsg(), "may not create it") != NULL &&
+           strstr(dlock_errmsg(), "dlock init --print") != NULL);
+    EXPECT(strstr(dlock_errmsg(), "other-pw") == NULL);
+    EXPECT_RC(dlock_leader(&info, s, uniq("nc-elect")), DLOCK_OK);
+    EXPECT(info != NULL && !info->held && info->value == NULL);
+    dlock_info_free(info);
+    info = NULL;
     CHECK_RC(dlock_store_init(mine), DLOCK_OK);
+    EXPECT_RC(dlock_elect(&e, s, uniq("nc-elect"), "v", NULL), DLOCK_OK);
+    EXPECT_RC(dlock_leader(&info, s, uniq("nc-elect")), DLOCK_OK);
+    EXPECT(info != NULL && info->held && info->value != NULL &&
+           strcmp(info->value, "v") == 0);
+    dlock_info_free(info);
+    EXPECT_RC(dlock_release(e), DLOCK_OK);
     EXPECT_RC(dlock_run_begin(l, &r, &go, NULL), DLOCK_OK);
     EXPECT(go == 1);
     EXPECT_RC(dlock_run_end(l, DLOCK_RUN_EXITED, 0), DLOCK_OK);
@@ -269,12 +287,46 @@ static void t_no_create(const char *url, const struct target *t)
     raw = raw_connect(t);
     sqlf(raw, NULL,
          "DROP TABLE IF EXISTS `%s`, `%s_fences`, `%s_seq`, "
-         "`%s_runs`, `%s_runsum`, `%s_boot`",
-         table, table, table, table, table, table);
+         "`%s_runs`, `%s_runsum`, `%s_boot`, `%s_leader`",
+         table, table, table, table, table, table, table);
     sqlf(raw, NULL, "DROP SEQUENCE IF EXISTS `%s_fseq`", table);
     sqlf(raw, NULL, "DROP PROCEDURE IF EXISTS `%s_acq2`", table);
     sqlf(raw, NULL, "DROP PROCEDURE IF EXISTS `%s_rel1`", table);
     mysql_close(raw);
+}
+
+/* Leader value rows dlock could not have written (anyone who may write
+ * NAME_leader can plant them, under the holder's own fence): a value over
+ * DLOCK_VALUE_MAX bytes, an empty one, fence 0.  Each is no value; a
+ * well-formed row is shown, so the planting itself is right. */
+static void t_planted_values(dlock_store *s, MYSQL *raw, const char *table)
+{
+    static const char *const bad[] = {"REPEAT('x', 4097)", "''", "'ok'"};
+    const char *n = uniq("planted-value");
+    dlock_lock *l = NULL;
+
+    CHECK_RC(dlock_elect(&l, s, n, "real", NULL), DLOCK_OK);
+    for (int i = 0; i < 4; i++) {
+        dlock_info *info = NULL;
+        int good = i == 3;
+
+        sqlf(raw, NULL,
+             "UPDATE `%s_leader` SET fence = %s, value = %s WHERE "
+             "full_name = '%s'",
+             table, i == 2 ? "0" : "fence", i < 3 ? bad[i] : "'ok'", n);
+        EXPECT_RC(dlock_leader(&info, s, n), DLOCK_OK);
+        EXPECT(info != NULL && info->held);
+        if (info != NULL && (info->value != NULL) != good)
+            fprintf(stderr, "  planted row %d: value %s\n", i,
+                    info->value != NULL ? "shown" : "not shown");
+        EXPECT(info != NULL && (info->value != NULL) == good);
+        dlock_info_free(info);
+        if (i == 2) /* fence 0 with a good value: the fence back */
+            sqlf(raw, NULL,
+                 "UPDATE `%s_leader` SET fence = %llu WHERE full_name = '%s'",
+                 table, (unsigned long long)dlock_fence(l), n);
+    }
+    EXPECT_RC(dlock_release(l), DLOCK_OK);
 }
 
 int main(int argc, char **argv)
@@ -301,6 +353,8 @@ int main(int argc, char **argv)
     }
     t_semaphore(s);
     printf("semaphore: %d failures so far\n", failures);
+    t_planted_values(s, raw, table);
+    printf("planted values: %d failures so far\n", failures);
     dlock_store_close(s);
     t_no_create(url, &t);
     printf("no create: %d failures so far\n", failures);

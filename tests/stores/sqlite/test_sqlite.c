@@ -4,7 +4,8 @@
  * row is from an earlier boot) is taken over at once; a live holder keeps
  * its lease, also when its row leaves something unknown; SQLite's "database is
  * locked" never reaches the caller, not even when many processes open one new
- * file at once.
+ * file at once; a file made before elections gains dlock_leaders on open, and
+ * a leader value row dlock could not have written is no value.
  *
  *     test_sqlite DBFILE
  *
@@ -409,6 +410,126 @@ static void test_garbage_file(void)
     snprintf(url, sizeof(url), "sqlite://%s", path);
 }
 
+/* A leader read back: the value shown (NULL for none) and whether the
+ * name is held. */
+static char *leader_value(dlock_store *s, const char *name, int *held)
+{
+    dlock_info *info = NULL;
+    char *v = NULL;
+
+    *held = -1;
+    if (dlock_leader(&info, s, name) != DLOCK_OK) {
+        fprintf(stderr, "  dlock_leader(%s): %s\n", name, dlock_errmsg());
+        return NULL;
+    }
+    *held = info->held;
+    if (info->value != NULL) {
+        v = malloc(info->value_len + 1);
+        if (v == NULL)
+            exit(7);
+        memcpy(v, info->value, info->value_len + 1);
+    }
+    dlock_info_free(info);
+    return v;
+}
+
+/* A file made before elections (every table but dlock_leaders, as dlock
+ * up to issue 44 made them) gains the table on its next open, and
+ * elections work on it; `dlock init --print` (ddl) shows the table. */
+static void test_old_file_elect(void)
+{
+    char old[4200], oldurl[4300], *v;
+    dlock_store *s;
+    dlock_lock *l = NULL;
+    sqlite3 *db;
+    int held, n = -1;
+    sqlite3_stmt *st;
+
+    snprintf(old, sizeof(old), "%s.pre-elect", path);
+    unlink(old);
+    snprintf(oldurl, sizeof(oldurl), "sqlite://%s", old);
+    EXPECT(dlock_store_open(&s, oldurl) == DLOCK_OK);
+    dlock_store_close(s);
+    if (sqlite3_open(old, &db) != SQLITE_OK)
+        exit(2);
+    EXPECT(sqlite3_exec(db, "DROP TABLE dlock_leaders", NULL, NULL, NULL) ==
+           SQLITE_OK);
+    sqlite3_close(db);
+    EXPECT(dlock_store_open(&s, oldurl) == DLOCK_OK);
+    EXPECT(dlock_elect(&l, s, "old-elect", "here", NULL) == DLOCK_OK);
+    v = leader_value(s, "old-elect", &held);
+    EXPECT(held == 1 && v != NULL && strcmp(v, "here") == 0);
+    free(v);
+    EXPECT(dlock_release(l) == DLOCK_OK);
+    dlock_store_close(s);
+    if (sqlite3_open(old, &db) != SQLITE_OK)
+        exit(2);
+    if (sqlite3_prepare_v2(db,
+                           "SELECT count(*) FROM sqlite_schema WHERE type = "
+                           "'table' AND name = 'dlock_leaders'",
+                           -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    EXPECT(n == 1);
+    unlink(old);
+}
+
+/* Leader value rows dlock could not have written (anyone who can write
+ * the file can plant them, under the holder's own fence): a BLOB, a value
+ * over DLOCK_VALUE_MAX, one that is not UTF-8, one with a NUL, a fence
+ * that is not a positive integer.  Each is no value: the leader shows
+ * none, nothing crashes; a well-formed row under the holder's fence is
+ * shown, so the planting itself is right. */
+static void test_planted_values(void)
+{
+    static const char *const bad[] = {
+        "x'68657265'",               /* a BLOB */
+        "printf('%.*c', 4097, 'x')", /* over DLOCK_VALUE_MAX */
+        "CAST(x'c3' AS TEXT)",       /* not UTF-8 */
+        "CAST(x'610062' AS TEXT)",   /* a NUL inside */
+    };
+    dlock_store *s;
+    dlock_lock *l = NULL;
+    sqlite3 *db = raw();
+    char sql[512], fnum[32], *v;
+    int held;
+
+    EXPECT(dlock_store_open(&s, url) == DLOCK_OK);
+    EXPECT(dlock_elect(&l, s, "planted-value", "real", NULL) == DLOCK_OK);
+    snprintf(fnum, sizeof(fnum), "%llu", (unsigned long long)dlock_fence(l));
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]) + 2; i++) {
+        const char *fence = fnum; /* the holder's */
+        const char *value = i < sizeof(bad) / sizeof(bad[0]) ? bad[i] : "'ok'";
+
+        if (i == sizeof(bad) / sizeof(bad[0]))
+            fence = "'1x'"; /* TEXT ('1' would be made 1) */
+        snprintf(sql, sizeof(sql),
+                 "UPDATE dlock_leaders SET fence = %s, value = %s WHERE "
+                 "name = 'planted-value'",
+                 fence, value);
+        if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+            fprintf(stderr, "  plant %s: %s\n", sql, sqlite3_errmsg(db));
+            failures++;
+            continue;
+        }
+        v = leader_value(s, "planted-value", &held);
+        EXPECT(held == 1);
+        if (i == sizeof(bad) / sizeof(bad[0]) + 1) {
+            EXPECT(v != NULL && strcmp(v, "ok") == 0);
+        } else {
+            if (v != NULL)
+                fprintf(stderr, "  planted %s shown as a value\n", sql);
+            EXPECT(v == NULL);
+        }
+        free(v);
+    }
+    sqlite3_close(db);
+    EXPECT(dlock_release(l) == DLOCK_OK);
+    dlock_store_close(s);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -424,6 +545,8 @@ int main(int argc, char **argv)
     test_write_lock_held_outside();
     test_garbage_file();
     test_edges();
+    test_old_file_elect();
+    test_planted_values();
     if (failures == 0)
         printf("sqlite store: all passed\n");
     return failures != 0;

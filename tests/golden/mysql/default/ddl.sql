@@ -51,6 +51,13 @@ CREATE TABLE IF NOT EXISTS `shared_locks_runsum` (   -- run records: per name
     last_fence    BIGINT UNSIGNED NOT NULL,
     ok_fence      BIGINT UNSIGNED NULL      -- a run that succeeded
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+-- Leader values (dlock_elect, dlock_proclaim, dlock_leader)
+CREATE TABLE IF NOT EXISTS `shared_locks_leader` (   -- leader values (elections)
+    name      VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL PRIMARY KEY,  -- the lock's key
+    full_name VARBINARY(1024) NOT NULL,
+    fence     BIGINT UNSIGNED NOT NULL, -- the term
+    value     TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL  -- at most 4096 bytes
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
 -- Without the fence sequence (MySQL, MariaDB < 10.3), session mode's two
 -- statements per lock (optional; needs CREATE ROUTINE once, then EXECUTE):
 DELIMITER //

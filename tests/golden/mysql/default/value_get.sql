@@ -1,0 +1,1 @@
+SELECT fence, value FROM `shared_locks_leader` WHERE name = ? AND full_name = ?
