@@ -343,10 +343,12 @@ typedef struct dlock_info {
     char client_addr[128];
     /** (Election; only from dlock_leader() and dlock_observe(), NULL
      * elsewhere.)  The value the leader published (dlock_elect(),
-     * dlock_proclaim()), NUL-terminated, value_len bytes; NULL when there
-     * is no leader, or it published none that the store can vouch is its
-     * own (a value written under an earlier term is never shown).  Owned
-     * by the info. */
+     * dlock_proclaim()), NUL-terminated, value_len bytes of UTF-8; NULL
+     * when there is no leader, or it published none that the store can
+     * vouch is its own (a value written under an earlier term is never
+     * shown, nor one dlock could not have written: a peer's over
+     * DLOCK_VALUE_MAX bytes, with a NUL, or not UTF-8).  Owned by the
+     * info. */
     const char *value;
     size_t value_len;
 } dlock_info;
@@ -721,8 +723,9 @@ DLOCK_EXTERN void dlock_run_free(dlock_run *run);
  *                   DLOCK_EINVAL: a leader is alone).
  * @return as dlock_acquire(); DLOCK_ENOTSUP on a store without election.
  *         A leader that could not publish its value (its lock lost at
- *         once, the store gone) has resigned: the call returns that
- *         failure and nothing is held.
+ *         once, the store gone) resigns; a candidate that may still wait
+ *         campaigns again within the same wait, else the call returns
+ *         that failure with nothing held.
  */
 DLOCK_EXTERN dlock_rc dlock_elect(dlock_lock **out, dlock_store *store,
                                   const char *name, const char *value,

@@ -15,6 +15,7 @@
 
 #include "api.h"
 #include "cancel.h"
+#include "clock.h"
 #include "errors.h"
 #include "held.h"
 #include "names.h"
@@ -23,6 +24,10 @@
 /* The longest dlock_observe() waits for a notification before it reads
  * again: a leader whose lease ran out is announced by no store. */
 #define OBSERVE_SLICE_MS 1000
+/* The least time between two reads of one observer: anyone who may
+ * publish on the name's channel (or NOTIFY, or write a key under it) can
+ * wake it, and a flood of wake-ups must not become a flood of reads. */
+#define OBSERVE_GAP_MS 20
 
 static int check_value(const char *value, size_t *len)
 {
@@ -63,6 +68,7 @@ dlock_rc dlock_elect(dlock_lock **out, dlock_store *s, const char *name,
     static const dlock_options defaults = DLOCK_OPTIONS_INIT;
     struct set_args a;
     dlock_lock *lock;
+    int64_t deadline = 0;
     size_t len;
     int rc;
 
@@ -87,22 +93,36 @@ dlock_rc dlock_elect(dlock_lock **out, dlock_store *s, const char *name,
             DLOCK_EINVAL, "a leader is alone: limit %u is not 1", opts->limit);
     if (s->ops->value_set == NULL || s->ops->value_get == NULL)
         return no_election(s);
-    rc = dlock__acquire(&lock, s, name, strlen(name), opts, value, len, 1);
-    if (rc != DLOCK_OK)
-        return rc;
-    /* The value, under the lock: the same pointer the store was given at
-     * acquire, so a store that wrote it there sends nothing more. */
-    a.value = dlock__held_of(lock)->value;
-    a.len = len;
-    rc = dlock__lock_call(dlock__held_of(lock), 1, set_call, &a);
-    if (rc != DLOCK_OK) {
+    if (opts->wait_ms > 0)
+        deadline = dlock__now_ms() + dlock__clamp_ms(opts->wait_ms);
+    for (;;) {
+        dlock_options left = *opts;
         char msg[512];
 
+        if (deadline != 0)
+            left.wait_ms = dlock__remaining_ms(deadline);
+        rc = dlock__acquire(&lock, s, name, strlen(name), &left, value, len, 1);
+        if (rc != DLOCK_OK)
+            return rc;
+        /* The value, under the lock: the same pointer the store was given
+         * at acquire, so a store that wrote it there sends nothing more. */
+        a.value = dlock__held_of(lock)->value;
+        a.len = len;
+        rc = dlock__lock_call(dlock__held_of(lock), 1, set_call, &a);
+        if (rc == DLOCK_OK)
+            break;
         /* Resign: a leader nobody can see is a lock held for nothing.  The
          * message is the failure's, not the release's. */
         snprintf(msg, sizeof(msg), "%s", dlock_errmsg());
         (void)dlock_release(lock);
-        return dlock__seterr(rc, "%s", msg);
+        lock = NULL;
+        /* A candidate that may wait campaigns again after a store that
+         * blinked or a lease lost at once, within the same wait. */
+        if ((rc != DLOCK_EUNAVAIL && rc != DLOCK_LOST) || opts->wait_ms == 0 ||
+            (deadline != 0 && dlock__remaining_ms(deadline) <= 100) ||
+            (opts->version >= 3 && dlock_cancel_fired(opts->cancel)))
+            return dlock__seterr(rc, "%s", msg);
+        dlock__sleep_ms(100);
     }
     dlock__clearerr();
     *out = lock;
@@ -165,6 +185,14 @@ static int read_leader(struct dlock_store *s, const char *name,
     if (rc != DLOCK_OK) {
         dlock_info_free(info);
         return rc;
+    }
+    /* Only a value dlock could have written (R9): a peer's (etcdctl
+     * elect's proposal is any bytes) that is longer, holds a NUL or is not
+     * UTF-8 is not shown at all, rather than shown in part. */
+    if (v != NULL && (vlen > DLOCK_VALUE_MAX || memchr(v, '\0', vlen) != NULL ||
+                      !dlock__utf8_valid((const unsigned char *)v, vlen))) {
+        free(v);
+        v = NULL;
     }
     if (info->held && v != NULL && vfence != 0 && vfence == info->fence) {
         info->value = v;
@@ -294,6 +322,8 @@ int dlock_observe(dlock_store *s, const char *name, dlock_observe_cb cb,
             break;
         if (watching) {
             rc = s->ops->watch(s, name, &state, OBSERVE_SLICE_MS);
+            if (rc == DLOCK_OK && dlock__cancel_sleep_ms(OBSERVE_GAP_MS))
+                rc = dlock__ecanceled();
         } else if (dlock__cancel_sleep_ms(DLOCK_OBSERVE_POLL_MS)) {
             rc = dlock__ecanceled();
         }

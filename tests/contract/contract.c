@@ -1488,6 +1488,368 @@ static void t_close_with_held(dlock_store *s)
  * whatever carries them.  tests/CMakeLists.txt reads this table (one case
  * a line, exactly as written here) to make one ctest entry per case.
  */
+/* --- election ----------------------------------------------------------- */
+
+/* The leader as dlock_leader() reads it, into the test's own copy (value
+ * copied out: the info's own is freed). */
+struct leader_seen {
+    int rc, held;
+    uint64_t fence;
+    char value[DLOCK_VALUE_MAX + 1];
+    int has_value;
+    size_t value_len;
+};
+
+static struct leader_seen read_leader(dlock_store *s, const char *name)
+{
+    struct leader_seen r;
+    dlock_info *info = NULL;
+
+    memset(&r, 0, sizeof(r));
+    r.rc = dlock_leader(&info, s, name);
+    if (info != NULL) {
+        r.held = info->held;
+        r.fence = info->fence;
+        r.has_value = info->value != NULL;
+        r.value_len = info->value_len;
+        if (info->value != NULL)
+            snprintf(r.value, sizeof(r.value), "%s", info->value);
+    }
+    dlock_info_free(info);
+    return r;
+}
+
+/* One leader, its term and its value; proclaim guarded by the term; a
+ * value of an earlier term never shown as the current holder's. */
+static void t_elect_basic(dlock_store *s)
+{
+    dlock_options o = opts(0, 5000, 1), short_lease = opts(0, 300, 0);
+    dlock_store *s2 = open_store();
+    dlock_lock *a, *b = (dlock_lock *)&b, *c, *p;
+    struct leader_seen r;
+    char big[DLOCK_VALUE_MAX + 2];
+    const char *name = nm("elect");
+    uint64_t fa;
+
+    r = read_leader(s, name);
+    CHECK_RC(r.rc, DLOCK_OK);
+    CHECK(!r.held && !r.has_value); /* nobody leads yet */
+    CHECK_RC(dlock_elect(&a, s, name, "alpha", &o), DLOCK_OK);
+    fa = dlock_fence(a);
+    CHECK(fa > 0);
+    r = read_leader(s2, name);
+    CHECK_RC(r.rc, DLOCK_OK);
+    EXPECT(r.held && r.fence == fa);
+    EXPECT(r.has_value && strcmp(r.value, "alpha") == 0 && r.value_len == 5);
+    /* One leader: a second candidate and a plain lock are both refused. */
+    CHECK_RC(dlock_elect(&b, s2, name, "beta", &o), DLOCK_BUSY);
+    CHECK(b == NULL);
+    CHECK_RC(dlock_acquire(&b, s2, name, &o), DLOCK_BUSY);
+    /* Proclaim: the new value, the same term. */
+    CHECK_RC(dlock_proclaim(a, "alpha-2"), DLOCK_OK);
+    r = read_leader(s2, name);
+    EXPECT(r.held && r.fence == fa && strcmp(r.value, "alpha-2") == 0);
+    /* Bad values and options: refused before anything is sent. */
+    CHECK_RC(dlock_proclaim(a, "\xff\xfe"), DLOCK_EINVAL);
+    memset(big, 'x', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    CHECK_RC(dlock_proclaim(a, big), DLOCK_EINVAL);
+    big[DLOCK_VALUE_MAX] = '\0'; /* exactly the maximum is a value */
+    CHECK_RC(dlock_proclaim(a, big), DLOCK_OK);
+    r = read_leader(s2, name);
+    EXPECT(r.has_value && r.value_len == DLOCK_VALUE_MAX);
+    CHECK_RC(dlock_proclaim(a, "alpha-3"), DLOCK_OK);
+    {
+        dlock_options sh = o, lim = o;
+
+        sh.shared = 1;
+        lim.limit = 2;
+        CHECK_RC(dlock_elect(&b, s2, nm("elect-bad"), "x", &sh), DLOCK_EINVAL);
+        CHECK_RC(dlock_elect(&b, s2, nm("elect-bad"), "x", &lim), DLOCK_EINVAL);
+        CHECK_RC(dlock_elect(&b, s2, nm("elect-bad"), "\xc3", &o),
+                 DLOCK_EINVAL);
+    }
+    CHECK_RC(dlock_acquire(&p, s, nm("elect-plain"), &o), DLOCK_OK);
+    CHECK_RC(dlock_proclaim(p, "x"), DLOCK_EINVAL); /* not a candidate */
+    CHECK_RC(dlock_release(p), DLOCK_OK);
+    /* Resign: no leader. */
+    CHECK_RC(dlock_release(a), DLOCK_OK);
+    r = read_leader(s2, name);
+    CHECK_RC(r.rc, DLOCK_OK);
+    EXPECT(!r.held && !r.has_value);
+    /* A plain holder of the name leads with no value: alpha-3 was
+     * written under an earlier term and is not its. */
+    CHECK_RC(dlock_acquire(&p, s2, name, &o), DLOCK_OK);
+    r = read_leader(s, name);
+    EXPECT(r.held && r.fence == dlock_fence(p) && r.fence > fa);
+    EXPECT(!r.has_value);
+    CHECK_RC(dlock_release(p), DLOCK_OK);
+    /* A deposed leader (its lease ran out, unrenewed) cannot write over
+     * its successor's value. */
+    CHECK_RC(dlock_elect(&c, s, name, "old", &short_lease), DLOCK_OK);
+    sleep_ms(500); /* time passing is the point: the lease runs out */
+    CHECK_RC(dlock_elect(&b, s2, name, "new", &o), DLOCK_OK);
+    EXPECT(dlock_fence(b) > dlock_fence(c));
+    CHECK_RC(dlock_proclaim(c, "stale"), DLOCK_LOST);
+    r = read_leader(s, name);
+    EXPECT(r.held && r.fence == dlock_fence(b) && strcmp(r.value, "new") == 0);
+    CHECK_RC(dlock_release(c), DLOCK_LOST);
+    CHECK_RC(dlock_release(b), DLOCK_OK);
+    /* No value at all. */
+    CHECK_RC(dlock_elect(&a, s, name, NULL, &o), DLOCK_OK);
+    r = read_leader(s2, name);
+    EXPECT(r.held && r.fence == dlock_fence(a) && !r.has_value);
+    CHECK_RC(dlock_release(a), DLOCK_OK);
+    dlock_store_close(s2);
+}
+
+/* dlock_observe(): every change, read from the store, and a prompt end
+ * on cancel. */
+struct observed {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int n;
+    struct {
+        int held;
+        uint64_t fence;
+        char value[64];
+        int64_t at;
+    } ev[32];
+    int rc;
+    int done;
+    dlock_store *store;
+    const char *name;
+    dlock_cancel *cancel;
+};
+
+static int observe_cb(const dlock_info *info, void *payload)
+{
+    struct observed *ob = payload;
+
+    pthread_mutex_lock(&ob->mu);
+    if (ob->n < 32) {
+        ob->ev[ob->n].held = info->held;
+        ob->ev[ob->n].fence = info->fence;
+        snprintf(ob->ev[ob->n].value, sizeof(ob->ev[ob->n].value), "%s",
+                 info->value != NULL ? info->value : "(none)");
+        ob->ev[ob->n].at = now_ms();
+        ob->n++;
+    }
+    pthread_cond_broadcast(&ob->cv);
+    pthread_mutex_unlock(&ob->mu);
+    return 0;
+}
+
+static void *observe_main(void *arg)
+{
+    struct observed *ob = arg;
+    int rc = dlock_observe(ob->store, ob->name, observe_cb, ob, ob->cancel);
+
+    pthread_mutex_lock(&ob->mu);
+    ob->rc = rc;
+    ob->done = 1;
+    pthread_cond_broadcast(&ob->cv);
+    pthread_mutex_unlock(&ob->mu);
+    return NULL;
+}
+
+/* Wait (bounded: 5 s) until the observer has reported n changes. */
+static int observed_wait(struct observed *ob, int n)
+{
+    int64_t end = now_ms() + 5000;
+    int got;
+
+    pthread_mutex_lock(&ob->mu);
+    while (ob->n < n && !ob->done && now_ms() < end) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&ob->cv, &ob->mu, &ts);
+    }
+    got = ob->n;
+    pthread_mutex_unlock(&ob->mu);
+    return got >= n;
+}
+
+static void t_elect_observe(dlock_store *s)
+{
+    dlock_options o = opts(0, 5000, 1);
+    struct observed ob;
+    dlock_store *s2 = open_store();
+    dlock_lock *a, *b;
+    pthread_t t;
+    int64_t t0, lat[4];
+
+    memset(&ob, 0, sizeof(ob));
+    pthread_mutex_init(&ob.mu, NULL);
+    pthread_cond_init(&ob.cv, NULL);
+    ob.store = s2;
+    ob.name = nm("observe");
+    CHECK_RC(dlock_cancel_new(&ob.cancel), DLOCK_OK);
+    CHECK(pthread_create(&t, NULL, observe_main, &ob) == 0);
+    EXPECT(observed_wait(&ob, 1));
+    EXPECT(ob.n >= 1 && !ob.ev[0].held); /* at once: nobody leads */
+
+    t0 = now_ms();
+    CHECK_RC(dlock_elect(&a, s, ob.name, "one", &o), DLOCK_OK);
+    EXPECT(observed_wait(&ob, 2));
+    lat[0] = ob.ev[1].at - t0;
+    EXPECT(ob.ev[1].held && ob.ev[1].fence == dlock_fence(a) &&
+           strcmp(ob.ev[1].value, "one") == 0);
+    t0 = now_ms();
+    CHECK_RC(dlock_proclaim(a, "two"), DLOCK_OK);
+    EXPECT(observed_wait(&ob, 3));
+    lat[1] = ob.ev[2].at - t0;
+    EXPECT(ob.ev[2].held && ob.ev[2].fence == dlock_fence(a) &&
+           strcmp(ob.ev[2].value, "two") == 0);
+    t0 = now_ms();
+    CHECK_RC(dlock_release(a), DLOCK_OK);
+    EXPECT(observed_wait(&ob, 4));
+    lat[2] = ob.ev[3].at - t0;
+    EXPECT(!ob.ev[3].held);
+    t0 = now_ms();
+    CHECK_RC(dlock_elect(&b, s, ob.name, "three", &o), DLOCK_OK);
+    EXPECT(observed_wait(&ob, 5));
+    lat[3] = ob.ev[4].at - t0;
+    EXPECT(ob.ev[4].held && ob.ev[4].fence == dlock_fence(b) &&
+           strcmp(ob.ev[4].value, "three") == 0);
+    printf("     observe latency (ms): elect %lld, proclaim %lld, "
+           "resign %lld, elect %lld\n",
+           (long long)lat[0], (long long)lat[1], (long long)lat[2],
+           (long long)lat[3]);
+    /* Cancel: the observation ends promptly, nothing more is reported. */
+    t0 = now_ms();
+    dlock_cancel_fire(ob.cancel);
+    pthread_join(t, NULL);
+    EXPECT(now_ms() - t0 < 1500);
+    CHECK_RC(ob.rc, DLOCK_ECANCELED);
+    EXPECT(ob.n == 5);
+    CHECK_RC(dlock_release(b), DLOCK_OK);
+    dlock_cancel_free(ob.cancel);
+    pthread_cond_destroy(&ob.cv);
+    pthread_mutex_destroy(&ob.mu);
+    dlock_store_close(s2);
+}
+
+/* A child candidate leads; it says "H <term>" on stdout, then after its
+ * lease is gone (SIGSTOP past it, then SIGCONT) it says "L <rc of a
+ * proclaim>" and exits. */
+static void child_elect(const char *ttl)
+{
+    dlock_options o = opts(0, atoi(ttl), 1);
+    dlock_store *s = open_store();
+    dlock_lock *l;
+    char line[64];
+    int n;
+
+    if (dlock_elect(&l, s, nm("takeover"), "child", &o) != DLOCK_OK)
+        exit(103);
+    n = snprintf(line, sizeof(line), "H %llu\n",
+                 (unsigned long long)dlock_fence(l));
+    (void)!write(1, line, (size_t)n);
+    while (!dlock_is_lost(l))
+        sleep_ms(20);
+    n = snprintf(line, sizeof(line), "L %d\n", dlock_proclaim(l, "stale"));
+    (void)!write(1, line, (size_t)n);
+    exit(0);
+}
+
+/* Read one line from fd, at most 10 s. */
+static int read_line_within(int fd, char *buf, size_t size)
+{
+    size_t n = 0;
+    int64_t end = now_ms() + 10000;
+
+    while (n + 1 < size) {
+        struct pollfd p = {fd, POLLIN, 0};
+        int64_t left = end - now_ms();
+
+        if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+            return 0;
+        if (read(fd, buf + n, 1) != 1)
+            return 0;
+        if (buf[n++] == '\n')
+            break;
+    }
+    buf[n] = '\0';
+    return 1;
+}
+
+/* Takeover: from a leader killed (-9), from one stopped past its lease
+ * (which, once continued, finds itself deposed and cannot proclaim), and
+ * from one that resigns (at once, not after the lease). */
+static void t_elect_takeover(dlock_store *s)
+{
+    dlock_options w = opts(15000, 5000, 1), o = opts(0, 20000, 1);
+    dlock_lock *l, *a;
+    struct leader_seen r;
+    unsigned long long child_term = 0;
+    char line[64];
+    int rfd, status, prc = 0;
+    pid_t pid;
+    int64_t t0;
+    struct waiter wt;
+    pthread_t t;
+
+    /* kill -9 */
+    pid = spawn_holder_as("elect", "1000", &rfd);
+    CHECK(pid > 0);
+    CHECK(read_line_within(rfd, line, sizeof(line)) &&
+          sscanf(line, "H %llu", &child_term) == 1);
+    close(rfd);
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    t0 = now_ms();
+    CHECK_RC(dlock_elect(&l, s, nm("takeover"), "parent", &w), DLOCK_OK);
+    printf("     takeover after kill -9 of a 1 s leader: %lld ms\n",
+           (long long)(now_ms() - t0));
+    EXPECT(now_ms() - t0 < 1000 + 3000); /* the TTL and a margin */
+    EXPECT(dlock_fence(l) > child_term);
+    CHECK_RC(dlock_release(l), DLOCK_OK);
+
+    /* SIGSTOP past the lease */
+    pid = spawn_holder_as("elect", "1000", &rfd);
+    CHECK(pid > 0);
+    CHECK(read_line_within(rfd, line, sizeof(line)) &&
+          sscanf(line, "H %llu", &child_term) == 1);
+    kill(pid, SIGSTOP);
+    t0 = now_ms();
+    CHECK_RC(dlock_elect(&l, s, nm("takeover"), "parent", &w), DLOCK_OK);
+    printf("     takeover from a stopped 1 s leader: %lld ms\n",
+           (long long)(now_ms() - t0));
+    EXPECT(dlock_fence(l) > child_term);
+    kill(pid, SIGCONT);
+    EXPECT(read_line_within(rfd, line, sizeof(line)) &&
+           sscanf(line, "L %d", &prc) == 1 && prc == DLOCK_LOST);
+    close(rfd);
+    waitpid(pid, &status, 0);
+    r = read_leader(s, nm("takeover"));
+    EXPECT(r.held && r.fence == dlock_fence(l) &&
+           strcmp(r.value, "parent") == 0);
+    CHECK_RC(dlock_release(l), DLOCK_OK);
+
+    /* resign: the waiter gets it at once, not after the 20 s lease */
+    CHECK_RC(dlock_elect(&a, s, nm("resign"), "first", &o), DLOCK_OK);
+    memset(&wt, 0, sizeof(wt));
+    wt.store = s;
+    wt.name = nm("resign");
+    wt.wait_ms = 15000;
+    CHECK(pthread_create(&t, NULL, waiter_main, &wt) == 0);
+    sleep_ms(200); /* the waiter must be waiting when the resignation comes */
+    t0 = now_ms();
+    CHECK_RC(dlock_release(a), DLOCK_OK);
+    pthread_join(t, NULL);
+    CHECK_RC(wt.rc, DLOCK_OK);
+    printf("     takeover after a resignation: %lld ms\n",
+           (long long)(wt.done - t0));
+    EXPECT(wt.done - t0 < 2000);
+}
+
 static const struct {
     const char *name;
     void (*fn)(dlock_store *);
@@ -1528,6 +1890,9 @@ static const struct {
     {"sem_expiry", t_sem_expiry, 0},
     {"sem_sigkill", t_sem_sigkill, 0},
     {"sem_limit_mismatch", t_sem_limit_mismatch, 0},
+    {"elect_basic", t_elect_basic, 1},
+    {"elect_observe", t_elect_observe, 0},
+    {"elect_takeover", t_elect_takeover, 0},
 };
 
 int main(int argc, char **argv)
@@ -1578,6 +1943,8 @@ int main(int argc, char **argv)
             child_hold_sem(argv[5]);
         if (strcmp(argv[3], "atexit") == 0)
             child_exit_holding();
+        if (strcmp(argv[3], "elect") == 0)
+            child_elect(argv[5]);
         return 100;
     }
     /* A TEST that names no case is an error: a typo must not pass as a

@@ -12,6 +12,7 @@
  *              own its row (runs.c)
  *   status.c   status, list, force_release
  *   runs.c     run records: once, once per period, the kept runs
+ *   values.c   election: the leader value (value_set, value_get)
  *   texts.c    the statements (sql/ *.sql), expanded once per open
  *
  * What the files share is named dlock__sq_*; dlock__sqlite_ops (store.c)
@@ -67,6 +68,8 @@ enum {
     Q_RUN_END,
     Q_RUN_OK,
     Q_RUN_LAST,
+    Q_VALUE_SET,
+    Q_VALUE_GET,
     Q_COUNT,
     T_WAL = Q_COUNT,
     T_SCHEMA,
@@ -157,8 +160,15 @@ int dlock__sq_list(struct dlock_store *st, const char *prefix,
 int dlock__sq_force_release(struct dlock_store *st, const char *name,
                             unsigned *removed);
 
+/* values.c: value_set and value_get of dlock__sqlite_ops. */
+int dlock__sq_value_set(struct dlock_store *st, struct dlock_lock *lk,
+                        const char *value, size_t len);
+int dlock__sq_value_get(struct dlock_store *st, const char *name,
+                        uint64_t *fence, char **value, size_t *len);
+
 /* lease.c: does lk still own its row (lease not over, this boot)?  1,
- * 0, or -1 on a store error (connection held, inside a transaction). */
+ * 0, or -1 on a store error (connection held, inside a transaction):
+ * runs.c, values.c. */
 int dlock__sq_owns(struct sqlite_store *ss, const struct dlock_lock *lk);
 
 /* path.c: the default store: its private directory (privdir.c) and its

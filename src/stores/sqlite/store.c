@@ -343,4 +343,8 @@ const struct dlock_store_ops dlock__sqlite_ops = {
     .run_end = dlock__sq_run_end,
     .runs = dlock__sq_runs,
     .last_runs = dlock__sq_last_runs,
+    .value_set = dlock__sq_value_set,
+    .value_get = dlock__sq_value_get,
+    .watch = NULL, /* dlock_observe() polls (DLOCK_OBSERVE_POLL_MS) */
+    .watch_end = NULL,
 };

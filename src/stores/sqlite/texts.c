@@ -44,6 +44,8 @@ static const struct {
     [Q_RUN_END] = {"run-end.sql", dlock__text_sqlite_run_end},
     [Q_RUN_OK] = {"run-ok.sql", dlock__text_sqlite_run_ok},
     [Q_RUN_LAST] = {"run-last.sql", dlock__text_sqlite_run_last},
+    [Q_VALUE_SET] = {"value-set.sql", dlock__text_sqlite_value_set},
+    [Q_VALUE_GET] = {"value-get.sql", dlock__text_sqlite_value_get},
 };
 
 void dlock__sq_texts_free(char *out[T_COUNT])

@@ -12,6 +12,10 @@
 -- the newest by fence); dlock_run_names: one summary row per name that
 -- ever ran, the start of its last run and the fence of its last success
 -- (0: none).
+-- dlock_leaders: an election's leader value (dlock_elect(), dlock_proclaim()),
+-- one row per name, written by the holder under its lock with its fence
+-- (the term); shown only while that fence is the holder's.  A file made
+-- before elections gains it on its first open by this version.
 --
 -- The comments after a column are part of the DDL, as the tables in a file
 -- show them (sqlite3 FILE .schema).
@@ -50,4 +54,9 @@ CREATE TABLE IF NOT EXISTS dlock_run_names (
     last_start INTEGER NOT NULL,  -- Unix ms of the last run's start
     last_fence INTEGER NOT NULL,
     ok_fence   INTEGER NOT NULL DEFAULT 0  -- last success, 0: none
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS dlock_leaders (
+    name  TEXT    PRIMARY KEY,
+    fence INTEGER NOT NULL,  -- the term (lock fence) it was written under
+    value TEXT    NOT NULL   -- UTF-8, at most DLOCK_VALUE_MAX bytes
 ) WITHOUT ROWID;

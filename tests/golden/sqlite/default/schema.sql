@@ -34,3 +34,8 @@ CREATE TABLE IF NOT EXISTS dlock_run_names (
     last_fence INTEGER NOT NULL,
     ok_fence   INTEGER NOT NULL DEFAULT 0  -- last success, 0: none
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS dlock_leaders (
+    name  TEXT    PRIMARY KEY,
+    fence INTEGER NOT NULL,  -- the term (lock fence) it was written under
+    value TEXT    NOT NULL   -- UTF-8, at most DLOCK_VALUE_MAX bytes
+) WITHOUT ROWID;

@@ -1,0 +1,1 @@
+SELECT fence, value FROM dlock_leaders WHERE name = ?1
