@@ -121,14 +121,14 @@ int dlock__etcd_value_get(struct dlock_store *s, const char *name,
     kv = first_key(kvs, plen, &rev);
     free(pfx);
     v = kv != NULL ? dlock__etcd_unb64(kv, "value", len) : NULL;
-    if (kv != NULL && v == NULL && json_object_object_get(kv, "value") == NULL)
-        v = dlock__strdup(""); /* etcd leaves an empty value out */
     /* A peer's value is shown only as dlock would write one: UTF-8, no
      * NUL, at most DLOCK_VALUE_MAX bytes; and a dlock holder record is a
-     * lock's, not a proclaimed value.  Else the leader has no value. */
-    if (v != NULL && (*len > DLOCK_VALUE_MAX || strlen(v) != *len ||
-                      !dlock__utf8_valid((const unsigned char *)v, *len) ||
-                      dlock__etcd_is_record(v, *len))) {
+     * lock's, not a proclaimed value.  Empty is none (a candidate without
+     * a value, etcdctl lock, Go's Mutex).  Else the leader has no value. */
+    if (v != NULL &&
+        (*len == 0 || *len > DLOCK_VALUE_MAX || strlen(v) != *len ||
+         !dlock__utf8_valid((const unsigned char *)v, *len) ||
+         dlock__etcd_is_record(v, *len))) {
         free(v);
         v = NULL;
     }
