@@ -32,6 +32,7 @@ candidate() { # VAR VALUE TTL_MS
     mkfifo "$T/$1.in"
     "$TOOL" campaign "$URL" "$name" "$2" "$3" <"$T/$1.in" >"$T/$1.out" 2>&1 &
     eval "$1=\$!"
+    # shellcheck disable=SC2034 # read through the eval below
     exec {fd}>"$T/$1.in"
     eval "${1}_fd=\$fd"
     pids="$pids $!"
