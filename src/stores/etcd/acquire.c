@@ -146,12 +146,24 @@ static int put_key(struct etcd_store *es, struct dlock_lock *lk,
                    struct etcd_lock *el, struct etcd_queue *q)
 {
     size_t plen = 0, klen;
-    char *pfx = dlock__etcd_name_prefix(es, lk->name, &plen), *key = NULL,
-         *rec = dlock__etcd_record(lk);
+    char *pfx, *key = NULL, *rec;
     json_object *body = NULL, *reply = NULL, *kvs;
     int rc, grpc = 0;
 
     memset(q, 0, sizeof(*q));
+    /* A candidate's value is its key's value, raw (etcdctl elect's
+     * layout): one that reads as dlock's holder record would be taken
+     * for a lock of another kind (a semaphore's, a shared one's). */
+    if (lk->is_candidate && lk->value != NULL &&
+        dlock__etcd_is_record(lk->value, lk->value_len))
+        return dlock__seterr(DLOCK_EINVAL,
+                             "the leader value of '%s' reads as dlock's "
+                             "holder record (JSON with \"dlock\": 1), "
+                             "which etcd keeps in the same place: choose "
+                             "another value (%s)",
+                             lk->name, es->url);
+    pfx = dlock__etcd_name_prefix(es, lk->name, &plen);
+    rec = dlock__etcd_key_value(lk);
     if (pfx != NULL)
         key = malloc(plen + 17);
     if (key == NULL || rec == NULL) {
@@ -194,9 +206,13 @@ static int put_key(struct etcd_store *es, struct dlock_lock *lk,
          * whose reply was lost (our token), else another lock's. */
         int mine = 0;
 
+        /* A candidate's value has no token: its lease is its own (no
+         * other lock's key is named after it), so the key is ours. */
         for (size_t i = 0; i < q->n; i++)
             if (q->e[i].key_len == klen && memcmp(q->e[i].key, key, klen) == 0)
-                mine = strcmp(q->e[i].token, lk->token) == 0;
+                mine = lk->is_candidate
+                           ? el->lease->own && q->e[i].lease == el->lease->id
+                           : strcmp(q->e[i].token, lk->token) == 0;
         if (!mine)
             rc = 1;
     }
@@ -237,7 +253,10 @@ static int enqueue(struct etcd_store *es, struct dlock_lock *lk,
 
     drop_key(es, el); /* what an earlier place left, if anything */
     for (;;) {
-        rc = dlock__etcd_lease_get(es, lk->ttl_ms, !lk->auto_renew, avoid,
+        /* A candidate's lease is its own, as etcdctl elect's session
+         * is: its key is told from others' by its name alone. */
+        rc = dlock__etcd_lease_get(es, lk->ttl_ms,
+                                   !lk->auto_renew || lk->is_candidate, avoid,
                                    navoid, &el->lease);
         if (rc != DLOCK_OK)
             break;
@@ -342,8 +361,11 @@ static int grant(struct etcd_store *es, struct dlock_lock *lk,
         drop_key(es, el); /* the lease, and our key with it, are gone */
         return DLOCK_BUSY;
     }
-    if (rc == DLOCK_OK)
+    if (rc == DLOCK_OK) {
         lk->fence = (uint64_t)el->create_rev;
+        /* The key holds lk->value since its put (move_lease keeps it). */
+        el->value_fresh = lk->is_candidate;
+    }
     return rc;
 }
 

@@ -86,7 +86,7 @@ json_object *dlock__etcd_body_delete_own(const char *key, size_t klen,
 
 json_object *dlock__etcd_body_watch(const char *key, size_t len,
                                     const char *end, size_t end_len,
-                                    int64_t rev)
+                                    int64_t rev, int puts)
 {
     json_object *body = json_object_new_object(),
                 *req = json_object_new_object(),
@@ -102,8 +102,14 @@ json_object *dlock__etcd_body_watch(const char *key, size_t len,
     if (end != NULL)
         json_object_object_add(req, "range_end", dlock__etcd_b64(end, end_len));
     json_object_object_add(req, "start_revision", dlock__etcd_i64(rev));
-    json_object_array_add(filters, json_object_new_string("NOPUT"));
-    json_object_object_add(req, "filters", filters);
+    /* A waiter wakes for DELETEs only; an observer (puts) for any
+     * change: a new key, a new value (dlock_proclaim, etcdctl elect). */
+    if (!puts) {
+        json_object_array_add(filters, json_object_new_string("NOPUT"));
+        json_object_object_add(req, "filters", filters);
+    } else {
+        json_object_put(filters);
+    }
     json_object_object_add(body, "create_request", req);
     return body;
 }
@@ -168,7 +174,7 @@ void dlock__etcd_texts(dlock__text_emit emit, void *arg)
     emit_body(emit, arg, "release.json",
               dlock__etcd_body_delete_own(key, klen, 42));
     emit_body(emit, arg, "watch.json",
-              dlock__etcd_body_watch(key, klen, NULL, 0, 43));
+              dlock__etcd_body_watch(key, klen, NULL, 0, 43, 0));
     emit_body(emit, arg, "keepalive.json", dlock__etcd_body_id(lease));
     emit_body(emit, arg, "grant.json", dlock__etcd_body_ttl(32));
 }

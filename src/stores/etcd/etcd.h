@@ -149,6 +149,9 @@ struct etcd_lock {
     int64_t create_rev;    /* 0: no key (yet, or any more) */
     int64_t rev;           /* the header revision of the last queue read */
     struct etcd_keys wait; /* the keys before ours that stand in its way */
+    /* A candidate's key holds lk->value as written at the grant: the
+     * core's first value_set (with that value) sends nothing. */
+    int value_fresh;
 };
 
 /* --- http.c ----------------------------------------------------------- */
@@ -187,6 +190,13 @@ int dlock__etcd_watch(struct etcd_store *es, const char *key, size_t len,
                       const char *end, size_t end_len, int64_t rev,
                       const struct etcd_keys *only, int64_t deadline,
                       int *woken);
+/* The same; puts: PUTs wake too (an observer's watch: any change of the
+ * range); *event_rev (may be NULL): the greatest mod revision of the
+ * events read, 0 when woken by none. */
+int dlock__etcd_watch_ex(struct etcd_store *es, const char *key, size_t len,
+                         const char *end, size_t end_len, int64_t rev,
+                         const struct etcd_keys *only, int puts,
+                         int64_t deadline, int *woken, int64_t *event_rev);
 
 /* --- json.c ----------------------------------------------------------- */
 json_object *dlock__etcd_b64(const char *s, size_t n);
@@ -241,9 +251,10 @@ json_object *dlock__etcd_body_queue(const char *pfx, size_t plen,
 /* Delete key if its create revision is create_rev. */
 json_object *dlock__etcd_body_delete_own(const char *key, size_t klen,
                                          int64_t create_rev);
+/* puts 0: DELETEs only (a waiter's); 1: every event (an observer's). */
 json_object *dlock__etcd_body_watch(const char *key, size_t len,
                                     const char *end, size_t end_len,
-                                    int64_t rev);
+                                    int64_t rev, int puts);
 json_object *dlock__etcd_body_id(int64_t id);
 json_object *dlock__etcd_body_ttl(int64_t ttl_s);
 /* Every body above, on an example lock, for the golden copies. */
@@ -269,6 +280,13 @@ struct etcd_queue {
 };
 /* The dlock record (the key's value) of lk. */
 char *dlock__etcd_record(const struct dlock_lock *lk);
+/* What lk's key holds (malloc'd): a candidate's (lk->is_candidate) is
+ * its value, raw, as `etcdctl elect NAME VALUE` writes it ("" when
+ * NULL); a lock's, dlock's holder record. */
+char *dlock__etcd_key_value(const struct dlock_lock *lk);
+/* Whether v (n bytes) reads as a dlock holder record (queue.c's rule): a
+ * candidate's value that does would be taken for a lock's record. */
+int dlock__etcd_is_record(const char *v, size_t n);
 /* Fill q from a kvs array of name's range, keeping only the name's own
  * keys (NAME/<hex>, not those of a longer name NAME/x/...), sorted by
  * create revision.  Returns DLOCK_OK or ENOMEM. */
@@ -348,6 +366,15 @@ int dlock__etcd_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
                            int64_t slice_ms, int64_t *retry_ms);
 int dlock__etcd_forget(struct dlock_store *s, struct dlock_lock *lk);
 void dlock__etcd_lock_free(struct etcd_store *es, struct etcd_lock *el);
+
+/* --- elect.c -------------------------------------------------------- */
+int dlock__etcd_value_set(struct dlock_store *s, struct dlock_lock *lk,
+                          const char *value, size_t len);
+int dlock__etcd_value_get(struct dlock_store *s, const char *name,
+                          uint64_t *fence, char **value, size_t *len);
+int dlock__etcd_watch_name(struct dlock_store *s, const char *name,
+                           void **state, int64_t slice_ms);
+void dlock__etcd_watch_end(struct dlock_store *s, void *state);
 
 /* --- runs.c ----------------------------------------------------------- */
 int dlock__etcd_run_begin(struct dlock_store *s, struct dlock_lock *lk,

@@ -622,6 +622,7 @@ struct watch_state {
     json_tokener *tok;
     const struct etcd_keys *only; /* the keys whose DELETE wakes; NULL: any */
     int woken;         /* an event, a cancel by the server, a compaction */
+    int64_t event_rev; /* the greatest mod revision of the events read */
     int created;       /* the server confirmed the watch */
     int bad;           /* not a watch stream: garbage */
     size_t partial;    /* bytes of the message being read (ETCD_REPLY_MAX) */
@@ -631,10 +632,18 @@ struct watch_state {
 /* Whether events (DELETEs: the watch filters out PUTs) wake the waiter:
  * one of a key it waits on; a key that cannot be read wakes it too (it
  * looks, and believes what it reads). */
-static int wakes(const struct watch_state *w, json_object *events)
+static int wakes(struct watch_state *w, json_object *events)
 {
     size_t n = dlock__etcd_alen(events);
 
+    for (size_t i = 0; i < n; i++) {
+        int64_t r = dlock__etcd_int(
+            json_object_object_get(dlock__etcd_aget(events, i), "kv"),
+            "mod_revision");
+
+        if (r > w->event_rev)
+            w->event_rev = r;
+    }
     if (w->only == NULL)
         return n > 0;
     for (size_t i = 0; i < n; i++) {
@@ -727,7 +736,17 @@ int dlock__etcd_watch(struct etcd_store *es, const char *key, size_t len,
                       const struct etcd_keys *only, int64_t deadline,
                       int *woken)
 {
-    json_object *body = dlock__etcd_body_watch(key, len, end, end_len, rev);
+    return dlock__etcd_watch_ex(es, key, len, end, end_len, rev, only, 0,
+                                deadline, woken, NULL);
+}
+
+int dlock__etcd_watch_ex(struct etcd_store *es, const char *key, size_t len,
+                         const char *end, size_t end_len, int64_t rev,
+                         const struct etcd_keys *only, int puts,
+                         int64_t deadline, int *woken, int64_t *event_rev)
+{
+    json_object *body =
+        dlock__etcd_body_watch(key, len, end, end_len, rev, puts);
     struct watch_state w = {.only = only};
     struct reply_buf unused = {0};
     char url[512], errbuf[CURL_ERROR_SIZE] = "";
@@ -828,6 +847,8 @@ int dlock__etcd_watch(struct etcd_store *es, const char *key, size_t len,
                            "JSON stream (%s)",
                            es->endpoints[ep], es->url);
     *woken = w.woken;
+    if (event_rev != NULL)
+        *event_rev = w.event_rev;
 out:
     if (m != NULL && h != NULL)
         curl_multi_remove_handle(m, h);

@@ -68,6 +68,14 @@ char *dlock__etcd_record(const struct dlock_lock *lk)
     return s;
 }
 
+char *dlock__etcd_key_value(const struct dlock_lock *lk)
+{
+    if (!lk->is_candidate)
+        return dlock__etcd_record(lk);
+    return dlock__strndup(lk->value != NULL ? lk->value : "",
+                          lk->value != NULL ? lk->value_len : 0);
+}
+
 /* Read a dlock record from value v (n bytes) into e; foreign otherwise. */
 static void parse_record(struct etcd_entry *e, const char *v, size_t n)
 {
@@ -100,6 +108,15 @@ static void parse_record(struct etcd_entry *e, const char *v, size_t n)
     e->since_ms = dlock__etcd_int(o, "since_ms");
     e->ttl_ms = dlock__etcd_int(o, "ttl_ms");
     json_object_put(o);
+}
+
+int dlock__etcd_is_record(const char *v, size_t n)
+{
+    struct etcd_entry e;
+
+    memset(&e, 0, sizeof(e));
+    parse_record(&e, v, n);
+    return !e.foreign;
 }
 
 static int by_rev(const void *a, const void *b)

@@ -48,8 +48,8 @@ static int move_lease(struct etcd_store *es, struct dlock_lock *lk,
     struct etcd_lease *nl;
     json_object *cmp, *ok, *reply;
     char *rec;
-    int won,
-        rc = dlock__etcd_lease_get(es, ttl_ms, !lk->auto_renew, NULL, 0, &nl);
+    int won, rc = dlock__etcd_lease_get(
+                 es, ttl_ms, !lk->auto_renew || lk->is_candidate, NULL, 0, &nl);
 
     if (rc != DLOCK_OK)
         return rc;
@@ -62,7 +62,7 @@ static int move_lease(struct etcd_store *es, struct dlock_lock *lk,
                                                 es->url)
                                 : rc;
     }
-    rec = dlock__etcd_record(lk);
+    rec = dlock__etcd_key_value(lk); /* a candidate's: its value */
     cmp = json_object_new_array();
     ok = json_object_new_array();
     if (rec == NULL || cmp == NULL || ok == NULL) {
@@ -455,4 +455,8 @@ const struct dlock_store_ops dlock__etcd_ops = {
     .run_end = dlock__etcd_run_end,
     .runs = dlock__etcd_runs,
     .last_runs = dlock__etcd_last_runs,
+    .value_set = dlock__etcd_value_set,
+    .value_get = dlock__etcd_value_get,
+    .watch = dlock__etcd_watch_name,
+    .watch_end = dlock__etcd_watch_end,
 };
