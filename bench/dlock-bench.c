@@ -37,6 +37,9 @@
  *    thread's CPU time as a share of one core, and the server's requests
  *    per second where it counts them (batching: far fewer than
  *    renewals).
+ * 6. election (election.c; --only elect): takeover after a resignation
+ *    and after kill -9 of a leader, and how soon an observer
+ *    (dlock_observe) sees each change.
  *
  * This file reads the command line and runs the parts; run.h is what they
  * share, bench.h the no-op clients (noop.c), contract.h the contract's
@@ -54,7 +57,7 @@
 
 static const char
     *only; /* --only uncontended|redis-cpu|contended|many|herd|dead|renew
-            * |etcd-own */
+            * |etcd-own|elect */
 
 static int want(const char *part)
 {
@@ -135,6 +138,9 @@ int main(int argc, char **argv)
     fflush(stdout);
     if (want("renew"))
         bench_renew();
+    fflush(stdout);
+    if (want("elect"))
+        bench_elect();
     if (json != NULL) {
         fprintf(json, "  \"end\": true\n}\n");
         fclose(json);

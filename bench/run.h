@@ -47,5 +47,6 @@ void bench_many(void);        /* many.c */
 void bench_herd(void);        /* herd.c */
 void bench_dead_holder(void); /* dead_holder.c */
 void bench_renew(void);       /* renewal.c */
+void bench_elect(void);       /* election.c */
 
 #endif

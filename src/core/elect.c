@@ -23,6 +23,10 @@
 /* The longest dlock_observe() waits for a notification before it reads
  * again: a leader whose lease ran out is announced by no store. */
 #define OBSERVE_SLICE_MS 1000
+/* The least time between two reads of one observer: anyone who may
+ * publish on the name's channel (or NOTIFY, or write a key under it) can
+ * wake it, and a flood of wake-ups must not become a flood of reads. */
+#define OBSERVE_GAP_MS 20
 
 static int check_value(const char *value, size_t *len)
 {
@@ -166,6 +170,14 @@ static int read_leader(struct dlock_store *s, const char *name,
         dlock_info_free(info);
         return rc;
     }
+    /* Only a value dlock could have written (R9): a peer's (etcdctl
+     * elect's proposal is any bytes) that is longer, holds a NUL or is not
+     * UTF-8 is not shown at all, rather than shown in part. */
+    if (v != NULL && (vlen > DLOCK_VALUE_MAX || memchr(v, '\0', vlen) != NULL ||
+                      !dlock__utf8_valid((const unsigned char *)v, vlen))) {
+        free(v);
+        v = NULL;
+    }
     if (info->held && v != NULL && vfence != 0 && vfence == info->fence) {
         info->value = v;
         info->value_len = vlen;
@@ -294,6 +306,8 @@ int dlock_observe(dlock_store *s, const char *name, dlock_observe_cb cb,
             break;
         if (watching) {
             rc = s->ops->watch(s, name, &state, OBSERVE_SLICE_MS);
+            if (rc == DLOCK_OK && dlock__cancel_sleep_ms(OBSERVE_GAP_MS))
+                rc = dlock__ecanceled();
         } else if (dlock__cancel_sleep_ms(DLOCK_OBSERVE_POLL_MS)) {
             rc = dlock__ecanceled();
         }

@@ -8,6 +8,10 @@
 #       a semaphore of 3 under kill -9 and SIGSTOP (never more than 3
 #       holders at once), and the control whose workers ask for 4, which
 #       the checker must catch;
+#   run.sh TORTURE_BINARY URL SECONDS_PER_RUN elect [RATE...]
+#       the same with leaders (dlock_elect): mutual exclusion under kill -9,
+#       the fenced counter under SIGSTOP past the lease, and under it with
+#       half of the workers on a clock at each RATE (0.99..1.01: must pass);
 #   run.sh TORTURE_BINARY URL SECONDS_PER_RUN server SCRIPT DIR FAULT:KIND...
 #       the fenced counter under server-wide faults, one run per FAULT,
 #       injected from outside with `SCRIPT ctl DIR ...`:
@@ -129,6 +133,14 @@ elif [ "${4:-}" = clock ]; then
                 fails=$((fails + 1))
             fi
         fi
+    done
+elif [ "${4:-}" = elect ]; then
+    shift 4
+    run --elect --workload mutex --fault kill
+    run --elect --workload fenced --fault stop
+    run --elect --workload counter --fault stop --expect-violation
+    for r in "$@"; do
+        run --elect --workload fenced --fault stop --clock-rate "$r"
     done
 elif [ "${4:-}" = semaphore ]; then
     # Holds up to 20 ms, so that 3 (and, in the control, 4) overlap often.

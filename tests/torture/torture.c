@@ -8,7 +8,7 @@
  *               [--nemesis CMD [--every MS] [--revokes] [--quiet MS]]
  *               [--netns PREFIX [--hosts K]]
  *               [--clock-rate R [--clock-workers K] [--faketime LIB]]
- *               [--overlap-expected]
+ *               [--overlap-expected] [--elect]
  *
  * Workers loop: acquire (random wait), critical section, release, logging
  * every step with CLOCK_MONOTONIC timestamps to their own file.  Faults are
@@ -34,6 +34,12 @@
  *    and follow real-time order (an acquire that returned before another
  *    was invoked has the smaller fence: concurrent holders may log their
  *    acquisitions in either order).
+ * --elect (or DLOCK_TORTURE_ELECT=1 in the environment, for the
+ * harnesses that build the command line themselves): workers campaign
+ * with dlock_elect() (value "worker I") instead of dlock_acquire(): a
+ * leader is a holder, its term the fence, and every check above applies
+ * to leaders unchanged (issue 45).
+ *
  * Auto-renew is off: each lease is exactly the time a holder may use, so
  * pausing a holder past it is the fault under test.
  *
@@ -127,6 +133,7 @@ struct cfg {
     int hold_ms;
     int revokes;
     int renew; /* --renew: auto-renewed leases (holds may outlast one) */
+    int elect; /* --elect: workers campaign (dlock_elect) */
     enum workload workload;
     unsigned limit; /* semaphore: at most this many holders */
     enum fault fault;
@@ -335,7 +342,14 @@ static int worker(const struct cfg *c, int idx, int gen, int64_t end)
         if (c->workload == W_SEM)
             o.limit = c->limit + (c->expect_violation ? 1 : 0);
         logf_("I");
-        rc = dlock_acquire(&l, s, c->name, &o);
+        if (c->elect) {
+            char value[32];
+
+            snprintf(value, sizeof(value), "worker %d", idx);
+            rc = dlock_elect(&l, s, c->name, value, &o);
+        } else {
+            rc = dlock_acquire(&l, s, c->name, &o);
+        }
         if (rc == DLOCK_BUSY) {
             logf_("B");
             continue;
@@ -1046,7 +1060,7 @@ static void usage(void)
                     "[--nemesis CMD [--every MS] [--revokes] [--quiet MS]] "
                     "[--netns PREFIX [--hosts K]] "
                     "[--clock-rate R [--clock-workers K] [--faketime LIB]] "
-                    "[--overlap-expected]\n");
+                    "[--overlap-expected] [--elect]\n");
     exit(64);
 }
 
@@ -1153,6 +1167,10 @@ int main(int argc, char **argv)
             c.renew = 1;
             continue;
         }
+        if (strcmp(a, "--elect") == 0) {
+            c.elect = 1;
+            continue;
+        }
         if (strcmp(a, "--overlap-expected") == 0) {
             c.overlap_expected = 1;
             continue;
@@ -1215,8 +1233,15 @@ int main(int argc, char **argv)
         (c.nemesis != NULL && c.seconds < 3) ||
         (c.clock_rate != NULL && atof(c.clock_rate) <= 0))
         usage();
+    if (getenv("DLOCK_TORTURE_ELECT") != NULL &&
+        strcmp(getenv("DLOCK_TORTURE_ELECT"), "1") == 0)
+        c.elect = 1;
+    if (c.elect && c.workload == W_SEM)
+        usage(); /* a leader is alone */
     if (c.hosts == 0 || c.hosts > c.workers)
         c.hosts = c.workers;
+    if (c.elect && as_worker < 0)
+        printf("workers campaign (dlock_elect)\n");
     if (as_worker >= 0)
         return worker(&c, as_worker, as_gen, as_end);
     if (c.clock_workers <= 0 || c.clock_workers > c.workers)
