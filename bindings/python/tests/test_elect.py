@@ -87,7 +87,7 @@ def test_waiting_candidate_takes_over(store, store2, kind, name):
         except BaseException as e:  # noqa: BLE001 - to the test
             got.put(e)
 
-    t = threading.Thread(target=campaign)
+    t = threading.Thread(target=campaign, daemon=True)
     t.start()
     try:
         # It waits: nothing yet, and a still leads.
@@ -181,8 +181,16 @@ def test_context_manager_resigns(store, store2, kind, name):
         store.candidate(name, wait=0, shared=True)
 
 
-def test_observe_sees_changes(store, store2, kind, name):
+def observer_store(url):
+    """A store for an observer on a thread, closed by the test only if the
+    thread ended: close() waits for calls in flight, so a fixture's would
+    hang a run where observe() never returns."""
+    return dlock.Store(url)
+
+
+def test_observe_sees_changes(store, url, kind, name):
     a = elect_or_skip(store, kind, name, "a", wait=0)
+    store2 = observer_store(url)
     seen = queue.Queue()
 
     def cb(leader):
@@ -190,7 +198,8 @@ def test_observe_sees_changes(store, store2, kind, name):
         return "stop" if leader is None else None
 
     out = queue.Queue()
-    t = threading.Thread(target=lambda: out.put(store2.observe(name, cb)))
+    t = threading.Thread(
+        target=lambda: out.put(store2.observe(name, cb)), daemon=True)
     t.start()
     try:
         _, first = next_item(seen, "the first call")
@@ -210,12 +219,14 @@ def test_observe_sees_changes(store, store2, kind, name):
             a.release()
         t.join(30)
     assert not t.is_alive()
+    store2.close()
     assert seen.empty()
     print("%s: a proclaim seen by observe after %.3f s" % (kind, latency))
 
 
-def test_observe_cancel_is_prompt(store, store2, kind, name):
+def test_observe_cancel_is_prompt(store, url, kind, name):
     a = elect_or_skip(store, kind, name, "a", wait=0)
+    store2 = observer_store(url)
     c = dlock.Cancel()
     seen, out = queue.Queue(), queue.Queue()
 
@@ -225,7 +236,7 @@ def test_observe_cancel_is_prompt(store, store2, kind, name):
         except BaseException as e:  # noqa: BLE001 - to the test
             out.put(e)
 
-    t = threading.Thread(target=run)
+    t = threading.Thread(target=run, daemon=True)
     t.start()
     try:
         assert next_item(seen, "the first call").value == "a"
@@ -236,6 +247,7 @@ def test_observe_cancel_is_prompt(store, store2, kind, name):
     finally:
         c.fire()
         t.join(30)
+    assert not t.is_alive()
     assert isinstance(r, dlock.Cancelled) and r.code == dlock.ECANCELED, r
     # As a wait's cancel: well under the 1 s a watch waits (not a
     # performance bound).
@@ -244,6 +256,7 @@ def test_observe_cancel_is_prompt(store, store2, kind, name):
     with pytest.raises(dlock.Cancelled):
         store2.observe(name, seen.put, cancel=c)
     assert seen.empty()
+    store2.close()
     a.release()
 
 
