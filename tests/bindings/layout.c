@@ -75,6 +75,7 @@ int main(void)
         F(dlock_info, since_ms),    F(dlock_info, other_client),
         F(dlock_info, limit),       F(dlock_info, client_id),
         F(dlock_info, client_user), F(dlock_info, client_addr),
+        F(dlock_info, value),       F(dlock_info, value_len),
     };
     static const struct field rule[] = {
         F(dlock_run_rule, once),

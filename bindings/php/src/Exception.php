@@ -26,6 +26,7 @@ class Exception extends \RuntimeException
     public const ESTORE = -6;
     public const ENOTSUP = -7;
     public const ENOMEM = -8;
+    public const ECANCELED = -9;
 
     /** The exception for return code $rc, with the thread's library message. */
     public static function fromRc(int $rc, string $context = ''): self

@@ -53,8 +53,11 @@ typedef struct dlock_info {
     int64_t client_id;
     char client_user[128];
     char client_addr[128];
+    const char *value;
+    size_t value_len;
 } dlock_info;
 typedef int (*dlock_list_cb)(const dlock_info *info, void *payload);
+typedef int (*dlock_observe_cb)(const dlock_info *leader, void *payload);
 typedef struct dlock_run_rule {
     int once;
     int64_t period_ms;
@@ -96,6 +99,10 @@ int dlock_run_end(dlock_lock *lock, int result, int status);
 int dlock_history(dlock_store *store, const char *name, unsigned max, dlock_run_cb cb, void *payload);
 int dlock_last_runs(dlock_store *store, const char *prefix, dlock_run_cb cb, void *payload);
 void dlock_run_free(dlock_run *run);
+int dlock_elect(dlock_lock **out, dlock_store *store, const char *name, const char *value, const dlock_options *opts);
+int dlock_proclaim(dlock_lock *lock, const char *value);
+int dlock_leader(dlock_info **out, dlock_store *store, const char *name);
+int dlock_observe(dlock_store *store, const char *name, dlock_observe_cb cb, void *payload, dlock_cancel *cancel);
 const char *dlock_strerror(int rc);
 const char *dlock_errmsg(void);
 const char *dlock_schemes(void);

@@ -5,7 +5,8 @@ declare(strict_types=1);
 namespace Dlock;
 
 /**
- * A held lock (from Store::lock()).
+ * A held lock (from Store::lock()), or a leader (from Store::elect(): its
+ * fence is the term, proclaim() changes its value, release() resigns).
  *
  * LOST is polled, never signalled: PHP is not thread-safe, so libdlock's
  * renew thread never calls into PHP.  isLost() asks the library (no round
@@ -25,13 +26,16 @@ final class Lock
     /** @var int|string */
     private $fence;
     private bool $lostAtRelease = false;
+    /** A leader's (Store::elect()): the value it publishes. */
+    private ?string $value;
 
-    /** @internal use Store::lock() */
-    public function __construct(Store $store, $handle, string $name)
+    /** @internal use Store::lock() or Store::elect() */
+    public function __construct(Store $store, $handle, string $name, ?string $value = null)
     {
         $this->store = $store;
         $this->handle = $handle;
         $this->name = $name;
+        $this->value = $value === '' ? null : $value;
         $this->fence = Ffi::u64(Ffi::get()->dlock_fence($handle));
     }
 
@@ -218,6 +222,34 @@ final class Lock
         if ($rc !== Exception::OK) {
             throw Exception::fromRc($rc, "run_end \"{$this->name}\"");
         }
+    }
+
+    /**
+     * A leader (a lock from Store::elect()): publish $value (up to 4096
+     * bytes of UTF-8, no NUL; null or '' for none) as the leader's, only
+     * while it still leads: the store guards the write with its term, so
+     * a deposed leader never overwrites its successor's value.
+     * @throws LostException no longer leads (nothing written), or released
+     * @throws InvalidArgumentException not a lock from Store::elect(), a bad value
+     * @throws UnavailableException|StoreException
+     */
+    public function proclaim(?string $value): void
+    {
+        $this->live();
+        if ($value !== null && str_contains($value, "\0")) {
+            throw new InvalidArgumentException('a leader value cannot contain a NUL byte', Exception::EINVAL);
+        }
+        $rc = Ffi::get()->dlock_proclaim($this->handle, $value === '' ? null : $value);
+        if ($rc !== Exception::OK) {
+            throw Exception::fromRc($rc, "proclaim \"{$this->name}\"");
+        }
+        $this->value = $value === '' ? null : $value;
+    }
+
+    /** A leader's value: the one Store::elect() or the last proclaim() published (null: none). */
+    public function value(): ?string
+    {
+        return $this->value;
     }
 
     /** The store this lock was taken in. */

@@ -19,6 +19,9 @@ final class Store
     /** Store::lock()'s $wait for "wait until acquired". */
     public const FOREVER = -1.0;
 
+    /** How often observe() re-reads the leader on a store without notifications (SQLite, MariaDB/MySQL), in seconds. */
+    public const OBSERVE_POLL = 0.25;
+
     /** @var \FFI\CData|null dlock_store* */
     private $handle;
 
@@ -105,17 +108,7 @@ final class Store
         bool $autoRenew = true
     ): ?Lock {
         $ffi = Ffi::get();
-        $opts = $ffi->new('dlock_options');
-        $rc = $ffi->dlock_options_init(\FFI::addr($opts), Ffi::OPTIONS_VERSION);
-        if ($rc !== Exception::OK) {
-            throw Exception::fromRc($rc);
-        }
-        $opts->wait_ms = self::waitMs($wait);
-        if (!is_finite($ttl) || abs($ttl) > 1e15) {
-            throw new InvalidArgumentException("bad ttl $ttl: seconds, 0.1 up to 365 days", Exception::EINVAL);
-        }
-        $opts->ttl_ms = (int) round($ttl * 1000);
-        $opts->auto_renew = $autoRenew ? 1 : 0;
+        $opts = self::options($wait, $ttl, $autoRenew);
         $opts->shared = $shared ? 1 : 0;
         if ($limit !== null) {
             if ($limit < 0 || $limit > 0xFFFFFFFF) {
@@ -123,8 +116,6 @@ final class Store
             }
             $opts->limit = $limit;
         }
-        // on_lost stays NULL: PHP must never be entered from libdlock's
-        // renew thread.  Loss is polled (Lock::isLost(), every call).
         $out = $ffi->new('dlock_lock *');
         $rc = $ffi->dlock_acquire_len(\FFI::addr($out), $this->h(), $name, strlen($name), \FFI::addr($opts));
         if ($rc === Exception::BUSY) {
@@ -134,6 +125,101 @@ final class Store
             throw Exception::fromRc($rc);
         }
         return new Lock($this, $out, $name);
+    }
+
+    /**
+     * Campaign for the leadership of $name (dlock_elect()): wait until this
+     * candidate leads, then publish $value.  Leadership is the lock $name:
+     * candidates exclude each other, and lock($name) too.
+     *
+     * @param string      $name  as lock().
+     * @param string|null $value what the leader publishes: up to 4096
+     *                           bytes of UTF-8, no NUL; null or '' for none.
+     * @param float|null  $wait  as lock(): null or 0 tries once.
+     * @return Lock|null the leader (a held Lock: fence() is the term,
+     *                   proclaim() changes the value, release() resigns),
+     *                   or null if another leads and this one did not
+     *                   take over in time.
+     * @throws InvalidArgumentException a bad name, value or option
+     * @throws NotSupportedException a store without election
+     * @throws UnavailableException|StoreException
+     */
+    public function elect(
+        string $name,
+        ?string $value = null,
+        ?float $wait = null,
+        float $ttl = 30,
+        bool $autoRenew = true
+    ): ?Lock {
+        self::noNul($name, 'name');
+        if ($value !== null) {
+            self::noNul($value, 'leader value');
+        }
+        $ffi = Ffi::get();
+        $opts = self::options($wait, $ttl, $autoRenew);
+        $out = $ffi->new('dlock_lock *');
+        $rc = $ffi->dlock_elect(\FFI::addr($out), $this->h(), $name, $value === '' ? null : $value, \FFI::addr($opts));
+        if ($rc === Exception::BUSY) {
+            return null;
+        }
+        if ($rc !== Exception::OK) {
+            throw Exception::fromRc($rc, "elect \"$name\"");
+        }
+        return new Lock($this, $out, $name, $value);
+    }
+
+    /**
+     * Who leads $name now, read from the store; null if nobody does.
+     * @throws InvalidArgumentException|NotSupportedException|UnavailableException|StoreException
+     */
+    public function leader(string $name): ?Leader
+    {
+        self::noNul($name, 'name');
+        $ffi = Ffi::get();
+        $out = $ffi->new('dlock_info *');
+        $rc = $ffi->dlock_leader(\FFI::addr($out), $this->h(), $name);
+        if ($rc !== Exception::OK) {
+            throw Exception::fromRc($rc, "leader \"$name\"");
+        }
+        try {
+            return Leader::fromC($out[0]);
+        } finally {
+            $ffi->dlock_info_free($out);
+        }
+    }
+
+    /**
+     * Call $onChange(?Leader) with $name's leader at once, then each time
+     * it changes (another term, another value, nobody), until it returns
+     * false (dlock_observe()).  Every call reports what was read from the
+     * store: on SQLite and MariaDB/MySQL the store is polled every
+     * Store::OBSERVE_POLL seconds, on the others a change is seen within a
+     * second.  Only $onChange can stop it (returning false, or throwing:
+     * the exception propagates); SIGINT ends the script as during a wait.
+     * @throws UnavailableException the store went away (call again to go on)
+     * @throws InvalidArgumentException|NotSupportedException|StoreException
+     */
+    public function observe(string $name, callable $onChange): void
+    {
+        self::noNul($name, 'name');
+        $ffi = Ffi::get();
+        $error = null;
+        // Called synchronously, on this thread, inside dlock_observe().
+        $cb = function ($info, $payload) use ($onChange, &$error): int {
+            try {
+                return $onChange(Leader::fromC($info[0])) === false ? 1 : 0;
+            } catch (\Throwable $e) {
+                $error = $e;
+                return 1;
+            }
+        };
+        $rc = $ffi->dlock_observe($this->h(), $name, $cb, null, null);
+        if ($error !== null) {
+            throw $error;
+        }
+        if ($rc < 0) {
+            throw Exception::fromRc($rc, "observe \"$name\"");
+        }
     }
 
     /**
@@ -388,6 +474,26 @@ final class Store
             throw new InvalidArgumentException('the store is closed', Exception::EINVAL);
         }
         return $this->handle;
+    }
+
+    /** dlock_options with $wait, $ttl and $autoRenew (the rest the defaults). */
+    private static function options(?float $wait, float $ttl, bool $autoRenew)
+    {
+        $ffi = Ffi::get();
+        $opts = $ffi->new('dlock_options');
+        $rc = $ffi->dlock_options_init(\FFI::addr($opts), Ffi::OPTIONS_VERSION);
+        if ($rc !== Exception::OK) {
+            throw Exception::fromRc($rc);
+        }
+        $opts->wait_ms = self::waitMs($wait);
+        if (!is_finite($ttl) || abs($ttl) > 1e15) {
+            throw new InvalidArgumentException("bad ttl $ttl: seconds, 0.1 up to 365 days", Exception::EINVAL);
+        }
+        $opts->ttl_ms = (int) round($ttl * 1000);
+        $opts->auto_renew = $autoRenew ? 1 : 0;
+        // on_lost stays NULL: PHP must never be entered from libdlock's
+        // renew thread.  Loss is polled (Lock::isLost(), every call).
+        return $opts;
     }
 
     private static function waitMs(?float $wait): int

@@ -9,6 +9,8 @@ declare(strict_types=1);
 //   force NAME              -> "removed N"  (Store::forceRelease)
 //   flock NAME TIMEOUT TTL  -> facade SharedLock::lock: "got FENCE" | "timeout" | "error ..."
 //   funlock NAME            -> facade unlock: "released" | "error ..."
+//   elect NAME VALUE [WAIT] -> "leading FENCE" | "busy" | "error CLASS MESSAGE"
+//   proclaim NAME VALUE     -> "proclaimed" | "error CLASS MESSAGE"
 //   exit CODE               -> exit(CODE) at once, locks still held
 // End of input: the script ends with what it holds (released then).
 
@@ -59,6 +61,19 @@ while (($line = fgets(STDIN)) !== false) {
                 $handles[$a[1]]->release();
                 unset($handles[$a[1]]);
                 echo "released\n";
+                break;
+            case 'elect':
+                $l = $store->elect($a[1], $a[2], isset($a[3]) ? (float) $a[3] : null);
+                if ($l === null) {
+                    echo "busy\n";
+                } else {
+                    $locks[$a[1]] = $l;
+                    echo "leading {$l->fence()}\n";
+                }
+                break;
+            case 'proclaim':
+                $locks[$a[1]]->proclaim($a[2]);
+                echo "proclaimed\n";
                 break;
             case 'exit':
                 exit((int) $a[1]);

@@ -61,6 +61,14 @@ propagates.  From another thread, pass ``cancel=dlock.Cancel()`` to
 ``acquire()`` (or ``Store.lock()``) and call its ``fire()``: the acquire
 raises :class:`Cancelled`.
 
+Election: ``store.elect(name, value)`` campaigns (waits until this
+candidate leads) and returns a :class:`Candidate`, a held lock whose
+``fence`` is the term and whose ``proclaim(value)`` changes the value
+while it still leads (:class:`Lost` after); ``store.leader(name)`` says
+who leads (a :class:`Leader` or None); ``store.observe(name, callback)``
+and ``store.observe_iter(name)`` report each change, cancellable like a
+wait.
+
 Fork: as libdlock documents, a child made by ``fork()`` never releases or
 renews its parent's locks; calls on an inherited :class:`Lock` or
 :class:`Store` in the child raise :class:`InvalidArgument`, and the
@@ -84,14 +92,15 @@ from ._cancel import Cancel
 from ._constants import (
     BUSY, DEFAULT_TTL, ECANCELED, EINVAL, ENOMEM, ENOTSUP, ESTORE, EUNAVAIL,
     EXPIRING, LIMIT_MAX, LOST, NAME_MAX, OK, RUN_ABANDONED, RUN_EXITED,
-    RUN_LOST, RUN_RUNNING, RUN_SIGNALED, RUNS_KEPT, SONAME, TTL_MIN,
-    WAIT_FOREVER)
+    OBSERVE_POLL, RUN_LOST, RUN_RUNNING, RUN_SIGNALED, RUNS_KEPT, SONAME,
+    TTL_MIN, VALUE_MAX, WAIT_FOREVER)
 from ._errors import (
     Busy, Cancelled, DlockError, Expiring, InvalidArgument, Lost,
     NotHeld, NotSupported, OutOfMemory, StoreError, Timeout, Unavailable)
 from ._functions import (
     ddl, default_url, library_path, redact, schemes, version)
-from ._info import LockInfo, Run, RunOutcome
+from ._elect import Candidate
+from ._info import Leader, LockInfo, Run, RunOutcome
 from ._lock import Lock
 from ._process import _lost_targets  # noqa: F401
 from ._store import Store
@@ -107,6 +116,7 @@ __all__ = [
     "NAME_MAX", "LIMIT_MAX", "TTL_MIN", "DEFAULT_TTL",
     "Run", "RunOutcome", "RUN_RUNNING", "RUN_EXITED", "RUN_SIGNALED",
     "RUN_LOST", "RUN_ABANDONED", "RUNS_KEPT",
+    "Candidate", "Leader", "VALUE_MAX", "OBSERVE_POLL",
 ]
 
 __version__ = "0.2.0"

@@ -39,3 +39,12 @@ def _ms(seconds, what):
     # Clamped to int64: libdlock takes a wait over 365 days as forever and
     # says a ttl that long is out of range.
     return min(int(math.ceil(seconds * 1000)), _INT64_MAX)
+
+
+def _value_bytes(value):
+    """A leader's value for libdlock: None or "" is no value; str (UTF-8)
+    or bytes, no NUL (libdlock checks the UTF-8 and DLOCK_VALUE_MAX)."""
+    if value is None:
+        return None
+    b = _cstr(value, "value")
+    return b if b else None

@@ -20,6 +20,8 @@ TTL_MIN = 0.1           # seconds (DLOCK_TTL_MIN_MS)
 DEFAULT_TTL = 30.0      # seconds (DLOCK_DEFAULT_TTL_MS)
 _OPTIONS_VERSION = 3    # the dlock_options layout declared below
 SONAME = "libdlock.so.0.2"
+VALUE_MAX = 4096        # DLOCK_VALUE_MAX: bytes of a leader's value
+OBSERVE_POLL = 0.25     # seconds (DLOCK_OBSERVE_POLL_MS), polled stores
 
 # dlock_run_result, as in dlock.h ("Runs").
 RUN_RUNNING = 0

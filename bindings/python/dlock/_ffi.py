@@ -68,6 +68,8 @@ class _Info(ctypes.Structure):
         ("client_id", ctypes.c_int64),
         ("client_user", ctypes.c_char * 128),
         ("client_addr", ctypes.c_char * 128),
+        ("value", _vp),                   # election: dlock_leader/observe
+        ("value_len", ctypes.c_size_t),
     ]
 
 
@@ -97,6 +99,7 @@ class _Run(ctypes.Structure):
 
 
 _RUN_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_Run), _vp)
+_OBSERVE_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_Info), _vp)
 
 
 def _fn(name, restype, *argtypes):
@@ -148,6 +151,13 @@ _history = _fn("dlock_history", _c_int, _vp, _c_char_p, ctypes.c_uint,
                _RUN_CB, _vp)
 _last_runs = _fn("dlock_last_runs", _c_int, _vp, _c_char_p, _RUN_CB, _vp)
 _run_free = _fn("dlock_run_free", None, ctypes.POINTER(_Run))
+_elect = _fn("dlock_elect", _c_int, _pp, _vp, _c_char_p, _c_char_p,
+             ctypes.POINTER(_Options))
+_proclaim = _fn("dlock_proclaim", _c_int, _vp, _c_char_p)
+_leader = _fn("dlock_leader", _c_int, ctypes.POINTER(ctypes.POINTER(_Info)),
+              _vp, _c_char_p)
+_observe = _fn("dlock_observe", _c_int, _vp, _c_char_p, _OBSERVE_CB, _vp,
+               _vp)
 
 
 def _s(b):

@@ -1,7 +1,9 @@
-"""What the store tells, as frozen values: LockInfo (dlock_info), Run
-(dlock_run) and RunOutcome (Store.run_once()); and the checks of a
+"""What the store tells, as frozen values: LockInfo (dlock_info), Leader
+(dlock_info of dlock_leader()/dlock_observe()), Run (dlock_run) and
+RunOutcome (Store.run_once()); and the checks of a
 run's arguments (once_per, result)."""
 
+import ctypes
 from dataclasses import dataclass
 
 from ._args import _ms
@@ -47,6 +49,39 @@ class LockInfo:
             other_client=bool(i.other_client), limit=i.limit,
             client_id=i.client_id, client_user=_s(i.client_user),
             client_addr=_s(i.client_addr))
+
+
+@dataclass(frozen=True)
+class Leader:
+    """Who leads a name (:meth:`Store.leader`, :meth:`Store.observe`): the
+    holder of the lock ``name`` as the store has it.  ``fence`` is the
+    term (strictly greater than every earlier leader's); ``value`` what
+    the leader published (str, or None: none, or none the store can
+    vouch is this term's); ``host``, ``pid`` ("" / 0 when unknown),
+    ``since`` (a Unix time or None) and ``ttl`` (seconds of lease left,
+    or None) as in :class:`LockInfo`."""
+    name: str
+    value: object
+    fence: int
+    host: str
+    pid: int
+    since: object
+    ttl: object
+
+    @classmethod
+    def _from(cls, i):
+        """A Leader, or None when the info says nobody leads."""
+        if not i.held:
+            return None
+        value = None
+        if i.value:
+            value = ctypes.string_at(i.value, i.value_len).decode(
+                "utf-8", "surrogateescape")
+        return cls(
+            name=i.name.decode("utf-8", "surrogateescape"), value=value,
+            fence=i.fence, host=_s(i.host), pid=i.pid,
+            since=i.since_ms / 1000.0 if i.since_ms > 0 else None,
+            ttl=None if i.ttl_ms < 0 else i.ttl_ms / 1000.0)
 
 
 @dataclass(frozen=True)

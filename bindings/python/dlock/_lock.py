@@ -65,6 +65,8 @@ class Lock:
     ``with``).  Reusable: after ``release()`` it may be acquired again
     (with a new fence).  Made by :meth:`Store.lock`."""
 
+    _campaign = None    # (value,): a Candidate's, acquired by dlock_elect
+
     def __init__(self, store, name, wait=None, ttl=DEFAULT_TTL,
                  shared=False, limit=None, renew=True, on_lost=None,
                  cancel=None):
@@ -202,7 +204,8 @@ class Lock:
             self._lost_fired = False
         try:
             with self._store._using() as sh:
-                rc, h, err = _acquire_call(sh, self._name, o, Timeout)
+                rc, h, err = _acquire_call(sh, self._name, o, Timeout,
+                                           self._campaign)
             if rc == OK:
                 with st.guard():
                     st.h = h.value

@@ -1,17 +1,18 @@
 """Store (dlock_store): open, close, init, status, list, force_release,
-the locks it makes, its run records and run_once()."""
+the locks it makes, election (elect, leader, observe), its run records
+and run_once()."""
 
 import ctypes
 import weakref
 
-from . import _lock
+from . import _elect, _lock
 from ._args import _cstr
 from ._constants import DEFAULT_TTL, EINVAL, LOST, OK, RUN_EXITED, RUN_LOST
 from ._errors import DlockError, InvalidArgument, Lost, _error
 from ._ffi import (_Info, _LIST_CB, _RUN_CB, _force_release, _history,
-                   _info_free, _last_runs, _list, _s, _status, _store_init,
-                   _store_open, _store_url, _vp)
-from ._info import LockInfo, Run, RunOutcome
+                   _info_free, _last_runs, _leader, _list, _s, _status,
+                   _store_init, _store_open, _store_url, _vp)
+from ._info import Leader, LockInfo, Run, RunOutcome
 from ._store_state import _StoreState, _Using, _close_handle
 
 class Store:
@@ -147,6 +148,65 @@ class Store:
             if rc != OK:
                 raise _error(rc, "force_release")
         return n.value
+
+    # -- election
+    def candidate(self, name, value=None, **kw):
+        """A :class:`Candidate` for the leadership of ``name``, not
+        campaigning yet: ``with`` it (campaign on entry, resign on exit)
+        or call ``acquire()``/``release()``.  value: what it publishes
+        once it leads (str or bytes, up to :data:`VALUE_MAX` bytes of
+        UTF-8; None for none).  kw: as :meth:`lock` (wait, ttl, renew,
+        on_lost, cancel; never shared, never a semaphore)."""
+        return _elect.Candidate(self, name, value=value, **kw)
+
+    def elect(self, name, value=None, **kw):
+        """Campaign for ``name`` (dlock_elect()): wait (``wait``, as
+        :meth:`lock`: forever by default) until this candidate leads, then
+        publish ``value``.  Returns the leading :class:`Candidate` (a held
+        lock: ``fence`` is the term, ``proclaim()`` changes the value,
+        ``release()`` or the end of a ``with`` block resigns).  Raises
+        :class:`Busy` / :class:`Timeout` if it did not lead in time,
+        :class:`Cancelled`, :class:`NotSupported` on a store without
+        election."""
+        c = self.candidate(name, value, **kw)
+        c.acquire()
+        return c
+
+    def leader(self, name):
+        """Who leads ``name`` now, read from the store: a :class:`Leader`
+        (value, fence: the term, host, pid, since, ttl), or None."""
+        out = ctypes.POINTER(_Info)()
+        b = _cstr(name)
+        with self._using() as h:
+            rc = _leader(ctypes.byref(out), h, b)
+            if rc != OK:
+                raise _error(rc, "leader")
+        try:
+            return Leader._from(out.contents)
+        finally:
+            _info_free(out)
+
+    def observe(self, name, callback, cancel=None):
+        """Call ``callback(leader)`` with ``name``'s leader (a
+        :class:`Leader`, or None: nobody leads) at once, then each time
+        it changes (another term, another value, no leader), until the
+        callback returns a true value, which ``observe()`` returns.  Every
+        call reports what was read from the store; on SQLite and
+        MariaDB/MySQL the store is polled every :data:`OBSERVE_POLL`
+        seconds, on the others a change is seen within a second.
+        cancel: a :class:`Cancel` whose ``fire()`` (from another thread)
+        stops it promptly with :class:`Cancelled`; on the main thread
+        Ctrl-C stops it too.  An exception the callback raises stops it
+        and propagates.  Raises :class:`Unavailable` when the store went
+        away (call again to go on)."""
+        return _elect.observe(self, name, callback, cancel)
+
+    def observe_iter(self, name, cancel=None):
+        """:meth:`observe` as an iterator: yields a :class:`Leader` (or
+        None) per change, from an observer on a thread of its own.
+        Breaking out of the loop (closing the generator) stops it; so
+        does ``cancel.fire()``, which raises :class:`Cancelled`."""
+        return _elect.observe_iter(self, name, cancel)
 
     def _runs(self, fn, what, *args):
         found, errors = [], []
