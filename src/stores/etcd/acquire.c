@@ -442,10 +442,11 @@ int dlock__etcd_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
         }
         rc = el->wait.n == 1
                  ? dlock__etcd_watch(es, el->wait.k[0], el->wait.len[0], NULL,
-                                     0, el->rev + 1, NULL, watch_end, &woken)
-                 : dlock__etcd_watch(es, pfx, plen, pend, elen, el->rev + 1,
-                                     el->wait.n > 0 ? &el->wait : NULL,
-                                     watch_end, &woken);
+                                     0, dlock__etcd_after(el->rev), NULL,
+                                     watch_end, &woken)
+                 : dlock__etcd_watch(
+                       es, pfx, plen, pend, elen, dlock__etcd_after(el->rev),
+                       el->wait.n > 0 ? &el->wait : NULL, watch_end, &woken);
         free(pfx);
         free(pend);
         if (rc == DLOCK_EUNAVAIL) {

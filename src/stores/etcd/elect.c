@@ -198,8 +198,9 @@ int dlock__etcd_watch_name(struct dlock_store *s, const char *name,
     }
     if (slice_ms <= 0)
         return DLOCK_OK;
-    rc = dlock__etcd_watch_ex(es, w->pfx, w->plen, w->end, w->elen, w->rev + 1,
-                              NULL, 1, deadline, &woken, &erev);
+    rc = dlock__etcd_watch_ex(es, w->pfx, w->plen, w->end, w->elen,
+                              dlock__etcd_after(w->rev), NULL, 1, deadline,
+                              &woken, &erev);
     if (rc == DLOCK_EUNAVAIL) {
         /* The watch's member went away: the core re-reads (through any
          * member), and the next watch goes elsewhere; not in a tight

@@ -181,6 +181,13 @@ int dlock__etcd_http_init(struct etcd_store *es);
 /* Get an auth token for the URL's user (open, and when one expires). */
 int dlock__etcd_authenticate(struct etcd_store *es);
 void dlock__etcd_http_free(struct etcd_store *es);
+/* The revision a watch starts from to see what came after rev: rev + 1,
+ * except after INT64_MAX (a revision is the server's word: a hostile one
+ * may say "9223372036854775807", and rev + 1 would overflow). */
+static inline int64_t dlock__etcd_after(int64_t rev)
+{
+    return rev < INT64_MAX ? rev + 1 : INT64_MAX;
+}
 /* Watch: wait for a DELETE of key (or of any key of the range [key, end)
  * that is one of only's; only NULL: any) after revision rev, until
  * deadline or a cancel.  DLOCK_OK with *woken 1 (such an event, a

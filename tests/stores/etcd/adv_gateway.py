@@ -31,6 +31,8 @@ waits), and then misbehaves in the way MODE says:
                 (5 million arrays: json-c would spend some 800 MiB on them)
   watch-bomb    a watch sends one message of 15 MiB of "events":
                 [[],[],...], then stays quiet
+  rev-max       every header's revision is "9223372036854775807" (a
+                watch from the revision after it overflows int64)
 
   adv_gateway.py MODE [ARG]   prints its port on stdout, then serves
 """
@@ -63,7 +65,8 @@ def header():
     cid = "4242"
     if MODE == "cluster-flip" and state["reqs"] > ARG:
         cid = "4343"
-    return {"cluster_id": cid, "member_id": "1", "revision": str(state["rev"]),
+    rev = "9223372036854775807" if MODE == "rev-max" else str(state["rev"])
+    return {"cluster_id": cid, "member_id": "1", "revision": rev,
             "raft_term": "2"}
 
 
