@@ -250,8 +250,12 @@ int dlock__etcd_admit(const struct etcd_queue *q, const struct dlock_lock *lk,
         p++;
     if (p == q->n)
         return DLOCK_LOST; /* our key is not there */
-    /* A holder of dlock's that asked another limit. */
-    nh = dlock__etcd_holders(q, &sh);
+    /* A holder of dlock's that asked another limit.  Not for a
+     * candidate: it leads only first (EXCL below), behind whatever is
+     * there, and what reads as a semaphore's record ahead of it may be a
+     * peer's proposal (`etcdctl elect NAME '{"dlock":1,"limit":3}'`, any
+     * bytes): it waits, as etcdctl does, never fails. */
+    nh = lk->is_candidate ? 0 : dlock__etcd_holders(q, &sh);
     for (size_t i = 0; i < nh && i < p; i++)
         if (!q->e[i].foreign && !q->e[i].shared &&
             q->e[i].limit != (lk->shared ? 1 : lk->limit))
