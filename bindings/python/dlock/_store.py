@@ -48,7 +48,14 @@ class Store:
     def close(self):
         """Close the store (idempotent).  Waits for calls other threads
         have in flight on it or on its locks; calls begun after it raise
-        :class:`InvalidArgument`."""
+        :class:`InvalidArgument`.  Inside a call on this store (an
+        :meth:`observe` callback) it raises :class:`InvalidArgument`: it
+        would wait for that call, which waits for it."""
+        if self._ss.in_call_here():
+            raise InvalidArgument(
+                "close() inside a call on this store (an observe() "
+                "callback) would wait for itself: end the call first "
+                "(return True from the callback), then close", EINVAL)
         self._finalizer()
 
     def __enter__(self):

@@ -20,7 +20,8 @@ class _StoreState:
     calls in flight wait for), wait while dlock_store_close() runs
     (closing), and after it go straight to libdlock, which answers LOST
     without touching the store."""
-    __slots__ = ("h", "cond", "users", "draining", "closing", "owner")
+    __slots__ = ("h", "cond", "users", "draining", "closing", "owner",
+                 "mine")
 
     def __init__(self, h):
         self.h = h
@@ -29,6 +30,12 @@ class _StoreState:
         self.draining = None      # the handle while close() drains
         self.closing = False
         self.owner = _Owner()
+        self.mine = threading.local()  # .n: this thread's calls in flight
+
+    def in_call_here(self):
+        """Is this thread inside a call on the store (an observe()
+        callback): close() would wait for itself."""
+        return getattr(self.mine, "n", 0) > 0
 
 
 class _Using:
@@ -57,14 +64,17 @@ class _Using:
                     return None
                 ss.users += 1
                 self.counted = True
+                ss.mine.n = getattr(ss.mine, "n", 0) + 1
                 return ss.draining
             ss.users += 1
             self.counted = True
+            ss.mine.n = getattr(ss.mine, "n", 0) + 1
             return ss.h
 
     def __exit__(self, *exc):
         if self.counted:
             ss = self.ss
+            ss.mine.n -= 1
             with ss.cond:
                 ss.users -= 1
                 if ss.users == 0:

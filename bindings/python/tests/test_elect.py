@@ -272,6 +272,36 @@ def test_observe_callback_exception_propagates(store, kind, name):
     a.release()
 
 
+def test_adv45b_close_inside_observe_callback(url, kind, name):
+    """close() from an observe() callback raised nothing and waited for
+    the observe() it was called from: a hang.  It raises InvalidArgument
+    (through observe()), and the store closes afterwards."""
+    s = dlock.Store(url)
+    a = elect_or_skip(s, kind, name, "a", wait=0)
+    out = queue.Queue()
+
+    def cb(leader):
+        s.close()
+        return True
+
+    def observe():
+        try:
+            out.put(("returned", s.observe(name, cb)))
+        except BaseException as e:  # to the test's thread
+            out.put(("raised", e))
+
+    t = threading.Thread(target=observe, daemon=True)
+    t.start()
+    t.join(20)
+    assert not t.is_alive(), "close() inside observe()'s callback hung"
+    how, what = out.get_nowait()
+    assert how == "raised" and isinstance(what, dlock.InvalidArgument), what
+    assert "inside a call on this store" in str(what)
+    a.release()
+    s.close()
+    assert s.closed
+
+
 def test_observe_iter(store, store2, kind, name):
     a = elect_or_skip(store, kind, name, "a", wait=0)
     it = store2.observe_iter(name)
