@@ -24,6 +24,8 @@ final class Store
 
     /** @var \FFI\CData|null dlock_store* */
     private $handle;
+    /** observe() calls in flight: their callbacks may not close() the store. */
+    private int $observing = 0;
 
     /**
      * Open a store.
@@ -56,6 +58,14 @@ final class Store
      */
     public function close(): void
     {
+        // Inside observe()'s callback dlock_observe() is still using the
+        // handle: closing it there freed it under the call (a crash).
+        if ($this->observing > 0) {
+            throw new InvalidArgumentException(
+                "close() inside observe()'s callback: return false from the callback first, then close",
+                Exception::EINVAL
+            );
+        }
         if ($this->handle !== null) {
             $h = $this->handle;
             $this->handle = null;
@@ -213,7 +223,13 @@ final class Store
                 return 1;
             }
         };
-        $rc = $ffi->dlock_observe($this->h(), $name, $cb, null, null);
+        $h = $this->h();
+        $this->observing++;
+        try {
+            $rc = $ffi->dlock_observe($h, $name, $cb, null, null);
+        } finally {
+            $this->observing--;
+        }
         if ($error !== null) {
             throw $error;
         }

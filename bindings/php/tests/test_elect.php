@@ -11,6 +11,7 @@ declare(strict_types=1);
 require __DIR__ . '/lib.php';
 
 use Dlock\Exception;
+use Dlock\InvalidArgumentException;
 use Dlock\Leader;
 use Dlock\Lock;
 use Dlock\Store;
@@ -174,6 +175,31 @@ T::block('observe', function () use ($store, $url) {
     }
     $l->release();
     echo sprintf("# %s a proclaim seen by observe() after %.3f s\n", T::$tag, $latency);
+});
+
+// adv45b: close() inside observe()'s callback freed the handle that
+// dlock_observe() was still using (a segfault); it throws instead.
+T::block('adv45b: close() inside the callback', function () use ($url) {
+    $n = T::name('adv45b-close');
+    $s = new Store($url);
+    $l = $s->elect($n, 'a');
+    try {
+        $s->observe($n, function (?Leader $l) use ($s) {
+            $s->close();
+            return true;
+        });
+        T::ok(false, 'close() inside the callback throws', 'observe() returned');
+    } catch (InvalidArgumentException $e) {
+        T::ok(str_contains($e->getMessage(), "inside observe()'s callback"), 'close() inside the callback throws: ' . $e->getMessage());
+    }
+    $l->release();
+    $s->close();
+    try {
+        $s->url();
+        T::ok(false, 'the store closes afterwards', 'url() answered');
+    } catch (InvalidArgumentException $e) {
+        T::ok(true, 'the store closes afterwards');
+    }
 });
 
 T::done();
