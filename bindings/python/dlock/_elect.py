@@ -128,6 +128,8 @@ def observe_iter(store, name, cancel=None):
         q.put((False, done))
 
     t = threading.Thread(target=relay, name="dlock-observe", daemon=True)
+    with store._ss.cond:
+        store._ss.iters.add(own)
     t.start()
     try:
         while True:
@@ -146,6 +148,8 @@ def observe_iter(store, name, cancel=None):
     finally:
         own.fire()
         t.join()
+        with store._ss.cond:
+            store._ss.iters.discard(own)
 
 
 # How often observe_iter()'s consumer looks at the caller's cancel.

@@ -212,7 +212,8 @@ class Store:
         """:meth:`observe` as an iterator: yields a :class:`Leader` (or
         None) per change, from an observer on a thread of its own.
         Breaking out of the loop (closing the generator) stops it; so
-        does ``cancel.fire()``, which raises :class:`Cancelled`."""
+        does ``cancel.fire()``, which raises :class:`Cancelled`, and so
+        does closing the store (which would otherwise wait for it)."""
         return _elect.observe_iter(self, name, cancel)
 
     def _runs(self, fn, what, *args):

@@ -21,7 +21,7 @@ class _StoreState:
     (closing), and after it go straight to libdlock, which answers LOST
     without touching the store."""
     __slots__ = ("h", "cond", "users", "draining", "closing", "owner",
-                 "mine")
+                 "mine", "iters")
 
     def __init__(self, h):
         self.h = h
@@ -31,6 +31,10 @@ class _StoreState:
         self.closing = False
         self.owner = _Owner()
         self.mine = threading.local()  # .n: this thread's calls in flight
+        # The cancels of the observe_iter() generators running on it: a
+        # close fires them (a generator nobody drains would keep its
+        # observe() in flight, and the close waiting for it, forever).
+        self.iters = set()
 
     def in_call_here(self):
         """Is this thread inside a call on the store (an observe()
@@ -93,6 +97,8 @@ def _close_handle(ss):
         if h is None:
             return
         ss.draining = h           # calls on its locks go on meanwhile
+        for c in list(ss.iters):
+            c.fire()
         while ss.users > 0:
             if _process._exiting:
                 # A thread (a daemon, at interpreter exit) is still inside

@@ -302,6 +302,27 @@ def test_adv45b_close_inside_observe_callback(url, kind, name):
     assert s.closed
 
 
+def test_adv45b_close_with_observe_iter_running(url, kind, name):
+    """close() with an observe_iter() generator not drained waited
+    forever for its observer's thread; it stops the generator (Cancelled)
+    and closes."""
+    s = dlock.Store(url)
+    a = elect_or_skip(s, kind, name, "a", wait=0)
+    it = s.observe_iter(name)
+    first = next(it)
+    assert first is not None and first.value == "a"
+    a.release()
+    t = threading.Thread(target=s.close, daemon=True)
+    t.start()
+    t.join(20)
+    assert not t.is_alive(), "close() hung behind observe_iter()"
+    assert s.closed
+    with pytest.raises(dlock.Cancelled):
+        while True:
+            next(it)
+    it.close()
+
+
 def test_observe_iter(store, store2, kind, name):
     a = elect_or_skip(store, kind, name, "a", wait=0)
     it = store2.observe_iter(name)
