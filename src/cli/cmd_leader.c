@@ -6,10 +6,12 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -117,6 +119,33 @@ static int on_change(const dlock_info *in, void *payload)
     return 0;
 }
 
+/* The reader of stdout gone (`dlock leader --watch | head -1`): a pipe's
+ * write end polls POLLERR, a socket's or a hung-up terminal's POLLHUP.
+ * The watch writes only on a change, so without this it would wait for
+ * the next change (maybe never) to learn it by SIGPIPE: the pipeline
+ * would hang.  Ends the watch as SIGPIPE would (128+SIGPIPE).  events 0:
+ * a regular file or /dev/null never wakes it. */
+static void *stdout_gone(void *arg)
+{
+    struct pollfd p = {STDOUT_FILENO, 0, 0};
+
+    (void)arg;
+    for (;;) {
+        int n = poll(&p, 1, -1);
+
+        if (n > 0 && (p.revents & POLLNVAL))
+            return NULL; /* closed: the next write fails and says so */
+        if (n > 0 && (p.revents & (POLLERR | POLLHUP))) {
+            if (watch_sig == 0)
+                watch_sig = SIGPIPE;
+            dlock_cancel_fire(watch_cancel);
+            return NULL;
+        }
+        if (n < 0 && errno != EINTR)
+            return NULL;
+    }
+}
+
 /* Sleep ms unless a signal ends the watch first. */
 static void nap(int64_t ms)
 {
@@ -132,8 +161,10 @@ static int watch(dlock_store *store, const char *name, int json)
 {
     struct watch w = {json, 0, 0, 0, NULL};
     struct sigaction sa;
+    pthread_t gone;
+    sigset_t all, old;
     int64_t backoff = 250;
-    int rc;
+    int rc, gone_ok;
 
     rc = dlock_cancel_new(&watch_cancel);
     if (rc != DLOCK_OK)
@@ -144,6 +175,12 @@ static int watch(dlock_store *store, const char *name, int json)
     (void)sigaction(SIGINT, &sa, NULL);
     (void)sigaction(SIGTERM, &sa, NULL);
     (void)sigaction(SIGHUP, &sa, NULL);
+    /* The signals stay the main thread's (the thread is started with all
+     * of them blocked). */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    gone_ok = pthread_create(&gone, NULL, stdout_gone, NULL) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     for (;;) {
         rc = dlock_observe(store, name, on_change, &w, watch_cancel);
         if (watch_sig != 0 || rc == DLOCK_ECANCELED)
@@ -160,6 +197,10 @@ static int watch(dlock_store *store, const char *name, int json)
             continue;
         }
         break;
+    }
+    if (gone_ok) {
+        (void)pthread_cancel(gone); /* poll() is a cancellation point */
+        (void)pthread_join(gone, NULL);
     }
     free(w.value);
     if (watch_sig != 0)

@@ -1,0 +1,7 @@
+# Issue 45's adversary pass on the election CLI (tests/adv45/*.sh).
+# watch_pipe.sh: `dlock leader --watch | head -1` ends with head.
+add_test(NAME adv45-watch-pipe-sqlite
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/adv45/watch_pipe.sh $<TARGET_FILE:dlock_cli>
+          sqlite://${CMAKE_CURRENT_BINARY_DIR}/adv45-watch-pipe.db)
+set_tests_properties(adv45-watch-pipe-sqlite PROPERTIES TIMEOUT 60)
+dlock_tier(quick T adv45-watch-pipe-sqlite)
