@@ -205,8 +205,9 @@ static int check(const struct run_opts *o)
                 failed = !(WIFEXITED(run_health_status) &&
                            WEXITSTATUS(run_health_status) == 0);
             } else {
-                /* Still running after a whole interval: a failure. */
-                (void)kill(run_health_pid, SIGKILL);
+                /* Still running after a whole interval: a failure, and
+                 * ended with all it started. */
+                run_kill_tree(run_health_pid);
                 failed = 1;
             }
             run_health_pid = 0;

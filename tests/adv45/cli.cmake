@@ -5,3 +5,9 @@ add_test(NAME adv45-watch-pipe-sqlite
           sqlite://${CMAKE_CURRENT_BINARY_DIR}/adv45-watch-pipe.db)
 set_tests_properties(adv45-watch-pipe-sqlite PROPERTIES TIMEOUT 60)
 dlock_tier(quick T adv45-watch-pipe-sqlite)
+# health_tree.sh: an overrun --health-cmd is killed with its children.
+add_test(NAME adv45-health-tree-sqlite
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/adv45/health_tree.sh $<TARGET_FILE:dlock_cli>
+          sqlite://${CMAKE_CURRENT_BINARY_DIR}/adv45-health-tree.db)
+set_tests_properties(adv45-health-tree-sqlite PROPERTIES TIMEOUT 60)
+dlock_tier(quick T adv45-health-tree-sqlite)
