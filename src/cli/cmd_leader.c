@@ -92,6 +92,8 @@ struct watch {
     int held;
     uint64_t fence;
     char *value;
+    /* Reads the store answered (each observe()'s first is reported). */
+    unsigned long reads;
 };
 
 static int on_change(const dlock_info *in, void *payload)
@@ -99,6 +101,7 @@ static int on_change(const dlock_info *in, void *payload)
     struct watch *w = payload;
     const char *v = in->held ? in->value : NULL;
 
+    w->reads++;
     if (w->printed && w->held == (in->held != 0) &&
         (!in->held ||
          (w->fence == in->fence && (w->value == NULL) == (v == NULL) &&
@@ -159,7 +162,7 @@ static void nap(int64_t ms)
 
 static int watch(dlock_store *store, const char *name, int json)
 {
-    struct watch w = {json, 0, 0, 0, NULL};
+    struct watch w = {json, 0, 0, 0, NULL, 0};
     struct sigaction sa;
     pthread_t gone;
     sigset_t all, old;
@@ -182,11 +185,19 @@ static int watch(dlock_store *store, const char *name, int json)
     gone_ok = pthread_create(&gone, NULL, stdout_gone, NULL) == 0;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     for (;;) {
+        unsigned long reads = w.reads;
+
         rc = dlock_observe(store, name, on_change, &w, watch_cancel);
         if (watch_sig != 0 || rc == DLOCK_ECANCELED)
             break;
         if (rc == DLOCK_EUNAVAIL || rc == DLOCK_ESTORE) {
-            /* Cannot tell is not "no leader": say so, look again. */
+            /* Cannot tell is not "no leader": say so, look again.  The
+             * back-off grows while the store cannot be read at all, and
+             * starts again once it was: a subscription broken now and
+             * then (a failover a day) must not leave every later one 5 s
+             * blind. */
+            if (w.reads != reads)
+                backoff = 250;
             cli_err("leader: warning: cannot read the leader of '%s' (%s); "
                     "trying again in %lld ms",
                     name, dlock_errmsg(), (long long)backoff);
