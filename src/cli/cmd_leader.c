@@ -26,8 +26,9 @@ static const char help[] =
     "  --watch   print a line (with --json an object per line) now and each\n"
     "            time the leader changes (another term, another value, no\n"
     "            leader), until killed: SIGINT or SIGTERM end it with\n"
-    "            128+N.  A store that cannot be read is a warning on stderr\n"
-    "            and the watch goes on (never \"no leader\": it cannot tell).\n"
+    "            128+N; a reader of stdout gone (| head -1) with 141.\n"
+    "            A store that cannot be read is a warning on stderr and\n"
+    "            the watch goes on (never \"no leader\": it cannot tell).\n"
     "            Changes show within a second on Redis, PostgreSQL and etcd,\n"
     "            within the poll interval (250 ms) on SQLite and MariaDB.\n";
 

@@ -35,10 +35,6 @@ static int stepped;
 static int fails;
 static int64_t next_check = -1;
 static char **health_env;
-/* The --health-cmd running now (0: none), and its status once reaped
- * (run_reap_children()). */
-pid_t run_health_pid;
-int run_health_status = -1;
 
 /* "dlock.candidates/NAME/", malloc'd. */
 static char *marker_prefix(const char *name)

@@ -184,6 +184,12 @@ static int signal_descendants(int sig, pid_t skip, pid_t skip_group)
     return signal_under(getpid(), sig, skip, skip_group);
 }
 
+/* The --health-cmd running now (0: none), and its status once reaped
+ * (run_reap_children()); started and judged by run_elect.c.  Here, not
+ * there: this file reaps, and run_elect.c kills with run_kill_tree(). */
+pid_t run_health_pid;
+int run_health_status = -1;
+
 /* Reap every child of dlock that has exited (orphans reparented to it
  * included); returns child if CMD was among them, its status in
  * *status. */
