@@ -14,6 +14,11 @@ if [ -z "$URL" ]; then
     [ "${CI:-}" = true ] && exit 1
     exit 77
 fi
+command -v ss >/dev/null && command -v redis-cli >/dev/null || {
+    echo "no ss or redis-cli"
+    [ "${CI:-}" = true ] && exit 1
+    exit 77
+}
 hp=${URL#redis://}
 hp=${hp%%/*}
 hp=${hp%%\?*}
@@ -51,7 +56,6 @@ wait_sub() {
 "$DLOCK" -s "$URL" leader "adv45-backoff-$$" --watch >"$T/out" 2>"$T/err" &
 wpid=$!
 wait_sub 5000 || fail "the watcher never subscribed: $(cat "$T/err")"
-command -v ss >/dev/null || { echo "no ss"; exit 77; }
 for k in 1 2 3 4 5 6 7; do
     rc client kill id "$sid" >/dev/null
     t0=$(date +%s%N)
