@@ -6,10 +6,12 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -24,8 +26,9 @@ static const char help[] =
     "  --watch   print a line (with --json an object per line) now and each\n"
     "            time the leader changes (another term, another value, no\n"
     "            leader), until killed: SIGINT or SIGTERM end it with\n"
-    "            128+N.  A store that cannot be read is a warning on stderr\n"
-    "            and the watch goes on (never \"no leader\": it cannot tell).\n"
+    "            128+N; a reader of stdout gone (| head -1) with 141.\n"
+    "            A store that cannot be read is a warning on stderr and\n"
+    "            the watch goes on (never \"no leader\": it cannot tell).\n"
     "            Changes show within a second on Redis, PostgreSQL and etcd,\n"
     "            within the poll interval (250 ms) on SQLite and MariaDB.\n";
 
@@ -90,6 +93,8 @@ struct watch {
     int held;
     uint64_t fence;
     char *value;
+    /* Reads the store answered (each observe()'s first is reported). */
+    unsigned long reads;
 };
 
 static int on_change(const dlock_info *in, void *payload)
@@ -97,6 +102,7 @@ static int on_change(const dlock_info *in, void *payload)
     struct watch *w = payload;
     const char *v = in->held ? in->value : NULL;
 
+    w->reads++;
     if (w->printed && w->held == (in->held != 0) &&
         (!in->held ||
          (w->fence == in->fence && (w->value == NULL) == (v == NULL) &&
@@ -117,6 +123,33 @@ static int on_change(const dlock_info *in, void *payload)
     return 0;
 }
 
+/* The reader of stdout gone (`dlock leader --watch | head -1`): a pipe's
+ * write end polls POLLERR, a socket's or a hung-up terminal's POLLHUP.
+ * The watch writes only on a change, so without this it would wait for
+ * the next change (maybe never) to learn it by SIGPIPE: the pipeline
+ * would hang.  Ends the watch as SIGPIPE would (128+SIGPIPE).  events 0:
+ * a regular file or /dev/null never wakes it. */
+static void *stdout_gone(void *arg)
+{
+    struct pollfd p = {STDOUT_FILENO, 0, 0};
+
+    (void)arg;
+    for (;;) {
+        int n = poll(&p, 1, -1);
+
+        if (n > 0 && (p.revents & POLLNVAL))
+            return NULL; /* closed: the next write fails and says so */
+        if (n > 0 && (p.revents & (POLLERR | POLLHUP))) {
+            if (watch_sig == 0)
+                watch_sig = SIGPIPE;
+            dlock_cancel_fire(watch_cancel);
+            return NULL;
+        }
+        if (n < 0 && errno != EINTR)
+            return NULL;
+    }
+}
+
 /* Sleep ms unless a signal ends the watch first. */
 static void nap(int64_t ms)
 {
@@ -130,10 +163,12 @@ static void nap(int64_t ms)
 
 static int watch(dlock_store *store, const char *name, int json)
 {
-    struct watch w = {json, 0, 0, 0, NULL};
+    struct watch w = {json, 0, 0, 0, NULL, 0};
     struct sigaction sa;
+    pthread_t gone;
+    sigset_t all, old;
     int64_t backoff = 250;
-    int rc;
+    int rc, gone_ok;
 
     rc = dlock_cancel_new(&watch_cancel);
     if (rc != DLOCK_OK)
@@ -144,12 +179,26 @@ static int watch(dlock_store *store, const char *name, int json)
     (void)sigaction(SIGINT, &sa, NULL);
     (void)sigaction(SIGTERM, &sa, NULL);
     (void)sigaction(SIGHUP, &sa, NULL);
+    /* The signals stay the main thread's (the thread is started with all
+     * of them blocked). */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    gone_ok = pthread_create(&gone, NULL, stdout_gone, NULL) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     for (;;) {
+        unsigned long reads = w.reads;
+
         rc = dlock_observe(store, name, on_change, &w, watch_cancel);
         if (watch_sig != 0 || rc == DLOCK_ECANCELED)
             break;
         if (rc == DLOCK_EUNAVAIL || rc == DLOCK_ESTORE) {
-            /* Cannot tell is not "no leader": say so, look again. */
+            /* Cannot tell is not "no leader": say so, look again.  The
+             * back-off grows while the store cannot be read at all, and
+             * starts again once it was: a subscription broken now and
+             * then (a failover a day) must not leave every later one 5 s
+             * blind. */
+            if (w.reads != reads)
+                backoff = 250;
             cli_err("leader: warning: cannot read the leader of '%s' (%s); "
                     "trying again in %lld ms",
                     name, dlock_errmsg(), (long long)backoff);
@@ -160,6 +209,10 @@ static int watch(dlock_store *store, const char *name, int json)
             continue;
         }
         break;
+    }
+    if (gone_ok) {
+        (void)pthread_cancel(gone); /* poll() is a cancellation point */
+        (void)pthread_join(gone, NULL);
     }
     free(w.value);
     if (watch_sig != 0)

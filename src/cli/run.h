@@ -83,6 +83,8 @@ pid_t run_reap_children(pid_t child, int *status);
 /* CMD has exited and the lock is lost: SIGKILL every descendant left
  * until none is, or until deadline (run_now_ms()). */
 void run_kill_descendants(int rfd, int64_t deadline);
+/* SIGKILL child and every process under it (a health check overrun). */
+void run_kill_tree(pid_t child);
 /* sig to CMD (its group if it has its own) and every process it started. */
 void run_signal_cmd(pid_t child, int sig);
 

@@ -35,10 +35,6 @@ static int stepped;
 static int fails;
 static int64_t next_check = -1;
 static char **health_env;
-/* The --health-cmd running now (0: none), and its status once reaped
- * (run_reap_children()). */
-pid_t run_health_pid;
-int run_health_status = -1;
 
 /* "dlock.candidates/NAME/", malloc'd. */
 static char *marker_prefix(const char *name)
@@ -205,8 +201,9 @@ static int check(const struct run_opts *o)
                 failed = !(WIFEXITED(run_health_status) &&
                            WEXITSTATUS(run_health_status) == 0);
             } else {
-                /* Still running after a whole interval: a failure. */
-                (void)kill(run_health_pid, SIGKILL);
+                /* Still running after a whole interval: a failure, and
+                 * ended with all it started. */
+                run_kill_tree(run_health_pid);
                 failed = 1;
             }
             run_health_pid = 0;

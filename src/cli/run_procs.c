@@ -127,14 +127,14 @@ static void signal_proc(pid_t pid, pid_t ppid, int sig)
         (void)kill(pid, sig);
 }
 
-/* sig to every living descendant of dlock, but CMD (skip) and the
- * members of group skip_group (signalled already; 0: none).  Returns
- * how many living descendants there were (skipped ones included). */
-static int signal_descendants(int sig, pid_t skip, pid_t skip_group)
+/* sig to every living descendant of root, but skip and the members of
+ * group skip_group (signalled already; 0: none).  Returns how many
+ * living descendants there were (skipped ones included). */
+static int signal_under(pid_t root, int sig, pid_t skip, pid_t skip_group)
 {
     struct proc *v;
     int n = read_procs(&v), alive = 0;
-    pid_t self = getpid();
+    pid_t self = root;
     unsigned char *mine;
 
     if (n <= 0) {
@@ -176,6 +176,19 @@ static int signal_descendants(int sig, pid_t skip, pid_t skip_group)
     free(v);
     return alive;
 }
+
+/* sig to every living descendant of dlock, but CMD (skip) and the
+ * members of group skip_group. */
+static int signal_descendants(int sig, pid_t skip, pid_t skip_group)
+{
+    return signal_under(getpid(), sig, skip, skip_group);
+}
+
+/* The --health-cmd running now (0: none), and its status once reaped
+ * (run_reap_children()); started and judged by run_elect.c.  Here, not
+ * there: this file reaps, and run_elect.c kills with run_kill_tree(). */
+pid_t run_health_pid;
+int run_health_status = -1;
 
 /* Reap every child of dlock that has exited (orphans reparented to it
  * included); returns child if CMD was among them, its status in
@@ -226,6 +239,19 @@ void run_kill_descendants(int rfd, int64_t deadline)
         while (read(rfd, buf, sizeof(buf)) > 0)
             ;
     }
+}
+
+/* SIGKILL child (a --health-cmd that overran its interval) and every
+ * process under it: stopped first, from child down, so that none is
+ * reparented (to dlock, a subreaper) between the walk and its signal,
+ * and none forks meanwhile.  Killing only the shell left what it ran
+ * (`sleep 100; true`) running for as long as dlock led. */
+void run_kill_tree(pid_t child)
+{
+    (void)kill(child, SIGSTOP);
+    (void)signal_under(child, SIGSTOP, 0, 0);
+    (void)signal_under(child, SIGKILL, 0, 0);
+    (void)kill(child, SIGKILL);
 }
 
 /* Signal CMD: its process group when it has one of its own, else CMD

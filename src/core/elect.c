@@ -281,6 +281,7 @@ int dlock_observe(dlock_store *s, const char *name, dlock_observe_cb cb,
     struct dlock_cancel *outer;
     struct seen last = {0, 0, NULL, 0};
     void *state = NULL;
+    int64_t last_read = 0;
     int watching = 0, first = 1, rc;
 
     dlock__clearerr();
@@ -306,6 +307,7 @@ int dlock_observe(dlock_store *s, const char *name, dlock_observe_cb cb,
             rc = dlock__ecanceled();
             break;
         }
+        last_read = dlock__now_ms();
         rc = read_leader(s, name, &info);
         if (rc != DLOCK_OK)
             break;
@@ -321,8 +323,14 @@ int dlock_observe(dlock_store *s, const char *name, dlock_observe_cb cb,
         if (rc != DLOCK_OK)
             break;
         if (watching) {
+            int64_t since;
+
             rc = s->ops->watch(s, name, &state, OBSERVE_SLICE_MS);
-            if (rc == DLOCK_OK && dlock__cancel_sleep_ms(OBSERVE_GAP_MS))
+            /* A rate, not a delay: a wake-up long after the last read is
+             * read at once. */
+            since = dlock__now_ms() - last_read;
+            if (rc == DLOCK_OK && since < OBSERVE_GAP_MS &&
+                dlock__cancel_sleep_ms(OBSERVE_GAP_MS - since))
                 rc = dlock__ecanceled();
         } else if (dlock__cancel_sleep_ms(DLOCK_OBSERVE_POLL_MS)) {
             rc = dlock__ecanceled();

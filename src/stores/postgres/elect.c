@@ -31,45 +31,13 @@
 /* SQLSTATE undefined_table: dlock_leaders is not there (yet). */
 #define UNDEFINED_TABLE "42P01"
 
-struct eq_call {
-    struct pg_store *ps;
-    const char *what, *sql;
-    int n;
-    const char *const *v;
-    PGresult *res;
-    char state[6];
-};
-
-static int eq_fn(void *conn, void *arg, int *dead)
-{
-    struct eq_call *k = arg;
-    int rc = dlock__pg_run(conn, k->ps->base.url, k->what, k->sql, k->n, k->v,
-                           k->ps->op_timeout_ms, &k->res, k->state);
-
-    *dead = rc == DLOCK_EUNAVAIL;
-    return rc;
-}
-
-/* One statement (unnamed: PgBouncer-safe) on a pooled connection; state:
- * its SQLSTATE on a server's error. */
-static int eq(struct pg_store *ps, const char *what, const char *sql, int n,
-              const char *const *v, PGresult **res, char state[6])
-{
-    struct eq_call k = {ps, what, sql, n, v, NULL, ""};
-    int rc = dlock__pool_run(&ps->pool, eq_fn, &k);
-
-    *res = k.res;
-    memcpy(state, k.state, sizeof(k.state));
-    return rc;
-}
-
 static int set_once(struct pg_store *ps, struct dlock_lock *lk,
                     const char *const *v, PGresult **res, char state[6])
 {
     const char *sql = ps->text.value_set[ps->lease_mode];
 
     if (ps->lease_mode)
-        return eq(ps, "leader value", sql, 4, v, res, state);
+        return dlock__pg_pooled(ps, "leader value", sql, 4, v, res, state);
     return dlock__pg_held_run_st(ps, lk, "leader value", -1, sql, 4, v, res,
                                  state);
 }
@@ -90,8 +58,8 @@ int dlock__pg_value_set(struct dlock_store *s, struct dlock_lock *lk,
     if (rc == DLOCK_ESTORE && strcmp(state, UNDEFINED_TABLE) == 0) {
         /* A server whose tables predate election: create them (the
          * statement above changed nothing), then again. */
-        rc = eq(ps, "creating the run tables", ps->text.init_runs, 0, NULL,
-                &res, state);
+        rc = dlock__pg_pooled(ps, "creating the run tables", ps->text.init_runs,
+                              0, NULL, &res, state);
         PQclear(res);
         res = NULL;
         if (rc == DLOCK_OK)
@@ -125,7 +93,8 @@ int dlock__pg_value_get(struct dlock_store *s, const char *name,
     *fence = 0;
     *value = NULL;
     *len = 0;
-    rc = eq(ps, "leader value", ps->text.value_get, 1, v, &res, state);
+    rc = dlock__pg_pooled(ps, "leader value", ps->text.value_get, 1, v, &res,
+                          state);
     if (rc == DLOCK_ESTORE && strcmp(state, UNDEFINED_TABLE) == 0) {
         PQclear(res);
         dlock__clearerr();
@@ -149,19 +118,6 @@ int dlock__pg_value_get(struct dlock_store *s, const char *name,
     *len = (size_t)n;
     *fence = (uint64_t)f;
     return DLOCK_OK;
-}
-
-void dlock__pg_notify(struct pg_store *ps, const char *name)
-{
-    const char *v[1] = {name};
-    char state[6];
-    PGresult *res = NULL;
-
-    /* Best effort: an observer that misses it reads again within a
-     * second anyway. */
-    (void)eq(ps, "notify", ps->text.notify, 1, v, &res, state);
-    PQclear(res);
-    dlock__clearerr();
 }
 
 /* --- watch ----------------------------------------------------------- */

@@ -324,6 +324,12 @@ int dlock__pg_value_get(struct dlock_store *s, const char *name,
 int dlock__pg_watch(struct dlock_store *s, const char *name, void **state,
                     int64_t slice_ms);
 void dlock__pg_watch_end(struct dlock_store *s, void *state);
+/* --- notify.c --------------------------------------------------------- */
+/* One statement (unnamed: PgBouncer-safe) on a pooled connection; state
+ * (may be NULL): its SQLSTATE on a server's error. */
+int dlock__pg_pooled(struct pg_store *ps, const char *what, const char *sql,
+                     int n, const char *const *v, PGresult **res,
+                     char state[6]);
 /* After a candidate's release: wake the name's observers (best effort). */
 void dlock__pg_notify(struct pg_store *ps, const char *name);
 

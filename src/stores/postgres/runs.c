@@ -35,39 +35,6 @@
 
 /* --- statements on a pooled connection ------------------------------- */
 
-struct rq_call {
-    struct pg_store *ps;
-    const char *what, *sql;
-    int n;
-    const char *const *v;
-    PGresult *res;
-    char state[6];
-};
-
-static int rq_fn(void *conn, void *arg, int *dead)
-{
-    struct rq_call *k = arg;
-    int rc = dlock__pg_run(conn, k->ps->base.url, k->what, k->sql, k->n, k->v,
-                           k->ps->op_timeout_ms, &k->res, k->state);
-
-    *dead = rc == DLOCK_EUNAVAIL;
-    return rc;
-}
-
-/* One statement (unnamed: PgBouncer-safe in lease mode) on a pooled
- * connection; state: its SQLSTATE on a server's error. */
-static int rq(struct pg_store *ps, const char *what, const char *sql, int n,
-              const char *const *v, PGresult **res, char state[6])
-{
-    struct rq_call k = {ps, what, sql, n, v, NULL, ""};
-    int rc = dlock__pool_run(&ps->pool, rq_fn, &k);
-
-    *res = k.res;
-    if (state != NULL)
-        memcpy(state, k.state, sizeof(k.state));
-    return rc;
-}
-
 /* Row i of a result of fence, host, pid, start_ms, end_ms, result,
  * status from column c on, into run. */
 static void run_from(dlock_run *run, const PGresult *r, int i, int c)
@@ -87,7 +54,7 @@ static int begin_once(struct pg_store *ps, struct dlock_lock *lk,
                       const char *sql, PGresult **res, char state[6])
 {
     if (ps->lease_mode)
-        return rq(ps, "run begin", sql, 0, NULL, res, state);
+        return dlock__pg_pooled(ps, "run begin", sql, 0, NULL, res, state);
     return dlock__pg_held_run_st(ps, lk, "run begin", -1, sql, 0, NULL, res,
                                  state);
 }
@@ -125,8 +92,8 @@ int dlock__pg_run_begin(struct dlock_store *s, struct dlock_lock *lk,
     if (rc == DLOCK_ESTORE && strcmp(state, UNDEFINED_TABLE) == 0) {
         /* A server whose lock tables predate run records: create them
          * (the transaction above rolled back), then again. */
-        rc = rq(ps, "creating the run tables", ps->text.init_runs, 0, NULL,
-                &res, NULL);
+        rc = dlock__pg_pooled(ps, "creating the run tables", ps->text.init_runs,
+                              0, NULL, &res, NULL);
         PQclear(res);
         res = NULL;
         if (rc == DLOCK_OK)
@@ -174,7 +141,8 @@ int dlock__pg_run_end(struct dlock_store *s, struct dlock_lock *lk, int result,
         rc = dlock__pg_held_run(ps, lk, "run end", -1, ps->text.run_end, 4, v,
                                 &res);
     if (rc == DLOCK_LOST)
-        rc = rq(ps, "run end", ps->text.run_end, 4, v, &res, NULL);
+        rc =
+            dlock__pg_pooled(ps, "run end", ps->text.run_end, 4, v, &res, NULL);
     PQclear(res);
     return rc;
 }
@@ -215,7 +183,7 @@ static int read_runs(struct pg_store *ps, const char *what, const char *sql,
 {
     PGresult *res = NULL;
     char state[6] = "";
-    int rc = rq(ps, what, sql, n, v, &res, state);
+    int rc = dlock__pg_pooled(ps, what, sql, n, v, &res, state);
 
     if (rc == DLOCK_ESTORE && strcmp(state, UNDEFINED_TABLE) == 0) {
         dlock__clearerr();

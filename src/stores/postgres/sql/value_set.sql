@@ -8,6 +8,11 @@
 -- row lock waited for re-evaluates the DO UPDATE's WHERE, on a later
 -- clock_timestamp()): a statement that began just before its lease ran
 -- out and waited behind the next leader's value cannot write over it.
+-- The clock covers a lease that ran out, not a lock broken (release
+-- --force) while the statement was on its way: its snapshot still shows
+-- the row ours.  So a record is also never replaced by an earlier term's
+-- (fences come from one sequence, for every name and both modes): the
+-- next leader's record, once there, stays.
 -- Answers one row: written (ours, and the record is ours), then the
 -- rows written and the notifications sent.
 WITH o AS (SELECT
@@ -15,7 +20,8 @@ WITH o AS (SELECT
 AS ours),
 w AS (INSERT INTO dlock_leaders AS x (name, fence, value) SELECT $1,
 $3::bigint, $4 FROM o WHERE o.ours ON CONFLICT (name) DO UPDATE SET
-fence = excluded.fence, value = excluded.value WHERE
+fence = excluded.fence, value = excluded.value WHERE x.fence <=
+excluded.fence AND
 -- @include part-ours.sql
 RETURNING 1),
 n AS (SELECT pg_notify(
