@@ -4,7 +4,8 @@ expires_at > clock_timestamp())
 AS ours),
 w AS (INSERT INTO dlock_leaders AS x (name, fence, value) SELECT $1,
 $3::bigint, $4 FROM o WHERE o.ours ON CONFLICT (name) DO UPDATE SET
-fence = excluded.fence, value = excluded.value WHERE
+fence = excluded.fence, value = excluded.value WHERE x.fence <=
+excluded.fence AND
 EXISTS (SELECT 1 FROM dlock_locks WHERE name = $1 AND owner = $2 AND
 expires_at > clock_timestamp())
 RETURNING 1),
