@@ -60,7 +60,9 @@ def test_one_leader_between_two_candidates(store, store2, kind, name):
     else:
         assert ld.pid == os.getpid() and ld.host
         assert ld.since is not None and abs(ld.since - time.time()) < 600
-    assert ld.ttl is None or 0 < ld.ttl <= 30
+    # The store's own count of the lease left (Redis: the server's, to the
+    # ms): a hair over the 30 s asked just after the grant (30.001 seen).
+    assert ld.ttl is None or 0 < ld.ttl <= 31
     # Resigned: the other candidate leads, with a greater term.
     a.release()
     assert store2.leader(name) is None
