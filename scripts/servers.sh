@@ -7,6 +7,7 @@
 # entries use them); sets: tmp, problems.
 tmp=$(mktemp -d /tmp/dlock-test.XXXXXX)
 chmod 755 "$tmp"
+export DLOCK_OWN_SERVERS=$tmp/own  # tests/own_server.sh
 started=()
 cleanup() {
     local s
@@ -14,6 +15,12 @@ cleanup() {
     # the etcd cluster: server-etcd.sh in etcd-cluster).
     for s in "${started[@]}"; do
         "$here/server-${s%%:*}.sh" stop "$tmp/${s#*:}" >/dev/null 2>&1 || true
+    done
+    # What an entry's own server (tests/own_server.sh) left when the entry
+    # was killed.
+    for s in "$tmp"/own/dlock-own.*/script; do
+        [ -f "$s" ] || continue
+        "$(cat "$s")" stop "${s%/script}/srv" >/dev/null 2>&1 || true
     done
     rm -rf "$tmp"
 }

@@ -21,8 +21,8 @@ if(ETCD_FOUND)
             ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_cli.sh $<TARGET_FILE:dlock_cli>)
   dlock_tier(long T cli-etcd-cluster)
 endif()
-# Server faults on the 3-member cluster (the long tier's
-# DLOCK_TEST_ETCD_CLUSTER_URL/_DIR): kill -9 of the leader, a member's
+# Server faults on a 3-member cluster of its own (tests/own_server.sh,
+# start-cluster): kill -9 of the leader, a member's
 # restart, the leader paused past an election.  etcd keeps the keys and
 # their leases through each (a leader change refreshes the leases): no
 # holder may overlap another, no fenced update may be lost.  DLOCK_CLI:
@@ -30,13 +30,14 @@ endif()
 # leader was lost (INFO lines, for the README table).
 if(ETCD_FOUND)
   add_test(NAME torture-etcd-cluster-faults
-    COMMAND sh -c "exec \"$0\" \"$1\" \"$DLOCK_TEST_ETCD_CLUSTER_URL\" 16 server \"$2\" \"$DLOCK_TEST_ETCD_CLUSTER_DIR\" kill-leader:keeps restart-member:keeps pause-leader:keeps"
+    COMMAND ${DLOCK_OWN_SERVER} ${DLOCK_SERVERS}/server-etcd.sh start-cluster ETCD_CLUSTER
+            sh -c "exec \"$0\" \"$1\" \"$DLOCK_TEST_ETCD_CLUSTER_URL\" 16 server \"$2\" \"$DLOCK_TEST_ETCD_CLUSTER_DIR\" kill-leader:keeps restart-member:keeps pause-leader:keeps"
             ${CMAKE_CURRENT_SOURCE_DIR}/torture/run.sh
             $<TARGET_FILE:dlock-torture>
             ${PROJECT_SOURCE_DIR}/scripts/server-etcd.sh)
   set_tests_properties(torture-etcd-cluster-faults PROPERTIES
     TIMEOUT 300 ENVIRONMENT "DLOCK_CLI=$<TARGET_FILE:dlock_cli>")
-  dlock_tier(long S torture-etcd-cluster-faults)
+  dlock_tier(long C torture-etcd-cluster-faults)  # a cluster of its own
 endif()
 # The cluster in network namespaces (tests/partition/lib.sh: members on
 # srv and two hosts of their own, six workers on client hosts), under the
