@@ -73,8 +73,10 @@ static PGconn *raw(void)
     return c;
 }
 
-/* The backend waiting for an advisory lock in our database (this test's
- * server: nobody else waits there), polled for up to 10 s; 0 if none. */
+/* The backend waiting for an advisory lock in our database, polled for up
+ * to 10 s; 0 if none.  The server must be this test's own
+ * (tests/own_server.sh: tests/cancel/CMakeLists.txt): on a shared one the
+ * backend found could be another entry's, which the test then stops. */
 static long waiting_backend(PGconn *c)
 {
     for (int i = 0; i < 1000; i++) {
