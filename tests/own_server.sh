@@ -1,43 +1,86 @@
 #!/bin/bash
 # Run one ctest entry on a throwaway server (or topology) of its own, so
-# that an entry which restarts, kills, fails over or reconfigures its server
-# need not run alone (RUN_SERIAL) to keep it from the entries that share
-# make test's servers.
+# that an entry which restarts, kills, stops, fails over or reconfigures
+# its server need not run alone (RUN_SERIAL) to keep it from the entries
+# that share make test's servers.
 #
 #   own_server.sh SCRIPT START VAR CMD [ARG...]
 #
 # SCRIPT is a scripts/server-*.sh and START its start command (start,
-# start-cluster, start-tls).  The server is started in a fresh temp dir;
+# start-cluster, start-tls).  The server is started in a fresh dir;
 # DLOCK_TEST_<VAR>_URL and DLOCK_TEST_<VAR>_DIR name it (as
-# scripts/servers.sh names make test's own) while CMD runs; it is stopped
-# and its dir removed when CMD ends, or when this script is stopped (ctest's
-# timeout).  The exit status is CMD's (77, ctest's "skipped", included).
-# A server that does not start is exit 1 with the script's output (and 77
-# outside CI, as a store that cannot be tested is everywhere else).
+# scripts/servers.sh names make test's own) while CMD runs.  CMD runs in a
+# process group of its own with the default signal dispositions; when it
+# ends, or this script is stopped (TERM, INT, HUP: ctest's timeout), the
+# whole group is ended first (TERM, then KILL after 5 s: no nemesis can
+# restart the server after its stop), then the server is stopped and its
+# dir removed.  The exit status is CMD's (77, "skipped", included).  A
+# server that does not start is 1 with CI=true, else 77, with the script's
+# output.
+#
+# Where: under scripts/test.sh, DLOCK_OWN_SERVERS (its temp dir's own/),
+# whose end stops whatever is left there; otherwise /tmp/dlock-own-UID, a
+# dir this user owns.  What a SIGKILLed wrapper left (ctest kills at a
+# timeout, and the server, a daemon, outlives it) is stopped by the next
+# wrapper's start: each dir names its wrapper (pid and start time) and its
+# server script.
 set -euo pipefail
-script=${1:?usage: own_server.sh SCRIPT START VAR CMD [ARG...]}
-start=${2:?usage: own_server.sh SCRIPT START VAR CMD [ARG...]}
-var=${3:?usage: own_server.sh SCRIPT START VAR CMD [ARG...]}
+usage="usage: own_server.sh SCRIPT START VAR CMD [ARG...]"
+script=$(realpath "${1:?$usage}")
+start=${2:?$usage}
+var=${3:?$usage}
 shift 3
 [ $# -gt 0 ] || { echo "own_server.sh: no command" >&2; exit 2; }
-# Under scripts/test.sh, in DLOCK_OWN_SERVERS (its temp dir's own/): what
-# a SIGKILL of this script leaves running (ctest kills at a timeout), the
-# script's own end stops (DIR/script names the server script).
-root=${DLOCK_OWN_SERVERS:-/tmp}
-mkdir -p "$root"
+
+# proc_start PID: the process's start time (field 22 of /proc/PID/stat),
+# empty when there is no such process or it has ended (a zombie: where
+# pid 1 is slow to reap, an orphan stays one for seconds).
+proc_start() {
+    sed -n 's/^[0-9]* (.*) [^ZX] \(.*\)$/\1/p' "/proc/$1/stat" 2>/dev/null |
+        cut -d' ' -f19
+}
+
+root=${DLOCK_OWN_SERVERS:-/tmp/dlock-own-$(id -u)}
+mkdir -p -m 755 "$root"
+if [ -L "$root" ] || [ ! -O "$root" ]; then
+    echo "own_server.sh: $root is not a directory of this user's own" >&2
+    exit 1
+fi
+
+# The leftovers of wrappers that are gone.
+for d in "$root"/dlock-own.*; do
+    [ -f "$d/owner" ] && [ -f "$d/script" ] || continue
+    read -r opid ostart <"$d/owner" || continue
+    [ -n "$opid" ] && [ "$(proc_start "$opid")" = "$ostart" ] && continue
+    "$(cat "$d/script")" stop "$d/srv" >/dev/null 2>&1 || true
+    rm -rf "$d"
+done
+
 dir=$(mktemp -d "$root/dlock-own.XXXXXX")
-mkdir "$dir/srv"
-chmod 755 "$root" "$dir" "$dir/srv" # PostgreSQL runs as its own user (root)
-realpath "$script" >"$dir/script"
 child=
 cleanup() {
-    [ -z "$child" ] || kill -TERM "$child" 2>/dev/null || true
+    local i
+    trap '' TERM INT HUP
+    if [ -n "$child" ]; then
+        kill -TERM -- "-$child" 2>/dev/null || true
+        for i in $(seq 1 500); do
+            kill -0 -- "-$child" 2>/dev/null || break
+            sleep 0.01
+        done
+        kill -KILL -- "-$child" 2>/dev/null || true
+        wait "$child" 2>/dev/null || true
+    fi
     "$script" stop "$dir/srv" >/dev/null 2>&1 || true
     rm -rf "$dir"
 }
 trap cleanup EXIT
 trap 'exit 143' TERM
 trap 'exit 130' INT
+trap 'exit 129' HUP
+echo "$$ $(proc_start $$)" >"$dir/owner"
+echo "$script" >"$dir/script"
+mkdir "$dir/srv"
+chmod 755 "$dir" "$dir/srv" # PostgreSQL runs as its own user (root)
 if ! url=$("$script" "$start" "$dir/srv" 2>"$dir/start.log"); then
     cat "$dir/start.log" >&2
     echo "own_server.sh: $script $start did not start a server" >&2
@@ -46,10 +89,13 @@ if ! url=$("$script" "$start" "$dir/srv" 2>"$dir/start.log"); then
 fi
 export "DLOCK_TEST_${var}_URL=$url" "DLOCK_TEST_${var}_DIR=$dir/srv"
 # The URL without its password (never printed).
-echo "== own server: $(sed 's#://\([^:@/]*\):[^@/]*@#://\1:***@#' <<<"$url")"
+echo "== own server: $(sed -E 's#://([^:/@]*):[^@]*@#://\1:***@#' <<<"$url")"
 rc=0
+# Job control: CMD in a process group of its own, SIGINT and SIGQUIT not
+# ignored (as a background job without it would have them).
+set -m
 "$@" &
 child=$!
+set +m
 wait "$child" || rc=$?
-child=
 exit "$rc"
