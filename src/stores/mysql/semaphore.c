@@ -148,6 +148,17 @@ int dlock__my_sem_attempt(struct my_store *ms, struct dlock_lock *lk,
         *retry_ms = best;
         goto out;
     }
+    /* Eight rounds in which the head changed under us (made, taken over or
+     * gone meanwhile): busy for now, to be tried again.  Never the rc of
+     * the last step of a round (DLOCK_OK), which would admit no one to a
+     * slot yet answer the acquire OK, without a fence (seen in a
+     * torture-mysql-semaphore run under load: fence 0, its release LOST,
+     * 4 holders counted on 3 slots). */
+    rc = dlock__seterr(DLOCK_BUSY,
+                       "semaphore '%s': its head changed during each of 8 "
+                       "tries; trying again",
+                       lk->name);
+    *retry_ms = 0;
 out:
     if (have_slot >= 0 && !used_have && !ms->lease_mode) {
         /* Not used: its GET_LOCK goes (ml keeps the slot it holds). */
