@@ -18,10 +18,7 @@ cleanup() {
     done
     # What an entry's own server (tests/own_server.sh) left when the entry
     # was killed.
-    for s in "$tmp"/own/dlock-own.*/script; do
-        [ -f "$s" ] || continue
-        "$(cat "$s")" stop "${s%/script}/srv" >/dev/null 2>&1 || true
-    done
+    "$here/../tests/own_server.sh" --stop-all "$tmp/own" >/dev/null 2>&1 || true
     rm -rf "$tmp"
 }
 trap cleanup EXIT

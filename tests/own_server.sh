@@ -5,6 +5,8 @@
 # that share make test's servers.
 #
 #   own_server.sh SCRIPT START VAR CMD [ARG...]
+#   own_server.sh --stop-all ROOT   stop every server left in ROOT (what
+#                                   scripts/servers.sh does at its end)
 #
 # SCRIPT is a scripts/server-*.sh and START its start command (start,
 # start-cluster, start-tls).  The server is started in a fresh dir;
@@ -26,11 +28,6 @@
 # server script.
 set -euo pipefail
 usage="usage: own_server.sh SCRIPT START VAR CMD [ARG...]"
-script=$(realpath "${1:?$usage}")
-start=${2:?$usage}
-var=${3:?$usage}
-shift 3
-[ $# -gt 0 ] || { echo "own_server.sh: no command" >&2; exit 2; }
 
 # proc_start PID: the process's start time (field 22 of /proc/PID/stat),
 # empty when there is no such process or it has ended (a zombie: where
@@ -40,21 +37,39 @@ proc_start() {
         cut -d' ' -f19
 }
 
+# sweep ROOT EVERY: stop the server of each dir in ROOT and remove the dir:
+# every one (EVERY=1), or only those whose wrapper is gone.
+sweep() {
+    local d opid ostart
+    for d in "$1"/dlock-own.*; do
+        [ -f "$d/script" ] || continue
+        if [ "$2" != 1 ]; then
+            [ -f "$d/owner" ] || continue
+            read -r opid ostart <"$d/owner" || continue
+            [ -n "$opid" ] && [ "$(proc_start "$opid")" = "$ostart" ] && continue
+        fi
+        "$(cat "$d/script")" stop "$d/srv" >/dev/null 2>&1 || true
+        rm -rf "$d"
+    done
+}
+
+if [ "${1:-}" = --stop-all ]; then
+    sweep "${2:?$usage}" 1
+    exit 0
+fi
+script=$(realpath "${1:?$usage}")
+start=${2:?$usage}
+var=${3:?$usage}
+shift 3
+[ $# -gt 0 ] || { echo "own_server.sh: no command" >&2; exit 2; }
+
 root=${DLOCK_OWN_SERVERS:-/tmp/dlock-own-$(id -u)}
 mkdir -p -m 755 "$root"
 if [ -L "$root" ] || [ ! -O "$root" ]; then
     echo "own_server.sh: $root is not a directory of this user's own" >&2
     exit 1
 fi
-
-# The leftovers of wrappers that are gone.
-for d in "$root"/dlock-own.*; do
-    [ -f "$d/owner" ] && [ -f "$d/script" ] || continue
-    read -r opid ostart <"$d/owner" || continue
-    [ -n "$opid" ] && [ "$(proc_start "$opid")" = "$ostart" ] && continue
-    "$(cat "$d/script")" stop "$d/srv" >/dev/null 2>&1 || true
-    rm -rf "$d"
-done
+sweep "$root" 0 # the leftovers of wrappers that are gone
 
 dir=$(mktemp -d "$root/dlock-own.XXXXXX")
 child=
