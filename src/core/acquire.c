@@ -118,6 +118,7 @@ static int attempt(struct dlock_store *s, struct dlock__held *lk,
     /* If this attempt succeeds, the lease started no earlier than now:
      * the end we assume must not be later than the store's. */
     lk->view.lease_end = now + lk->view.ttl_ms;
+    lk->view.fence = 0; /* set by a grant only: see no_fence() */
     *retry_ms = -1;
     rc = s->ops->try_acquire(s, &lk->view, budget, retry_ms);
     /* The store's word on the holder's lease (a server's answer, maybe a
@@ -181,6 +182,7 @@ static int slice_acquire(struct dlock_store *s, struct dlock__held *lk,
         retry = -1;
         /* As in attempt(): the store may move it later, never earlier. */
         lk->view.lease_end = dlock__now_ms() + lk->view.ttl_ms;
+        lk->view.fence = 0;
         rc = s->ops->wait_slice(s, &lk->view, slice, &retry);
         retry = dlock__clamp_ms(retry); /* as in attempt() */
     }
@@ -210,6 +212,28 @@ static int too_late(struct dlock_store *s, struct dlock__held *lk)
         s->url, lk->view.name,
         (long long)(now - (lk->view.lease_end - lk->view.ttl_ms)),
         (long long)lk->view.ttl_ms);
+}
+
+/* A grant without a fence: every store's grant sets one, at least 1
+ * (docs/internals.md), so this is a store's bug or a server's keys
+ * edited or evicted under it (a Redis lock key whose info hash went).
+ * An OK with fence 0 once let a MariaDB semaphore acquire answer OK
+ * with no slot (692170c): holding it would be a holder nobody can fence.
+ * It is let go again, as too_late() does, and the acquire fails. */
+static int no_fence(struct dlock_store *s, struct dlock__held *lk)
+{
+    int64_t saved = dlock__io_deadline;
+
+    if (lk->view.fence != 0)
+        return DLOCK_OK;
+    dlock__io_deadline = dlock__now_ms() + lk->view.ttl_ms / 3;
+    (void)s->ops->release(s, &lk->view);
+    dlock__io_deadline = saved;
+    return dlock__seterr(DLOCK_ESTORE,
+                         "%s granted lock '%s' without a fencing token (a "
+                         "store's bug, or its keys changed under it): not "
+                         "taken",
+                         s->url, lk->view.name);
 }
 
 /* The acquire's cancel fired before it returned: whatever its wait ended
@@ -340,6 +364,8 @@ int dlock__acquire(dlock_lock **out, dlock_store *s, const char *name,
         } else {
             rc = poll_acquire(s, lk, deadline, opts->wait_ms == 0);
         }
+        if (rc == DLOCK_OK)
+            rc = no_fence(s, lk);
         if (rc == DLOCK_OK)
             rc = too_late(s, lk);
         /* The store went away while we waited: a caller who asked to wait

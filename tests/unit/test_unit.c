@@ -505,6 +505,59 @@ static void test_ops_version(void)
            strstr(dlock_errmsg(), "contract version") != NULL);
 }
 
+/* A grant without a fencing token is refused by the core (acquire.c's
+ * no_fence()), and let go again: a mock store whose try_acquire answers
+ * OK without setting one.  The fence is the core's to zero before every
+ * attempt: a store whose earlier attempt set one and then backed out
+ * (BUSY) must not pass a later bare OK off as fenced. */
+static int mock_calls, mock_releases;
+
+static int mock_try(struct dlock_store *s, struct dlock_lock *lk,
+                    int64_t deadline, int64_t *retry_ms)
+{
+    (void)s;
+    (void)deadline;
+    *retry_ms = 0;
+    if (mock_calls++ == 0) {
+        lk->fence = 7; /* a round that backed out, leaving its fence */
+        return DLOCK_BUSY;
+    }
+    return DLOCK_OK; /* granted, but no fence */
+}
+
+static int mock_release(struct dlock_store *s, struct dlock_lock *lk)
+{
+    (void)s;
+    (void)lk;
+    mock_releases++;
+    return DLOCK_OK;
+}
+
+static void test_grant_without_fence(void)
+{
+    static const struct dlock_store_ops ops = {
+        .version = DLOCK_STORE_OPS_VERSION,
+        .name = "mock",
+        .try_acquire = mock_try,
+        .release = mock_release,
+    };
+    struct dlock_store st = {.ops = &ops, .url = (char *)"mock://"};
+    dlock_options o = DLOCK_OPTIONS_INIT;
+    dlock_lock *l = NULL;
+
+    st.pid = getpid();
+    st.gen = dlock__generation();
+    o.wait_ms = 2000;
+    o.auto_renew = 0;
+    EXPECT(dlock_acquire(&l, &st, "no-fence", &o) == DLOCK_ESTORE);
+    EXPECT(l == NULL);
+    if (l != NULL) /* taken (the bug): let go while the mock lives */
+        (void)dlock_release(l);
+    EXPECT(mock_calls == 2);    /* BUSY (fence 7 left), then a bare OK */
+    EXPECT(mock_releases == 1); /* the bare grant let go again */
+    EXPECT(strstr(dlock_errmsg(), "without a fencing token") != NULL);
+}
+
 int main(void)
 {
     test_redact();
@@ -522,6 +575,7 @@ int main(void)
     test_bounds();
     test_text_expand();
     test_ops_version();
+    test_grant_without_fence();
     if (failures == 0)
         printf("unit: all passed\n");
     return failures != 0;

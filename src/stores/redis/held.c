@@ -158,6 +158,19 @@ int dlock__redis_attempt(struct redis_store *rs, struct dlock_lock *lk,
                                     2, NULL, 0, &rc, NULL));
         return dlock__redis_unacked(rs, "an acquire", lk->name, acks);
     }
+    if (r->element[0]->integer == 1 && r->element[1]->integer <= 0) {
+        /* Ours, by the lock key or the zset, but no fence: the info hash
+         * (or its f:<token> field) is gone, which the scripts never do
+         * (maxmemory evicting it alone, or a hand's edit).  A holder
+         * without a fence cannot be fenced: let go, and say so. */
+        freeReplyObject(r);
+        freeReplyObject(lock_script(rs, dlock__redis_script(lk, S_REL), lk, 0,
+                                    2, NULL, 0, &rc, NULL));
+        return dlock__seterr(DLOCK_ESTORE,
+                             "%s granted '%s' without a fencing token (its "
+                             "info hash is gone: evicted under maxmemory?)",
+                             rs->url, lk->name);
+    }
     if (r->element[0]->integer == 1) {
         lk->fence = (uint64_t)r->element[1]->integer;
         rc = DLOCK_OK;
