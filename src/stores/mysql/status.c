@@ -259,17 +259,32 @@ static int kill_victims(struct my_store *ms, struct conn *c, const char *name,
             rc = dlock__my_db_err(ms, c, "release --force");
     }
     for (size_t i = 0; i < vs->n && rc == DLOCK_OK; i++) {
+        int gone = !v[i].killed;
+
         for (int64_t until = dlock__now_ms() + ms->timeout_ms;
-             v[i].killed && dlock__now_ms() < until;) {
+             !gone && dlock__now_ms() < until;) {
             long long used = 0;
             int found;
             dlock__my_sb_reset(&b);
             MY_BIND(&b, c, ms->sql.used_by, MV_S(v[i].key, v[i].key_len));
             rc = dlock__my_run_int(ms, c, &b, &used, &found, "release --force");
-            if (rc != DLOCK_OK || (unsigned long long)used != v[i].conn_id)
+            if (rc != DLOCK_OK)
                 break;
-            dlock__sleep_ms(2);
+            if ((unsigned long long)used != v[i].conn_id)
+                gone = 1;
+            else
+                dlock__sleep_ms(2);
         }
+        /* The wait ran out with the KILLed session still ending (a long
+         * statement, a loaded server): the row is gone, but an acquire
+         * right now would still find the GET_LOCK taken.  Not OK. */
+        if (rc == DLOCK_OK && !gone)
+            rc = dlock__seterr(DLOCK_EUNAVAIL,
+                               "'%s': row removed and the holder's "
+                               "connection %llu KILLed, but it still holds "
+                               "its GET_LOCK after %lld ms (the session is "
+                               "still ending; the lock is free once it has)",
+                               name, v[i].conn_id, (long long)ms->timeout_ms);
     }
     dlock__my_sb_free(&b);
     return rc;
