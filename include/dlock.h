@@ -613,7 +613,12 @@ typedef enum dlock_run_result {
     DLOCK_RUN_LOST = 3,
     /** Its holder went away without recording an end (killed, cut off);
      * set when a later run of the name began. */
-    DLOCK_RUN_ABANDONED = 4
+    DLOCK_RUN_ABANDONED = 4,
+    /** Stopped for running past its time limit (`dlock run
+     * --max-runtime`); status: what it ended with as a shell says it
+     * (143 for SIGTERM), or -1.  A reader older than this value shows
+     * such a run as unknown (a store keeps the number as it is). */
+    DLOCK_RUN_TIMEDOUT = 5
 } dlock_run_result;
 
 /** One recorded run of a name.  Allocated by the library (dlock_run_free()
@@ -665,7 +670,7 @@ DLOCK_EXTERN dlock_rc dlock_run_begin(dlock_lock *lock,
  * again after DLOCK_EUNAVAIL (a try whose answer was lost may have
  * landed: the next writes the same end over it); `dlock run` does, while
  * the lease lasts.
- * @param result  DLOCK_RUN_EXITED, _SIGNALED or _LOST.
+ * @param result  DLOCK_RUN_EXITED, _SIGNALED, _LOST or _TIMEDOUT.
  * @param status  exit status, signal number, or -1.
  * @return DLOCK_OK; DLOCK_EINVAL (no run begun on lock, bad result);
  *         DLOCK_EUNAVAIL, DLOCK_ESTORE.

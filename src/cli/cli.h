@@ -15,6 +15,7 @@
 #define EXIT_UNAVAILABLE 69
 #define EXIT_INTERNAL 70
 #define EXIT_LOST 75
+#define EXIT_TIMEDOUT 124 /* --max-runtime, as timeout(1) */
 
 struct cli {
     const char *url; /* as given: may hold a password, never printed */
@@ -145,6 +146,7 @@ struct run_opts {
     int once;           /* --once */
     int64_t period_ms;  /* --once-per DURATION; 0: none */
     const char *metrics_file; /* --metrics-file, else $DLOCK_METRICS_FILE */
+    int64_t max_runtime_ms;   /* --max-runtime DURATION; 0: none */
     /* dlock elect (cli_elect_parse()): the acquire is a campaign. */
     int elect;
     const char *value;          /* --value; NULL: none */

@@ -11,8 +11,9 @@ static const char help[] =
     "usage: dlock [-s URL] history NAME [--json] [-n N]\n"
     "\n"
     "The recorded runs of NAME (dlock run), newest first: how each ended\n"
-    "(exited N, killed by signal N, lost the lock, abandoned: its holder\n"
-    "went away, or running), host, pid, start (UTC, the store's clock),\n"
+    "(exited N, killed by signal N, lost the lock, timed out: stopped by\n"
+    "--max-runtime, abandoned: its holder went away, or running), host,\n"
+    "pid, start (UTC, the store's clock),\n"
     "duration and fence.  The store keeps the last 20.\n"
     "  -n N     the newest N only (1..20)\n"
     "  --json   a JSON array of objects, as \"last_run\" in status --json\n";

@@ -157,7 +157,7 @@ static int run_course(const struct cli *c, struct run_opts *given)
     dlock_store *store = NULL;
     dlock_lock *lock = NULL;
     char **env = NULL;
-    int pfd[2] = {-1, -1}, rc, lost = 0, recorded = 0, raw = -1;
+    int pfd[2] = {-1, -1}, rc, lost = 0, recorded = 0, raw = -1, timedout = 0;
     int outage = 0;
     int64_t t0;
     pid_t child;
@@ -249,7 +249,7 @@ again:
     run_signals_catch();
     if (run_signals_got() != 0) {
         if (recorded)
-            (void)run_end(&o, lock, pfd[0], run_signals_got(), 0, &outage);
+            (void)run_end(&o, lock, pfd[0], run_signals_got(), 0, 0, &outage);
         rc = stopped_by_signal(&o);
         goto out;
     }
@@ -268,7 +268,7 @@ again:
         raw = rc == 126 || rc == 127 ? (rc << 8) : -1;
     } else {
         rep.ran = 1;
-        rc = run_supervise(child, pfd[0], &o, lock, &lost, &raw);
+        rc = run_supervise(child, pfd[0], &o, lock, &lost, &timedout, &raw);
     }
     rep.end_ms = cli_wall_ms();
     if (raw >= 0 && WIFEXITED(raw)) {
@@ -279,7 +279,7 @@ again:
         rep.sig = WTERMSIG(raw);
     }
     if (recorded)
-        (void)run_end(&o, lock, pfd[0], raw, lost, &outage);
+        (void)run_end(&o, lock, pfd[0], raw, lost, timedout, &outage);
     if (o.elect) {
         rep.elect = 1;
         rep.transition = 1;
@@ -326,6 +326,10 @@ again:
     } else if (child >= 0) {
         rc = run_release_after(lock, &o, rc, outage);
         lock = NULL;
+        /* Stopped for its time limit, whatever it ended with: 124, as
+         * timeout(1) exits (a loss before the end is still 75). */
+        if (timedout && rc != EXIT_LOST)
+            rc = EXIT_TIMEDOUT;
     }
     rep.lost = rc == EXIT_LOST && rep.ran;
 out:

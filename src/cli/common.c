@@ -460,6 +460,8 @@ const char *cli_run_word(int result)
         return "lost";
     case DLOCK_RUN_ABANDONED:
         return "abandoned";
+    case DLOCK_RUN_TIMEDOUT:
+        return "timedout";
     default:
         return "unknown";
     }
@@ -502,7 +504,7 @@ void cli_json_run(FILE *f, const dlock_run *r)
     /* The exit status (exited), the signal (signaled), what a lost run
      * ended with; null when there is none. */
     if ((r->result == DLOCK_RUN_EXITED || r->result == DLOCK_RUN_SIGNALED ||
-         r->result == DLOCK_RUN_LOST) &&
+         r->result == DLOCK_RUN_LOST || r->result == DLOCK_RUN_TIMEDOUT) &&
         r->status >= 0)
         fprintf(f, ",\"status\":%d}", r->status);
     else
@@ -527,6 +529,11 @@ void cli_print_run(FILE *f, const dlock_run *r)
         break;
     case DLOCK_RUN_ABANDONED:
         fputs("abandoned (its holder went away)", f);
+        break;
+    case DLOCK_RUN_TIMEDOUT:
+        fputs("timed out (--max-runtime)", f);
+        if (r->status >= 0)
+            fprintf(f, " (exit %d)", r->status);
         break;
     default:
         fputs(r->result == DLOCK_RUN_RUNNING ? "running" : "unknown", f);

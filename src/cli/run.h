@@ -96,9 +96,10 @@ void run_signal_cmd(pid_t child, int sig);
 int64_t run_kill_margin(int64_t ttl_ms);
 
 /* Wait for CMD, forwarding signals and stopping it before the lease
- * ends; its status as a shell reports it, *lost, *raw (waitpid()'s). */
+ * ends; its status as a shell reports it, *lost, *raw (waitpid()'s),
+ * *timedout (stopped by --max-runtime). */
 int run_supervise(pid_t child, int rfd, const struct run_opts *o,
-                  dlock_lock *lock, int *lost, int *raw);
+                  dlock_lock *lock, int *lost, int *timedout, int *raw);
 /* CMD has exited under the lock: release it; the exit code.
  * unreachable: the end record met an outage (run_end()'s *outage). */
 int run_release_after(dlock_lock *lock, const struct run_opts *o, int status,
@@ -145,6 +146,6 @@ int run_begin(const struct run_opts *o, dlock_lock *lock, int *recorded,
  * dlock_run_end()'s last rc, *outage set if a try could not reach the
  * store. */
 int run_end(const struct run_opts *o, dlock_lock *lock, int rfd, int raw,
-            int lost, int *outage);
+            int lost, int timedout, int *outage);
 
 #endif

@@ -24,7 +24,8 @@ enum {
     OPT_PRIORITY,
     OPT_HEALTH_CMD,
     OPT_HEALTH_INTERVAL,
-    OPT_HEALTH_FAILS
+    OPT_HEALTH_FAILS,
+    OPT_MAX_RUNTIME
 };
 
 const struct cli_opt cli_run_opts[] = {
@@ -57,6 +58,10 @@ const struct cli_opt cli_run_opts[] = {
     {OPT_METRICS_FILE, "metrics-file", "PATH",
      "write the run's metrics to PATH (also\n"
      "$DLOCK_METRICS_FILE)"},
+    {OPT_MAX_RUNTIME, "max-runtime", "DURATION",
+     "stop CMD once it has run DURATION (5m, 1h, or\n"
+     "seconds): SIGTERM, SIGKILL after --grace; the\n"
+     "run is recorded as timed out, exit 124"},
     {'h', "help", NULL, NULL},
     {0, NULL, NULL, NULL},
 };
@@ -129,7 +134,8 @@ static const char help_tail[] =
     "\n"
     "exit: CMD's status (128+N if killed by signal N), 1 or CODE if not\n"
     "acquired, 0 or CODE if skipped, 64 usage, 69 store failing (or no run\n"
-    "records for --once/--once-per), 75 lock lost, 126/127 CMD not\n"
+    "records for --once/--once-per), 75 lock lost, 124 stopped by\n"
+    "--max-runtime, 126/127 CMD not\n"
     "executable/not found.  A CMD file without \"#!\" runs with /bin/sh, as\n"
     "with execvp(3) and flock(1); a binary it cannot run exits 126.\n";
 
@@ -336,6 +342,22 @@ static int take_opt(struct run_opts *o, int key, const char *a, const char *val)
             o->priority = (int)v;
         else
             o->health_fails = (int)v;
+        return 0;
+    case OPT_MAX_RUNTIME:
+        o->max_runtime_ms = cli_parse_duration(val);
+        if (o->max_runtime_ms == -2) {
+            cli_err("run: --max-runtime '%s' is longer than 365 days",
+                    cli_arg_shown(val));
+            return EXIT_USAGE;
+        }
+        if (o->max_runtime_ms <= 0) {
+            /* 0 is no limit to timeout(1), a limit nothing meets here:
+             * either way not what was meant. */
+            cli_err("run: bad --max-runtime '%s': a time CMD may run, "
+                    "above 0 (such as 90, 250ms, 5m, 1h)",
+                    cli_arg_shown(val));
+            return EXIT_USAGE;
+        }
         return 0;
     case OPT_ONCE_PER:
         o->period_ms = cli_parse_duration(val);

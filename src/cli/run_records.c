@@ -203,7 +203,7 @@ static int end_tries(const struct run_opts *o, dlock_lock *lock, int rfd,
  * (and marks that record ABANDONED); a --once-per of the same period
  * still skips, by the start. */
 int run_end(const struct run_opts *o, dlock_lock *lock, int rfd, int raw,
-            int lost, int *outage)
+            int lost, int timedout, int *outage)
 {
     int result, status = -1, rc;
     int64_t t0 = run_now_ms();
@@ -213,6 +213,13 @@ int run_end(const struct run_opts *o, dlock_lock *lock, int rfd, int raw,
         result = DLOCK_RUN_LOST;
         if (raw >= 0 && WIFEXITED(raw))
             status = WEXITSTATUS(raw);
+    } else if (timedout) {
+        /* What it ended with, as a shell says it: 143 for SIGTERM. */
+        result = DLOCK_RUN_TIMEDOUT;
+        status = raw < 0            ? -1
+                 : WIFEXITED(raw)   ? WEXITSTATUS(raw)
+                 : WIFSIGNALED(raw) ? 128 + WTERMSIG(raw)
+                                    : -1;
     } else if (raw >= 0 && WIFSIGNALED(raw)) {
         result = DLOCK_RUN_SIGNALED;
         status = WTERMSIG(raw);

@@ -40,12 +40,16 @@ static int64_t grace_of(const struct run_opts *o)
  * grace period plus the kill margin without a renewal having confirmed
  * more, CMD gets SIGTERM, and SIGKILL at the kill margin before the lease
  * ends.  A lock found lost sooner (broken by an administrator, taken
- * over) gets SIGTERM at once and SIGKILL after the grace period. */
+ * over) gets SIGTERM at once and SIGKILL after the grace period.  So
+ * does CMD that has run --max-runtime (*timedout), as timeout(1) does
+ * with --kill-after. */
 int run_supervise(pid_t child, int rfd, const struct run_opts *o,
-                  dlock_lock *lock, int *lost, int *raw)
+                  dlock_lock *lock, int *lost, int *timedout, int *raw)
 {
     int64_t grace = grace_of(o), margin = run_kill_margin(o->ttl_ms);
     int64_t kill_at = -1;
+    int64_t time_up =
+        o->max_runtime_ms > 0 ? run_now_ms() + o->max_runtime_ms : -1;
     /* CMD's own process group, if it has one (not a terminal's job). */
     pid_t group = getpgid(child) == child ? child : 0;
 
@@ -57,12 +61,28 @@ int run_supervise(pid_t child, int rfd, const struct run_opts *o,
         ssize_t n;
         pid_t w;
 
+        if (time_up >= 0 && !*lost && !*timedout) {
+            if (now >= time_up) {
+                *timedout = 1;
+                kill_at = now + grace;
+                cli_err("run: '%s' ran its --max-runtime (%lld ms); stopping "
+                        "the command (SIGTERM, SIGKILL in %lld ms)",
+                        o->name, (long long)o->max_runtime_ms,
+                        (long long)grace);
+                run_signal_cmd(child, SIGTERM);
+            } else if (time_up - now < timeout) {
+                timeout = time_up - now;
+            }
+        }
         if (!*lost) {
             int64_t left = dlock_lease_left(lock);
 
             if (left <= grace + margin) {
+                int64_t at = left > 0 ? now + left - margin : now + grace;
+
                 *lost = 1;
-                kill_at = left > 0 ? now + left - margin : now + grace;
+                /* Stopping for the time limit already: the sooner. */
+                kill_at = kill_at >= 0 && kill_at < at ? kill_at : at;
                 if (left > 0)
                     cli_err("run: lock '%s' will be lost in %lld ms: no "
                             "renewal has confirmed its lease; stopping the "
@@ -77,7 +97,8 @@ int run_supervise(pid_t child, int rfd, const struct run_opts *o,
             } else {
                 /* Look again when it would be time, unless a renewal has
                  * confirmed more by then. */
-                timeout = left - grace - margin;
+                if (left - grace - margin < timeout)
+                    timeout = left - grace - margin;
             }
         }
         if (!*lost) {
@@ -116,7 +137,7 @@ int run_supervise(pid_t child, int rfd, const struct run_opts *o,
              * chroot without it: the walk then finds nothing); the
              * group outlives CMD while a member does, so its id is
              * nobody else's. */
-            if (*lost) {
+            if (*lost || *timedout) {
                 if (group > 0)
                     (void)kill(-group, SIGKILL);
                 run_kill_descendants(rfd, run_now_ms() + grace + 1000);

@@ -110,10 +110,11 @@ dlock_rc dlock_run_end(dlock_lock *lock, int result, int status)
     if (lk == NULL)
         return dlock__seterr(DLOCK_EINVAL, "lock is NULL");
     if (result != DLOCK_RUN_EXITED && result != DLOCK_RUN_SIGNALED &&
-        result != DLOCK_RUN_LOST)
+        result != DLOCK_RUN_LOST && result != DLOCK_RUN_TIMEDOUT)
         return dlock__seterr(DLOCK_EINVAL,
                              "result %d is not DLOCK_RUN_EXITED, "
-                             "DLOCK_RUN_SIGNALED or DLOCK_RUN_LOST",
+                             "DLOCK_RUN_SIGNALED, DLOCK_RUN_LOST or "
+                             "DLOCK_RUN_TIMEDOUT",
                              result);
     if (lk->store != NULL && lk->store->ops->run_end == NULL)
         return no_runs(lk->store);

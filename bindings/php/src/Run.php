@@ -21,13 +21,15 @@ final class Run
     public const LOST = 3;
     /** Its holder went away without recording an end (set when a later run began). */
     public const ABANDONED = 4;
+    /** Stopped by its time limit (dlock run --max-runtime; $status: what it ended with). */
+    public const TIMEDOUT = 5;
     /** How many runs the store keeps per name (DLOCK_RUNS_KEPT). */
     public const KEPT = 20;
 
     private const NAMES = [
         self::RUNNING => 'running', self::EXITED => 'exited',
         self::SIGNALED => 'signaled', self::LOST => 'lost',
-        self::ABANDONED => 'abandoned',
+        self::ABANDONED => 'abandoned', self::TIMEDOUT => 'timedout',
     ];
 
     public function __construct(

@@ -91,7 +91,7 @@ the store frees the lock when the session ends or the lease runs out.
 from ._cancel import Cancel
 from ._constants import (
     BUSY, DEFAULT_TTL, ECANCELED, EINVAL, ENOMEM, ENOTSUP, ESTORE, EUNAVAIL,
-    EXPIRING, LIMIT_MAX, LOST, NAME_MAX, OK, RUN_ABANDONED, RUN_EXITED,
+    EXPIRING, LIMIT_MAX, LOST, NAME_MAX, OK, RUN_ABANDONED, RUN_EXITED, RUN_TIMEDOUT,
     OBSERVE_POLL, RUN_LOST, RUN_RUNNING, RUN_SIGNALED, RUNS_KEPT, SONAME,
     TTL_MIN, VALUE_MAX, WAIT_FOREVER)
 from ._errors import (
@@ -115,7 +115,7 @@ __all__ = [
     "ECANCELED",
     "NAME_MAX", "LIMIT_MAX", "TTL_MIN", "DEFAULT_TTL",
     "Run", "RunOutcome", "RUN_RUNNING", "RUN_EXITED", "RUN_SIGNALED",
-    "RUN_LOST", "RUN_ABANDONED", "RUNS_KEPT",
+    "RUN_LOST", "RUN_ABANDONED", "RUN_TIMEDOUT", "RUNS_KEPT",
     "Candidate", "Leader", "VALUE_MAX", "OBSERVE_POLL",
 ]
 

@@ -29,8 +29,9 @@ RUN_EXITED = 1
 RUN_SIGNALED = 2
 RUN_LOST = 3
 RUN_ABANDONED = 4
+RUN_TIMEDOUT = 5        # stopped by its time limit (dlock run --max-runtime)
 RUNS_KEPT = 20          # DLOCK_RUNS_KEPT: runs the store keeps per name
 _RUN_RESULTS = {
     RUN_RUNNING: "running", RUN_EXITED: "exited", RUN_SIGNALED: "signaled",
-    RUN_LOST: "lost", RUN_ABANDONED: "abandoned",
+    RUN_LOST: "lost", RUN_ABANDONED: "abandoned", RUN_TIMEDOUT: "timedout",
 }

@@ -90,7 +90,8 @@ class Run:
     :meth:`Store.last_runs`, :meth:`Lock.run_begin`.  ``start`` and ``end``
     are Unix times in seconds on the store's clock (SQLite: the host's);
     ``end`` is None while running or when abandoned.  ``result`` is one of
-    RUN_RUNNING, RUN_EXITED, RUN_SIGNALED, RUN_LOST, RUN_ABANDONED;
+    RUN_RUNNING, RUN_EXITED, RUN_SIGNALED, RUN_LOST, RUN_ABANDONED,
+    RUN_TIMEDOUT;
     ``status`` the exit status (EXITED), the signal (SIGNALED) or -1.
     ``fence`` identifies the run (the fence of the lock it held)."""
     name: str

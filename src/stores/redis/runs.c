@@ -119,7 +119,7 @@ static int parse_run(const char *s, dlock_run *out)
             return -1;
         s = e + 1;
     }
-    if (v[2] < DLOCK_RUN_RUNNING || v[2] > DLOCK_RUN_ABANDONED ||
+    if (v[2] < DLOCK_RUN_RUNNING || v[2] > DLOCK_RUN_TIMEDOUT ||
         v[3] < INT_MIN || v[3] > INT_MAX)
         return -1;
     out->fence = (uint64_t)f;

@@ -56,7 +56,7 @@ static void read_run(sqlite3_stmt *s, dlock_run *r)
     r->pid = col_i64(s, 3, -1, INT64_MAX, -1);
     r->start_ms = col_i64(s, 4, 0, INT64_MAX, 0);
     r->end_ms = col_i64(s, 5, 0, INT64_MAX, 0);
-    r->result = (int)col_i64(s, 6, DLOCK_RUN_RUNNING, DLOCK_RUN_ABANDONED,
+    r->result = (int)col_i64(s, 6, DLOCK_RUN_RUNNING, DLOCK_RUN_TIMEDOUT,
                              DLOCK_RUN_ABANDONED);
     r->status = (int)col_i64(s, 7, INT_MIN, INT_MAX, -1);
 }
