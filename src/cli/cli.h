@@ -147,6 +147,7 @@ struct run_opts {
     int64_t period_ms;  /* --once-per DURATION; 0: none */
     const char *metrics_file; /* --metrics-file, else $DLOCK_METRICS_FILE */
     int64_t max_runtime_ms;   /* --max-runtime DURATION; 0: none */
+    int replace;              /* --replace: take over a running run */
     /* dlock elect (cli_elect_parse()): the acquire is a campaign. */
     int elect;
     const char *value;          /* --value; NULL: none */

@@ -80,6 +80,15 @@ static int acquire(const struct cli *c, const struct run_opts *o,
     opts.cancel = run_signals_cancel();
     if (o->elect)
         return run_campaign(store, o, &opts, lock);
+    if (o->replace) {
+        /* The request first, held while NAME is waited for: the holder
+         * steps down when it sees it (run_replace.c). */
+        rc = run_replace_request(store, o, &opts);
+        if (rc == DLOCK_OK)
+            rc = dlock_acquire(lock, store, o->name, &opts);
+        run_replace_done();
+        return rc;
+    }
     if (c->verbose && o->wait_ms != 0) {
         opts.wait_ms = 0;
         rc = dlock_acquire(lock, store, o->name, &opts);
@@ -261,6 +270,8 @@ again:
         run_elect_leading(env);
         leader_report(&rep, 1, dlock_fence(lock));
     }
+    if (o.replace)
+        run_replace_holding(store);
     child = run_spawn(o.cmd, env);
     if (child < 0) {
         rc = -child;

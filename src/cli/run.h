@@ -134,6 +134,25 @@ void run_elect_end(void);
 extern pid_t run_health_pid;
 extern int run_health_status;
 
+/* --- run_replace.c: --replace, a run that takes over ---------------- */
+
+/* What "dlock.replace/" adds to NAME (the request's lock). */
+#define REPLACE_MARKER_EXTRA 14
+/* Before NAME's acquire: hold the request (within opts->wait_ms, which
+ * is left as the rest of the wait).  As dlock_acquire() returns. */
+int run_replace_request(dlock_store *store, const struct run_opts *o,
+                        dlock_options *opts);
+/* Let the request go (NAME held, or the wait given up). */
+void run_replace_done(void);
+/* NAME is held and CMD starts: look for requests from now on. */
+void run_replace_holding(dlock_store *store);
+/* Called by run_supervise(): 1 once a --replace run asks for NAME (the
+ * holder steps down), else 0; *next is when to call again.  0 and *next
+ * untouched for a run without --replace. */
+int run_replace_check(const struct run_opts *o, int64_t now, int64_t *next);
+/* Who asked: "HOST pid N", escaped. */
+const char *run_replace_who(void);
+
 /* --- run_records.c: the run records (--once, --once-per) ------------ */
 
 /* Someone else holds name (a busy --once / --once-per run): say who. */

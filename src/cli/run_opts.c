@@ -25,7 +25,8 @@ enum {
     OPT_HEALTH_CMD,
     OPT_HEALTH_INTERVAL,
     OPT_HEALTH_FAILS,
-    OPT_MAX_RUNTIME
+    OPT_MAX_RUNTIME,
+    OPT_REPLACE
 };
 
 const struct cli_opt cli_run_opts[] = {
@@ -62,6 +63,11 @@ const struct cli_opt cli_run_opts[] = {
      "stop CMD once it has run DURATION (5m, 1h, or\n"
      "seconds): SIGTERM, SIGKILL after --grace; the\n"
      "run is recorded as timed out, exit 124"},
+    {OPT_REPLACE, "replace", NULL,
+     "take NAME over from the run holding it: that\n"
+     "run (given --replace too) stops its CMD and\n"
+     "exits 75; this CMD starts once it has let go,\n"
+     "or at its lease end"},
     {'h', "help", NULL, NULL},
     {0, NULL, NULL, NULL},
 };
@@ -343,6 +349,9 @@ static int take_opt(struct run_opts *o, int key, const char *a, const char *val)
         else
             o->health_fails = (int)v;
         return 0;
+    case OPT_REPLACE:
+        o->replace = 1;
+        return 0;
     case OPT_MAX_RUNTIME:
         o->max_runtime_ms = cli_parse_duration(val);
         if (o->max_runtime_ms == -2) {
@@ -505,6 +514,27 @@ static int parse(struct run_opts *o, int argc, char **argv)
     }
     if (cli_name_secret(cmd_word, "NAME -- CMD", o->name))
         return EXIT_USAGE;
+    /* Two hosts firing the same period would each stop the other's run
+     * before the record could say the period's run is on: the take-over
+     * and the skip must be one decision, which the store does not offer
+     * yet. */
+    if (o->replace && (o->once || o->period_ms > 0)) {
+        cli_err("run: --replace cannot be combined with %s yet: runs of "
+                "the same period would stop each other's",
+                o->once ? "--once" : "--once-per");
+        return EXIT_USAGE;
+    }
+    if (o->replace && (o->shared || o->limit > 1)) {
+        cli_err("run: --replace takes over an exclusive lock, not %s",
+                o->shared ? "--shared" : "--limit");
+        return EXIT_USAGE;
+    }
+    if (o->replace && strlen(o->name) > DLOCK_NAME_MAX - REPLACE_MARKER_EXTRA) {
+        cli_err("run: NAME is too long for --replace: at most %d bytes (its "
+                "request lock adds %d)",
+                DLOCK_NAME_MAX - REPLACE_MARKER_EXTRA, REPLACE_MARKER_EXTRA);
+        return EXIT_USAGE;
+    }
     return 0;
 }
 

@@ -122,6 +122,21 @@ int run_supervise(pid_t child, int rfd, const struct run_opts *o,
                 timeout = next > now ? next - now : 0;
             }
         }
+        if (!*lost) {
+            /* --replace: a newer run of the job asks for it. */
+            int64_t next = -1;
+
+            if (run_replace_check(o, now, &next)) {
+                *lost = 1;
+                kill_at = now + grace;
+                cli_err("run: '%s' is taken over by a --replace run (%s); "
+                        "stopping the command (SIGTERM, SIGKILL in %lld ms)",
+                        o->name, run_replace_who(), (long long)grace);
+                run_signal_cmd(child, SIGTERM);
+            } else if (next >= 0 && next - now < timeout) {
+                timeout = next > now ? next - now : 0;
+            }
+        }
         if (kill_at >= 0) {
             if (kill_at <= now) {
                 run_signal_cmd(child, SIGKILL);
