@@ -308,9 +308,9 @@ check "DLOCK_STORE='' exits 64" 64 $?
 printf '%s\n' "$STORE" >"$T/store-url"
 chmod 600 "$T/store-url"
 env -u DLOCK_STORE DLOCK_STORE_FILE="$T/store-url" "$DLOCK" status "$run_id/f" >/dev/null
-check "DLOCK_STORE_FILE names the store" 0 $?
+check "DLOCK_STORE_FILE names the store (3: the name is free)" 3 $?
 "$DLOCK" --store-file "$T/store-url" status "$run_id/f" >/dev/null
-check "--store-file names the store" 0 $?
+check "--store-file names the store" 3 $?
 printf 'redis://u:s3cr3tpw@127.0.0.1:1\n' >"$T/store-pw"
 chmod 644 "$T/store-pw"
 err=$("$DLOCK" --store-file "$T/store-pw" status x 2>&1 >/dev/null)
