@@ -428,7 +428,7 @@ elif [ "$(id -u)" = 0 ] && command -v runuser >/dev/null && id nobody >/dev/null
     check "its directory is nobody's, mode 700" "700 $nobody" "$(stat -c '%a %u' "$d")"
     check "its file is mode 600" "600 $nobody" "$(stat -c '%a %u' "$d/dlock.db")"
     as_nobody status "$run_id/default" >/dev/null
-    check "status on the default store" 0 $?
+    check "status on the default store (3: the name is free)" 3 $?
     rm -rf "$d"
 
     # Someone else got there first: refused, with the reason, left alone.
