@@ -200,8 +200,6 @@ step_sqlite() {
     rm -rf "$tmp/sqlite-only"
 }
 
-# The three packages, as a user gets them.
-debs=(libdlock0.2 libdlock-dev dlock)
 # pc_static_link DIR LIBDLOCK_A URL: dlock.pc's Requires.private (issue
 # 47): every module it names resolves (libdlock-dev Depends on their -dev
 # packages), and the plain `cc x.c $(pkg-config --static --cflags --libs
@@ -243,6 +241,8 @@ EOF
         { echo "ci: dlock_pg.h needs more than pkg-config --cflags dlock" >&2; return 1; }
 }
 
+# The three packages, as a user gets them.
+debs=(libdlock0.2 libdlock-dev dlock)
 purge_debs() {
     say "apt-get purge ${debs[*]} (and what their install pulled in)"
     DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq "${debs[@]}" >/dev/null
