@@ -200,6 +200,47 @@ step_sqlite() {
     rm -rf "$tmp/sqlite-only"
 }
 
+# pc_static_link DIR LIBDLOCK_A URL: dlock.pc's Requires.private (issue
+# 47): every module it names resolves (libdlock-dev Depends on their -dev
+# packages), and the plain `cc x.c $(pkg-config --static --cflags --libs
+# dlock)` links LIBDLOCK_A (a directory holding only it is searched
+# first) with every store client, and runs.  dlock_pg.h compiles with
+# `pkg-config --cflags dlock` alone (libpq's include directory).
+pc_static_link() {
+    local use=$1 a=$2 url=$3 req
+    say "pkg-config --static --cflags --libs dlock: Requires.private resolves, links libdlock.a"
+    req=$(pkg-config --print-requires-private dlock) || return 1
+    [ -n "$req" ] || { echo "ci: dlock.pc has no Requires.private" >&2; return 1; }
+    # shellcheck disable=SC2046 # one module a line, with its version
+    pkg-config --exists --print-errors $(echo "$req" | awk '{print $1}') ||
+        { echo "ci: a Requires.private module of dlock.pc does not resolve: $req" >&2; return 1; }
+    mkdir -p "$use/only-a" && ln -sf "$a" "$use/only-a/libdlock.a"
+    cat >"$use/x.c" <<'EOF'
+#include <dlock.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+    dlock_store *s; dlock_lock *l;
+    if (argc < 2 || dlock_store_open(&s, argv[1]) != DLOCK_OK) return 69;
+    if (dlock_acquire(&l, s, "pc-static", NULL) != DLOCK_OK) return 1;
+    printf("%s fence %llu\n", dlock_schemes(), (unsigned long long)dlock_fence(l));
+    dlock_release(l); dlock_store_close(s); return 0;
+}
+EOF
+    # shellcheck disable=SC2046
+    (cd "$use" && cc x.c -L"$use/only-a" $(pkg-config --static --cflags --libs dlock) -o x-static) \
+        2>"$use/pc-static.log" || { cat "$use/pc-static.log" >&2; return 1; }
+    readelf -d "$use/x-static" >"$use/x-static.dyn"
+    ! grep -q "libdlock" "$use/x-static.dyn" ||
+        { echo "ci: x-static needs the shared libdlock" >&2; return 1; }
+    [[ $("$use/x-static" "$url") == *etcd*" fence "[0-9]* ]] ||
+        { echo "ci: the pkg-config static program failed" >&2; return 1; }
+    printf '#include <dlock_pg.h>\nint main(void) { return 0; }\n' >"$use/pg.c"
+    # shellcheck disable=SC2046
+    cc -std=c11 -Wall -Wextra -Werror -c $(pkg-config --cflags dlock) \
+        -o "$use/pg.o" "$use/pg.c" ||
+        { echo "ci: dlock_pg.h needs more than pkg-config --cflags dlock" >&2; return 1; }
+}
+
 # The three packages, as a user gets them.
 debs=(libdlock0.2 libdlock-dev dlock)
 purge_debs() {
@@ -298,6 +339,7 @@ EOF
         { echo "ci: app-static needs the shared libdlock" >&2; return 1; }
     [ "$("$use/app-static" "$url")" = "fence 1" ] ||
         { echo "ci: the static program failed" >&2; return 1; }
+    pc_static_link "$use" "$a" "$url" || return 1
 
     say "examples with CMake find_package(dlock) against the installed package"
     cat >"$use/CMakeLists.txt" <<EOF

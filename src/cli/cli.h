@@ -11,6 +11,9 @@
 
 /* Exit codes (sysexits.h values, as docs/cli.md's "Exit codes" lists). */
 #define EXIT_BUSY 1
+/* `dlock status`: the name is free (LSB's "program is not running",
+ * as `systemctl is-active` exits). */
+#define EXIT_FREE 3
 #define EXIT_USAGE 64
 #define EXIT_UNAVAILABLE 69
 #define EXIT_INTERNAL 70

@@ -9,11 +9,15 @@ static const char help[] =
     "usage: dlock [-s URL] status NAME [--json]\n"
     "\n"
     "Show whether NAME is held, by whom (host, pid, since when), how much\n"
-    "lease is left and the highest fence handed out.  Exit 0 either way.\n"
+    "lease is left and the highest fence handed out.\n"
     "A semaphore (run --limit N) shows how many of its N slots are taken\n"
     "and the holder whose lease lasts longest.  Then the last recorded run\n"
     "of NAME, if any: how it ended, where, when (see dlock history).\n"
-    "  --json   one JSON object; \"last_run\" is the last run (null if none)\n";
+    "  --json   one JSON object; \"last_run\" is the last run (null if none)\n"
+    "\n"
+    "exit status (as `systemctl is-active`; the same with --json):\n"
+    "  0 held (by dlock or another client), 3 free (held by no one),\n"
+    "  64 usage, 69 store unreachable or failing, 70 internal error.\n";
 
 /* A holder that is not dlock, as its server reports it (PostgreSQL,
  * MariaDB): ": user 'U' from ADDR, session N", each part only when known.
@@ -149,11 +153,15 @@ int cmd_status(const struct cli *c, int argc, char **argv)
         rc = cli_fail(rc, "status");
     } else if ((rc = cli_last_run(store, name, &last)) != 0) {
         /* said */
-    } else if (json) {
-        cli_json_info_run(stdout, info, &last);
-        putchar('\n');
     } else {
-        cli_print_info_run(info, &last);
+        if (json) {
+            cli_json_info_run(stdout, info, &last);
+            putchar('\n');
+        } else {
+            cli_print_info_run(info, &last);
+        }
+        /* A script tests held or free by the status alone. */
+        rc = info->held ? 0 : EXIT_FREE;
     }
     dlock_info_free(info);
     dlock_store_close(store);

@@ -14,8 +14,9 @@
 static const char usage_fmt[] =
     "usage: dlock [-s URL] [-v] COMMAND [ARGS]\n"
     "\n"
-    "Named locks kept in a database: SQLite (default), Redis, PostgreSQL,\n"
-    "MySQL/MariaDB.\n"
+    "Named locks kept in a database.  The stores this dlock has, by URL\n"
+    "scheme (dlock(1) lists every store; sqlite is the default):\n"
+    "%s"
     "\n"
     "commands:\n"
     "  run NAME [-w SEC | -n] [--ttl SEC] [-E CODE] [--shared]\n"
@@ -48,12 +49,49 @@ static const char usage_fmt[] =
     "\n"
     "exit codes: the command's own (128+N if it died of signal N); 1 (or\n"
     "-E CODE) not acquired in time; 0 (or -E CODE) skipped by --once or\n"
-    "--once-per; 64 usage; 69 store unreachable or\n"
-    "failing; 70 internal error; 75 lock lost while the command ran.\n";
+    "--once-per; status: 0 held, 3 free; 64 usage; 69 store unreachable or\n"
+    "failing; 70 internal error; 75 lock lost while the command ran;\n"
+    "126 the command cannot be executed; 127 the command was not found.\n";
+
+/* dlock_schemes() (the library's scheme table: what is compiled in) as
+ * indented lines of at most 72 columns. */
+static void wrap_schemes(char *buf, size_t size)
+{
+    const char *s = dlock_schemes();
+    size_t len = 0, col = 0;
+
+    buf[0] = '\0';
+    while (*s != '\0' && len + 80 < size) {
+        size_t w = strcspn(s, ",");
+        int last = s[w] == '\0';
+
+        if (col > 0 && col + 1 + w + 1 > 72) {
+            buf[len++] = '\n';
+            col = 0;
+        }
+        if (col == 0) {
+            memcpy(buf + len, "  ", 2);
+            len += 2, col += 2;
+        } else {
+            buf[len++] = ' ', col++;
+        }
+        memcpy(buf + len, s, w);
+        len += w, col += w;
+        if (!last)
+            buf[len++] = ',', col++;
+        s += w + !last;
+    }
+    if (col > 0)
+        buf[len++] = '\n';
+    buf[len] = '\0';
+}
 
 static void usage(FILE *f)
 {
-    fprintf(f, usage_fmt, dlock_default_url());
+    char stores[1024];
+
+    wrap_schemes(stores, sizeof(stores));
+    fprintf(f, usage_fmt, stores, dlock_default_url());
 }
 
 /* Does url carry a credential (its redacted form differs)? */

@@ -85,7 +85,7 @@ static const struct family known[F_KNOWN] = {
                     "How long the last run of CMD took."},
     [F_EXIT] = {PREFIX "last_exit_status", "gauge", -1,
                 "Exit status of the last run of CMD (-1: it died of a "
-                "signal)."},
+                "signal; no series until CMD has run)."},
     [F_SIGNAL] = {PREFIX "last_signal", "gauge", 0,
                   "Signal that ended the last run of CMD (0: none)."},
     [F_LOST] = {PREFIX "last_lost", "gauge", 0,
@@ -474,6 +474,19 @@ static int set_value(struct model *m, size_t fam, const char *name, double v)
     return 0;
 }
 
+/* Remove name's series of family fam, if there is one. */
+static void drop_value(struct model *m, size_t fam, const char *name)
+{
+    struct series *s = find(m, fam, name);
+
+    if (s == NULL)
+        return;
+    free(s->name);
+    free(s->value);
+    m->n--;
+    memmove(s, s + 1, (size_t)(m->s + m->n - s) * sizeof(*s));
+}
+
 static double get_value(struct model *m, size_t fam, const char *name)
 {
     struct series *s = find(m, fam, name);
@@ -533,9 +546,18 @@ static int apply(struct model *m, const struct cli_run_report *r)
     }
     v[F_WAIT] = r->waited_ms > 0 ? (double)r->waited_ms / 1000 : 0;
     v[F_ATTEMPT] = r->ran ? start : end;
-    for (size_t f = 0; f < F_KNOWN; f++)
+    for (size_t f = 0; f < F_KNOWN; f++) {
+        /* A name whose CMD never ran has no exit status: no series (as
+         * a Prometheus exporter leaves out what it does not know), not
+         * -1, which says "died of a signal"; runs_total says 0.  One an
+         * older dlock wrote (-1) goes. */
+        if (f == F_EXIT && v[F_RUNS] == 0) {
+            drop_value(m, f, nm);
+            continue;
+        }
         if ((r->elect || f < F_LEADER) && set_value(m, f, nm, v[f]) != 0)
             return -1;
+    }
     return 0;
 }
 

@@ -4,6 +4,10 @@
  * Like curl's scheme table, this knows every scheme dlock has a store for,
  * whether or not that store was built, so a URL for a store left out of the
  * build gets "X support was not compiled in" rather than "unknown scheme".
+ * It is the one list of schemes in the code: dlock_schemes() (so
+ * `dlock --version` and `--help`) and the "unknown scheme" error are made
+ * from it; cmake/stores.list is the same list for the texts written by
+ * hand, and scripts/stores.py --check (docs-stores) keeps the two equal.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -75,36 +79,42 @@ static const struct scheme {
     {.scheme = "etcds", .label = "etcds://", .ops = ETCD_OPS},
 };
 
-static const char *const compiled =
-#ifdef DLOCK_HAVE_SQLITE
-    "sqlite,"
-#endif
-#ifdef DLOCK_HAVE_REDIS
-    "redis,unix,redis-sentinel,redis-cluster,"
-    "rediss,rediss-sentinel,rediss-cluster,"
-#endif
-#ifdef DLOCK_HAVE_POSTGRES
-    "postgres,postgresql,"
-#endif
-#ifdef DLOCK_HAVE_MYSQL
-    "mysql,mariadb,"
-#endif
-#ifdef DLOCK_HAVE_ETCD
-    "etcd,etcds,"
-#endif
-    "";
+/* The table's schemes (the built ones only if built_only), sep between
+ * them, into buf (size bytes; cut short if it were too small): the one
+ * list that --version, "not compiled in" and "unknown scheme" say. */
+static void scheme_list(char *buf, size_t size, const char *sep, int built_only)
+{
+    size_t len = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
+        int n;
+
+        if (built_only && schemes[i].ops == NULL)
+            continue;
+        n = snprintf(buf + len, size - len, "%s%s", len > 0 ? sep : "",
+                     schemes[i].scheme);
+        if (n < 0 || (size_t)n >= size - len)
+            break;
+        len += (size_t)n;
+    }
+}
+
+/* Every scheme's name and separator fits (the table's are short). */
+#define SCHEME_LIST_MAX 512
+static pthread_once_t schemes_once = PTHREAD_ONCE_INIT;
+static char built_schemes[SCHEME_LIST_MAX], known_schemes[SCHEME_LIST_MAX];
+
+static void schemes_init(void)
+{
+    scheme_list(built_schemes, sizeof(built_schemes), ",", 1);
+    scheme_list(known_schemes, sizeof(known_schemes), ", ", 0);
+}
 
 const char *dlock_schemes(void)
 {
-    static char buf[192];
-    size_t n = strlen(compiled);
-
-    /* Drop the trailing comma once; the string never changes after. */
-    if (buf[0] == '\0' && n > 0) {
-        memcpy(buf, compiled, n - 1);
-        buf[n - 1] = '\0';
-    }
-    return buf;
+    pthread_once(&schemes_once, schemes_init);
+    return built_schemes;
 }
 
 /* The default store is per user: /var/tmp/dlock-EUID/dlock.db.  The same
@@ -191,13 +201,10 @@ static int lookup(struct dlock_url **out, const struct dlock_store_ops **ops,
         *ops = schemes[i].ops;
         goto done;
     }
+    pthread_once(&schemes_once, schemes_init);
     rc = dlock__seterr(DLOCK_EINVAL,
-                       "unknown store scheme \"%s\" in %s (known: sqlite, "
-                       "redis, unix, redis-sentinel, redis-cluster, rediss, "
-                       "rediss-sentinel, rediss-cluster, postgres, "
-                       "postgresql, "
-                       "mysql, mariadb)",
-                       (*out)->scheme, (*out)->redacted);
+                       "unknown store scheme \"%s\" in %s (known: %s)",
+                       (*out)->scheme, (*out)->redacted, known_schemes);
 done:
     if (rc != DLOCK_OK) {
         dlock__url_free(*out);

@@ -107,7 +107,8 @@ mysql)
           CREATE DATABASE IF NOT EXISTS sq_other;
           GRANT ALL ON sq_other.* TO 'dlock'@'127.0.0.1';
           FLUSH PRIVILEGES;" >/dev/null || { bad "could not make the users"; exit 1; }
-    "$dlock" -s "$url" status "$name" >/dev/null || bad "status on $url"
+    "$dlock" -s "$url" status "$name" >/dev/null
+    [ $? = 3 ] || bad "status on $url (3: free)"
     # USAGE only: it may not even read dlock's table.
     if echo "SELECT 1 FROM dlocktest.shared_locks LIMIT 1" |
         my sq_squat sq-pw >/dev/null 2>&1; then
@@ -211,7 +212,8 @@ postgres)
     "$script" ctl "$dir" sql --super "CREATE ROLE sq_squat LOGIN PASSWORD 'sq-pw'" >/dev/null &&
     "$script" ctl "$dir" sql --super "CREATE ROLE sq_seer LOGIN PASSWORD 'sq-pw' IN ROLE dlock, pg_read_all_stats" >/dev/null ||
         { bad "could not make the roles"; exit 1; }
-    "$dlock" -s "$url" status "$name" >/dev/null || bad "status on $url"
+    "$dlock" -s "$url" status "$name" >/dev/null
+    [ $? = 3 ] || bad "status on $url (3: free)"
     "$dlock" -s "$url" run "$name" -- true || bad "a first run on $url"
     if echo "SELECT 1 FROM dlock_held LIMIT 1" | pg sq_squat:sq-pw >/dev/null 2>&1; then
         bad "sq_squat can read dlock's table"

@@ -308,9 +308,9 @@ check "DLOCK_STORE='' exits 64" 64 $?
 printf '%s\n' "$STORE" >"$T/store-url"
 chmod 600 "$T/store-url"
 env -u DLOCK_STORE DLOCK_STORE_FILE="$T/store-url" "$DLOCK" status "$run_id/f" >/dev/null
-check "DLOCK_STORE_FILE names the store" 0 $?
+check "DLOCK_STORE_FILE names the store (3: the name is free)" 3 $?
 "$DLOCK" --store-file "$T/store-url" status "$run_id/f" >/dev/null
-check "--store-file names the store" 0 $?
+check "--store-file names the store" 3 $?
 printf 'redis://u:s3cr3tpw@127.0.0.1:1\n' >"$T/store-pw"
 chmod 644 "$T/store-pw"
 err=$("$DLOCK" --store-file "$T/store-pw" status x 2>&1 >/dev/null)
@@ -428,7 +428,7 @@ elif [ "$(id -u)" = 0 ] && command -v runuser >/dev/null && id nobody >/dev/null
     check "its directory is nobody's, mode 700" "700 $nobody" "$(stat -c '%a %u' "$d")"
     check "its file is mode 600" "600 $nobody" "$(stat -c '%a %u' "$d/dlock.db")"
     as_nobody status "$run_id/default" >/dev/null
-    check "status on the default store" 0 $?
+    check "status on the default store (3: the name is free)" 3 $?
     rm -rf "$d"
 
     # Someone else got there first: refused, with the reason, left alone.

@@ -217,7 +217,7 @@ check "  also flock style (no --)" "-s" "$out"
 "$DLOCK" -s "$STORE" run "$id/g" -- true
 check "dlock -s URL run NAME -- CMD works" 0 $?
 "$DLOCK" --store-file "$T/storefile" -v status "$id/g" >/dev/null
-check "dlock --store-file FILE -v status NAME works" 0 $?
+check "dlock --store-file FILE -v status NAME works (3: free)" 3 $?
 "$DLOCK" run "$id/g" -S -- true
 check "run -S (shared) is still run's" 0 $?
 out=$("$DLOCK" status "$id/g" --bogus 2>&1)

@@ -37,6 +37,22 @@ expect '^backup: held by .* pid [0-9]+ since ' "status names the holder"
 expect '"name":"backup","held":true' "list --json shows the held lock"
 expect "^backup: broken \(1 holder removed\)" "release --force breaks it"
 expect "lock 'backup' was lost; stopping the command" "the broken holder stops its command"
+# The last exit line is the broken holder's (wait $pid): 75, as the
+# tour promises (a bare `wait` said 0).
+last=$(printf '%s\n' "$out" | grep -E '^exit [0-9]+$' | tail -n 1)
+if [ "$last" = "exit 75" ]; then
+    echo "PASS the broken holder's dlock exits 75"
+else
+    echo "FAIL the broken holder's dlock: '$last', not 'exit 75'"
+    fail=1
+fi
+if printf '%s\n' "$out" | grep -qE '^exit [0-9]+$' &&
+    [ "$(printf '%s\n' "$out" | grep -E '^exit [0-9]+$' | sed -n 3p)" = "exit 0" ]; then
+    echo "PASS status of a held lock exits 0"
+else
+    echo "FAIL status of a held lock: $(printf '%s\n' "$out" | grep -E '^exit [0-9]+$' | tr '\n' ' ')"
+    fail=1
+fi
 expect "^dlock: run: 'report' already ran at " "--once-per skips the second run"
 expect '^exited 0 on host ' "history shows the run"
 if [ $rc -ne 0 ]; then echo "FAIL the tour exited $rc"; fail=1; fi

@@ -26,7 +26,8 @@ sql "SET GLOBAL read_only=0"
 
 # An open store (tables made), then read-only: the acquire's write.  A
 # waiter started while read-only gets the lock once writable again.
-"$DLOCK" -s "$url" status adv2-ro >/dev/null || { echo "FAIL: status"; exit 1; }
+"$DLOCK" -s "$url" status adv2-ro >/dev/null
+[ $? = 3 ] || { echo "FAIL: status (3: free)"; exit 1; }
 sql "SET GLOBAL read_only=1"
 "$ERRORS" unreachable "$url" || fail=1
 "$DLOCK" -s "$url" run adv2-ro -w 60 -- true >"$T/out" 2>&1 &

@@ -48,8 +48,8 @@ openssl pkey -in "$plain" -aes256 -passout pass:key-pw -out "$T/enc.key" ||
 chmod 600 "$T/enc.key"
 base="$url?sslmode=require&sslcert=$T/certs/client.crt&timeout=5s"
 for _ in $(seq 50); do
-    "$DLOCK" -s "$base&sslkey=$plain" status x >/dev/null 2>&1 </dev/null &&
-        break
+    "$DLOCK" -s "$base&sslkey=$plain" status x >/dev/null 2>&1 </dev/null
+    [ $? = 3 ] && break # connected: x is free
     sleep 0.1 # polling the reload: no event to wait on
 done
 
@@ -114,14 +114,16 @@ timeout 10 setsid "$DLOCK" -s "$enc&sslpassword=" status x >"$T/empty.out" 2>&1 
 check "no terminal, ?sslpassword= empty" $? "$T/empty.out"
 
 n=$((n + 1))
-if out=$("$DLOCK" -s "$enc&sslpassword=key-pw" status x 2>&1 </dev/null); then
+out=$("$DLOCK" -s "$enc&sslpassword=key-pw" status x 2>&1 </dev/null)
+if [ $? = 3 ]; then # connected: x is free
     echo "ok   control: the encrypted key with ?sslpassword=: $out"
 else
     echo "FAIL control: the encrypted key with ?sslpassword= did not work: $out"
     fails=$((fails + 1))
 fi
 n=$((n + 1))
-if out=$("$DLOCK" -s "$base&sslkey=$plain" status x 2>&1 </dev/null); then
+out=$("$DLOCK" -s "$base&sslkey=$plain" status x 2>&1 </dev/null)
+if [ $? = 3 ]; then
     echo "ok   control: the unencrypted key: $out"
 else
     echo "FAIL control: the unencrypted key did not work: $out"

@@ -118,6 +118,22 @@ if [ -e "$dest$prefix/$includedir/dlock_pg.h" ]; then
         fail "example pg_xact does not build"
     fi
 fi
+# dlock.pc names the store clients as Requires.private (issue 47), each
+# one resolving; --cflags alone compiles dlock_pg.h (libpq's include
+# directory is in Cflags).
+req=$(pkg-config --print-requires-private dlock)
+# shellcheck disable=SC2046 # one module a line, with its version
+if [ -n "$req" ] && pkg-config --exists --print-errors $(echo "$req" | awk '{print $1}'); then
+    ok "Requires.private resolves: $(echo "$req" | tr '\n' ' ')"
+else
+    fail "Requires.private: '$req'"
+fi
+if [ -e "$dest$prefix/$includedir/dlock_pg.h" ]; then
+    printf '#include <dlock_pg.h>\nint main(void) { return 0; }\n' >"$tmp/pg.c"
+    cc -std=c11 -Wall -Wextra -Werror $cflags -c -o "$tmp/pg.o" "$tmp/pg.c" &&
+        ok "dlock_pg.h compiles with pkg-config --cflags dlock alone" ||
+        fail "dlock_pg.h needs more than pkg-config --cflags dlock"
+fi
 # The static library, with its private dependencies from pkg-config.
 if cc -std=c11 $cflags -o "$tmp/trylock-static" "$src/examples/trylock.c" \
       -static-libgcc -Wl,-Bstatic $(pkg-config --static --libs dlock | sed 's/-ldlock /-ldlock -Wl,-Bdynamic /'); then

@@ -41,7 +41,11 @@ if grep -q "$(printf '\033')" "$T/h" "$T/err"; then
 fi
 for j in "history --json $name" "status --json $name" "list --json"; do
     # shellcheck disable=SC2086
-    "$DLOCK" $j >"$T/j" || { echo "FAIL: $j exit"; fail=1; }
+    "$DLOCK" $j >"$T/j"
+    rc=$?
+    # status of the free name: 3 (free), not 0.
+    case $j in status*) want=3 ;; *) want=0 ;; esac
+    [ $rc = $want ] || { echo "FAIL: $j exit $rc, not $want"; fail=1; }
     python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1], "rb"))

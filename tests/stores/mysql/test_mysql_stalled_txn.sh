@@ -209,7 +209,7 @@ if [ "$lease" = 1 ]; then
     :
 elif ! command -v python3 >/dev/null || [ ! -f "$lib" ]; then
     skip4 "no python3 or no $lib"
-elif ! "$DLOCK" -s "$OURL" status x >/dev/null 2>&1; then
+elif "$DLOCK" -s "$OURL" status x >/dev/null 2>&1; [ $? != 3 ]; then # 3: connected, x free
     skip4 "no user 'other' (server-mysql.sh makes it) on this server"
 else
     # An interpreter loads a sanitized libdlock only with its runtimes

@@ -16,7 +16,8 @@ name="tls-$$"
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 
-# expect RC PATTERN URL: `dlock status` exits RC, its message has PATTERN.
+# expect RC PATTERN URL: `dlock status` exits RC (3: connected, the name
+# free), its message has PATTERN.
 expect() {
     local rc=$1 pat=$2 u=$3 out got
     out=$("$dlock" -s "$u" status "$name" 2>&1)
@@ -44,9 +45,9 @@ auth=$("$script" ctl "$dir" start-tls "$rel/auth" clientauth) ||
     { echo "cannot start the client-certificate server"; exit 1; }
 
 # What works: the address and the names of the certificate.
-expect 0 "free" "$url"
-expect 0 "free" "rediss://localhost:$port?$ca"
-expect 0 "free" "rediss://127.0.0.1:$port?$ca&sni=localhost"
+expect 3 "free" "$url"
+expect 3 "free" "rediss://localhost:$port?$ca"
+expect 3 "free" "rediss://127.0.0.1:$port?$ca&sni=localhost"
 "$dlock" -s "$url" run -n "$name" -- true || bad "run over TLS failed"
 
 # The server's certificate: another CA, expired, another name.
@@ -60,7 +61,7 @@ expect 69 "certificate was refused" "rediss://127.0.0.1:$port"
 
 # A server that requires a client certificate.
 expect 69 "wants\? a client certificate" "$auth"
-expect 0 "free" "$auth&cert=$certs/client.crt&key=$certs/client.key"
+expect 3 "free" "$auth&cert=$certs/client.crt&key=$certs/client.key"
 expect 69 "alert unknown ca\|refuse the client certificate" \
     "$auth&cert=$certs/other-ca.crt&key=$certs/other-ca.key"
 
