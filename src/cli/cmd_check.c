@@ -75,6 +75,10 @@ struct line {
     int tls; /* -1 unknown */
 };
 
+/* What dlock_store_probe() said when it failed (later calls replace
+ * dlock_errmsg()). */
+static char probe_msg[1024];
+
 struct check {
     int json;
     int exit_code; /* the first failure's */
@@ -174,9 +178,12 @@ static const char *why(int rc)
  * dlock's words before the server's. */
 static int says_auth(const char *m)
 {
-    static const char *const w[] = {
-        "authentication", "password", "WRONGPASS", "NOAUTH",
-        "Access denied",  "auth",     NULL};
+    /* PostgreSQL "password authentication failed", MariaDB "Access
+     * denied ... (using password: YES)", Redis WRONGPASS/NOAUTH, etcd
+     * "authentication failed, invalid user ID or password". */
+    static const char *const w[] = {"authentication",   "using password",
+                                    "WRONGPASS",        "NOAUTH",
+                                    "invalid password", NULL};
 
     for (int i = 0; w[i] != NULL; i++)
         if (strcasestr(m, w[i]) != NULL)
@@ -209,7 +216,7 @@ static void check_tls(struct check *k, const dlock_probe *p, int prc)
 
     if (prc != DLOCK_OK && prc != DLOCK_ENOTSUP) {
         show(k, add(k, "tls", ST_FAIL, EXIT_UNAVAILABLE,
-                    "cannot ask the store: %s", why(prc)));
+                    "cannot ask the store: %s", probe_msg));
         return;
     }
     if (p->tls == 0) {
@@ -357,7 +364,7 @@ static void check_clock(struct check *k, const dlock_probe *p, int prc,
     }
     if (prc != DLOCK_OK) {
         show(k, add(k, "clock", ST_FAIL, EXIT_UNAVAILABLE,
-                    "cannot read the store's clock: %s", why(prc)));
+                    "cannot read the store's clock: %s", probe_msg));
         return;
     }
     skew = p->server_ms - p->host_ms;
@@ -524,6 +531,7 @@ int cmd_check(const struct cli *c, int argc, char **argv)
         memset(&probe, 0, sizeof(probe));
         probe.version = DLOCK_PROBE_VERSION;
         prc = dlock_store_probe(store, &probe);
+        snprintf(probe_msg, sizeof(probe_msg), "%s", why(prc));
         if (gethostname(host, sizeof(host)) != 0)
             snprintf(host, sizeof(host), "host");
         host[sizeof(host) - 1] = '\0';

@@ -436,18 +436,30 @@ static int etcd_ddl(char **out, const struct dlock_url *u)
  * member's clock in whole seconds (ETCD_REPLY_DATE), taken as the middle
  * of its second (resolution_ms 1000).  The certificate of an https://
  * endpoint is not read (libcurl's CURLINFO_CERTINFO is not asked for). */
+#define PROBE_KEY                                                              \
+    "\xff"                                                                     \
+    "dlock-check"
 static int etcd_probe(struct dlock_store *s, dlock_probe *out)
 {
     struct etcd_store *es = (struct etcd_store *)s;
     json_object *body, *reply = NULL;
     int64_t t0, t1, date;
+    char *key;
     int rc;
 
     out->tls = es->tls ? 1 : 0;
     out->tables_ok = -1;
     snprintf(out->tables, sizeof(out->tables), "no tables (keys)");
-    body = dlock__etcd_range_req(es->prefix, es->prefix_len, NULL, 0, 1,
-                                 ETCD_RANGE_KEYS);
+    /* A key of the prefix no lock is named (etcd refuses an empty key,
+     * and a role granted on the prefix may read it). */
+    key = malloc(es->prefix_len + sizeof(PROBE_KEY));
+    if (key == NULL)
+        return dlock__enomem();
+    memcpy(key, es->prefix, es->prefix_len);
+    memcpy(key + es->prefix_len, PROBE_KEY, sizeof(PROBE_KEY));
+    body = dlock__etcd_range_req(key, es->prefix_len + sizeof(PROBE_KEY) - 1,
+                                 NULL, 0, 1, ETCD_RANGE_KEYS);
+    free(key);
     if (body == NULL)
         return dlock__enomem();
     t0 = dlock__wall_ms();
