@@ -205,7 +205,11 @@ static int check_connect(struct check *k, const char *url, dlock_store **store)
                 rc == DLOCK_EINVAL   ? EXIT_USAGE
                 : rc == DLOCK_ENOMEM ? EXIT_INTERNAL
                                      : EXIT_UNAVAILABLE,
-                "%s%s", says_auth(m) ? "authentication failed: " : "", m));
+                "%s%s",
+                says_auth(m) && strcasestr(m, "authentication failed") == NULL
+                    ? "authentication failed: "
+                    : "",
+                m));
     return -1;
 }
 
@@ -283,9 +287,13 @@ static void check_tables(struct check *k, dlock_store *store,
             rc = DLOCK_OK;
     }
     if (rc != DLOCK_OK) {
-        show(k,
-             add(k, "tables", ST_FAIL, EXIT_UNAVAILABLE,
-                 "reading them failed: %s (`dlock init` makes them)", why(rc)));
+        show(k, add(k, "tables", ST_FAIL, EXIT_UNAVAILABLE,
+                    "reading them failed: %s (%s)", why(rc),
+                    strcasestr(why(rc), "denied") != NULL ||
+                            strcasestr(why(rc), "NOPERM") != NULL
+                        ? "this login may not read dlock's tables: grant it "
+                          "the rights docs/stores/STORE.md lists"
+                        : "missing ones are made by `dlock init`"));
         return;
     }
     if (prc == DLOCK_OK && p->tables[0] != '\0')
@@ -374,9 +382,9 @@ static void check_clock(struct check *k, const dlock_probe *p, int prc,
     slack = p->rtt_ms / 2 + (p->resolution_ms > 1 ? p->resolution_ms / 2 : 0);
     if (p->resolution_ms >= 1000)
         l = add(k, "clock", abs_skew > max_skew_ms + slack ? ST_WARN : ST_OK, 0,
-                "store %s this host by %+lld ms (+-%lld ms: the store tells "
+                "store %s this host by %lld ms (+-%lld ms: the store tells "
                 "whole seconds only, the HTTP Date header); %s",
-                skew >= 0 ? "ahead of" : "behind", (long long)skew,
+                skew >= 0 ? "ahead of" : "behind", (long long)abs_skew,
                 (long long)slack, affects);
     else if (abs_skew > max_skew_ms + slack)
         l = add(k, "clock", ST_WARN, 0,

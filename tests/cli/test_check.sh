@@ -158,7 +158,10 @@ wrong_pw() { # URL: a login whose password is wrong
     run "$(with_password "$1" wrong-pw-123)"
     printf '%s\n' "$out" | sed 's/^/    | /'
     expect "$kind: a wrong password is 69, saying authentication" 69 \
-        '^FAIL +connect +authentication failed' '^skip +rights '
+        '^FAIL +connect .*authentication failed' '^skip +rights '
+    if printf '%s\n' "$out" | grep -qi 'authentication failed.*authentication failed'; then
+        bad "$kind: 'authentication failed' twice: $out"
+    fi
     if printf '%s\n' "$out" | grep -q 'wrong-pw-123'; then
         bad "$kind: the wrong password is shown: $out"
     fi
