@@ -1,7 +1,8 @@
 #!/bin/bash
 # `dlock check` (issue 47) on one store:
 #   test_check.sh KIND DLOCK URL [DIR SERVER_SCRIPT]
-# KIND: sqlite, redis, redis-tls, postgres, mysql, etcd.  URL: a working
+# KIND: sqlite, redis, redis-tls, postgres, postgres-tls (a server of its
+# own: TLS is turned on here), mysql, etcd.  URL: a working
 # store (the test servers' DLOCK_TEST_*_URL; for sqlite a file's URL);
 # DIR and SERVER_SCRIPT: the server's directory and scripts/server-*.sh,
 # to make logins with a wrong password or no rights.
@@ -64,6 +65,29 @@ closed_port() {
     printf '%s' "$1" | sed -E "s#(@|//)(127\\.0\\.0\\.1|localhost):[0-9]+#\\1\\2:$p#"
 }
 
+# --- PostgreSQL over TLS: its own server, TLS turned on here -------------
+if [ "$kind" = postgres-tls ]; then
+    command -v openssl >/dev/null || { echo "no openssl"; exit 77; }
+    data=$dir/data
+    openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj /CN=127.0.0.1 \
+        -keyout "$data/check.key" -out "$data/check.crt" >/dev/null 2>&1 ||
+        { echo "FAIL cannot make a certificate"; exit 1; }
+    chmod 600 "$data/check.key"
+    [ "$(id -u)" = 0 ] && chown "$(stat -c %u "$data")" "$data/check.key" "$data/check.crt"
+    for set in "ssl_cert_file = '$data/check.crt'" "ssl_key_file = '$data/check.key'" "ssl = on"; do
+        "$script" ctl "$dir" sql --super "ALTER SYSTEM SET $set" >/dev/null ||
+            { echo "FAIL ALTER SYSTEM SET $set"; exit 1; }
+    done
+    "$script" ctl "$dir" sql --super "SELECT pg_reload_conf()" >/dev/null
+    # A new session forks from the postmaster: once one says ssl is on,
+    # the postmaster has read the new configuration (bounded).
+    for _ in $(seq 100); do
+        [ "$("$script" ctl "$dir" sql --super "SHOW ssl")" = on ] && break
+        sleep 0.1
+    done
+    url="$url?sslmode=require"
+fi
+
 # --- a good store: every check passes ------------------------------------
 run "$url"
 printf '%s\n' "$out" | sed 's/^/    | /'
@@ -85,6 +109,8 @@ esac
 case $kind in
 redis-tls) expect "$kind: TLS, the certificate's days left" 0 \
     '^ok +tls +in use, TLSv1\.[23]; server certificate valid [0-9]+ more days' ;;
+postgres-tls) expect "$kind: TLS, the certificate's days left" 0 \
+    '^ok +tls +in use, TLSv1\.[23]; server certificate valid (29|30) more days' ;;
 postgres | mysql | etcd) expect "$kind: TLS not in use" 0 '^ok +tls +not in use' ;;
 esac
 
@@ -173,7 +199,7 @@ no_rights() { # URL PATTERN
     expect "$kind: a login without rights is 69" 69 '^FAIL +(connect|tables|rights) ' "$2"
 }
 case $kind in
-postgres)
+postgres | postgres-tls)
     wrong_pw "$url"
     "$script" ctl "$dir" sql --super "SET client_min_messages = warning; DROP ROLE IF EXISTS chk_nr; CREATE ROLE chk_nr LOGIN PASSWORD 'nr-pw'" >/dev/null
     no_rights "$(printf '%s' "$url" | sed -E 's#//[^@]*@#//chk_nr:nr-pw@#')" 'permission denied'

@@ -1,15 +1,40 @@
 /*
  * probe.c - the PostgreSQL store's answer to dlock_store_probe() (`dlock
  * check`): the server's clock and dlock's objects (sql/probe.sql), and
- * whether the connection is TLS (libpq's PQsslInUse, PQsslAttribute).
- * The certificate's notAfter is not read: that needs the SSL object
- * (PQsslStruct) and libssl, which this store does not link.
+ * whether the connection is TLS (libpq's PQsslInUse, PQsslAttribute),
+ * with the server certificate's notAfter from libpq's OpenSSL object
+ * (PQsslStruct(conn, "OpenSSL"); NULL for a libpq built with another TLS
+ * library: then it stays unknown).
  */
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "clock.h"
 #include "pg.h"
+
+/* notAfter of the peer's certificate, ms since the epoch; 0 if unknown. */
+static int64_t not_after_ms(SSL *ssl)
+{
+    X509 *cert;
+    struct tm tm;
+    int64_t ms = 0;
+
+#if OPENSSL_VERSION_NUMBER >= 0x30000000L
+    cert = SSL_get1_peer_certificate(ssl);
+#else
+    cert = SSL_get_peer_certificate(ssl);
+#endif
+    if (cert == NULL)
+        return 0;
+    memset(&tm, 0, sizeof(tm));
+    if (ASN1_TIME_to_tm(X509_get0_notAfter(cert), &tm) == 1)
+        ms = (int64_t)timegm(&tm) * 1000;
+    X509_free(cert);
+    return ms;
+}
 
 struct probe_call {
     struct pg_store *ps;
@@ -61,9 +86,12 @@ static int probe_fn(void *conn, void *arg, int *dead)
     out->tls = PQsslInUse(c) ? 1 : 0;
     if (out->tls) {
         const char *proto = PQsslAttribute(c, "protocol");
+        SSL *ssl = PQsslStruct(c, "OpenSSL");
 
         if (proto != NULL)
             snprintf(out->tls_version, sizeof(out->tls_version), "%s", proto);
+        if (ssl != NULL)
+            out->cert_not_after_ms = not_after_ms(ssl);
     }
     return DLOCK_OK;
 }
