@@ -142,6 +142,9 @@ fi
     bad "$kind: left in the metrics dir: $(ls -A "$t/prom")"
 
 # --- usage and a bad URL: 64 ---------------------------------------------
+out=$("$dlock" -s "$url" check --help 2>&1)
+rc=$?
+expect "$kind: check --help" 0 '^usage: dlock \[-s URL\] check ' 'exit codes'
 run "bogus://127.0.0.1/x"
 expect "$kind: an unknown scheme is 64" 64 '^FAIL +url +unknown store scheme' \
     '^skip +connect '
