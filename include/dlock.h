@@ -446,6 +446,54 @@ DLOCK_EXTERN dlock_rc dlock_store_init(dlock_store *store);
  */
 DLOCK_EXTERN dlock_rc dlock_ddl(char **out, const char *url);
 
+/** Version of dlock_probe this header describes. */
+#define DLOCK_PROBE_VERSION 1
+
+/**
+ * What dlock_store_probe() learns of a store's connection, for `dlock
+ * check`.  The caller sets version (DLOCK_PROBE_VERSION) and the library
+ * fills the fields of that version; fields added later go at the end.
+ * Everything here is what the server said: a check, never a proof.
+ */
+typedef struct dlock_probe {
+    /** 1..DLOCK_PROBE_VERSION, set by the caller. */
+    unsigned version;
+    /** The store's clock, ms since the Unix epoch, as read in one round
+     * trip (Redis TIME, clock_timestamp(), NOW(6); SQLite: this host's
+     * CLOCK_REALTIME); 0 if the store gave none. */
+    int64_t server_ms;
+    /** This host's CLOCK_REALTIME at the middle of that round trip, and
+     * the round trip's length (ms). */
+    int64_t host_ms;
+    int64_t rtt_ms;
+    /** How fine server_ms is: 1 ms, or 1000 where the store tells only
+     * seconds. */
+    int64_t resolution_ms;
+    /** 1: the connection is TLS; 0: it is not (or a local file); -1: not
+     * known. */
+    int tls;
+    /** The TLS protocol ("TLSv1.3"), "" if not known. */
+    char tls_version[32];
+    /** The server certificate's notAfter, ms since the Unix epoch; 0 if
+     * not known for this store. */
+    int64_t cert_not_after_ms;
+    /** What the store says of its tables: 1 all there, 0 some missing
+     * (tables says which), -1 a store without tables (keys). */
+    int tables_ok;
+    /** Their names ("dlock_locks, dlock_runs"), or what is missing. */
+    char tables[256];
+} dlock_probe;
+
+/**
+ * Ask the store for its clock, its TLS session and its tables (one round
+ * trip or two, on a connection of the store's).
+ * @param out  version set by the caller; the rest is filled.
+ * @return DLOCK_OK; DLOCK_ENOTSUP for a store that cannot say (out holds
+ *         what is known: unknowns as documented above); DLOCK_EINVAL;
+ *         DLOCK_EUNAVAIL or DLOCK_ESTORE with dlock_errmsg().
+ */
+DLOCK_EXTERN dlock_rc dlock_store_probe(dlock_store *store, dlock_probe *out);
+
 /**
  * The store's URL with any password replaced by "***".  Owned by the store.
  */

@@ -202,5 +202,6 @@ int cmd_list(const struct cli *c, int argc, char **argv);
 int cmd_release(const struct cli *c, int argc, char **argv);
 int cmd_init(const struct cli *c, int argc, char **argv);
 int cmd_history(const struct cli *c, int argc, char **argv);
+int cmd_check(const struct cli *c, int argc, char **argv);
 
 #endif

@@ -32,6 +32,7 @@ static const char usage_fmt[] =
     "  history NAME [--json] [-n N]  the recorded runs of NAME\n"
     "  release --force NAME  break a stuck lock (administration)\n"
     "  init [--print]      create the store's tables (or print the DDL)\n"
+    "  check [--json] [--metrics-file PATH]  is the store usable from here?\n"
     "\n"
     "options:\n"
     "  -s, --store URL     the store (default: $DLOCK_STORE, else the file\n"
@@ -209,6 +210,7 @@ static int cli_main(int argc, char **argv)
         {"list", cmd_list},   {"release", cmd_release},
         {"init", cmd_init},   {"history", cmd_history},
         {"elect", cmd_elect}, {"leader", cmd_leader},
+        {"check", cmd_check},
     };
     struct cli c = {NULL, 0};
     char *file = NULL;

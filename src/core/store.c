@@ -308,6 +308,36 @@ void dlock_store_close(dlock_store *s)
     free(url);
 }
 
+dlock_rc dlock_store_probe(dlock_store *s, dlock_probe *out)
+{
+    unsigned version;
+    int rc;
+
+    dlock__clearerr();
+    if (out == NULL)
+        return dlock__seterr(DLOCK_EINVAL, "out is NULL");
+    version = out->version;
+    if (version < 1 || version > DLOCK_PROBE_VERSION)
+        return dlock__seterr(DLOCK_EINVAL,
+                             "dlock_probe version %u (this library knows "
+                             "1..%d)",
+                             version, DLOCK_PROBE_VERSION);
+    memset(out, 0, sizeof(*out));
+    out->version = version;
+    out->tls = -1;
+    out->tables_ok = -1;
+    out->resolution_ms = 1;
+    rc = dlock__store_usable(s);
+    if (rc != DLOCK_OK)
+        return rc;
+    if (s->ops->probe == NULL)
+        return dlock__seterr(DLOCK_ENOTSUP,
+                             "the %s store cannot report its clock or TLS "
+                             "session",
+                             s->ops->name);
+    return s->ops->probe(s, out);
+}
+
 const char *dlock_store_url(const dlock_store *s)
 {
     return s != NULL && s->url != NULL ? s->url : "";

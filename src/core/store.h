@@ -302,6 +302,18 @@ struct dlock_store_ops {
     int (*watch)(struct dlock_store *store, const char *name, void **state,
                  int64_t slice_ms);
     void (*watch_end)(struct dlock_store *store, void *state);
+
+    /* Optional (NULL: dlock_store_probe() is DLOCK_ENOTSUP), for `dlock
+     * check`: fill what the store can tell of out (include/dlock.h,
+     * dlock_probe).  The core sets every field to "unknown" first (0,
+     * tls -1, tables_ok -1, resolution_ms 1) and version to what the
+     * caller asked; the store reads the server's clock in one round trip
+     * and sets host_ms to the host's wall clock at its middle (rtt_ms its
+     * length), and says whether the connection it used is TLS, its
+     * certificate's notAfter where its driver shows the peer's
+     * certificate, and whether its tables are there.  Added without a
+     * version bump: a table without it is a store that cannot say. */
+    int (*probe)(struct dlock_store *store, dlock_probe *out);
 };
 
 /* The stores compiled in (store.c's scheme table has their schemes).  A

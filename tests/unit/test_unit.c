@@ -558,6 +558,54 @@ static void test_grant_without_fence(void)
     EXPECT(strstr(dlock_errmsg(), "without a fencing token") != NULL);
 }
 
+/* dlock_store_probe() (issue 47, `dlock check`): the struct's version is
+ * checked, every field is "unknown" before the store's op runs, and a
+ * store without the op is DLOCK_ENOTSUP with those unknowns. */
+static int mock_probe_saw_defaults;
+
+static int mock_probe(struct dlock_store *s, dlock_probe *out)
+{
+    (void)s;
+    mock_probe_saw_defaults =
+        out->version == 1 && out->server_ms == 0 && out->tls == -1 &&
+        out->tables_ok == -1 && out->resolution_ms == 1 &&
+        out->cert_not_after_ms == 0 && out->tables[0] == '\0';
+    out->server_ms = 42;
+    out->tls = 1;
+    return DLOCK_OK;
+}
+
+static void test_probe(void)
+{
+    struct dlock_store_ops ops = {.version = DLOCK_STORE_OPS_VERSION,
+                                  .name = "mock"};
+    struct dlock_store s;
+    dlock_probe p;
+
+    memset(&s, 0, sizeof(s));
+    s.ops = &ops;
+    s.gen = dlock__generation();
+    memset(&p, 0x5a, sizeof(p));
+    p.version = DLOCK_PROBE_VERSION;
+    EXPECT(dlock_store_probe(&s, &p) == DLOCK_ENOTSUP);
+    EXPECT(strstr(dlock_errmsg(), "mock store") != NULL);
+    EXPECT(p.server_ms == 0 && p.tls == -1 && p.tables_ok == -1 &&
+           p.cert_not_after_ms == 0 && p.tls_version[0] == '\0');
+    ops.probe = mock_probe;
+    p.version = DLOCK_PROBE_VERSION;
+    EXPECT(dlock_store_probe(&s, &p) == DLOCK_OK);
+    EXPECT(mock_probe_saw_defaults && p.server_ms == 42 && p.tls == 1);
+    p.version = 0;
+    EXPECT(dlock_store_probe(&s, &p) == DLOCK_EINVAL);
+    p.version = DLOCK_PROBE_VERSION + 1;
+    EXPECT(dlock_store_probe(&s, &p) == DLOCK_EINVAL);
+    EXPECT(dlock_store_probe(&s, NULL) == DLOCK_EINVAL);
+    p.version = DLOCK_PROBE_VERSION;
+    EXPECT(dlock_store_probe(NULL, &p) == DLOCK_EINVAL);
+    s.gen++; /* a fork child's copy */
+    EXPECT(dlock_store_probe(&s, &p) == DLOCK_EINVAL);
+}
+
 int main(void)
 {
     test_redact();
@@ -576,6 +624,7 @@ int main(void)
     test_text_expand();
     test_ops_version();
     test_grant_without_fence();
+    test_probe();
     if (failures == 0)
         printf("unit: all passed\n");
     return failures != 0;

@@ -431,6 +431,55 @@ static int etcd_ddl(char **out, const struct dlock_url *u)
     return *out != NULL ? DLOCK_OK : dlock__enomem();
 }
 
+/* dlock_store_probe(): a range read of one key under the prefix (what
+ * any role dlock can use may read), for its reply's Date header: the
+ * member's clock in whole seconds (ETCD_REPLY_DATE), taken as the middle
+ * of its second (resolution_ms 1000).  The certificate of an https://
+ * endpoint is not read (libcurl's CURLINFO_CERTINFO is not asked for). */
+#define PROBE_KEY                                                              \
+    "\xff"                                                                     \
+    "dlock-check"
+static int etcd_probe(struct dlock_store *s, dlock_probe *out)
+{
+    struct etcd_store *es = (struct etcd_store *)s;
+    json_object *body, *reply = NULL;
+    int64_t t0, t1, date;
+    char *key;
+    int rc;
+
+    out->tls = es->tls ? 1 : 0;
+    out->tables_ok = -1;
+    snprintf(out->tables, sizeof(out->tables), "no tables (keys)");
+    /* A key of the prefix no lock is named (etcd refuses an empty key,
+     * and a role granted on the prefix may read it). */
+    key = malloc(es->prefix_len + sizeof(PROBE_KEY));
+    if (key == NULL)
+        return dlock__enomem();
+    memcpy(key, es->prefix, es->prefix_len);
+    memcpy(key + es->prefix_len, PROBE_KEY, sizeof(PROBE_KEY));
+    body = dlock__etcd_range_req(key, es->prefix_len + sizeof(PROBE_KEY) - 1,
+                                 NULL, 0, 1, ETCD_RANGE_KEYS);
+    free(key);
+    if (body == NULL)
+        return dlock__enomem();
+    t0 = dlock__wall_ms();
+    rc = dlock__etcd_post(es, "/v3/kv/range", body, ETCD_RETRY_SAFE, &reply,
+                          NULL);
+    t1 = dlock__wall_ms();
+    json_object_put(body);
+    if (rc != DLOCK_OK)
+        return rc;
+    date = dlock__etcd_int(reply, ETCD_REPLY_DATE);
+    json_object_put(reply);
+    if (date > 0) {
+        out->server_ms = date * 1000 + 500;
+        out->host_ms = t0 + (t1 - t0) / 2;
+        out->rtt_ms = t1 - t0;
+        out->resolution_ms = 1000;
+    }
+    return DLOCK_OK;
+}
+
 const struct dlock_store_ops dlock__etcd_ops = {
     .version = DLOCK_STORE_OPS_VERSION,
     .name = "etcd",
@@ -450,6 +499,7 @@ const struct dlock_store_ops dlock__etcd_ops = {
     .list = etcd_list,
     .force_release = etcd_force_release,
     .init = etcd_init,
+    .probe = etcd_probe,
     .ddl = etcd_ddl,
     .run_begin = dlock__etcd_run_begin,
     .run_end = dlock__etcd_run_end,

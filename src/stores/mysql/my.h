@@ -143,6 +143,7 @@ struct my_sql {
     char *set_idle; /* the SET of them */
     char *init_session, *init_isolation; /* a connection's init commands */
     char *conn_info; /* its id, @@wait_timeout, @@max_connections */
+    char *probe;     /* the server's clock (probe.c) */
     char *tx_begin, *tx_commit, *tx_rollback;
     char *heap_big, *heap_default; /* around creating the MEMORY table */
     char *columns[2][2]; /* a holder's select list [mariadb][have_lim] */
@@ -352,6 +353,8 @@ struct my_val dlock__my_idle_val(const struct my_store *ms, int64_t idle_ms);
 void dlock__my_sb_free(struct sb *b);
 /* Send one statement (InnoDB deadlocks retried): 0, or -1 with c's error
  * set. */
+/* probe.c: dlock_store_probe(). */
+int dlock__my_probe(struct dlock_store *s, dlock_probe *out);
 int dlock__my_query(struct conn *c, const char *sql, size_t len);
 /* Run b's statement.  res (may be NULL) receives its result set. */
 int dlock__my_run(struct my_store *ms, struct conn *c, struct sb *b,

@@ -124,6 +124,7 @@ int dlock__my_sql_build(struct my_store *ms)
     X(q->init_session, dlock__text_mysql_init_session, V("idle_set", idle_now));
     X(q->init_isolation, dlock__text_mysql_init_isolation, V("_", ""));
     X(q->conn_info, dlock__text_mysql_conn_info, V("_", ""));
+    X(q->probe, dlock__text_mysql_probe, V("_", ""));
     X(q->tx_begin, dlock__text_mysql_tx_begin, V("_", ""));
     X(q->tx_commit, dlock__text_mysql_tx_commit, V("_", ""));
     X(q->tx_rollback, dlock__text_mysql_tx_rollback, V("_", ""));
@@ -352,6 +353,7 @@ static const struct {
     T(heap_big),
     T(heap_default),
     T(conn_info),
+    T(probe),
     T(tx_begin),
     T(tx_commit),
     T(tx_rollback),

@@ -179,6 +179,7 @@ const struct dlock_store_ops dlock__mysql_ops = {
     .list = dlock__my_list,
     .force_release = dlock__my_force_release,
     .init = dlock__my_init,
+    .probe = dlock__my_probe,
     .ddl = dlock__my_ddl,
     .run_begin = dlock__my_run_begin,
     .run_end = dlock__my_run_end,

@@ -126,7 +126,7 @@ struct dlock__pg_sql {
     char *release_l, *unlock_all, *drop_broken, *sem_wait, *status_l,
         *status2_l, *lease_acq, *lease_sem, *have_tables, *init, *ddl,
         *init_runs, *run_end, *runs, *last_runs, *gone, *session_setup,
-        *value_get, *notify, *listen_name, *listen;
+        *value_get, *notify, *listen_name, *listen, *probe;
 };
 /* Fill q for a handle using hashtext() keys (else hashtextextended()):
  * DLOCK_OK, or an error with q all NULL. */
@@ -330,6 +330,8 @@ void dlock__pg_watch_end(struct dlock_store *s, void *state);
 int dlock__pg_pooled(struct pg_store *ps, const char *what, const char *sql,
                      int n, const char *const *v, PGresult **res,
                      char state[6]);
+/* probe.c: dlock_store_probe(). */
+int dlock__pg_probe(struct dlock_store *s, dlock_probe *out);
 /* After a candidate's release: wake the name's observers (best effort). */
 void dlock__pg_notify(struct pg_store *ps, const char *name);
 

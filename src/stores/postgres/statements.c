@@ -207,6 +207,9 @@ static const struct {
     {offsetof(struct dlock__pg_sql, listen),
      0,
      {"listen.sql", dlock__text_postgres_listen, {NULL}}},
+    {offsetof(struct dlock__pg_sql, probe),
+     0,
+     {"probe.sql", dlock__text_postgres_probe, {NULL}}},
 };
 
 /* A value from a sql/frag-*.sql file is one line: its final newline

@@ -479,6 +479,7 @@ const struct dlock_store_ops dlock__postgres_ops = {
     .list = pg_list,
     .force_release = pg_force_release,
     .init = pg_init,
+    .probe = dlock__pg_probe,
     .ddl = pg_ddl,
     .run_begin = dlock__pg_run_begin,
     .run_end = dlock__pg_run_end,

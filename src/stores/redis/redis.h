@@ -276,4 +276,7 @@ struct cnode {
     struct dlock__pool pool;
 };
 
-#endif /* DLOCK_STORES_REDIS_H */
+/* probe.c: dlock_store_probe(). */
+int dlock__redis_probe(struct dlock_store *s, dlock_probe *out);
+
+#endif

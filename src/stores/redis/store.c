@@ -447,6 +447,7 @@ const struct dlock_store_ops dlock__redis_ops = {
     .list = redis_list,
     .force_release = redis_force_release,
     .init = redis_init,
+    .probe = dlock__redis_probe,
     .ddl = redis_ddl,
     .run_begin = dlock__redis_run_begin,
     .run_end = dlock__redis_run_end,

@@ -320,6 +320,22 @@ static int sqlite_ddl(char **out, const struct dlock_url *u)
     return *out != NULL ? DLOCK_OK : dlock__enomem();
 }
 
+/* dlock_store_probe(): the store's clock is this host's (run records
+ * are stamped with CLOCK_REALTIME here), no TLS (a local file), and the
+ * tables open() made or found (sqlite_init). */
+static int sqlite_probe(struct dlock_store *s, dlock_probe *out)
+{
+    (void)s;
+    out->host_ms = out->server_ms = dlock__wall_ms();
+    out->tls = 0;
+    out->tables_ok = 1;
+    snprintf(out->tables, sizeof(out->tables),
+             "dlock_locks, dlock_fences, dlock_runs, dlock_run_names, "
+             "dlock_leaders "
+             "present (made or checked at open)");
+    return DLOCK_OK;
+}
+
 const struct dlock_store_ops dlock__sqlite_ops = {
     .version = DLOCK_STORE_OPS_VERSION,
     .name = "sqlite",
@@ -338,6 +354,7 @@ const struct dlock_store_ops dlock__sqlite_ops = {
     .list = dlock__sq_list,
     .force_release = dlock__sq_force_release,
     .init = sqlite_init,
+    .probe = sqlite_probe,
     .ddl = sqlite_ddl,
     .run_begin = dlock__sq_run_begin,
     .run_end = dlock__sq_run_end,

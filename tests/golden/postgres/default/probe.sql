@@ -1,0 +1,14 @@
+SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint,
+concat_ws(', ',
+CASE WHEN to_regclass('dlock_locks') IS NULL THEN 'dlock_locks' END,
+CASE WHEN to_regclass('dlock_fences') IS NULL THEN 'dlock_fences' END,
+CASE WHEN to_regclass('dlock_held') IS NULL THEN 'dlock_held' END,
+CASE WHEN to_regclass('dlock_fence_seq') IS NULL THEN 'dlock_fence_seq' END,
+CASE WHEN to_regproc('dlock_fence_raise_v1') IS NULL
+THEN 'dlock_fence_raise_v1()' END,
+CASE WHEN to_regproc('dlock_sem_acquire_v2') IS NULL
+THEN 'dlock_sem_acquire_v2()' END),
+concat_ws(', ',
+CASE WHEN to_regclass('dlock_runs') IS NULL THEN 'dlock_runs' END,
+CASE WHEN to_regclass('dlock_run_names') IS NULL THEN 'dlock_run_names' END,
+CASE WHEN to_regclass('dlock_leaders') IS NULL THEN 'dlock_leaders' END)
