@@ -288,33 +288,73 @@ static int foreground_job(void)
 }
 
 /* What the "#!" line of the file at path names as its interpreter, into
- * buf ("" when it has none or cannot be read).  As the kernel reads it:
- * after "#!" and blanks, up to a blank or the end of the line; a '\r'
- * (a script saved with CRLF line endings) is part of the name. */
-static const char *interpreter_of(const char *path, char *buf, size_t len)
+ * buf, and the word after it into arg ("" when there is none, or no
+ * line).  As the kernel reads it: after "#!" and blanks, up to a blank
+ * or the end of the line; a '\r' (a script saved with CRLF line endings)
+ * is part of the name. */
+static void interpreter_of(const char *path, char *buf, char *arg, size_t len)
 {
     char head[256];
     ssize_t n;
-    size_t i = 2, k = 0;
+    size_t i = 2;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 
-    buf[0] = '\0';
+    buf[0] = arg[0] = '\0';
     if (fd < 0)
-        return buf;
+        return;
     do
         n = read(fd, head, sizeof(head) - 1);
     while (n < 0 && errno == EINTR);
     (void)close(fd);
     if (n < 3 || head[0] != '#' || head[1] != '!')
-        return buf;
+        return;
     head[n] = '\0';
-    while (head[i] == ' ' || head[i] == '\t')
-        i++;
-    while (head[i] != '\0' && head[i] != ' ' && head[i] != '\t' &&
-           head[i] != '\n' && k + 1 < len)
-        buf[k++] = head[i++];
-    buf[k] = '\0';
-    return buf;
+    for (char *out = buf; out != NULL; out = out == buf ? arg : NULL) {
+        size_t k = 0;
+
+        while (head[i] == ' ' || head[i] == '\t')
+            i++;
+        while (head[i] != '\0' && head[i] != ' ' && head[i] != '\t' &&
+               head[i] != '\n' && k + 1 < len)
+            out[k++] = head[i++];
+        out[k] = '\0';
+    }
+}
+
+/* Can the interpreter of the script at path run?  0, else ENOENT or
+ * EACCES with what is missing in ip ("/bin/bash\r"; for "#!/usr/bin/env
+ * bash" a bash that is not on PATH: "/usr/bin/env bash"). */
+static int interpreter_fails(const char *path, char *ip, size_t len)
+{
+    char arg[256], **paths;
+    struct stat st;
+    const char *base;
+    int found = 0;
+
+    interpreter_of(path, ip, arg, len);
+    if (ip[0] == '\0')
+        return 0;
+    if (stat(ip, &st) != 0)
+        return ENOENT;
+    if (!S_ISREG(st.st_mode) || access(ip, X_OK) != 0)
+        return EACCES;
+    base = strrchr(ip, '/') != NULL ? strrchr(ip, '/') + 1 : ip;
+    /* env(1) looks its program up on PATH: it says so itself, but only
+     * once CMD runs under the lock. */
+    if (strcmp(base, "env") != 0 || arg[0] == '\0' || arg[0] == '-' ||
+        strchr(arg, '=') != NULL || (paths = exec_paths(arg)) == NULL)
+        return 0;
+    for (size_t i = 0; paths[i] != NULL && !found; i++)
+        found = stat(paths[i], &st) == 0 && S_ISREG(st.st_mode) &&
+                access(paths[i], X_OK) == 0;
+    free_argv(paths);
+    if (found)
+        return 0;
+    if (strlen(ip) + 1 + strlen(arg) < len) {
+        strcat(ip, " ");
+        strcat(ip, arg);
+    }
+    return ENOENT;
 }
 
 /* How execvp() would fare with file: 0 when it would find one to run
@@ -333,7 +373,8 @@ static int resolve(const char *file, char *found, size_t flen, char *interp,
         return 0; /* out of memory: let the exec tell */
     for (size_t i = 0; paths[i] != NULL; i++) {
         struct stat st;
-        char ip[256];
+        char ip[512];
+        int ierr;
 
         if (stat(paths[i], &st) != 0) {
             if (errno != ENOENT && errno != ENOTDIR && err == ENOENT) {
@@ -352,13 +393,12 @@ static int resolve(const char *file, char *found, size_t flen, char *interp,
             }
             continue;
         }
-        interpreter_of(paths[i], ip, sizeof(ip));
-        if (ip[0] != '\0' && (stat(ip, &st) != 0 || !S_ISREG(st.st_mode) ||
-                              access(ip, X_OK) != 0)) {
+        ierr = interpreter_fails(paths[i], ip, sizeof(ip));
+        if (ierr != 0) {
             /* execve() fails for its interpreter (ENOENT, or EACCES),
              * and execvp() goes on to the next. */
             if (err == ENOENT && interp[0] == '\0') {
-                err = stat(ip, &st) != 0 ? ENOENT : EACCES;
+                err = ierr;
                 snprintf(found, flen, "%s", paths[i]);
                 snprintf(interp, ilen, "%s", ip);
             }
@@ -381,11 +421,13 @@ static int resolve(const char *file, char *found, size_t flen, char *interp,
 static void say_exec_failed(const char *name, char **cmd, int dashdash, int err)
 {
     const char *file = cmd[0];
-    char found[4096], interp[256], ignored[4096];
+    char found[4096], interp[512], ignored[4096];
     struct stat st;
     size_t k;
 
-    if (resolve(file, found, sizeof(found), interp, sizeof(interp)) == 0) {
+    int rerr = resolve(file, found, sizeof(found), interp, sizeof(interp));
+
+    if (rerr == 0) {
         /* It looks runnable: say what the exec said.  A file that is
          * there and "not there" is a binary whose loader is missing. */
         if (err == ENOENT && found[0] != '\0')
@@ -400,7 +442,7 @@ static void say_exec_failed(const char *name, char **cmd, int dashdash, int err)
 
         cli_err("lock '%s': cannot run '%s': its interpreter '%s' is %s%s",
                 name, file, interp,
-                stat(interp, &st) != 0 ? "missing" : "not executable",
+                rerr == EACCES ? "not executable" : "missing",
                 n > 0 && interp[n - 1] == '\r' ? " (CRLF line endings?)" : "");
     } else if (err == EACCES && strchr(file, '/') != NULL &&
                stat(file, &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -442,7 +484,7 @@ static void say_exec_failed(const char *name, char **cmd, int dashdash, int err)
 
 int run_check_cmd(const char *name, char **cmd, int dashdash)
 {
-    char found[4096], interp[256];
+    char found[4096], interp[512];
     int err = resolve(cmd[0], found, sizeof(found), interp, sizeof(interp));
 
     if (err == 0)

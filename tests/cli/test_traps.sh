@@ -113,6 +113,15 @@ has "  naming its interpreter, the CR shown" "$out" "its interpreter '/bin/sh\\x
 has "  asking about CRLF line endings" "$out" "(CRLF line endings?)"
 has "  and the lock" "$out" "lock '$id/crlf'"
 no_runs "  and no run of it is recorded" "$id/crlf"
+# The usual shape, through env(1): env would say "'sh\r': No such file"
+# only once it ran under the lock.
+printf '#!/usr/bin/env sh\r\necho ran\r\n' >"$T/crlf-env.sh"
+chmod +x "$T/crlf-env.sh"
+if [ -x /usr/bin/env ]; then
+    out=$("$DLOCK" run "$id/crlf" -- "$T/crlf-env.sh" 2>&1)
+    check "a CRLF script through env exits 127" 127 $?
+    has "  naming env's program, the CR shown" "$out" "its interpreter '/usr/bin/env sh\\x0d' is missing (CRLF line endings?)"
+fi
 printf '#!/nonexistent-%s/bash\necho ran\n' $$ >"$T/noint.sh"
 chmod +x "$T/noint.sh"
 mkdir "$T/bin"
@@ -197,6 +206,16 @@ out=$("$DLOCK" elect -q -w 0.2 "$id/el" -- true 2>&1)
 check "elect -q -w exits 1" 1 $?
 check "  silent" "" "$out"
 let_go e "$holder"
+
+# -q: no skip line for --once-per either (a store without run records
+# says 69 for --once-per: nothing to test there).
+if "$DLOCK" run --once-per 1h "$id/op" -- true 2>/dev/null; then
+    out=$("$DLOCK" run --once-per 1h "$id/op" -- true 2>&1)
+    has "--once-per skip says which run satisfied it" "$out" "already ran"
+    out=$("$DLOCK" run -q --once-per 1h "$id/op" -- true 2>&1)
+    check "-q --once-per skip exits 0" 0 $?
+    check "  silent" "" "$out"
+fi
 
 # A store that is down: a closed loopback port.
 down="redis://127.0.0.1:1"
