@@ -234,6 +234,11 @@ out=$("$DLOCK" -s "$down" -v run -q -w 0.5 "$id/down" -- true 2>&1)
 check "-q: exit 69" 69 $?
 check "  only the last error" "1 0" "$(printf '%s\n' "$out" | grep -c 'cannot open the store') $(printf '%s\n' "$out" | grep -c 'trying again')"
 
+out=$("$DLOCK" -s "redis://u:s3cr3tpw@127.0.0.1:1" -v run -w 0.5 "$id/down" -- true 2>&1)
+check "-v retries with a password in the URL: exit 69" 69 $?
+has "  the retry lines are there" "$out" "trying again"
+hasnt "  and never show the password" "$out" "s3cr3tpw"
+
 # --- flock(1) habits ----------------------------------------------------
 for x in -x -e --exclusive; do
     "$DLOCK" run "$id/x" $x -- true
