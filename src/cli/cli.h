@@ -151,6 +151,11 @@ struct run_opts {
     const char *metrics_file; /* --metrics-file, else $DLOCK_METRICS_FILE */
     int64_t max_runtime_ms;   /* --max-runtime DURATION; 0: none */
     int replace;              /* --replace: take over a running run */
+    int quiet;                /* -q: no busy, timeout or retry lines */
+    int exclusive;            /* -x / -e / --exclusive (the default) */
+    int dashdash;             /* CMD came after "--" */
+    const char *command;      /* -c STRING: CMD is sh_cmd, sh -c STRING */
+    char *sh_cmd[4];
     /* dlock elect (cli_elect_parse()): the acquire is a campaign. */
     int elect;
     const char *value;          /* --value; NULL: none */

@@ -65,6 +65,69 @@ static void say_holder(dlock_store *store, const char *name)
     dlock_info_free(info);
 }
 
+/* -q: no busy, skip, timeout or retry lines (run_records.c reads it). */
+int run_quiet;
+
+/* Seconds as "5 s" or "0.250 s". */
+static const char *seconds(int64_t ms, char *buf, size_t len)
+{
+    if (ms % 1000 == 0)
+        snprintf(buf, len, "%lld s", (long long)(ms / 1000));
+    else
+        snprintf(buf, len, "%lld.%03lld s", (long long)(ms / 1000),
+                 (long long)(ms % 1000));
+    return buf;
+}
+
+/* The one line of a -w that ended with the lock still busy: who holds
+ * it and since when (the store's view after the wait), so that a cron
+ * job that gave up leaves a trace. */
+static void say_still_held(dlock_store *store, const struct run_opts *o,
+                           int64_t wait_ms)
+{
+    dlock_info *info = NULL;
+    char when[64], secs[32];
+    const char *what = o->elect ? "not elected" : "still held";
+    int rc = dlock_status(&info, store, o->name);
+
+    if (wait_ms == DLOCK_WAIT_FOREVER)
+        snprintf(secs, sizeof(secs), "the wait");
+    else
+        seconds(wait_ms, secs, sizeof(secs));
+    if (rc != DLOCK_OK) {
+        cli_err("lock '%s' %s after %s (who holds it could not be told: %s)",
+                o->name, what, secs, dlock_errmsg());
+    } else if (!info->held) {
+        cli_err("lock '%s' %s after %s (free now)", o->name,
+                o->elect ? "not elected" : "not acquired", secs);
+    } else if (info->other_client) {
+        /* Its session as the server reports it: escaped. */
+        fputs("dlock: lock '", stderr);
+        cli_print_safe(stderr, o->name);
+        fprintf(stderr, "' %s after %s: held", what, secs);
+        cli_print_other(stderr, info);
+        fputc('\n', stderr);
+    } else {
+        char held[128] = "";
+
+        if (info->limit > 1)
+            snprintf(held, sizeof(held),
+                     " by %u of %u holders (semaphore), the longest lease",
+                     info->holders, info->limit);
+        else if (info->shared)
+            snprintf(held, sizeof(held), " shared by %u holders, one",
+                     info->holders);
+        /* The host comes from the store: cli_err() escapes it. */
+        cli_err("lock '%s' %s after %s:%s by host %s pid %lld since %s "
+                "(%s %llu)",
+                o->name, what, secs, held, info->host[0] ? info->host : "?",
+                (long long)info->pid,
+                cli_time_utc(info->since_ms, when, sizeof(when)),
+                o->elect ? "term" : "fence", (unsigned long long)info->fence);
+    }
+    dlock_info_free(info);
+}
+
 static int acquire(const struct cli *c, const struct run_opts *o,
                    dlock_store *store, dlock_lock **lock)
 {
@@ -159,9 +222,12 @@ int cmd_elect(const struct cli *c, int argc, char **argv)
     return run_course(c, &o);
 }
 
-static int run_course(const struct cli *c, struct run_opts *given)
+static int run_course(const struct cli *given_cli, struct run_opts *given)
 {
     struct run_opts o = *given;
+    /* -q: no retry or -v lines either. */
+    struct cli quiet_cli = *given_cli;
+    const struct cli *c = &quiet_cli;
     struct cli_run_report rep;
     dlock_store *store = NULL;
     dlock_lock *lock = NULL;
@@ -174,6 +240,15 @@ static int run_course(const struct cli *c, struct run_opts *given)
     memset(&rep, 0, sizeof(rep));
     rep.name = o.name;
     rep.metrics_file = o.metrics_file;
+    if (o.quiet) {
+        quiet_cli.verbose = 0;
+        run_quiet = 1;
+    }
+    /* A CMD that cannot run ("dlock run echo hi": the lock echo, the
+     * command hi) takes no lock and records no run. */
+    rc = run_check_cmd(o.name, o.cmd, o.dashdash);
+    if (rc != 0)
+        goto out;
     /* The pipe first: the on_lost callback may fire as soon as the lock is
      * held. */
     if (pipe2(pfd, O_CLOEXEC | O_NONBLOCK) != 0) {
@@ -206,7 +281,8 @@ again:
     if (rc == DLOCK_BUSY) {
         if (o.period_ms > 0) {
             /* Someone else's run of it: a skip, not a failure. */
-            run_say_busy(store, o.name);
+            if (!o.quiet)
+                run_say_busy(store, o.name);
             rep.skipped = 1;
             rc = o.conflict_given ? o.conflict_code : 0;
             goto out;
@@ -215,11 +291,16 @@ again:
             /* Not a skip: that run has not succeeded (yet), and exit 0
              * would tell `dlock run --once m -- ./migrate && ./app` that
              * the migration is done. */
-            run_say_busy(store, o.name);
+            if (!o.quiet)
+                run_say_busy(store, o.name);
             rc = o.conflict_code;
             goto out;
         }
-        if (c->verbose || o.elect)
+        /* A -w that ran out says who holds it (cron leaves a trace);
+         * -n stays silent, as flock -n does. */
+        if ((given->wait_ms != 0 || o.elect) && !o.quiet)
+            say_still_held(store, &o, given->wait_ms);
+        else if (c->verbose)
             cli_err("%s: '%s' not %s in time", o.elect ? "elect" : "run",
                     o.name, o.elect ? "elected" : "acquired");
         rc = o.conflict_code;
@@ -272,7 +353,7 @@ again:
     }
     if (o.replace)
         run_replace_holding(store);
-    child = run_spawn(o.cmd, env);
+    child = run_spawn(o.name, o.cmd, env);
     if (child < 0) {
         rc = -child;
         /* CMD not found / not executable: the run ended so. */

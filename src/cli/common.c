@@ -120,7 +120,7 @@ int cli_open_waiting(const struct cli *c, dlock_store **out, int64_t *wait_ms)
 {
     int64_t t0 = mono_ms(), pause = 100, spent;
     int finite = *wait_ms > 0 && *wait_ms != DLOCK_WAIT_FOREVER;
-    int rc;
+    int rc, tries = 0;
 
     for (;;) {
         struct timespec ts;
@@ -146,6 +146,14 @@ int cli_open_waiting(const struct cli *c, dlock_store **out, int64_t *wait_ms)
             break; /* still unreachable at the deadline: say so */
         if (*wait_ms - spent < nap)
             nap = *wait_ms - spent; /* one more try at the deadline */
+        /* -v: each failed try, so that a wait on a store that is down is
+         * not N seconds of silence (the last error is said at the end,
+         * -v or not).  The message carries the redacted URL. */
+        if (c->verbose)
+            cli_err("cannot open the store (try %d): %s; trying again in "
+                    "%lld ms, %lld ms of the wait left",
+                    ++tries, dlock_errmsg(), (long long)nap,
+                    (long long)(*wait_ms - spent));
         ts.tv_sec = (time_t)(nap / 1000);
         ts.tv_nsec = (long)(nap % 1000) * 1000000L;
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR)

@@ -72,8 +72,15 @@ void run_scan_fds(int mark_cloexec);
 char **run_child_env(const char *name, uint64_t fence, const char *url,
                      const char *leader_value);
 void run_free_env(char **env);
-/* Start CMD; returns its pid, or -(exit code) on failure. */
-pid_t run_spawn(char **cmd, char **env);
+/* Can CMD[0] be run, as execvp() would find it (PATH; a name with '/'
+ * as it is; a "#!" interpreter there)?  0, or 127 (not found) / 126
+ * (not executable) after saying why, naming the lock NAME; dashdash: CMD
+ * followed "--" (else a NAME that took CMD's place gets a hint).  Before
+ * the lock: a CMD that cannot run takes no lock and records no run. */
+int run_check_cmd(const char *name, char **cmd, int dashdash);
+/* Start CMD under the lock name; returns its pid, or -(exit code) on
+ * failure (said, naming the lock). */
+pid_t run_spawn(const char *name, char **cmd, char **env);
 
 /* --- run_procs.c: what CMD started ---------------------------------- */
 
@@ -154,6 +161,9 @@ int run_replace_check(const struct run_opts *o, int64_t now, int64_t *next);
 const char *run_replace_who(void);
 
 /* --- run_records.c: the run records (--once, --once-per) ------------ */
+
+/* cmd_run.c: -q given (no busy or skip lines). */
+extern int run_quiet;
 
 /* Someone else holds name (a busy --once / --once-per run): say who. */
 void run_say_busy(dlock_store *store, const char *name);

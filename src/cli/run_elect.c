@@ -222,7 +222,7 @@ static int check(const struct run_opts *o)
             pid_t p;
 
             run_health_status = -1;
-            p = run_spawn(argv, health_env);
+            p = run_spawn(o->name, argv, health_env);
             if (p > 0) {
                 run_health_pid = p;
             } else {

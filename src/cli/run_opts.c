@@ -26,14 +26,26 @@ enum {
     OPT_HEALTH_INTERVAL,
     OPT_HEALTH_FAILS,
     OPT_MAX_RUNTIME,
-    OPT_REPLACE
+    OPT_REPLACE,
+    OPT_TIMEOUT
 };
 
 const struct cli_opt cli_run_opts[] = {
     {'w', "wait", "SEC",
      "wait up to SEC seconds for the lock (default:\n"
      "forever; fractions allowed, \"250ms\" too)"},
-    {'n', "nonblock", NULL, "do not wait (same as -w 0)"},
+    {'n', "nonblock", NULL,
+     "do not wait (same as -w 0); a busy lock exits\n"
+     "1 without a word, as with flock -n"},
+    {OPT_TIMEOUT, "timeout", "SEC", "the same as -w (flock's spelling)"},
+    {'q', "quiet", NULL,
+     "no line for a lock still busy after -w, a\n"
+     "skip or a retry; errors still get one"},
+    {'x', "exclusive", NULL, "an exclusive lock, the default (-e too)"},
+    {'e', "exclusive", NULL, NULL},
+    {'c', "command", "STRING",
+     "run STRING with sh -c (as flock -c); no CMD\n"
+     "may follow"},
     {OPT_TTL, "ttl", "SEC",
      "lease (default 30): the longest a dead or hung\n"
      "dlock can keep others out"},
@@ -80,6 +92,9 @@ const struct cli_opt cli_elect_opts[] = {
      "the value the leader publishes (dlock leader\n"
      "shows it; CMD gets it as DLOCK_LEADER_VALUE)"},
     {'w', "wait", "SEC", "campaign up to SEC seconds (default: forever)"},
+    {'q', "quiet", NULL,
+     "no line for a campaign that ends with -w or a\n"
+     "retry; errors still get one"},
     {OPT_TTL, "ttl", "SEC",
      "lease (default 30): the longest a dead or hung\n"
      "leader keeps the others waiting"},
@@ -112,6 +127,7 @@ const struct cli_opt cli_elect_opts[] = {
 
 static const char help_head[] =
     "usage: dlock [-s URL] run NAME [options] [--] CMD [ARG...]\n"
+    "       dlock [-s URL] run NAME [options] -c STRING\n"
     "\n"
     "Run CMD while holding the lock NAME.  The lease is renewed while CMD\n"
     "runs and the lock is released when it exits.  CMD gets DLOCK_NAME,\n"
@@ -137,6 +153,10 @@ static const char help_tail[] =
     "exits 0 (or CODE with -E) after one line on stderr saying which run\n"
     "satisfied it.  Every run of a lock (not --shared or --limit) is\n"
     "recorded: see dlock history NAME.\n"
+    "\n"
+    "A lock still busy at the end of -w N gets one line on stderr (who\n"
+    "holds it, since when; -q: none); -n stays silent.  CMD is looked up\n"
+    "before the lock is taken: one that cannot run takes no lock.\n"
     "\n"
     "exit: CMD's status (128+N if killed by signal N), 1 or CODE if not\n"
     "acquired, 0 or CODE if skipped, 64 usage, 69 store failing (or no run\n"
@@ -286,6 +306,7 @@ static int take_opt(struct run_opts *o, int key, const char *a, const char *val)
 
     switch (key) {
     case 'w':
+    case OPT_TIMEOUT:
         o->wait_given = 1;
         return take_seconds(&o->wait_ms, 0, a, val);
     case OPT_TTL:
@@ -298,6 +319,20 @@ static int take_opt(struct run_opts *o, int key, const char *a, const char *val)
         return 0;
     case OPT_ONCE:
         o->once = 1;
+        return 0;
+    case 'q':
+        o->quiet = 1;
+        return 0;
+    case 'x':
+    case 'e':
+        o->exclusive = 1;
+        return 0;
+    case 'c':
+        if (*val == '\0') {
+            cli_err("%s: -c needs a command", cmd_word);
+            return EXIT_USAGE;
+        }
+        o->command = val;
         return 0;
     case 'S':
         o->shared = 1;
@@ -457,10 +492,16 @@ static int parse(struct run_opts *o, int argc, char **argv)
         if (c == -1) {
             /* "--": NAME (if not given yet) and CMD follow it. */
             if (optind == at + 1 && strcmp(argv[at], "--") == 0) {
-                if (o->name == NULL && optind < argc)
-                    o->name = argv[optind++];
+                /* "dlock run -- echo hi" would take echo for the lock. */
+                if (o->name == NULL) {
+                    cli_err("%s: NAME is missing before '--' (dlock %s NAME "
+                            "[options] -- CMD [ARG...])",
+                            cmd_word, cmd_word);
+                    return EXIT_USAGE;
+                }
                 if (optind < argc)
                     o->cmd = argv + optind;
+                o->dashdash = 1;
                 break;
             }
             if (optind >= argc)
@@ -503,6 +544,26 @@ static int parse(struct run_opts *o, int argc, char **argv)
      * only its end can tell whether to skip. */
     if (o->period_ms > 0 && !o->wait_given)
         o->wait_ms = 0;
+    if (o->exclusive && o->shared) {
+        cli_err("%s: -x (--exclusive) and --shared conflict: a lock is one "
+                "or the other",
+                cmd_word);
+        return EXIT_USAGE;
+    }
+    if (o->command != NULL) {
+        if (o->cmd != NULL) {
+            cli_err("%s: -c STRING and a CMD conflict: give one (-c runs "
+                    "STRING with sh -c)",
+                    cmd_word);
+            return EXIT_USAGE;
+        }
+        o->sh_cmd[0] = (char *)"/bin/sh";
+        o->sh_cmd[1] = (char *)"-c";
+        o->sh_cmd[2] = (char *)o->command;
+        o->sh_cmd[3] = NULL;
+        o->cmd = o->sh_cmd;
+        o->dashdash = 1;
+    }
     if (o->name == NULL || o->cmd == NULL) {
         cli_err("%s: %s", cmd_word,
                 o->name == NULL ? "missing NAME" : "missing CMD");

@@ -18,7 +18,7 @@ void run_say_busy(dlock_store *store, const char *name)
 {
     dlock_info *info = NULL;
 
-    if (cli_quiet)
+    if (cli_quiet || run_quiet)
         return;
     fputs("dlock: run: '", stderr);
     cli_print_safe(stderr, name);
@@ -45,7 +45,7 @@ static void say_ran(const char *name, const dlock_run *last)
 {
     char iso[64];
 
-    if (cli_quiet)
+    if (cli_quiet || run_quiet)
         return;
     fputs("dlock: run: '", stderr);
     cli_print_safe(stderr, name);

@@ -287,29 +287,214 @@ static int foreground_job(void)
     return 0;
 }
 
-/* Why CMD could not be started, with what to do about the common cases
- * (a file without its x bit, a directory). */
-static void say_exec_failed(const char *file, int err)
+/* What the "#!" line of the file at path names as its interpreter, into
+ * buf, and the word after it into arg ("" when there is none, or no
+ * line).  As the kernel reads it: after "#!" and blanks, up to a blank
+ * or the end of the line; a '\r' (a script saved with CRLF line endings)
+ * is part of the name. */
+static void interpreter_of(const char *path, char *buf, char *arg, size_t len)
 {
-    struct stat st;
+    char head[256];
+    ssize_t n;
+    size_t i = 2;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 
-    if (err == EACCES && strchr(file, '/') != NULL && stat(file, &st) == 0) {
-        if (S_ISDIR(st.st_mode)) {
-            cli_err("run: cannot run '%s': it is a directory", file);
-            return;
-        }
-        if (S_ISREG(st.st_mode) && access(file, X_OK) != 0) {
-            cli_err("run: cannot run '%s': %s (it is not executable: "
-                    "chmod +x it, or run it as: sh %s)",
-                    file, strerror(err), file);
-            return;
-        }
+    buf[0] = arg[0] = '\0';
+    if (fd < 0)
+        return;
+    do
+        n = read(fd, head, sizeof(head) - 1);
+    while (n < 0 && errno == EINTR);
+    (void)close(fd);
+    if (n < 3 || head[0] != '#' || head[1] != '!')
+        return;
+    head[n] = '\0';
+    for (char *out = buf; out != NULL; out = out == buf ? arg : NULL) {
+        size_t k = 0;
+
+        while (head[i] == ' ' || head[i] == '\t')
+            i++;
+        while (head[i] != '\0' && head[i] != ' ' && head[i] != '\t' &&
+               head[i] != '\n' && k + 1 < len)
+            out[k++] = head[i++];
+        out[k] = '\0';
     }
-    cli_err("run: cannot run '%s': %s", file, strerror(err));
+}
+
+/* Can the interpreter of the script at path run?  0, else ENOENT or
+ * EACCES with what is missing in ip ("/bin/bash\r"; for "#!/usr/bin/env
+ * bash" a bash that is not on PATH: "/usr/bin/env bash"). */
+static int interpreter_fails(const char *path, char *ip, size_t len)
+{
+    char arg[256], **paths;
+    struct stat st;
+    const char *base;
+    int found = 0;
+
+    interpreter_of(path, ip, arg, len);
+    if (ip[0] == '\0')
+        return 0;
+    if (stat(ip, &st) != 0)
+        return ENOENT;
+    if (!S_ISREG(st.st_mode) || access(ip, X_OK) != 0)
+        return EACCES;
+    base = strrchr(ip, '/') != NULL ? strrchr(ip, '/') + 1 : ip;
+    /* env(1) looks its program up on PATH: it says so itself, but only
+     * once CMD runs under the lock. */
+    if (strcmp(base, "env") != 0 || arg[0] == '\0' || arg[0] == '-' ||
+        strchr(arg, '=') != NULL || (paths = exec_paths(arg)) == NULL)
+        return 0;
+    for (size_t i = 0; paths[i] != NULL && !found; i++)
+        found = stat(paths[i], &st) == 0 && S_ISREG(st.st_mode) &&
+                access(paths[i], X_OK) == 0;
+    free_argv(paths);
+    if (found)
+        return 0;
+    if (strlen(ip) + 1 + strlen(arg) < len) {
+        strcat(ip, " ");
+        strcat(ip, arg);
+    }
+    return ENOENT;
+}
+
+/* How execvp() would fare with file: 0 when it would find one to run
+ * (its path in found), else the errno it would end with (ENOENT: none;
+ * EACCES: one that cannot be run), found then the path it would
+ * complain of ("" for none) and interp the missing "#!" interpreter, if
+ * that is why ("" if not). */
+static int resolve(const char *file, char *found, size_t flen, char *interp,
+                   size_t ilen)
+{
+    char **paths = exec_paths(file);
+    int err = ENOENT;
+
+    found[0] = interp[0] = '\0';
+    if (paths == NULL)
+        return 0; /* out of memory: let the exec tell */
+    for (size_t i = 0; paths[i] != NULL; i++) {
+        struct stat st;
+        char ip[512];
+        int ierr;
+
+        if (stat(paths[i], &st) != 0) {
+            if (errno != ENOENT && errno != ENOTDIR && err == ENOENT) {
+                err = EACCES;
+                snprintf(found, flen, "%s", paths[i]);
+            }
+            continue;
+        }
+        if (!S_ISREG(st.st_mode) || access(paths[i], X_OK) != 0) {
+            /* A directory, a file without its x bit: execve() says
+             * EACCES, and execvp() goes on to the next. */
+            if (err == ENOENT || interp[0] != '\0') {
+                err = EACCES;
+                snprintf(found, flen, "%s", paths[i]);
+                interp[0] = '\0';
+            }
+            continue;
+        }
+        ierr = interpreter_fails(paths[i], ip, sizeof(ip));
+        if (ierr != 0) {
+            /* execve() fails for its interpreter (ENOENT, or EACCES),
+             * and execvp() goes on to the next. */
+            if (err == ENOENT && interp[0] == '\0') {
+                err = ierr;
+                snprintf(found, flen, "%s", paths[i]);
+                snprintf(interp, ilen, "%s", ip);
+            }
+            continue;
+        }
+        snprintf(found, flen, "%s", paths[i]);
+        interp[0] = '\0';
+        free_argv(paths);
+        return 0;
+    }
+    free_argv(paths);
+    return err;
+}
+
+/* Why CMD could not be started (err: the exec's errno, or resolve()'s),
+ * with what to do about the common cases: a file without its x bit, a
+ * directory, a "#!" interpreter that is missing (CRLF line endings), a
+ * NAME that took CMD's place.  The lock is named: the command is not
+ * always what it seems ("dlock run my job -- true" runs "job"). */
+static void say_exec_failed(const char *name, char **cmd, int dashdash, int err)
+{
+    const char *file = cmd[0];
+    char found[4096], interp[512], ignored[4096];
+    struct stat st;
+    size_t k;
+
+    int rerr = resolve(file, found, sizeof(found), interp, sizeof(interp));
+
+    if (rerr == 0) {
+        /* It looks runnable: say what the exec said.  A file that is
+         * there and "not there" is a binary whose loader is missing. */
+        if (err == ENOENT && found[0] != '\0')
+            cli_err("lock '%s': cannot run '%s': %s (%s is there: its ELF "
+                    "interpreter or a library may be missing)",
+                    name, file, strerror(err), found);
+        else
+            cli_err("lock '%s': cannot run '%s': %s", name, file,
+                    strerror(err));
+    } else if (interp[0] != '\0') {
+        size_t n = strlen(interp);
+
+        cli_err("lock '%s': cannot run '%s': its interpreter '%s' is %s%s",
+                name, file, interp,
+                rerr == EACCES ? "not executable" : "missing",
+                n > 0 && interp[n - 1] == '\r' ? " (CRLF line endings?)" : "");
+    } else if (err == EACCES && strchr(file, '/') != NULL &&
+               stat(file, &st) == 0 && S_ISDIR(st.st_mode)) {
+        cli_err("lock '%s': cannot run '%s': it is a directory", name, file);
+    } else if (err == EACCES && found[0] != '\0' && stat(found, &st) == 0 &&
+               S_ISREG(st.st_mode) && access(found, X_OK) != 0) {
+        cli_err("lock '%s': cannot run '%s': %s (%s is not executable: "
+                "chmod +x it, or run it as: sh %s)",
+                name, file, strerror(err),
+                strcmp(found, file) == 0 ? "it" : found, found);
+    } else if (err == ENOENT && strchr(file, '/') == NULL) {
+        cli_err("lock '%s': cannot run '%s': not found in PATH", name, file);
+    } else {
+        cli_err("lock '%s': cannot run '%s': %s", name, file, strerror(err));
+    }
+    if (dashdash)
+        return;
+    /* "dlock run my job -- true": NAME was "my job", unquoted. */
+    for (k = 1; cmd[k] != NULL && strcmp(cmd[k], "--") != 0; k++)
+        ;
+    if (cmd[k] != NULL) {
+        char guess[1024];
+        int len = snprintf(guess, sizeof(guess), "%s", name);
+
+        for (size_t i = 0; i < k && len < (int)sizeof(guess); i++)
+            len += snprintf(guess + len, sizeof(guess) - (size_t)len, " %s",
+                            cmd[i]);
+        cli_err("was the lock name '%s'? quote a NAME with spaces: "
+                "dlock run '%s' -- ...",
+                guess, guess);
+    } else if (resolve(name, ignored, sizeof(ignored), interp,
+                       sizeof(interp)) == 0) {
+        /* "dlock run echo hi": the command took NAME's place. */
+        cli_err("is '%s' the command? NAME comes first: dlock run NAME -- "
+                "%s ...",
+                name, name);
+    }
+}
+
+int run_check_cmd(const char *name, char **cmd, int dashdash)
+{
+    char found[4096], interp[512];
+    int err = resolve(cmd[0], found, sizeof(found), interp, sizeof(interp));
+
+    if (err == 0)
+        return 0;
+    say_exec_failed(name, cmd, dashdash, err);
+    return err == ENOENT ? 127 : 126;
 }
 
 /* Start CMD; returns its pid, or -(exit code) on failure. */
-pid_t run_spawn(char **cmd, char **env)
+pid_t run_spawn(const char *name, char **cmd, char **env)
 {
     int own_group = !foreground_job();
     char **paths = exec_paths(cmd[0]), **sh_argv;
@@ -353,7 +538,8 @@ pid_t run_spawn(char **cmd, char **env)
     free(sh_argv);
     if (pid < 0) {
         close(efd[0]);
-        cli_err("run: cannot start '%s': %s", cmd[0], strerror(err));
+        cli_err("lock '%s': cannot start '%s': %s", name, cmd[0],
+                strerror(err));
         return -EXIT_INTERNAL;
     }
     /* The exec's outcome: EOF when it worked (the pipe is close-on-exec),
@@ -367,7 +553,7 @@ pid_t run_spawn(char **cmd, char **env)
 
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
             ;
-        say_exec_failed(cmd[0], err);
+        say_exec_failed(name, cmd, 1, err);
         return err == ENOENT ? -127 : -126;
     }
     return pid;
