@@ -551,30 +551,37 @@ int cli_is(const char *arg, const char *a, const char *b)
 
 int cli_misplaced_global(const char *cmd, const char *rest, const char *arg)
 {
-    /* As main.c takes them: "-s URL", "-sURL", "--store URL",
-     * "--store=URL", "--store-file FILE", "--store-file=FILE", "-v",
-     * "--verbose", "--version". */
-    static const struct {
-        const char *opt, *val;
-    } g[] = {{"--store-file", "FILE"}, {"--store", "URL"}, {"-s", "URL"},
-             {"--verbose", NULL},      {"-v", NULL},       {"--version", NULL}};
+    /* As main.c takes them (cli_global_opts): "-s URL", "-sURL", "--store
+     * URL", "--store=URL", "--store-file FILE", "--store-file=FILE",
+     * "-v", "--verbose", "--version"; -h is the command's own. */
+    for (const struct cli_opt *p = cli_global_opts; p->key != 0; p++) {
+        char form[2][64];
+        int forms = 0;
 
-    for (size_t k = 0; k < sizeof(g) / sizeof(g[0]); k++) {
-        size_t n = strlen(g[k].opt);
+        if (p->key == 'h')
+            continue;
+        if (p->name != NULL)
+            snprintf(form[forms++], sizeof(form[0]), "--%s", p->name);
+        if (p->key < 256)
+            snprintf(form[forms++], sizeof(form[0]), "-%c", p->key);
+        for (int f = 0; f < forms; f++) {
+            size_t n = strlen(form[f]);
 
-        if (strncmp(arg, g[k].opt, n) != 0)
-            continue;
-        if (arg[n] != '\0' && !(g[k].val != NULL && arg[n] == '=') &&
-            !(g[k].val != NULL && n == 2)) /* -sURL */
-            continue;
-        if (g[k].val == NULL && strcmp(g[k].opt, "--version") == 0)
-            cli_err("%s: --version is a global option: dlock --version", cmd);
-        else
-            cli_err("%s: %s is a global option; put it before '%s': "
-                    "dlock %s%s%s %s%s%s",
-                    cmd, g[k].opt, cmd, g[k].opt, g[k].val ? " " : "",
-                    g[k].val ? g[k].val : "", cmd, rest[0] ? " " : "", rest);
-        return 1;
+            if (strncmp(arg, form[f], n) != 0)
+                continue;
+            if (arg[n] != '\0' && !(p->arg != NULL && arg[n] == '=') &&
+                !(p->arg != NULL && n == 2)) /* -sURL */
+                continue;
+            if (p->key == CLI_OPT_VERSION)
+                cli_err("%s: --version is a global option: dlock --version",
+                        cmd);
+            else
+                cli_err("%s: %s is a global option; put it before '%s': "
+                        "dlock %s%s%s %s%s%s",
+                        cmd, form[f], cmd, form[f], p->arg ? " " : "",
+                        p->arg ? p->arg : "", cmd, rest[0] ? " " : "", rest);
+            return 1;
+        }
     }
     return 0;
 }
@@ -595,39 +602,4 @@ int cli_name_secret(const char *cmd, const char *rest, const char *name)
                 cmd, red != NULL ? red : "***", cmd, rest);
     dlock_free(red);
     return secret;
-}
-
-int cli_name_and_flags(const char *cmd, const char *help, int argc, char **argv,
-                       const char *const flags[], int set[], const char **name)
-{
-    *name = NULL;
-    for (int i = 1; i < argc; i++) {
-        int k = 0;
-
-        while (flags[k] != NULL && strcmp(argv[i], flags[k]) != 0)
-            k++;
-        if (cli_is(argv[i], "-h", "--help")) {
-            fputs(help, stdout);
-            return -1;
-        } else if (flags[k] != NULL) {
-            set[k] = 1;
-        } else if (strcmp(argv[i], "--") == 0 && i + 1 < argc && !*name) {
-            *name = argv[++i];
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            if (cli_misplaced_global(cmd, "NAME", argv[i]))
-                return EXIT_USAGE;
-            cli_err("%s: unknown option '%s'", cmd, cli_arg_shown(argv[i]));
-            return EXIT_USAGE;
-        } else if (*name == NULL) {
-            *name = argv[i];
-        } else {
-            cli_err("%s: one NAME only", cmd);
-            return EXIT_USAGE;
-        }
-    }
-    if (*name == NULL) {
-        fputs(help, stderr);
-        return EXIT_USAGE;
-    }
-    return cli_name_secret(cmd, "NAME", *name) ? EXIT_USAGE : 0;
 }
