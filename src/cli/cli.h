@@ -199,6 +199,11 @@ struct cli_cmd {
 extern const struct cli_cmd cli_cmds[];
 /* The command named word, NULL for none. */
 const struct cli_cmd *cli_cmd_find(const char *word);
+/* completion.c: the completion script of shell ("bash", "zsh", "fish")
+ * for the commands cmds (cli_cmds) and cli_global_opts, to f; 0, or -1
+ * for another shell. */
+int cli_completion_write(FILE *f, const char *shell,
+                         const struct cli_cmd *cmds);
 
 /* `dlock run` options, parsed by cli_run_parse(): 0 to go on, -1 for
  * --help, else a usage exit code (after printing why). */
@@ -267,8 +272,8 @@ int cmd_list(const struct cli *c, int argc, char **argv);
 int cmd_release(const struct cli *c, int argc, char **argv);
 int cmd_init(const struct cli *c, int argc, char **argv);
 int cmd_history(const struct cli *c, int argc, char **argv);
-/* `dlock completion bash|zsh|fish` (completion.c): the script, made
- * from cli_cmds and the option tables. */
+/* `dlock completion bash|zsh|fish` (commands.c): the script, made from
+ * cli_cmds and the option tables (completion.c). */
 int cmd_completion(const struct cli *c, int argc, char **argv);
 
 #endif

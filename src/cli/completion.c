@@ -1,7 +1,7 @@
 /*
  * completion.c - `dlock completion bash|zsh|fish`: the shell completion
  * scripts, made from the tables the parsers use (cli_global_opts,
- * cli_cmds and each command's options), so an option the parser takes is
+ * cli_cmds_in and each command's options), so an option the parser takes is
  * one the completions offer.  The build writes the three files with it
  * (CMakeLists.txt) and installs them.
  */
@@ -9,20 +9,8 @@
 
 #include "cli.h"
 
-static const char completion_help[] =
-    "usage: dlock completion bash|zsh|fish\n"
-    "\n"
-    "Print the completion script for the shell, made from dlock's own\n"
-    "option tables (the packages install them):\n"
-    "  bash: source <(dlock completion bash)\n"
-    "  zsh:  dlock completion zsh > ~/.zfunc/_dlock (a directory in\n"
-    "        $fpath), then compinit\n"
-    "  fish: dlock completion fish > ~/.config/fish/completions/dlock.fish\n";
-
-const struct cli_opt cli_completion_opts[] = {
-    {'h', "help", NULL, NULL},
-    {0, NULL, NULL, NULL},
-};
+/* The command table being written (cli_completion_write()'s). */
+static const struct cli_cmd *cli_cmds_in;
 
 /* What an option's value completes to (struct cli_opt's rule). */
 enum { V_NONE, V_OTHER, V_FILE, V_CMD, V_URL };
@@ -203,7 +191,7 @@ static void bash_script(FILE *f)
     {
         int any = 0;
 
-        for (c = cli_cmds; c->name != NULL; c++)
+        for (c = cli_cmds_in; c->name != NULL; c++)
             if (takes_cmd(c))
                 fprintf(f, "%s%s", any++ ? "|" : "", c->name);
         if (!any)
@@ -236,7 +224,7 @@ static void bash_script(FILE *f)
     for (int k = V_OTHER; k <= V_URL; k++) {
         int any = put_value_cases(f, "", cli_global_opts, k, 0);
 
-        for (c = cli_cmds; c->name != NULL; c++)
+        for (c = cli_cmds_in; c->name != NULL; c++)
             any = put_value_cases(f, c->name, c->opts, k, any);
         if (any)
             fprintf(f, ")\n        %s ;;\n", action[k]);
@@ -252,7 +240,7 @@ static void bash_script(FILE *f)
     {
         const char *sep = "";
 
-        for (c = cli_cmds; c->name != NULL; c++)
+        for (c = cli_cmds_in; c->name != NULL; c++)
             if (!c->hidden) {
                 fprintf(f, "%s%s", sep, c->name);
                 sep = " ";
@@ -261,7 +249,7 @@ static void bash_script(FILE *f)
     fputs("' -- \"$cur\"\n        fi\n        return 0\n    fi\n", f);
     /* A command's options, its operand's words. */
     fputs("    case $cmd in\n", f);
-    for (c = cli_cmds; c->name != NULL; c++) {
+    for (c = cli_cmds_in; c->name != NULL; c++) {
         fprintf(f,
                 "    %s)\n        if [[ $cur == -* ]]; then\n"
                 "            _dlock_reply -W '",
@@ -377,7 +365,7 @@ static void zsh_script(FILE *f)
           "  fi\n"
           "}\n\n_dlock_commands() {\n  local -a cmds\n  cmds=(\n",
           f);
-    for (c = cli_cmds; c->name != NULL; c++) {
+    for (c = cli_cmds_in; c->name != NULL; c++) {
         struct cli_opt d = {1, NULL, NULL, c->summary};
 
         if (c->hidden)
@@ -400,7 +388,7 @@ static void zsh_script(FILE *f)
           "    curcontext=\"${curcontext%:*:*}:dlock-$words[1]:\"\n"
           "    case $words[1] in\n",
           f);
-    for (c = cli_cmds; c->name != NULL; c++) {
+    for (c = cli_cmds_in; c->name != NULL; c++) {
         fprintf(f, "    %s)\n      _arguments -S \\\n", c->name);
         zsh_specs(f, c->opts, "        ");
         zsh_operands(f, c, "        ");
@@ -485,7 +473,7 @@ static void fish_script(FILE *f)
           "    set -l c (__dlock_cmd); or return 1\n"
           "    contains -- $c",
           f);
-    for (c = cli_cmds; c->name != NULL; c++)
+    for (c = cli_cmds_in; c->name != NULL; c++)
         if (takes_cmd(c))
             fprintf(f, " %s", c->name);
     fputs("\nend\n\n"
@@ -503,7 +491,7 @@ static void fish_script(FILE *f)
           f);
     for (const struct cli_opt *p = cli_global_opts; p->key != 0; p++)
         fish_opt(f, "not __dlock_cmd", p);
-    for (c = cli_cmds; c->name != NULL; c++) {
+    for (c = cli_cmds_in; c->name != NULL; c++) {
         struct cli_opt d = {1, NULL, NULL, c->summary};
         char cond[64];
 
@@ -526,38 +514,16 @@ static void fish_script(FILE *f)
           f);
 }
 
-static int take(void *ctx, int key, const char *a, const char *val)
+int cli_completion_write(FILE *f, const char *shell, const struct cli_cmd *cmds)
 {
-    (void)ctx, (void)key, (void)a, (void)val;
-    return 0;
-}
-
-int cmd_completion(const struct cli *c, int argc, char **argv)
-{
-    static const struct cli_args args = {
-        "completion",   cli_completion_opts, "bash|zsh|fish", "SHELL", 1,
-        completion_help};
-    const char *sh;
-    int rc;
-
-    (void)c;
-    rc = cli_args_parse(&args, argc, argv, take, NULL, &sh);
-    if (rc != 0)
-        return rc < 0 ? 0 : rc;
-    if (strcmp(sh, "bash") == 0)
-        bash_script(stdout);
-    else if (strcmp(sh, "zsh") == 0)
-        zsh_script(stdout);
-    else if (strcmp(sh, "fish") == 0)
-        fish_script(stdout);
-    else {
-        cli_err("completion: no completion for '%s': bash, zsh or fish",
-                cli_arg_shown(sh));
-        return EXIT_USAGE;
-    }
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        cli_err("completion: cannot write the script");
-        return EXIT_INTERNAL;
-    }
+    cli_cmds_in = cmds;
+    if (strcmp(shell, "bash") == 0)
+        bash_script(f);
+    else if (strcmp(shell, "zsh") == 0)
+        zsh_script(f);
+    else if (strcmp(shell, "fish") == 0)
+        fish_script(f);
+    else
+        return -1;
     return 0;
 }

@@ -71,6 +71,43 @@ const struct cli_opt *cli_opt_of(const struct cli_opt *table, const char *a)
     return NULL;
 }
 
+int cli_misplaced_global(const char *cmd, const char *rest, const char *arg)
+{
+    /* As main.c takes them (cli_global_opts): "-s URL", "-sURL", "--store
+     * URL", "--store=URL", "--store-file FILE", "--store-file=FILE",
+     * "-v", "--verbose", "--version"; -h is the command's own. */
+    for (const struct cli_opt *p = cli_global_opts; p->key != 0; p++) {
+        char form[2][64];
+        int forms = 0;
+
+        if (p->key == 'h')
+            continue;
+        if (p->name != NULL)
+            snprintf(form[forms++], sizeof(form[0]), "--%s", p->name);
+        if (p->key < 256)
+            snprintf(form[forms++], sizeof(form[0]), "-%c", p->key);
+        for (int f = 0; f < forms; f++) {
+            size_t n = strlen(form[f]);
+
+            if (strncmp(arg, form[f], n) != 0)
+                continue;
+            if (arg[n] != '\0' && !(p->arg != NULL && arg[n] == '=') &&
+                !(p->arg != NULL && n == 2)) /* -sURL */
+                continue;
+            if (p->key == CLI_OPT_VERSION)
+                cli_err("%s: --version is a global option: dlock --version",
+                        cmd);
+            else
+                cli_err("%s: %s is a global option; put it before '%s': "
+                        "dlock %s%s%s %s%s%s",
+                        cmd, form[f], cmd, form[f], p->arg ? " " : "",
+                        p->arg ? p->arg : "", cmd, rest[0] ? " " : "", rest);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* a is no option of d's: a global one given after the command, else
  * unknown (or, for a command without an operand, unexpected). */
 static int unknown(const struct cli_args *d, const char *a)
