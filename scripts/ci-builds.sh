@@ -80,7 +80,8 @@ step_gcc() {
             libdir=$(. "$tmp/gcc-$t/install-dirs.sh" && echo "$libdir")
             for f in bin/dlock include/dlock.h "$libdir/$soname" \
                      "$libdir/pkgconfig/dlock.pc" "$libdir/cmake/dlock/dlockConfig.cmake" \
-                     share/man/man1/dlock.1 share/bash-completion/completions/dlock; do
+                     share/man/man1/dlock.1 share/bash-completion/completions/dlock \
+                     share/zsh/vendor-completions/_dlock share/fish/vendor_completions.d/dlock.fish; do
                 [ -e "$tmp/mkdest/usr/$f" ] || { echo "ci: make install: no /usr/$f" >&2; return 1; }
             done
             [ -z "$(find "$tmp/mkdest" -mindepth 1 -maxdepth 1 ! -name usr)" ] ||
@@ -291,7 +292,10 @@ step_deb() {
         { echo "ci: libdlock0.2 is $(dpkg-query -W -f='${Version}' libdlock0.2), the build $version" >&2; return 1; }
     man -w 1 dlock >/dev/null && man -w 3 libdlock >/dev/null ||
         { echo "ci: man pages not found" >&2; return 1; }
-    [ -f /usr/share/bash-completion/completions/dlock ] || return 1
+    for f in bash-completion/completions/dlock zsh/vendor-completions/_dlock \
+             fish/vendor_completions.d/dlock.fish; do
+        [ -f "/usr/share/$f" ] || { echo "ci: the package has no /usr/share/$f" >&2; return 1; }
+    done
 
     say "examples with pkg-config against the installed package"
     for ex in trylock wait_timeout fenced_write shared; do

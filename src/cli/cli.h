@@ -4,6 +4,7 @@
 #ifndef DLOCK_CLI_H
 #define DLOCK_CLI_H
 
+#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -113,25 +114,101 @@ int cli_misplaced_global(const char *cmd, const char *rest, const char *arg);
  * for every client to list.  A URL-like name without one is a name. */
 int cli_name_secret(const char *cmd, const char *rest, const char *name);
 
-/* The arguments of a command that takes one NAME and flags without a
- * value (status, leader): flags (NULL-terminated) given set set[i].  0
- * to go on, -1 after printing help (--help: exit 0), else a usage exit
- * code after saying why (help on stderr for a missing NAME). */
-int cli_name_and_flags(const char *cmd, const char *help, int argc, char **argv,
-                       const char *const flags[], int set[], const char **name);
-
 /* One option of a command, in the table its parser, its --help and the
- * shell completions are made from (run.h: cli_run_opts).  key: the short
- * letter, or from 256 up for an option with a long name only; name: the
- * long name, without "--"; arg: the value's name in the help (SEC, N),
- * NULL for an option without one; help: its lines in --help, NULL for
- * one not listed there (-h, --help). */
+ * shell completions are made from (run.h: cli_run_opts; commands.c:
+ * cli_cmds).  key: the short letter, or from 256 up for an option with a
+ * long name only; name: the long name, without "--" (NULL: a short option
+ * only); arg: the value's name in the help (SEC, N), NULL for an option
+ * without one; help: its lines in --help (run, elect) and the completions'
+ * description (its first line), NULL for one not listed there (-h,
+ * --help).  A table ends with an entry of key 0.  The completions complete
+ * a value named FILE or PATH as a file name, CMD as a command, URL as a
+ * store URL (dlock_schemes()), any other not at all. */
 struct cli_opt {
     int key;
     const char *name;
     const char *arg;
     const char *help;
 };
+
+/* The option tables of the commands (cmd_*.c) and the global options
+ * (commands.c), each ended by {0}. */
+extern const struct cli_opt cli_global_opts[];
+extern const struct cli_opt cli_status_opts[];
+extern const struct cli_opt cli_list_opts[];
+extern const struct cli_opt cli_history_opts[];
+extern const struct cli_opt cli_leader_opts[];
+extern const struct cli_opt cli_release_opts[];
+extern const struct cli_opt cli_init_opts[];
+extern const struct cli_opt cli_completion_opts[];
+extern const struct cli_opt cli_check_opts[];
+
+/* getopt_long's values for the global options without a short name. */
+enum { CLI_OPT_STORE_FILE = 256, CLI_OPT_VERSION };
+
+/* How many entries table has (before its {0}). */
+size_t cli_opts_count(const struct cli_opt *table);
+/* getopt_long's tables from table: lo (cli_opts_count() + 1 entries) and
+ * so (2 * cli_opts_count() + 3 bytes), so starting with "+:" (stop at the
+ * first word that is no option; ':' tells a missing value from an unknown
+ * option). */
+void cli_getopt_tables(const struct cli_opt *table, struct option *lo,
+                       char *so);
+/* The entry of the option at argv element a ("-w5", "--wait=5", "-n"),
+ * or NULL for none.  getopt_long would also take "--wai" for --wait and
+ * "-nS" for -n -S; dlock never has, so only a whole name counts, and a
+ * short option without a value stands alone. */
+const struct cli_opt *cli_opt_of(const struct cli_opt *table, const char *a);
+
+/* A command that takes options from its table and at most one operand
+ * (status, list, history, leader, release, init), parsed by
+ * cli_args_parse() with getopt_long over the table.  Options and the
+ * operand come in any order; "--" makes the next word the operand even
+ * if it starts with '-'. */
+struct cli_args {
+    const char *cmd;            /* "status" */
+    const struct cli_opt *opts; /* its table (cli_status_opts) */
+    const char *rest; /* what follows cmd in a hint: "NAME", "--force NAME" */
+    const char *operand; /* its operand's name (NAME, PREFIX); NULL: none */
+    int required;        /* the operand must be given */
+    const char *help;    /* its --help */
+};
+/* Parse argv[1..argc-1]: each option goes to take(ctx, key, a, val) (a:
+ * the option as given; val: its value, NULL for none), which returns 0 or
+ * a usage exit code after saying why; the operand to *operand (NULL: not
+ * given).  0 to go on, -1 after printing help (-h, --help: exit 0), else
+ * a usage exit code after saying why (the help on stderr for a missing
+ * operand).  A NAME that is a URL with a password is refused
+ * (cli_name_secret()). */
+int cli_args_parse(const struct cli_args *d, int argc, char **argv,
+                   int (*take)(void *ctx, int key, const char *a,
+                               const char *val),
+                   void *ctx, const char **operand);
+/* A take() for tables of flags only: ctx is an int array, set[i] = 1 for
+ * the table's entry i. */
+int cli_take_flag(void *ctx, int key, const char *a, const char *val);
+
+/* One command: its word, what runs it, its options, the operands that
+ * follow (for the completions: "NAME -- CMD" completes a command after
+ * "--"), one line for the completions, and hidden: not offered by the
+ * completions' first word (none yet).  cli_cmds ends with a NULL name.
+ * Adding a command is one entry there. */
+struct cli_cmd {
+    const char *name;
+    int (*fn)(const struct cli *c, int argc, char **argv);
+    const struct cli_opt *opts;
+    const char *operands;
+    const char *summary;
+    int hidden;
+};
+extern const struct cli_cmd cli_cmds[];
+/* The command named word, NULL for none. */
+const struct cli_cmd *cli_cmd_find(const char *word);
+/* completion.c: the completion script of shell ("bash", "zsh", "fish")
+ * for the commands cmds (cli_cmds) and cli_global_opts, to f; 0, or -1
+ * for another shell. */
+int cli_completion_write(FILE *f, const char *shell,
+                         const struct cli_cmd *cmds);
 
 /* `dlock run` options, parsed by cli_run_parse(): 0 to go on, -1 for
  * --help, else a usage exit code (after printing why). */
@@ -208,5 +285,8 @@ int cmd_release(const struct cli *c, int argc, char **argv);
 int cmd_init(const struct cli *c, int argc, char **argv);
 int cmd_history(const struct cli *c, int argc, char **argv);
 int cmd_check(const struct cli *c, int argc, char **argv);
+/* `dlock completion bash|zsh|fish` (commands.c): the script, made from
+ * cli_cmds and the option tables (completion.c). */
+int cmd_completion(const struct cli *c, int argc, char **argv);
 
 #endif

@@ -469,6 +469,44 @@ static void check_metrics(struct check *k, const char *path)
                 path, dir));
 }
 
+enum { OPT_JSON = 256, OPT_METRICS_FILE, OPT_MAX_SKEW };
+
+const struct cli_opt cli_check_opts[] = {
+    {OPT_JSON, "json", NULL, "one JSON object"},
+    {OPT_METRICS_FILE, "metrics-file", "PATH",
+     "check that PATH's directory takes a new file\n"
+     "(also $DLOCK_METRICS_FILE)"},
+    {OPT_MAX_SKEW, "max-skew", "DURATION",
+     "warn past this clock skew (default 1s)"},
+    {'h', "help", NULL, NULL},
+    {0, NULL, NULL, NULL},
+};
+
+struct check_args {
+    int json;
+    const char *metrics;
+    int64_t max_skew_ms;
+};
+
+static int take(void *ctx, int key, const char *a, const char *val)
+{
+    struct check_args *ca = ctx;
+
+    (void)a;
+    if (key == OPT_JSON) {
+        ca->json = 1;
+    } else if (key == OPT_METRICS_FILE) {
+        ca->metrics = val;
+    } else if (key == OPT_MAX_SKEW &&
+               (ca->max_skew_ms = cli_parse_duration(val)) < 0) {
+        cli_err("check: --max-skew '%s': expected a duration (\"1s\", "
+                "\"250ms\")",
+                cli_arg_shown(val));
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
 int cmd_check(const struct cli *c, int argc, char **argv)
 {
     struct check k;
@@ -482,42 +520,19 @@ int cmd_check(const struct cli *c, int argc, char **argv)
     memset(&k, 0, sizeof(k));
     if (metrics != NULL && metrics[0] == '\0')
         metrics = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val = NULL;
+    {
+        static const struct cli_args args = {"check", cli_check_opts, "",
+                                             NULL, 0, help};
+        struct check_args ca = {0, NULL, 1000};
+        const char *none;
 
-        if (cli_is(a, "-h", "--help")) {
-            fputs(help, stdout);
-            return 0;
-        } else if (strcmp(a, "--json") == 0) {
-            k.json = 1;
-            continue;
-        } else if (strcmp(a, "--metrics-file") == 0 ||
-                   strcmp(a, "--max-skew") == 0) {
-            if (i + 1 == argc) {
-                cli_err("check: %s needs a value", a);
-                return EXIT_USAGE;
-            }
-            val = argv[++i];
-        } else if (strncmp(a, "--metrics-file=", 15) == 0) {
-            val = a + 15;
-        } else if (strncmp(a, "--max-skew=", 11) == 0) {
-            val = a + 11;
-        } else {
-            if (cli_misplaced_global("check", "", a))
-                return EXIT_USAGE;
-            cli_err("check: unexpected argument '%s' (see dlock check "
-                    "--help)",
-                    cli_arg_shown(a));
-            return EXIT_USAGE;
-        }
-        if (strncmp(a, "--metrics-file", 14) == 0) {
-            metrics = val;
-        } else if ((max_skew_ms = cli_parse_duration(val)) < 0) {
-            cli_err("check: --max-skew '%s': expected a duration (\"1s\", "
-                    "\"250ms\")",
-                    cli_arg_shown(val));
-            return EXIT_USAGE;
-        }
+        ca.metrics = metrics;
+        rc = cli_args_parse(&args, argc, argv, take, &ca, &none);
+        if (rc != 0)
+            return rc < 0 ? 0 : rc;
+        k.json = ca.json;
+        metrics = ca.metrics;
+        max_skew_ms = ca.max_skew_ms;
     }
 
     /* url: parsed, its scheme compiled in; nothing is connected. */

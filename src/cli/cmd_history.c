@@ -18,10 +18,43 @@ static const char help[] =
     "  -n N     the newest N only (1..20)\n"
     "  --json   a JSON array of objects, as \"last_run\" in status --json\n";
 
+enum { OPT_JSON = 256 };
+
+/* `dlock history`'s options (its parser's, the completions'). */
+const struct cli_opt cli_history_opts[] = {
+    {OPT_JSON, "json", NULL, "a JSON array of objects"},
+    {'n', NULL, "N", "the newest N only (1..20)"},
+    {'h', "help", NULL, NULL},
+    {0, NULL, NULL, NULL},
+};
+
 struct walk {
     int json;
     unsigned n;
+    unsigned max; /* -n; 0: all */
 };
+
+static int take(void *ctx, int key, const char *a, const char *v)
+{
+    struct walk *w = ctx;
+    char *end;
+    long n;
+
+    (void)a;
+    if (key == OPT_JSON) {
+        w->json = 1;
+        return 0;
+    }
+    n = strtol(v, &end, 10);
+    if (strspn(v, "0123456789") != strlen(v) || *v == '\0' || *end != '\0' ||
+        n < 1 || n > DLOCK_RUNS_KEPT) {
+        cli_err("history: -n must be 1..%d, not '%s'", DLOCK_RUNS_KEPT,
+                cli_arg_shown(v));
+        return EXIT_USAGE;
+    }
+    w->max = (unsigned)n;
+    return 0;
+}
 
 static int show(const dlock_run *run, void *payload)
 {
@@ -40,65 +73,22 @@ static int show(const dlock_run *run, void *payload)
 
 int cmd_history(const struct cli *c, int argc, char **argv)
 {
+    static const struct cli_args args = {
+        "history", cli_history_opts, "NAME", "NAME", 1, help};
     const char *name = NULL;
-    struct walk w = {0, 0};
-    unsigned max = 0;
+    struct walk w = {0, 0, 0};
     dlock_store *store;
     int rc;
 
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-
-        if (cli_is(a, "-h", "--help")) {
-            fputs(help, stdout);
-            return 0;
-        } else if (strcmp(a, "--json") == 0) {
-            w.json = 1;
-        } else if (cli_is(a, "-n", NULL) || !strncmp(a, "-n", 2)) {
-            const char *v = a[2] != '\0'   ? a + 2
-                            : i + 1 < argc ? argv[++i]
-                                           : NULL;
-            char *end;
-            long n;
-
-            if (v == NULL) {
-                cli_err("history: -n needs a number");
-                return EXIT_USAGE;
-            }
-            n = strtol(v, &end, 10);
-            if (strspn(v, "0123456789") != strlen(v) || *v == '\0' ||
-                *end != '\0' || n < 1 || n > DLOCK_RUNS_KEPT) {
-                cli_err("history: -n must be 1..%d, not '%s'", DLOCK_RUNS_KEPT,
-                        cli_arg_shown(v));
-                return EXIT_USAGE;
-            }
-            max = (unsigned)n;
-        } else if (strcmp(a, "--") == 0 && i + 1 < argc && !name) {
-            name = argv[++i];
-        } else if (a[0] == '-' && a[1] != '\0') {
-            if (cli_misplaced_global("history", "NAME", a))
-                return EXIT_USAGE;
-            cli_err("history: unknown option '%s'", cli_arg_shown(a));
-            return EXIT_USAGE;
-        } else if (name == NULL) {
-            name = a;
-        } else {
-            cli_err("history: one NAME only");
-            return EXIT_USAGE;
-        }
-    }
-    if (name == NULL) {
-        fputs(help, stderr);
-        return EXIT_USAGE;
-    }
-    if (cli_name_secret("history", "NAME", name))
-        return EXIT_USAGE;
+    rc = cli_args_parse(&args, argc, argv, take, &w, &name);
+    if (rc != 0)
+        return rc < 0 ? 0 : rc;
     rc = cli_open(c, &store);
     if (rc != 0)
         return rc;
     if (w.json)
         putchar('[');
-    rc = dlock_history(store, name, max, show, &w);
+    rc = dlock_history(store, name, w.max, show, &w);
     if (w.json)
         fputs(w.n ? "\n]\n" : "]\n", stdout);
     if (rc != DLOCK_OK)

@@ -13,24 +13,35 @@ static const char help[] =
     "on first use).\n"
     "  --print  print the DDL instead, for a DBA to run; connects nowhere\n";
 
+enum { OPT_PRINT = 256 };
+
+/* `dlock init`'s options (its parser's, the completions'). */
+const struct cli_opt cli_init_opts[] = {
+    {OPT_PRINT, "print", NULL, "print the DDL instead; connects nowhere"},
+    {'h', "help", NULL, NULL},
+    {0, NULL, NULL, NULL},
+};
+
+static int take(void *ctx, int key, const char *a, const char *val)
+{
+    (void)a, (void)val;
+    if (key == OPT_PRINT)
+        *(int *)ctx = 1;
+    return 0;
+}
+
 int cmd_init(const struct cli *c, int argc, char **argv)
 {
     dlock_store *store;
     int print = 0, rc;
 
-    for (int i = 1; i < argc; i++) {
-        if (cli_is(argv[i], "-h", "--help")) {
-            fputs(help, stdout);
-            return 0;
-        } else if (strcmp(argv[i], "--print") == 0) {
-            print = 1;
-        } else {
-            if (cli_misplaced_global("init", "", argv[i]))
-                return EXIT_USAGE;
-            cli_err("init: unexpected argument '%s'", cli_arg_shown(argv[i]));
-            return EXIT_USAGE;
-        }
-    }
+    static const struct cli_args args = {"init", cli_init_opts, "", NULL,
+                                         0,      help};
+    const char *none;
+
+    rc = cli_args_parse(&args, argc, argv, take, &print, &none);
+    if (rc != 0)
+        return rc < 0 ? 0 : rc;
     if (print) {
         char *ddl = NULL;
 

@@ -32,6 +32,26 @@ static const char help[] =
     "            Changes show within a second on Redis, PostgreSQL and etcd,\n"
     "            within the poll interval (250 ms) on SQLite and MariaDB.\n";
 
+enum { OPT_JSON = 256, OPT_WATCH };
+
+/* `dlock leader`'s options (its parser's, the completions'). */
+const struct cli_opt cli_leader_opts[] = {
+    {OPT_JSON, "json", NULL, "one JSON object (with --watch one per line)"},
+    {OPT_WATCH, "watch", NULL, "a line now and at each change, until killed"},
+    {'h', "help", NULL, NULL},
+    {0, NULL, NULL, NULL},
+};
+
+/* set[0]: --json, set[1]: --watch. */
+static int take(void *ctx, int key, const char *a, const char *val)
+{
+    int *set = ctx;
+
+    (void)a, (void)val;
+    set[key == OPT_WATCH] = 1;
+    return 0;
+}
+
 /* The watch's cancel, fired by SIGINT/SIGTERM/SIGHUP (async-signal-safe:
  * dlock_cancel_fire() is, as run_signals.c relies on). */
 static dlock_cancel *watch_cancel;
@@ -233,10 +253,11 @@ int cmd_leader(const struct cli *c, int argc, char **argv)
     dlock_info *info = NULL;
     int json = 0, watching = 0, rc;
 
-    static const char *const flags[] = {"--json", "--watch", NULL};
+    static const struct cli_args args = {
+        "leader", cli_leader_opts, "NAME", "NAME", 1, help};
     int set[2] = {0, 0};
 
-    rc = cli_name_and_flags("leader", help, argc, argv, flags, set, &name);
+    rc = cli_args_parse(&args, argc, argv, take, set, &name);
     if (rc != 0)
         return rc < 0 ? 0 : rc;
     json = set[0];

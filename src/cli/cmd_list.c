@@ -14,6 +14,23 @@ static const char help[] =
     "its last run (see dlock history).\n"
     "  --json   a JSON array of objects, as `status --json` prints\n";
 
+enum { OPT_JSON = 256 };
+
+/* `dlock list`'s options (its parser's, the completions'). */
+const struct cli_opt cli_list_opts[] = {
+    {OPT_JSON, "json", NULL, "a JSON array of objects"},
+    {'h', "help", NULL, NULL},
+    {0, NULL, NULL, NULL},
+};
+
+static int take(void *ctx, int key, const char *a, const char *val)
+{
+    (void)a, (void)val;
+    if (key == OPT_JSON)
+        *(int *)ctx = 1;
+    return 0;
+}
+
 struct walk {
     int json;
     unsigned n;
@@ -79,27 +96,13 @@ int cmd_list(const struct cli *c, int argc, char **argv)
     dlock_store *store;
     int rc;
 
+    static const struct cli_args args = {"list", cli_list_opts, "", "PREFIX",
+                                         0,      help};
+
     memset(&w, 0, sizeof(w));
-    for (int i = 1; i < argc; i++) {
-        if (cli_is(argv[i], "-h", "--help")) {
-            fputs(help, stdout);
-            return 0;
-        } else if (strcmp(argv[i], "--json") == 0) {
-            w.json = 1;
-        } else if (strcmp(argv[i], "--") == 0 && i + 1 < argc && !prefix) {
-            prefix = argv[++i];
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            if (cli_misplaced_global("list", "", argv[i]))
-                return EXIT_USAGE;
-            cli_err("list: unknown option '%s'", cli_arg_shown(argv[i]));
-            return EXIT_USAGE;
-        } else if (prefix == NULL) {
-            prefix = argv[i];
-        } else {
-            cli_err("list: one PREFIX only");
-            return EXIT_USAGE;
-        }
-    }
+    rc = cli_args_parse(&args, argc, argv, take, &w.json, &prefix);
+    if (rc != 0)
+        return rc < 0 ? 0 : rc;
     rc = cli_open(c, &store);
     if (rc != 0)
         return rc;

@@ -14,6 +14,21 @@ static const char help[] =
     "higher.  Without --force nothing is done: a lock is released by its\n"
     "holder.\n";
 
+/* `dlock release`'s options (its parser's, the completions'). */
+const struct cli_opt cli_release_opts[] = {
+    {'f', "force", NULL, "break the lock, whoever holds it"},
+    {'h', "help", NULL, NULL},
+    {0, NULL, NULL, NULL},
+};
+
+static int take(void *ctx, int key, const char *a, const char *val)
+{
+    (void)a, (void)val;
+    if (key == 'f')
+        *(int *)ctx = 1;
+    return 0;
+}
+
 int cmd_release(const struct cli *c, int argc, char **argv)
 {
     const char *name = NULL;
@@ -21,32 +36,12 @@ int cmd_release(const struct cli *c, int argc, char **argv)
     unsigned removed = 0;
     int force = 0, rc;
 
-    for (int i = 1; i < argc; i++) {
-        if (cli_is(argv[i], "-h", "--help")) {
-            fputs(help, stdout);
-            return 0;
-        } else if (cli_is(argv[i], "-f", "--force")) {
-            force = 1;
-        } else if (strcmp(argv[i], "--") == 0 && i + 1 < argc && !name) {
-            name = argv[++i];
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            if (cli_misplaced_global("release", "--force NAME", argv[i]))
-                return EXIT_USAGE;
-            cli_err("release: unknown option '%s'", cli_arg_shown(argv[i]));
-            return EXIT_USAGE;
-        } else if (name == NULL) {
-            name = argv[i];
-        } else {
-            cli_err("release: one NAME only");
-            return EXIT_USAGE;
-        }
-    }
-    if (name == NULL) {
-        fputs(help, stderr);
-        return EXIT_USAGE;
-    }
-    if (cli_name_secret("release", "--force NAME", name))
-        return EXIT_USAGE;
+    static const struct cli_args args = {
+        "release", cli_release_opts, "--force NAME", "NAME", 1, help};
+
+    rc = cli_args_parse(&args, argc, argv, take, &force, &name);
+    if (rc != 0)
+        return rc < 0 ? 0 : rc;
     if (!force) {
         cli_err("release: a lock is released by its holder; use --force to "
                 "break '%s'",

@@ -19,6 +19,23 @@ static const char help[] =
     "  0 held (by dlock or another client), 3 free (held by no one),\n"
     "  64 usage, 69 store unreachable or failing, 70 internal error.\n";
 
+enum { OPT_JSON = 256 };
+
+/* `dlock status`'s options (its parser's, the completions'). */
+const struct cli_opt cli_status_opts[] = {
+    {OPT_JSON, "json", NULL, "one JSON object"},
+    {'h', "help", NULL, NULL},
+    {0, NULL, NULL, NULL},
+};
+
+static int take(void *ctx, int key, const char *a, const char *val)
+{
+    (void)a, (void)val;
+    if (key == OPT_JSON)
+        *(int *)ctx = 1;
+    return 0;
+}
+
 /* A holder that is not dlock, as its server reports it (PostgreSQL,
  * MariaDB): ": user 'U' from ADDR, session N", each part only when known.
  * The text comes from the server: escaped, never raw. */
@@ -138,13 +155,12 @@ int cmd_status(const struct cli *c, int argc, char **argv)
     dlock_run last;
     int json = 0, rc;
 
-    static const char *const flags[] = {"--json", NULL};
-    int set[1] = {0};
+    static const struct cli_args args = {
+        "status", cli_status_opts, "NAME", "NAME", 1, help};
 
-    rc = cli_name_and_flags("status", help, argc, argv, flags, set, &name);
+    rc = cli_args_parse(&args, argc, argv, take, &json, &name);
     if (rc != 0)
         return rc < 0 ? 0 : rc;
-    json = set[0];
     rc = cli_open(c, &store);
     if (rc != 0)
         return rc;

@@ -564,36 +564,6 @@ int cli_is(const char *arg, const char *a, const char *b)
            (b != NULL && strcmp(arg, b) == 0);
 }
 
-int cli_misplaced_global(const char *cmd, const char *rest, const char *arg)
-{
-    /* As main.c takes them: "-s URL", "-sURL", "--store URL",
-     * "--store=URL", "--store-file FILE", "--store-file=FILE", "-v",
-     * "--verbose", "--version". */
-    static const struct {
-        const char *opt, *val;
-    } g[] = {{"--store-file", "FILE"}, {"--store", "URL"}, {"-s", "URL"},
-             {"--verbose", NULL},      {"-v", NULL},       {"--version", NULL}};
-
-    for (size_t k = 0; k < sizeof(g) / sizeof(g[0]); k++) {
-        size_t n = strlen(g[k].opt);
-
-        if (strncmp(arg, g[k].opt, n) != 0)
-            continue;
-        if (arg[n] != '\0' && !(g[k].val != NULL && arg[n] == '=') &&
-            !(g[k].val != NULL && n == 2)) /* -sURL */
-            continue;
-        if (g[k].val == NULL && strcmp(g[k].opt, "--version") == 0)
-            cli_err("%s: --version is a global option: dlock --version", cmd);
-        else
-            cli_err("%s: %s is a global option; put it before '%s': "
-                    "dlock %s%s%s %s%s%s",
-                    cmd, g[k].opt, cmd, g[k].opt, g[k].val ? " " : "",
-                    g[k].val ? g[k].val : "", cmd, rest[0] ? " " : "", rest);
-        return 1;
-    }
-    return 0;
-}
-
 int cli_name_secret(const char *cmd, const char *rest, const char *name)
 {
     char *red = NULL;
@@ -610,39 +580,4 @@ int cli_name_secret(const char *cmd, const char *rest, const char *name)
                 cmd, red != NULL ? red : "***", cmd, rest);
     dlock_free(red);
     return secret;
-}
-
-int cli_name_and_flags(const char *cmd, const char *help, int argc, char **argv,
-                       const char *const flags[], int set[], const char **name)
-{
-    *name = NULL;
-    for (int i = 1; i < argc; i++) {
-        int k = 0;
-
-        while (flags[k] != NULL && strcmp(argv[i], flags[k]) != 0)
-            k++;
-        if (cli_is(argv[i], "-h", "--help")) {
-            fputs(help, stdout);
-            return -1;
-        } else if (flags[k] != NULL) {
-            set[k] = 1;
-        } else if (strcmp(argv[i], "--") == 0 && i + 1 < argc && !*name) {
-            *name = argv[++i];
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            if (cli_misplaced_global(cmd, "NAME", argv[i]))
-                return EXIT_USAGE;
-            cli_err("%s: unknown option '%s'", cmd, cli_arg_shown(argv[i]));
-            return EXIT_USAGE;
-        } else if (*name == NULL) {
-            *name = argv[i];
-        } else {
-            cli_err("%s: one NAME only", cmd);
-            return EXIT_USAGE;
-        }
-    }
-    if (*name == NULL) {
-        fputs(help, stderr);
-        return EXIT_USAGE;
-    }
-    return cli_name_secret(cmd, "NAME", *name) ? EXIT_USAGE : 0;
 }

@@ -33,6 +33,7 @@ static const char usage_fmt[] =
     "  release --force NAME  break a stuck lock (administration)\n"
     "  init [--print]      create the store's tables (or print the DDL)\n"
     "  check [--json] [--metrics-file PATH]  is the store usable from here?\n"
+    "  completion bash|zsh|fish  the shell completion script\n"
     "\n"
     "options:\n"
     "  -s, --store URL     the store (default: $DLOCK_STORE, else the file\n"
@@ -202,52 +203,51 @@ static char *owned;
 
 static int cli_main(int argc, char **argv)
 {
-    static const struct {
-        const char *name;
-        int (*fn)(const struct cli *, int, char **);
-    } cmds[] = {
-        {"run", cmd_run},     {"status", cmd_status},
-        {"list", cmd_list},   {"release", cmd_release},
-        {"init", cmd_init},   {"history", cmd_history},
-        {"elect", cmd_elect}, {"leader", cmd_leader},
-        {"check", cmd_check},
-    };
+    /* getopt_long over cli_global_opts; "+" stops at the command. */
+    struct option lo[8];
+    char so[2 * 8 + 3];
+    const struct cli_cmd *cmd;
     struct cli c = {NULL, 0};
     char *file = NULL;
     const char *env;
     int i, rc;
 
-    for (i = 1; i < argc && argv[i][0] == '-'; i++) {
-        const char *a = argv[i];
+    if (cli_opts_count(cli_global_opts) >= 8) {
+        cli_err("internal error: too many global options");
+        return EXIT_INTERNAL;
+    }
+    cli_getopt_tables(cli_global_opts, lo, so);
+    opterr = 0;
+    for (;;) {
+        /* Each call starts at a whole argv element (a short option
+         * without a value stands alone: "-vs" is no -v -s). */
+        int at = optind, opt;
+        const char *a = at < argc ? argv[at] : NULL;
 
-        if (cli_is(a, "-h", "--help")) {
+        if (a == NULL || a[0] != '-')
+            break;
+        if (cli_opt_of(cli_global_opts, a) == NULL) {
+            cli_err("unknown option '%s' (see dlock --help)", cli_arg_shown(a));
+            return EXIT_USAGE;
+        }
+        opt = getopt_long(argc, argv, so, lo, NULL);
+        if (opt == 'h') {
             usage(stdout);
             return 0;
-        } else if (strcmp(a, "--version") == 0) {
+        } else if (opt == CLI_OPT_VERSION) {
             printf("dlock %s (stores: %s)\n", dlock_version(), dlock_schemes());
             return 0;
-        } else if (cli_is(a, "-v", "--verbose")) {
+        } else if (opt == 'v') {
             c.verbose = 1;
-        } else if (cli_is(a, "-s", "--store") ||
-                   cli_is(a, "--store-file", NULL)) {
-            if (++i == argc) {
-                cli_err("%s needs a %s", a, a[2] == 's' ? "URL" : "FILE");
-                return EXIT_USAGE;
-            }
-            if (strcmp(a, "--store-file") == 0)
-                file = argv[i], c.url = NULL;
-            else if ((c.url = take_url_arg(argv[i], &owned)) == NULL)
-                return EXIT_INTERNAL;
-            else
-                file = NULL;
-        } else if (strncmp(a, "--store-file=", 13) == 0) {
-            file = (char *)a + 13, c.url = NULL;
-        } else if (strncmp(a, "--store=", 8) == 0) {
-            if ((c.url = take_url_arg((char *)a + 8, &owned)) == NULL)
-                return EXIT_INTERNAL;
-            file = NULL;
-        } else if (strncmp(a, "-s", 2) == 0) {
-            if ((c.url = take_url_arg((char *)a + 2, &owned)) == NULL)
+        } else if (opt == ':') {
+            const struct cli_opt *p = cli_opt_of(cli_global_opts, a);
+
+            cli_err("%s needs a %s", a, p != NULL ? p->arg : "value");
+            return EXIT_USAGE;
+        } else if (opt == CLI_OPT_STORE_FILE) {
+            file = optarg, c.url = NULL;
+        } else if (opt == 's') {
+            if ((c.url = take_url_arg(optarg, &owned)) == NULL)
                 return EXIT_INTERNAL;
             file = NULL;
         } else {
@@ -255,6 +255,7 @@ static int cli_main(int argc, char **argv)
             return EXIT_USAGE;
         }
     }
+    i = optind;
     if (i == argc) {
         usage(stderr);
         return EXIT_USAGE;
@@ -291,10 +292,8 @@ static int cli_main(int argc, char **argv)
     }
     if (owned != NULL)
         c.url = owned;
-    rc = -1;
-    for (size_t k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++)
-        if (strcmp(argv[i], cmds[k].name) == 0)
-            rc = cmds[k].fn(&c, argc - i, argv + i);
+    cmd = cli_cmd_find(argv[i]);
+    rc = cmd != NULL ? cmd->fn(&c, argc - i, argv + i) : -1;
     if (rc < 0 && strstr(argv[i], "://") != NULL) {
         /* "dlock redis://h run ...": a store where the command goes. */
         cli_err("unknown command '%s': a store URL goes after -s: "

@@ -200,14 +200,18 @@ static const char *cmd_word = "run";
  * spaces, or, past column 26, by the help on lines of its own. */
 static void print_opts(FILE *f, const struct cli_opt *table)
 {
-    for (const struct cli_opt *p = table; p->name != NULL; p++) {
+    for (const struct cli_opt *p = table; p->key != 0; p++) {
         const char *h = p->help;
         int n;
 
         if (h == NULL)
             continue;
-        n = p->key < 256 ? fprintf(f, "  -%c, ", p->key) : fprintf(f, "      ");
-        n += fprintf(f, "--%s%s%s", p->name, p->arg != NULL ? " " : "",
+        if (p->name == NULL) /* a short option only */
+            n = fprintf(f, "  -%c", p->key);
+        else
+            n = p->key < 256 ? fprintf(f, "  -%c, --%s", p->key, p->name)
+                             : fprintf(f, "      --%s", p->name);
+        n += fprintf(f, "%s%s", p->arg != NULL ? " " : "",
                      p->arg != NULL ? p->arg : "");
         if (n > 26)
             fprintf(f, "\n%24s", "");
@@ -237,25 +241,6 @@ void cli_elect_usage(FILE *f)
     fputs(elect_head, f);
     print_opts(f, cli_elect_opts);
     fputs(elect_tail, f);
-}
-
-/* The entry of the option at argv element a ("-w5", "--wait=5", "-n"),
- * or NULL for none.  getopt_long would also take "--wai" for --wait and
- * "-nS" for -n -S; dlock never has, so only a whole name counts, and a
- * short option without a value stands alone. */
-static const struct cli_opt *opt_of(const char *a)
-{
-    for (const struct cli_opt *p = opts_in; p->name != NULL; p++) {
-        size_t n = strlen(p->name);
-
-        if (a[1] == '-'
-                ? strncmp(a + 2, p->name, n) == 0 &&
-                      (a[2 + n] == '\0' || (a[2 + n] == '=' && p->arg != NULL))
-                : p->key == (unsigned char)a[1] &&
-                      (a[2] == '\0' || p->arg != NULL))
-            return p;
-    }
-    return NULL;
 }
 
 static int unknown_opt(const char *a)
@@ -449,27 +434,9 @@ static int parse(struct run_opts *o, int argc, char **argv)
      * word that is no option (NAME, then CMD: CMD's own options are
      * never read), ":" tells a missing value from an unknown option. */
     struct option lo[N_MAX_OPTS + 1];
-    char so[2 + 2 * N_MAX_OPTS + 1], *sp = so;
-    size_t n_opts = 0;
+    char so[2 + 2 * N_MAX_OPTS + 1];
 
-    *sp++ = '+';
-    *sp++ = ':';
-    for (size_t k = 0; opts_in[k].name != NULL; k++) {
-        const struct cli_opt *p = &opts_in[k];
-
-        lo[k] = (struct option){
-            p->name, p->arg != NULL ? required_argument : no_argument, NULL,
-            p->key};
-        if (p->key < 256) {
-            *sp++ = (char)p->key;
-            if (p->arg != NULL)
-                *sp++ = ':';
-        }
-        n_opts = k + 1;
-    }
-    lo[n_opts] = (struct option){NULL, 0, NULL, 0};
-    *sp = '\0';
-
+    cli_getopt_tables(opts_in, lo, so);
     o->wait_ms = DLOCK_WAIT_FOREVER;
     o->ttl_ms = DLOCK_DEFAULT_TTL_MS;
     o->grace_ms = DEFAULT_GRACE_MS;
@@ -486,7 +453,7 @@ static int parse(struct run_opts *o, int argc, char **argv)
         const char *a = at < argc ? argv[at] : NULL;
 
         if (a != NULL && a[0] == '-' && a[1] != '\0' && strcmp(a, "--") != 0 &&
-            opt_of(a) == NULL)
+            cli_opt_of(opts_in, a) == NULL)
             return unknown_opt(a);
         c = getopt_long(argc, argv, so, lo, NULL);
         if (c == -1) {

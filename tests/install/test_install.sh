@@ -45,7 +45,8 @@ done < <(sed -n 's/^-- \(Installing\|Up-to-date\): //p' <<<"$out")
 for f in "$bindir/dlock" "$includedir/dlock.h" "$libdir/libdlock.a" "$libdir/pkgconfig/dlock.pc" \
          "$libdir/cmake/dlock/dlockConfig.cmake" "$libdir/cmake/dlock/dlockConfigVersion.cmake" \
          "$libdir/cmake/dlock/dlockTargets.cmake" "$mandir/man1/dlock.1" \
-         "$mandir/man3/libdlock.3" "$datadir/bash-completion/completions/dlock"; do
+         "$mandir/man3/libdlock.3" "$datadir/bash-completion/completions/dlock" \
+         "$datadir/zsh/vendor-completions/_dlock" "$datadir/fish/vendor_completions.d/dlock.fish"; do
     if [ -e "$dest$prefix/$f" ]; then ok "installed $f"; else fail "missing $f"; fi
 done
 # The CMake package finds its files from where it lies, like dlock.pc:
@@ -171,6 +172,13 @@ for m in "$mandir/man1/dlock.1" "$mandir/man3/libdlock.3"; do
     [ -z "$w" ] && ok "man $m renders without warnings" || fail "man $m: $w"
 done
 bash -n "$dest$prefix/$datadir/bash-completion/completions/dlock" && ok "bash completion parses" || fail "completion"
+if command -v zsh >/dev/null 2>&1; then
+    zsh -n "$dest$prefix/$datadir/zsh/vendor-completions/_dlock" && ok "zsh completion parses" || fail "zsh completion"
+fi
+if command -v fish >/dev/null 2>&1; then
+    fish --no-config -n "$dest$prefix/$datadir/fish/vendor_completions.d/dlock.fish" && ok "fish completion parses" ||
+        fail "fish completion"
+fi
 "$dest$prefix/$bindir/dlock" --version | grep -q "stores: sqlite" && ok "dlock --version lists stores" ||
     fail "--version"
 

@@ -92,9 +92,11 @@ final class Store
      * Acquire the lock $name.
      *
      * @param string     $name   1..1024 bytes of UTF-8, no NUL.
-     * @param float|null $wait   null or 0: try once; > 0: wait up to this
-     *                           many seconds; Store::FOREVER (any negative
-     *                           number) or INF: wait until acquired.
+     * @param float|null $wait   0 (the default): try once; > 0: wait up to
+     *                           this many seconds; null, INF or
+     *                           Store::FOREVER (any negative number): wait
+     *                           until acquired (as Python's None; until
+     *                           issue 47 null tried once).
      * @param float      $ttl    the lease, in seconds (0.1 .. 365 days).
      *                           libdlock's own thread renews it every
      *                           third of it while the lock is held (also
@@ -111,7 +113,7 @@ final class Store
      */
     public function lock(
         string $name,
-        ?float $wait = null,
+        ?float $wait = 0,
         float $ttl = 30,
         bool $shared = false,
         ?int $limit = null,
@@ -145,7 +147,8 @@ final class Store
      * @param string      $name  as lock().
      * @param string|null $value what the leader publishes: up to 4096
      *                           bytes of UTF-8, no NUL; null or '' for none.
-     * @param float|null  $wait  as lock(): null or 0 tries once.
+     * @param float|null  $wait  as lock(): 0 (the default) tries once,
+     *                           null waits until elected.
      * @return Lock|null the leader (a held Lock: fence() is the term,
      *                   proclaim() changes the value, release() resigns),
      *                   or null if another leads and this one did not
@@ -157,7 +160,7 @@ final class Store
     public function elect(
         string $name,
         ?string $value = null,
-        ?float $wait = null,
+        ?float $wait = 0,
         float $ttl = 30,
         bool $autoRenew = true
     ): ?Lock {
@@ -512,9 +515,14 @@ final class Store
         return $opts;
     }
 
+    /** docs/library.md's table: null, INF or negative wait until
+     * acquired (Python's None, C's DLOCK_WAIT_FOREVER); 0 tries once. */
     private static function waitMs(?float $wait): int
     {
-        if ($wait === null || $wait == 0) {
+        if ($wait === null) {
+            return -1;
+        }
+        if ($wait == 0) {
             return 0;
         }
         if (is_nan($wait)) {

@@ -31,7 +31,7 @@ while (($line = fgets(STDIN)) !== false) {
     try {
         switch ($a[0]) {
             case 'lock':
-                $l = $store->lock($a[1], isset($a[2]) ? (float) $a[2] : null, isset($a[3]) ? (float) $a[3] : 30);
+                $l = $store->lock($a[1], isset($a[2]) ? (float) $a[2] : 0, isset($a[3]) ? (float) $a[3] : 30);
                 if ($l === null) {
                     echo "busy\n";
                 } else {

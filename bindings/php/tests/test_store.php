@@ -60,6 +60,23 @@ T::block('busy', function () use ($store) {
     $l?->release();
 });
 
+// docs/library.md's table (issue 47 trap 5): null waits until acquired,
+// as Python's None and C's DLOCK_WAIT_FOREVER do (it tried once before);
+// 0, the default, tries once.
+T::block('wait null', function () use ($store) {
+    foreach (['null' => null, 'INF' => INF, 'Store::FOREVER' => Dlock\Store::FOREVER] as $what => $forever) {
+        $n = T::name('waitnull');
+        $h = $store->lock($n, ttl: 0.3, autoRenew: false);
+        $fence = $h->fence();
+        T::ok($store->lock($n) === null, "wait $what: the default (0) tries once on a busy lock");
+        $t = microtime(true);
+        $l = $store->lock($n, $forever);   // the holder's lease runs out
+        T::ok($l !== null && $l->fence() > $fence, "wait $what waits until acquired");
+        T::ok(microtime(true) - $t < 20, "wait $what: within the lease's end");
+        $l?->release();
+    }
+});
+
 T::block('fences', function () use ($store) {
     $n = T::name('fence');
     $prev = null;

@@ -41,6 +41,15 @@ def _ms(seconds, what):
     return min(int(math.ceil(seconds * 1000)), _INT64_MAX)
 
 
+def _wait_ms(wait):
+    """A wait in ms, None for forever: None, math.inf and WAIT_FOREVER
+    (-1, as in C and PHP's Store::FOREVER) wait until acquired, 0 tries
+    once, N > 0 waits up to N seconds (docs/library.md's table)."""
+    if wait is None or (not isinstance(wait, bool) and wait == -1):
+        return None
+    return _ms(wait, "wait")
+
+
 def _value_bytes(value):
     """A leader's value for libdlock: None or "" is no value; str (UTF-8)
     or bytes, no NUL (libdlock checks the UTF-8 and DLOCK_VALUE_MAX)."""

@@ -8,7 +8,7 @@ import threading
 import weakref
 
 from . import _process, _store
-from ._args import _ms, _name_bytes
+from ._args import _ms, _name_bytes, _wait_ms
 from ._cancel import Cancel, _acquire_call
 from ._constants import (BUSY, DEFAULT_TTL, EINVAL, LIMIT_MAX, LOST, OK,
                          RUN_EXITED, WAIT_FOREVER, _OPTIONS_VERSION)
@@ -79,7 +79,7 @@ class Lock:
             raise TypeError("dlock: on_lost must be callable")
         self._store = store       # keeps the store open while we live
         self._name = _name_bytes(name)
-        self._wait = _ms(wait, "wait") if wait is not None else None
+        self._wait = _wait_ms(wait)
         self._ttl = _ms(ttl, "ttl") if ttl is not None else None
         if ttl is not None and self._ttl is None:
             raise InvalidArgument("ttl must be finite", EINVAL)
@@ -164,7 +164,7 @@ class Lock:
         if wait is ...:
             wait_ms = self._wait
         else:
-            wait_ms = _ms(wait, "wait") if wait is not None else None
+            wait_ms = _wait_ms(wait)
         st = self._st
         if st.h is not None:
             raise InvalidArgument("lock %r is already held by this Lock"

@@ -84,7 +84,8 @@ class Store:
         context manager (acquired on entry, released on exit) or call
         ``acquire()``/``release()``.
 
-        wait: None or math.inf wait forever; 0 try once; else seconds.
+        wait: None, math.inf or WAIT_FOREVER wait forever (as PHP's
+        null); 0 try once; else seconds (docs/library.md's table).
         ttl: the lease in seconds (0.1 up to 365 days), default 30.
         shared: a shared (read) lock.  limit: N > 1 makes it a semaphore of
         N holders.  renew: renew the lease every ttl/3 while held.

@@ -135,6 +135,27 @@ def test_wait_gets_it_when_released(store, name):
     assert got["fence"] > holder.fence
 
 
+@pytest.mark.parametrize("forever", [None, float("inf"), dlock.WAIT_FOREVER],
+                         ids=["None", "inf", "WAIT_FOREVER"])
+def test_wait_forever_spellings(store, name, forever):
+    """docs/library.md's table: None, math.inf and WAIT_FOREVER (-1, C's
+    DLOCK_WAIT_FOREVER, PHP's Store::FOREVER) wait until acquired; 0
+    tries once (issue 47 trap 5: PHP read null as a try)."""
+    holder = store.acquire(name, ttl=0.3, renew=False)
+    fence = holder.fence
+    with pytest.raises(dlock.Busy):
+        store.acquire(name, wait=0)
+    t0 = time.monotonic()
+    lk = store.acquire(name, wait=forever)   # the holder's lease runs out
+    try:
+        assert lk.fence > fence
+        assert time.monotonic() - t0 < 20
+    finally:
+        lk.release()
+    with pytest.raises(dlock.InvalidArgument):
+        store.lock(name, wait=-2)
+
+
 def test_fences_strictly_increase(store, name):
     fences = []
     for _ in range(5):
@@ -273,8 +294,8 @@ def test_bad_options(store, name):
     with pytest.raises(dlock.InvalidArgument) as ei:
         store.acquire(name, ttl=0.01)
     assert "ttl" in str(ei.value)
-    with pytest.raises(dlock.InvalidArgument):
-        store.lock(name, wait=-1)
+    with pytest.raises(dlock.InvalidArgument):   # -1 is WAIT_FOREVER
+        store.lock(name, wait=-0.5)
     with pytest.raises(dlock.InvalidArgument):
         store.acquire(name, limit=dlock.LIMIT_MAX + 1)
     with pytest.raises(dlock.InvalidArgument):
