@@ -521,8 +521,8 @@ int cmd_check(const struct cli *c, int argc, char **argv)
     if (metrics != NULL && metrics[0] == '\0')
         metrics = NULL;
     {
-        static const struct cli_args args = {"check", cli_check_opts, "",
-                                             NULL, 0, help};
+        static const struct cli_args args = {
+            "check", cli_check_opts, "", NULL, 0, help};
         struct check_args ca = {0, NULL, 1000};
         const char *none;
 

@@ -65,9 +65,6 @@ static void say_holder(dlock_store *store, const char *name)
     dlock_info_free(info);
 }
 
-/* -q: no busy, skip, timeout or retry lines (run_records.c reads it). */
-int run_quiet;
-
 /* Seconds as "5 s" or "0.250 s". */
 static const char *seconds(int64_t ms, char *buf, size_t len)
 {

@@ -52,8 +52,10 @@ static const char usage_fmt[] =
     "exit codes: the command's own (128+N if it died of signal N); 1 (or\n"
     "-E CODE) not acquired in time; 0 (or -E CODE) skipped by --once or\n"
     "--once-per; status: 0 held, 3 free; 64 usage; 69 store unreachable or\n"
-    "failing; 70 internal error; 75 lock lost while the command ran;\n"
-    "126 the command cannot be executed; 127 the command was not found.\n";
+    "failing; 70 internal error; 73 (check) a metrics directory that\n"
+    "takes no file; 75 lock lost while the command ran; 124 stopped by\n"
+    "--max-runtime; 126 the command cannot be executed; 127 the command\n"
+    "was not found.\n";
 
 /* dlock_schemes() (the library's scheme table: what is compiled in) as
  * indented lines of at most 72 columns. */

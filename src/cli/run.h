@@ -162,7 +162,7 @@ const char *run_replace_who(void);
 
 /* --- run_records.c: the run records (--once, --once-per) ------------ */
 
-/* cmd_run.c: -q given (no busy or skip lines). */
+/* -q given (no busy or skip lines): set by cmd_run.c. */
 extern int run_quiet;
 
 /* Someone else holds name (a busy --once / --once-per run): say who. */

@@ -13,6 +13,9 @@
 
 #include "run.h"
 
+/* -q: no busy, skip, timeout or retry lines (set by cmd_run.c). */
+int run_quiet;
+
 /* The holder's fence as dlock_status() tells it: the highest handed out. */
 void run_say_busy(dlock_store *store, const char *name)
 {
