@@ -1,0 +1,16 @@
+# Issue 46's adversary pass on dlock run --replace / --max-runtime
+# (tests/adv46/*.sh), over SQLite: the logic is the CLI's.
+# replace_maxrt.sh: --replace -n is a usage error; a replace request
+# during a --max-runtime grace keeps the SIGKILL where it was.
+add_test(NAME adv46-replace-maxrt-sqlite
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/adv46/replace_maxrt.sh $<TARGET_FILE:dlock_cli>
+          sqlite://${CMAKE_CURRENT_BINARY_DIR}/adv46-replace-maxrt.db)
+set_tests_properties(adv46-replace-maxrt-sqlite PROPERTIES TIMEOUT 90)
+dlock_tier(quick T adv46-replace-maxrt-sqlite)
+# replace_gave_up.sh (open): a replacer whose -w ends before the holder
+# has let go leaves the job running nowhere.
+add_test(NAME adv46-replace-gave-up-sqlite
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/adv46/replace_gave_up.sh $<TARGET_FILE:dlock_cli>
+          sqlite://${CMAKE_CURRENT_BINARY_DIR}/adv46-replace-gave-up.db)
+set_tests_properties(adv46-replace-gave-up-sqlite PROPERTIES TIMEOUT 90)
+dlock_tier(quick T adv46-replace-gave-up-sqlite)
