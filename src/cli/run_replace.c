@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "run.h"
 
@@ -37,6 +38,9 @@ static dlock_store *rp_store;
 static dlock_lock *request;
 static int64_t next_check = -1;
 static int seen;
+/* Our own request may still be held: its release failed (a lost reply,
+ * the store cut off), so it stays until its lease ends. */
+static int own_left;
 static char who[320]; /* the replacer, "HOST pid N" (escaped) */
 
 static char *request_name(const char *name)
@@ -74,9 +78,30 @@ int run_replace_request(dlock_store *store, const struct run_opts *o,
 
 void run_replace_done(void)
 {
-    if (request != NULL)
-        (void)dlock_release(request);
+    if (request != NULL) {
+        int rc = dlock_release(request);
+
+        own_left = rc != DLOCK_OK && rc != DLOCK_LOST;
+    }
     request = NULL;
+}
+
+/* The request info shows is our own, left over by a release that failed:
+ * the same host and pid as the store shows for NAME, which we hold.  Not
+ * a newer run: the holder would step down for itself, and nobody would
+ * run the job. */
+static int own_request(const struct run_opts *o, const dlock_info *req)
+{
+    dlock_info *me = NULL;
+    int yes;
+
+    if (!own_left || req->pid != (int64_t)getpid())
+        return 0;
+    yes = dlock_status(&me, rp_store, o->name) == DLOCK_OK && me->held &&
+          !me->other_client && me->pid == req->pid &&
+          strcmp(me->host, req->host) == 0;
+    dlock_info_free(me);
+    return yes;
 }
 
 void run_replace_holding(dlock_store *store)
@@ -97,7 +122,7 @@ static int asked(const struct run_opts *o)
     if (name == NULL)
         return 0;
     yes = dlock_status(&info, rp_store, name) == DLOCK_OK && info->held &&
-          !info->other_client;
+          !info->other_client && !own_request(o, info);
     if (yes) {
         /* Who asks, as the store says: escaped. */
         FILE *f = fmemopen(who, sizeof(who), "w");

@@ -14,3 +14,13 @@ add_test(NAME adv46-replace-gave-up-sqlite
           sqlite://${CMAKE_CURRENT_BINARY_DIR}/adv46-replace-gave-up.db)
 set_tests_properties(adv46-replace-gave-up-sqlite PROPERTIES TIMEOUT 90)
 dlock_tier(quick T adv46-replace-gave-up-sqlite)
+# replace_own_request.sh: a new holder whose request's release failed
+# does not step down for its own leftover request.
+if(REDIS_FOUND)
+  add_test(NAME adv46-replace-own-request-redis
+    COMMAND sh -c "exec \"$0\" \"$1\" \"$DLOCK_TEST_REDIS_URL\""
+            ${CMAKE_CURRENT_SOURCE_DIR}/adv46/replace_own_request.sh $<TARGET_FILE:dlock_cli>)
+  set_tests_properties(adv46-replace-own-request-redis PROPERTIES
+                       SKIP_RETURN_CODE 77 TIMEOUT 90)
+  dlock_tier(quick T adv46-replace-own-request-redis)
+endif()
