@@ -271,7 +271,7 @@ again:
         leader_report(&rep, 1, dlock_fence(lock));
     }
     if (o.replace)
-        run_replace_holding(store);
+        run_replace_holding(store, &o);
     child = run_spawn(o.cmd, env);
     if (child < 0) {
         rc = -child;
@@ -281,6 +281,8 @@ again:
         rep.ran = 1;
         rc = run_supervise(child, pfd[0], &o, lock, &lost, &timedout, &raw);
     }
+    if (o.replace)
+        run_replace_end();
     rep.end_ms = cli_wall_ms();
     if (raw >= 0 && WIFEXITED(raw)) {
         rep.exited = 1;
@@ -344,6 +346,8 @@ again:
     }
     rep.lost = rc == EXIT_LOST && rep.ran;
 out:
+    if (o.replace)
+        run_replace_end(); /* before the store goes */
     if (lock != NULL)
         (void)dlock_release(lock);
     if (o.elect)

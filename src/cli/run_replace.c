@@ -24,9 +24,12 @@
  * make a holder let go, which anyone who may write the store can do
  * already (release --force).
  */
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "run.h"
@@ -36,7 +39,6 @@
 
 static dlock_store *rp_store;
 static dlock_lock *request;
-static int64_t next_check = -1;
 static int seen;
 /* Our own request may still be held: its release failed (a lost reply,
  * the store cut off), so it stays until its lease ends. */
@@ -104,13 +106,6 @@ static int own_request(const struct run_opts *o, const dlock_info *req)
     return yes;
 }
 
-void run_replace_holding(dlock_store *store)
-{
-    rp_store = store;
-    seen = 0;
-    next_check = run_now_ms();
-}
-
 /* 1 if a --replace run asks for o->name, 0 if none or the store cannot
  * tell ("cannot tell" is no request: the holder goes on). */
 static int asked(const struct run_opts *o)
@@ -143,17 +138,103 @@ const char *run_replace_who(void)
     return who;
 }
 
+/* --- the looks, on a thread of their own ------------------------------
+ *
+ * Each look is a store call, which may take the URL's whole timeout on a
+ * store that stopped answering (a cut, a frozen server): made by
+ * run_supervise() itself, it kept the loop from stopping CMD before the
+ * lease end, and CMD ran on under a lock another holder had taken.  So
+ * the looks run here, and the loop only reads what they found. */
+
+static pthread_t looker;
+static int looking;                   /* the thread was started */
+static pthread_mutex_t lmu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t lcv;
+static int lstop;                     /* under lmu */
+static const struct run_opts *lopts;
+
+static void *look_loop(void *arg)
+{
+    int64_t every = lopts->ttl_ms / 3 < REPLACE_CHECK_MS ? lopts->ttl_ms / 3
+                                                         : REPLACE_CHECK_MS;
+
+    (void)arg;
+    for (;;) {
+        int yes;
+
+        pthread_mutex_lock(&lmu);
+        if (lstop) {
+            pthread_mutex_unlock(&lmu);
+            break;
+        }
+        pthread_mutex_unlock(&lmu);
+        yes = asked(lopts);
+        if (yes) {
+            __atomic_store_n(&seen, 1, __ATOMIC_RELEASE);
+            run_signals_wake();
+            break;
+        }
+        {
+            struct timespec ts;
+
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            ts.tv_sec += every / 1000;
+            ts.tv_nsec += (long)(every % 1000) * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            pthread_mutex_lock(&lmu);
+            while (!lstop &&
+                   pthread_cond_timedwait(&lcv, &lmu, &ts) != ETIMEDOUT)
+                ;
+            pthread_mutex_unlock(&lmu);
+        }
+    }
+    return NULL;
+}
+
+void run_replace_holding(dlock_store *store, const struct run_opts *o)
+{
+    pthread_condattr_t ca;
+
+    rp_store = store;
+    __atomic_store_n(&seen, 0, __ATOMIC_RELEASE);
+    if (!o->replace || looking)
+        return;
+    lopts = o;
+    lstop = 0;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&lcv, &ca);
+    pthread_condattr_destroy(&ca);
+    /* Without the thread there are no looks: the run goes on, as when
+     * the store cannot tell. */
+    looking = pthread_create(&looker, NULL, look_loop, NULL) == 0;
+    if (!looking)
+        cli_err("run: warning: cannot look for --replace requests of '%s' "
+                "(no thread): this run will not step down",
+                o->name);
+}
+
+void run_replace_end(void)
+{
+    if (!looking)
+        return;
+    pthread_mutex_lock(&lmu);
+    lstop = 1;
+    pthread_cond_signal(&lcv);
+    pthread_mutex_unlock(&lmu);
+    /* A look still inside a store call ends by the URL's timeout. */
+    pthread_join(looker, NULL);
+    looking = 0;
+}
+
 int run_replace_check(const struct run_opts *o, int64_t now, int64_t *next)
 {
-    int64_t every =
-        o->ttl_ms / 3 < REPLACE_CHECK_MS ? o->ttl_ms / 3 : REPLACE_CHECK_MS;
-
-    if (!o->replace || seen || next_check < 0)
+    (void)now;
+    (void)next;
+    if (!o->replace)
         return 0;
-    if (now >= next_check) {
-        seen = asked(o);
-        next_check = run_now_ms() + every;
-    }
-    *next = next_check;
-    return seen;
+    return __atomic_load_n(&seen, __ATOMIC_ACQUIRE);
 }

@@ -172,7 +172,8 @@ int run_supervise(pid_t child, int rfd, const struct run_opts *o,
         n = read(rfd, buf, sizeof(buf));
         for (ssize_t i = 0; i < n; i++) {
             /* EV_CHILD: waitpid() above; EV_LOST: dlock_lease_left() is 0
-             * now, which the top of the loop acts on. */
+             * now, which the top of the loop acts on; EV_WAKE: a --replace
+             * look found a request (run_replace_check()). */
             if (buf[i] & 0x80)
                 kill(child, buf[i] & 0x7f);
         }

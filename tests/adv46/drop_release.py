@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-# A Redis proxy for replace_own_request.sh:  drop_release.py LPORT RPORT
+# A Redis proxy for the adv46 tests:  drop_release.py LPORT RPORT [plain]
 # Forwards everything, except the first release (release.lua, by its text
 # or its SHA1) of a "dlock.replace/" request: that client connection is
 # closed instead, the command never reaching the server.  Prints LISTEN
-# once it listens; DROPPED to stdout when it drops.
+# once it listens; DROPPED to stdout when it drops.  With "plain" it drops
+# nothing (a forwarder to SIGSTOP: a frozen server, connections open).
 import hashlib, socket, sys, threading
 
 lport, rport = int(sys.argv[1]), int(sys.argv[2])
+plain = sys.argv[3:4] == ['plain']
 REL = (b"if redis.call('GET', KEYS[1]) ~= ('dlock1:' .. ARGV[1]) then "
        b"return 0 end\nredis.call('DEL', KEYS[1], KEYS[4])")
 shas = set()
@@ -61,7 +63,7 @@ def up(c, r):
                 if a is None:
                     break
                 raw, buf = buf[:len(buf) - len(rest)], rest
-                if is_release(a):
+                if not plain and is_release(a):
                     with mu:
                         first = not done
                         done.append(1)
