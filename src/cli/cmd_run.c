@@ -267,7 +267,7 @@ again:
     (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
     rep.start_ms = cli_wall_ms();
     if (o.elect) {
-        run_elect_leading(env);
+        run_elect_leading(env, &o);
         leader_report(&rep, 1, dlock_fence(lock));
     }
     if (o.replace)
@@ -283,6 +283,8 @@ again:
     }
     if (o.replace)
         run_replace_end();
+    if (o.elect)
+        run_elect_unlead();
     rep.end_ms = cli_wall_ms();
     if (raw >= 0 && WIFEXITED(raw)) {
         rep.exited = 1;

@@ -123,8 +123,12 @@ int run_release_after(dlock_lock *lock, const struct run_opts *o, int status,
  * end of -w (DLOCK_BUSY).  As dlock_acquire() returns. */
 int run_campaign(dlock_store *store, const struct run_opts *o,
                  dlock_options *opts, dlock_lock **lock);
-/* It leads now and CMD starts with env (the health command gets it). */
-void run_elect_leading(char **env);
+/* It leads now and CMD starts with env (the health command gets it);
+ * the looks for a candidate of higher priority start, on a thread of
+ * their own (a look is a store call: never in run_supervise()'s loop). */
+void run_elect_leading(char **env, const struct run_opts *o);
+/* Its term's CMD has ended: no more looks (waits for one under way). */
+void run_elect_unlead(void);
 /* Called by run_supervise() (now: run_now_ms()): 0, or RUN_YIELD /
  * RUN_UNHEALTHY once (the leader steps down); *next is when to call
  * again.  0 and *next untouched for a plain run. */

@@ -34,3 +34,13 @@ if(REDIS_FOUND)
                        SKIP_RETURN_CODE 77 TIMEOUT 90)
   dlock_tier(quick T adv46-replace-frozen-store-redis)
 endif()
+# elect_frozen_store.sh: a leader's looks for a candidate of higher
+# priority never keep it from stopping CMD before the lease end.
+if(REDIS_FOUND)
+  add_test(NAME adv46-elect-frozen-store-redis
+    COMMAND sh -c "exec \"$0\" \"$1\" \"$DLOCK_TEST_REDIS_URL\""
+            ${CMAKE_CURRENT_SOURCE_DIR}/adv46/elect_frozen_store.sh $<TARGET_FILE:dlock_cli>)
+  set_tests_properties(adv46-elect-frozen-store-redis PROPERTIES
+                       SKIP_RETURN_CODE 77 TIMEOUT 90)
+  dlock_tier(quick T adv46-elect-frozen-store-redis)
+endif()
