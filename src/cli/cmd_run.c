@@ -281,10 +281,12 @@ again:
         rep.ran = 1;
         rc = run_supervise(child, pfd[0], &o, lock, &lost, &timedout, &raw);
     }
+    /* No more looks; the one under way, if any, is waited for before
+     * the store is closed, not before the end and the release. */
     if (o.replace)
-        run_replace_end();
+        run_replace_stop();
     if (o.elect)
-        run_elect_unlead();
+        run_elect_unlead(0);
     rep.end_ms = cli_wall_ms();
     if (raw >= 0 && WIFEXITED(raw)) {
         rep.exited = 1;
@@ -311,6 +313,7 @@ again:
         rep.lost = 0;
         run_report(&rep);
         if (why == RUN_YIELD) {
+            run_elect_unlead(1); /* before its next term's looks */
             run_free_env(env);
             env = NULL;
             memset(&rep, 0, sizeof(rep));

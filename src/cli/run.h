@@ -127,8 +127,9 @@ int run_campaign(dlock_store *store, const struct run_opts *o,
  * the looks for a candidate of higher priority start, on a thread of
  * their own (a look is a store call: never in run_supervise()'s loop). */
 void run_elect_leading(char **env, const struct run_opts *o);
-/* Its term's CMD has ended: no more looks (waits for one under way). */
-void run_elect_unlead(void);
+/* Its term's CMD has ended: no more looks; join: wait for one under way
+ * to end (else run_elect_end() does). */
+void run_elect_unlead(int join);
 /* Called by run_supervise() (now: run_now_ms()): 0, or RUN_YIELD /
  * RUN_UNHEALTHY once (the leader steps down); *next is when to call
  * again.  0 and *next untouched for a plain run. */
@@ -156,7 +157,9 @@ void run_replace_done(void);
  * timeout: never in run_supervise()'s loop); a request seen wakes the
  * loop through the self-pipe. */
 void run_replace_holding(dlock_store *store, const struct run_opts *o);
-/* CMD has ended: no more looks (waits for one under way). */
+/* CMD has ended: no more looks (run_replace_stop()), and one under way
+ * waited for (run_replace_end(), before the store is closed). */
+void run_replace_stop(void);
 void run_replace_end(void);
 /* Called by run_supervise(): 1 once a --replace run asks for NAME (the
  * holder steps down), else 0; no store call.  *next is left untouched. */

@@ -168,7 +168,7 @@ static void looks_start(const struct run_opts *o)
                 o->name);
 }
 
-void run_elect_unlead(void)
+void run_elect_unlead(int join)
 {
     if (!looking)
         return;
@@ -176,6 +176,8 @@ void run_elect_unlead(void)
     lstop = 1;
     pthread_cond_signal(&lcv);
     pthread_mutex_unlock(&lmu);
+    if (!join)
+        return;
     /* A look still inside a store call ends by the URL's timeout. */
     pthread_join(looker, NULL);
     looking = 0;
@@ -351,7 +353,7 @@ int run_elect_stepped(void)
 
 void run_elect_end(void)
 {
-    run_elect_unlead();
+    run_elect_unlead(1);
     if (marker != NULL)
         (void)dlock_release(marker);
     marker = NULL;

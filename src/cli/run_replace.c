@@ -217,7 +217,7 @@ void run_replace_holding(dlock_store *store, const struct run_opts *o)
                 o->name);
 }
 
-void run_replace_end(void)
+void run_replace_stop(void)
 {
     if (!looking)
         return;
@@ -225,6 +225,13 @@ void run_replace_end(void)
     lstop = 1;
     pthread_cond_signal(&lcv);
     pthread_mutex_unlock(&lmu);
+}
+
+void run_replace_end(void)
+{
+    if (!looking)
+        return;
+    run_replace_stop();
     /* A look still inside a store call ends by the URL's timeout. */
     pthread_join(looker, NULL);
     looking = 0;
