@@ -41,7 +41,7 @@ PURL="redis://127.0.0.1:$lport${URL#redis://127.0.0.1:$rport}${sep}timeout=10s"
 cat >"$T/beat.sh" <<'EOF'
 #!/bin/sh
 trap '' TERM
-while :; do date +%s%3N >"$1"; sleep 0.05; done
+while :; do date +%s%3N >"$1.t" && mv -f "$1.t" "$1"; sleep 0.05; done
 EOF
 chmod +x "$T/beat.sh"
 DLOCK_STORE=$PURL "$DLOCK" run --replace --ttl 3 --grace 0.5 "$J" -- "$T/beat.sh" "$T/hb" \
@@ -57,7 +57,8 @@ for _ in $(seq 150); do
     sleep 0.1
 done
 sleep 0.3
-hb=$(cat "$T/hb")
+hb=$(cat "$T/hb" 2>/dev/null)
+[ -n "$hb" ] || { sleep 0.1; hb=$(cat "$T/hb" 2>/dev/null); }
 kill -CONT $px
 timeout 30 tail --pid=$a -f /dev/null
 wait $a
