@@ -664,8 +664,11 @@ typedef enum dlock_run_result {
     DLOCK_RUN_ABANDONED = 4,
     /** Stopped for running past its time limit (`dlock run
      * --max-runtime`); status: what it ended with as a shell says it
-     * (143 for SIGTERM), or -1.  A reader older than this value shows
-     * such a run as unknown (a store keeps the number as it is). */
+     * (143 for SIGTERM), or -1.  The stores keep the number as it is;
+     * a reader older than this value shows such a run as unknown
+     * (PostgreSQL, MariaDB/MySQL, etcd), as abandoned (SQLite: it reads
+     * a result out of its range so), or not at all (Redis: it passes
+     * over a record it cannot parse, in history and last runs alike). */
     DLOCK_RUN_TIMEDOUT = 5
 } dlock_run_result;
 

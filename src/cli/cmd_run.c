@@ -345,11 +345,11 @@ again:
     (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
     rep.start_ms = cli_wall_ms();
     if (o.elect) {
-        run_elect_leading(env);
+        run_elect_leading(env, &o);
         leader_report(&rep, 1, dlock_fence(lock));
     }
     if (o.replace)
-        run_replace_holding(store);
+        run_replace_holding(store, &o);
     child = run_spawn(o.name, o.cmd, env);
     if (child < 0) {
         rc = -child;
@@ -359,6 +359,12 @@ again:
         rep.ran = 1;
         rc = run_supervise(child, pfd[0], &o, lock, &lost, &timedout, &raw);
     }
+    /* No more looks; the one under way, if any, is waited for before
+     * the store is closed, not before the end and the release. */
+    if (o.replace)
+        run_replace_stop();
+    if (o.elect)
+        run_elect_unlead(0);
     rep.end_ms = cli_wall_ms();
     if (raw >= 0 && WIFEXITED(raw)) {
         rep.exited = 1;
@@ -385,6 +391,7 @@ again:
         rep.lost = 0;
         run_report(&rep);
         if (why == RUN_YIELD) {
+            run_elect_unlead(1); /* before its next term's looks */
             run_free_env(env);
             env = NULL;
             memset(&rep, 0, sizeof(rep));
@@ -422,6 +429,8 @@ again:
     }
     rep.lost = rc == EXIT_LOST && rep.ran;
 out:
+    if (o.replace)
+        run_replace_end(); /* before the store goes */
     if (lock != NULL)
         (void)dlock_release(lock);
     if (o.elect)

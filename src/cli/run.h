@@ -41,6 +41,7 @@ static inline int64_t run_now_ms(void)
  * (SIGPIPE or SIGXFSZ from our own write). */
 #define EV_CHILD 'C'
 #define EV_LOST 'L'
+#define EV_WAKE 'W'
 
 /* The pipe's write end: where the handlers and run_on_lost() write. */
 void run_signals_pipe(int wfd);
@@ -61,6 +62,8 @@ void run_signals_catch(void);
 void run_signals_default(void);
 /* The lock's on_lost callback (the renew thread): EV_LOST on the pipe. */
 void run_on_lost(dlock_lock *lock, void *payload);
+/* Wake run_supervise()'s loop (a --replace look found a request). */
+void run_signals_wake(void);
 
 /* --- run_spawn.c: starting CMD -------------------------------------- */
 
@@ -127,8 +130,13 @@ int run_release_after(dlock_lock *lock, const struct run_opts *o, int status,
  * end of -w (DLOCK_BUSY).  As dlock_acquire() returns. */
 int run_campaign(dlock_store *store, const struct run_opts *o,
                  dlock_options *opts, dlock_lock **lock);
-/* It leads now and CMD starts with env (the health command gets it). */
-void run_elect_leading(char **env);
+/* It leads now and CMD starts with env (the health command gets it);
+ * the looks for a candidate of higher priority start, on a thread of
+ * their own (a look is a store call: never in run_supervise()'s loop). */
+void run_elect_leading(char **env, const struct run_opts *o);
+/* Its term's CMD has ended: no more looks; join: wait for one under way
+ * to end (else run_elect_end() does). */
+void run_elect_unlead(int join);
 /* Called by run_supervise() (now: run_now_ms()): 0, or RUN_YIELD /
  * RUN_UNHEALTHY once (the leader steps down); *next is when to call
  * again.  0 and *next untouched for a plain run. */
@@ -151,11 +159,17 @@ int run_replace_request(dlock_store *store, const struct run_opts *o,
                         dlock_options *opts);
 /* Let the request go (NAME held, or the wait given up). */
 void run_replace_done(void);
-/* NAME is held and CMD starts: look for requests from now on. */
-void run_replace_holding(dlock_store *store);
+/* NAME is held and CMD starts: look for requests from now on, on a
+ * thread of its own (a look is a store call, which may take the URL's
+ * timeout: never in run_supervise()'s loop); a request seen wakes the
+ * loop through the self-pipe. */
+void run_replace_holding(dlock_store *store, const struct run_opts *o);
+/* CMD has ended: no more looks (run_replace_stop()), and one under way
+ * waited for (run_replace_end(), before the store is closed). */
+void run_replace_stop(void);
+void run_replace_end(void);
 /* Called by run_supervise(): 1 once a --replace run asks for NAME (the
- * holder steps down), else 0; *next is when to call again.  0 and *next
- * untouched for a run without --replace. */
+ * holder steps down), else 0; no store call.  *next is left untouched. */
 int run_replace_check(const struct run_opts *o, int64_t now, int64_t *next);
 /* Who asked: "HOST pid N", escaped. */
 const char *run_replace_who(void);

@@ -18,11 +18,13 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "run.h"
@@ -90,6 +92,95 @@ static int higher_held(const struct run_opts *o)
     if (h.found)
         return 1;
     return rc < 0 ? rc : 0;
+}
+
+/* --- the leader's look for a candidate of higher priority -------------
+ *
+ * A look is a store call (dlock_list()), which may take the URL's whole
+ * timeout on a store that stopped answering (a cut, a frozen server):
+ * made in run_supervise()'s loop, it kept that loop from stopping CMD
+ * before the lease end, and CMD ran on under a lock another holder had
+ * taken.  So the leader's looks run on a thread of their own, every
+ * --health-interval; one that finds a candidate of higher priority sets
+ * `higher` and wakes the loop through the self-pipe. */
+
+static pthread_t looker;
+static int looking;
+static pthread_mutex_t lmu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t lcv;
+static int lcv_made;
+static int lstop; /* under lmu */
+static int higher; /* atomic */
+static const struct run_opts *lopts;
+
+static void *look_loop(void *arg)
+{
+    int64_t every = lopts->health_interval_ms;
+
+    (void)arg;
+    for (;;) {
+        struct timespec ts;
+        int stop;
+
+        if (higher_held(lopts) == 1) {
+            __atomic_store_n(&higher, 1, __ATOMIC_RELEASE);
+            run_signals_wake();
+            break;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += every / 1000;
+        ts.tv_nsec += (long)(every % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&lmu);
+        while (!lstop && pthread_cond_timedwait(&lcv, &lmu, &ts) != ETIMEDOUT)
+            ;
+        stop = lstop;
+        pthread_mutex_unlock(&lmu);
+        if (stop)
+            break;
+    }
+    return NULL;
+}
+
+static void looks_start(const struct run_opts *o)
+{
+    __atomic_store_n(&higher, 0, __ATOMIC_RELEASE);
+    if (looking)
+        return;
+    if (!lcv_made) {
+        pthread_condattr_t ca;
+
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&lcv, &ca);
+        pthread_condattr_destroy(&ca);
+        lcv_made = 1;
+    }
+    lopts = o;
+    lstop = 0;
+    looking = pthread_create(&looker, NULL, look_loop, NULL) == 0;
+    if (!looking)
+        cli_err("elect: warning: cannot look for candidates of higher "
+                "priority for '%s' (no thread): this leader will not yield",
+                o->name);
+}
+
+void run_elect_unlead(int join)
+{
+    if (!looking)
+        return;
+    pthread_mutex_lock(&lmu);
+    lstop = 1;
+    pthread_cond_signal(&lcv);
+    pthread_mutex_unlock(&lmu);
+    if (!join)
+        return;
+    /* A look still inside a store call ends by the URL's timeout. */
+    pthread_join(looker, NULL);
+    looking = 0;
 }
 
 /* Take this candidate's marker (priority > 1 only). */
@@ -180,13 +271,14 @@ int run_campaign(dlock_store *store, const struct run_opts *o,
     return dlock_elect(lock, store, o->name, o->value, opts);
 }
 
-void run_elect_leading(char **env)
+void run_elect_leading(char **env, const struct run_opts *o)
 {
     health_env = env;
     fails = 0;
     stepped = 0;
     run_health_pid = 0;
     next_check = run_now_ms();
+    looks_start(o);
 }
 
 /* One look of the leader's: the health command's last outcome (and the
@@ -232,12 +324,6 @@ static int check(const struct run_opts *o)
             }
         }
     }
-    if (higher_held(o) == 1) {
-        cli_err("elect: a candidate of higher priority than %d campaigns "
-                "for '%s': yielding",
-                o->priority, o->name);
-        return RUN_YIELD;
-    }
     return 0;
 }
 
@@ -245,6 +331,13 @@ int run_elect_check(const struct run_opts *o, int64_t now, int64_t *next)
 {
     if (!o->elect || stepped)
         return 0;
+    if (__atomic_load_n(&higher, __ATOMIC_ACQUIRE)) {
+        cli_err("elect: a candidate of higher priority than %d campaigns "
+                "for '%s': yielding",
+                o->priority, o->name);
+        stepped = RUN_YIELD;
+        return stepped;
+    }
     if (now >= next_check) {
         stepped = check(o);
         next_check = run_now_ms() + o->health_interval_ms;
@@ -260,6 +353,7 @@ int run_elect_stepped(void)
 
 void run_elect_end(void)
 {
+    run_elect_unlead(1);
     if (marker != NULL)
         (void)dlock_release(marker);
     marker = NULL;

@@ -557,6 +557,14 @@ static int parse(struct run_opts *o, int argc, char **argv)
                 o->shared ? "--shared" : "--limit");
         return EXIT_USAGE;
     }
+    /* A try cannot take over: the holder lets go only after its grace
+     * period, by which time the try has given up.  The request it held
+     * for that moment would still have stopped the running job. */
+    if (o->replace && o->wait_ms == 0) {
+        cli_err("run: --replace waits for the running run to let go: not "
+                "with -n or -w 0 (the request alone would stop it)");
+        return EXIT_USAGE;
+    }
     if (o->replace && strlen(o->name) > DLOCK_NAME_MAX - REPLACE_MARKER_EXTRA) {
         cli_err("run: NAME is too long for --replace: at most %d bytes (its "
                 "request lock adds %d)",

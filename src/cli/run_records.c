@@ -145,7 +145,9 @@ static int stop_asked(int rfd, int64_t ms)
         n = read(rfd, buf, sizeof(buf));
         for (ssize_t i = 0; i < n; i++) {
             int sig =
-                buf[i] == EV_CHILD || buf[i] == EV_LOST ? 0 : buf[i] & 0x7f;
+                buf[i] == EV_CHILD || buf[i] == EV_LOST || buf[i] == EV_WAKE
+                    ? 0
+                    : buf[i] & 0x7f;
 
             if (buf[i] == EV_LOST || sig == SIGHUP || sig == SIGINT ||
                 sig == SIGQUIT || sig == SIGTERM)

@@ -24,9 +24,13 @@
  * make a holder let go, which anyone who may write the store can do
  * already (release --force).
  */
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "run.h"
 
@@ -35,8 +39,10 @@
 
 static dlock_store *rp_store;
 static dlock_lock *request;
-static int64_t next_check = -1;
 static int seen;
+/* Our own request may still be held: its release failed (a lost reply,
+ * the store cut off), so it stays until its lease ends. */
+static int own_left;
 static char who[320]; /* the replacer, "HOST pid N" (escaped) */
 
 static char *request_name(const char *name)
@@ -74,16 +80,30 @@ int run_replace_request(dlock_store *store, const struct run_opts *o,
 
 void run_replace_done(void)
 {
-    if (request != NULL)
-        (void)dlock_release(request);
+    if (request != NULL) {
+        int rc = dlock_release(request);
+
+        own_left = rc != DLOCK_OK && rc != DLOCK_LOST;
+    }
     request = NULL;
 }
 
-void run_replace_holding(dlock_store *store)
+/* The request info shows is our own, left over by a release that failed:
+ * the same host and pid as the store shows for NAME, which we hold.  Not
+ * a newer run: the holder would step down for itself, and nobody would
+ * run the job. */
+static int own_request(const struct run_opts *o, const dlock_info *req)
 {
-    rp_store = store;
-    seen = 0;
-    next_check = run_now_ms();
+    dlock_info *me = NULL;
+    int yes;
+
+    if (!own_left || req->pid != (int64_t)getpid())
+        return 0;
+    yes = dlock_status(&me, rp_store, o->name) == DLOCK_OK && me->held &&
+          !me->other_client && me->pid == req->pid &&
+          strcmp(me->host, req->host) == 0;
+    dlock_info_free(me);
+    return yes;
 }
 
 /* 1 if a --replace run asks for o->name, 0 if none or the store cannot
@@ -97,7 +117,7 @@ static int asked(const struct run_opts *o)
     if (name == NULL)
         return 0;
     yes = dlock_status(&info, rp_store, name) == DLOCK_OK && info->held &&
-          !info->other_client;
+          !info->other_client && !own_request(o, info);
     if (yes) {
         /* Who asks, as the store says: escaped. */
         FILE *f = fmemopen(who, sizeof(who), "w");
@@ -118,17 +138,110 @@ const char *run_replace_who(void)
     return who;
 }
 
+/* --- the looks, on a thread of their own ------------------------------
+ *
+ * Each look is a store call, which may take the URL's whole timeout on a
+ * store that stopped answering (a cut, a frozen server): made by
+ * run_supervise() itself, it kept the loop from stopping CMD before the
+ * lease end, and CMD ran on under a lock another holder had taken.  So
+ * the looks run here, and the loop only reads what they found. */
+
+static pthread_t looker;
+static int looking;                   /* the thread was started */
+static pthread_mutex_t lmu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t lcv;
+static int lstop;                     /* under lmu */
+static const struct run_opts *lopts;
+
+static void *look_loop(void *arg)
+{
+    int64_t every = lopts->ttl_ms / 3 < REPLACE_CHECK_MS ? lopts->ttl_ms / 3
+                                                         : REPLACE_CHECK_MS;
+
+    (void)arg;
+    for (;;) {
+        int yes;
+
+        pthread_mutex_lock(&lmu);
+        if (lstop) {
+            pthread_mutex_unlock(&lmu);
+            break;
+        }
+        pthread_mutex_unlock(&lmu);
+        yes = asked(lopts);
+        if (yes) {
+            __atomic_store_n(&seen, 1, __ATOMIC_RELEASE);
+            run_signals_wake();
+            break;
+        }
+        {
+            struct timespec ts;
+
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            ts.tv_sec += every / 1000;
+            ts.tv_nsec += (long)(every % 1000) * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            pthread_mutex_lock(&lmu);
+            while (!lstop &&
+                   pthread_cond_timedwait(&lcv, &lmu, &ts) != ETIMEDOUT)
+                ;
+            pthread_mutex_unlock(&lmu);
+        }
+    }
+    return NULL;
+}
+
+void run_replace_holding(dlock_store *store, const struct run_opts *o)
+{
+    pthread_condattr_t ca;
+
+    rp_store = store;
+    __atomic_store_n(&seen, 0, __ATOMIC_RELEASE);
+    if (!o->replace || looking)
+        return;
+    lopts = o;
+    lstop = 0;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&lcv, &ca);
+    pthread_condattr_destroy(&ca);
+    /* Without the thread there are no looks: the run goes on, as when
+     * the store cannot tell. */
+    looking = pthread_create(&looker, NULL, look_loop, NULL) == 0;
+    if (!looking)
+        cli_err("run: warning: cannot look for --replace requests of '%s' "
+                "(no thread): this run will not step down",
+                o->name);
+}
+
+void run_replace_stop(void)
+{
+    if (!looking)
+        return;
+    pthread_mutex_lock(&lmu);
+    lstop = 1;
+    pthread_cond_signal(&lcv);
+    pthread_mutex_unlock(&lmu);
+}
+
+void run_replace_end(void)
+{
+    if (!looking)
+        return;
+    run_replace_stop();
+    /* A look still inside a store call ends by the URL's timeout. */
+    pthread_join(looker, NULL);
+    looking = 0;
+}
+
 int run_replace_check(const struct run_opts *o, int64_t now, int64_t *next)
 {
-    int64_t every =
-        o->ttl_ms / 3 < REPLACE_CHECK_MS ? o->ttl_ms / 3 : REPLACE_CHECK_MS;
-
-    if (!o->replace || seen || next_check < 0)
+    (void)now;
+    (void)next;
+    if (!o->replace)
         return 0;
-    if (now >= next_check) {
-        seen = asked(o);
-        next_check = run_now_ms() + every;
-    }
-    *next = next_check;
-    return seen;
+    return __atomic_load_n(&seen, __ATOMIC_ACQUIRE);
 }

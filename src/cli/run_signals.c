@@ -184,6 +184,13 @@ void run_on_lost(dlock_lock *lock, void *payload)
     (void)!write(sigpipe_w, &b, 1);
 }
 
+void run_signals_wake(void)
+{
+    unsigned char b = EV_WAKE;
+
+    (void)!write(sigpipe_w, &b, 1);
+}
+
 /* In CMD (between fork and exec): sigismember() and signal() are
  * async-signal-safe; an ignored one stays so across the exec. */
 static void default_one(int sig, void *arg)

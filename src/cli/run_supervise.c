@@ -122,8 +122,12 @@ int run_supervise(pid_t child, int rfd, const struct run_opts *o,
                 timeout = next > now ? next - now : 0;
             }
         }
-        if (!*lost) {
-            /* --replace: a newer run of the job asks for it. */
+        if (!*lost && !*timedout) {
+            /* --replace: a newer run of the job asks for it.  Not while
+             * CMD is being stopped for its time limit already: the
+             * release follows as soon, and a step-down now would move
+             * that SIGKILL a whole grace period later (and record the
+             * run lost, exit 75, instead of timed out). */
             int64_t next = -1;
 
             if (run_replace_check(o, now, &next)) {
@@ -168,7 +172,8 @@ int run_supervise(pid_t child, int rfd, const struct run_opts *o,
         n = read(rfd, buf, sizeof(buf));
         for (ssize_t i = 0; i < n; i++) {
             /* EV_CHILD: waitpid() above; EV_LOST: dlock_lease_left() is 0
-             * now, which the top of the loop acts on. */
+             * now, which the top of the loop acts on; EV_WAKE: a --replace
+             * look found a request (run_replace_check()). */
             if (buf[i] & 0x80)
                 kill(child, buf[i] & 0x7f);
         }
