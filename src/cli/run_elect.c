@@ -109,7 +109,7 @@ static int looking;
 static pthread_mutex_t lmu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t lcv;
 static int lcv_made;
-static int lstop; /* under lmu */
+static int lstop;  /* under lmu */
 static int higher; /* atomic */
 static const struct run_opts *lopts;
 

@@ -58,7 +58,6 @@ int run_replace_request(dlock_store *store, const struct run_opts *o,
                         dlock_options *opts)
 {
     dlock_options ro = *opts;
-    int64_t t0 = run_now_ms();
     char *name = request_name(o->name);
     int rc;
 
@@ -70,11 +69,13 @@ int run_replace_request(dlock_store *store, const struct run_opts *o,
     ro.on_lost = NULL;
     rc = dlock_acquire(&request, store, name, &ro);
     free(name);
-    if (rc == DLOCK_OK && opts->wait_ms != DLOCK_WAIT_FOREVER) {
-        opts->wait_ms -= run_now_ms() - t0;
-        if (opts->wait_ms < 0)
-            opts->wait_ms = 0;
-    }
+    /* Asked: the holder may be stepping down already, and a run that
+     * gave up now would leave the job running nowhere.  -w bounds the
+     * wait for the request only; NAME is waited for until it comes (the
+     * holder's release, its lease's end, or, a holder without
+     * --replace, its own end), a signal ending the wait as ever. */
+    if (rc == DLOCK_OK)
+        opts->wait_ms = DLOCK_WAIT_FOREVER;
     return rc;
 }
 
@@ -147,10 +148,10 @@ const char *run_replace_who(void)
  * the looks run here, and the loop only reads what they found. */
 
 static pthread_t looker;
-static int looking;                   /* the thread was started */
+static int looking; /* the thread was started */
 static pthread_mutex_t lmu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t lcv;
-static int lstop;                     /* under lmu */
+static int lstop; /* under lmu */
 static const struct run_opts *lopts;
 
 static void *look_loop(void *arg)

@@ -7,8 +7,8 @@ add_test(NAME adv46-replace-maxrt-sqlite
           sqlite://${CMAKE_CURRENT_BINARY_DIR}/adv46-replace-maxrt.db)
 set_tests_properties(adv46-replace-maxrt-sqlite PROPERTIES TIMEOUT 90)
 dlock_tier(quick T adv46-replace-maxrt-sqlite)
-# replace_gave_up.sh (open): a replacer whose -w ends before the holder
-# has let go leaves the job running nowhere.
+# replace_gave_up.sh: a replacer whose -w ends before the holder has let
+# go still runs (-w bounds the wait for the request only).
 add_test(NAME adv46-replace-gave-up-sqlite
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/adv46/replace_gave_up.sh $<TARGET_FILE:dlock_cli>
           sqlite://${CMAKE_CURRENT_BINARY_DIR}/adv46-replace-gave-up.db)
