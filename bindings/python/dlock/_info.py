@@ -105,7 +105,8 @@ class Run:
 
     @property
     def result_name(self):
-        """"running", "exited", "signaled", "lost" or "abandoned"."""
+        """"running", "exited", "signaled", "lost", "abandoned" or
+        "timedout"."""
         return _RUN_RESULTS.get(self.result, "result %d" % self.result)
 
     @property
@@ -146,8 +147,8 @@ def _run_result(result):
         for k, v in _RUN_RESULTS.items():
             if v == result:
                 return k
-        raise InvalidArgument("result %r is not 'exited', 'signaled' or "
-                              "'lost'" % result, EINVAL)
+        raise InvalidArgument("result %r is not 'exited', 'signaled', "
+                              "'lost' or 'timedout'" % result, EINVAL)
     if isinstance(result, bool) or not isinstance(result, int):
         raise TypeError("dlock: result must be RUN_EXITED, RUN_SIGNALED or "
                         "RUN_LOST, not %r" % (result,))

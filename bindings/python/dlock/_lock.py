@@ -347,9 +347,10 @@ class Lock:
     def run_end(self, result=RUN_EXITED, status=0):
         """Record how the run :meth:`run_begin` started ended
         (dlock_run_end()): ``result`` RUN_EXITED (``status`` the exit
-        status, 0 for success), RUN_SIGNALED (``status`` the signal) or
-        RUN_LOST (``status`` -1 or what it ended with); the names
-        "exited", "signaled", "lost" too.  Works on a lost lock: call it
+        status, 0 for success), RUN_SIGNALED (``status`` the signal),
+        RUN_LOST (``status`` -1 or what it ended with) or RUN_TIMEDOUT
+        (stopped by a time limit; ``status`` what it ended with); the
+        names "exited", "signaled", "lost", "timedout" too.  Works on a lost lock: call it
         before :meth:`release`."""
         r = _run_result(result)
         if isinstance(status, bool) or not isinstance(status, int):
