@@ -53,6 +53,7 @@ int cmd_history(const struct cli *c, int argc, char **argv)
             return 0;
         } else if (strcmp(a, "--json") == 0) {
             w.json = 1;
+            cli_json = 1;
         } else if (cli_is(a, "-n", NULL) || !strncmp(a, "-n", 2)) {
             const char *v = a[2] != '\0'   ? a + 2
                             : i + 1 < argc ? argv[++i]
@@ -86,12 +87,11 @@ int cmd_history(const struct cli *c, int argc, char **argv)
             return EXIT_USAGE;
         }
     }
-    if (name == NULL) {
-        fputs(help, stderr);
-        return EXIT_USAGE;
-    }
+    if (name == NULL)
+        return cli_missing_name("history", help);
     if (cli_name_secret("history", "NAME", name))
         return EXIT_USAGE;
+    cli_log_name = name;
     rc = cli_open(c, &store);
     if (rc != 0)
         return rc;

@@ -86,6 +86,7 @@ int cmd_list(const struct cli *c, int argc, char **argv)
             return 0;
         } else if (strcmp(argv[i], "--json") == 0) {
             w.json = 1;
+            cli_json = 1;
         } else if (strcmp(argv[i], "--") == 0 && i + 1 < argc && !prefix) {
             prefix = argv[++i];
         } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
@@ -139,9 +140,9 @@ int cmd_list(const struct cli *c, int argc, char **argv)
              * long: planted in the store by hand): not a reason to list
              * nothing else, nor to exit as if the command line were
              * wrong.  Said on stderr, escaped. */
-            cli_err("list: a run record's name is not a lock name (%s); "
-                    "skipped",
-                    dlock_errmsg());
+            cli_warn("list: a run record's name is not a lock name (%s); "
+                     "skipped",
+                     dlock_errmsg());
             rc = DLOCK_OK;
         }
     }

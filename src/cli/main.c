@@ -12,7 +12,7 @@
 #include "cli.h"
 
 static const char usage_fmt[] =
-    "usage: dlock [-s URL] [-v] COMMAND [ARGS]\n"
+    "usage: dlock [-s URL] [-v] [--log-format FORMAT] COMMAND [ARGS]\n"
     "\n"
     "Named locks kept in a database: SQLite (default), Redis, PostgreSQL,\n"
     "MySQL/MariaDB.\n"
@@ -43,6 +43,10 @@ static const char usage_fmt[] =
     "                      (refused if others can read it and it holds a\n"
     "                      password)\n"
     "  -v, --verbose       say more (who holds a lock while waiting)\n"
+    "      --log-format FORMAT  stderr's messages as text (the default) or\n"
+    "                      json: one object a line, "
+    "{\"ts\",\"level\",\"pid\",\n"
+    "                      \"cmd\",\"name\",\"msg\"} (also $DLOCK_LOG_FORMAT)\n"
     "  -h, --help          this help; `dlock COMMAND --help` for a command\n"
     "      --version       the version and the stores compiled in\n"
     "\n"
@@ -177,6 +181,13 @@ static int cli_main(int argc, char **argv)
     const char *env;
     int i, rc;
 
+    /* The log format first: every message after it follows it. */
+    env = getenv("DLOCK_LOG_FORMAT");
+    if (env != NULL && env[0] != '\0' && cli_log_format(env) != 0) {
+        cli_err("DLOCK_LOG_FORMAT must be text or json, not '%s'",
+                cli_arg_shown(env));
+        return EXIT_USAGE;
+    }
     for (i = 1; i < argc && argv[i][0] == '-'; i++) {
         const char *a = argv[i];
 
@@ -200,6 +211,19 @@ static int cli_main(int argc, char **argv)
                 return EXIT_INTERNAL;
             else
                 file = NULL;
+        } else if (cli_is(a, "--log-format", NULL) ||
+                   strncmp(a, "--log-format=", 13) == 0) {
+            const char *v = a[12] == '=' ? a + 13 : ++i < argc ? argv[i] : NULL;
+
+            if (v == NULL) {
+                cli_err("--log-format needs a FORMAT: text or json");
+                return EXIT_USAGE;
+            }
+            if (cli_log_format(v) != 0) {
+                cli_err("--log-format must be text or json, not '%s'",
+                        cli_arg_shown(v));
+                return EXIT_USAGE;
+            }
         } else if (strncmp(a, "--store-file=", 13) == 0) {
             file = (char *)a + 13, c.url = NULL;
         } else if (strncmp(a, "--store=", 8) == 0) {
@@ -253,8 +277,10 @@ static int cli_main(int argc, char **argv)
         c.url = owned;
     rc = -1;
     for (size_t k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++)
-        if (strcmp(argv[i], cmds[k].name) == 0)
+        if (strcmp(argv[i], cmds[k].name) == 0) {
+            cli_log_cmd = cmds[k].name;
             rc = cmds[k].fn(&c, argc - i, argv + i);
+        }
     if (rc < 0 && strstr(argv[i], "://") != NULL) {
         /* "dlock redis://h run ...": a store where the command goes. */
         cli_err("unknown command '%s': a store URL goes after -s: "
@@ -273,6 +299,8 @@ int main(int argc, char **argv)
 {
     int rc = cli_main(argc, argv);
 
+    /* Under --json, what failed as one object (cli_finish()). */
+    cli_finish(rc);
     if (owned != NULL) {
         memset(owned, 0, strlen(owned));
         free(owned);

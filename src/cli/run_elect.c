@@ -210,8 +210,8 @@ static int check(const struct run_opts *o)
         }
         if (failed == 1) {
             fails++;
-            cli_err("elect: health check of '%s' failed (%d of %d in a row)",
-                    o->name, fails, o->health_fails);
+            cli_warn("elect: health check of '%s' failed (%d of %d in a row)",
+                     o->name, fails, o->health_fails);
             if (fails >= o->health_fails)
                 return RUN_UNHEALTHY;
         } else if (failed == 0) {
@@ -233,9 +233,9 @@ static int check(const struct run_opts *o)
         }
     }
     if (higher_held(o) == 1) {
-        cli_err("elect: a candidate of higher priority than %d campaigns "
-                "for '%s': yielding",
-                o->priority, o->name);
+        cli_notice("elect: a candidate of higher priority than %d campaigns "
+                   "for '%s': yielding",
+                   o->priority, o->name);
         return RUN_YIELD;
     }
     return 0;

@@ -24,7 +24,8 @@ enum {
     OPT_PRIORITY,
     OPT_HEALTH_CMD,
     OPT_HEALTH_INTERVAL,
-    OPT_HEALTH_FAILS
+    OPT_HEALTH_FAILS,
+    OPT_JSON
 };
 
 const struct cli_opt cli_run_opts[] = {
@@ -57,6 +58,10 @@ const struct cli_opt cli_run_opts[] = {
     {OPT_METRICS_FILE, "metrics-file", "PATH",
      "write the run's metrics to PATH (also\n"
      "$DLOCK_METRICS_FILE)"},
+    {OPT_JSON, "json", NULL,
+     "when the run ends, one JSON object on stdout\n"
+     "(after CMD's own output) saying what it did;\n"
+     "errors as one JSON object on stderr"},
     {'h', "help", NULL, NULL},
     {0, NULL, NULL, NULL},
 };
@@ -91,6 +96,9 @@ const struct cli_opt cli_elect_opts[] = {
     {OPT_METRICS_FILE, "metrics-file", "PATH",
      "write the leader's metrics to PATH (also\n"
      "$DLOCK_METRICS_FILE)"},
+    {OPT_JSON, "json", NULL,
+     "at the end, one JSON object on stdout (as\n"
+     "run --json); errors as one on stderr"},
     {'h', "help", NULL, NULL},
     {0, NULL, NULL, NULL},
 };
@@ -287,6 +295,11 @@ static int take_opt(struct run_opts *o, int key, const char *a, const char *val)
     case OPT_ONCE:
         o->once = 1;
         return 0;
+    case OPT_JSON:
+        /* From here on errors are one JSON object (cli_finish()). */
+        o->json = 1;
+        cli_json = 1;
+        return 0;
     case 'S':
         o->shared = 1;
         return 0;
@@ -475,7 +488,9 @@ static int parse(struct run_opts *o, int argc, char **argv)
     if (o->name == NULL || o->cmd == NULL) {
         cli_err("%s: %s", cmd_word,
                 o->name == NULL ? "missing NAME" : "missing CMD");
-        if (o->elect)
+        if (cli_json || cli_log_json)
+            ; /* stderr's lines are JSON only */
+        else if (o->elect)
             cli_elect_usage(stderr);
         else
             cli_run_usage(stderr);
@@ -483,6 +498,7 @@ static int parse(struct run_opts *o, int argc, char **argv)
     }
     if (cli_name_secret(cmd_word, "NAME -- CMD", o->name))
         return EXIT_USAGE;
+    cli_log_name = o->name;
     return 0;
 }
 
