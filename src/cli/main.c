@@ -29,8 +29,10 @@ static const char usage_fmt[] =
     "  status NAME [--json]  who holds NAME, its last run\n"
     "  list [PREFIX] [--json]  held locks and names that have run\n"
     "  history NAME [--json] [-n N]  the recorded runs of NAME\n"
-    "  release --force NAME  break a stuck lock (administration)\n"
-    "  init [--print]      create the store's tables (or print the DDL)\n"
+    "  release --force NAME [--json]  break a stuck lock (administration)\n"
+    "  init [--print] [--json]  create the store's tables (or print the DDL)\n"
+    "  (every command takes --json: JSON on stdout, an error as one JSON\n"
+    "  object on stderr)\n"
     "\n"
     "options:\n"
     "  -s, --store URL     the store (default: $DLOCK_STORE, else the file\n"
@@ -240,7 +242,10 @@ static int cli_main(int argc, char **argv)
         }
     }
     if (i == argc) {
-        usage(stderr);
+        if (cli_log_json) /* stderr's lines are JSON only */
+            cli_err("no COMMAND given (see dlock --help)");
+        else
+            usage(stderr);
         return EXIT_USAGE;
     }
     /* An empty store is a mistake (an unset variable in a script), never
