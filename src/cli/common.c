@@ -95,8 +95,16 @@ static void emit(int prio, const char *msg, int safe)
     size_t len = 0;
     FILE *f = open_memstream(&line, &len);
 
-    if (f == NULL)
+    if (f == NULL) {
+        /* Out of memory: the message still, plainly. */
+        fputs("dlock: ", stderr);
+        if (safe)
+            fputs(msg, stderr);
+        else
+            cli_print_safe(stderr, msg);
+        fputc('\n', stderr);
         return;
+    }
     /* The journal takes "<N>" as the line's priority and strips it. */
     if (to_journal())
         fprintf(f, "<%d>", prio);
