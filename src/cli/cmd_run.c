@@ -128,6 +128,7 @@ struct run_json {
     int acquired; /* the lock was held (a leader: led) */
     uint64_t fence;
     int busy; /* not acquired in time */
+    int lost; /* lost while CMD ran (elect: or stepped down) */
 };
 
 /* --json: the run as one object on stdout, after CMD's own output
@@ -141,7 +142,10 @@ static void print_run_json(const struct run_opts *o,
 
     if (rep->skipped)
         result = "skipped";
-    else if (rep->ran && exit_code == EXIT_LOST && (rep->lost || o->elect))
+    else if (rep->ran && exit_code == EXIT_LOST &&
+             (j->lost || !(rep->exited && rep->status == EXIT_LOST)))
+        /* Seen while CMD ran, or at the release after it (CMD's own
+         * exit 75 is CMD's). */
         result = "lost";
     else if (rep->ran && rep->signaled)
         result = "signaled";
@@ -223,7 +227,7 @@ int cmd_elect(const struct cli *c, int argc, char **argv)
 static int run_course(const struct cli *c, struct run_opts *given)
 {
     struct run_opts o = *given;
-    struct run_json j = {0, 0, 0};
+    struct run_json j = {0, 0, 0, 0};
     struct cli_run_report rep;
     dlock_store *store = NULL;
     dlock_lock *lock = NULL;
@@ -343,6 +347,7 @@ again:
     } else {
         rep.ran = 1;
         rc = run_supervise(child, pfd[0], &o, lock, &lost, &raw);
+        j.lost = lost; /* or stepped down (elect) */
     }
     rep.end_ms = cli_wall_ms();
     if (raw >= 0 && WIFEXITED(raw)) {

@@ -57,13 +57,16 @@ await() {
     fail "$2 never said it runs (nothing on $(basename "$1") in 120 s)"
     return 1
 }
-# hold NAME: `dlock run` holds NAME until $T/go-NAME is written.
+# hold NAME [OPTION...]: `dlock run` holds NAME until $T/go-NAME is
+# written (its stdout in $T/holder.out).
 hold() {
-    mkfifo "$T/ready-$1" "$T/go-$1"
-    "$DLOCK" run "$id/$1" -- sh -c "echo x >'$T/ready-$1'; read _ <'$T/go-$1'" \
+    h=$1
+    shift
+    mkfifo "$T/ready-$h" "$T/go-$h"
+    "$DLOCK" run "$id/$h" "$@" -- sh -c "echo x >'$T/ready-$h'; read _ <'$T/go-$h'" \
         >"$T/holder.out" 2>"$T/holder.err" &
     holder=$!
-    await "$T/ready-$1" "the holder of $1" || kill -KILL "$holder" 2>/dev/null
+    await "$T/ready-$h" "the holder of $h" || kill -KILL "$holder" 2>/dev/null
 }
 let_go() {
     timeout 120 sh -c 'echo go >"$0"' "$T/go-$1" 2>/dev/null
@@ -101,7 +104,7 @@ jcheck "run --json: the error is one object on stderr too" "$T/e" '
 assert len(lines) == 1, lines
 assert d["error"]["exit_code"] == 127 and d["error"]["code"] is None'
 
-hold busy
+hold busy --json
 "$DLOCK" run "$id/busy" -n --json -- true >"$T/o" 2>"$T/e"
 check "run -n --json on a busy lock exits 1" 1 $?
 jcheck "run -n --json: busy, not acquired, no fence" "$T/o" '
@@ -113,6 +116,9 @@ jcheck "release --force --json: {name, removed: 1}" "$T/o" '
 assert d == {"name": d["name"], "removed": 1} and d["name"].endswith("/busy")'
 let_go busy
 check "the broken holder exits 75" 75 "$holder_rc"
+jcheck "run --json of the broken holder: lost, exit 75" "$T/holder.out" '
+assert d["result"] == "lost" and d["exit_code"] == 75 and d["ran"] is True
+assert d["error"]["exit_code"] == 75 and "lost" in d["error"]["message"]'
 "$DLOCK" release --force "$id/never" --json >"$T/o" 2>"$T/e"
 jcheck "release --force --json of a lock never held: removed 0" "$T/o" '
 assert d["removed"] == 0'
