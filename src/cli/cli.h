@@ -26,9 +26,54 @@ struct cli {
     int verbose;
 };
 
-/* Print "dlock: <msg>" to stderr (unless cli_quiet: the fuzzer). */
+/* Messages on stderr, each one line: "dlock: <msg>" (unless cli_quiet:
+ * the fuzzer), or with --log-format=json (cli_log_json) one JSON object
+ * {"ts","level","pid","cmd","name","msg"}.  When stderr is the journal
+ * (JOURNAL_STREAM names it) a line starts with its syslog priority,
+ * "<3>" for an error, so `journalctl -p err` finds them.  Under --json
+ * (cli_json) errors are not lines: cli_finish() says them as one object. */
+#define CLI_LOG_ERR 3     /* what decides a failure's exit */
+#define CLI_LOG_WARNING 4 /* something went wrong, dlock goes on */
+#define CLI_LOG_NOTICE                                                         \
+    5 /* worth knowing: a run skipped, a leader steps down                     \
+       */
+#define CLI_LOG_INFO 6
+#define CLI_LOG_DEBUG 7 /* -v's lines */
 extern int cli_quiet;
+extern int cli_json;     /* a command's --json was seen */
+extern int cli_log_json; /* --log-format=json / DLOCK_LOG_FORMAT=json */
+/* What a JSON log line names: the command and the lock (NULL: none). */
+extern const char *cli_log_cmd;
+extern const char *cli_log_name;
+void cli_log(int prio, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define cli_warn(...) cli_log(CLI_LOG_WARNING, __VA_ARGS__)
+#define cli_notice(...) cli_log(CLI_LOG_NOTICE, __VA_ARGS__)
+#define cli_debug(...) cli_log(CLI_LOG_DEBUG, __VA_ARGS__)
+/* A message made of parts already escaped (cli_print_safe()), said as
+ * cli_log() says one. */
+void cli_log_safe(int prio, const char *msg);
+/* A message written in parts: cli_msg_open() gives the FILE to write it
+ * to (NULL: out of memory), cli_msg_say() says it at prio and frees it. */
+struct cli_msg {
+    FILE *f;
+    char *text;
+    size_t len;
+};
+FILE *cli_msg_open(struct cli_msg *m);
+void cli_msg_say(struct cli_msg *m, int prio);
+/* "text" or "json" into cli_log_json: 0, or -1 for another word. */
+int cli_log_format(const char *word);
+/* Under --json: the errors said so far (0: none), and them as the value
+ * of "error": {"exit_code","code" (the library's DLOCK_* of the first,
+ * null if it was dlock's own),"message" (the first),"messages" (all, when
+ * more than one)}, or null. */
+int cli_json_errors(void);
+void cli_json_error(FILE *f, int exit_code);
+/* At exit (main): under --json the errors as one line on stderr,
+ * {"error":{...}} (with --log-format=json a log line holding "error"). */
+void cli_finish(int exit_code);
 /* arg as a usage error may show it: what follows "--opt=" or "-x" (or
  * the whole) as dlock_url_redact() shows it, cut to 200 bytes.  A
  * misplaced or misspelt -s URL is echoed by "unknown option" otherwise.
@@ -71,12 +116,11 @@ int cli_other_key_only(const dlock_info *info);
 #define CLI_KEY_ONLY_HINT                                                      \
     "(a session that holds only the name's key, as any login of the "          \
     "server may; ?mode=lease cannot be blocked that way)"
-/* Format a Unix ms timestamp as local ISO 8601 into buf. */
 /* Whether a Unix ms time (from a store) is one to show: after the epoch,
- * before year 10000.  cli_time() and cli_time_utc() say "unknown" else. */
+ * before year 10000.  cli_time_utc() says "unknown" else. */
 int cli_time_ok(int64_t unix_ms);
-const char *cli_time(int64_t unix_ms, char *buf, size_t len);
-/* The same in UTC with milliseconds: 2026-11-27T12:00:00.123Z. */
+/* A Unix ms time as dlock shows every time, in text and JSON: RFC 3339
+ * in UTC with milliseconds, 2026-11-27T12:00:00.123Z. */
 const char *cli_time_utc(int64_t unix_ms, char *buf, size_t len);
 /* Parse a duration: what cli_parse_seconds() takes, or a number with m,
  * h or d ("5m", "1h", "1.5h", "1d"); ms, -1 if not one, -2 if over
@@ -114,6 +158,10 @@ int cli_misplaced_global(const char *cmd, const char *rest, const char *arg);
  * for every client to list.  A URL-like name without one is a name. */
 int cli_name_secret(const char *cmd, const char *rest, const char *name);
 
+/* A command's NAME is missing: its help on stderr (under --json or
+ * --log-format=json one error saying so instead); EXIT_USAGE. */
+int cli_missing_name(const char *cmd, const char *help);
+
 /* One option of a command, in the table its parser, its --help and the
  * shell completions are made from (run.h: cli_run_opts; commands.c:
  * cli_cmds).  key: the short letter, or from 256 up for an option with a
@@ -144,7 +192,7 @@ extern const struct cli_opt cli_completion_opts[];
 extern const struct cli_opt cli_check_opts[];
 
 /* getopt_long's values for the global options without a short name. */
-enum { CLI_OPT_STORE_FILE = 256, CLI_OPT_VERSION };
+enum { CLI_OPT_STORE_FILE = 256, CLI_OPT_VERSION, CLI_OPT_LOG_FORMAT };
 
 /* How many entries table has (before its {0}). */
 size_t cli_opts_count(const struct cli_opt *table);
@@ -233,6 +281,7 @@ struct run_opts {
     int dashdash;             /* CMD came after "--" */
     const char *command;      /* -c STRING: CMD is sh_cmd, sh -c STRING */
     char *sh_cmd[4];
+    int json; /* --json: one object on stdout at the end */
     /* dlock elect (cli_elect_parse()): the acquire is a campaign. */
     int elect;
     const char *value;          /* --value; NULL: none */

@@ -76,7 +76,7 @@ static void print_text(const dlock_info *in)
     fputs(": led by ", stdout);
     cli_print_safe(stdout, in->host[0] ? in->host : "?");
     printf(" pid %lld since %s, term %llu, ", (long long)in->pid,
-           cli_time(in->since_ms, when, sizeof(when)),
+           cli_time_utc(in->since_ms, when, sizeof(when)),
            (unsigned long long)in->fence);
     if (in->value != NULL) {
         fputs("value '", stdout);
@@ -219,9 +219,9 @@ static int watch(dlock_store *store, const char *name, int json)
              * blind. */
             if (w.reads != reads)
                 backoff = 250;
-            cli_err("leader: warning: cannot read the leader of '%s' (%s); "
-                    "trying again in %lld ms",
-                    name, dlock_errmsg(), (long long)backoff);
+            cli_warn("leader: warning: cannot read the leader of '%s' (%s); "
+                     "trying again in %lld ms",
+                     name, dlock_errmsg(), (long long)backoff);
             nap(backoff);
             if (watch_sig != 0)
                 break;

@@ -142,9 +142,9 @@ int cmd_list(const struct cli *c, int argc, char **argv)
              * long: planted in the store by hand): not a reason to list
              * nothing else, nor to exit as if the command line were
              * wrong.  Said on stderr, escaped. */
-            cli_err("list: a run record's name is not a lock name (%s); "
-                    "skipped",
-                    dlock_errmsg());
+            cli_warn("list: a run record's name is not a lock name (%s); "
+                     "skipped",
+                     dlock_errmsg());
             rc = DLOCK_OK;
         }
     }

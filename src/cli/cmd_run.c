@@ -32,36 +32,40 @@ static int64_t cli_wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* -v: who holds the lock the run waits for (a debug line). */
 static void say_holder(dlock_store *store, const char *name)
 {
     dlock_info *info = NULL;
+    struct cli_msg m;
+    FILE *f;
     char when[64];
 
-    if (dlock_status(&info, store, name) == DLOCK_OK && info->held) {
-        if (info->other_client) {
-            /* Its session as the server reports it: escaped. */
-            fputs("dlock: waiting for '", stderr);
-            cli_print_safe(stderr, name);
-            fputs("': held", stderr);
-            cli_print_other(stderr, info);
-            if (cli_other_key_only(info))
-                fprintf(stderr, " %s", CLI_KEY_ONLY_HINT);
-            fputc('\n', stderr);
-        } else if (!cli_quiet) {
-            /* The host comes from the store: escaped, never raw. */
-            fprintf(stderr, "dlock: waiting for '%s': held by ", name);
-            if (info->limit > 1)
-                fprintf(stderr,
-                        "%u of %u (semaphore), the longest lease "
-                        "by ",
-                        info->holders, info->limit);
-            cli_print_safe(stderr, info->host[0] ? info->host : "?");
-            fprintf(stderr, " pid %lld since %s (lease %lld ms left)\n",
-                    (long long)info->pid,
-                    cli_time(info->since_ms, when, sizeof(when)),
-                    (long long)info->ttl_ms);
-        }
+    if (cli_quiet || dlock_status(&info, store, name) != DLOCK_OK ||
+        !info->held || (f = cli_msg_open(&m)) == NULL) {
+        dlock_info_free(info);
+        return;
     }
+    fputs("waiting for '", f);
+    cli_print_safe(f, name);
+    if (info->other_client) {
+        /* Its session as the server reports it: escaped. */
+        fputs("': held", f);
+        cli_print_other(f, info);
+        if (cli_other_key_only(info))
+            fprintf(f, " %s", CLI_KEY_ONLY_HINT);
+    } else {
+        /* The host comes from the store: escaped, never raw. */
+        fputs("': held by ", f);
+        if (info->limit > 1)
+            fprintf(f, "%u of %u (semaphore), the longest lease by ",
+                    info->holders, info->limit);
+        cli_print_safe(f, info->host[0] ? info->host : "?");
+        fprintf(f, " pid %lld since %s (lease %lld ms left)",
+                (long long)info->pid,
+                cli_time_utc(info->since_ms, when, sizeof(when)),
+                (long long)info->ttl_ms);
+    }
+    cli_msg_say(&m, CLI_LOG_DEBUG);
     dlock_info_free(info);
 }
 
@@ -188,6 +192,76 @@ static void leader_report(const struct cli_run_report *rep, int leader,
 
 static int run_course(const struct cli *c, struct run_opts *o);
 
+/* What a run did, for --json. */
+struct run_json {
+    int acquired; /* the lock was held (a leader: led) */
+    uint64_t fence;
+    int busy; /* not acquired in time */
+    int lost; /* lost while CMD ran (elect: or stepped down) */
+};
+
+/* --json: the run as one object on stdout, after CMD's own output
+ * (docs/cli.md "dlock run --json").  Times are the host's clock. */
+static void print_run_json(const struct run_opts *o,
+                           const struct cli_run_report *rep,
+                           const struct run_json *j, int exit_code)
+{
+    const char *result;
+    char iso[64];
+
+    if (rep->skipped)
+        result = "skipped";
+    else if (rep->ran && exit_code == EXIT_LOST &&
+             (j->lost || !(rep->exited && rep->status == EXIT_LOST)))
+        /* Seen while CMD ran, or at the release after it (CMD's own
+         * exit 75 is CMD's). */
+        result = "lost";
+    else if (rep->ran && rep->signaled)
+        result = "signaled";
+    else if (rep->ran)
+        result = "exited";
+    else if (j->busy)
+        result = "busy";
+    else
+        result = "error"; /* not run: see "error" */
+    fputs("{\"name\":", stdout);
+    cli_json_string(stdout, o->name);
+    fprintf(stdout, ",\"command\":\"%s\",\"acquired\":%s,\"fence\":",
+            o->elect ? "elect" : "run", j->acquired ? "true" : "false");
+    /* A string, as everywhere (cli_json_info()); null: never held. */
+    if (j->acquired)
+        fprintf(stdout, "\"%llu\"", (unsigned long long)j->fence);
+    else
+        fputs("null", stdout);
+    fprintf(stdout,
+            ",\"skipped\":%s,\"ran\":%s,\"result\":\"%s\",\"exit_code\":%d",
+            rep->skipped ? "true" : "false", rep->ran ? "true" : "false",
+            result, exit_code);
+    if (rep->ran && rep->exited)
+        fprintf(stdout, ",\"status\":%d,\"signal\":null", rep->status);
+    else if (rep->ran && rep->signaled)
+        fprintf(stdout, ",\"status\":null,\"signal\":%d", rep->sig);
+    else
+        fputs(",\"status\":null,\"signal\":null", stdout);
+    if (rep->ran && cli_time_ok(rep->start_ms))
+        fprintf(stdout, ",\"start_ms\":%lld,\"start\":\"%s\"",
+                (long long)rep->start_ms,
+                cli_time_utc(rep->start_ms, iso, sizeof(iso)));
+    else
+        fputs(",\"start_ms\":null,\"start\":null", stdout);
+    if (rep->ran && cli_time_ok(rep->end_ms))
+        fprintf(stdout, ",\"end_ms\":%lld,\"end\":\"%s\"",
+                (long long)rep->end_ms,
+                cli_time_utc(rep->end_ms, iso, sizeof(iso)));
+    else
+        fputs(",\"end_ms\":null,\"end\":null", stdout);
+    fprintf(stdout, ",\"waited_ms\":%lld,\"pid\":%ld,\"error\":",
+            (long long)rep->waited_ms, (long)getpid());
+    cli_json_error(stdout, exit_code);
+    fputs("}\n", stdout);
+    fflush(stdout);
+}
+
 int cmd_run(const struct cli *c, int argc, char **argv)
 {
     struct run_opts o = {0};
@@ -225,6 +299,7 @@ static int run_course(const struct cli *given_cli, struct run_opts *given)
     /* -q: no retry or -v lines either. */
     struct cli quiet_cli = *given_cli;
     const struct cli *c = &quiet_cli;
+    struct run_json j = {0, 0, 0, 0};
     struct cli_run_report rep;
     dlock_store *store = NULL;
     dlock_lock *lock = NULL;
@@ -276,6 +351,7 @@ again:
         goto out;
     }
     if (rc == DLOCK_BUSY) {
+        j.busy = 1;
         if (o.period_ms > 0) {
             /* Someone else's run of it: a skip, not a failure. */
             if (!o.quiet)
@@ -307,12 +383,14 @@ again:
         rc = cli_fail(rc, o.elect ? "elect" : "run");
         goto out;
     }
+    j.acquired = 1;
+    j.fence = dlock_fence(lock);
     if (c->verbose)
-        cli_err("%s: %s '%s' (%s %llu, lease %lld ms left)",
-                o.elect ? "elect" : "run", o.elect ? "leading" : "acquired",
-                o.name, o.elect ? "term" : "fence",
-                (unsigned long long)dlock_fence(lock),
-                (long long)dlock_lease_left(lock));
+        cli_debug("%s: %s '%s' (%s %llu, lease %lld ms left)",
+                  o.elect ? "elect" : "run", o.elect ? "leading" : "acquired",
+                  o.name, o.elect ? "term" : "fence",
+                  (unsigned long long)dlock_fence(lock),
+                  (long long)dlock_lease_left(lock));
     /* Shared holders and a semaphore's run side by side: a record of
      * each would mark the others' as abandoned.  Locks only. */
     if (!o.shared && o.limit == 1) {
@@ -358,6 +436,7 @@ again:
     } else {
         rep.ran = 1;
         rc = run_supervise(child, pfd[0], &o, lock, &lost, &timedout, &raw);
+        j.lost = lost; /* or stepped down (elect) */
     }
     /* No more looks; the one under way, if any, is waited for before
      * the store is closed, not before the end and the release. */
@@ -395,6 +474,7 @@ again:
             run_free_env(env);
             env = NULL;
             memset(&rep, 0, sizeof(rep));
+            memset(&j, 0, sizeof(j));
             rep.name = o.name;
             rep.metrics_file = o.metrics_file;
             recorded = 0;
@@ -446,5 +526,7 @@ out:
     rep.exit_code = rc;
     if (rep.name != NULL)
         run_report(&rep);
+    if (o.json)
+        print_run_json(&o, &rep, &j, rc);
     return rc;
 }

@@ -80,7 +80,8 @@ void cli_print_info(const dlock_info *in)
          * of it. */
         cli_print_other(stdout, in);
         if (in->since_ms != 0)
-            printf(", since %s", cli_time(in->since_ms, when, sizeof(when)));
+            printf(", since %s",
+                   cli_time_utc(in->since_ms, when, sizeof(when)));
         if (in->ttl_ms >= 0)
             printf(", lease %lld ms left", (long long)in->ttl_ms);
     } else if (in->held) {
@@ -93,7 +94,7 @@ void cli_print_info(const dlock_info *in)
         fputs(" by ", stdout);
         cli_print_safe(stdout, in->host[0] ? in->host : "?");
         printf(" pid %lld since %s", (long long)in->pid,
-               cli_time(in->since_ms, when, sizeof(when)));
+               cli_time_utc(in->since_ms, when, sizeof(when)));
         if (in->ttl_ms >= 0)
             printf(", lease %lld ms left", (long long)in->ttl_ms);
         else

@@ -6,43 +6,319 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 
 int cli_quiet;
+int cli_json;
+int cli_log_json;
+const char *cli_log_cmd;
+const char *cli_log_name;
 
-/* Every message goes through cli_print_safe(): much of what it quotes
- * (a server's error text, a name, a driver's message) was written by a
- * store or another client, and a terminal must not take it as escapes. */
-void cli_err(const char *fmt, ...)
+/* The errors said under --json (cli_json): kept for the one object
+ * cli_json_error() prints at the end, with the library's rc of the first
+ * that came from a library call (cli_fail()). */
+#define ERRS_MAX 8
+static char *errs[ERRS_MAX];
+static int nerrs, errs_rc = 1; /* 1: no library rc */
+
+/* Does stderr go to the journal?  systemd sets JOURNAL_STREAM to the
+ * "device:inode" of the stream it connected stderr (and stdout) to; a
+ * child whose stderr was redirected elsewhere inherits the variable but
+ * not the stream, so it counts only when it names stderr itself
+ * (sd_journal_stream_fd(3), systemd.exec(5)). */
+static int to_journal(void)
+{
+    static int known = -1;
+    const char *v;
+    unsigned long long dev, ino;
+    struct stat st;
+    char extra;
+
+    if (known >= 0)
+        return known;
+    known = 0;
+    v = getenv("JOURNAL_STREAM");
+    if (v != NULL && sscanf(v, "%llu:%llu%c", &dev, &ino, &extra) == 2 &&
+        fstat(STDERR_FILENO, &st) == 0 &&
+        (unsigned long long)st.st_dev == dev &&
+        (unsigned long long)st.st_ino == ino)
+        known = 1;
+    return known;
+}
+
+static const char *level_word(int prio)
+{
+    static const char *const words[] = {"emerg",   "alert",  "crit", "err",
+                                        "warning", "notice", "info", "debug"};
+
+    return prio >= 0 && prio <= CLI_LOG_DEBUG ? words[prio] : "err";
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The start of a --log-format=json line, up to the message's value:
+ * {"ts":"...Z","level":"err","pid":N,"cmd":"run","name":"x","msg": */
+static void json_line_open(FILE *f, int prio)
+{
+    char ts[64];
+
+    fprintf(f, "{\"ts\":\"%s\",\"level\":\"%s\",\"pid\":%ld",
+            cli_time_utc(wall_ms(), ts, sizeof(ts)), level_word(prio),
+            (long)getpid());
+    if (cli_log_cmd != NULL) {
+        fputs(",\"cmd\":", f);
+        cli_json_string(f, cli_log_cmd);
+    }
+    if (cli_log_name != NULL) {
+        fputs(",\"name\":", f);
+        cli_json_string(f, cli_log_name);
+    }
+    fputs(",\"msg\":", f);
+}
+
+/* One message on stderr as the log format says, a line written at once
+ * (stderr is unbuffered: one fwrite, so lines of processes sharing it do
+ * not interleave mid-line). */
+static void emit(int prio, const char *msg, int safe)
+{
+    char *line = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&line, &len);
+
+    if (f == NULL) {
+        /* Out of memory: the message still, plainly. */
+        fputs("dlock: ", stderr);
+        if (safe)
+            fputs(msg, stderr);
+        else
+            cli_print_safe(stderr, msg);
+        fputc('\n', stderr);
+        return;
+    }
+    /* The journal takes "<N>" as the line's priority and strips it. */
+    if (to_journal())
+        fprintf(f, "<%d>", prio);
+    if (cli_log_json) {
+        json_line_open(f, prio);
+        cli_json_string(f, msg);
+        fputc('}', f);
+    } else {
+        fputs("dlock: ", f);
+        if (safe)
+            fputs(msg, f);
+        else
+            cli_print_safe(f, msg);
+    }
+    fputc('\n', f);
+    if (fclose(f) == 0)
+        fwrite(line, 1, len, stderr);
+    free(line);
+}
+
+/* Every message goes through cli_print_safe() (or cli_json_string()):
+ * much of what it quotes (a server's error text, a name, a driver's
+ * message) was written by a store or another client, and a terminal must
+ * not take it as escapes. */
+static void cli_logv(int prio, const char *fmt, va_list ap)
 {
     char small[512], *buf = small;
-    va_list ap;
+    va_list again;
     int n;
 
     if (cli_quiet)
         return;
-    va_start(ap, fmt);
+    va_copy(again, ap);
     n = vsnprintf(small, sizeof(small), fmt, ap);
-    va_end(ap);
+    if (n >= 0 && (size_t)n >= sizeof(small)) {
+        buf = malloc((size_t)n + 1);
+        if (buf != NULL)
+            vsnprintf(buf, (size_t)n + 1, fmt, again);
+        else
+            buf = small; /* cut short, but said */
+    }
+    va_end(again);
     if (n < 0)
         return;
-    if ((size_t)n >= sizeof(small)) {
-        buf = malloc((size_t)n + 1);
-        if (buf != NULL) {
-            va_start(ap, fmt);
-            vsnprintf(buf, (size_t)n + 1, fmt, ap);
-            va_end(ap);
-        } else {
-            buf = small; /* cut short, but said */
-        }
+    if (cli_json && prio <= CLI_LOG_ERR) {
+        /* Said once, as one object, when dlock exits. */
+        if (nerrs < ERRS_MAX && (errs[nerrs] = strdup(buf)) != NULL)
+            nerrs++;
+    } else {
+        emit(prio, buf, 0);
     }
-    fputs("dlock: ", stderr);
-    cli_print_safe(stderr, buf);
-    fputc('\n', stderr);
     if (buf != small)
         free(buf);
+}
+
+void cli_log_safe(int prio, const char *msg)
+{
+    if (cli_quiet)
+        return;
+    if (cli_json && prio <= CLI_LOG_ERR) {
+        if (nerrs < ERRS_MAX && (errs[nerrs] = strdup(msg)) != NULL)
+            nerrs++;
+    } else {
+        emit(prio, msg, 1);
+    }
+}
+
+FILE *cli_msg_open(struct cli_msg *m)
+{
+    m->text = NULL;
+    m->len = 0;
+    m->f = open_memstream(&m->text, &m->len);
+    return m->f;
+}
+
+void cli_msg_say(struct cli_msg *m, int prio)
+{
+    if (m->f == NULL)
+        return;
+    if (fclose(m->f) == 0) {
+        /* One line: a newline the parts ended with is the line's end. */
+        if (m->len > 0 && m->text[m->len - 1] == '\n')
+            m->text[--m->len] = '\0';
+        cli_log_safe(prio, m->text);
+    }
+    free(m->text);
+    m->f = NULL;
+    m->text = NULL;
+}
+
+void cli_log(int prio, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    cli_logv(prio, fmt, ap);
+    va_end(ap);
+}
+
+void cli_err(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    cli_logv(CLI_LOG_ERR, fmt, ap);
+    va_end(ap);
+}
+
+int cli_log_format(const char *word)
+{
+    if (strcmp(word, "text") == 0)
+        cli_log_json = 0;
+    else if (strcmp(word, "json") == 0)
+        cli_log_json = 1;
+    else
+        return -1;
+    return 0;
+}
+
+/* The names of the library's codes, as dlock.h spells them. */
+static const char *rc_name(int rc)
+{
+    switch (rc) {
+    case DLOCK_OK:
+        return "DLOCK_OK";
+    case DLOCK_BUSY:
+        return "DLOCK_BUSY";
+    case DLOCK_LOST:
+        return "DLOCK_LOST";
+    case DLOCK_EXPIRING:
+        return "DLOCK_EXPIRING";
+    case DLOCK_EINVAL:
+        return "DLOCK_EINVAL";
+    case DLOCK_EUNAVAIL:
+        return "DLOCK_EUNAVAIL";
+    case DLOCK_ESTORE:
+        return "DLOCK_ESTORE";
+    case DLOCK_ENOTSUP:
+        return "DLOCK_ENOTSUP";
+    case DLOCK_ENOMEM:
+        return "DLOCK_ENOMEM";
+    case DLOCK_ECANCELED:
+        return "DLOCK_ECANCELED";
+    default:
+        return NULL;
+    }
+}
+
+int cli_json_errors(void)
+{
+    return nerrs;
+}
+
+void cli_json_error(FILE *f, int exit_code)
+{
+    const char *code = errs_rc != 1 ? rc_name(errs_rc) : NULL;
+
+    if (nerrs == 0) {
+        fputs("null", f);
+        return;
+    }
+    fprintf(f, "{\"exit_code\":%d,\"code\":", exit_code);
+    if (code != NULL)
+        cli_json_string(f, code);
+    else
+        fputs("null", f);
+    fputs(",\"message\":", f);
+    cli_json_string(f, errs[0]);
+    if (nerrs > 1) {
+        fputs(",\"messages\":[", f);
+        for (int i = 0; i < nerrs; i++) {
+            if (i > 0)
+                fputc(',', f);
+            cli_json_string(f, errs[i]);
+        }
+        fputc(']', f);
+    }
+    fputc('}', f);
+}
+
+void cli_finish(int exit_code)
+{
+    if (nerrs > 0 && exit_code == 0) {
+        /* Errors that did not decide the exit (none should): lines. */
+        for (int i = 0; i < nerrs; i++)
+            emit(CLI_LOG_ERR, errs[i], 0);
+    } else if (nerrs > 0) {
+        char *line = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&line, &len);
+
+        if (f != NULL) {
+            if (to_journal())
+                fprintf(f, "<%d>", CLI_LOG_ERR);
+            if (cli_log_json) {
+                /* A log line too: its message, and the error. */
+                json_line_open(f, CLI_LOG_ERR);
+                cli_json_string(f, errs[0]);
+                fputc(',', f);
+            } else {
+                fputc('{', f);
+            }
+            fputs("\"error\":", f);
+            cli_json_error(f, exit_code);
+            fputs("}\n", f);
+            if (fclose(f) == 0)
+                fwrite(line, 1, len, stderr);
+            free(line);
+        }
+    }
+    for (int i = 0; i < nerrs; i++)
+        free(errs[i]);
+    nerrs = 0;
+    errs_rc = 1;
 }
 
 const char *cli_arg_shown(const char *arg)
@@ -91,6 +367,8 @@ int cli_fail(int rc, const char *what)
 {
     const char *msg = dlock_errmsg();
 
+    if (nerrs == 0 && errs_rc == 1)
+        errs_rc = rc;
     cli_err("%s: %s", what, msg[0] != '\0' ? msg : dlock_strerror(rc));
     return cli_exit_code(rc);
 }
@@ -399,17 +677,6 @@ int cli_time_ok(int64_t unix_ms)
     return unix_ms > 0 && unix_ms <= CLI_TIME_MAX_MS;
 }
 
-const char *cli_time(int64_t unix_ms, char *buf, size_t len)
-{
-    time_t t = (time_t)(unix_ms / 1000);
-    struct tm tm;
-
-    if (!cli_time_ok(unix_ms) || localtime_r(&t, &tm) == NULL ||
-        strftime(buf, len, "%Y-%m-%dT%H:%M:%S%z", &tm) == 0)
-        snprintf(buf, len, "unknown");
-    return buf;
-}
-
 const char *cli_time_utc(int64_t unix_ms, char *buf, size_t len)
 {
     time_t t = (time_t)(unix_ms / 1000);
@@ -580,4 +847,14 @@ int cli_name_secret(const char *cmd, const char *rest, const char *name)
                 cmd, red != NULL ? red : "***", cmd, rest);
     dlock_free(red);
     return secret;
+}
+
+int cli_missing_name(const char *cmd, const char *help)
+{
+    /* The help on stderr as ever, unless stderr is JSON only. */
+    if (cli_json || cli_log_json)
+        cli_err("%s: NAME is missing (see dlock %s --help)", cmd, cmd);
+    else
+        fputs(help, stderr);
+    return EXIT_USAGE;
 }

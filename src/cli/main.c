@@ -12,7 +12,7 @@
 #include "cli.h"
 
 static const char usage_fmt[] =
-    "usage: dlock [-s URL] [-v] COMMAND [ARGS]\n"
+    "usage: dlock [-s URL] [-v] [--log-format FORMAT] COMMAND [ARGS]\n"
     "\n"
     "Named locks kept in a database.  The stores this dlock has, by URL\n"
     "scheme (dlock(1) lists every store; sqlite is the default):\n"
@@ -30,10 +30,12 @@ static const char usage_fmt[] =
     "  status NAME [--json]  who holds NAME, its last run\n"
     "  list [PREFIX] [--json]  held locks and names that have run\n"
     "  history NAME [--json] [-n N]  the recorded runs of NAME\n"
-    "  release --force NAME  break a stuck lock (administration)\n"
-    "  init [--print]      create the store's tables (or print the DDL)\n"
+    "  release --force NAME [--json]  break a stuck lock (administration)\n"
+    "  init [--print] [--json]  create the store's tables (or print the DDL)\n"
     "  check [--json] [--metrics-file PATH]  is the store usable from here?\n"
     "  completion bash|zsh|fish  the shell completion script\n"
+    "  (every command but completion takes --json: JSON on stdout, an\n"
+    "  error as one JSON object on stderr)\n"
     "\n"
     "options:\n"
     "  -s, --store URL     the store (default: $DLOCK_STORE, else the file\n"
@@ -46,6 +48,10 @@ static const char usage_fmt[] =
     "                      (refused if others can read it and it holds a\n"
     "                      password)\n"
     "  -v, --verbose       say more (who holds a lock while waiting)\n"
+    "      --log-format FORMAT  stderr's messages as text (the default) or\n"
+    "                      json: one object a line, "
+    "{\"ts\",\"level\",\"pid\",\n"
+    "                      \"cmd\",\"name\",\"msg\"} (also $DLOCK_LOG_FORMAT)\n"
     "  -h, --help          this help; `dlock COMMAND --help` for a command\n"
     "      --version       the version and the stores compiled in\n"
     "\n"
@@ -214,6 +220,13 @@ static int cli_main(int argc, char **argv)
     const char *env;
     int i, rc;
 
+    /* The log format first: every message after it follows it. */
+    env = getenv("DLOCK_LOG_FORMAT");
+    if (env != NULL && env[0] != '\0' && cli_log_format(env) != 0) {
+        cli_err("DLOCK_LOG_FORMAT must be text or json, not '%s'",
+                cli_arg_shown(env));
+        return EXIT_USAGE;
+    }
     if (cli_opts_count(cli_global_opts) >= 8) {
         cli_err("internal error: too many global options");
         return EXIT_INTERNAL;
@@ -246,6 +259,12 @@ static int cli_main(int argc, char **argv)
 
             cli_err("%s needs a %s", a, p != NULL ? p->arg : "value");
             return EXIT_USAGE;
+        } else if (opt == CLI_OPT_LOG_FORMAT) {
+            if (cli_log_format(optarg) != 0) {
+                cli_err("--log-format must be text or json, not '%s'",
+                        cli_arg_shown(optarg));
+                return EXIT_USAGE;
+            }
         } else if (opt == CLI_OPT_STORE_FILE) {
             file = optarg, c.url = NULL;
         } else if (opt == 's') {
@@ -259,7 +278,10 @@ static int cli_main(int argc, char **argv)
     }
     i = optind;
     if (i == argc) {
-        usage(stderr);
+        if (cli_log_json) /* stderr's lines are JSON only */
+            cli_err("no COMMAND given (see dlock --help)");
+        else
+            usage(stderr);
         return EXIT_USAGE;
     }
     /* An empty store is a mistake (an unset variable in a script), never
@@ -295,6 +317,8 @@ static int cli_main(int argc, char **argv)
     if (owned != NULL)
         c.url = owned;
     cmd = cli_cmd_find(argv[i]);
+    if (cmd != NULL)
+        cli_log_cmd = cmd->name;
     rc = cmd != NULL ? cmd->fn(&c, argc - i, argv + i) : -1;
     if (rc < 0 && strstr(argv[i], "://") != NULL) {
         /* "dlock redis://h run ...": a store where the command goes. */
@@ -314,6 +338,8 @@ int main(int argc, char **argv)
 {
     int rc = cli_main(argc, argv);
 
+    /* Under --json, what failed as one object (cli_finish()). */
+    cli_finish(rc);
     if (owned != NULL) {
         memset(owned, 0, strlen(owned));
         free(owned);

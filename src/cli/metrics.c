@@ -362,19 +362,19 @@ static int read_file(const char *path, int dfd, const char *base,
     fd = open_ours(dfd, base, O_RDONLY, &st, why, sizeof(why), &bad);
     if (fd < 0) {
         if (bad != NULL)
-            cli_err("metrics file %s: it is %s; left as it is: give dlock a "
-                    "file of its own",
-                    path, bad);
+            cli_warn("metrics file %s: it is %s; left as it is: give dlock a "
+                     "file of its own",
+                     path, bad);
         else if (errno == ENOENT)
             return 0;
         else
-            cli_err("metrics file %s: %s", path, strerror(errno));
+            cli_warn("metrics file %s: %s", path, strerror(errno));
         return -1;
     }
     if (st.st_size > FILE_MAX) {
-        cli_err("metrics file %s: over %ld MiB, not a dlock metrics file; "
-                "left as it is",
-                path, FILE_MAX >> 20);
+        cli_warn("metrics file %s: over %ld MiB, not a dlock metrics file; "
+                 "left as it is",
+                 path, FILE_MAX >> 20);
         close(fd);
         return -1;
     }
@@ -383,7 +383,7 @@ static int read_file(const char *path, int dfd, const char *base,
     *mode = st.st_mode & 0777 & ~(mode_t)S_IWOTH;
     f = fdopen(fd, "r");
     if (f == NULL) {
-        cli_err("metrics file %s: %s", path, strerror(errno));
+        cli_warn("metrics file %s: %s", path, strerror(errno));
         close(fd);
         return -1;
     }
@@ -393,9 +393,9 @@ static int read_file(const char *path, int dfd, const char *base,
         lineno++;
         total += len;
         if (total > FILE_MAX) {
-            cli_err("metrics file %s: over %ld MiB, not a dlock metrics "
-                    "file; left as it is",
-                    path, FILE_MAX >> 20);
+            cli_warn("metrics file %s: over %ld MiB, not a dlock metrics "
+                     "file; left as it is",
+                     path, FILE_MAX >> 20);
             rc = -1;
             break;
         }
@@ -403,21 +403,21 @@ static int read_file(const char *path, int dfd, const char *base,
             len--;
         r = parse_line(m, buf, (size_t)len);
         if (r < 0) {
-            cli_err("metrics file %s: out of memory", path);
+            cli_warn("metrics file %s: out of memory", path);
             rc = -1;
             break;
         }
         if (r > 0) {
-            cli_err("metrics file %s: line %ld is not one dlock run writes "
-                    "(a dlock_run_* series with only a name label); the "
-                    "file is left as it is: give dlock a file of its own",
-                    path, lineno);
+            cli_warn("metrics file %s: line %ld is not one dlock run writes "
+                     "(a dlock_run_* series with only a name label); the "
+                     "file is left as it is: give dlock a file of its own",
+                     path, lineno);
             rc = -1;
             break;
         }
     }
     if (rc == 0 && ferror(f)) {
-        cli_err("metrics file %s: %s", path, strerror(errno));
+        cli_warn("metrics file %s: %s", path, strerror(errno));
         rc = -1;
     }
     free(buf);
@@ -612,11 +612,11 @@ static int open_dir(const char *path, char *base, size_t blen)
 
     if (strlen(path) >= sizeof(dir) ||
         snprintf(base, blen, "%s", slash ? slash + 1 : path) >= (int)blen) {
-        cli_err("metrics file %s: path too long", path);
+        cli_warn("metrics file %s: path too long", path);
         return -1;
     }
     if (base[0] == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0) {
-        cli_err("metrics file %s: not a file name", path);
+        cli_warn("metrics file %s: not a file name", path);
         return -1;
     }
     if (slash == NULL)
@@ -627,8 +627,8 @@ static int open_dir(const char *path, char *base, size_t blen)
         snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
     fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
-        cli_err("metrics file %s: directory %s: %s", path, dir,
-                strerror(errno));
+        cli_warn("metrics file %s: directory %s: %s", path, dir,
+                 strerror(errno));
     return fd;
 }
 
@@ -677,12 +677,12 @@ static int open_lock(const char *path, int dfd, const char *lname,
     if (fd >= 0)
         return fd;
     if (bad != NULL)
-        cli_err("metrics file %s: its lock file %s.lock is %s; not written: "
-                "give dlock a directory others cannot write",
-                path, path, bad);
+        cli_warn("metrics file %s: its lock file %s.lock is %s; not written: "
+                 "give dlock a directory others cannot write",
+                 path, path, bad);
     else
-        cli_err("metrics file %s: cannot open its lock file %s.lock: %s", path,
-                path, strerror(errno));
+        cli_warn("metrics file %s: cannot open its lock file %s.lock: %s", path,
+                 path, strerror(errno));
     return -1;
 }
 
@@ -697,7 +697,7 @@ static int open_temp(const char *path, int dfd, const char *base, char *tname,
 
     for (int tries = 0; tries < 8 && fd < 0; tries++) {
         if (temp_name(tname, len, base) != 0) {
-            cli_err("metrics file %s: path too long", path);
+            cli_warn("metrics file %s: path too long", path);
             return -2;
         }
         fd = openat(dfd, tname,
@@ -725,9 +725,9 @@ static int fresh_lock(const char *path, int dfd, const char *base,
         return -1;
     if (fd < 0 || fchmod(fd, 0600) != 0 || fstat(fd, st) != 0 ||
         renameat(dfd, tname, dfd, lname) != 0) {
-        cli_err("metrics file %s: cannot replace its lock file %s.lock, "
-                "which others may open: %s",
-                path, path, strerror(errno));
+        cli_warn("metrics file %s: cannot replace its lock file %s.lock, "
+                 "which others may open: %s",
+                 path, path, strerror(errno));
         if (fd >= 0) {
             (void)unlinkat(dfd, tname, 0);
             close(fd);
@@ -747,7 +747,7 @@ static int lock_file(const char *path, int dfd, const char *base)
     int waited = 0;
 
     if (snprintf(lname, sizeof(lname), "%s.lock", base) >= (int)sizeof(lname)) {
-        cli_err("metrics file %s: path too long", path);
+        cli_warn("metrics file %s: path too long", path);
         return -1;
     }
     for (int tries = 0; tries < 8; tries++) {
@@ -764,8 +764,8 @@ static int lock_file(const char *path, int dfd, const char *base)
             fd = nfd;
         } else if ((st.st_mode & 0700) != 0600 && fchmod(fd, 0600) != 0) {
             /* A umask of 0277 made it 0400: we could not open it again. */
-            cli_err("metrics file %s: chmod %s.lock: %s", path, path,
-                    strerror(errno));
+            cli_warn("metrics file %s: chmod %s.lock: %s", path, path,
+                     strerror(errno));
             close(fd);
             return -1;
         }
@@ -774,15 +774,15 @@ static int lock_file(const char *path, int dfd, const char *base)
          * hanging us. */
         while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
             if (errno != EWOULDBLOCK && errno != EINTR) {
-                cli_err("metrics file %s: flock %s.lock: %s", path, path,
-                        strerror(errno));
+                cli_warn("metrics file %s: flock %s.lock: %s", path, path,
+                         strerror(errno));
                 close(fd);
                 return -1;
             }
             if (waited >= LOCK_WAIT_MS) {
-                cli_err("metrics file %s: another writer has held %s.lock "
-                        "for %d s; not written",
-                        path, path, LOCK_WAIT_MS / 1000);
+                cli_warn("metrics file %s: another writer has held %s.lock "
+                         "for %d s; not written",
+                         path, path, LOCK_WAIT_MS / 1000);
                 close(fd);
                 return -1;
             }
@@ -797,9 +797,9 @@ static int lock_file(const char *path, int dfd, const char *base)
             return fd;
         close(fd);
     }
-    cli_err("metrics file %s: its lock file %s.lock keeps being replaced; "
-            "not written",
-            path, path);
+    cli_warn("metrics file %s: its lock file %s.lock keeps being replaced; "
+             "not written",
+             path, path);
     return -1;
 }
 
@@ -816,42 +816,42 @@ static int replace_file(const char *path, int dfd, const char *base,
     if (fd == -2)
         return -1;
     if (fd < 0) {
-        cli_err("metrics file %s: cannot create %s next to it: %s", path, tname,
-                strerror(errno));
+        cli_warn("metrics file %s: cannot create %s next to it: %s", path,
+                 tname, strerror(errno));
         return -1;
     }
     if (fchmod(fd, mode) != 0) {
-        cli_err("metrics file %s: chmod %s: %s", path, tname, strerror(errno));
+        cli_warn("metrics file %s: chmod %s: %s", path, tname, strerror(errno));
         close(fd);
         goto out;
     }
     f = fdopen(fd, "w");
     if (f == NULL) {
-        cli_err("metrics file %s: %s", path, strerror(errno));
+        cli_warn("metrics file %s: %s", path, strerror(errno));
         close(fd);
         goto out;
     }
     write_model(f, m);
     if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0) {
-        cli_err("metrics file %s: writing %s: %s", path, tname,
-                strerror(errno));
+        cli_warn("metrics file %s: writing %s: %s", path, tname,
+                 strerror(errno));
         fclose(f);
         goto out;
     }
     if (fclose(f) != 0) {
-        cli_err("metrics file %s: writing %s: %s", path, tname,
-                strerror(errno));
+        cli_warn("metrics file %s: writing %s: %s", path, tname,
+                 strerror(errno));
         goto out;
     }
     if (renameat(dfd, tname, dfd, base) != 0) {
         if (errno == EPERM)
-            cli_err("metrics file %s: cannot rename over it (%s): in a "
-                    "directory with the sticky bit, another user's file "
-                    "there cannot be replaced; not written",
-                    path, strerror(errno));
+            cli_warn("metrics file %s: cannot rename over it (%s): in a "
+                     "directory with the sticky bit, another user's file "
+                     "there cannot be replaced; not written",
+                     path, strerror(errno));
         else
-            cli_err("metrics file %s: rename %s: %s", path, tname,
-                    strerror(errno));
+            cli_warn("metrics file %s: rename %s: %s", path, tname,
+                     strerror(errno));
         goto out;
     }
     /* The rename itself survives a crash once the directory is synced. */
@@ -871,7 +871,7 @@ int cli_metrics_record(const char *path, const struct cli_run_report *r)
 
     if (path == NULL || path[0] == '\0' || r == NULL || r->name == NULL ||
         r->name[0] == '\0') {
-        cli_err("metrics file: no path or no name");
+        cli_warn("metrics file: no path or no name");
         return -1;
     }
     dfd = open_dir(path, base, sizeof(base));
@@ -884,7 +884,7 @@ int cli_metrics_record(const char *path, const struct cli_run_report *r)
     }
     rc = read_file(path, dfd, base, &m, &mode);
     if (rc == 0 && apply(&m, r) != 0) {
-        cli_err("metrics file %s: out of memory", path);
+        cli_warn("metrics file %s: out of memory", path);
         rc = -1;
     }
     if (rc == 0)

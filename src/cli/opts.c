@@ -18,6 +18,9 @@ const struct cli_opt cli_global_opts[] = {
     {CLI_OPT_STORE_FILE, "store-file", "FILE",
      "read the store URL from FILE's first line"},
     {'v', "verbose", NULL, "say more (who holds a lock while waiting)"},
+    {CLI_OPT_LOG_FORMAT, "log-format", "FORMAT",
+     "text (default) or json: one JSON object a line\n"
+     "on stderr (also $DLOCK_LOG_FORMAT)"},
     {'h', "help", NULL, "the help; dlock COMMAND --help for a command"},
     {CLI_OPT_VERSION, "version", NULL,
      "the version and the stores compiled in"},
@@ -187,15 +190,24 @@ int cli_args_parse(const struct cli_args *d, int argc, char **argv,
         }
         if (c == '?' || c == -1)
             return unknown(d, a);
+        {
+            /* --json: its errors from here on are JSON (a usage error
+             * before it is not: put it first). */
+            const struct cli_opt *p = cli_opt_of(d->opts, a);
+
+            if (p != NULL && p->name != NULL && strcmp(p->name, "json") == 0)
+                cli_json = 1;
+        }
         rc = take(ctx, c, a, optarg);
         if (rc != 0)
             return rc;
     }
-    if (d->required && *operand == NULL) {
-        fputs(d->help, stderr);
-        return EXIT_USAGE;
-    }
+    if (d->required && *operand == NULL)
+        return cli_missing_name(d->cmd, d->help);
     if (d->required && cli_name_secret(d->cmd, d->rest, *operand))
         return EXIT_USAGE;
+    if (*operand != NULL && d->operand != NULL &&
+        strcmp(d->operand, "NAME") == 0)
+        cli_log_name = *operand; /* in --log-format json lines */
     return 0;
 }

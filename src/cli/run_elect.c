@@ -302,8 +302,8 @@ static int check(const struct run_opts *o)
         }
         if (failed == 1) {
             fails++;
-            cli_err("elect: health check of '%s' failed (%d of %d in a row)",
-                    o->name, fails, o->health_fails);
+            cli_warn("elect: health check of '%s' failed (%d of %d in a row)",
+                     o->name, fails, o->health_fails);
             if (fails >= o->health_fails)
                 return RUN_UNHEALTHY;
         } else if (failed == 0) {
@@ -332,9 +332,9 @@ int run_elect_check(const struct run_opts *o, int64_t now, int64_t *next)
     if (!o->elect || stepped)
         return 0;
     if (__atomic_load_n(&higher, __ATOMIC_ACQUIRE)) {
-        cli_err("elect: a candidate of higher priority than %d campaigns "
-                "for '%s': yielding",
-                o->priority, o->name);
+        cli_notice("elect: a candidate of higher priority than %d campaigns "
+                   "for '%s': yielding",
+                   o->priority, o->name);
         stepped = RUN_YIELD;
         return stepped;
     }

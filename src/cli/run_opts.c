@@ -27,7 +27,8 @@ enum {
     OPT_HEALTH_FAILS,
     OPT_MAX_RUNTIME,
     OPT_REPLACE,
-    OPT_TIMEOUT
+    OPT_TIMEOUT,
+    OPT_JSON
 };
 
 const struct cli_opt cli_run_opts[] = {
@@ -80,6 +81,10 @@ const struct cli_opt cli_run_opts[] = {
      "run (given --replace too) stops its CMD and\n"
      "exits 75; this CMD starts once it has let go,\n"
      "or at its lease end"},
+    {OPT_JSON, "json", NULL,
+     "when the run ends, one JSON object on stdout\n"
+     "(after CMD's own output) saying what it did;\n"
+     "errors as one JSON object on stderr"},
     {'h', "help", NULL, NULL},
     {0, NULL, NULL, NULL},
 };
@@ -117,6 +122,9 @@ const struct cli_opt cli_elect_opts[] = {
     {OPT_METRICS_FILE, "metrics-file", "PATH",
      "write the leader's metrics to PATH (also\n"
      "$DLOCK_METRICS_FILE)"},
+    {OPT_JSON, "json", NULL,
+     "at the end, one JSON object on stdout (as\n"
+     "run --json); errors as one on stderr"},
     {'h', "help", NULL, NULL},
     {0, NULL, NULL, NULL},
 };
@@ -318,6 +326,11 @@ static int take_opt(struct run_opts *o, int key, const char *a, const char *val)
             return EXIT_USAGE;
         }
         o->command = val;
+        return 0;
+    case OPT_JSON:
+        /* From here on errors are one JSON object (cli_finish()). */
+        o->json = 1;
+        cli_json = 1;
         return 0;
     case 'S':
         o->shared = 1;
@@ -534,7 +547,9 @@ static int parse(struct run_opts *o, int argc, char **argv)
     if (o->name == NULL || o->cmd == NULL) {
         cli_err("%s: %s", cmd_word,
                 o->name == NULL ? "missing NAME" : "missing CMD");
-        if (o->elect)
+        if (cli_json || cli_log_json)
+            ; /* stderr's lines are JSON only */
+        else if (o->elect)
             cli_elect_usage(stderr);
         else
             cli_run_usage(stderr);
@@ -571,6 +586,7 @@ static int parse(struct run_opts *o, int argc, char **argv)
                 DLOCK_NAME_MAX - REPLACE_MARKER_EXTRA, REPLACE_MARKER_EXTRA);
         return EXIT_USAGE;
     }
+    cli_log_name = o->name;
     return 0;
 }
 

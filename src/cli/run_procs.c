@@ -228,9 +228,9 @@ void run_kill_descendants(int rfd, int64_t deadline)
         if (alive == 0)
             return;
         if (now >= deadline) {
-            cli_err("run: %d process(es) the command started did not die "
-                    "of SIGKILL in time (uninterruptible I/O?)",
-                    alive);
+            cli_warn("run: %d process(es) the command started did not die "
+                     "of SIGKILL in time (uninterruptible I/O?)",
+                     alive);
             return;
         }
         /* A child's exit wakes this (SIGCHLD on the self-pipe); a

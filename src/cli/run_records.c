@@ -16,66 +16,73 @@
 /* -q: no busy, skip, timeout or retry lines (set by cmd_run.c). */
 int run_quiet;
 
-/* The holder's fence as dlock_status() tells it: the highest handed out. */
+/* The holder's fence as dlock_status() tells it: the highest handed out.
+ * A notice: a busy --once / --once-per run is not dlock failing. */
 void run_say_busy(dlock_store *store, const char *name)
 {
     dlock_info *info = NULL;
+    struct cli_msg m;
+    FILE *f;
 
-    if (cli_quiet || run_quiet)
+    if (cli_quiet || run_quiet || (f = cli_msg_open(&m)) == NULL)
         return;
-    fputs("dlock: run: '", stderr);
-    cli_print_safe(stderr, name);
+    fputs("run: '", f);
+    cli_print_safe(f, name);
     if (dlock_status(&info, store, name) != DLOCK_OK || !info->held) {
-        fputs("' is running now (its holder could not be told)\n", stderr);
+        fputs("' is running now (its holder could not be told)", f);
     } else if (info->other_client) {
         /* Its session as the server reports it: escaped. */
-        fputs("' is held now", stderr);
-        cli_print_other(stderr, info);
+        fputs("' is held now", f);
+        cli_print_other(f, info);
         if (cli_other_key_only(info))
-            fprintf(stderr, " %s", CLI_KEY_ONLY_HINT);
-        fputc('\n', stderr);
+            fprintf(f, " %s", CLI_KEY_ONLY_HINT);
     } else {
-        fputs("' is running now on host ", stderr);
-        cli_print_safe(stderr, info->host[0] ? info->host : "?");
-        fprintf(stderr, " (pid %lld, fence %llu)\n", (long long)info->pid,
+        fputs("' is running now on host ", f);
+        cli_print_safe(f, info->host[0] ? info->host : "?");
+        fprintf(f, " (pid %lld, fence %llu)", (long long)info->pid,
                 (unsigned long long)info->fence);
     }
+    cli_msg_say(&m, CLI_LOG_NOTICE);
     dlock_info_free(info);
 }
 
-/* The skip line: which run satisfied the rule. */
+/* The skip line: which run satisfied the rule (a notice). */
 static void say_ran(const char *name, const dlock_run *last)
 {
+    struct cli_msg m;
+    FILE *f;
     char iso[64];
 
-    if (cli_quiet || run_quiet)
+    if (cli_quiet || run_quiet || (f = cli_msg_open(&m)) == NULL)
         return;
-    fputs("dlock: run: '", stderr);
-    cli_print_safe(stderr, name);
+    fputs("run: '", f);
+    cli_print_safe(f, name);
     if (last == NULL) {
-        fputs("' already ran (its record is no longer kept)\n", stderr);
+        fputs("' already ran (its record is no longer kept)", f);
+        cli_msg_say(&m, CLI_LOG_NOTICE);
         return;
     }
-    fprintf(stderr, "' already ran at %s on host ",
+    fprintf(f, "' already ran at %s on host ",
             cli_time_utc(last->start_ms, iso, sizeof(iso)));
-    cli_print_safe(stderr, last->host[0] ? last->host : "?");
-    fprintf(stderr, " (fence %llu; ", (unsigned long long)last->fence);
+    cli_print_safe(f, last->host[0] ? last->host : "?");
+    fprintf(f, " (fence %llu; ", (unsigned long long)last->fence);
     switch (last->result) {
     case DLOCK_RUN_EXITED:
-        fprintf(stderr, "exit %d)\n", last->status);
+        fprintf(f, "exit %d)", last->status);
         break;
     case DLOCK_RUN_SIGNALED:
-        fprintf(stderr, "signal %d)\n", last->status);
+        fprintf(f, "signal %d)", last->status);
         break;
     case DLOCK_RUN_RUNNING:
         /* We hold the lock: whoever ran it does not, so it will never
          * record an end (cut off, killed); the next run that goes ahead
          * marks it abandoned. */
-        fputs("no end recorded: its holder is gone)\n", stderr);
+        fputs("no end recorded: its holder is gone)", f);
         break;
     default:
-        fprintf(stderr, "%s)\n", cli_run_word(last->result));
+        fprintf(f, "%s)", cli_run_word(last->result));
     }
+    cli_msg_say(&m, CLI_LOG_NOTICE);
 }
 
 /* Decide and record the run's start (dlock_run_begin()).  -1: go on
@@ -119,8 +126,8 @@ int run_begin(const struct run_opts *o, dlock_lock *lock, int *recorded,
     /* A plain run goes ahead unrecorded: quietly on a store without
      * records, with a warning when the store failed to write one. */
     if (rc != DLOCK_ENOTSUP)
-        cli_err("run: warning: the run of '%s' is not recorded: %s", o->name,
-                dlock_errmsg());
+        cli_warn("run: warning: the run of '%s' is not recorded: %s", o->name,
+                 dlock_errmsg());
     return -1;
 }
 
@@ -239,12 +246,12 @@ int run_end(const struct run_opts *o, dlock_lock *lock, int rfd, int raw,
         if (*outage)
             snprintf(tried, sizeof(tried), " (tried for %lld ms)",
                      (long long)(run_now_ms() - t0));
-        cli_err("run: warning: the end of the run of '%s' is not "
-                "recorded: %s%s%s",
-                o->name, dlock_errmsg(), tried,
-                o->once && result == DLOCK_RUN_EXITED && status == 0
-                    ? " (--once will run it again)"
-                    : "");
+        cli_warn("run: warning: the end of the run of '%s' is not "
+                 "recorded: %s%s%s",
+                 o->name, dlock_errmsg(), tried,
+                 o->once && result == DLOCK_RUN_EXITED && status == 0
+                     ? " (--once will run it again)"
+                     : "");
     }
     return rc;
 }

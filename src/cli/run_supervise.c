@@ -111,12 +111,12 @@ int run_supervise(pid_t child, int rfd, const struct run_opts *o,
             if (why != 0) {
                 *lost = 1;
                 kill_at = now + grace;
-                cli_err("elect: stepping down from '%s' (%s); stopping the "
-                        "command (SIGTERM, SIGKILL in %lld ms)",
-                        o->name,
-                        why == RUN_YIELD ? "a candidate of higher priority"
-                                         : "failed health checks",
-                        (long long)grace);
+                cli_notice("elect: stepping down from '%s' (%s); stopping the "
+                           "command (SIGTERM, SIGKILL in %lld ms)",
+                           o->name,
+                           why == RUN_YIELD ? "a candidate of higher priority"
+                                            : "failed health checks",
+                           (long long)grace);
                 run_signal_cmd(child, SIGTERM);
             } else if (next >= 0 && next - now < timeout) {
                 timeout = next > now ? next - now : 0;
@@ -220,15 +220,15 @@ int run_release_after(dlock_lock *lock, const struct run_opts *o, int status,
         return EXIT_LOST;
     }
     if (gone)
-        cli_err("run: warning: the release of '%s' could not be confirmed "
-                "(%s): found lost after the store had been unreachable as "
-                "the command ended, it went after its last renewal, before "
-                "or after the command ended",
-                o->name, dlock_errmsg());
+        cli_warn("run: warning: the release of '%s' could not be confirmed "
+                 "(%s): found lost after the store had been unreachable as "
+                 "the command ended, it went after its last renewal, before "
+                 "or after the command ended",
+                 o->name, dlock_errmsg());
     else if (r != DLOCK_OK)
-        cli_err("run: warning: the command ended under the lock, but the "
-                "release of '%s' could not be confirmed (%s); the lock "
-                "goes when its lease runs out, at most %lld ms from now",
-                o->name, dlock_errmsg(), (long long)o->ttl_ms);
+        cli_warn("run: warning: the command ended under the lock, but the "
+                 "release of '%s' could not be confirmed (%s); the lock "
+                 "goes when its lease runs out, at most %lld ms from now",
+                 o->name, dlock_errmsg(), (long long)o->ttl_ms);
     return status;
 }
