@@ -197,7 +197,9 @@ eq("dlock_run_runs_total", "job2", 7)
 '
 
 # --- dlock run --metrics-file ---------------------------------------------
-if ! "$dlock" run --help 2>&1 | grep -q -- --metrics-file; then
+# grep reads it all: -q would quit at the match, and under pipefail the
+# help's writer killed by SIGPIPE would read as a failure.
+if ! "$dlock" run --help 2>&1 | grep -- --metrics-file >/dev/null; then
     fail "dlock run has no --metrics-file (the CLI of issue 35 is not in this build)"
     echo "# metrics: $fails failure(s)"
     exit 1
