@@ -102,12 +102,20 @@ static void say_still_held(dlock_store *store, const struct run_opts *o,
         cli_err("lock '%s' %s after %s (free now)", o->name,
                 o->elect ? "not elected" : "not acquired", secs);
     } else if (info->other_client) {
-        /* Its session as the server reports it: escaped. */
-        fputs("dlock: lock '", stderr);
-        cli_print_safe(stderr, o->name);
-        fprintf(stderr, "' %s after %s: held", what, secs);
-        cli_print_other(stderr, info);
-        fputc('\n', stderr);
+        /* Its session as the server reports it: escaped.  Said as every
+         * error is (an error object under --json, a JSON line under
+         * --log-format json, the journal's priority), never straight to
+         * stderr. */
+        struct cli_msg m;
+        FILE *f = cli_msg_open(&m);
+
+        if (f != NULL) {
+            fputs("lock '", f);
+            cli_print_safe(f, o->name);
+            fprintf(f, "' %s after %s: held", what, secs);
+            cli_print_other(f, info);
+            cli_msg_say(&m, CLI_LOG_ERR);
+        }
     } else {
         char held[128] = "";
 

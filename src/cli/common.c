@@ -427,8 +427,11 @@ int cli_open_waiting(const struct cli *c, dlock_store **out, int64_t *wait_ms)
         /* -v: each failed try, so that a wait on a store that is down is
          * not N seconds of silence (the last error is said at the end,
          * -v or not).  The message carries the redacted URL. */
+        /* A warning, said now: dlock goes on (under --json an error
+         * would be held back for the end and become the run's "error"
+         * even when the store came up and CMD ran). */
         if (c->verbose)
-            cli_err("cannot open the store (try %d): %s; trying again in "
+            cli_warn("cannot open the store (try %d): %s; trying again in "
                     "%lld ms, %lld ms of the wait left",
                     ++tries, dlock_errmsg(), (long long)nap,
                     (long long)(*wait_ms - spent));

@@ -163,7 +163,7 @@ static void looks_start(const struct run_opts *o)
     lstop = 0;
     looking = pthread_create(&looker, NULL, look_loop, NULL) == 0;
     if (!looking)
-        cli_err("elect: warning: cannot look for candidates of higher "
+        cli_warn("elect: warning: cannot look for candidates of higher "
                 "priority for '%s' (no thread): this leader will not yield",
                 o->name);
 }

@@ -213,7 +213,7 @@ void run_replace_holding(dlock_store *store, const struct run_opts *o)
      * the store cannot tell. */
     looking = pthread_create(&looker, NULL, look_loop, NULL) == 0;
     if (!looking)
-        cli_err("run: warning: cannot look for --replace requests of '%s' "
+        cli_warn("run: warning: cannot look for --replace requests of '%s' "
                 "(no thread): this run will not step down",
                 o->name);
 }

@@ -292,9 +292,12 @@ static int foreground_job(void)
  * line).  As the kernel reads it: after "#!" and blanks, up to a blank
  * or the end of the line; a '\r' (a script saved with CRLF line endings)
  * is part of the name. */
+/* The kernel's buffer for the "#!" line (BINPRM_BUF_SIZE, Linux 5.1+). */
+#define SHEBANG_BUF 256
+
 static void interpreter_of(const char *path, char *buf, char *arg, size_t len)
 {
-    char head[256];
+    char head[SHEBANG_BUF + 1];
     ssize_t n;
     size_t i = 2;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
@@ -303,12 +306,28 @@ static void interpreter_of(const char *path, char *buf, char *arg, size_t len)
     if (fd < 0)
         return;
     do
-        n = read(fd, head, sizeof(head) - 1);
+        n = read(fd, head, SHEBANG_BUF);
     while (n < 0 && errno == EINTR);
     (void)close(fd);
     if (n < 3 || head[0] != '#' || head[1] != '!')
         return;
     head[n] = '\0';
+    /* As fs/binfmt_script.c: a line longer than the buffer whose
+     * interpreter runs to the buffer's last byte (no blank, tab or NUL
+     * after it within the buffer) is taken as cut short: the exec fails
+     * with ENOEXEC, and execvp() (so the child here, flock(1), a shell)
+     * runs the file with /bin/sh.  No verdict on it, then: the name read
+     * is not the interpreter's. */
+    if (n == SHEBANG_BUF && memchr(head, '\n', SHEBANG_BUF) == NULL) {
+        size_t s = 2;
+
+        while (s < SHEBANG_BUF - 1 && (head[s] == ' ' || head[s] == '\t'))
+            s++;
+        if (s >= SHEBANG_BUF - 1 ||
+            strcspn(head + s, " \t") >= SHEBANG_BUF - 1 - s)
+            return;
+        head[SHEBANG_BUF - 1] = '\0'; /* the kernel reads no further */
+    }
     for (char *out = buf; out != NULL; out = out == buf ? arg : NULL) {
         size_t k = 0;
 
