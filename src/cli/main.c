@@ -339,6 +339,15 @@ int main(int argc, char **argv)
 {
     int rc = cli_main(argc, argv);
 
+    /* What dlock printed on stdout (--json's object, a list) must have
+     * been written: a full disk or a closed stdout is not a success with
+     * nothing in the file.  CMD's status (run, elect) and a result a
+     * script tests (status's 3) stay as they are; a 0 becomes 70. */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        cli_err("cannot write the output (stdout): %s", strerror(errno));
+        if (rc == 0)
+            rc = EXIT_INTERNAL;
+    }
     /* Under --json, what failed as one object (cli_finish()). */
     cli_finish(rc);
     if (owned != NULL) {

@@ -28,3 +28,11 @@ if(REDIS_FOUND)
                        SKIP_RETURN_CODE 77 TIMEOUT 90)
   dlock_tier(quick P adv47-retry-json-redis)
 endif()
+# output_full.sh: stdout that cannot be written (/dev/full, closed) is
+# an error, never exit 0 with nothing written.
+add_test(NAME adv47-output-full-sqlite
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/adv47/output_full.sh $<TARGET_FILE:dlock_cli>
+          sqlite://${CMAKE_CURRENT_BINARY_DIR}/adv47-output-full.db)
+set_tests_properties(adv47-output-full-sqlite PROPERTIES
+                     SKIP_RETURN_CODE 77 TIMEOUT 60)
+dlock_tier(quick P adv47-output-full-sqlite)
