@@ -38,7 +38,12 @@ def _ms(seconds, what):
         return None
     # Clamped to int64: libdlock takes a wait over 365 days as forever and
     # says a ttl that long is out of range.
-    return min(int(math.ceil(seconds * 1000)), _INT64_MAX)
+    # (A float past ~1.8e305 s is inf in ms: clamped before ceil(), which
+    # would raise OverflowError.)
+    ms = seconds * 1000
+    if ms >= _INT64_MAX:
+        return _INT64_MAX
+    return int(math.ceil(ms))
 
 
 def _wait_ms(wait):

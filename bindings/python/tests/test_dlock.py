@@ -307,6 +307,13 @@ def test_bad_options(store, name):
     # A wait of 1e30 s is forever, like None: it gets a free lock at once.
     with store.lock(name, wait=1e30) as lk:
         assert lk.held
+    # Past float's range once in ms (1e306 s * 1000 is inf): the same
+    # answers, not OverflowError (the adversary of issue 47).
+    with pytest.raises(dlock.InvalidArgument) as ei:
+        store.acquire(name, ttl=1e306)
+    assert "ttl" in str(ei.value)
+    with store.lock(name, wait=1e306) as lk:
+        assert lk.held
 
 
 def test_exceptions_pickle():
