@@ -375,6 +375,16 @@ static void check_clock(struct check *k, const dlock_probe *p, int prc,
                     "cannot read the store's clock: %s", probe_msg));
         return;
     }
+    /* A reading from the server (any int64): only a time is compared,
+     * so that no arithmetic on it can overflow. */
+    if (!cli_time_ok(p->server_ms) || !cli_time_ok(p->host_ms)) {
+        show(k, add(k, "clock", ST_WARN, 0,
+                    "the store's clock reads %lld ms since the epoch, not a "
+                    "time between 1970 and 9999: the times status and "
+                    "history show are the store's",
+                    (long long)p->server_ms));
+        return;
+    }
     skew = p->server_ms - p->host_ms;
     abs_skew = skew < 0 ? -skew : skew;
     /* What the reading cannot tell apart: half the round trip, and the

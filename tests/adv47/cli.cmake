@@ -36,3 +36,13 @@ add_test(NAME adv47-output-full-sqlite
 set_tests_properties(adv47-output-full-sqlite PROPERTIES
                      SKIP_RETURN_CODE 77 TIMEOUT 60)
 dlock_tier(quick P adv47-output-full-sqlite)
+# check_time.sh: dlock check against a Redis whose TIME is any int64
+# (time_proxy.py answers it): no overflow, the check ends.
+if(REDIS_FOUND)
+  add_test(NAME adv47-check-time-redis
+    COMMAND sh -c "exec \"$0\" \"$1\" \"$DLOCK_TEST_REDIS_URL\""
+            ${CMAKE_CURRENT_SOURCE_DIR}/adv47/check_time.sh $<TARGET_FILE:dlock_cli>)
+  set_tests_properties(adv47-check-time-redis PROPERTIES
+                       SKIP_RETURN_CODE 77 TIMEOUT 90)
+  dlock_tier(quick P adv47-check-time-redis)
+endif()

@@ -62,8 +62,13 @@ static int probe_fn(void *conn, void *arg, int *dead)
     if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
         r->element[0]->type == REDIS_REPLY_STRING &&
         r->element[1]->type == REDIS_REPLY_STRING) {
-        out->server_ms = strtoll(r->element[0]->str, NULL, 10) * 1000 +
-                         strtoll(r->element[1]->str, NULL, 10) / 1000;
+        /* Whatever the server says: a reading only between the epoch
+         * and the year 9999 (the product of a huge one overflowed). */
+        long long sec = strtoll(r->element[0]->str, NULL, 10);
+        long long usec = strtoll(r->element[1]->str, NULL, 10);
+
+        if (sec > 0 && sec <= 253402300799LL && usec >= 0 && usec < 1000000)
+            out->server_ms = sec * 1000 + usec / 1000;
         out->host_ms = t0 + (t1 - t0) / 2;
         out->rtt_ms = t1 - t0;
     }
