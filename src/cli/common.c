@@ -432,9 +432,9 @@ int cli_open_waiting(const struct cli *c, dlock_store **out, int64_t *wait_ms)
          * even when the store came up and CMD ran). */
         if (c->verbose)
             cli_warn("cannot open the store (try %d): %s; trying again in "
-                    "%lld ms, %lld ms of the wait left",
-                    ++tries, dlock_errmsg(), (long long)nap,
-                    (long long)(*wait_ms - spent));
+                     "%lld ms, %lld ms of the wait left",
+                     ++tries, dlock_errmsg(), (long long)nap,
+                     (long long)(*wait_ms - spent));
         ts.tv_sec = (time_t)(nap / 1000);
         ts.tv_nsec = (long)(nap % 1000) * 1000000L;
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR)

@@ -164,8 +164,8 @@ static void looks_start(const struct run_opts *o)
     looking = pthread_create(&looker, NULL, look_loop, NULL) == 0;
     if (!looking)
         cli_warn("elect: warning: cannot look for candidates of higher "
-                "priority for '%s' (no thread): this leader will not yield",
-                o->name);
+                 "priority for '%s' (no thread): this leader will not yield",
+                 o->name);
 }
 
 void run_elect_unlead(int join)

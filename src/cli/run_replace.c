@@ -214,8 +214,8 @@ void run_replace_holding(dlock_store *store, const struct run_opts *o)
     looking = pthread_create(&looker, NULL, look_loop, NULL) == 0;
     if (!looking)
         cli_warn("run: warning: cannot look for --replace requests of '%s' "
-                "(no thread): this run will not step down",
-                o->name);
+                 "(no thread): this run will not step down",
+                 o->name);
 }
 
 void run_replace_stop(void)

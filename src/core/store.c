@@ -322,6 +322,9 @@ dlock_rc dlock_store_probe(dlock_store *s, dlock_probe *out)
                              "dlock_probe version %u (this library knows "
                              "1..%d)",
                              version, DLOCK_PROBE_VERSION);
+    /* Version 1 is the whole struct.  A later version that adds fields
+     * must zero only the caller's version's part: a program built for
+     * version 1 passes the shorter struct. */
     memset(out, 0, sizeof(*out));
     out->version = version;
     out->tls = -1;
