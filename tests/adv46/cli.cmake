@@ -32,7 +32,7 @@ if(REDIS_FOUND)
             ${CMAKE_CURRENT_SOURCE_DIR}/adv46/replace_frozen_store.sh $<TARGET_FILE:dlock_cli>)
   set_tests_properties(adv46-replace-frozen-store-redis PROPERTIES
                        SKIP_RETURN_CODE 77 TIMEOUT 90)
-  dlock_tier(quick T adv46-replace-frozen-store-redis)
+  dlock_tier(long T adv46-replace-frozen-store-redis)
 endif()
 # elect_frozen_store.sh: a leader's looks for a candidate of higher
 # priority never keep it from stopping CMD before the lease end.
@@ -42,5 +42,5 @@ if(REDIS_FOUND)
             ${CMAKE_CURRENT_SOURCE_DIR}/adv46/elect_frozen_store.sh $<TARGET_FILE:dlock_cli>)
   set_tests_properties(adv46-elect-frozen-store-redis PROPERTIES
                        SKIP_RETURN_CODE 77 TIMEOUT 90)
-  dlock_tier(quick T adv46-elect-frozen-store-redis)
+  dlock_tier(long T adv46-elect-frozen-store-redis)
 endif()
