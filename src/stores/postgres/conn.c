@@ -573,10 +573,11 @@ void dlock__pg_conn_params_free(struct pg_store *ps)
  * before the password) may pass: DLOCK_EUNAVAIL.
  * Some "not now" answers come after the password was taken: the role's
  * CONNECTION LIMIT, the slots kept for superusers (SQLSTATE 53300), a
- * server shutting down or in recovery (57P03); and a connection that
- * the server closed after the password without a word (a restart with
- * the login in flight: libpq's own "server closed the connection
- * unexpectedly").  Those are told by the (English) text; a translated
+ * server shutting down or in recovery (57P03), a fast shutdown or a
+ * crash of another backend meeting the login (57P01, 57P02); and a
+ * connection that the server closed after the password without a word
+ * (a restart with the login in flight: libpq's own "server closed the
+ * connection unexpectedly").  Those are told by the (English) text; a translated
  * one leaves them DLOCK_ESTORE, the side that never retries a refused
  * password forever. */
 static int connect_error_code(PGconn *c)
@@ -590,6 +591,11 @@ static int connect_error_code(PGconn *c)
         "the database system is in recovery mode",
         "the database system is not yet accepting connections",
         "the database system is not accepting connections",
+        /* A fast shutdown (57P01) or a crash of another backend (57P02)
+         * that met our login after the password: a restart, not a
+         * refusal (a torture run's nemesis caught one). */
+        "terminating connection due to administrator command",
+        "terminating connection because of crash of another server process",
         /* The connection went, the server said nothing: a restart or a
          * shutdown with our login in flight, not a refusal. */
         "server closed the connection unexpectedly",
