@@ -577,9 +577,9 @@ void dlock__pg_conn_params_free(struct pg_store *ps)
  * crash of another backend meeting the login (57P01, 57P02); and a
  * connection that the server closed after the password without a word
  * (a restart with the login in flight: libpq's own "server closed the
- * connection unexpectedly").  Those are told by the (English) text; a translated
- * one leaves them DLOCK_ESTORE, the side that never retries a refused
- * password forever. */
+ * connection unexpectedly").  Those are told by the (English) text; a
+ * translated one leaves them DLOCK_ESTORE, the side that never retries a
+ * refused password forever. */
 static int connect_error_code(PGconn *c)
 {
     static const char *const not_now[] = {
