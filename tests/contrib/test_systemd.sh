@@ -2,8 +2,9 @@
 # The systemd pair in contrib/systemd/ (a .service and its .timer) as an
 # admin would install it: `systemd-analyze verify` has no complaint (any
 # line it prints fails, "Unknown key" included, which it exits 0 on), the
-# timer's rules hold (OnCalendar='s interval is the service's --once-per
-# PERIOD; RandomizedDelaySec= under PERIOD/2), and the ExecStart= line,
+# rules of docs/scheduling.md hold (OnCalendar='s interval is the
+# service's --once-per PERIOD; RandomizedDelaySec= under PERIOD/2;
+# Persistent=true, Type=oneshot, KillMode=mixed), and the ExecStart= line,
 # with this build's dlock, a store file of its own and a stand-in CMD,
 # runs the job once and skips the second start with exit 0.
 #   tests/contrib/test_systemd.sh DLOCK UNIT_DIR
@@ -48,6 +49,9 @@ d_us=$(usec "$(value RandomizedDelaySec "$timer")")
 [ $((d_us * 2)) -lt "$p_us" ] ||
     fail "RandomizedDelaySec= ($d_us us) is not under PERIOD/2 ($period)"
 [ "$(value Persistent "$timer")" = true ] || fail "Persistent=true is missing"
+[ "$(value Type "$service")" = oneshot ] || fail "Type=oneshot is missing"
+# SIGTERM to dlock alone, which stops CMD, records the end and releases.
+[ "$(value KillMode "$service")" = mixed ] || fail "KillMode=mixed is missing"
 # The calendar's interval is the period, where two elapses tell it.
 cal=$(TZ=UTC systemd-analyze calendar --iterations=2 \
     "$(value OnCalendar "$timer")") || fail "OnCalendar=: $cal"
