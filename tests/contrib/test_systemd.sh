@@ -22,7 +22,7 @@ tmp=$(mktemp -d /tmp/dlock-systemd.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
 set -- "$units"/*.timer
-[ $# = 1 ] && [ -f "$1" ] || fail "want one .timer in $units, found: $*"
+{ [ $# = 1 ] && [ -f "$1" ]; } || fail "want one .timer in $units, found: $*"
 timer=$1 name=$(basename "$1" .timer)
 service=$units/$name.service
 [ -f "$service" ] || fail "no $name.service beside $name.timer"
@@ -36,7 +36,7 @@ cp "$timer" "$tmp/u/"
 out=$(cd "$tmp/u" && systemd-analyze verify --man=no "$name.timer" \
     "$name.service" 2>&1)
 rc=$?
-[ $rc = 0 ] && [ -z "$out" ] || fail "systemd-analyze verify (exit $rc): $out"
+{ [ $rc = 0 ] && [ -z "$out" ]; } || fail "systemd-analyze verify (exit $rc): $out"
 
 value() { sed -n "s/^$1=//p" "$2" | tail -1; }
 usec() { systemd-analyze timespan "$1" | sed -n 's/^ *μs: //p'; }
@@ -45,7 +45,7 @@ period=$(printf '%s\n' "$exec_start" | sed -n 's/.* --once-per \([^ ]*\) .*/\1/p
 [ -n "$period" ] || fail "ExecStart= has no --once-per PERIOD: $exec_start"
 p_us=$(usec "$period")
 d_us=$(usec "$(value RandomizedDelaySec "$timer")")
-[ -n "$p_us" ] && [ -n "$d_us" ] || fail "cannot read PERIOD or the delay"
+{ [ -n "$p_us" ] && [ -n "$d_us" ]; } || fail "cannot read PERIOD or the delay"
 [ $((d_us * 2)) -lt "$p_us" ] ||
     fail "RandomizedDelaySec= ($d_us us) is not under PERIOD/2 ($period)"
 [ "$(value Persistent "$timer")" = true ] || fail "Persistent=true is missing"
