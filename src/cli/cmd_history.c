@@ -1,6 +1,6 @@
 /*
  * cmd_history.c - `dlock history NAME [--json] [-n N]`: the kept runs of
- * a name, newest first.
+ * a name, newest first; without NAME, the last run of every name.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -8,14 +8,16 @@
 #include "cli.h"
 
 static const char help[] =
-    "usage: dlock [-s URL] history NAME [--json] [-n N]\n"
+    "usage: dlock [-s URL] history [NAME] [--json] [-n N]\n"
     "\n"
     "The recorded runs of NAME (dlock run), newest first: how each ended\n"
     "(exited N, killed by signal N, lost the lock, timed out: stopped by\n"
     "--max-runtime, abandoned: its holder went away, or running), host,\n"
     "pid, start (UTC, the store's clock),\n"
     "duration and fence.  The store keeps the last 20.\n"
-    "  -n N     the newest N only (1..20)\n"
+    "Without NAME: the last run of every name that has runs, one line\n"
+    "each (\"NAME: \" and the run), sorted by name.\n"
+    "  -n N     the newest N only (1..20; with NAME only)\n"
     "  --json   a JSON array of objects, as \"last_run\" in status --json\n";
 
 enum { OPT_JSON = 256 };
@@ -23,7 +25,7 @@ enum { OPT_JSON = 256 };
 /* `dlock history`'s options (its parser's, the completions'). */
 const struct cli_opt cli_history_opts[] = {
     {OPT_JSON, "json", NULL, "a JSON array of objects"},
-    {'n', NULL, "N", "the newest N only (1..20)"},
+    {'n', NULL, "N", "the newest N only (1..20; with NAME)"},
     {'h', "help", NULL, NULL},
     {0, NULL, NULL, NULL},
 };
@@ -71,10 +73,61 @@ static int show(const dlock_run *run, void *payload)
     return 0;
 }
 
+/* Without NAME: the last runs, kept to be sorted by name. */
+struct runs {
+    dlock_run *v;
+    size_t n, cap;
+};
+
+static int keep_run(const dlock_run *run, void *payload)
+{
+    struct runs *r = payload;
+
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 32;
+        dlock_run *v = realloc(r->v, cap * sizeof(*v));
+
+        if (v == NULL)
+            return DLOCK_ENOMEM;
+        r->v = v;
+        r->cap = cap;
+    }
+    r->v[r->n++] = *run;
+    return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const dlock_run *)a)->name, ((const dlock_run *)b)->name);
+}
+
+/* The last run of every name, sorted by name: "NAME: " and history's
+ * line, or history's JSON objects (each holds its "name"). */
+static int last_runs(dlock_store *store, struct walk *w)
+{
+    struct runs r = {NULL, 0, 0};
+    int rc = dlock_last_runs(store, NULL, keep_run, &r);
+
+    if (rc == DLOCK_ENOTSUP)
+        rc = DLOCK_OK; /* a store without run records: none */
+    if (rc == DLOCK_OK) {
+        qsort(r.v, r.n, sizeof(*r.v), by_name);
+        for (size_t i = 0; i < r.n; i++) {
+            if (!w->json) {
+                cli_print_safe(stdout, r.v[i].name);
+                fputs(": ", stdout);
+            }
+            show(&r.v[i], w);
+        }
+    }
+    free(r.v);
+    return rc;
+}
+
 int cmd_history(const struct cli *c, int argc, char **argv)
 {
     static const struct cli_args args = {
-        "history", cli_history_opts, "NAME", "NAME", 1, help};
+        "history", cli_history_opts, "[NAME]", "NAME", 0, help};
     const char *name = NULL;
     struct walk w = {0, 0, 0};
     dlock_store *store;
@@ -83,15 +136,25 @@ int cmd_history(const struct cli *c, int argc, char **argv)
     rc = cli_args_parse(&args, argc, argv, take, &w, &name);
     if (rc != 0)
         return rc < 0 ? 0 : rc;
+    if (name == NULL && w.max != 0) {
+        cli_err("history: -n goes with NAME (without one: the last run of "
+                "every name)");
+        return EXIT_USAGE;
+    }
     rc = cli_open(c, &store);
     if (rc != 0)
         return rc;
     if (w.json)
         putchar('[');
-    rc = dlock_history(store, name, w.max, show, &w);
+    if (name == NULL)
+        rc = last_runs(store, &w);
+    else
+        rc = dlock_history(store, name, w.max, show, &w);
     if (w.json)
         fputs(w.n ? "\n]\n" : "]\n", stdout);
-    if (rc != DLOCK_OK)
+    if (rc == DLOCK_ENOMEM)
+        rc = (cli_err("history: out of memory"), EXIT_INTERNAL);
+    else if (rc != DLOCK_OK)
         rc = cli_fail(rc, "history");
     dlock_store_close(store);
     return rc;
