@@ -301,24 +301,23 @@ static const struct family families[] = {
      v_success},
 };
 
-/* A label value the store gave: escaped; a byte that is not UTF-8 (a
- * host name planted by hand) as '?', since label values are UTF-8. */
+/* A label value another host wrote (its host name): escaped; a control
+ * byte (a terminal escape) as '?', and when it is not UTF-8 (planted by
+ * hand) every byte above 0x7f too, since label values are UTF-8. */
 static void label(FILE *f, const char *key, const char *val)
 {
-    fprintf(f, ",%s=\"", key);
-    if (cli_utf8_valid(val)) {
-        cli_prom_escape(f, val);
-    } else {
-        char *copy = strdup(val);
+    int utf8 = cli_utf8_valid(val);
+    char *copy = strdup(val);
 
-        if (copy != NULL) {
-            for (unsigned char *p = (unsigned char *)copy; *p; p++)
-                if (*p >= 0x80)
-                    *p = '?';
-            cli_prom_escape(f, copy);
-        }
-        free(copy);
+    fprintf(f, ",%s=\"", key);
+    if (copy != NULL) {
+        for (unsigned char *p = (unsigned char *)copy; *p; p++)
+            if ((*p < 0x20 && *p != '\n') || *p == 0x7f ||
+                (!utf8 && *p >= 0x80))
+                *p = '?';
+        cli_prom_escape(f, copy);
     }
+    free(copy);
     fputc('"', f);
 }
 
