@@ -80,7 +80,9 @@ static int keep_held(const dlock_info *info, void *payload)
     struct job key, *j;
 
     snprintf(key.name, sizeof(key.name), "%s", info->name);
-    j = bsearch(&key, s->jobs, s->nruns, sizeof(*s->jobs), by_name);
+    j = s->nruns == 0
+            ? NULL
+            : bsearch(&key, s->jobs, s->nruns, sizeof(*s->jobs), by_name);
     if (j == NULL && (j = job_add(s, info->name)) == NULL)
         return DLOCK_ENOMEM;
     take_info(j, info);
@@ -163,7 +165,8 @@ static int gather(dlock_store *store, const char *prefix, struct scrape *s,
     for (size_t i = 0; i < s->nruns; i++)
         if (!s->jobs[i].skip && (rc = fill(store, &s->jobs[i], what)) != 0)
             return rc;
-    qsort(s->jobs, s->n, sizeof(*s->jobs), by_name);
+    if (s->n > 1) /* the held names without runs among the others */
+        qsort(s->jobs, s->n, sizeof(*s->jobs), by_name);
     return DLOCK_OK;
 }
 

@@ -160,6 +160,12 @@ grep -q 'name="'"$P"'/q\\"u\\\\o'"'"'te"' "$T/m" &&
     ok "the odd name escaped as the textfile writer does" ||
     fail "the odd name's label: $(grep -F "$P/q" "$T/m" | head -1)"
 
+# No name under the prefix: scrape_ok alone.
+"$DLOCK" metrics "$P-none/" >"$T/m0" 2>"$T/err0"
+check "no name under PREFIX: exit 0" 0 $?
+check "... only scrape_ok among the samples" "dlock_metrics_scrape_ok 1" "$(grep -v '^#' "$T/m0")"
+check "... nothing on stderr" "" "$(cat "$T/err0")"
+
 # --- history without NAME ---------------------------------------------------
 "$DLOCK" history >"$T/h" 2>"$T/herr"
 check "history without NAME exits 0" 0 $?
