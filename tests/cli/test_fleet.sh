@@ -73,7 +73,10 @@ on_host hA run "$odd" -- true || fail "hA: the odd name did not run"
 mkfifo "$T/ready" "$T/gate"
 on_host hC run "$P/held" -- sh -c "echo up >'$T/ready'; read x <'$T/gate'" &
 holder=$!
-read -r up <"$T/ready"
+# Opened read-write: no wait for a writer; the read itself is bounded.
+exec 3<>"$T/ready"
+read -t 30 -r up <&3
+exec 3<&-
 check "the holder's CMD runs" up "$up"
 t1=$(($(date +%s) + 1))
 
@@ -221,7 +224,10 @@ else
 fi
 
 # The holder ends; then the name is free with its run exited 0.
-echo go >"$T/gate"
+timeout 10 sh -c 'echo go >"$1"' sh "$T/gate" || {
+    fail "the holder's CMD did not read the gate"
+    kill "$holder"
+}
 wait "$holder"
 check "the holder exits 0" 0 $?
 holder=""
