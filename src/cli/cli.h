@@ -100,6 +100,10 @@ int cli_utf8_valid(const char *s);
  * that are not UTF-8 as \xNN escapes (names and hosts come from a store
  * anyone with access may have written). */
 void cli_print_safe(FILE *f, const char *s);
+/* Write s as a Prometheus label value (text format 0.0.4) without the
+ * quotes: backslash, double quote and newline escaped.  What both the
+ * metrics file (metrics.c) and `dlock metrics` (fleet.c) write. */
+void cli_prom_escape(FILE *f, const char *s);
 /* Write s as a JSON string (with quotes), always valid JSON: bytes that
  * are not UTF-8 become U+FFFD. */
 void cli_json_string(FILE *f, const char *s);
@@ -138,6 +142,12 @@ void cli_print_run(FILE *f, const dlock_run *run);
 /* cmd_status.c: the last run of name (out->fence 0: none; a store
  * without run records has none): 0 or an exit code after saying why. */
 int cli_last_run(dlock_store *store, const char *name, dlock_run *out);
+/* cmd_status.c: the last run of every name under prefix (NULL: all),
+ * sorted by name, into *runs (malloc'd, *n of them; none from a store
+ * without run records).  DLOCK_OK, or the failing rc (DLOCK_ENOMEM too),
+ * nothing said. */
+int cli_last_runs(dlock_store *store, const char *prefix, dlock_run **runs,
+                  size_t *n);
 /* cli_print_info() / cli_json_info() with the last run (NULL or fence 0:
  * none; JSON "last_run": null). */
 void cli_print_info_run(const dlock_info *info, const dlock_run *last);
@@ -190,6 +200,7 @@ extern const struct cli_opt cli_release_opts[];
 extern const struct cli_opt cli_init_opts[];
 extern const struct cli_opt cli_completion_opts[];
 extern const struct cli_opt cli_check_opts[];
+extern const struct cli_opt cli_metrics_opts[];
 
 /* getopt_long's values for the global options without a short name. */
 enum { CLI_OPT_STORE_FILE = 256, CLI_OPT_VERSION, CLI_OPT_LOG_FORMAT };
@@ -334,6 +345,8 @@ int cmd_release(const struct cli *c, int argc, char **argv);
 int cmd_init(const struct cli *c, int argc, char **argv);
 int cmd_history(const struct cli *c, int argc, char **argv);
 int cmd_check(const struct cli *c, int argc, char **argv);
+/* `dlock metrics [PREFIX]` (cmd_metrics.c, its text from fleet.c). */
+int cmd_metrics(const struct cli *c, int argc, char **argv);
 /* `dlock completion bash|zsh|fish` (commands.c): the script, made from
  * cli_cmds and the option tables (completion.c). */
 int cmd_completion(const struct cli *c, int argc, char **argv);

@@ -1,6 +1,6 @@
 /*
  * cmd_history.c - `dlock history NAME [--json] [-n N]`: the kept runs of
- * a name, newest first.
+ * a name, newest first; without NAME, the last run of every name.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -8,14 +8,16 @@
 #include "cli.h"
 
 static const char help[] =
-    "usage: dlock [-s URL] history NAME [--json] [-n N]\n"
+    "usage: dlock [-s URL] history [NAME] [--json] [-n N]\n"
     "\n"
     "The recorded runs of NAME (dlock run), newest first: how each ended\n"
     "(exited N, killed by signal N, lost the lock, timed out: stopped by\n"
     "--max-runtime, abandoned: its holder went away, or running), host,\n"
     "pid, start (UTC, the store's clock),\n"
     "duration and fence.  The store keeps the last 20.\n"
-    "  -n N     the newest N only (1..20)\n"
+    "Without NAME: the last run of every name that has runs, one line\n"
+    "each (\"NAME: \" and the run), sorted by name.\n"
+    "  -n N     the newest N only (1..20; with NAME only)\n"
     "  --json   a JSON array of objects, as \"last_run\" in status --json\n";
 
 enum { OPT_JSON = 256 };
@@ -23,7 +25,7 @@ enum { OPT_JSON = 256 };
 /* `dlock history`'s options (its parser's, the completions'). */
 const struct cli_opt cli_history_opts[] = {
     {OPT_JSON, "json", NULL, "a JSON array of objects"},
-    {'n', NULL, "N", "the newest N only (1..20)"},
+    {'n', NULL, "N", "the newest N only (1..20; with NAME)"},
     {'h', "help", NULL, NULL},
     {0, NULL, NULL, NULL},
 };
@@ -71,10 +73,29 @@ static int show(const dlock_run *run, void *payload)
     return 0;
 }
 
+/* The last run of every name, sorted by name: "NAME: " and history's
+ * line, or history's JSON objects (each holds its "name"). */
+static int last_runs(dlock_store *store, struct walk *w)
+{
+    dlock_run *runs;
+    size_t n;
+    int rc = cli_last_runs(store, NULL, &runs, &n);
+
+    for (size_t i = 0; rc == DLOCK_OK && i < n; i++) {
+        if (!w->json) {
+            cli_print_safe(stdout, runs[i].name);
+            fputs(": ", stdout);
+        }
+        show(&runs[i], w);
+    }
+    free(runs);
+    return rc;
+}
+
 int cmd_history(const struct cli *c, int argc, char **argv)
 {
     static const struct cli_args args = {
-        "history", cli_history_opts, "NAME", "NAME", 1, help};
+        "history", cli_history_opts, "NAME", "NAME", 0, help};
     const char *name = NULL;
     struct walk w = {0, 0, 0};
     dlock_store *store;
@@ -83,15 +104,25 @@ int cmd_history(const struct cli *c, int argc, char **argv)
     rc = cli_args_parse(&args, argc, argv, take, &w, &name);
     if (rc != 0)
         return rc < 0 ? 0 : rc;
+    if (name == NULL && w.max != 0) {
+        cli_err("history: -n goes with NAME (without one: the last run of "
+                "every name)");
+        return EXIT_USAGE;
+    }
     rc = cli_open(c, &store);
     if (rc != 0)
         return rc;
     if (w.json)
         putchar('[');
-    rc = dlock_history(store, name, w.max, show, &w);
+    if (name == NULL)
+        rc = last_runs(store, &w);
+    else
+        rc = dlock_history(store, name, w.max, show, &w);
     if (w.json)
         fputs(w.n ? "\n]\n" : "]\n", stdout);
-    if (rc != DLOCK_OK)
+    if (rc == DLOCK_ENOMEM)
+        rc = (cli_err("history: out of memory"), EXIT_INTERNAL);
+    else if (rc != DLOCK_OK)
         rc = cli_fail(rc, "history");
     dlock_store_close(store);
     return rc;

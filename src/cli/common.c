@@ -861,3 +861,17 @@ int cli_missing_name(const char *cmd, const char *help)
         fputs(help, stderr);
     return EXIT_USAGE;
 }
+
+void cli_prom_escape(FILE *f, const char *s)
+{
+    for (; *s != '\0'; s++) {
+        if (*s == '\\')
+            fputs("\\\\", f);
+        else if (*s == '"')
+            fputs("\\\"", f);
+        else if (*s == '\n')
+            fputs("\\n", f);
+        else
+            fputc(*s, f);
+    }
+}

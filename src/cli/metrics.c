@@ -561,20 +561,6 @@ static int apply(struct model *m, const struct cli_run_report *r)
     return 0;
 }
 
-static void write_escaped(FILE *f, const char *s)
-{
-    for (; *s != '\0'; s++) {
-        if (*s == '\\')
-            fputs("\\\\", f);
-        else if (*s == '"')
-            fputs("\\\"", f);
-        else if (*s == '\n')
-            fputs("\\n", f);
-        else
-            fputc(*s, f);
-    }
-}
-
 static int by_family_then_name(const void *a, const void *b)
 {
     const struct series *x = a, *y = b;
@@ -597,7 +583,7 @@ static void write_model(FILE *f, struct model *m)
             fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", known[s->fam].name,
                     known[s->fam].help, known[s->fam].name, known[s->fam].type);
         fprintf(f, "%s{name=\"", family_name(m, s->fam));
-        write_escaped(f, s->name);
+        cli_prom_escape(f, s->name);
         fprintf(f, "\"} %s\n", s->value);
     }
 }
