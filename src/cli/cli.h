@@ -142,6 +142,12 @@ void cli_print_run(FILE *f, const dlock_run *run);
 /* cmd_status.c: the last run of name (out->fence 0: none; a store
  * without run records has none): 0 or an exit code after saying why. */
 int cli_last_run(dlock_store *store, const char *name, dlock_run *out);
+/* cmd_status.c: the last run of every name under prefix (NULL: all),
+ * sorted by name, into *runs (malloc'd, *n of them; none from a store
+ * without run records).  DLOCK_OK, or the failing rc (DLOCK_ENOMEM too),
+ * nothing said. */
+int cli_last_runs(dlock_store *store, const char *prefix, dlock_run **runs,
+                  size_t *n);
 /* cli_print_info() / cli_json_info() with the last run (NULL or fence 0:
  * none; JSON "last_run": null). */
 void cli_print_info_run(const dlock_info *info, const dlock_run *last);

@@ -73,54 +73,22 @@ static int show(const dlock_run *run, void *payload)
     return 0;
 }
 
-/* Without NAME: the last runs, kept to be sorted by name. */
-struct runs {
-    dlock_run *v;
-    size_t n, cap;
-};
-
-static int keep_run(const dlock_run *run, void *payload)
-{
-    struct runs *r = payload;
-
-    if (r->n == r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 32;
-        dlock_run *v = realloc(r->v, cap * sizeof(*v));
-
-        if (v == NULL)
-            return DLOCK_ENOMEM;
-        r->v = v;
-        r->cap = cap;
-    }
-    r->v[r->n++] = *run;
-    return 0;
-}
-
-static int by_name(const void *a, const void *b)
-{
-    return strcmp(((const dlock_run *)a)->name, ((const dlock_run *)b)->name);
-}
-
 /* The last run of every name, sorted by name: "NAME: " and history's
  * line, or history's JSON objects (each holds its "name"). */
 static int last_runs(dlock_store *store, struct walk *w)
 {
-    struct runs r = {NULL, 0, 0};
-    int rc = dlock_last_runs(store, NULL, keep_run, &r);
+    dlock_run *runs;
+    size_t n;
+    int rc = cli_last_runs(store, NULL, &runs, &n);
 
-    if (rc == DLOCK_ENOTSUP)
-        rc = DLOCK_OK; /* a store without run records: none */
-    if (rc == DLOCK_OK) {
-        qsort(r.v, r.n, sizeof(*r.v), by_name);
-        for (size_t i = 0; i < r.n; i++) {
-            if (!w->json) {
-                cli_print_safe(stdout, r.v[i].name);
-                fputs(": ", stdout);
-            }
-            show(&r.v[i], w);
+    for (size_t i = 0; rc == DLOCK_OK && i < n; i++) {
+        if (!w->json) {
+            cli_print_safe(stdout, runs[i].name);
+            fputs(": ", stdout);
         }
+        show(&runs[i], w);
     }
-    free(r.v);
+    free(runs);
     return rc;
 }
 

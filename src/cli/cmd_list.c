@@ -36,30 +36,8 @@ struct walk {
     unsigned n;
     dlock_run *runs; /* the last run of each name that has runs */
     unsigned char *shown;
-    size_t nruns, cap;
+    size_t nruns;
 };
-
-static int keep_run(const dlock_run *run, void *payload)
-{
-    struct walk *w = payload;
-
-    if (w->nruns == w->cap) {
-        size_t cap = w->cap ? w->cap * 2 : 32;
-        dlock_run *v = realloc(w->runs, cap * sizeof(*v));
-
-        if (v == NULL)
-            return DLOCK_ENOMEM;
-        w->runs = v;
-        w->cap = cap;
-    }
-    w->runs[w->nruns++] = *run;
-    return 0;
-}
-
-static int by_name(const void *a, const void *b)
-{
-    return strcmp(((const dlock_run *)a)->name, ((const dlock_run *)b)->name);
-}
 
 static void print_one(struct walk *w, const dlock_info *info,
                       const dlock_run *last)
@@ -107,13 +85,8 @@ int cmd_list(const struct cli *c, int argc, char **argv)
     if (rc != 0)
         return rc;
     /* The runs first: a store without run records lists its locks. */
-    rc = dlock_last_runs(store, prefix, keep_run, &w);
-    if (rc == DLOCK_ENOTSUP) {
-        w.nruns = 0;
-        rc = DLOCK_OK;
-    }
+    rc = cli_last_runs(store, prefix, &w.runs, &w.nruns);
     if (rc == DLOCK_OK && w.nruns > 0) {
-        qsort(w.runs, w.nruns, sizeof(*w.runs), by_name);
         w.shown = calloc(w.nruns, 1);
         if (w.shown == NULL)
             rc = DLOCK_ENOMEM;

@@ -1,6 +1,7 @@
 /*
  * cmd_status.c - `dlock status NAME [--json]`.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -125,6 +126,53 @@ int cli_last_run(dlock_store *store, const char *name, dlock_run *out)
         return 0;
     }
     return rc == DLOCK_OK ? 0 : cli_fail(rc, "last run");
+}
+
+struct runs {
+    dlock_run *v;
+    size_t n, cap;
+};
+
+static int keep_run(const dlock_run *run, void *payload)
+{
+    struct runs *r = payload;
+
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 32;
+        dlock_run *v = realloc(r->v, cap * sizeof(*v));
+
+        if (v == NULL)
+            return DLOCK_ENOMEM;
+        r->v = v;
+        r->cap = cap;
+    }
+    r->v[r->n++] = *run;
+    return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const dlock_run *)a)->name, ((const dlock_run *)b)->name);
+}
+
+int cli_last_runs(dlock_store *store, const char *prefix, dlock_run **runs,
+                  size_t *n)
+{
+    struct runs r = {NULL, 0, 0};
+    int rc = dlock_last_runs(store, prefix, keep_run, &r);
+
+    if (rc == DLOCK_ENOTSUP) /* a store without run records: none */
+        rc = r.n = 0;
+    if (rc == DLOCK_OK && r.n > 0)
+        qsort(r.v, r.n, sizeof(*r.v), by_name);
+    if (rc != DLOCK_OK) {
+        free(r.v);
+        r.v = NULL;
+        r.n = 0;
+    }
+    *runs = r.v;
+    *n = r.n;
+    return rc;
 }
 
 void cli_print_info_run(const dlock_info *info, const dlock_run *last)

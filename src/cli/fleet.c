@@ -66,17 +66,6 @@ static int by_name(const void *a, const void *b)
     return strcmp(((const struct job *)a)->name, ((const struct job *)b)->name);
 }
 
-static int keep_run(const dlock_run *run, void *payload)
-{
-    struct job *j = job_add(payload, run->name);
-
-    if (j == NULL)
-        return DLOCK_ENOMEM;
-    j->has_run = 1;
-    j->last = *run;
-    return 0;
-}
-
 static void take_info(struct job *j, const dlock_info *info)
 {
     j->has_info = 1;
@@ -147,17 +136,25 @@ static int fill(dlock_store *store, struct job *j, const char **what)
 static int gather(dlock_store *store, const char *prefix, struct scrape *s,
                   const char **what)
 {
+    dlock_run *runs;
+    size_t n;
     int rc;
 
     *what = "cannot read the last runs";
-    rc = dlock_last_runs(store, prefix, keep_run, s);
-    if (rc == DLOCK_ENOTSUP) { /* a store without run records */
-        s->n = 0;
-        rc = DLOCK_OK;
+    rc = cli_last_runs(store, prefix, &runs, &n); /* sorted by name */
+    for (size_t i = 0; rc == DLOCK_OK && i < n; i++) {
+        struct job *j = job_add(s, runs[i].name);
+
+        if (j == NULL) {
+            rc = DLOCK_ENOMEM;
+        } else {
+            j->has_run = 1;
+            j->last = runs[i];
+        }
     }
+    free(runs);
     if (rc != DLOCK_OK)
         return rc;
-    qsort(s->jobs, s->n, sizeof(*s->jobs), by_name);
     s->nruns = s->n;
     *what = "cannot list the held locks";
     rc = dlock_list(store, prefix, keep_held, s);
