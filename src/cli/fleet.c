@@ -163,7 +163,9 @@ static int gather(dlock_store *store, const char *prefix, struct scrape *s,
     for (size_t i = 0; i < s->nruns; i++)
         if (!s->jobs[i].skip && (rc = fill(store, &s->jobs[i], what)) != 0)
             return rc;
-    qsort(s->jobs, s->n, sizeof(*s->jobs), by_name);
+    /* No names: jobs is NULL, which qsort() must not be given. */
+    if (s->n > 0)
+        qsort(s->jobs, s->n, sizeof(*s->jobs), by_name);
     return DLOCK_OK;
 }
 
