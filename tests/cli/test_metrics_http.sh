@@ -331,5 +331,10 @@ scrape) scrape_mode ;;
 bounds) bounds_mode ;;
 *) echo "usage: $0 scrape|bounds ..." >&2; exit 64 ;;
 esac
+if [ "$fails" != 0 ]; then
+    for f in "$t"/*.head "$t"/*.err; do
+        [ -s "$f" ] && { echo "--- ${f##*/}"; tail -n 30 "$f"; }
+    done
+fi
 [ "$fails" = 0 ] && echo "all passed" || echo "$fails failed"
 [ "$fails" = 0 ]
