@@ -2,6 +2,7 @@
 # `dlock metrics --listen` (src/cli/metrics_http.c) on one store:
 #   test_metrics_http.sh scrape KIND DLOCK URL PROMETHEUS_SCRIPT
 #   test_metrics_http.sh bounds DLOCK URL
+#   test_metrics_http.sh restart DLOCK SERVER_SCRIPT
 # scrape: records two runs under a prefix of this test's own, serves them
 # on 127.0.0.1:0 (the port read from the start line through a fifo),
 # parses /metrics with python3-prometheus-client's parser and checks the
@@ -14,11 +15,16 @@
 # timeout (10 s); connections above the per-address limit are refused
 # while another address still scrapes; a huge request is refused; bad and
 # busy addresses exit 64 before serving; SIGTERM and SIGINT exit 0.
+# restart (SERVER_SCRIPT: scripts/server-redis.sh): a store server of the
+# test's own stopped under a serving dlock is a 503 with the error series
+# in seconds, and started again a 200, said once each on stderr.
 set -u
 mode=$1
 shift
 if [ "$mode" = scrape ]; then
     kind=$1 dlock=$2 url=$3 prom_script=$4
+elif [ "$mode" = restart ]; then
+    kind=redis dlock=$1 url=own srv_script=$2
 else
     kind=sqlite dlock=$1 url=$2
 fi
@@ -44,6 +50,7 @@ cleanup() {
     local p
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
     [ -d "$t/prom" ] && "$prom_script" stop "$t/prom" >/dev/null 2>&1
+    [ -d "$t/store" ] && "$srv_script" stop "$t/store" >/dev/null 2>&1
     rm -rf "$t"
 }
 trap cleanup EXIT
@@ -92,6 +99,25 @@ get() {
     shift
     code=$(curl -s --max-time 20 -o "$t/body" -w '%{http_code}' "$@" \
         "http://127.0.0.1:$port$p")
+}
+
+# check_down WHAT: the last get (started at $t0) was a prompt 503 whose
+# body is the error series.
+check_down() {
+    if [ "$code" = 503 ] && [ $((SECONDS - t0)) -le 8 ] &&
+        "$py" - "$t/body" <<'EOF'; then
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+v = {(s.name, tuple(sorted(s.labels.items()))): s.value
+     for f in text_string_to_metric_families(open(sys.argv[1]).read())
+     for s in f.samples}
+assert v[("dlock_metrics_scrape_ok", ())] == 0
+assert v[("dlock_metrics_scrape_error", (("error", "unavailable"),))] == 1
+EOF
+        ok "$1: 503 with the error series in $((SECONDS - t0)) s"
+    else
+        bad "$1: $code in $((SECONDS - t0)) s: $(head -c 300 "$t/body")"
+    fi
 }
 
 scrape_mode() {
@@ -199,20 +225,7 @@ sys.exit(abs(float(sys.argv[2]) - run["start_ms"] / 1000) >= 0.002)' \
     for i in 1 2; do
         t0=$SECONDS
         get /metrics
-        if [ "$code" = 503 ] && [ $((SECONDS - t0)) -le 8 ] &&
-            "$py" - "$t/body" <<'EOF'; then
-import sys
-from prometheus_client.parser import text_string_to_metric_families
-v = {(s.name, tuple(sorted(s.labels.items()))): s.value
-     for f in text_string_to_metric_families(open(sys.argv[1]).read())
-     for s in f.samples}
-assert v[("dlock_metrics_scrape_ok", ())] == 0
-assert v[("dlock_metrics_scrape_error", (("error", "unavailable"),))] == 1
-EOF
-            ok "store down, scrape $i: 503 with the error series in $((SECONDS - t0)) s"
-        else
-            bad "store down, scrape $i: $code in $((SECONDS - t0)) s: $(head -c 300 "$t/body")"
-        fi
+        check_down "store down, scrape $i"
     done
     stop_srv INT
 }
@@ -326,9 +339,37 @@ EOF
     fi
 }
 
+restart_mode() {
+    command -v redis-server >/dev/null || skip "no redis-server"
+    mkdir "$t/store"
+    url=$("$srv_script" start "$t/store") || { bad "$srv_script start"; return; }
+    "$dlock" -s "$url" run mhr-job -- true || bad "run mhr-job"
+    serve up "$url" -w 2 || return
+    get /metrics
+    [ "$code" = 200 ] && ok "store up: 200" || bad "store up: $code"
+    "$srv_script" stop "$t/store"
+    local i t0 n
+    for i in 1 2; do
+        t0=$SECONDS
+        get /metrics
+        check_down "store stopped, scrape $i"
+    done
+    "$srv_script" ctl "$t/store" restart || { bad "restart"; return; }
+    get /metrics
+    [ "$code" = 200 ] && grep -q '^dlock_metrics_scrape_ok 1$' "$t/body" &&
+        ok "store started again: 200" || bad "store started again: $code"
+    stop_srv TERM
+    n=$(grep -c "cannot" "$t/up.err")
+    [ "$n" = 1 ] && ok "the failure said once" ||
+        bad "the failure said $n times: $(cat "$t/up.err")"
+    grep -q "can be read again" "$t/up.err" && ok "the recovery said" ||
+        bad "the recovery not said: $(cat "$t/up.err")"
+}
+
 case $mode in
 scrape) scrape_mode ;;
 bounds) bounds_mode ;;
+restart) restart_mode ;;
 *) echo "usage: $0 scrape|bounds ..." >&2; exit 64 ;;
 esac
 if [ "$fails" != 0 ]; then
