@@ -272,10 +272,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 /* libmicrohttpd's own messages (a refused connection, a timeout): -v. */
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
+    const struct server *s = cls;
     char line[512];
     size_t n;
 
-    (void)cls;
+    if (!s->c->verbose)
+        return;
     vsnprintf(line, sizeof line, fmt, ap);
     n = strlen(line);
     while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
@@ -317,7 +319,7 @@ int cli_metrics_serve(const struct cli *c, const char *prefix,
     signal(SIGPIPE, SIG_IGN);
     d = MHD_start_daemon(
         MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-        on_request, &s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+        on_request, &s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, &s,
         MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)CONN_LIMIT, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         (unsigned)CONN_PER_IP, MHD_OPTION_CONNECTION_TIMEOUT,
@@ -338,10 +340,11 @@ int cli_metrics_serve(const struct cli *c, const char *prefix,
     dlock_free(red);
     while (sigwait(&stop, &sig) != 0)
         ;
-    cli_debug("metrics: signal %d: stopping", sig);
-    /* Waits for the scrape in progress (bounded by the store's reads). */
+    if (c->verbose)
+        cli_debug("metrics: signal %d: stopping", sig);
+    /* Waits for the scrape in progress (bounded by the store's reads),
+     * and closes fd: libmicrohttpd owns it from a successful start on. */
     MHD_stop_daemon(d);
-    close(fd);
     dlock_store_close(s.store);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return 0;
