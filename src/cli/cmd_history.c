@@ -95,7 +95,7 @@ static int last_runs(dlock_store *store, struct walk *w)
 int cmd_history(const struct cli *c, int argc, char **argv)
 {
     static const struct cli_args args = {
-        "history", cli_history_opts, "[NAME]", "NAME", 0, help};
+        "history", cli_history_opts, "NAME", "NAME", 0, help};
     const char *name = NULL;
     struct walk w = {0, 0, 0};
     dlock_store *store;

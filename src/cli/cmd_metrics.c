@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fleet.h"
 #include "metrics_http.h"
@@ -66,6 +67,23 @@ static int take(void *ctx, int key, const char *a, const char *val)
     return 0;
 }
 
+/* The text on stdout as it is, but for a terminal: there a control byte
+ * of a lock name (names may hold any but NUL) is '?', so that a name
+ * someone chose cannot send the terminal escapes.  A pipe or a file (a
+ * collector) gets the exact label values. */
+static void write_text(const char *text, size_t len)
+{
+    if (!isatty(STDOUT_FILENO)) {
+        fwrite(text, 1, len, stdout);
+        return;
+    }
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)text[i];
+
+        putchar((ch < 0x20 && ch != '\n') || ch == 0x7f ? '?' : ch);
+    }
+}
+
 /* The failed scrape's text on stdout (a textfile collector's file then
  * says scrape_ok 0), code unchanged. */
 static int say_failure(int code)
@@ -105,7 +123,7 @@ int cmd_metrics(const struct cli *c, int argc, char **argv)
         free(err);
         return say_failure(rc);
     }
-    fwrite(text, 1, len, stdout);
+    write_text(text, len);
     free(text);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         cli_err("metrics: cannot write the text");

@@ -161,8 +161,10 @@ int cli_last_runs(dlock_store *store, const char *prefix, dlock_run **runs,
     struct runs r = {NULL, 0, 0};
     int rc = dlock_last_runs(store, prefix, keep_run, &r);
 
-    if (rc == DLOCK_ENOTSUP) /* a store without run records: none */
-        rc = r.n = 0;
+    if (rc == DLOCK_ENOTSUP) { /* a store without run records: none */
+        r.n = 0;
+        rc = DLOCK_OK;
+    }
     if (rc == DLOCK_OK && r.n > 0)
         qsort(r.v, r.n, sizeof(*r.v), by_name);
     if (rc != DLOCK_OK) {

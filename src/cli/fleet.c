@@ -80,7 +80,9 @@ static int keep_held(const dlock_info *info, void *payload)
     struct job key, *j;
 
     snprintf(key.name, sizeof(key.name), "%s", info->name);
-    j = bsearch(&key, s->jobs, s->nruns, sizeof(*s->jobs), by_name);
+    j = s->nruns == 0
+            ? NULL
+            : bsearch(&key, s->jobs, s->nruns, sizeof(*s->jobs), by_name);
     if (j == NULL && (j = job_add(s, info->name)) == NULL)
         return DLOCK_ENOMEM;
     take_info(j, info);
@@ -163,8 +165,7 @@ static int gather(dlock_store *store, const char *prefix, struct scrape *s,
     for (size_t i = 0; i < s->nruns; i++)
         if (!s->jobs[i].skip && (rc = fill(store, &s->jobs[i], what)) != 0)
             return rc;
-    /* No names: jobs is NULL, which qsort() must not be given. */
-    if (s->n > 0)
+    if (s->n > 1) /* the held names without runs among the others */
         qsort(s->jobs, s->n, sizeof(*s->jobs), by_name);
     return DLOCK_OK;
 }
@@ -303,24 +304,23 @@ static const struct family families[] = {
      v_success},
 };
 
-/* A label value the store gave: escaped; a byte that is not UTF-8 (a
- * host name planted by hand) as '?', since label values are UTF-8. */
+/* A label value another host wrote (its host name): escaped; a control
+ * byte (a terminal escape) as '?', and when it is not UTF-8 (planted by
+ * hand) every byte above 0x7f too, since label values are UTF-8. */
 static void label(FILE *f, const char *key, const char *val)
 {
-    fprintf(f, ",%s=\"", key);
-    if (cli_utf8_valid(val)) {
-        cli_prom_escape(f, val);
-    } else {
-        char *copy = strdup(val);
+    int utf8 = cli_utf8_valid(val);
+    char *copy = strdup(val);
 
-        if (copy != NULL) {
-            for (unsigned char *p = (unsigned char *)copy; *p; p++)
-                if (*p >= 0x80)
-                    *p = '?';
-            cli_prom_escape(f, copy);
-        }
-        free(copy);
+    fprintf(f, ",%s=\"", key);
+    if (copy != NULL) {
+        for (unsigned char *p = (unsigned char *)copy; *p; p++)
+            if ((*p < 0x20 && *p != '\n') || *p == 0x7f ||
+                (!utf8 && *p >= 0x80))
+                *p = '?';
+        cli_prom_escape(f, copy);
     }
+    free(copy);
     fputc('"', f);
 }
 

@@ -204,10 +204,14 @@ int cli_args_parse(const struct cli_args *d, int argc, char **argv,
     }
     if (d->required && *operand == NULL)
         return cli_missing_name(d->cmd, d->help);
-    if (d->required && cli_name_secret(d->cmd, d->rest, *operand))
-        return EXIT_USAGE;
+    /* A NAME, given (history's is optional) or required. */
     if (*operand != NULL && d->operand != NULL &&
-        strcmp(d->operand, "NAME") == 0)
+        strcmp(d->operand, "NAME") == 0) {
+        if (cli_name_secret(d->cmd, d->rest, *operand))
+            return EXIT_USAGE;
         cli_log_name = *operand; /* in --log-format json lines */
+    } else if (d->required && cli_name_secret(d->cmd, d->rest, *operand)) {
+        return EXIT_USAGE;
+    }
     return 0;
 }

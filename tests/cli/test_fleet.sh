@@ -73,7 +73,10 @@ on_host hA run "$odd" -- true || fail "hA: the odd name did not run"
 mkfifo "$T/ready" "$T/gate"
 on_host hC run "$P/held" -- sh -c "echo up >'$T/ready'; read x <'$T/gate'" &
 holder=$!
-read -r up <"$T/ready"
+# Opened read-write: no wait for a writer; the read itself is bounded.
+exec 3<>"$T/ready"
+read -t 30 -r up <&3
+exec 3<&-
 check "the holder's CMD runs" up "$up"
 t1=$(($(date +%s) + 1))
 
@@ -160,6 +163,12 @@ grep -q 'name="'"$P"'/q\\"u\\\\o'"'"'te"' "$T/m" &&
     ok "the odd name escaped as the textfile writer does" ||
     fail "the odd name's label: $(grep -F "$P/q" "$T/m" | head -1)"
 
+# No name under the prefix: scrape_ok alone.
+"$DLOCK" metrics "$P-none/" >"$T/m0" 2>"$T/err0"
+check "no name under PREFIX: exit 0" 0 $?
+check "... only scrape_ok among the samples" "dlock_metrics_scrape_ok 1" "$(grep -v '^#' "$T/m0")"
+check "... nothing on stderr" "" "$(cat "$T/err0")"
+
 # --- history without NAME ---------------------------------------------------
 "$DLOCK" history >"$T/h" 2>"$T/herr"
 check "history without NAME exits 0" 0 $?
@@ -182,8 +191,43 @@ assert (a["host"], a["result"], a["status"]) == ("hB", "exited", 3), a
 "$DLOCK" history -n 2 >/dev/null 2>"$T/nerr"
 check "history -n without NAME: a usage error" 64 $?
 
+# --- A name with a terminal escape: exact into a pipe, '?' on a terminal ---
+esc="$P/esc$(printf '\033]0;pwned\007')"
+"$DLOCK" run "$esc" -- true || fail "the name with an escape did not run"
+"$DLOCK" metrics "$P/esc" >"$T/me"
+grep -q "$(printf '\033]0;pwned\007')" "$T/me" &&
+    ok "into a pipe the label is the name, byte for byte" ||
+    fail "the name's escape is not in the piped text: $(grep -v '^#' "$T/me" | head -2)"
+if out=$("$py" - "$DLOCK" "$P/esc" 2>&1 <<'EOF'
+import os, pty, sys
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], [sys.argv[1], "metrics", sys.argv[2]])
+out = b""
+while True:
+    try:
+        b = os.read(fd, 65536)
+    except OSError:
+        break
+    if not b:
+        break
+    out += b
+_, st = os.waitpid(pid, 0)
+assert os.waitstatus_to_exitcode(st) == 0, st
+assert b"/esc?]0;pwned?" in out, out
+assert b"\x1b" not in out and b"\x07" not in out, out
+EOF
+); then
+    ok "on a terminal the name's control bytes are '?'"
+else
+    fail "on a terminal: $out"
+fi
+
 # The holder ends; then the name is free with its run exited 0.
-echo go >"$T/gate"
+timeout 10 sh -c 'echo go >"$1"' sh "$T/gate" || {
+    fail "the holder's CMD did not read the gate"
+    kill "$holder"
+}
 wait "$holder"
 check "the holder exits 0" 0 $?
 holder=""
@@ -192,6 +236,59 @@ grep -qx "dlock_job_running{name=\"$P/held\"} 0" "$T/m2" &&
     grep -q "^dlock_job_last_exit_status{name=\"$P/held\",host=\"hC\"} 0$" "$T/m2" &&
     ok "after the run: not running, exit 0" ||
     fail "after the run: $(grep -v '^#' "$T/m2")"
+
+# --- Records planted by hand (SQLite: the file is there to write) ----------
+case $STORE in
+sqlite://*)
+    db=${STORE#sqlite://}
+    db=${db%%\?*}
+    "$py" - "$db" "$P" <<'EOF' || fail "could not plant run records"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+P = sys.argv[2]
+ins = ("INSERT INTO dlock_runs (name,fence,host,pid,start_ms,end_ms,result,"
+       "status) VALUES (CAST(? AS TEXT), ?, CAST(? AS TEXT), 1, ?, ?, 1, 0)")
+# A host that is not UTF-8, with a quote, a backslash and a control;
+# times no clock gives.
+db.execute(ins, ((P + "/planted").encode(), 5, b'h\xff"\\\x01x',
+                 -9000000000000000000, 9000000000000000000))
+# A name that is not UTF-8: no lock name.
+db.execute(ins, ((P + "/bad").encode() + b"\xff", 6, b"h", 1, 2))
+db.commit()
+EOF
+    "$DLOCK" metrics "$P/" >"$T/mp" 2>"$T/errp"
+    check "planted records: dlock metrics exits 0" 0 $?
+    if out=$(promtool check metrics <"$T/mp" 2>&1); then
+        ok "planted records: promtool clean"
+    else
+        fail "planted records: promtool: $out"
+    fi
+    if out=$("$py" - "$T/mp" "$P" 2>&1 <<'EOF'
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+path, P = sys.argv[1:]
+fams = {f.name: f for f in
+        text_string_to_metric_families(open(path, encoding="utf-8").read())}
+names = {s.labels["name"] for f in fams.values() for s in f.samples
+         if "name" in s.labels}
+assert P + "/planted" in names, names
+assert not any("bad" in n for n in names), names
+res = [s for s in fams["dlock_job_last_result"].samples
+       if s.labels["name"] == P + "/planted"]
+assert len(res) == 1 and res[0].labels["host"] == 'h?"\\?x', res
+for m in ("dlock_job_last_start_timestamp_seconds",
+          "dlock_job_last_end_timestamp_seconds"):
+    assert not [s for s in fams[m].samples
+                if s.labels["name"] == P + "/planted"], m + ": a planted time"
+EOF
+    ); then
+        ok "planted records: the host's bad byte is ?, no planted time, no non-UTF-8 name"
+    else
+        fail "planted records: $out"
+        sed 's/^/    | /' "$T/mp"
+    fi
+    ;;
+esac
 
 # --- A store that is down, one that never answers ---------------------------
 case $STORE in

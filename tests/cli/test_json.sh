@@ -189,7 +189,7 @@ keep "$T/o"
 for cmd in "status --json --bogus" "list --json --bogus" "history x --json --bogus" \
     "leader --json --bogus" "release --json --bogus" "init --json --bogus" \
     "run x --json --bogus -- true" "elect x --json --bogus -- true" \
-    "status --json" "history --json" "run --json"; do
+    "status --json" "history --json -n 2" "run --json"; do
     # shellcheck disable=SC2086
     "$DLOCK" $cmd >"$T/o" 2>"$T/e"
     rc=$?

@@ -55,5 +55,7 @@ else
 fi
 expect "^dlock: run: 'report' already ran at " "--once-per skips the second run"
 expect '^exited 0 on host ' "history shows the run"
+expect '^dlock_job_last_exit_status\{name="report",host="[^"]+"\} 0$' "metrics shows the run's exit status"
+expect '^dlock_metrics_scrape_ok 1$' "metrics says the store was read"
 if [ $rc -ne 0 ]; then echo "FAIL the tour exited $rc"; fail=1; fi
 exit $fail
