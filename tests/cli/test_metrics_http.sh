@@ -16,8 +16,9 @@
 # while another address still scrapes; a huge request is refused; bad and
 # busy addresses exit 64 before serving; SIGTERM and SIGINT exit 0.
 # restart (SERVER_SCRIPT: scripts/server-redis.sh): a store server of the
-# test's own stopped under a serving dlock is a 503 with the error series
-# in seconds, and started again a 200, said once each on stderr.
+# test's own frozen (SIGSTOP) or stopped under a serving dlock is a 503
+# with the error series in seconds, and thawed or started again a 200;
+# each change said once on stderr.
 set -u
 mode=$1
 shift
@@ -352,12 +353,23 @@ restart_mode() {
     command -v redis-server >/dev/null || skip "no redis-server"
     mkdir "$t/store"
     url=$("$srv_script" start "$t/store") || { bad "$srv_script start"; return; }
+    url="$url/?timeout=1"
     "$dlock" -s "$url" run mhr-job -- true || bad "run mhr-job"
     serve up "$url" -w 2 || return
     get /metrics
     [ "$code" = 200 ] && ok "store up: 200" || bad "store up: $code"
+    # Frozen (SIGSTOP): the scrape is a 503 within the URL's ?timeout=
+    # (1 s here) and the open's -w 2, never a hang.
+    local i t0 n rpid
+    rpid=$(cat "$t/store/redis.pid")
+    kill -STOP "$rpid"
+    t0=$SECONDS
+    get /metrics
+    kill -CONT "$rpid"
+    check_down "store frozen"
+    get /metrics
+    [ "$code" = 200 ] && ok "store thawed: 200" || bad "store thawed: $code"
     "$srv_script" stop "$t/store"
-    local i t0 n
     for i in 1 2; do
         t0=$SECONDS
         get /metrics
@@ -369,7 +381,7 @@ restart_mode() {
         ok "store started again: 200" || bad "store started again: $code"
     stop_srv TERM
     n=$(grep -c "cannot" "$t/up.err")
-    [ "$n" = 1 ] && ok "the failure said once" ||
+    [ "$n" = 2 ] && ok "each failure said once (frozen, stopped)" ||
         bad "the failure said $n times: $(cat "$t/up.err")"
     grep -q "can be read again" "$t/up.err" && ok "the recovery said" ||
         bad "the recovery not said: $(cat "$t/up.err")"
