@@ -145,8 +145,8 @@ step_sqlite() {
     local pc=$tmp/pc-sqlite-only out s
     mkdir -p "$pc"
     ln -s "$(pkg-config --variable=pcfiledir sqlite3)/sqlite3.pc" "$pc/"
-    say "SQLite only (AUTO, the others not found), odd GNUInstallDirs"
-    PKG_CONFIG_LIBDIR=$pc build sqlite-only -DCMAKE_BUILD_TYPE=Release \
+    say "SQLite only (AUTO, the others and libmicrohttpd not found), odd GNUInstallDirs"
+    PKG_CONFIG_LIBDIR=$pc build sqlite-only -DCMAKE_BUILD_TYPE=Release -DDLOCK_WITH_MHD=AUTO \
         -DCMAKE_INSTALL_LIBDIR=lib/"$(gcc -print-multiarch)" -DCMAKE_INSTALL_INCLUDEDIR=include/dlock-test \
         -DCMAKE_INSTALL_MANDIR=man -DCMAKE_INSTALL_DATADIR=share/data-test \
         -DCMAKE_INSTALL_BINDIR=sbin || return 1
@@ -155,6 +155,12 @@ step_sqlite() {
             "$tmp/sqlite-only.log" ||
             { echo "ci: configure did not say the ${s%%:*} store was left out" >&2; return 1; }
     done
+    grep -q "dlock: metrics --listen: left out (pkg-config found no libmicrohttpd;" \
+        "$tmp/sqlite-only.log" ||
+        { echo "ci: configure did not say metrics --listen was left out" >&2; return 1; }
+    out=$("$tmp/sqlite-only/dlock" -s "sqlite://$tmp/l.db" metrics --listen 127.0.0.1:0 2>&1) && return 1
+    [ $? = 64 ] && grep -q "built without libmicrohttpd" <<<"$out" ||
+        { echo "ci: metrics --listen without libmicrohttpd: $out" >&2; return 1; }
     "$tmp/sqlite-only/dlock" --version | grep -q "(stores: sqlite)$" ||
         { echo "ci: dlock --version: $("$tmp/sqlite-only/dlock" --version)" >&2; return 1; }
     for s in redis://127.0.0.1:1/ postgres://127.0.0.1:1/x mysql://127.0.0.1:1/x etcd://127.0.0.1:1; do

@@ -6,7 +6,7 @@
 # As root on Debian it runs apt-get; otherwise it says what to install.
 set -eu
 what=${1:-build}
-pkgs="build-essential cmake pkg-config libsqlite3-dev libhiredis-dev libssl-dev libpq-dev libmariadb-dev libcurl4-openssl-dev libjson-c-dev"
+pkgs="build-essential cmake pkg-config libsqlite3-dev libhiredis-dev libssl-dev libpq-dev libmariadb-dev libcurl4-openssl-dev libjson-c-dev libmicrohttpd-dev"
 if [ "$what" = test ]; then
     pkgs="$pkgs redis-server redis-tools redis-sentinel postgresql mariadb-server mariadb-client etcd-server etcd-client curl valgrind procps man-db binutils sqlite3 nftables faketime python3 python3-venv python3-pytest python3-prometheus-client prometheus php-cli clang-format strace zsh fish bash-completion systemd"
 fi

@@ -1,15 +1,17 @@
 /*
  * cmd_metrics.c - `dlock metrics [PREFIX] [-w SEC]`: the Prometheus text
- * of every name under PREFIX, read from the store (fleet.c), on stdout.
+ * of every name under PREFIX, read from the store (fleet.c), on stdout;
+ * with --listen ADDR:PORT served over HTTP instead (metrics_http.c).
  */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "fleet.h"
+#include "metrics_http.h"
 
 static const char help[] =
-    "usage: dlock [-s URL] metrics [PREFIX] [-w SEC]\n"
+    "usage: dlock [-s URL] metrics [PREFIX] [-w SEC] [--listen ADDR:PORT]\n"
     "\n"
     "Print the Prometheus text exposition (format 0.0.4) of every name\n"
     "(whose name starts with PREFIX) as the store knows it: each name's\n"
@@ -20,7 +22,11 @@ static const char help[] =
     "dlock_metrics_scrape_ok 0 and dlock_metrics_scrape_error, says why\n"
     "on stderr and exits 69.  See docs/metrics.md.\n"
     "  -w, --timeout SEC  give up opening the store after SEC (default 10;\n"
-    "                     each read after it gets the URL's ?timeout=)\n";
+    "                     each read after it gets the URL's ?timeout=)\n"
+    "  --listen ADDR:PORT serve the text over HTTP at /metrics, read from\n"
+    "                     the store on each scrape (a 503 with the error\n"
+    "                     series while it cannot be read), until SIGTERM\n"
+    "                     or SIGINT: 127.0.0.1:9188, [::1]:9188, :9188\n";
 
 /* The default bound of the open: a store that is down or frozen is an
  * exit 69 within it, never a scrape that hangs. */
@@ -28,21 +34,26 @@ static const char help[] =
 
 /* `dlock metrics`'s options (its parser's, the completions').  An option
  * more is one entry here and one case in take(). */
+enum { OPT_LISTEN = 300 };
 const struct cli_opt cli_metrics_opts[] = {
     {'w', "timeout", "SEC", "give up opening the store after SEC"},
+    {OPT_LISTEN, "listen", "ADDR:PORT", "serve the text over HTTP"},
     {'h', "help", NULL, NULL},
     {0, NULL, NULL, NULL},
 };
 
 struct metrics_opts {
     int64_t open_ms;
+    const char *listen; /* NULL: print once */
 };
 
 static int take(void *ctx, int key, const char *a, const char *val)
 {
     struct metrics_opts *o = ctx;
 
-    if (key == 'w') {
+    if (key == OPT_LISTEN) {
+        o->listen = val;
+    } else if (key == 'w') {
         int64_t ms = cli_parse_seconds(val);
 
         if (ms <= 0) {
@@ -90,7 +101,7 @@ int cmd_metrics(const struct cli *c, int argc, char **argv)
 {
     static const struct cli_args args = {
         "metrics", cli_metrics_opts, "", "PREFIX", 0, help};
-    struct metrics_opts o = {OPEN_DEFAULT_MS};
+    struct metrics_opts o = {OPEN_DEFAULT_MS, NULL};
     const char *prefix = NULL;
     char *text = NULL, *err = NULL;
     dlock_store *store;
@@ -100,6 +111,8 @@ int cmd_metrics(const struct cli *c, int argc, char **argv)
     rc = cli_args_parse(&args, argc, argv, take, &o, &prefix);
     if (rc != 0)
         return rc < 0 ? 0 : rc;
+    if (o.listen != NULL)
+        return cli_metrics_serve(c, prefix, o.listen, o.open_ms);
     rc = cli_open_result(dlock_store_open_within(&store, c->url, o.open_ms));
     if (rc != 0)
         return say_failure(rc);
