@@ -346,6 +346,11 @@ int cli_metrics_serve(const struct cli *c, const char *prefix,
      * and closes fd: libmicrohttpd owns it from a successful start on. */
     MHD_stop_daemon(d);
     dlock_store_close(s.store);
+    /* A second SIGTERM/SIGINT, pending while we stopped, would end the
+     * process with 143 once unblocked: ignoring them discards it (POSIX),
+     * and dlock only exits from here. */
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return 0;
 }

@@ -81,10 +81,11 @@ serve() {
     [ -n "$port" ] || { bad "$tag: no start line (got '${line:-}')"; return 1; }
 }
 
-# stop_srv: SIGTERM, exit 0 within 10 s.
+# stop_srv [SIGS]: SIGTERM (or each of SIGS, back to back: a second one
+# while it stops must not make it 143), exit 0 within 10 s.
 stop_srv() {
-    local sig=${1:-TERM} i rc
-    kill "-$sig" "$srv"
+    local sig=${1:-TERM} i rc s
+    for s in $sig; do kill "-$s" "$srv"; done
     for i in $(seq 1 100); do
         kill -0 "$srv" 2>/dev/null || break
         sleep 0.1
@@ -228,7 +229,7 @@ sys.exit(abs(float(sys.argv[2]) - run["start_ms"] / 1000) >= 0.002)' \
         get /metrics
         check_down "store down, scrape $i"
     done
-    stop_srv INT
+    stop_srv "INT TERM"
 }
 
 bounds_mode() {
