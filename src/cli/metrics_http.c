@@ -92,6 +92,8 @@ static int parse_listen(const char *spec, struct sockaddr_storage *ss,
         return -1;
     hlen = (size_t)(colon - spec);
     if (hlen >= 2 && spec[0] == '[' && spec[hlen - 1] == ']') {
+        if (hlen == 2)
+            return -1; /* "[]:PORT" is no address (":PORT" is every one) */
         spec++;
         hlen -= 2;
     } else if (memchr(spec, ':', hlen) != NULL) {

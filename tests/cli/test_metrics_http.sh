@@ -235,7 +235,7 @@ sys.exit(abs(float(sys.argv[2]) - run["start_ms"] / 1000) >= 0.002)' \
 bounds_mode() {
     local rc out
     # Bad and busy addresses: 64 before serving.
-    for a in bogus 127.0.0.1 127.0.0.1:99999 ::1:80 '[::1]' 1.2.3:80 \
+    for a in bogus 127.0.0.1 127.0.0.1:99999 ::1:80 '[::1]' '[]:9188' 1.2.3:80 \
         localhost:9188 127.0.0.1:-1; do
         out=$(timeout 20 "$dlock" -s "$url" metrics --listen "$a" 2>&1)
         rc=$?
