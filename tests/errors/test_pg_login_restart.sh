@@ -89,6 +89,7 @@ one() {
     case $out in *pw@*) fail "  $1: the password shown" ;; esac
 }
 one 57P01 "terminating connection due to administrator command" yes
+one 57P01 "terminating connection due to unexpected postmaster exit" yes
 one 57P02 "terminating connection because of crash of another server process" yes
 one 57P03 "the database system is shutting down" yes
 one 28P01 'password authentication failed for user "u"' no

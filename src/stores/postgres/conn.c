@@ -591,11 +591,14 @@ static int connect_error_code(PGconn *c)
         "the database system is in recovery mode",
         "the database system is not yet accepting connections",
         "the database system is not accepting connections",
-        /* A fast shutdown (57P01) or a crash of another backend (57P02)
-         * that met our login after the password: a restart, not a
-         * refusal (a torture run's nemesis caught one). */
-        "terminating connection due to administrator command",
-        "terminating connection because of crash of another server process",
+        /* The server ended the backend that served our login, after the
+         * password: a fast shutdown or the postmaster gone (57P01: "due
+         * to administrator command", "due to unexpected postmaster
+         * exit"), a crash of another backend (57P02: "because of crash
+         * of another server process"), a recovery conflict.  A restart,
+         * not a refusal: torture runs' nemeses caught two of them. */
+        "terminating connection due to ",
+        "terminating connection because of ",
         /* The connection went, the server said nothing: a restart or a
          * shutdown with our login in flight, not a refusal. */
         "server closed the connection unexpectedly",
