@@ -210,7 +210,7 @@ static enum MHD_Result scrape(struct server *s, struct MHD_Connection *conn)
 {
     char *text = NULL, *err = NULL, *msg = NULL;
     size_t len = 0;
-    int rc;
+    int rc = EXIT_INTERNAL; /* set on every path below (gcc -Os cannot tell) */
 
     if (s->store == NULL) {
         rc = dlock_store_open_within(&s->store, s->c->url, s->open_ms);
