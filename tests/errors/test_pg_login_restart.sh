@@ -5,11 +5,12 @@
 # backend): a restart, so the open is DLOCK_EUNAVAIL and `-w` waits it
 # out.  A torture run's nemesis met it: a worker's open failed for good
 # (torture-postgres-lease-server-faults, CI of stop 52).  A fake server
-# (python3 on loopback, a port of its own) speaks the protocol up to the
-# password, then says the FATAL; the control is 28P01 (the password
-# refused), which must not be retried.
+# (tests/stores/postgres/fake_closes.py: python3 on loopback, a port of
+# its own) speaks the protocol up to the password, then says the FATAL;
+# the control is 28P01 (the password refused), which must not be retried.
 #   test_pg_login_restart.sh DLOCK
 DLOCK=${1:?usage: test_pg_login_restart.sh DLOCK}
+fake=$(cd "$(dirname "$0")/../stores/postgres" && pwd)/fake_closes.py
 skip() {
     echo "SKIP: $*"
     [ "${CI:-}" = true ] && exit 1
@@ -20,53 +21,13 @@ T=$(mktemp -d)
 pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
 mkfifo "$T/port"
-cat >"$T/fake.py" <<'PY'
-import socket, struct, sys
-code, msg = sys.argv[1], sys.argv[2]
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-s.listen(16)
-with open(sys.argv[3], "w") as f:
-    f.write("%d\n" % s.getsockname()[1])
-def recv_n(c, n):
-    b = b""
-    while len(b) < n:
-        d = c.recv(n - len(b))
-        if not d:
-            raise EOF
-        b += d
-    return b
-class EOF(Exception):
-    pass
-while True:
-    c, _ = s.accept()
-    try:
-        while True:  # SSLRequest / GSSENCRequest: 'N'; then the startup
-            n, = struct.unpack("!I", recv_n(c, 4))
-            body = recv_n(c, n - 4)
-            if struct.unpack("!I", body[:4])[0] in (80877103, 80877104):
-                c.sendall(b"N")
-                continue
-            break
-        c.sendall(b"R" + struct.pack("!II", 8, 3))  # cleartext password
-        t = recv_n(c, 1)
-        n, = struct.unpack("!I", recv_n(c, 4))
-        recv_n(c, n - 4)
-        f = b"".join(k + v.encode() + b"\0" for k, v in
-                     ((b"S", "FATAL"), (b"V", "FATAL"), (b"C", code), (b"M", msg)))
-        f += b"\0"
-        c.sendall(b"E" + struct.pack("!I", len(f) + 4) + f)
-    except (EOF, OSError):
-        pass
-    c.close()
-PY
 
 fails=0 n=0
 ok() { n=$((n + 1)); echo "ok $*"; }
 fail() { n=$((n + 1)); fails=$((fails + 1)); echo "FAIL $*"; }
 # CODE MESSAGE RETRIED(yes/no)
 one() {
-    python3 "$T/fake.py" "$1" "$2" "$T/port" &
+    python3 "$fake" "$T/port" "$T/count" "$1" "$2" &
     pid=$!
     read -r port <"$T/port"
     out=$("$DLOCK" -s "postgres://u:pw@127.0.0.1:$port/db?connect_timeout=2" \
