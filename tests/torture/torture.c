@@ -430,6 +430,9 @@ struct history {
 static struct {
     int64_t start, end;
 } nemeses[4096];
+/* A worker whose run ends while a nemesis is on, or less than this long
+ * after its heal, runs on until this long after the heal. */
+#define RECOVER_MS 3000
 static size_t n_nemeses;
 
 static int by_start(const void *a, const void *b)
@@ -1339,6 +1342,19 @@ int main(int argc, char **argv)
             } else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL &&
                        now_ms() < end) {
                 pids[idx] = start_worker(&c, argv, idx, ++gens[idx], end);
+            } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+                       c.nemesis != NULL && n_nemeses > 0 &&
+                       (nem > 0 || now_ms() < nemeses[n_nemeses - 1].end /
+                                                      1000 + RECOVER_MS)) {
+                /* Its time is up, but a fault is still on (a nemesis that
+                 * waits for a failover can outlast the run) or healed just
+                 * now: it runs on, a new generation, until RECOVER_MS after
+                 * the heal, so that recovery is seen, not cut off. */
+                int64_t until = nem > 0 ? now_ms() + RECOVER_MS
+                                        : nemeses[n_nemeses - 1].end / 1000 +
+                                              RECOVER_MS;
+
+                pids[idx] = start_worker(&c, argv, idx, ++gens[idx], until);
             } else {
                 if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
                     if (!(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)) {
