@@ -669,7 +669,13 @@ typedef enum dlock_run_result {
      * (PostgreSQL, MariaDB/MySQL, etcd), as abandoned (SQLite: it reads
      * a result out of its range so), or not at all (Redis: it passes
      * over a record it cannot parse, in history and last runs alike). */
-    DLOCK_RUN_TIMEDOUT = 5
+    DLOCK_RUN_TIMEDOUT = 5,
+    /** Never a stored run: in the *last of a dlock_run_begin() that
+     * skipped because the name is suspended (dlock_suspend()).  host is
+     * who suspended it (USER@HOST), start_ms since when (the store's
+     * clock); fence, pid and end_ms are 0, status -1.  The reason is
+     * dlock_suspended()'s. */
+    DLOCK_RUN_SUSPENDED = 6
 } dlock_run_result;
 
 /** One recorded run of a name.  Allocated by the library (dlock_run_free()
@@ -701,7 +707,9 @@ typedef struct dlock_run {
  * call.  Called with the lock held: the lock serialises the decision, so
  * of hosts racing for one period exactly one goes ahead.
  * @param go    receives 1: go ahead (recorded; end it with
- *              dlock_run_end()); 0: skip, a run already satisfied rule.
+ *              dlock_run_end()); 0: skip, a run already satisfied rule,
+ *              or the name is suspended (then *last is a
+ *              DLOCK_RUN_SUSPENDED entry), whatever rule says.
  * @param last  if not NULL, receives the run that decided a skip (or the
  *              last run before this one when going ahead; NULL if none);
  *              free it with dlock_run_free().
@@ -752,6 +760,81 @@ DLOCK_EXTERN int dlock_last_runs(dlock_store *store, const char *prefix,
 
 /** Free a dlock_run from dlock_run_begin().  Accepts NULL. */
 DLOCK_EXTERN void dlock_run_free(dlock_run *run);
+
+/* --- Suspension: pause a job everywhere ------------------------------ */
+
+/** Longest suspension reason, in bytes (UTF-8, no control characters). */
+#define DLOCK_REASON_MAX 1024
+
+/** A name's suspension, as the store keeps it.  Allocated by the library
+ * (dlock_suspension_free()), or lent to dlock_suspensions()'s callback. */
+typedef struct dlock_suspension {
+    /** The name (NUL-terminated). */
+    char name[DLOCK_NAME_MAX + 1];
+    /** Who suspended it: USER@HOST unless the caller said otherwise. */
+    char by[256];
+    /** Since when: milliseconds since the Unix epoch on the store's clock
+     * (SQLite: the host's), as run records. */
+    int64_t since_ms;
+    /** Why (UTF-8, may be empty). */
+    char reason[DLOCK_REASON_MAX + 1];
+} dlock_suspension;
+
+/**
+ * Suspend name everywhere: from now on dlock_run_begin() of it skips
+ * (go = 0), on every host, until dlock_resume().  A run already going on
+ * goes on.  The record is kept in the store, beside the run records;
+ * writing it (and lifting it) takes a login that may write the store.
+ * A record read back that dlock could not have written (too long, not
+ * UTF-8, control characters) still suspends: its text shows as "?".
+ * @param out_was  receives 1 if name was suspended already (the record
+ *                 is left as it was), else 0; may be NULL.
+ * @param by       who: at most 255 bytes of UTF-8 without control
+ *                 characters, or NULL for USER@HOST (the effective user's
+ *                 name and this host's).
+ * @param reason   at most DLOCK_REASON_MAX bytes of UTF-8 without
+ *                 control characters, or NULL (none).
+ * @return DLOCK_OK; DLOCK_EINVAL (name, by, reason); DLOCK_ENOTSUP;
+ *         DLOCK_EUNAVAIL, DLOCK_ESTORE (a read-only login among them).
+ */
+DLOCK_EXTERN dlock_rc dlock_suspend(int *out_was, dlock_store *store,
+                                    const char *name, const char *by,
+                                    const char *reason);
+
+/**
+ * Lift name's suspension.
+ * @param out  if not NULL, receives the suspension lifted (free it with
+ *             dlock_suspension_free()), or NULL when name was not
+ *             suspended.
+ * @return DLOCK_OK (also when it was not suspended); DLOCK_EINVAL;
+ *         DLOCK_ENOTSUP; DLOCK_EUNAVAIL, DLOCK_ESTORE.
+ */
+DLOCK_EXTERN dlock_rc dlock_resume(dlock_suspension **out, dlock_store *store,
+                                   const char *name);
+
+/**
+ * Name's suspension: *out receives it (dlock_suspension_free()), or NULL
+ * when name is not suspended.
+ * @return DLOCK_OK; DLOCK_EINVAL; DLOCK_ENOTSUP; DLOCK_EUNAVAIL,
+ *         DLOCK_ESTORE.
+ */
+DLOCK_EXTERN dlock_rc dlock_suspended(dlock_suspension **out,
+                                      dlock_store *store, const char *name);
+
+/** Called by dlock_suspensions() for each suspended name; s is lent for
+ * the call.  Return nonzero to stop (dlock_suspensions() returns it). */
+typedef int (*dlock_suspension_cb)(const dlock_suspension *s, void *payload);
+
+/**
+ * Every suspended name under prefix ("" or NULL: all), in no set order.
+ * @return DLOCK_OK, the callback's nonzero value, DLOCK_EINVAL,
+ *         DLOCK_ENOTSUP, DLOCK_EUNAVAIL, DLOCK_ESTORE.
+ */
+DLOCK_EXTERN int dlock_suspensions(dlock_store *store, const char *prefix,
+                                   dlock_suspension_cb cb, void *payload);
+
+/** Free a dlock_suspension.  Accepts NULL. */
+DLOCK_EXTERN void dlock_suspension_free(dlock_suspension *s);
 
 /* --- Election: one leader of a name, with a term and a value --------- */
 

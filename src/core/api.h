@@ -25,4 +25,8 @@ int dlock__prefix_call_ok(const struct dlock_store *store, int has_cb,
  * every store's table before using it. */
 int dlock__ops_check(const struct dlock_store_ops *ops);
 
+/* Replace a text read from a suspension record (its "by") with "?"
+ * unless it is UTF-8 without control characters (suspend.c). */
+void dlock__suspension_vet_by(char *field, size_t size);
+
 #endif /* DLOCK_CORE_API_H */

@@ -44,7 +44,7 @@ dlock_rc dlock_run_begin(dlock_lock *lock, const dlock_run_rule *rule, int *go,
     struct dlock__held *lk = dlock__held_of(lock);
     struct begin_args a;
     dlock_run *rec;
-    int rc;
+    int rc, shown;
 
     dlock__clearerr();
     if (last != NULL)
@@ -71,11 +71,17 @@ dlock_rc dlock_run_begin(dlock_lock *lock, const dlock_run_rule *rule, int *go,
     rc = dlock__lock_call(lk, 1, begin_call, &a);
     if (rc != DLOCK_OK)
         *go = 0;
-    if (rc == DLOCK_OK && rec->fence != 0) {
+    /* A suspension's entry (fence 0) is no run: its host, who suspended
+     * the name, is vetted text (suspend.c) or "?". */
+    shown = rc == DLOCK_OK &&
+            (rec->fence != 0 || (!*go && rec->result == DLOCK_RUN_SUSPENDED));
+    if (shown) {
         memcpy(rec->name, lk->view.name, lk->view.name_len);
         rec->name[lk->view.name_len] = '\0';
+        if (rec->result == DLOCK_RUN_SUSPENDED)
+            dlock__suspension_vet_by(rec->host, sizeof(rec->host));
     }
-    if (rc == DLOCK_OK && last != NULL && rec->fence != 0)
+    if (shown && last != NULL)
         *last = rec;
     else
         free(rec);

@@ -303,6 +303,40 @@ struct dlock_store_ops {
                  int64_t slice_ms);
     void (*watch_end)(struct dlock_store *store, void *state);
 
+    /* Suspension (include/dlock.h, "Suspension"; src/core/suspend.c
+     * checks the arguments and every text read back).  Optional together:
+     * NULL makes dlock_suspend() and the rest DLOCK_ENOTSUP, and then
+     * run_begin never skips for one.  The record is dlock's own (a table
+     * or key beside the run records, never a peer library's), one per
+     * name: {by, since_ms, reason}, since_ms on the store's clock as
+     * run_begin's now.
+     *
+     * suspend: in ONE atomic step, if name has no record, write {by,
+     * now, reason ("" for none)} and set *was 0; else leave the record as
+     * it is, set *was 1 and fill *cur with it.
+     * resume: delete name's record in one step: *was 1 and *cur filled
+     * with what it was (read in the same step), or *was 0 if none.
+     * suspension: read name's record: *was 1 and *cur, or *was 0.
+     * suspensions: each record of a name starting with prefix ("" for
+     * all) to cb (stop and return its value when nonzero).
+     * *cur is zeroed by the core first; the store copies what it read
+     * bounded by the fields' sizes (cut if longer) and sets cur->name.
+     * The core vets the texts (UTF-8, no control characters) after.
+     *
+     * And run_begin, in its own atomic step: a name with a record is
+     * skipped before any rule (*go = 0, nothing written) with *last =
+     * {result DLOCK_RUN_SUSPENDED, host = by, start_ms = since_ms, fence
+     * 0, pid 0, end_ms 0, status -1}. */
+    int (*suspend)(struct dlock_store *store, const char *name,
+                   const char *by, const char *reason, int *was,
+                   dlock_suspension *cur);
+    int (*resume)(struct dlock_store *store, const char *name, int *was,
+                  dlock_suspension *cur);
+    int (*suspension)(struct dlock_store *store, const char *name, int *was,
+                      dlock_suspension *cur);
+    int (*suspensions)(struct dlock_store *store, const char *prefix,
+                       dlock_suspension_cb cb, void *payload);
+
     /* Optional (NULL: dlock_store_probe() is DLOCK_ENOTSUP), for `dlock
      * check`: fill what the store can tell of out (include/dlock.h,
      * dlock_probe).  The core sets every field to "unknown" first (0,

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -83,6 +84,20 @@ static int hist_cb(const dlock_run *r, void *p)
         h->v[h->n] = *r;
     h->n++;
     return 0;
+}
+
+struct susp_seen {
+    const char *want;
+    int n, found;
+    dlock_suspension rec;
+};
+
+static int64_t now_wall_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static int history(dlock_store *s, const char *name, struct hist *h)
@@ -382,6 +397,146 @@ static void t_race(dlock_store *s)
     EXPECT(rc.went + rc.skipped + rc.busy == 3 * T);
 }
 
+static int count_cb(const dlock_suspension *x, void *p)
+{
+    struct susp_seen *seen = p;
+
+    seen->n++;
+    if (strcmp(x->name, seen->want) == 0) {
+        seen->found++;
+        seen->rec = *x;
+    }
+    return 0;
+}
+
+/* Suspension: a suspended name skips every run (whatever the rule, on
+ * another handle as well), writes nothing, and says who, when and why; a
+ * run begun before goes on and ends recorded; resume lifts it; the edges
+ * answer clearly. */
+static void t_suspend(dlock_store *s)
+{
+    dlock_run_rule r = DLOCK_RUN_RULE_INIT;
+    dlock_store *s2 = open_store();
+    dlock_suspension *x = NULL;
+    dlock_run *last = NULL;
+    dlock_lock *l, *running;
+    struct susp_seen seen;
+    struct hist h;
+    char big[DLOCK_REASON_MAX + 2], prefix[DLOCK_NAME_MAX + 1];
+    const char *name = nm("suspend"), *other = nm("suspend-other");
+    int was = -1, go;
+    int64_t t0 = now_wall_ms();
+
+    CHECK_RC(dlock_suspended(&x, s, name), DLOCK_OK);
+    CHECK(x == NULL);
+    /* One run starts before the suspension: it goes on. */
+    CHECK(begin(s, name, &r, &running, &last) == 1);
+    dlock_run_free(last);
+    CHECK_RC(dlock_suspend(&was, s, name, "ops@bastion", "disk full on db2"),
+             DLOCK_OK);
+    EXPECT(was == 0);
+    /* A second suspension keeps the first's record. */
+    CHECK_RC(dlock_suspend(&was, s2, name, NULL, "again"), DLOCK_OK);
+    EXPECT(was == 1);
+    CHECK_RC(dlock_suspended(&x, s2, name), DLOCK_OK);
+    CHECK(x != NULL);
+    EXPECT(strcmp(x->name, name) == 0);
+    EXPECT(strcmp(x->by, "ops@bastion") == 0);
+    EXPECT(strcmp(x->reason, "disk full on db2") == 0);
+    /* The store's clock, near ours (same machine). */
+    EXPECT(x->since_ms > t0 - 60000 && x->since_ms < now_wall_ms() + 60000);
+    dlock_suspension_free(x);
+    x = NULL;
+    EXPECT_RC(dlock_run_end(running, DLOCK_RUN_EXITED, 0), DLOCK_OK);
+    EXPECT_RC(dlock_release(running), DLOCK_OK);
+    CHECK_RC(history(s, name, &h), DLOCK_OK);
+    EXPECT(h.n == 1 && h.v[0].result == DLOCK_RUN_EXITED);
+    /* Every later run skips, on either handle, plain or ruled; nothing is
+     * recorded. */
+    for (int i = 0; i < 2; i++) {
+        r.once = i;
+        last = NULL;
+        go = begin(i ? s2 : s, name, &r, &l, &last);
+        EXPECT(go == 0);
+        CHECK(last != NULL);
+        EXPECT(last->result == DLOCK_RUN_SUSPENDED);
+        EXPECT(strcmp(last->host, "ops@bastion") == 0);
+        EXPECT(last->fence == 0 && last->end_ms == 0);
+        EXPECT(last->start_ms > t0 - 60000);
+        EXPECT(strcmp(last->name, name) == 0);
+        dlock_run_free(last);
+        EXPECT_RC(dlock_run_end(l, DLOCK_RUN_EXITED, 0), DLOCK_EINVAL);
+        EXPECT_RC(dlock_release(l), DLOCK_OK);
+    }
+    r.once = 0;
+    CHECK_RC(history(s, name, &h), DLOCK_OK);
+    EXPECT(h.n == 1);
+    /* Listed under its prefix, not under another's; the other name of
+     * the same prefix is not suspended. */
+    snprintf(prefix, sizeof(prefix), "%s/", run_id);
+    memset(&seen, 0, sizeof(seen));
+    seen.want = name;
+    CHECK_RC(dlock_suspensions(s2, prefix, count_cb, &seen), DLOCK_OK);
+    EXPECT(seen.found == 1);
+    EXPECT(strcmp(seen.rec.reason, "disk full on db2") == 0);
+    EXPECT(strcmp(seen.rec.by, "ops@bastion") == 0);
+    memset(&seen, 0, sizeof(seen));
+    seen.want = name;
+    CHECK_RC(dlock_suspensions(s2, "runs-no-such-prefix/", count_cb, &seen),
+             DLOCK_OK);
+    EXPECT(seen.n == 0);
+    CHECK(begin(s, other, &r, &l, &last) == 1);
+    dlock_run_free(last);
+    EXPECT_RC(dlock_run_end(l, DLOCK_RUN_EXITED, 0), DLOCK_OK);
+    EXPECT_RC(dlock_release(l), DLOCK_OK);
+    /* Resume: hands back what it lifted; a second finds nothing. */
+    CHECK_RC(dlock_resume(&x, s2, name), DLOCK_OK);
+    CHECK(x != NULL);
+    EXPECT(strcmp(x->by, "ops@bastion") == 0);
+    dlock_suspension_free(x);
+    x = (dlock_suspension *)&x;
+    CHECK_RC(dlock_resume(&x, s, name), DLOCK_OK);
+    EXPECT(x == NULL);
+    CHECK_RC(dlock_suspended(&x, s, name), DLOCK_OK);
+    EXPECT(x == NULL);
+    CHECK(begin(s, name, &r, &l, &last) == 1);
+    dlock_run_free(last);
+    EXPECT_RC(dlock_run_end(l, DLOCK_RUN_EXITED, 0), DLOCK_OK);
+    EXPECT_RC(dlock_release(l), DLOCK_OK);
+    /* The default who is USER@HOST; an empty reason is kept empty. */
+    CHECK_RC(dlock_suspend(NULL, s, name, NULL, NULL), DLOCK_OK);
+    CHECK_RC(dlock_suspended(&x, s, name), DLOCK_OK);
+    CHECK(x != NULL);
+    EXPECT(strchr(x->by, '@') != NULL && x->by[0] != '@');
+    EXPECT(x->reason[0] == '\0');
+    dlock_suspension_free(x);
+    CHECK_RC(dlock_resume(NULL, s, name), DLOCK_OK);
+    /* Edges: clear errors, nothing written. */
+    EXPECT_RC(dlock_suspend(NULL, s, name, NULL, "two\nlines"), DLOCK_EINVAL);
+    EXPECT_RC(dlock_suspend(NULL, s, name, NULL, "\x1b[31mred"), DLOCK_EINVAL);
+    EXPECT_RC(dlock_suspend(NULL, s, name, NULL, "\xff\xfe"), DLOCK_EINVAL);
+    memset(big, 'r', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    EXPECT_RC(dlock_suspend(NULL, s, name, NULL, big), DLOCK_EINVAL);
+    big[DLOCK_REASON_MAX] = '\0'; /* exactly the most: fine */
+    EXPECT_RC(dlock_suspend(NULL, s, name, "", "x"), DLOCK_EINVAL);
+    EXPECT_RC(dlock_suspend(NULL, s, "", NULL, "x"), DLOCK_EINVAL);
+    EXPECT_RC(dlock_suspend(NULL, NULL, name, NULL, "x"), DLOCK_EINVAL);
+    EXPECT_RC(dlock_resume(NULL, s, ""), DLOCK_EINVAL);
+    EXPECT_RC(dlock_suspended(NULL, s, name), DLOCK_EINVAL);
+    EXPECT_RC(dlock_suspensions(s, "", NULL, NULL), DLOCK_EINVAL);
+    CHECK_RC(dlock_suspended(&x, s, name), DLOCK_OK);
+    EXPECT(x == NULL);
+    CHECK_RC(dlock_suspend(&was, s, name, NULL, big), DLOCK_OK);
+    EXPECT(was == 0);
+    CHECK_RC(dlock_suspended(&x, s, name), DLOCK_OK);
+    CHECK(x != NULL);
+    EXPECT(strlen(x->reason) == DLOCK_REASON_MAX);
+    dlock_suspension_free(x);
+    CHECK_RC(dlock_resume(NULL, s, name), DLOCK_OK);
+    dlock_store_close(s2);
+}
+
 static void t_bad(dlock_store *s)
 {
     dlock_run_rule r = DLOCK_RUN_RULE_INIT;
@@ -410,7 +565,7 @@ static const struct {
 } tests[] = {
     {"record", t_record}, {"once", t_once}, {"period", t_period},
     {"kept", t_kept},     {"lost", t_lost}, {"last_runs", t_last_runs},
-    {"race", t_race},     {"bad", t_bad},
+    {"race", t_race},     {"bad", t_bad},   {"suspend", t_suspend},
 };
 
 int main(int argc, char **argv)

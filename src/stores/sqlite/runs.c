@@ -132,6 +132,15 @@ int dlock__sq_run_begin(struct dlock_store *st, struct dlock_lock *lk,
         rc = dlock__lost(lk, "its lease ran out or it was broken");
         goto out;
     }
+    /* Suspended: skipped before any rule, nothing written. */
+    src = dlock__sq_suspended_run(ss, lk, last);
+    if (src < 0)
+        goto sqlerr;
+    if (src == 1) {
+        dlock__sq_rollback(ss);
+        rc = DLOCK_OK;
+        goto out;
+    }
     s = dlock__sq_stmt(ss, Q_RUN_SUMMARY);
     if (s == NULL)
         goto sqlerr;

@@ -13,6 +13,8 @@
  *   status.c   status, list, force_release
  *   runs.c     run records: once, once per period, the kept runs
  *   values.c   election: the leader value (value_set, value_get)
+ *   suspend.c  a job's suspension (suspend, resume, suspension,
+ *              suspensions; run_begin reads it)
  *   texts.c    the statements (sql/ *.sql), expanded once per open
  *
  * What the files share is named dlock__sq_*; dlock__sqlite_ops (store.c)
@@ -70,6 +72,10 @@ enum {
     Q_RUN_LAST,
     Q_VALUE_SET,
     Q_VALUE_GET,
+    Q_SUSPEND_GET,
+    Q_SUSPEND_PUT,
+    Q_SUSPEND_DELETE,
+    Q_SUSPEND_ALL,
     Q_COUNT,
     T_WAL = Q_COUNT,
     T_SCHEMA,
@@ -159,6 +165,22 @@ int dlock__sq_list(struct dlock_store *st, const char *prefix,
                    void *payload);
 int dlock__sq_force_release(struct dlock_store *st, const char *name,
                             unsigned *removed);
+
+/* suspend.c: the suspension ops of dlock__sqlite_ops, and for
+ * run_begin (in its transaction): 1 and *r filled as store.h says when
+ * lk's name is suspended, 0 when not, SQLERR-style -1 on a failed step
+ * (the caller reports it with dlock__sq_error()). */
+int dlock__sq_suspend(struct dlock_store *st, const char *name,
+                      const char *by, const char *reason, int *was,
+                      dlock_suspension *cur);
+int dlock__sq_resume(struct dlock_store *st, const char *name, int *was,
+                     dlock_suspension *cur);
+int dlock__sq_suspension(struct dlock_store *st, const char *name, int *was,
+                         dlock_suspension *cur);
+int dlock__sq_suspensions(struct dlock_store *st, const char *prefix,
+                          dlock_suspension_cb cb, void *payload);
+int dlock__sq_suspended_run(struct sqlite_store *ss,
+                            const struct dlock_lock *lk, dlock_run *r);
 
 /* values.c: value_set and value_get of dlock__sqlite_ops. */
 int dlock__sq_value_set(struct dlock_store *st, struct dlock_lock *lk,

@@ -331,7 +331,7 @@ static int sqlite_probe(struct dlock_store *s, dlock_probe *out)
     out->tables_ok = 1;
     snprintf(out->tables, sizeof(out->tables),
              "dlock_locks, dlock_fences, dlock_runs, dlock_run_names, "
-             "dlock_leaders "
+             "dlock_leaders, dlock_suspensions "
              "present (made or checked at open)");
     return DLOCK_OK;
 }
@@ -362,6 +362,10 @@ const struct dlock_store_ops dlock__sqlite_ops = {
     .last_runs = dlock__sq_last_runs,
     .value_set = dlock__sq_value_set,
     .value_get = dlock__sq_value_get,
+    .suspend = dlock__sq_suspend,
+    .resume = dlock__sq_resume,
+    .suspension = dlock__sq_suspension,
+    .suspensions = dlock__sq_suspensions,
     .watch = NULL, /* dlock_observe() polls (DLOCK_OBSERVE_POLL_MS) */
     .watch_end = NULL,
 };

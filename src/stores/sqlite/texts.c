@@ -46,6 +46,11 @@ static const struct {
     [Q_RUN_LAST] = {"run-last.sql", dlock__text_sqlite_run_last},
     [Q_VALUE_SET] = {"value-set.sql", dlock__text_sqlite_value_set},
     [Q_VALUE_GET] = {"value-get.sql", dlock__text_sqlite_value_get},
+    [Q_SUSPEND_GET] = {"suspend-get.sql", dlock__text_sqlite_suspend_get},
+    [Q_SUSPEND_PUT] = {"suspend-put.sql", dlock__text_sqlite_suspend_put},
+    [Q_SUSPEND_DELETE] = {"suspend-delete.sql",
+                          dlock__text_sqlite_suspend_delete},
+    [Q_SUSPEND_ALL] = {"suspend-all.sql", dlock__text_sqlite_suspend_all},
 };
 
 void dlock__sq_texts_free(char *out[T_COUNT])

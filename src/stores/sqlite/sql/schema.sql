@@ -16,6 +16,9 @@
 -- one row per name, written by the holder under its lock with its fence
 -- (the term); shown only while that fence is the holder's.  A file made
 -- before elections gains it on its first open by this version.
+-- dlock_suspensions: a suspended job (dlock_suspend(), `dlock suspend`),
+-- one row per name: who, since when (Unix ms) and why; run_begin skips a
+-- name with a row.  A file made before it gains it on its first open.
 --
 -- The comments after a column are part of the DDL, as the tables in a file
 -- show them (sqlite3 FILE .schema).
@@ -59,4 +62,10 @@ CREATE TABLE IF NOT EXISTS dlock_leaders (
     name  TEXT    PRIMARY KEY,
     fence INTEGER NOT NULL,  -- the term (lock fence) it was written under
     value TEXT    NOT NULL   -- UTF-8, at most DLOCK_VALUE_MAX bytes
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS dlock_suspensions (
+    name     TEXT    PRIMARY KEY,
+    by_whom  TEXT    NOT NULL,  -- USER@HOST, UTF-8
+    since_ms INTEGER NOT NULL,  -- Unix ms (CLOCK_REALTIME)
+    reason   TEXT    NOT NULL   -- UTF-8, at most DLOCK_REASON_MAX bytes
 ) WITHOUT ROWID;

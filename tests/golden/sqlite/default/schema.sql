@@ -39,3 +39,9 @@ CREATE TABLE IF NOT EXISTS dlock_leaders (
     fence INTEGER NOT NULL,  -- the term (lock fence) it was written under
     value TEXT    NOT NULL   -- UTF-8, at most DLOCK_VALUE_MAX bytes
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS dlock_suspensions (
+    name     TEXT    PRIMARY KEY,
+    by_whom  TEXT    NOT NULL,  -- USER@HOST, UTF-8
+    since_ms INTEGER NOT NULL,  -- Unix ms (CLOCK_REALTIME)
+    reason   TEXT    NOT NULL   -- UTF-8, at most DLOCK_REASON_MAX bytes
+) WITHOUT ROWID;

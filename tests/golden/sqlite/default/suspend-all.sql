@@ -1,0 +1,1 @@
+SELECT name, by_whom, since_ms, reason FROM dlock_suspensions ORDER BY name

@@ -1,0 +1,1 @@
+DELETE FROM dlock_suspensions WHERE name = ?1
