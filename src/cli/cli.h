@@ -148,10 +148,30 @@ int cli_last_run(dlock_store *store, const char *name, dlock_run *out);
  * nothing said. */
 int cli_last_runs(dlock_store *store, const char *prefix, dlock_run **runs,
                   size_t *n);
+/* Suspensions (cmd_suspend.c), shared by status, list, history, run and
+ * metrics.  "suspended by WHO at T: REASON" (escaped; ": REASON" only
+ * when there is one), and as one JSON object (null for NULL). */
+void cli_print_suspension(FILE *f, const dlock_suspension *s);
+void cli_json_suspension(FILE *f, const dlock_suspension *s);
+/* name's suspension into *out (NULL: none, or a store that cannot
+ * suspend): 0, or an exit code after saying why. */
+int cli_suspension(dlock_store *store, const char *name,
+                   dlock_suspension **out);
+/* Every suspension under prefix, sorted by name, into *out (malloc'd, *n;
+ * none from a store that cannot suspend: then *kept is 0, if not NULL):
+ * DLOCK_OK or the failing rc, nothing said; cli_suspension_find() looks a
+ * name up in them. */
+int cli_suspensions(dlock_store *store, const char *prefix,
+                    dlock_suspension **out, size_t *n, int *kept);
+const dlock_suspension *cli_suspension_find(const dlock_suspension *v, size_t n,
+                                            const char *name);
 /* cli_print_info() / cli_json_info() with the last run (NULL or fence 0:
- * none; JSON "last_run": null). */
-void cli_print_info_run(const dlock_info *info, const dlock_run *last);
-void cli_json_info_run(FILE *f, const dlock_info *info, const dlock_run *last);
+ * none; JSON "last_run": null) and the suspension (NULL: none; JSON
+ * "suspended": null). */
+void cli_print_info_run(const dlock_info *info, const dlock_run *last,
+                        const dlock_suspension *susp);
+void cli_json_info_run(FILE *f, const dlock_info *info, const dlock_run *last,
+                       const dlock_suspension *susp);
 /* cli_json_info() without the closing brace, for a caller adding keys. */
 void cli_json_info_open(FILE *f, const dlock_info *info);
 /* Is arg one of the names (e.g. "-h", "--help")? */
@@ -197,6 +217,8 @@ extern const struct cli_opt cli_list_opts[];
 extern const struct cli_opt cli_history_opts[];
 extern const struct cli_opt cli_leader_opts[];
 extern const struct cli_opt cli_release_opts[];
+extern const struct cli_opt cli_suspend_opts[];
+extern const struct cli_opt cli_resume_opts[];
 extern const struct cli_opt cli_init_opts[];
 extern const struct cli_opt cli_completion_opts[];
 extern const struct cli_opt cli_check_opts[];
@@ -342,6 +364,8 @@ int cmd_leader(const struct cli *c, int argc, char **argv);
 int cmd_status(const struct cli *c, int argc, char **argv);
 int cmd_list(const struct cli *c, int argc, char **argv);
 int cmd_release(const struct cli *c, int argc, char **argv);
+int cmd_suspend(const struct cli *c, int argc, char **argv);
+int cmd_resume(const struct cli *c, int argc, char **argv);
 int cmd_init(const struct cli *c, int argc, char **argv);
 int cmd_history(const struct cli *c, int argc, char **argv);
 int cmd_check(const struct cli *c, int argc, char **argv);

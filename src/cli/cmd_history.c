@@ -17,6 +17,9 @@ static const char help[] =
     "duration and fence.  The store keeps the last 20.\n"
     "Without NAME: the last run of every name that has runs, one line\n"
     "each (\"NAME: \" and the run), sorted by name.\n"
+    "A suspended name (dlock suspend) comes first with a line \"suspended\n"
+    "by USER@HOST at T: REASON\" (in JSON an object whose \"result\" is\n"
+    "\"suspended\", with \"by\", \"since_ms\", \"since\" and \"reason\").\n"
     "  -n N     the newest N only (1..20; with NAME only)\n"
     "  --json   a JSON array of objects, as \"last_run\" in status --json\n";
 
@@ -73,22 +76,57 @@ static int show(const dlock_run *run, void *payload)
     return 0;
 }
 
+/* A suspension as history shows it: a line, or an object whose result
+ * is "suspended" (with_name: "NAME: " before the line). */
+static void show_suspension(struct walk *w, const dlock_suspension *s,
+                            int with_name)
+{
+    if (w->json) {
+        fputs(w->n == 0 ? "\n  " : ",\n  ", stdout);
+        fputs("{\"name\":", stdout);
+        cli_json_string(stdout, s->name);
+        fputs(",\"result\":\"suspended\",\"suspension\":", stdout);
+        cli_json_suspension(stdout, s);
+        fputc('}', stdout);
+    } else {
+        if (with_name) {
+            cli_print_safe(stdout, s->name);
+            fputs(": ", stdout);
+        }
+        cli_print_suspension(stdout, s);
+        putchar('\n');
+    }
+    w->n++;
+}
+
 /* The last run of every name, sorted by name: "NAME: " and history's
- * line, or history's JSON objects (each holds its "name"). */
+ * line, or history's JSON objects (each holds its "name"); a suspended
+ * name's suspension before it. */
 static int last_runs(dlock_store *store, struct walk *w)
 {
-    dlock_run *runs;
-    size_t n;
+    dlock_suspension *susp = NULL;
+    dlock_run *runs = NULL;
+    size_t n = 0, ns = 0, j = 0;
     int rc = cli_last_runs(store, NULL, &runs, &n);
 
-    for (size_t i = 0; rc == DLOCK_OK && i < n; i++) {
+    if (rc == DLOCK_OK)
+        rc = cli_suspensions(store, NULL, &susp, &ns, NULL);
+    /* Both sorted by name: merged. */
+    for (size_t i = 0; rc == DLOCK_OK && (i < n || j < ns);) {
+        int c = i == n ? 1 : j == ns ? -1 : strcmp(runs[i].name, susp[j].name);
+
+        if (c >= 0)
+            show_suspension(w, &susp[j++], 1);
+        if (c > 0)
+            continue;
         if (!w->json) {
             cli_print_safe(stdout, runs[i].name);
             fputs(": ", stdout);
         }
-        show(&runs[i], w);
+        show(&runs[i++], w);
     }
     free(runs);
+    free(susp);
     return rc;
 }
 
@@ -114,10 +152,20 @@ int cmd_history(const struct cli *c, int argc, char **argv)
         return rc;
     if (w.json)
         putchar('[');
-    if (name == NULL)
+    if (name == NULL) {
         rc = last_runs(store, &w);
-    else
-        rc = dlock_history(store, name, w.max, show, &w);
+    } else {
+        dlock_suspension *susp = NULL;
+
+        rc = dlock_suspended(&susp, store, name);
+        if (rc == DLOCK_ENOTSUP)
+            rc = DLOCK_OK;
+        if (susp != NULL)
+            show_suspension(&w, susp, 0);
+        dlock_suspension_free(susp);
+        if (rc == DLOCK_OK)
+            rc = dlock_history(store, name, w.max, show, &w);
+    }
     if (w.json)
         fputs(w.n ? "\n]\n" : "]\n", stdout);
     if (rc == DLOCK_ENOMEM)

@@ -349,6 +349,16 @@ static int run_course(const struct cli *given_cli, struct run_opts *given)
     rc = cli_open_waiting(c, &store, &o.wait_ms);
     if (rc != 0)
         goto out;
+    /* A shared or semaphore run records no run (run_begin() is for locks
+     * only, below), so its suspension is read first, on its own. */
+    if ((o.shared || o.limit > 1) && !o.elect) {
+        rc = run_suspended(&o, store);
+        if (rc >= 0) {
+            rep.skipped =
+                rc == 0 || (o.conflict_given && rc == o.conflict_code);
+            goto out;
+        }
+    }
 again:
     rc = acquire(c, &o, store, &lock);
     rep.waited_ms = run_now_ms() - t0;
@@ -402,7 +412,7 @@ again:
     /* Shared holders and a semaphore's run side by side: a record of
      * each would mark the others' as abandoned.  Locks only. */
     if (!o.shared && o.limit == 1) {
-        rc = run_begin(&o, lock, &recorded, &rep);
+        rc = run_begin(&o, store, lock, &recorded, &rep);
         if (rc >= 0) {
             if (run_signals_got() != 0)
                 rc = stopped_by_signal(&o);

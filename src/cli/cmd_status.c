@@ -13,8 +13,10 @@ static const char help[] =
     "lease is left and the highest fence handed out.\n"
     "A semaphore (run --limit N) shows how many of its N slots are taken\n"
     "and the holder whose lease lasts longest.  Then the last recorded run\n"
-    "of NAME, if any: how it ended, where, when (see dlock history).\n"
-    "  --json   one JSON object; \"last_run\" is the last run (null if none)\n"
+    "of NAME, if any: how it ended, where, when (see dlock history), and\n"
+    "its suspension, if suspended (see dlock suspend).\n"
+    "  --json   one JSON object; \"last_run\" is the last run (null if none),\n"
+    "           \"suspended\" the suspension (null if none)\n"
     "\n"
     "exit status (as `systemctl is-active`; the same with --json):\n"
     "  0 held (by dlock or another client), 3 free (held by no one),\n"
@@ -177,7 +179,8 @@ int cli_last_runs(dlock_store *store, const char *prefix, dlock_run **runs,
     return rc;
 }
 
-void cli_print_info_run(const dlock_info *info, const dlock_run *last)
+void cli_print_info_run(const dlock_info *info, const dlock_run *last,
+                        const dlock_suspension *susp)
 {
     cli_print_info(info);
     if (last != NULL && last->fence != 0) {
@@ -185,9 +188,15 @@ void cli_print_info_run(const dlock_info *info, const dlock_run *last)
         cli_print_run(stdout, last);
         putchar('\n');
     }
+    if (susp != NULL) {
+        fputs("  ", stdout);
+        cli_print_suspension(stdout, susp);
+        fputs(" (runs skip until `dlock resume`)\n", stdout);
+    }
 }
 
-void cli_json_info_run(FILE *f, const dlock_info *info, const dlock_run *last)
+void cli_json_info_run(FILE *f, const dlock_info *info, const dlock_run *last,
+                       const dlock_suspension *susp)
 {
     cli_json_info_open(f, info);
     fputs(",\"last_run\":", f);
@@ -195,6 +204,8 @@ void cli_json_info_run(FILE *f, const dlock_info *info, const dlock_run *last)
         cli_json_run(f, last);
     else
         fputs("null", f);
+    fputs(",\"suspended\":", f);
+    cli_json_suspension(f, susp);
     fputc('}', f);
 }
 
@@ -203,6 +214,7 @@ int cmd_status(const struct cli *c, int argc, char **argv)
     const char *name = NULL;
     dlock_store *store;
     dlock_info *info = NULL;
+    dlock_suspension *susp = NULL;
     dlock_run last;
     int json = 0, rc;
 
@@ -218,19 +230,21 @@ int cmd_status(const struct cli *c, int argc, char **argv)
     rc = dlock_status(&info, store, name);
     if (rc != DLOCK_OK) {
         rc = cli_fail(rc, "status");
-    } else if ((rc = cli_last_run(store, name, &last)) != 0) {
+    } else if ((rc = cli_last_run(store, name, &last)) != 0 ||
+               (rc = cli_suspension(store, name, &susp)) != 0) {
         /* said */
     } else {
         if (json) {
-            cli_json_info_run(stdout, info, &last);
+            cli_json_info_run(stdout, info, &last, susp);
             putchar('\n');
         } else {
-            cli_print_info_run(info, &last);
+            cli_print_info_run(info, &last, susp);
         }
         /* A script tests held or free by the status alone. */
         rc = info->held ? 0 : EXIT_FREE;
     }
     dlock_info_free(info);
+    dlock_suspension_free(susp);
     dlock_store_close(store);
     return rc;
 }

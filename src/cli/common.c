@@ -740,6 +740,8 @@ const char *cli_run_word(int result)
         return "abandoned";
     case DLOCK_RUN_TIMEDOUT:
         return "timedout";
+    case DLOCK_RUN_SUSPENDED:
+        return "suspended";
     default:
         return "unknown";
     }

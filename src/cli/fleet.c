@@ -3,8 +3,9 @@
  * under a prefix, read from the store: what `dlock metrics` prints and an
  * HTTP exporter serves.  Where metrics.c keeps one host's view of its own
  * runs in a file, this reads what every host recorded: each name's last
- * run (dlock_last_runs()), its last successful run (dlock_history()), and
- * who holds it now with its fence (dlock_list(), dlock_status()).
+ * run (dlock_last_runs()), its last successful run (dlock_history()),
+ * who holds it now with its fence (dlock_list(), dlock_status()), and
+ * whether it is suspended (dlock_suspensions()).
  *
  * A scrape reads the whole answer before writing a line: a store that
  * fails midway gives an error, never half a fleet that would look like
@@ -30,6 +31,9 @@ struct job {
     int held;
     unsigned holders;
     uint64_t fence;
+    int has_susp; /* the store keeps suspensions (a 0 is known) */
+    int suspended;
+    int64_t susp_ms;
     int skip; /* not a lock name (planted by hand): no series */
 };
 
@@ -133,6 +137,56 @@ static int fill(dlock_store *store, struct job *j, const char **what)
     return rc == 1 || rc == DLOCK_ENOTSUP ? DLOCK_OK : rc;
 }
 
+/* The suspensions under prefix into s (sorted by name, as both are): a
+ * suspended name neither held nor run gets a job of its own. */
+static int suspensions(dlock_store *store, const char *prefix, struct scrape *s,
+                       const char **what)
+{
+    dlock_suspension *v;
+    size_t n, had = s->n;
+    int rc, kept;
+
+    *what = "cannot read the suspensions";
+    rc = cli_suspensions(store, prefix, &v, &n, &kept);
+    if (rc != DLOCK_OK)
+        return rc;
+    if (!kept)
+        return DLOCK_OK; /* no series: a 0 would be a claim */
+    for (size_t i = 0; i < s->n; i++)
+        s->jobs[i].has_susp = 1;
+    for (size_t i = 0; rc == DLOCK_OK && i < n; i++) {
+        struct job key, *j;
+
+        snprintf(key.name, sizeof(key.name), "%s", v[i].name);
+        j = had == 0 ? NULL
+                     : bsearch(&key, s->jobs, had, sizeof(*s->jobs), by_name);
+        if (j == NULL && (j = job_add(s, v[i].name)) == NULL) {
+            rc = DLOCK_ENOMEM;
+            break;
+        }
+        j->has_susp = 1;
+        j->suspended = 1;
+        j->susp_ms = v[i].since_ms;
+        if (!j->has_info && !j->skip) {
+            dlock_info *info = NULL;
+
+            *what = "cannot read the status";
+            rc = dlock_status(&info, store, j->name);
+            if (rc == DLOCK_OK)
+                take_info(j, info);
+            dlock_info_free(info);
+            if (rc == DLOCK_EINVAL) {
+                j->skip = 1;
+                rc = DLOCK_OK;
+            }
+        }
+    }
+    free(v);
+    if (rc == DLOCK_OK && s->n > had)
+        qsort(s->jobs, s->n, sizeof(*s->jobs), by_name);
+    return rc;
+}
+
 /* The store's answer for every name under prefix into s, sorted by
  * name; DLOCK_OK or the failing call's rc (*what: which). */
 static int gather(dlock_store *store, const char *prefix, struct scrape *s,
@@ -167,7 +221,7 @@ static int gather(dlock_store *store, const char *prefix, struct scrape *s,
             return rc;
     if (s->n > 1) /* the held names without runs among the others */
         qsort(s->jobs, s->n, sizeof(*s->jobs), by_name);
-    return DLOCK_OK;
+    return suspensions(store, prefix, s, what);
 }
 
 /* --- The families ---------------------------------------------------- */
@@ -268,14 +322,29 @@ static int v_success(const struct job *j, char v[VALUE_LEN], const char **h,
     return j->has_success;
 }
 
+static int v_suspended(const struct job *j, char v[VALUE_LEN], const char **h,
+                       const char **r)
+{
+    (void)h, (void)r;
+    snprintf(v, VALUE_LEN, "%d", j->suspended);
+    return j->has_susp;
+}
+
+static int v_suspended_since(const struct job *j, char v[VALUE_LEN],
+                             const char **h, const char **r)
+{
+    (void)h, (void)r;
+    seconds(v, j->susp_ms);
+    return j->suspended && cli_time_ok(j->susp_ms);
+}
+
 struct family {
     const char *name;
     const char *help;
     value_fn value;
 };
 
-/* In the order written.  A gauge more (dlock_job_suspended) is one entry
- * and its value_fn. */
+/* In the order written.  A gauge more is one entry and its value_fn. */
 static const struct family families[] = {
     {PREFIX "running",
      "1 while the lock NAME is held (by a dlock run or any holder), else 0.",
@@ -302,6 +371,13 @@ static const struct family families[] = {
      "When the last kept run of NAME that exited 0 ended (no series if "
      "none of the kept runs did).",
      v_success},
+    {PREFIX "suspended",
+     "1 while NAME is suspended (dlock suspend: every run skips), else 0.",
+     v_suspended},
+    {PREFIX "suspended_timestamp_seconds",
+     "Since when NAME is suspended (Unix time, the store's clock; no "
+     "series when it is not).",
+     v_suspended_since},
 };
 
 /* A label value another host wrote (its host name): escaped; a control

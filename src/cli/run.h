@@ -181,9 +181,13 @@ extern int run_quiet;
 
 /* Someone else holds name (a busy --once / --once-per run): say who. */
 void run_say_busy(dlock_store *store, const char *name);
+/* A shared or semaphore run's suspension check (it records no run): -1
+ * to go on, else the exit code (a skip, said; or a failure: a store that
+ * cannot tell does not run CMD). */
+int run_suspended(const struct run_opts *o, dlock_store *store);
 /* Decide and record the run's start: -1 to go on, else the exit code. */
-int run_begin(const struct run_opts *o, dlock_lock *lock, int *recorded,
-              struct cli_run_report *rep);
+int run_begin(const struct run_opts *o, dlock_store *store, dlock_lock *lock,
+              int *recorded, struct cli_run_report *rep);
 /* Record how the run ended, trying again through an outage while the
  * lease lasts (rfd: the self-pipe, for a signal that stops the tries);
  * dlock_run_end()'s last rc, *outage set if a try could not reach the

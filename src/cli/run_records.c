@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -85,11 +86,65 @@ static void say_ran(const char *name, const dlock_run *last)
     cli_msg_say(&m, CLI_LOG_NOTICE);
 }
 
+/* The skip line of a suspended name: "suspended by WHO at T: REASON",
+ * the reason read now (dlock_run_begin() said who and since when; a
+ * suspension lifted meanwhile is said without one).  A notice, as the
+ * other skips. */
+static void say_suspended(dlock_store *store, const char *name,
+                          const dlock_run *last)
+{
+    dlock_suspension *now = NULL, said;
+    struct cli_msg m;
+    FILE *f;
+
+    if (cli_quiet || run_quiet)
+        return;
+    if (dlock_suspended(&now, store, name) != DLOCK_OK || now == NULL) {
+        memset(&said, 0, sizeof(said));
+        snprintf(said.by, sizeof(said.by), "%s", last->host);
+        said.since_ms = last->start_ms;
+    }
+    if ((f = cli_msg_open(&m)) == NULL) {
+        dlock_suspension_free(now);
+        return;
+    }
+    fputs("run: '", f);
+    cli_print_safe(f, name);
+    fputs("' is ", f);
+    cli_print_suspension(f, now != NULL ? now : &said);
+    fputs("; not running the command (dlock resume lifts it)", f);
+    cli_msg_say(&m, CLI_LOG_NOTICE);
+    dlock_suspension_free(now);
+}
+
+int run_suspended(const struct run_opts *o, dlock_store *store)
+{
+    dlock_suspension *now = NULL;
+    dlock_run said;
+    int rc = dlock_suspended(&now, store, o->name);
+
+    if (rc == DLOCK_ENOTSUP || (rc == DLOCK_OK && now == NULL))
+        return -1;
+    if (rc != DLOCK_OK) {
+        /* Fail closed, as a ruled run does: it may be suspended. */
+        cli_err("run: cannot tell whether '%s' is suspended (%s); not "
+                "running the command",
+                o->name, dlock_errmsg());
+        return cli_exit_code(rc);
+    }
+    memset(&said, 0, sizeof(said));
+    snprintf(said.host, sizeof(said.host), "%s", now->by);
+    said.start_ms = now->since_ms;
+    dlock_suspension_free(now);
+    say_suspended(store, o->name, &said);
+    return o->conflict_given ? o->conflict_code : 0;
+}
+
 /* Decide and record the run's start (dlock_run_begin()).  -1: go on
  * (with *recorded set when the run is recorded); else the exit code (a
  * skip, 0 by default, or a failure). */
-int run_begin(const struct run_opts *o, dlock_lock *lock, int *recorded,
-              struct cli_run_report *rep)
+int run_begin(const struct run_opts *o, dlock_store *store, dlock_lock *lock,
+              int *recorded, struct cli_run_report *rep)
 {
     dlock_run_rule rule = DLOCK_RUN_RULE_INIT;
     dlock_run *last = NULL;
@@ -102,6 +157,12 @@ int run_begin(const struct run_opts *o, dlock_lock *lock, int *recorded,
         *recorded = 1;
         dlock_run_free(last);
         return -1;
+    }
+    if (rc == DLOCK_OK && last != NULL && last->result == DLOCK_RUN_SUSPENDED) {
+        say_suspended(store, o->name, last);
+        dlock_run_free(last);
+        rep->skipped = 1;
+        return o->conflict_given ? o->conflict_code : 0;
     }
     if (rc == DLOCK_OK) {
         say_ran(o->name, last);

@@ -327,9 +327,8 @@ struct dlock_store_ops {
      * skipped before any rule (*go = 0, nothing written) with *last =
      * {result DLOCK_RUN_SUSPENDED, host = by, start_ms = since_ms, fence
      * 0, pid 0, end_ms 0, status -1}. */
-    int (*suspend)(struct dlock_store *store, const char *name,
-                   const char *by, const char *reason, int *was,
-                   dlock_suspension *cur);
+    int (*suspend)(struct dlock_store *store, const char *name, const char *by,
+                   const char *reason, int *was, dlock_suspension *cur);
     int (*resume)(struct dlock_store *store, const char *name, int *was,
                   dlock_suspension *cur);
     int (*suspension)(struct dlock_store *store, const char *name, int *was,

@@ -116,7 +116,8 @@ dlock_rc dlock_suspend(int *out_was, dlock_store *s, const char *name,
         snprintf(who, sizeof(who), "%s", by);
     if (reason == NULL)
         reason = "";
-    if (strlen(reason) > DLOCK_REASON_MAX || !plain_text(reason, strlen(reason)))
+    if (strlen(reason) > DLOCK_REASON_MAX ||
+        !plain_text(reason, strlen(reason)))
         return dlock__seterr(DLOCK_EINVAL,
                              "the reason must be at most %d bytes of UTF-8 "
                              "without control characters",

@@ -1344,15 +1344,16 @@ int main(int argc, char **argv)
                 pids[idx] = start_worker(&c, argv, idx, ++gens[idx], end);
             } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
                        c.nemesis != NULL && n_nemeses > 0 &&
-                       (nem > 0 || now_ms() < nemeses[n_nemeses - 1].end /
-                                                      1000 + RECOVER_MS)) {
+                       (nem > 0 ||
+                        now_ms() <
+                            nemeses[n_nemeses - 1].end / 1000 + RECOVER_MS)) {
                 /* Its time is up, but a fault is still on (a nemesis that
                  * waits for a failover can outlast the run) or healed just
                  * now: it runs on, a new generation, until RECOVER_MS after
                  * the heal, so that recovery is seen, not cut off. */
-                int64_t until = nem > 0 ? now_ms() + RECOVER_MS
-                                        : nemeses[n_nemeses - 1].end / 1000 +
-                                              RECOVER_MS;
+                int64_t until =
+                    nem > 0 ? now_ms() + RECOVER_MS
+                            : nemeses[n_nemeses - 1].end / 1000 + RECOVER_MS;
 
                 pids[idx] = start_worker(&c, argv, idx, ++gens[idx], until);
             } else {

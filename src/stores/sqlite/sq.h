@@ -170,9 +170,8 @@ int dlock__sq_force_release(struct dlock_store *st, const char *name,
  * run_begin (in its transaction): 1 and *r filled as store.h says when
  * lk's name is suspended, 0 when not, SQLERR-style -1 on a failed step
  * (the caller reports it with dlock__sq_error()). */
-int dlock__sq_suspend(struct dlock_store *st, const char *name,
-                      const char *by, const char *reason, int *was,
-                      dlock_suspension *cur);
+int dlock__sq_suspend(struct dlock_store *st, const char *name, const char *by,
+                      const char *reason, int *was, dlock_suspension *cur);
 int dlock__sq_resume(struct dlock_store *st, const char *name, int *was,
                      dlock_suspension *cur);
 int dlock__sq_suspension(struct dlock_store *st, const char *name, int *was,

@@ -85,8 +85,7 @@ int dlock__sq_suspended_run(struct sqlite_store *ss,
 /* suspend (put != 0) or resume: read, then insert if none or delete if
  * one, in one transaction. */
 static int change(struct dlock_store *st, const char *name, const char *by,
-                  const char *reason, int *was, dlock_suspension *cur,
-                  int put)
+                  const char *reason, int *was, dlock_suspension *cur, int put)
 {
     struct sqlite_store *ss = (struct sqlite_store *)st;
     const char *what = put ? "suspend" : "resume";
@@ -134,9 +133,8 @@ out:
     return rc;
 }
 
-int dlock__sq_suspend(struct dlock_store *st, const char *name,
-                      const char *by, const char *reason, int *was,
-                      dlock_suspension *cur)
+int dlock__sq_suspend(struct dlock_store *st, const char *name, const char *by,
+                      const char *reason, int *was, dlock_suspension *cur)
 {
     return change(st, name, by, reason, was, cur, 1);
 }
