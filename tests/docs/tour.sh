@@ -57,5 +57,8 @@ expect "^dlock: run: 'report' already ran at " "--once-per skips the second run"
 expect '^exited 0 on host ' "history shows the run"
 expect '^dlock_job_last_exit_status\{name="report",host="[^"]+"\} 0$' "metrics shows the run's exit status"
 expect '^dlock_metrics_scrape_ok 1$' "metrics says the store was read"
+expect "^dlock: run: 'report' is suspended by [^ ]+@[^ ]+ at [0-9T:.Z-]+: db2 in maintenance" "a suspended job's run skips and says who, when, why"
+expect '^report: resumed \(was suspended by ' "resume says what it lifted"
+expect '^stopped: exit 124$' "--max-runtime stops the command, exit 124"
 if [ $rc -ne 0 ]; then echo "FAIL the tour exited $rc"; fail=1; fi
 exit $fail

@@ -88,7 +88,7 @@ static int change(struct dlock_store *st, const char *name, const char *by,
                   const char *reason, int *was, dlock_suspension *cur, int put)
 {
     struct sqlite_store *ss = (struct sqlite_store *)st;
-    const char *what = put ? "suspend" : "resume";
+    const char *what = "suspension record";
     sqlite3_stmt *s;
     int found, rc, src;
 
@@ -154,7 +154,7 @@ int dlock__sq_suspension(struct dlock_store *st, const char *name, int *was,
     dlock__sq_lock(ss, dlock__sq_deadline(ss));
     found = get(ss, name, strlen(name), cur);
     if (found < 0)
-        rc = dlock__sq_error(ss, "suspension");
+        rc = dlock__sq_error(ss, "suspension record");
     *was = found == 1;
     dlock__sq_unlock(ss);
     return rc;
@@ -174,7 +174,7 @@ int dlock__sq_suspensions(struct dlock_store *st, const char *prefix,
     dlock__sq_lock(ss, dlock__sq_deadline(ss));
     s = dlock__sq_stmt(ss, Q_SUSPEND_ALL);
     if (s == NULL) {
-        rc = dlock__sq_error(ss, "suspensions");
+        rc = dlock__sq_error(ss, "suspension records");
         goto out;
     }
     while ((src = sqlite3_step(s)) == SQLITE_ROW) {
@@ -204,7 +204,7 @@ int dlock__sq_suspensions(struct dlock_store *st, const char *prefix,
         n++;
     }
     if (rc == DLOCK_OK && src != SQLITE_DONE)
-        rc = dlock__sq_error(ss, "suspensions");
+        rc = dlock__sq_error(ss, "suspension records");
     sqlite3_reset(s);
 out:
     dlock__sq_unlock(ss);
