@@ -21,8 +21,9 @@ static const char help[] =
     "dlock_metrics_scrape_ok.  When the store cannot be read it prints\n"
     "dlock_metrics_scrape_ok 0 and dlock_metrics_scrape_error, says why\n"
     "on stderr and exits 69.  See docs/metrics.md.\n"
-    "  -w, --timeout SEC  give up opening the store after SEC (default 10;\n"
-    "                     each read after it gets the URL's ?timeout=)\n"
+    "  -w, --timeout SEC  give up opening the store after SEC (default 10),\n"
+    "                     and reading it after SEC more (each read gets the\n"
+    "                     URL's ?timeout=)\n"
     "  --listen ADDR:PORT serve the text over HTTP at /metrics, read from\n"
     "                     the store on each scrape (a 503 with the error\n"
     "                     series while it cannot be read), until SIGTERM\n"
@@ -111,12 +112,18 @@ int cmd_metrics(const struct cli *c, int argc, char **argv)
     rc = cli_args_parse(&args, argc, argv, take, &o, &prefix);
     if (rc != 0)
         return rc < 0 ? 0 : rc;
+    /* A prefix no name can start with is said now, not on every scrape. */
+    if (prefix != NULL && strlen(prefix) > DLOCK_NAME_MAX) {
+        cli_err("metrics: PREFIX is longer than a name (%d bytes)",
+                DLOCK_NAME_MAX);
+        return EXIT_USAGE;
+    }
     if (o.listen != NULL)
         return cli_metrics_serve(c, prefix, o.listen, o.open_ms);
     rc = cli_open_result(dlock_store_open_within(&store, c->url, o.open_ms));
     if (rc != 0)
         return say_failure(rc);
-    rc = cli_fleet_metrics(store, prefix, &text, &len, &err);
+    rc = cli_fleet_metrics(store, prefix, o.open_ms, &text, &len, &err);
     dlock_store_close(store);
     if (rc != 0) {
         cli_log_safe(CLI_LOG_ERR, err != NULL ? err : "metrics: failed");

@@ -13,6 +13,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fleet.h"
 
@@ -40,8 +41,28 @@ struct job {
 struct scrape {
     struct job *jobs;
     size_t n, cap;
-    size_t nruns; /* jobs[0..nruns): from the last runs, sorted by name */
+    size_t nruns;     /* jobs[0..nruns): from the last runs, sorted by name */
+    int64_t deadline; /* CLOCK_MONOTONIC ms; 0: none */
+    int overrun;      /* the deadline passed before the reads were done */
 };
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Before each read after the first: has the whole scrape's deadline
+ * passed?  (Each read is bounded by the store's ?timeout=; a fleet of
+ * many names read one by one is bounded here.) */
+static int overrun(struct scrape *s)
+{
+    if (s->deadline != 0 && mono_ms() > s->deadline)
+        s->overrun = 1;
+    return s->overrun;
+}
 
 static struct job *job_add(struct scrape *s, const char *name)
 {
@@ -167,7 +188,9 @@ static int suspensions(dlock_store *store, const char *prefix, struct scrape *s,
         j->has_susp = 1;
         j->suspended = 1;
         j->susp_ms = v[i].since_ms;
-        if (!j->has_info && !j->skip) {
+        if (!j->has_info && !j->skip && overrun(s)) {
+            rc = DLOCK_EUNAVAIL;
+        } else if (!j->has_info && !j->skip) {
             dlock_info *info = NULL;
 
             *what = "cannot read the status";
@@ -216,9 +239,12 @@ static int gather(dlock_store *store, const char *prefix, struct scrape *s,
     rc = dlock_list(store, prefix, keep_held, s);
     if (rc != DLOCK_OK)
         return rc;
-    for (size_t i = 0; i < s->nruns; i++)
+    for (size_t i = 0; i < s->nruns; i++) {
+        if (overrun(s))
+            return DLOCK_EUNAVAIL;
         if (!s->jobs[i].skip && (rc = fill(store, &s->jobs[i], what)) != 0)
             return rc;
+    }
     if (s->n > 1) /* the held names without runs among the others */
         qsort(s->jobs, s->n, sizeof(*s->jobs), by_name);
     return suspensions(store, prefix, s, what);
@@ -460,10 +486,21 @@ static char *one_line(const char *what, int rc)
     return line;
 }
 
-int cli_fleet_metrics(dlock_store *store, const char *prefix, char **text,
-                      size_t *len, char **err)
+static char *overrun_line(int64_t budget_ms)
 {
-    struct scrape s = {NULL, 0, 0, 0};
+    char line[160];
+
+    snprintf(line, sizeof(line),
+             "metrics: the store's answers took over %lld ms in all (-w); "
+             "the other names were not read",
+             (long long)budget_ms);
+    return strdup(line);
+}
+
+int cli_fleet_metrics(dlock_store *store, const char *prefix,
+                      int64_t budget_ms, char **text, size_t *len, char **err)
+{
+    struct scrape s = {NULL, 0, 0, 0, 0, 0};
     const char *what = "";
     FILE *f;
     int rc;
@@ -471,6 +508,8 @@ int cli_fleet_metrics(dlock_store *store, const char *prefix, char **text,
     *text = NULL;
     *len = 0;
     *err = NULL;
+    if (budget_ms > 0)
+        s.deadline = mono_ms() + budget_ms;
     rc = gather(store, prefix, &s, &what);
     if (rc != DLOCK_OK) {
         int code = rc == DLOCK_ENOMEM ? EXIT_INTERNAL : cli_exit_code(rc);
@@ -478,6 +517,8 @@ int cli_fleet_metrics(dlock_store *store, const char *prefix, char **text,
         free(s.jobs);
         if (code == EXIT_INTERNAL && rc == DLOCK_ENOMEM)
             *err = strdup("metrics: out of memory");
+        else if (s.overrun)
+            *err = overrun_line(budget_ms);
         else
             *err = one_line(what, rc);
         return code == 0 ? EXIT_INTERNAL : code;

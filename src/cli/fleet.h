@@ -7,6 +7,7 @@
 #define DLOCK_CLI_FLEET_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "cli.h"
 
@@ -15,10 +16,11 @@
  * code (69 store unavailable, 70 internal) with *err malloc'd (one
  * line, no password).  (64 too: a prefix the store refuses as no name's
  * start, too long.)  Nothing is printed; each store call is bounded by
- * the store's own I/O timeout (the URL's ?timeout=), and the first that
- * fails ends the scrape. */
-int cli_fleet_metrics(dlock_store *store, const char *prefix, char **text,
-                      size_t *len, char **err);
+ * the store's own I/O timeout (the URL's ?timeout=), the whole by
+ * budget_ms (> 0; checked between the calls: 69 when it has passed), and
+ * the first that fails ends the scrape. */
+int cli_fleet_metrics(dlock_store *store, const char *prefix,
+                      int64_t budget_ms, char **text, size_t *len, char **err);
 
 /* The text of a scrape that failed with exit code code (from
  * cli_fleet_metrics()): dlock_metrics_scrape_ok 0 and

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fleet.h"
@@ -65,13 +66,30 @@ int cli_metrics_serve(const struct cli *c, const char *prefix,
 
 #define PROM_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
+/* A scrape is read from the store at most once in this long: scrapes
+ * that come closer (several Prometheus servers, a loop of HEADs) get the
+ * last answer again, so the store's load does not follow the scrapers'. */
+#define CACHE_MS 1000
+
 struct server {
     const struct cli *c;
     const char *prefix;
     int64_t open_ms;
     dlock_store *store; /* NULL until an open succeeds */
     int failing;        /* the last scrape failed (said once) */
+    char *last;         /* the last answer's body, status and time */
+    size_t last_len;
+    unsigned last_status;
+    int64_t last_at; /* CLOCK_MONOTONIC ms; 0: none */
 };
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /* spec "ADDR:PORT" as a socket address: 0, or -1 (nothing said). */
 static int parse_listen(const char *spec, struct sockaddr_storage *ss,
@@ -204,9 +222,49 @@ static enum MHD_Result answer_const(struct MHD_Connection *conn,
     return answer(conn, status, copy, strlen(copy), "text/plain");
 }
 
-/* One scrape: the store's text (200), or the failure's (503).  A change
- * between readable and not is said once on stderr, not on every scrape. */
+static enum MHD_Result scrape_store(struct server *s,
+                                    struct MHD_Connection *conn);
+
+/* Answer text (taken) with status, keeping a copy as the last answer. */
+static enum MHD_Result answer_kept(struct server *s,
+                                   struct MHD_Connection *conn,
+                                   unsigned status, char *text, size_t len)
+{
+    char *copy = malloc(len + 1);
+
+    free(s->last);
+    s->last = copy;
+    s->last_at = 0;
+    if (copy != NULL) {
+        memcpy(copy, text, len);
+        copy[len] = '\0';
+        s->last_len = len;
+        s->last_status = status;
+        s->last_at = mono_ms();
+    }
+    return answer(conn, status, text, len, PROM_TYPE);
+}
+
+/* One scrape: the store's text (200), or the failure's (503); the last
+ * answer again within CACHE_MS of it.  A change between readable and
+ * not is said once on stderr, not on every scrape. */
 static enum MHD_Result scrape(struct server *s, struct MHD_Connection *conn)
+{
+    if (s->last != NULL && s->last_at != 0 &&
+        mono_ms() - s->last_at < CACHE_MS) {
+        char *copy = malloc(s->last_len + 1);
+
+        if (copy == NULL)
+            return MHD_NO;
+        memcpy(copy, s->last, s->last_len + 1);
+        return answer(conn, s->last_status, copy, s->last_len, PROM_TYPE);
+    }
+    return scrape_store(s, conn);
+}
+
+/* A scrape read from the store. */
+static enum MHD_Result scrape_store(struct server *s,
+                                    struct MHD_Connection *conn)
 {
     char *text = NULL, *err = NULL, *msg = NULL;
     size_t len = 0;
@@ -224,12 +282,13 @@ static enum MHD_Result scrape(struct server *s, struct MHD_Connection *conn)
         }
     }
     if (s->store != NULL) {
-        rc = cli_fleet_metrics(s->store, s->prefix, &text, &len, &err);
+        rc = cli_fleet_metrics(s->store, s->prefix, s->open_ms, &text, &len,
+                               &err);
         if (rc == 0) {
             if (s->failing)
                 cli_notice("metrics: the store can be read again");
             s->failing = 0;
-            return answer(conn, MHD_HTTP_OK, text, len, PROM_TYPE);
+            return answer_kept(s, conn, MHD_HTTP_OK, text, len);
         }
         msg = err;
     }
@@ -241,7 +300,7 @@ static enum MHD_Result scrape(struct server *s, struct MHD_Connection *conn)
         free(text);
         return MHD_NO;
     }
-    return answer(conn, MHD_HTTP_SERVICE_UNAVAILABLE, text, len, PROM_TYPE);
+    return answer_kept(s, conn, MHD_HTTP_SERVICE_UNAVAILABLE, text, len);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
@@ -290,7 +349,7 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 int cli_metrics_serve(const struct cli *c, const char *prefix,
                       const char *listen, int64_t open_ms)
 {
-    struct server s = {c, prefix, open_ms, NULL, 0};
+    struct server s = {c, prefix, open_ms, NULL, 0, NULL, 0, 0, 0};
     struct MHD_Daemon *d;
     char shown[INET6_ADDRSTRLEN + 16], *red = NULL;
     sigset_t stop, old;
@@ -348,6 +407,7 @@ int cli_metrics_serve(const struct cli *c, const char *prefix,
      * and closes fd: libmicrohttpd owns it from a successful start on. */
     MHD_stop_daemon(d);
     dlock_store_close(s.store);
+    free(s.last);
     /* A second SIGTERM/SIGINT, pending while we stopped, would end the
      * process with 143 once unblocked: ignoring them discards it (POSIX),
      * and dlock only exits from here. */
