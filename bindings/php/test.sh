@@ -3,7 +3,8 @@
 #
 #   bindings/php/test.sh LIBDLOCK_PATH [DLOCK_CLI_PATH]
 #
-# Runs tests/test_store.php, tests/test_runs.php and tests/test_elect.php
+# Runs tests/test_store.php, tests/test_runs.php, tests/test_elect.php and
+# tests/test_suspend.php (which skips a store that cannot suspend yet)
 # against SQLite (a temporary directory) and
 # against each network store named by DLOCK_TEST_REDIS_URL,
 # DLOCK_TEST_POSTGRES_URL, DLOCK_TEST_MYSQL_URL, DLOCK_TEST_REDIS_SENTINEL_URL,
@@ -92,6 +93,7 @@ check "php -l of every file${lint:+: $lint}" test -z "$lint"
 run sqlite "$here/tests/test_store.php" "sqlite://$tmp/php-test.db" "${cliarg[@]}"
 run sqlite "$here/tests/test_runs.php" "sqlite://$tmp/php-test.db"
 run sqlite "$here/tests/test_elect.php" "sqlite://$tmp/php-test.db"
+run sqlite "$here/tests/test_suspend.php" "sqlite://$tmp/php-test.db"
 fi
 
 for var in DLOCK_TEST_REDIS_URL DLOCK_TEST_POSTGRES_URL DLOCK_TEST_MYSQL_URL \
@@ -126,6 +128,7 @@ for var in DLOCK_TEST_REDIS_URL DLOCK_TEST_POSTGRES_URL DLOCK_TEST_MYSQL_URL \
         run "$tag" "$here/tests/test_store.php" "$url" "${cliarg[@]}"
         run "$tag" "$here/tests/test_runs.php" "$url"
         run "$tag" "$here/tests/test_elect.php" "$url"
+        run "$tag" "$here/tests/test_suspend.php" "$url"
     fi
     if [ "$var" = DLOCK_TEST_MYSQL_URL ] && [ "$only" != mysql ]; then
         if command -v mysql >/dev/null; then

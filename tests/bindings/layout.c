@@ -86,11 +86,18 @@ int main(void)
         F(dlock_run, pid),    F(dlock_run, start_ms), F(dlock_run, end_ms),
         F(dlock_run, result), F(dlock_run, status),
     };
+    static const struct field suspension[] = {
+        F(dlock_suspension, name),
+        F(dlock_suspension, by),
+        F(dlock_suspension, since_ms),
+        F(dlock_suspension, reason),
+    };
 
     printf("const options_version %d\n", DLOCK_OPTIONS_VERSION);
     SHOW(dlock_options, options);
     SHOW(dlock_info, info);
     SHOW(dlock_run_rule, rule);
     SHOW(dlock_run, run);
+    SHOW(dlock_suspension, suspension);
     return bad;
 }

@@ -10,7 +10,7 @@ require $argv[1] . '/autoload.php'; // bindings/php
 
 $ffi = \Dlock\Ffi::get();
 printf("const options_version %d\n", \Dlock\Ffi::OPTIONS_VERSION);
-foreach (['dlock_options', 'dlock_info', 'dlock_run_rule', 'dlock_run'] as $t) {
+foreach (['dlock_options', 'dlock_info', 'dlock_run_rule', 'dlock_run', 'dlock_suspension'] as $t) {
     $type = $ffi->type($t);
     printf("struct %s %d\n", $t, \FFI::sizeof($type));
     foreach ($type->getStructFieldNames() as $f) {

@@ -12,7 +12,8 @@ from dlock import _constants, _ffi  # noqa: E402
 
 print("const options_version %d" % _constants._OPTIONS_VERSION)
 for cname, cls in (("dlock_options", _ffi._Options), ("dlock_info", _ffi._Info),
-                   ("dlock_run_rule", _ffi._RunRule), ("dlock_run", _ffi._Run)):
+                   ("dlock_run_rule", _ffi._RunRule), ("dlock_run", _ffi._Run),
+                   ("dlock_suspension", _ffi._Suspension)):
     print("struct %s %d" % (cname, ctypes.sizeof(cls)))
     for name, _ in cls._fields_:
         f = getattr(cls, name)

@@ -73,6 +73,13 @@ typedef struct dlock_run {
     int status;
 } dlock_run;
 typedef int (*dlock_run_cb)(const dlock_run *run, void *payload);
+typedef struct dlock_suspension {
+    char name[1025];
+    char by[256];
+    int64_t since_ms;
+    char reason[1025];
+} dlock_suspension;
+typedef int (*dlock_suspension_cb)(const dlock_suspension *s, void *payload);
 int dlock_options_init(dlock_options *opts, unsigned version);
 const char *dlock_default_url(void);
 int dlock_store_open(dlock_store **out, const char *url);
@@ -99,6 +106,11 @@ int dlock_run_end(dlock_lock *lock, int result, int status);
 int dlock_history(dlock_store *store, const char *name, unsigned max, dlock_run_cb cb, void *payload);
 int dlock_last_runs(dlock_store *store, const char *prefix, dlock_run_cb cb, void *payload);
 void dlock_run_free(dlock_run *run);
+int dlock_suspend(int *out_was, dlock_store *store, const char *name, const char *by, const char *reason);
+int dlock_resume(dlock_suspension **out, dlock_store *store, const char *name);
+int dlock_suspended(dlock_suspension **out, dlock_store *store, const char *name);
+int dlock_suspensions(dlock_store *store, const char *prefix, dlock_suspension_cb cb, void *payload);
+void dlock_suspension_free(dlock_suspension *s);
 int dlock_elect(dlock_lock **out, dlock_store *store, const char *name, const char *value, const dlock_options *opts);
 int dlock_proclaim(dlock_lock *lock, const char *value);
 int dlock_leader(dlock_info **out, dlock_store *store, const char *name);

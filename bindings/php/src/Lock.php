@@ -163,8 +163,10 @@ final class Lock
      *                            the store's clock.
      * @return array{0: bool, 1: ?Run} [go, last]: go true (recorded: end
      *         it with runEnd()) or false (skip: a run already did the
-     *         job); last the run that decided a skip, or the run before
-     *         this one (null if none).
+     *         job, or the name is suspended, Store::suspend(), whatever
+     *         the rule); last the run that decided a skip (Run::SUSPENDED
+     *         for a suspension: who, since when), or the run before this
+     *         one (null if none).
      * @throws LostException (nothing recorded)
      * @throws NotSupportedException a store without run records
      */

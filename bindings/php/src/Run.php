@@ -23,6 +23,12 @@ final class Run
     public const ABANDONED = 4;
     /** Stopped by its time limit (dlock run --max-runtime; $status: what it ended with). */
     public const TIMEDOUT = 5;
+    /**
+     * Never a stored run: Lock::runBegin()'s $last when it skipped because
+     * the name is suspended (Store::suspend()): $host is who suspended it,
+     * $start since when; $fence and $pid 0, $end null, $status -1.
+     */
+    public const SUSPENDED = 6;
     /** How many runs the store keeps per name (DLOCK_RUNS_KEPT). */
     public const KEPT = 20;
 
@@ -30,6 +36,7 @@ final class Run
         self::RUNNING => 'running', self::EXITED => 'exited',
         self::SIGNALED => 'signaled', self::LOST => 'lost',
         self::ABANDONED => 'abandoned', self::TIMEDOUT => 'timedout',
+        self::SUSPENDED => 'suspended',
     ];
 
     public function __construct(
@@ -45,14 +52,14 @@ final class Run
         public readonly float $start,
         /** When it ended; null while running or when abandoned. */
         public readonly ?float $end,
-        /** One of RUNNING, EXITED, SIGNALED, LOST, ABANDONED. */
+        /** One of RUNNING, EXITED, SIGNALED, LOST, ABANDONED, TIMEDOUT; SUSPENDED for a skip of a suspended name. */
         public readonly int $result,
         /** Exit status (EXITED), signal (SIGNALED), or -1. */
         public readonly int $status
     ) {
     }
 
-    /** "running", "exited", "signaled", "lost" or "abandoned". */
+    /** "running", "exited", "signaled", "lost", "abandoned", "timedout" or "suspended". */
     public function resultName(): string
     {
         return self::NAMES[$this->result] ?? "result {$this->result}";

@@ -400,6 +400,113 @@ final class Store
         }
     }
 
+    /**
+     * Suspend $name everywhere (dlock_suspend()): from now on
+     * Lock::runBegin() of it skips (go false, $last a Run::SUSPENDED run)
+     * and runOnce() does not call the job, on every host, until resume().
+     * A run already going on goes on.
+     *
+     * @param string|null $reason why: up to Suspension::REASON_MAX bytes of
+     *                            UTF-8 without control characters; null: none.
+     * @param string|null $by     who: up to 255 bytes likewise; null: USER@HOST.
+     * @return bool true if $name was suspended already (its record is left
+     *              as it was), else false.
+     * @throws InvalidArgumentException a bad name, reason or by
+     * @throws NotSupportedException a store without suspension
+     * @throws UnavailableException|StoreException
+     */
+    public function suspend(string $name, ?string $reason = null, ?string $by = null): bool
+    {
+        self::noNul($name, 'name');
+        if ($reason !== null) {
+            self::noNul($reason, 'reason');
+        }
+        if ($by !== null) {
+            self::noNul($by, 'by');
+        }
+        $ffi = Ffi::get();
+        $was = $ffi->new('int');
+        $rc = $ffi->dlock_suspend(\FFI::addr($was), $this->h(), $name, $by, $reason);
+        if ($rc !== Exception::OK) {
+            throw Exception::fromRc($rc, "suspend \"$name\"");
+        }
+        return $was->cdata !== 0;
+    }
+
+    /**
+     * Lift $name's suspension (dlock_resume()): the Suspension lifted, or
+     * null if it was not suspended.
+     * @throws InvalidArgumentException|NotSupportedException|UnavailableException|StoreException
+     */
+    public function resume(string $name): ?Suspension
+    {
+        return $this->suspension('dlock_resume', 'resume', $name);
+    }
+
+    /**
+     * $name's Suspension (dlock_suspended()), or null if it is not
+     * suspended.
+     * @throws InvalidArgumentException|NotSupportedException|UnavailableException|StoreException
+     */
+    public function suspended(string $name): ?Suspension
+    {
+        return $this->suspension('dlock_suspended', 'suspended', $name);
+    }
+
+    /**
+     * Every suspended name starting with $prefix ('' or null: all), in no
+     * particular order.
+     * @return Suspension[]
+     * @throws InvalidArgumentException|NotSupportedException|UnavailableException|StoreException
+     */
+    public function suspensions(?string $prefix = null): array
+    {
+        if ($prefix !== null) {
+            self::noNul($prefix, 'prefix');
+        }
+        $ffi = Ffi::get();
+        $found = [];
+        $error = null;
+        // Called synchronously, on this thread, inside dlock_suspensions().
+        $cb = function ($s, $payload) use (&$found, &$error): int {
+            try {
+                $found[] = Suspension::fromC($s[0]);
+                return 0;
+            } catch (\Throwable $e) {
+                $error = $e;
+                return 1;
+            }
+        };
+        $rc = $ffi->dlock_suspensions($this->h(), $prefix, $cb, null);
+        if ($error !== null) {
+            throw $error;
+        }
+        if ($rc !== Exception::OK) {
+            throw Exception::fromRc($rc, 'suspensions');
+        }
+        return $found;
+    }
+
+    /** dlock_resume()/dlock_suspended(): one record handed out, or none. */
+    private function suspension(string $fn, string $what, string $name): ?Suspension
+    {
+        self::noNul($name, 'name');
+        $ffi = Ffi::get();
+        $out = $ffi->new('dlock_suspension *');
+        $rc = $ffi->$fn(\FFI::addr($out), $this->h(), $name);
+        if ($rc !== Exception::OK) {
+            throw Exception::fromRc($rc, "$what \"$name\"");
+        }
+        if (\FFI::isNull($out)) {
+            return null;
+        }
+        try {
+            return Suspension::fromC($out[0]);
+        } finally {
+            $ffi->dlock_suspension_free($out);
+        }
+    }
+
     /** dlock_history()/dlock_last_runs(): $call($ffi, $cb) returns a code. */
     private function runs(callable $call): array
     {

@@ -69,6 +69,11 @@ who leads (a :class:`Leader` or None); ``store.observe(name, callback)``
 and ``store.observe_iter(name)`` report each change, cancellable like a
 wait.
 
+Suspension: ``store.suspend(name, reason)`` pauses a job everywhere (its
+``run_begin()`` skips, with a :data:`RUN_SUSPENDED` ``last``, until
+``store.resume(name)``); ``store.suspended(name)`` and
+``store.suspensions(prefix)`` say what is suspended (:class:`Suspension`).
+
 Fork: as libdlock documents, a child made by ``fork()`` never releases or
 renews its parent's locks; calls on an inherited :class:`Lock` or
 :class:`Store` in the child raise :class:`InvalidArgument`, and the
@@ -92,15 +97,15 @@ from ._cancel import Cancel
 from ._constants import (
     BUSY, DEFAULT_TTL, ECANCELED, EINVAL, ENOMEM, ENOTSUP, ESTORE, EUNAVAIL,
     EXPIRING, LIMIT_MAX, LOST, NAME_MAX, OK, RUN_ABANDONED, RUN_EXITED, RUN_TIMEDOUT,
-    OBSERVE_POLL, RUN_LOST, RUN_RUNNING, RUN_SIGNALED, RUNS_KEPT, SONAME,
-    TTL_MIN, VALUE_MAX, WAIT_FOREVER)
+    OBSERVE_POLL, REASON_MAX, RUN_LOST, RUN_RUNNING, RUN_SIGNALED,
+    RUN_SUSPENDED, RUNS_KEPT, SONAME, TTL_MIN, VALUE_MAX, WAIT_FOREVER)
 from ._errors import (
     Busy, Cancelled, DlockError, Expiring, InvalidArgument, Lost,
     NotHeld, NotSupported, OutOfMemory, StoreError, Timeout, Unavailable)
 from ._functions import (
     ddl, default_url, library_path, redact, schemes, version)
 from ._elect import Candidate
-from ._info import Leader, LockInfo, Run, RunOutcome
+from ._info import Leader, LockInfo, Run, RunOutcome, Suspension
 from ._lock import Lock
 from ._process import _lost_targets  # noqa: F401
 from ._store import Store
@@ -115,7 +120,8 @@ __all__ = [
     "ECANCELED",
     "NAME_MAX", "LIMIT_MAX", "TTL_MIN", "DEFAULT_TTL",
     "Run", "RunOutcome", "RUN_RUNNING", "RUN_EXITED", "RUN_SIGNALED",
-    "RUN_LOST", "RUN_ABANDONED", "RUN_TIMEDOUT", "RUNS_KEPT",
+    "RUN_LOST", "RUN_ABANDONED", "RUN_TIMEDOUT", "RUN_SUSPENDED",
+    "RUNS_KEPT", "Suspension", "REASON_MAX",
     "Candidate", "Leader", "VALUE_MAX", "OBSERVE_POLL",
 ]
 

@@ -30,8 +30,12 @@ RUN_SIGNALED = 2
 RUN_LOST = 3
 RUN_ABANDONED = 4
 RUN_TIMEDOUT = 5        # stopped by its time limit (dlock run --max-runtime)
+RUN_SUSPENDED = 6       # never stored: run_begin()'s last when it skipped
+                        # because the name is suspended (Store.suspend())
 RUNS_KEPT = 20          # DLOCK_RUNS_KEPT: runs the store keeps per name
 _RUN_RESULTS = {
     RUN_RUNNING: "running", RUN_EXITED: "exited", RUN_SIGNALED: "signaled",
     RUN_LOST: "lost", RUN_ABANDONED: "abandoned", RUN_TIMEDOUT: "timedout",
+    RUN_SUSPENDED: "suspended",
 }
+REASON_MAX = 1024       # DLOCK_REASON_MAX: bytes of a suspension's reason

@@ -6,7 +6,7 @@ import ctypes
 import ctypes.util
 import os
 
-from ._constants import NAME_MAX, SONAME
+from ._constants import NAME_MAX, REASON_MAX, SONAME
 
 def _load():
     path = os.environ.get("DLOCK_LIBRARY")
@@ -99,6 +99,21 @@ class _Run(ctypes.Structure):
 
 
 _RUN_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_Run), _vp)
+
+
+class _Suspension(ctypes.Structure):
+    # dlock_suspension: only ever read through a pointer the library hands
+    # out (dlock_resume/_suspended, lent to dlock_suspensions's callback).
+    _fields_ = [
+        ("name", ctypes.c_char * (NAME_MAX + 1)),
+        ("by", ctypes.c_char * 256),
+        ("since_ms", ctypes.c_int64),
+        ("reason", ctypes.c_char * (REASON_MAX + 1)),
+    ]
+
+
+_SUSPENSION_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_Suspension),
+                                  _vp)
 _OBSERVE_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_Info), _vp)
 
 
@@ -151,6 +166,15 @@ _history = _fn("dlock_history", _c_int, _vp, _c_char_p, ctypes.c_uint,
                _RUN_CB, _vp)
 _last_runs = _fn("dlock_last_runs", _c_int, _vp, _c_char_p, _RUN_CB, _vp)
 _run_free = _fn("dlock_run_free", None, ctypes.POINTER(_Run))
+_suspend = _fn("dlock_suspend", _c_int, ctypes.POINTER(_c_int), _vp,
+               _c_char_p, _c_char_p, _c_char_p)
+_SUSP_PP = ctypes.POINTER(ctypes.POINTER(_Suspension))
+_resume = _fn("dlock_resume", _c_int, _SUSP_PP, _vp, _c_char_p)
+_suspended = _fn("dlock_suspended", _c_int, _SUSP_PP, _vp, _c_char_p)
+_suspensions = _fn("dlock_suspensions", _c_int, _vp, _c_char_p,
+                   _SUSPENSION_CB, _vp)
+_suspension_free = _fn("dlock_suspension_free", None,
+                       ctypes.POINTER(_Suspension))
 _elect = _fn("dlock_elect", _c_int, _pp, _vp, _c_char_p, _c_char_p,
              ctypes.POINTER(_Options))
 _proclaim = _fn("dlock_proclaim", _c_int, _vp, _c_char_p)

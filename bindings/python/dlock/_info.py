@@ -1,7 +1,7 @@
 """What the store tells, as frozen values: LockInfo (dlock_info), Leader
-(dlock_info of dlock_leader()/dlock_observe()), Run (dlock_run) and
-RunOutcome (Store.run_once()); and the checks of a
-run's arguments (once_per, result)."""
+(dlock_info of dlock_leader()/dlock_observe()), Run (dlock_run),
+RunOutcome (Store.run_once()) and Suspension (dlock_suspension); and the
+checks of a run's arguments (once_per, result)."""
 
 import ctypes
 from dataclasses import dataclass
@@ -91,7 +91,10 @@ class Run:
     are Unix times in seconds on the store's clock (SQLite: the host's);
     ``end`` is None while running or when abandoned.  ``result`` is one of
     RUN_RUNNING, RUN_EXITED, RUN_SIGNALED, RUN_LOST, RUN_ABANDONED,
-    RUN_TIMEDOUT;
+    RUN_TIMEDOUT, or RUN_SUSPENDED: never a stored run, the ``last`` of a
+    :meth:`Lock.run_begin` that skipped because the name is suspended
+    (``host`` is who suspended it, ``start`` since when; ``fence``,
+    ``pid`` 0, ``end`` None; the reason is :meth:`Store.suspended`'s);
     ``status`` the exit status (EXITED), the signal (SIGNALED) or -1.
     ``fence`` identifies the run (the fence of the lock it held)."""
     name: str
@@ -105,8 +108,8 @@ class Run:
 
     @property
     def result_name(self):
-        """"running", "exited", "signaled", "lost", "abandoned" or
-        "timedout"."""
+        """"running", "exited", "signaled", "lost", "abandoned",
+        "timedout" or "suspended"."""
         return _RUN_RESULTS.get(self.result, "result %d" % self.result)
 
     @property
@@ -131,6 +134,27 @@ class RunOutcome:
     ran: bool
     value: object
     last: object
+
+
+@dataclass(frozen=True)
+class Suspension:
+    """A name's suspension (dlock_suspension): :meth:`Store.suspend`,
+    :meth:`Store.resume`, :meth:`Store.suspended`,
+    :meth:`Store.suspensions`.  ``by`` is who suspended it (USER@HOST
+    unless the caller said otherwise), ``since`` a Unix time in seconds on
+    the store's clock (as :attr:`Run.start`), ``reason`` why ("" if none).
+    Text the library could not vouch for (a record planted in the store)
+    reads "?"."""
+    name: str
+    by: str
+    since: float
+    reason: str
+
+    @classmethod
+    def _from(cls, s):
+        return cls(
+            name=s.name.decode("utf-8", "surrogateescape"), by=_s(s.by),
+            since=s.since_ms / 1000.0, reason=_s(s.reason))
 
 
 def _period_ms(once_per):

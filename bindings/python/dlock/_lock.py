@@ -310,9 +310,11 @@ class Lock:
         """Decide, with the lock held, whether this holder runs its job
         now (dlock_run_begin()), and if so record the run's start in the
         same step.  Returns ``(go, last)``: go True (recorded; end it with
-        :meth:`run_end`) or False (skip: a run already did the job); last
-        the :class:`Run` that decided a skip, or the run before this one
-        (None if there is none).
+        :meth:`run_end`) or False (skip: a run already did the job, or
+        the name is suspended, :meth:`Store.suspend`, whatever the rule);
+        last the :class:`Run` that decided a skip (a :data:`RUN_SUSPENDED`
+        one for a suspension: who, since when), or the run before this
+        one (None if there is none).
 
         once: not again once a run of this name succeeded.  once_per:
         seconds, the schedule's interval: not again within once_per / 2 of

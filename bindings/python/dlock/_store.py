@@ -1,6 +1,6 @@
 """Store (dlock_store): open, close, init, status, list, force_release,
-the locks it makes, election (elect, leader, observe), its run records
-and run_once()."""
+the locks it makes, election (elect, leader, observe), its run records,
+run_once() and suspension (suspend, resume, suspended, suspensions)."""
 
 import ctypes
 import weakref
@@ -9,10 +9,12 @@ from . import _elect, _lock
 from ._args import _cstr
 from ._constants import DEFAULT_TTL, EINVAL, LOST, OK, RUN_EXITED, RUN_LOST
 from ._errors import DlockError, InvalidArgument, Lost, _error
-from ._ffi import (_Info, _LIST_CB, _RUN_CB, _force_release, _history,
-                   _info_free, _last_runs, _leader, _list, _s, _status,
-                   _store_init, _store_open, _store_url, _vp)
-from ._info import Leader, LockInfo, Run, RunOutcome
+from ._ffi import (_Info, _LIST_CB, _RUN_CB, _SUSPENSION_CB, _Suspension,
+                   _force_release, _history, _info_free, _last_runs,
+                   _leader, _list, _resume, _s, _status, _store_init,
+                   _store_open, _store_url, _suspend, _suspended,
+                   _suspension_free, _suspensions, _vp)
+from ._info import Leader, LockInfo, Run, RunOutcome, Suspension
 from ._store_state import _StoreState, _Using, _close_handle
 
 class Store:
@@ -253,6 +255,75 @@ class Store:
         that has run records, in no particular order."""
         return self._runs(_last_runs, "last_runs",
                           _cstr(prefix or "", "prefix"))
+
+    # -- suspension
+    def suspend(self, name, reason=None, by=None):
+        """Suspend ``name`` everywhere (dlock_suspend()): from now on
+        :meth:`Lock.run_begin` of it skips (go False, ``last`` a
+        :data:`RUN_SUSPENDED` :class:`Run`) and :meth:`run_once` does not
+        call fn, on every host, until :meth:`resume`.  A run already going
+        on goes on.  reason: why, up to :data:`REASON_MAX` bytes of UTF-8
+        without control characters (None: none); by: who, up to 255 bytes
+        likewise (None: USER@HOST).  Returns True if ``name`` was
+        suspended already (its record is left as it was), else False.
+        Raises :class:`InvalidArgument` (a bad name, reason or by),
+        :class:`NotSupported` (a store without suspension)."""
+        b = _cstr(name)
+        r = None if reason is None else _cstr(reason, "reason")
+        w = None if by is None else _cstr(by, "by")
+        was = ctypes.c_int()
+        with self._using() as h:
+            rc = _suspend(ctypes.byref(was), h, b, w, r)
+            if rc != OK:
+                raise _error(rc, "suspend")
+        return bool(was.value)
+
+    def _suspension(self, fn, what, name):
+        out = ctypes.POINTER(_Suspension)()
+        b = _cstr(name)
+        with self._using() as h:
+            rc = fn(ctypes.byref(out), h, b)
+            if rc != OK:
+                raise _error(rc, what)
+        if not out:
+            return None
+        try:
+            return Suspension._from(out.contents)
+        finally:
+            _suspension_free(out)
+
+    def resume(self, name):
+        """Lift ``name``'s suspension (dlock_resume()): the
+        :class:`Suspension` lifted, or None if it was not suspended."""
+        return self._suspension(_resume, "resume", name)
+
+    def suspended(self, name):
+        """``name``'s :class:`Suspension` (dlock_suspended()), or None if
+        it is not suspended."""
+        return self._suspension(_suspended, "suspended", name)
+
+    def suspensions(self, prefix=""):
+        """A :class:`Suspension` for every suspended name starting with
+        ``prefix``, in no particular order."""
+        found, errors = [], []
+
+        def cb(s, _payload):
+            try:
+                found.append(Suspension._from(s.contents))
+                return 0
+            except BaseException as e:  # never into C
+                errors.append(e)
+                return 1
+
+        cfunc = _SUSPENSION_CB(cb)
+        b = _cstr(prefix or "", "prefix")
+        with self._using() as h:
+            rc = _suspensions(h, b, cfunc, None)
+            if errors:
+                raise errors[0]
+            if rc != OK:
+                raise _error(rc, "suspensions")
+        return found
 
     def run_once(self, name, fn, once=False, once_per=None, **lock_kw):
         """Run ``fn()`` under the lock ``name`` unless a run already did
