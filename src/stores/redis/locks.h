@@ -68,6 +68,17 @@ int dlock__redis_scan(struct redis_store *rs, const char *pattern,
                                   size_t len, void *arg),
                       void *arg);
 
+/* Key suffix word of name's key (derived as the fence key is: same hash
+ * slot, "\xff" + word) into a malloc'd *key (free it). */
+int dlock__redis_derived_key(struct redis_store *rs, const char *name,
+                             size_t len, const char *suffix, char **key,
+                             size_t *key_len);
+/* The names under prefix (matched exactly) that have a key of suffix
+ * (runs.c's summaries, suspend.c's records): SCAN every master, each name
+ * once into names (caller frees it, also on error). */
+int dlock__redis_derived_names(struct redis_store *rs, const char *prefix,
+                               const char *suffix, struct dlock__names *names);
+
 /* --- runs.c --------------------------------------------------------- */
 
 int dlock__redis_run_begin(struct dlock_store *s, struct dlock_lock *lk,
@@ -79,17 +90,6 @@ int dlock__redis_runs(struct dlock_store *s, const char *name, unsigned max,
                       dlock_run_cb cb, void *payload);
 int dlock__redis_last_runs(struct dlock_store *s, const char *prefix,
                            dlock_run_cb cb, void *payload);
-
-/* Key suffix word of name's key (derived as the fence key is: same hash
- * slot, "\xff" + word) into a malloc'd *key (free it). */
-int dlock__redis_derived_key(struct redis_store *rs, const char *name,
-                             size_t len, const char *suffix, char **key,
-                             size_t *key_len);
-/* The names under prefix (matched exactly) that have a key of suffix
- * (runs.c's summaries, suspend.c's records): SCAN every master, each name
- * once into names (caller frees it, also on error). */
-int dlock__redis_derived_names(struct redis_store *rs, const char *prefix,
-                               const char *suffix, struct dlock__names *names);
 
 /* --- suspend.c: a job's suspension --------------------------------- */
 

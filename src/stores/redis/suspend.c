@@ -12,7 +12,7 @@
  * read and write in one atomic step), so two racing suspends leave the
  * first's record and tell the second.  run_begin.lua looks at the record
  * before any rule (runs.c).  suspensions scans every master for the
- * records under a prefix (runs.c's dlock__redis_derived_names, as
+ * records under a prefix (scan.c's dlock__redis_derived_names, as
  * last_runs does), then reads each with suspension.lua.
  *
  * A record is read as anyone who can write the server may have left it:
