@@ -10,7 +10,8 @@ then run with `redis-cli --eval FILE KEYS , ARGV` through one lock's life
 on sample keys under a key prefix of this run's own: acquire, ttl,
 extend, status, a second acquire that finds it busy and queues, leave,
 release; the same for a shared lock with a run record (run_begin,
-run_end) and a semaphore; force.  The cluster variant runs on the same
+run_end) and a suspension (suspend, suspension, resume) and a semaphore;
+force.  The cluster variant runs on the same
 standalone server: its scripts differ in {{heard}} only, and every key of
 one call here is in one slot's reach (a standalone server has one).
 
@@ -156,9 +157,20 @@ def variant(cli, vdir, prefix):
     fence = str(ints(out)[1]) if out and len(ints(out)) > 1 else "1"
     ev("ttl_shared.lua", k, [c, "0"], check=positive)
     ev("extend_shared.lua", k, [c, ttl], want=1)
+    susp = [k[0] + "|suspended"]
     runs = [k[0], k[2], k[6], k[0] + "|runs", k[0] + "|run"]
-    ev("run_begin.lua", runs, [c, "s", "0", "0", fence, pid, host], want=1)
+    ev("run_begin.lua", runs + susp, [c, "s", "0", "0", fence, pid, host],
+       want=1)
     ev("run_end.lua", runs, [fence, "1", "0"])
+    # Its suspension: made, found made, read, skipping a run, lifted.
+    ev("suspend.lua", susp, ["ops@golden", "a reason"], want=0)
+    ev("suspend.lua", susp, ["ops@golden", "again"], want=1)
+    ev("suspension.lua", susp, [], want=1)
+    ev("run_begin.lua", runs + susp, [c, "s", "0", "0", fence, pid, host],
+       want=2)
+    ev("resume.lua", susp, [], want=1)
+    ev("resume.lua", susp, [], want=0)
+    ev("suspension.lua", susp, [], want=0)
     ev("release_shared.lua", k, [c, "0"], want=1)
 
     # A semaphore of 3.

@@ -3,9 +3,9 @@
  * layer (above eval.h), in layers of their own: held.c (a lock's keys
  * and scripts, extend, ttl_left, release), scan.c (SCAN) and sub.c (the
  * subscriber) at the bottom; wait.c (the wait), renew.c (batched
- * renewals), runs.c (run records) and elect.c (leader values and
- * observers) above them; store.c (the ops table) on top, called by none
- * of them.
+ * renewals), runs.c (run records), elect.c (leader values and
+ * observers) and suspend.c (a job's suspension) above them; store.c (the
+ * ops table) on top, called by none of them.
  */
 #ifndef DLOCK_STORES_REDIS_LOCKS_H
 #define DLOCK_STORES_REDIS_LOCKS_H
@@ -68,6 +68,17 @@ int dlock__redis_scan(struct redis_store *rs, const char *pattern,
                                   size_t len, void *arg),
                       void *arg);
 
+/* Key suffix word of name's key (derived as the fence key is: same hash
+ * slot, "\xff" + word) into a malloc'd *key (free it). */
+int dlock__redis_derived_key(struct redis_store *rs, const char *name,
+                             size_t len, const char *suffix, char **key,
+                             size_t *key_len);
+/* The names under prefix (matched exactly) that have a key of suffix
+ * (runs.c's summaries, suspend.c's records): SCAN every master, each name
+ * once into names (caller frees it, also on error). */
+int dlock__redis_derived_names(struct redis_store *rs, const char *prefix,
+                               const char *suffix, struct dlock__names *names);
+
 /* --- runs.c --------------------------------------------------------- */
 
 int dlock__redis_run_begin(struct dlock_store *s, struct dlock_lock *lk,
@@ -79,6 +90,25 @@ int dlock__redis_runs(struct dlock_store *s, const char *name, unsigned max,
                       dlock_run_cb cb, void *payload);
 int dlock__redis_last_runs(struct dlock_store *s, const char *prefix,
                            dlock_run_cb cb, void *payload);
+
+/* --- suspend.c: a job's suspension --------------------------------- */
+
+/* A name's suspension record: P NAME \xff suspended (suspend.c). */
+#define DLOCK__REDIS_SUSPENDED_SUFFIX                                          \
+    "\xff"                                                                     \
+    "suspended"
+int dlock__redis_suspend(struct dlock_store *s, const char *name,
+                         const char *by, const char *reason, int *was,
+                         dlock_suspension *cur);
+int dlock__redis_resume(struct dlock_store *s, const char *name, int *was,
+                        dlock_suspension *cur);
+int dlock__redis_suspension(struct dlock_store *s, const char *name, int *was,
+                            dlock_suspension *cur);
+int dlock__redis_suspensions(struct dlock_store *s, const char *prefix,
+                             dlock_suspension_cb cb, void *payload);
+/* run_begin's {2, by, since} answer into *last as store.h says. */
+void dlock__redis_suspended_run(const redisReply *by, const redisReply *since,
+                                dlock_run *last);
 
 /* --- elect.c: leader values and observers -------------------------- */
 

@@ -127,6 +127,10 @@ enum {
     S_RUN_END,
     /* elect.c's, likewise (only a candidate pays for it) */
     S_VALUE_SET,
+    /* suspend.c's, likewise (run_begin reads the record itself) */
+    S_SUSPEND,
+    S_RESUME,
+    S_SUSPENSION,
     S_COUNT
 };
 #define S_LOADED S_RUN_BEGIN

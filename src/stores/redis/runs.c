@@ -11,8 +11,8 @@
  *   P NAME \xff run    the summary: a hash, start (the last run's start)
  *                      and ok (the record of a run that succeeded, as it
  *                      ended; kept when the list drops it)
- * Neither expires.  Beginning a run is one script (ownership, decision,
- * record); so is ending one.  Reading them is one LRANGE per name; the
+ * Neither expires.  Beginning a run is one script (ownership, the name's
+ * suspension (suspend.c), decision, record); so is ending one.  Reading them is one LRANGE per name; the
  * names under a prefix come from SCAN over the summary keys (every
  * master of a cluster).  Nothing here runs in a plain acquire or release.
  * The two scripts are lua/run_begin.lua and lua/run_end.lua.
@@ -35,13 +35,14 @@
     "run"
 #define FENCE_WORD "fence"
 
-/* A name's lock, readers and semaphore keys and its two run keys, in the
- * order of the scripts' KEYS. */
+/* A name's lock, readers and semaphore keys, its two run keys and its
+ * suspension record, in the order of the scripts' KEYS (run_end takes the
+ * first five). */
 struct run_keys {
     struct dlock__rkeys k;
     char *buf;
-    const char *key[5];
-    size_t klen[5];
+    const char *key[6];
+    size_t klen[6];
 };
 
 static void run_keys_free(struct run_keys *rk)
@@ -73,17 +74,24 @@ static int run_keys_of(struct redis_store *rs, const char *name, size_t len,
     rc = dlock__redis_keys_of(rs, name, len, &rk->k);
     if (rc != DLOCK_OK)
         return rc;
-    base = rk->k.klen[1];
-    rk->buf = malloc(2 * (base + sizeof(RUNS_SUFFIX)));
+    /* Room for each derived key: the fence key's length less its word,
+     * plus the longest suffix and its NUL. */
+    _Static_assert(sizeof(DLOCK__REDIS_SUSPENDED_SUFFIX) >=
+                       sizeof(RUNS_SUFFIX),
+                   "the suspension suffix must be the longest");
+    base = rk->k.klen[1] + sizeof(DLOCK__REDIS_SUSPENDED_SUFFIX);
+    rk->buf = malloc(3 * base);
     if (rk->buf == NULL) {
         free(rk->k.buf);
         return dlock__enomem();
     }
     derive(&rk->k, RUNS_SUFFIX, rk->buf, &rk->klen[3]);
-    derive(&rk->k, SUMMARY_SUFFIX, rk->buf + base + sizeof(RUNS_SUFFIX),
-           &rk->klen[4]);
+    derive(&rk->k, SUMMARY_SUFFIX, rk->buf + base, &rk->klen[4]);
+    derive(&rk->k, DLOCK__REDIS_SUSPENDED_SUFFIX, rk->buf + 2 * base,
+           &rk->klen[5]);
     rk->key[3] = rk->buf;
-    rk->key[4] = rk->buf + base + sizeof(RUNS_SUFFIX);
+    rk->key[4] = rk->buf + base;
+    rk->key[5] = rk->buf + 2 * base;
     rk->key[0] = rk->k.k[0];
     rk->klen[0] = rk->k.klen[0];
     rk->key[1] = rk->k.k[2];
@@ -151,7 +159,7 @@ int dlock__redis_run_begin(struct dlock_store *s, struct dlock_lock *lk,
     struct run_keys rk;
     redisReply *r;
     long long v;
-    int rc;
+    int rc, bad;
 
     /* Taken before a failover: LOST, as every other call on it says. */
     if (dlock__redis_stale(lk, dlock__redis_epoch(rs, lk)))
@@ -174,19 +182,27 @@ int dlock__redis_run_begin(struct dlock_store *s, struct dlock_lock *lk,
     /* Not retried: a second try after a first that went through would
      * find its own run and skip. */
     pthread_mutex_lock(&rs->mu);
-    r = dlock__redis_run_keys(rs, S_RUN_BEGIN, 5, rk.key, rk.klen, 7, a, al, 0,
+    r = dlock__redis_run_keys(rs, S_RUN_BEGIN, 6, rk.key, rk.klen, 7, a, al, 0,
                               &rc);
     pthread_mutex_unlock(&rs->mu);
     run_keys_free(&rk);
     if (r == NULL)
         return rc;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
-        r->element[0]->type != REDIS_REPLY_INTEGER ||
-        (r->element[0]->integer != -1 &&
-         (r->elements != 2 || r->element[1]->type != REDIS_REPLY_STRING)))
+    /* {-1}, {0 or 1, record}, or {2, by, since} of a suspension. */
+    bad = r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+          r->element[0]->type != REDIS_REPLY_INTEGER;
+    v = bad ? 0 : r->element[0]->integer;
+    if (!bad && v == 2)
+        bad = r->elements != 3;
+    else if (!bad && v != -1)
+        bad = v != 0 && v != 1 ? 1
+                               : r->elements != 2 ||
+                                     r->element[1]->type != REDIS_REPLY_STRING;
+    if (bad)
         return dlock__redis_bad_reply(rs, r);
-    v = r->element[0]->integer;
-    if (v != -1 && parse_run(r->element[1]->str, last) != 0)
+    if (v == 2)
+        dlock__redis_suspended_run(r->element[1], r->element[2], last);
+    else if (v != -1 && parse_run(r->element[1]->str, last) != 0)
         memset(last, 0, sizeof(*last));
     freeReplyObject(r);
     /* The script ran on a master that took over since lk was taken. */
@@ -290,101 +306,16 @@ int dlock__redis_runs(struct dlock_store *s, const char *name, unsigned max,
     return rc;
 }
 
-/* SCAN's summary keys under a prefix: the names they are the summary
- * of.  A key is taken only if it is exactly the summary key of the name
- * read from it (a key spelt to look like one is passed over). */
-struct take_arg {
-    const char *want; /* the names' prefix */
-    size_t want_len;
-    struct dlock__names *names;
-};
-
-static int is_summary_of(struct redis_store *rs, const char *key, size_t len,
-                         const char *name, size_t nlen,
-                         const struct take_arg *ta)
-{
-    struct run_keys rk;
-    int same;
-
-    if (nlen == 0 || nlen > DLOCK_NAME_MAX || nlen < ta->want_len ||
-        memcmp(name, ta->want, ta->want_len) != 0 ||
-        memchr(name, '\0', nlen) != NULL ||
-        dlock__check_name(name, nlen) != DLOCK_OK)
-        return 0;
-    if (run_keys_of(rs, name, nlen, &rk) != DLOCK_OK)
-        return 0;
-    same = rk.klen[4] == len && memcmp(rk.key[4], key, len) == 0;
-    run_keys_free(&rk);
-    return same;
-}
-
-static int take_summary(struct redis_store *rs, const char *key, size_t len,
-                        void *arg)
-{
-    static const char suf[] = SUMMARY_SUFFIX;
-    const struct take_arg *ta = arg;
-    const char *p = rs->prefix, *close;
-    size_t pl = rs->prefix_len, bl, sl = sizeof(suf) - 1;
-
-    if (len < sl || memcmp(key + len - sl, suf, sl) != 0)
-        return DLOCK_OK;
-    bl = len - sl; /* the key less its word */
-    /* P NAME (a plain server; a cluster when P NAME has a tag) */
-    if (bl >= pl && memcmp(key, p, pl) == 0 &&
-        is_summary_of(rs, key, len, key + pl, bl - pl, ta))
-        return dlock__names_add(ta->names, key + pl, bl - pl);
-    if (!rs->cluster || bl < 3 || key[0] != '{' || key[bl - 1] != '\xfe')
-        return DLOCK_OK;
-    /* "{" P NAME "}" 0xfe */
-    if (bl >= pl + 3 && key[bl - 2] == '}' && memcmp(key + 1, p, pl) == 0 &&
-        is_summary_of(rs, key, len, key + 1 + pl, bl - 3 - pl, ta))
-        return dlock__names_add(ta->names, key + 1 + pl, bl - 3 - pl);
-    /* "{" tag "}" P NAME 0xfe */
-    close = memchr(key, '}', bl);
-    if (close != NULL) {
-        size_t at = (size_t)(close - key) + 1;
-
-        if (bl >= at + pl + 1 && memcmp(key + at, p, pl) == 0 &&
-            is_summary_of(rs, key, len, key + at + pl, bl - 1 - at - pl, ta))
-            return dlock__names_add(ta->names, key + at + pl, bl - 1 - at - pl);
-    }
-    return DLOCK_OK;
-}
-
 int dlock__redis_last_runs(struct dlock_store *s, const char *prefix,
                            dlock_run_cb cb, void *payload)
 {
     struct redis_store *rs = (struct redis_store *)s;
     struct dlock__names names = {0};
-    struct take_arg ta = {prefix, strlen(prefix), &names};
-    size_t plen = strlen(prefix), gl;
-    char *lit, *glob, *pattern;
     int rc;
 
-    /* MATCH: the prefix (glob characters escaped), any name's rest, the
-     * summary's word; with Cluster a tag may come first. */
-    lit = malloc(rs->prefix_len + plen + 1);
-    if (lit == NULL)
-        return dlock__enomem();
-    memcpy(lit, rs->prefix, rs->prefix_len);
-    memcpy(lit + rs->prefix_len, prefix, plen + 1);
-    glob = dlock__redis_glob_prefix(lit, rs->prefix_len + plen);
-    free(lit);
-    if (glob == NULL)
-        return dlock__enomem();
-    gl = strlen(glob);
-    pattern = malloc(1 + gl + sizeof(SUMMARY_SUFFIX));
-    if (pattern == NULL) {
-        free(glob);
-        return dlock__enomem();
-    }
-    snprintf(pattern, 1 + gl + sizeof(SUMMARY_SUFFIX), "%s%s%s",
-             rs->cluster ? "*" : "", glob, SUMMARY_SUFFIX);
-    free(glob);
     /* Names first (SCAN may return a key twice), then each one's newest
      * run without the connection held, so cb may call the library. */
-    rc = dlock__redis_scan(rs, pattern, take_summary, &ta);
-    free(pattern);
+    rc = dlock__redis_derived_names(rs, prefix, SUMMARY_SUFFIX, &names);
     for (size_t i = 0; i < names.n && rc == DLOCK_OK; i++)
         rc = dlock__redis_runs(s, names.v[i], 1, cb, payload);
     dlock__names_free(&names);

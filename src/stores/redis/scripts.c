@@ -45,6 +45,9 @@ static const struct {
     [S_RUN_BEGIN] = {"run_begin.lua", dlock__text_redis_run_begin},
     [S_RUN_END] = {"run_end.lua", dlock__text_redis_run_end},
     [S_VALUE_SET] = {"value_set.lua", dlock__text_redis_value_set},
+    [S_SUSPEND] = {"suspend.lua", dlock__text_redis_suspend},
+    [S_RESUME] = {"resume.lua", dlock__text_redis_resume},
+    [S_SUSPENSION] = {"suspension.lua", dlock__text_redis_suspension},
 };
 
 /* Fragment t (lua/frag_*.lua: one expression, which the embedding ends

@@ -457,4 +457,8 @@ const struct dlock_store_ops dlock__redis_ops = {
     .value_get = dlock__redis_value_get,
     .watch = dlock__redis_watch,
     .watch_end = dlock__redis_watch_end,
+    .suspend = dlock__redis_suspend,
+    .resume = dlock__redis_resume,
+    .suspension = dlock__redis_suspension,
+    .suspensions = dlock__redis_suspensions,
 };

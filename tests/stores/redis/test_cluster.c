@@ -18,6 +18,8 @@
  *                  lock survives it; then all go on, on the target
  * runs_slots       run records: their keys in the lock key's slot,
  *                  whatever the name's braces; last_runs on every master
+ * suspend_slots    suspensions: each record in its lock key's slot, run_begin
+ *                  skips there, suspensions() from every master
  * failover_loses   the master of a held lock's slot is killed: the holder
  *                  is told LOST (never trusted, though the replica may have
  *                  the key), another client gets the lock with a higher
@@ -562,6 +564,95 @@ static void t_runs_slots(void)
     dlock_store_close(s);
 }
 
+/* Suspensions: each name's record in its lock key's slot, whatever the
+ * name's braces; run_begin skips there (the script reads it); a prefix's
+ * suspensions come from every master, and from no other name. */
+static int susp_count_cb(const dlock_suspension *x, void *p)
+{
+    int *n = p;
+
+    *n += strcmp(x->by, "ops@cluster") == 0 && strcmp(x->reason, "r") == 0;
+    return 0;
+}
+
+static void t_suspend_slots(void)
+{
+    static const char *const bases[] = {"ss-plain", "ss-{tag}x", "ss-br}ace",
+                                        "ss-a{b", "ss-{}empty"};
+    dlock_options o = opts(0, 10000, 0);
+    dlock_run_rule rule = DLOCK_RUN_RULE_INIT;
+    dlock_store *s = must_open(url);
+    char names[16][128], prefix[128];
+    int ms[8], nms = masters(ms), n = 0, on[8] = {0}, seen = 0;
+
+    CHECK(nms == 3);
+    for (size_t b = 0; b < sizeof(bases) / sizeof(bases[0]); b++)
+        snprintf(names[n++], sizeof(names[0]), "%s", nm(bases[b]));
+    for (int i = 0; i < 300 && n < 16; i++) {
+        char base[32], key[600];
+        int port;
+
+        snprintf(base, sizeof(base), "ss-m%d", i);
+        snprintf(key, sizeof(key), "dlock:%s", nm(base));
+        port = owner_of(key, NULL);
+        for (int m = 0; m < nms; m++)
+            if (port == ms[m] && !on[m]) {
+                on[m] = 1;
+                snprintf(names[n++], sizeof(names[0]), "%s", nm(base));
+            }
+        if (on[0] && on[1] && on[2])
+            break;
+    }
+    CHECK(n == 8);
+    for (int i = 0; i < n; i++) {
+        char key[600], found[16][600];
+        dlock_lock *l;
+        dlock_run *last = NULL;
+        int go = 1, slot, port, k, recs = 0, was = 1;
+
+        CHECK_RC(dlock_suspend(&was, s, names[i], "ops@cluster", "r"),
+                 DLOCK_OK);
+        CHECK(was == 0);
+        snprintf(key, sizeof(key), "dlock:%.500s", names[i]);
+        port = owner_of(key, &slot);
+        k = keys_with(port, names[i], found, 16);
+        for (int j = 0; j < k; j++) {
+            const char *at = strstr(found[j], names[i]);
+            int ks = -1;
+
+            if (at == NULL ||
+                strchr("}\xfe\xff", at[strlen(names[i])]) == NULL ||
+                strstr(found[j], "\xffsuspended") == NULL)
+                continue;
+            recs++;
+            CHECK(owner_of(found[j], &ks) == port);
+            CHECK(ks == slot);
+        }
+        CHECK(recs == 1);
+        CHECK_RC(dlock_acquire(&l, s, names[i], &o), DLOCK_OK);
+        CHECK_RC(dlock_run_begin(l, &rule, &go, &last), DLOCK_OK);
+        CHECK(go == 0 && last != NULL &&
+              last->result == DLOCK_RUN_SUSPENDED &&
+              strcmp(last->host, "ops@cluster") == 0);
+        dlock_run_free(last);
+        CHECK_RC(dlock_release(l), DLOCK_OK);
+    }
+    snprintf(prefix, sizeof(prefix), "%s", nm("ss-"));
+    CHECK_RC(dlock_suspensions(s, prefix, susp_count_cb, &seen), DLOCK_OK);
+    CHECK(seen == n);
+    for (int i = 0; i < n; i++) {
+        dlock_suspension *x = NULL;
+
+        CHECK_RC(dlock_resume(&x, s, names[i]), DLOCK_OK);
+        CHECK(x != NULL && strcmp(x->by, "ops@cluster") == 0);
+        dlock_suspension_free(x);
+    }
+    seen = 0;
+    CHECK_RC(dlock_suspensions(s, prefix, susp_count_cb, &seen), DLOCK_OK);
+    CHECK(seen == 0);
+    dlock_store_close(s);
+}
+
 static const struct rt_test tests[] = {
     {"keys_one_slot", t_keys_one_slot, 0},
     {"wrong_scheme", t_wrong_scheme, 0},
@@ -570,6 +661,7 @@ static const struct rt_test tests[] = {
     {"ask_half_migrated", t_ask_half_migrated, 0},
     {"failover_loses", t_failover_loses, 0},
     {"runs_slots", t_runs_slots, 0},
+    {"suspend_slots", t_suspend_slots, 0},
 };
 
 int main(int argc, char **argv)

@@ -1490,6 +1490,184 @@ static void t_elect_watch(void)
     dlock_store_close(s);
 }
 
+/* --- suspension ----------------------------------------------------- */
+
+struct susp_seen {
+    int n;
+    char by[256], reason[DLOCK_REASON_MAX + 1];
+};
+
+static int susp_seen_cb(const dlock_suspension *x, void *p)
+{
+    struct susp_seen *ss = p;
+
+    ss->n++;
+    snprintf(ss->by, sizeof(ss->by), "%s", x->by);
+    snprintf(ss->reason, sizeof(ss->reason), "%s", x->reason);
+    return 0;
+}
+
+/* The suspension record, planted by another client in shapes dlock never
+ * writes (a key of another type, fields missing, too long, with a NUL,
+ * not UTF-8, an escape, a since that is no number): each still suspends
+ * (run_begin skips, suspend says "already"), and reads back with "?" for
+ * its texts and 0 for its since, without a crash; resume lifts it. */
+static void t_suspend_planted(void)
+{
+    static const char nul_by[] = "a\0b";
+    char u[256], key[600], big[2100];
+    dlock_options o = opts(0, 5000, 0);
+    dlock_run_rule rule = DLOCK_RUN_RULE_INIT;
+    const char *name = nm("planted");
+    dlock_store *s;
+    redisContext *c;
+
+    own_server(u, sizeof(u));
+    s = must_open(u);
+    c = raw_open(u);
+    snprintf(key, sizeof(key), "dlock:%s\xffsuspended", name);
+    memset(big, 'b', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    for (int shape = 0; shape < 7; shape++) {
+        const char *want_by = "?", *want_reason = "?";
+        redisReply *r = NULL;
+        dlock_suspension *x = NULL;
+        struct susp_seen ss = {0, "", ""};
+        dlock_run *last = NULL;
+        dlock_lock *l;
+        int go = 1, was = 0;
+
+        switch (shape) {
+        case 0: /* a string */
+            r = redisCommand(c, "SET %b garbage", key, strlen(key));
+            break;
+        case 1: /* a list */
+            r = redisCommand(c, "RPUSH %b a b", key, strlen(key));
+            break;
+        case 2: /* a hash without dlock's fields */
+            r = redisCommand(c, "HSET %b other 1", key, strlen(key));
+            break;
+        case 3: /* too long, and not UTF-8 */
+            r = redisCommand(c, "HSET %b by %s since 12x reason %b", key,
+                             strlen(key), big, "\xff\xfe", (size_t)2);
+            break;
+        case 4: /* a NUL inside, a terminal escape, a negative since */
+            r = redisCommand(c, "HSET %b by %b since -5 reason %s", key,
+                             strlen(key), nul_by, sizeof(nul_by) - 1,
+                             "\x1b]0;owned\x07");
+            break;
+        case 5: /* a reason over DLOCK_REASON_MAX, a since too big */
+            r = redisCommand(c,
+                             "HSET %b by ops@x since 99999999999999999999 "
+                             "reason %s",
+                             key, strlen(key), big);
+            want_by = "ops@x";
+            break;
+        default: /* as dlock writes it, for contrast */
+            r = redisCommand(c, "HSET %b by ops@x since 1000 reason ok", key,
+                             strlen(key));
+            want_by = "ops@x";
+            want_reason = "ok";
+            break;
+        }
+        CHECK(r != NULL && r->type != REDIS_REPLY_ERROR);
+        freeReplyObject(r);
+        CHECK_RC(dlock_suspended(&x, s, name), DLOCK_OK);
+        CHECK(x != NULL);
+        if (x != NULL) {
+            if (strcmp(x->by, want_by) != 0 ||
+                strcmp(x->reason, want_reason) != 0)
+                printf("  shape %d: by '%s' reason '%.40s'\n", shape, x->by,
+                       x->reason);
+            CHECK(strcmp(x->by, want_by) == 0);
+            CHECK(strcmp(x->reason, want_reason) == 0);
+            CHECK(x->since_ms == (shape == 6 ? 1000 : 0));
+            CHECK(strcmp(x->name, name) == 0);
+        }
+        dlock_suspension_free(x);
+        CHECK_RC(dlock_suspend(&was, s, name, NULL, "mine"), DLOCK_OK);
+        CHECK(was == 1);
+        CHECK_RC(dlock_acquire(&l, s, name, &o), DLOCK_OK);
+        CHECK_RC(dlock_run_begin(l, &rule, &go, &last), DLOCK_OK);
+        CHECK(go == 0 && last != NULL);
+        if (last != NULL) {
+            CHECK(last->result == DLOCK_RUN_SUSPENDED);
+            CHECK(strcmp(last->host, want_by) == 0);
+            CHECK(last->fence == 0 && last->status == -1);
+        }
+        dlock_run_free(last);
+        CHECK_RC(dlock_release(l), DLOCK_OK);
+        CHECK_RC(dlock_suspensions(s, name, susp_seen_cb, &ss), DLOCK_OK);
+        CHECK(ss.n == 1 && strcmp(ss.by, want_by) == 0 &&
+              strcmp(ss.reason, want_reason) == 0);
+        x = NULL;
+        CHECK_RC(dlock_resume(&x, s, name), DLOCK_OK);
+        CHECK(x != NULL && strcmp(x->by, want_by) == 0);
+        dlock_suspension_free(x);
+        CHECK(raw_int(c, "EXISTS %b", key, strlen(key)) == 0);
+    }
+    redisFree(c);
+    dlock_store_close(s);
+    own_server_stop();
+}
+
+/* A user whose ACL allows only read commands (and what connecting and
+ * scripts need): suspend and resume are refused with a message naming
+ * the refusal, nothing written or lifted; reading the record works, and
+ * so does a suspend that finds one (it writes nothing). */
+static void t_suspend_readonly(void)
+{
+    char u[256], ro[300], key[600], *port;
+    const char *a = nm("ro-a"), *b = nm("ro-b");
+    dlock_suspension *x = NULL;
+    struct susp_seen ss = {0, "", ""};
+    dlock_store *s, *rs;
+    redisContext *c;
+    int rc, was = 0;
+
+    own_server(u, sizeof(u));
+    c = raw_open(u);
+    CHECK(strcmp(raw_str(c, "ACL SETUSER ro on >ropw ~* &* -@all +@read "
+                            "+@connection +@scripting -@write"),
+                 "OK") == 0);
+    port = strrchr(u, ':') + 1;
+    snprintf(ro, sizeof(ro), "redis://ro:ropw@127.0.0.1:%s", port);
+    s = must_open(u);
+    CHECK_RC(dlock_suspend(NULL, s, a, "ops@rw", "by the writer"), DLOCK_OK);
+    rs = must_open(ro);
+    rc = dlock_suspend(&was, rs, b, "ops@ro", "no");
+    printf("  read-only suspend: %d %s\n", rc, dlock_errmsg());
+    CHECK(rc == DLOCK_ESTORE || rc == DLOCK_EUNAVAIL);
+    CHECK(dlock_errmsg()[0] != '\0');
+    CHECK(was == 0);
+    snprintf(key, sizeof(key), "dlock:%s\xffsuspended", b);
+    CHECK(raw_int(c, "EXISTS %b", key, strlen(key)) == 0);
+    rc = dlock_resume(&x, rs, a);
+    printf("  read-only resume: %d %s\n", rc, dlock_errmsg());
+    CHECK(rc == DLOCK_ESTORE || rc == DLOCK_EUNAVAIL);
+    CHECK(dlock_errmsg()[0] != '\0');
+    CHECK(x == NULL);
+    snprintf(key, sizeof(key), "dlock:%s\xffsuspended", a);
+    CHECK(raw_int(c, "EXISTS %b", key, strlen(key)) == 1);
+    /* Reading is a reader's, and so is "suspended already" (nothing
+     * written). */
+    CHECK_RC(dlock_suspend(&was, rs, a, "ops@ro", "again"), DLOCK_OK);
+    CHECK(was == 1);
+    CHECK_RC(dlock_suspended(&x, rs, a), DLOCK_OK);
+    CHECK(x != NULL && strcmp(x->by, "ops@rw") == 0);
+    dlock_suspension_free(x);
+    CHECK_RC(dlock_suspensions(rs, run_id, susp_seen_cb, &ss), DLOCK_OK);
+    CHECK(ss.n == 1 && strcmp(ss.by, "ops@rw") == 0);
+    x = NULL;
+    CHECK_RC(dlock_resume(&x, s, a), DLOCK_OK);
+    CHECK(x != NULL);
+    dlock_suspension_free(x);
+    dlock_store_close(rs);
+    dlock_store_close(s);
+    redisFree(c);
+    own_server_stop();
+}
+
 static const struct rt_test tests[] = {
     {"tls_codes", t_tls_codes, 0},
     {"foreign_holder", t_foreign_holder, 0},
@@ -1514,6 +1692,8 @@ static const struct rt_test tests[] = {
     {"foreign_lookalike_keyspace_acl", t_foreign_lookalike_keyspace_acl, 1},
     {"runs_keys", t_runs_keys, 1},
     {"elect_watch", t_elect_watch, 1},
+    {"suspend_planted", t_suspend_planted, 1},
+    {"suspend_readonly", t_suspend_readonly, 1},
 };
 
 int main(int argc, char **argv)

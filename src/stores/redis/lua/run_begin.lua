@@ -1,16 +1,20 @@
 -- run_begin.lua - record the start of a run of a job under a lock
 -- (runs.c, S_RUN_BEGIN).
 --
--- KEYS: 1 lock, 2 readers, 3 semaphore holders, 4 runs, 5 summary (all in
--- one slot).  ARGV: 1 token, 2 what lk is ('x' a lock, 's' a shared lock,
--- 'm' a semaphore slot), 3 once ('1'), 4 period ms, 5 fence, 6 pid,
+-- KEYS: 1 lock, 2 readers, 3 semaphore holders, 4 runs, 5 summary,
+-- 6 the name's suspension record (all in one slot).  ARGV: 1 token,
+-- 2 what lk is ('x' a lock, 's' a shared lock, 'm' a semaphore slot),
+-- 3 once ('1'), 4 period ms, 5 fence, 6 pid,
 -- 7 host.  Ownership is what the release and extend scripts check: the
 -- lock key holds "dlock1:" + the token, or a live place among the
 -- holders while the lock key holds their marker.  Answers {-1}: not
--- ours; {0, record}: skip, the run that decided it ("" unknown);
+-- ours; {2, by, since}: skip, the name is suspended (suspend.lua; looked
+-- at before any rule, nothing written; fn_susp.lua says what the two can
+-- be); {0, record}: skip, the run that decided it ("" unknown);
 -- {1, record}: recorded, the run before it ("" none).  {{runs_kept}}:
 -- DLOCK_RUNS_KEPT, the runs a name keeps.
 -- @include now.lua
+-- @include fn_susp.lua
 local mine
 if ARGV[2] == 'x' then
   mine = redis.call('GET', KEYS[1]) == 'dlock1:' .. ARGV[1]
@@ -22,6 +26,8 @@ else
     redis.call('GET', KEYS[1]) == mark
 end
 if not mine then return {-1} end
+local sus = susp(KEYS[6])
+if sus then return {2, sus[1], sus[2]} end
 local sum = redis.call('HMGET', KEYS[5], 'start', 'ok')
 if ARGV[3] == '1' and sum[2] then return {0, sum[2]} end
 local p, st = tonumber(ARGV[4]), tonumber(sum[1] or '')

@@ -1,5 +1,11 @@
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function susp(k)
+  local ty = redis.call('TYPE', k)['ok']
+  if ty == 'none' then return nil end
+  if ty ~= 'hash' then return {0, 0, 0} end
+  return redis.call('HMGET', k, 'by', 'since', 'reason')
+end
 local mine
 if ARGV[2] == 'x' then
   mine = redis.call('GET', KEYS[1]) == 'dlock1:' .. ARGV[1]
@@ -11,6 +17,8 @@ else
     redis.call('GET', KEYS[1]) == mark
 end
 if not mine then return {-1} end
+local sus = susp(KEYS[6])
+if sus then return {2, sus[1], sus[2]} end
 local sum = redis.call('HMGET', KEYS[5], 'start', 'ok')
 if ARGV[3] == '1' and sum[2] then return {0, sum[2]} end
 local p, st = tonumber(ARGV[4]), tonumber(sum[1] or '')
