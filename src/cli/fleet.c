@@ -497,8 +497,8 @@ static char *overrun_line(int64_t budget_ms)
     return strdup(line);
 }
 
-int cli_fleet_metrics(dlock_store *store, const char *prefix,
-                      int64_t budget_ms, char **text, size_t *len, char **err)
+int cli_fleet_metrics(dlock_store *store, const char *prefix, int64_t budget_ms,
+                      char **text, size_t *len, char **err)
 {
     struct scrape s = {NULL, 0, 0, 0, 0, 0};
     const char *what = "";

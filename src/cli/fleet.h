@@ -19,8 +19,8 @@
  * the store's own I/O timeout (the URL's ?timeout=), the whole by
  * budget_ms (> 0; checked between the calls: 69 when it has passed), and
  * the first that fails ends the scrape. */
-int cli_fleet_metrics(dlock_store *store, const char *prefix,
-                      int64_t budget_ms, char **text, size_t *len, char **err);
+int cli_fleet_metrics(dlock_store *store, const char *prefix, int64_t budget_ms,
+                      char **text, size_t *len, char **err);
 
 /* The text of a scrape that failed with exit code code (from
  * cli_fleet_metrics()): dlock_metrics_scrape_ok 0 and

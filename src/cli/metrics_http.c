@@ -227,8 +227,8 @@ static enum MHD_Result scrape_store(struct server *s,
 
 /* Answer text (taken) with status, keeping a copy as the last answer. */
 static enum MHD_Result answer_kept(struct server *s,
-                                   struct MHD_Connection *conn,
-                                   unsigned status, char *text, size_t len)
+                                   struct MHD_Connection *conn, unsigned status,
+                                   char *text, size_t len)
 {
     char *copy = malloc(len + 1);
 

@@ -12,10 +12,10 @@
  *                      and ok (the record of a run that succeeded, as it
  *                      ended; kept when the list drops it)
  * Neither expires.  Beginning a run is one script (ownership, the name's
- * suspension (suspend.c), decision, record); so is ending one.  Reading them is one LRANGE per name; the
- * names under a prefix come from SCAN over the summary keys (every
- * master of a cluster).  Nothing here runs in a plain acquire or release.
- * The two scripts are lua/run_begin.lua and lua/run_end.lua.
+ * suspension (suspend.c), decision, record); so is ending one.  Reading them is
+ * one LRANGE per name; the names under a prefix come from SCAN over the summary
+ * keys (every master of a cluster).  Nothing here runs in a plain acquire or
+ * release. The two scripts are lua/run_begin.lua and lua/run_end.lua.
  */
 #include <errno.h>
 #include <limits.h>
@@ -76,8 +76,7 @@ static int run_keys_of(struct redis_store *rs, const char *name, size_t len,
         return rc;
     /* Room for each derived key: the fence key's length less its word,
      * plus the longest suffix and its NUL. */
-    _Static_assert(sizeof(DLOCK__REDIS_SUSPENDED_SUFFIX) >=
-                       sizeof(RUNS_SUFFIX),
+    _Static_assert(sizeof(DLOCK__REDIS_SUSPENDED_SUFFIX) >= sizeof(RUNS_SUFFIX),
                    "the suspension suffix must be the longest");
     base = rk->k.klen[1] + sizeof(DLOCK__REDIS_SUSPENDED_SUFFIX);
     rk->buf = malloc(3 * base);

@@ -66,8 +66,8 @@ void dlock__redis_suspended_run(const redisReply *by, const redisReply *since,
 /* Script s on name's record (ARGV nargs of a): {0} (*was 0) or {1, by,
  * since, reason} (*was 1, *cur filled). */
 static int record_script(struct redis_store *rs, int s, const char *name,
-                         int nargs, const char **a, const size_t *al,
-                         int retry, int *was, dlock_suspension *cur)
+                         int nargs, const char **a, const size_t *al, int retry,
+                         int *was, dlock_suspension *cur)
 {
     const char *keys[1];
     size_t klen[1];
@@ -76,9 +76,8 @@ static int record_script(struct redis_store *rs, int s, const char *name,
     int rc;
 
     *was = 0;
-    rc = dlock__redis_derived_key(rs, name, strlen(name),
-                                  DLOCK__REDIS_SUSPENDED_SUFFIX, &key,
-                                  &klen[0]);
+    rc = dlock__redis_derived_key(
+        rs, name, strlen(name), DLOCK__REDIS_SUSPENDED_SUFFIX, &key, &klen[0]);
     if (rc != DLOCK_OK)
         return rc;
     keys[0] = key;
@@ -122,8 +121,8 @@ int dlock__redis_resume(struct dlock_store *s, const char *name, int *was,
 {
     /* Not retried either: a second try would find none and lose what was
      * lifted. */
-    return record_script((struct redis_store *)s, S_RESUME, name, 0, NULL,
-                         NULL, 0, was, cur);
+    return record_script((struct redis_store *)s, S_RESUME, name, 0, NULL, NULL,
+                         0, was, cur);
 }
 
 int dlock__redis_suspension(struct dlock_store *s, const char *name, int *was,

@@ -631,8 +631,7 @@ static void t_suspend_slots(void)
         CHECK(recs == 1);
         CHECK_RC(dlock_acquire(&l, s, names[i], &o), DLOCK_OK);
         CHECK_RC(dlock_run_begin(l, &rule, &go, &last), DLOCK_OK);
-        CHECK(go == 0 && last != NULL &&
-              last->result == DLOCK_RUN_SUSPENDED &&
+        CHECK(go == 0 && last != NULL && last->result == DLOCK_RUN_SUSPENDED &&
               strcmp(last->host, "ops@cluster") == 0);
         dlock_run_free(last);
         CHECK_RC(dlock_release(l), DLOCK_OK);
