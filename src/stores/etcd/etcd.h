@@ -407,9 +407,8 @@ char *dlock__etcd_susp_key(const struct etcd_store *es, const char *name,
 /* *cur's by, since_ms and reason from a suspension record's kv: "?" (0)
  * for what dlock cannot have written. */
 void dlock__etcd_susp_fill(json_object *kv, dlock_suspension *cur);
-int dlock__etcd_suspend(struct dlock_store *s, const char *name,
-                        const char *by, const char *reason, int *was,
-                        dlock_suspension *cur);
+int dlock__etcd_suspend(struct dlock_store *s, const char *name, const char *by,
+                        const char *reason, int *was, dlock_suspension *cur);
 int dlock__etcd_resume(struct dlock_store *s, const char *name, int *was,
                        dlock_suspension *cur);
 int dlock__etcd_suspension(struct dlock_store *s, const char *name, int *was,

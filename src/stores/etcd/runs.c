@@ -273,8 +273,8 @@ struct state {
     int64_t start_at;    /* its stamp, s (0: not stamped) */
     int64_t old_fence;   /* the earlier layout's start, and its lease */
     int64_t old_lease;
-    int old_here; /* ... in the start key (a name without '/') */
-    int64_t date; /* the read's Date, s (0: none) */
+    int old_here;  /* ... in the start key (a name without '/') */
+    int64_t date;  /* the read's Date, s (0: none) */
     int suspended; /* a suspension record (read with the lock key) */
     dlock_suspension susp;
 };

@@ -115,14 +115,14 @@ static char *record(const char *by, int64_t since_ms, const char *reason)
     json_object_object_add(o, "by", json_object_new_string(by));
     json_object_object_add(o, "since_ms", json_object_new_int64(since_ms));
     json_object_object_add(o, "reason", json_object_new_string(reason));
-    s = dlock__strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+    s = dlock__strdup(
+        json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
     json_object_put(o);
     return s;
 }
 
-int dlock__etcd_suspend(struct dlock_store *s, const char *name,
-                        const char *by, const char *reason, int *was,
-                        dlock_suspension *cur)
+int dlock__etcd_suspend(struct dlock_store *s, const char *name, const char *by,
+                        const char *reason, int *was, dlock_suspension *cur)
 {
     struct etcd_store *es = (struct etcd_store *)s;
     json_object *reply = NULL, *kv = NULL, *kvs, *body;
@@ -146,8 +146,8 @@ int dlock__etcd_suspend(struct dlock_store *s, const char *name,
         free(key);
         return rc;
     }
-    val = record(by, date > 0 && date < ETCD_DATE_MAX ? date * 1000 : 0,
-                 reason);
+    val =
+        record(by, date > 0 && date < ETCD_DATE_MAX ? date * 1000 : 0, reason);
     body = val != NULL ? dlock__etcd_body_suspend(key, klen, val) : NULL;
     free(val);
     /* Not sent again elsewhere: a put that landed unseen would read
@@ -315,8 +315,8 @@ static int read_batch(struct susp_scan *ss, size_t from, size_t to,
     if (ops == NULL)
         return dlock__enomem();
     for (size_t i = from; i < to; i++)
-        json_object_array_add(ops, dlock__etcd_range_op(ss->key[i], ss->klen[i],
-                                                        NULL, 0, 0, 0));
+        json_object_array_add(
+            ops, dlock__etcd_range_op(ss->key[i], ss->klen[i], NULL, 0, 0, 0));
     body = dlock__etcd_txn(NULL, ops, NULL);
     rc = body == NULL ? dlock__enomem()
                       : dlock__etcd_post(ss->es, "/v3/kv/txn", body,
@@ -365,8 +365,9 @@ int dlock__etcd_suspensions(struct dlock_store *s, const char *prefix,
     /* In no set order (dlock.h); a key gone since the scan is passed
      * over. */
     for (size_t i = 0; rc == DLOCK_OK && i < ss.n; i += ETCD_TXN_OPS)
-        rc = read_batch(&ss, i, i + ETCD_TXN_OPS < ss.n ? i + ETCD_TXN_OPS : ss.n,
-                        cb, payload);
+        rc = read_batch(&ss, i,
+                        i + ETCD_TXN_OPS < ss.n ? i + ETCD_TXN_OPS : ss.n, cb,
+                        payload);
     susp_scan_free(&ss);
     return rc;
 }
