@@ -2,7 +2,8 @@
  * bodies.c - the request bodies the etcd store sends on its hot paths,
  * each built by one function that its caller and the golden copies
  * (dlock__etcd_texts, tests/golden/etcd/) share: the acquire txn, the
- * queue read, the owner's delete, the watch, and the lease calls.
+ * queue read, the owner's delete, the watch, the lease calls, and a
+ * suspension's put and delete (suspend.c).
  *
  * etcd's bodies are JSON built by json-c from typed values (never text
  * with a name pasted in), so they are not templates as the SQL and Lua
@@ -132,6 +133,38 @@ json_object *dlock__etcd_body_ttl(int64_t ttl_s)
     return body;
 }
 
+json_object *dlock__etcd_body_suspend(const char *key, size_t klen,
+                                      const char *rec)
+{
+    json_object *cmp = json_object_new_array(), *ok = json_object_new_array(),
+                *fail = json_object_new_array();
+
+    if (cmp == NULL || ok == NULL || fail == NULL) {
+        json_object_put(cmp);
+        json_object_put(ok);
+        json_object_put(fail);
+        return NULL;
+    }
+    /* Absent: put the record (no lease: it stays until resumed).  Else:
+     * read the one there, left as it is. */
+    json_object_array_add(cmp, dlock__etcd_cmp_create(key, klen, 0));
+    json_object_array_add(ok, dlock__etcd_put_op(key, klen, rec, 0));
+    json_object_array_add(fail, dlock__etcd_range_op(key, klen, NULL, 0, 0, 0));
+    return dlock__etcd_txn(cmp, ok, fail);
+}
+
+json_object *dlock__etcd_body_resume(const char *key, size_t klen)
+{
+    json_object *body = json_object_new_object();
+
+    if (body == NULL)
+        return NULL;
+    /* The record deleted comes back in the reply: what was lifted. */
+    json_object_object_add(body, "key", dlock__etcd_b64(key, klen));
+    json_object_object_add(body, "prev_kv", json_object_new_boolean(1));
+    return body;
+}
+
 /* --- the golden copies --------------------------------------------------- */
 
 static void emit_body(dlock__text_emit emit, void *arg, const char *name,
@@ -177,4 +210,16 @@ void dlock__etcd_texts(dlock__text_emit emit, void *arg)
               dlock__etcd_body_watch(key, klen, NULL, 0, 43, 0));
     emit_body(emit, arg, "keepalive.json", dlock__etcd_body_id(lease));
     emit_body(emit, arg, "grant.json", dlock__etcd_body_ttl(32));
+    /* NAME's suspension record, P NAME \xff suspend. */
+    {
+        static const char skey[] = "NAME\xff"
+                                   "suspend",
+                          srec[] = "{\"by\":\"ops@bastion\",\"since_ms\":"
+                                   "1700000000000,\"reason\":\"REASON\"}";
+
+        emit_body(emit, arg, "suspend.json",
+                  dlock__etcd_body_suspend(skey, sizeof(skey) - 1, srec));
+        emit_body(emit, arg, "resume.json",
+                  dlock__etcd_body_resume(skey, sizeof(skey) - 1));
+    }
 }

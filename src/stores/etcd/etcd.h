@@ -15,7 +15,8 @@
  *   acquire.c  try_acquire, the wait's slices (a watch), forget
  *   store.c    the ops table, and extend, release, status, list
  *   open.c     open and close: the URL, the first request
- *   runs.c     run records: once, once per period (a lease as the clock)
+ *   runs.c     run records: once, once per period (the Date as the clock)
+ *   suspend.c  a job's suspension: one key per name beside its run records
  *
  * etcd://[user:password@]host[:port][,host[:port]...][?prefix=P]
  *     [&timeout=5s][&connect_timeout=5s]
@@ -264,6 +265,11 @@ json_object *dlock__etcd_body_watch(const char *key, size_t len,
                                     int64_t rev, int puts);
 json_object *dlock__etcd_body_id(int64_t id);
 json_object *dlock__etcd_body_ttl(int64_t ttl_s);
+/* If key (a suspension record) is absent put rec there, else read it. */
+json_object *dlock__etcd_body_suspend(const char *key, size_t klen,
+                                      const char *rec);
+/* Delete key (a suspension record), the deleted one in the reply. */
+json_object *dlock__etcd_body_resume(const char *key, size_t klen);
 /* Every body above, on an example lock, for the golden copies. */
 void dlock__etcd_texts(dlock__text_emit emit, void *arg);
 
@@ -393,6 +399,22 @@ int dlock__etcd_runs(struct dlock_store *s, const char *name, unsigned max,
                      dlock_run_cb cb, void *payload);
 int dlock__etcd_last_runs(struct dlock_store *s, const char *prefix,
                           dlock_run_cb cb, void *payload);
+
+/* --- suspend.c -------------------------------------------------------- */
+/* Name's suspension record, P FIRST \xff suspend [/REST] (malloc'd). */
+char *dlock__etcd_susp_key(const struct etcd_store *es, const char *name,
+                           size_t *len);
+/* *cur's by, since_ms and reason from a suspension record's kv: "?" (0)
+ * for what dlock cannot have written. */
+void dlock__etcd_susp_fill(json_object *kv, dlock_suspension *cur);
+int dlock__etcd_suspend(struct dlock_store *s, const char *name, const char *by,
+                        const char *reason, int *was, dlock_suspension *cur);
+int dlock__etcd_resume(struct dlock_store *s, const char *name, int *was,
+                       dlock_suspension *cur);
+int dlock__etcd_suspension(struct dlock_store *s, const char *name, int *was,
+                           dlock_suspension *cur);
+int dlock__etcd_suspensions(struct dlock_store *s, const char *prefix,
+                            dlock_suspension_cb cb, void *payload);
 
 /* --- open.c ----------------------------------------------------------- */
 int dlock__etcd_open(struct dlock_store **out, const struct dlock_url *u);

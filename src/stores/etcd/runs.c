@@ -12,6 +12,8 @@
  *                               DLOCK_RUNS_KEPT at most], "ok": the run
  *                               that succeeded, if any}
  *   P FIRST \xff start [/REST]  the last start, JSON {"fence", "at"}
+ * and beside them the name's suspension (suspend.c), P FIRST \xff
+ * suspend [/REST].
  *
  * THE CLOCK.  etcd keeps no time a client can read (a revision is not
  * time; a lease's countdown restarts at every leader change, and anyone
@@ -30,10 +32,13 @@
  * delays the next run by up to D; stepped forward by J, it may come up
  * to J early, as on every store's clock.
  *
- * A decision is one read of the lock key and the records, then a txn
- * that compares the lock key's create revision (we still hold it) and
- * every record key's mod revision (nobody wrote in between); a txn that
- * lost a race reads and decides again.
+ * A decision is one read of the lock key, the records and the
+ * suspension key, then a txn that compares the lock key's create
+ * revision (we still hold it), every record key's mod revision (nobody
+ * wrote in between) and the suspension key's create revision (0: still
+ * not suspended); a txn that lost a race reads and decides again.  A
+ * suspended name is skipped on that read, before any rule, and nothing
+ * is written.
  *
  * THE EARLIER LAYOUT (before issue 43) kept P NAME \xff runs and P NAME
  * \xff start (the fence, with a 200-day lease: the old clock): the same
@@ -67,6 +72,8 @@ enum { K_RUNS, K_START, K_OLD_RUNS, K_OLD_START, NKEYS };
 struct recs {
     char *key[NKEYS];
     size_t len[NKEYS];
+    char *susp; /* the suspension key (suspend.c) */
+    size_t susp_len;
 };
 
 /* P FIRST \xff WHAT [/REST], or (old) P NAME \xff WHAT. */
@@ -92,6 +99,7 @@ static void recs_free(struct recs *r)
 {
     for (int i = 0; i < NKEYS; i++)
         free(r->key[i]);
+    free(r->susp);
 }
 
 static int recs_keys(const struct etcd_store *es, const char *name,
@@ -108,6 +116,11 @@ static int recs_keys(const struct etcd_store *es, const char *name,
             recs_free(r);
             return dlock__enomem();
         }
+    }
+    r->susp = dlock__etcd_susp_key(es, name, &r->susp_len);
+    if (r->susp == NULL) {
+        recs_free(r);
+        return dlock__enomem();
     }
     return DLOCK_OK;
 }
@@ -260,8 +273,10 @@ struct state {
     int64_t start_at;    /* its stamp, s (0: not stamped) */
     int64_t old_fence;   /* the earlier layout's start, and its lease */
     int64_t old_lease;
-    int old_here; /* ... in the start key (a name without '/') */
-    int64_t date; /* the read's Date, s (0: none) */
+    int old_here;  /* ... in the start key (a name without '/') */
+    int64_t date;  /* the read's Date, s (0: none) */
+    int suspended; /* a suspension record (read with the lock key) */
+    dlock_suspension susp;
 };
 
 /* A start key's kv: its fence and stamp, if dlock can read them.
@@ -309,13 +324,13 @@ static int old_start_read(json_object *kv, struct state *st)
 }
 
 /* Read the lock key (lkey may be NULL) and the name's record keys in one
- * linearizable txn. */
+ * linearizable txn; with the lock key, its suspension key too. */
 static int read_state(struct etcd_store *es, const char *name, const char *lkey,
                       size_t llen, const struct recs *r, struct state *st)
 {
     json_object *ops = json_object_new_array(), *body, *reply = NULL, *kvs,
                 *kv[NKEYS] = {0}, *got[NKEYS] = {0}, *old = NULL;
-    size_t at[NKEYS], n = 0;
+    size_t at[NKEYS], n = 0, at_susp = 0;
     int rc = DLOCK_OK, grpc = 0;
 
     memset(st, 0, sizeof(*st));
@@ -330,6 +345,11 @@ static int read_state(struct etcd_store *es, const char *name, const char *lkey,
         at[i] = n++;
         json_object_array_add(
             ops, dlock__etcd_range_op(r->key[i], r->len[i], NULL, 0, 0, 0));
+    }
+    if (lkey != NULL) {
+        at_susp = n++;
+        json_object_array_add(
+            ops, dlock__etcd_range_op(r->susp, r->susp_len, NULL, 0, 0, 0));
     }
     body = dlock__etcd_txn(NULL, ops, NULL);
     rc = body == NULL ? dlock__enomem()
@@ -359,6 +379,12 @@ static int read_state(struct etcd_store *es, const char *name, const char *lkey,
         if (dlock__etcd_alen(kvs) == 1)
             st->lock_rev =
                 dlock__etcd_int(dlock__etcd_aget(kvs, 0), "create_revision");
+        json_object_put(kvs);
+        kvs = dlock__etcd_txn_kvs(reply, at_susp);
+        if (dlock__etcd_alen(kvs) == 1) {
+            st->suspended = 1;
+            dlock__etcd_susp_fill(dlock__etcd_aget(kvs, 0), &st->susp);
+        }
         json_object_put(kvs);
     }
     for (int i = 0; i < NKEYS && r->key[i] != NULL; i++) {
@@ -471,6 +497,7 @@ struct rec_write {
     const char *runs;
     int64_t start_fence, start_at;
     int move;
+    int unsuspended; /* only if the name is still not suspended */
 };
 
 /* One txn: if the lock key (lkey NULL: not compared) and every record
@@ -502,6 +529,9 @@ static int write_recs(struct etcd_store *es, const char *lkey, size_t llen,
             cmp, st->mod[i] == 0
                      ? dlock__etcd_cmp_create(r->key[i], r->len[i], 0)
                      : dlock__etcd_cmp_mod(r->key[i], r->len[i], st->mod[i]));
+    if (w->unsuspended)
+        json_object_array_add(cmp,
+                              dlock__etcd_cmp_create(r->susp, r->susp_len, 0));
     if (w->runs != NULL)
         json_object_array_add(
             ops,
@@ -625,7 +655,7 @@ int dlock__etcd_run_begin(struct dlock_store *s, struct dlock_lock *lk,
         return rc;
     for (int t = 0; t < TRIES; t++) {
         struct state st;
-        struct rec_write w = {.move = 1};
+        struct rec_write w = {.move = 1, .unsuspended = 1};
         json_object *newdoc = NULL;
         int64_t rev = 0, date = 0, unstamped;
         int won = 0;
@@ -637,6 +667,16 @@ int dlock__etcd_run_begin(struct dlock_store *s, struct dlock_lock *lk,
         if (st.lock_rev != el->create_rev) {
             json_object_put(st.doc);
             rc = dlock__lost(lk, "its etcd key is gone");
+            break;
+        }
+        if (st.suspended) {
+            /* Before any rule; nothing written (store.h). */
+            json_object_put(st.doc);
+            *go = 0;
+            last->result = DLOCK_RUN_SUSPENDED;
+            last->status = -1;
+            last->start_ms = st.susp.since_ms;
+            dlock__strlcpy(last->host, st.susp.by, sizeof(last->host));
             break;
         }
         unstamped = st.start_fence > 0 && st.start_at == 0;

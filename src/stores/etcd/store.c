@@ -507,6 +507,10 @@ const struct dlock_store_ops dlock__etcd_ops = {
     .last_runs = dlock__etcd_last_runs,
     .value_set = dlock__etcd_value_set,
     .value_get = dlock__etcd_value_get,
+    .suspend = dlock__etcd_suspend,
+    .resume = dlock__etcd_resume,
+    .suspension = dlock__etcd_suspension,
+    .suspensions = dlock__etcd_suspensions,
     .watch = dlock__etcd_watch_name,
     .watch_end = dlock__etcd_watch_end,
 };
