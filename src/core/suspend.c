@@ -59,7 +59,9 @@ static int no_suspension(const struct dlock_store *s)
                          s->ops->name);
 }
 
-/* The checks every call on one name shares. */
+/* The checks every call on one name shares (the store's support is
+ * asked after the caller's arguments: a bad one is DLOCK_EINVAL on any
+ * store). */
 static int name_call_ok(dlock_store *s, const char *name)
 {
     int rc = dlock__store_usable(s);
@@ -71,8 +73,6 @@ static int name_call_ok(dlock_store *s, const char *name)
     rc = dlock__check_name(name, strlen(name));
     if (rc != DLOCK_OK)
         return rc;
-    if (s->ops->suspend == NULL)
-        return no_suspension(s);
     return DLOCK_OK;
 }
 
@@ -122,6 +122,8 @@ dlock_rc dlock_suspend(int *out_was, dlock_store *s, const char *name,
                              "the reason must be at most %d bytes of UTF-8 "
                              "without control characters",
                              DLOCK_REASON_MAX);
+    if (s->ops->suspend == NULL)
+        return no_suspension(s);
     memset(&cur, 0, sizeof(cur));
     rc = s->ops->suspend(s, name, who, reason, &was, &cur);
     if (rc != DLOCK_OK)
@@ -164,6 +166,8 @@ dlock_rc dlock_resume(dlock_suspension **out, dlock_store *s, const char *name)
     rc = name_call_ok(s, name);
     if (rc != DLOCK_OK)
         return rc;
+    if (s->ops->resume == NULL)
+        return no_suspension(s);
     return one(out, s, name, s->ops->resume);
 }
 
@@ -179,6 +183,8 @@ dlock_rc dlock_suspended(dlock_suspension **out, dlock_store *s,
     rc = name_call_ok(s, name);
     if (rc != DLOCK_OK)
         return rc;
+    if (s->ops->suspension == NULL)
+        return no_suspension(s);
     return one(out, s, name, s->ops->suspension);
 }
 
