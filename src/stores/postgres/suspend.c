@@ -196,8 +196,8 @@ int dlock__pg_suspensions(struct dlock_store *s, const char *prefix,
     }
     *o++ = '%';
     *o = '\0';
-    rc = dlock__pg_pooled(ps, "list of suspensions", ps->text.suspensions, 1,
-                          v, &res, state);
+    rc = dlock__pg_pooled(ps, "list of suspensions", ps->text.suspensions, 1, v,
+                          &res, state);
     free(pat);
     if (rc == DLOCK_ESTORE && strcmp(state, UNDEFINED_TABLE) == 0) {
         PQclear(res);

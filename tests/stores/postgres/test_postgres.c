@@ -1867,8 +1867,10 @@ static void susp_reader(void)
     /* Tables from before suspension. */
     snprintf(sql, sizeof(sql), "DROP TABLE %s.dlock_suspensions", schema);
     free(q1(c, sql, NULL));
-    snprintf(sql, sizeof(sql), "SELECT to_regclass('%s.dlock_suspensions') "
-             "IS NULL", schema);
+    snprintf(sql, sizeof(sql),
+             "SELECT to_regclass('%s.dlock_suspensions') "
+             "IS NULL",
+             schema);
     CHECK_RC(dlock_suspended(&x, s, nm("susp-old")), DLOCK_OK);
     EXPECT(x == NULL);
     CHECK_RC(dlock_resume(&x, s, nm("susp-old")), DLOCK_OK);
@@ -1886,8 +1888,10 @@ static void susp_reader(void)
     free(q1(c, sql, NULL));
     EXPECT(susp_begin(s, nm("susp-old"), &last) == 1);
     dlock_run_free(last);
-    snprintf(sql, sizeof(sql), "SELECT to_regclass('%s.dlock_suspensions') "
-             "IS NOT NULL", schema);
+    snprintf(sql, sizeof(sql),
+             "SELECT to_regclass('%s.dlock_suspensions') "
+             "IS NOT NULL",
+             schema);
     EXPECT(q1_is(c, sql, NULL, "t"));
     dlock_store_close(s);
     free(q1(c, "SET client_min_messages = warning", NULL));
