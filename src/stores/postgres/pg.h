@@ -14,6 +14,7 @@
  *   renew.c    the renew thread's batches: many extends in one UPDATE
  *   runs.c     run records: once, once per period, the kept runs
  *   elect.c    leader values (dlock_leaders) and observers (LISTEN)
+ *   suspend.c  a job's suspension (dlock_suspensions); run_begin reads it
  *
  * postgres://[user[:password]@]host[:port]/db[?keys=hashtext][&mode=lease]
  *     [&max_keys=N]
@@ -126,7 +127,8 @@ struct dlock__pg_sql {
     char *release_l, *unlock_all, *drop_broken, *sem_wait, *status_l,
         *status2_l, *lease_acq, *lease_sem, *have_tables, *init, *ddl,
         *init_runs, *run_end, *runs, *last_runs, *gone, *session_setup,
-        *value_get, *notify, *listen_name, *listen, *probe;
+        *value_get, *notify, *listen_name, *listen, *probe, *suspend, *resume,
+        *suspension, *suspensions;
 };
 /* Fill q for a handle using hashtext() keys (else hashtextextended()):
  * DLOCK_OK, or an error with q all NULL. */
@@ -314,6 +316,20 @@ int dlock__pg_runs(struct dlock_store *s, const char *name, unsigned max,
                    dlock_run_cb cb, void *payload);
 int dlock__pg_last_runs(struct dlock_store *s, const char *prefix,
                         dlock_run_cb cb, void *payload);
+
+/* --- suspend.c: a job's suspension (store.h, "Suspension") -------- */
+
+int dlock__pg_suspend(struct dlock_store *s, const char *name, const char *by,
+                      const char *reason, int *was, dlock_suspension *cur);
+int dlock__pg_resume(struct dlock_store *s, const char *name, int *was,
+                     dlock_suspension *cur);
+int dlock__pg_suspension(struct dlock_store *s, const char *name, int *was,
+                         dlock_suspension *cur);
+int dlock__pg_suspensions(struct dlock_store *s, const char *prefix,
+                          dlock_suspension_cb cb, void *payload);
+/* run_begin's answer of a suspended name (runs.c): row i's column c, who
+ * suspended it, into run->host ("?" when dlock cannot have written it). */
+void dlock__pg_suspended_run(dlock_run *run, const PGresult *r, int i, int c);
 
 /* --- elect.c: leader values and observers (store.h, "Election") ---- */
 

@@ -73,13 +73,13 @@ static int probe_fn(void *conn, void *arg, int *dead)
 #define CORE "dlock_locks, dlock_fences, dlock_held, dlock_fence_seq"
         if (runs != NULL && runs[0] != '\0')
             snprintf(out->tables, sizeof(out->tables),
-                     CORE " present; %s not made yet (the first run or "
-                          "election makes them)",
+                     CORE " present; %s not made yet (the first run, "
+                          "election or suspension makes them)",
                      runs);
         else
             snprintf(out->tables, sizeof(out->tables),
-                     CORE ", dlock_runs, dlock_run_names, dlock_leaders "
-                          "present");
+                     CORE ", dlock_runs, dlock_run_names, dlock_leaders, "
+                          "dlock_suspensions present");
 #undef CORE
     }
     PQclear(res);

@@ -23,6 +23,9 @@
  * the calls that ask for them.  Tables missing on a server whose lock
  * tables predate them are created by the first run_begin (as `dlock
  * init`); the readers answer "no runs" without creating anything.
+ *
+ * A suspended name (a row in dlock_suspensions, suspend.c) is skipped in
+ * the same round trip, before any rule, with nothing written.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +118,10 @@ int dlock__pg_run_begin(struct dlock_store *s, struct dlock_lock *lk,
     *go = dlock__pg_col_bool(res, 0, 1);
     if (!PQgetisnull(res, 0, 2))
         run_from(last, res, 0, 2);
+    /* Suspended (sql/run_begin.sql): skipped before any rule, nothing
+     * written; host is who suspended it (suspend.c). */
+    if (!*go && last->fence == 0 && last->result == DLOCK_RUN_SUSPENDED)
+        dlock__pg_suspended_run(last, res, 0, 3);
 out:
     PQclear(res);
     free(sql);

@@ -210,6 +210,18 @@ static const struct {
     {offsetof(struct dlock__pg_sql, probe),
      0,
      {"probe.sql", dlock__text_postgres_probe, {NULL}}},
+    {offsetof(struct dlock__pg_sql, suspend),
+     0,
+     {"suspend.sql", dlock__text_postgres_suspend, {NULL}}},
+    {offsetof(struct dlock__pg_sql, resume),
+     0,
+     {"resume.sql", dlock__text_postgres_resume, {NULL}}},
+    {offsetof(struct dlock__pg_sql, suspension),
+     0,
+     {"suspension.sql", dlock__text_postgres_suspension, {NULL}}},
+    {offsetof(struct dlock__pg_sql, suspensions),
+     0,
+     {"suspensions.sql", dlock__text_postgres_suspensions, {NULL}}},
 };
 
 /* A value from a sql/frag-*.sql file is one line: its final newline

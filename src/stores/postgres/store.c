@@ -489,4 +489,8 @@ const struct dlock_store_ops dlock__postgres_ops = {
     .value_get = dlock__pg_value_get,
     .watch = dlock__pg_watch,
     .watch_end = dlock__pg_watch_end,
+    .suspend = dlock__pg_suspend,
+    .resume = dlock__pg_resume,
+    .suspension = dlock__pg_suspension,
+    .suspensions = dlock__pg_suspensions,
 };

@@ -43,6 +43,12 @@
  *               and a prefix is taken literally; a store without the
  *               run tables, used by a role that owns none of its
  *               objects: no runs, then the first begin creates them
+ *   suspend     suspension records planted with garbage (texts too long,
+ *               an escape sequence, a table of other column types, bytes
+ *               that are not UTF-8) still suspend and read back as "?";
+ *               a role with only SELECT gets "permission denied" from
+ *               suspend and resume; tables from before suspension: the
+ *               readers create nothing, the first suspend or run does
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -1624,6 +1630,285 @@ static void t_elect(void)
     elect_mode("mode=lease");
 }
 
+/* --- suspension ---------------------------------------------------------- */
+
+/* A run of name on s: its go, and *last (freed by the caller); -1 when
+ * the lock or the begin failed. */
+static int susp_begin(dlock_store *s, const char *name, dlock_run **last)
+{
+    dlock_options o = opts(0, 5000, 1);
+    dlock_run_rule rule = DLOCK_RUN_RULE_INIT;
+    dlock_lock *l = NULL;
+    int go = -1;
+
+    *last = NULL;
+    if (dlock_acquire(&l, s, name, &o) != DLOCK_OK) {
+        fprintf(stderr, "  acquire %s: %s\n", name, dlock_errmsg());
+        return -1;
+    }
+    if (dlock_run_begin(l, &rule, &go, last) != DLOCK_OK) {
+        fprintf(stderr, "  run begin %s: %s\n", name, dlock_errmsg());
+        go = -1;
+    } else if (go) {
+        EXPECT(dlock_run_end(l, DLOCK_RUN_EXITED, 0) == DLOCK_OK);
+    }
+    EXPECT(dlock_release(l) == DLOCK_OK);
+    return go;
+}
+
+/* name is suspended on s with every text shown as "?" and since 0, and
+ * its runs skip saying so. */
+static void susp_all_unknown(dlock_store *s, const char *name)
+{
+    dlock_suspension *x = NULL;
+    dlock_run *last = NULL;
+
+    CHECK_RC(dlock_suspended(&x, s, name), DLOCK_OK);
+    CHECK(x != NULL);
+    EXPECT(strcmp(x->by, "?") == 0);
+    EXPECT(strcmp(x->reason, "?") == 0);
+    EXPECT(x->since_ms == 0);
+    dlock_suspension_free(x);
+    EXPECT(susp_begin(s, name, &last) == 0);
+    CHECK(last != NULL);
+    EXPECT(last->result == DLOCK_RUN_SUSPENDED);
+    EXPECT(strcmp(last->host, "?") == 0);
+    EXPECT(last->fence == 0 && last->pid == 0 && last->start_ms == 0);
+    dlock_run_free(last);
+}
+
+static int susp_cb(const dlock_suspension *x, void *p)
+{
+    int *n = p;
+
+    if (strcmp(x->by, "?") == 0 && strcmp(x->reason, "?") == 0)
+        n[0]++;
+    n[1]++;
+    return 0;
+}
+
+static void exec_each(PGconn *c, const char *const *fmt, size_t n,
+                      const char *schema)
+{
+    char sql[1024], *o;
+
+    for (size_t i = 0; i < n; i++) {
+        snprintf(sql, sizeof(sql), fmt[i], schema, schema);
+        o = q1(c, sql, NULL);
+        if (o == NULL)
+            fprintf(stderr, "  %s: %s", sql, PQerrorMessage(c));
+        EXPECT(o != NULL);
+        free(o);
+    }
+}
+
+/* Rows planted in dlock_suspensions by anyone who may write it: texts
+ * too long or with an escape sequence, a negative since_ms; then, in a
+ * schema of its own, a table of other column types (an integer by_whom,
+ * a text since_ms, a bytea reason of bytes that are not UTF-8).  Each
+ * still suspends, reads back as "?" and 0, is listed, and resumes. */
+static void susp_planted(void)
+{
+    PGconn *c = raw();
+    dlock_store *s = open_url(url);
+    dlock_suspension *x = NULL;
+    char schema[64], u[1024], prefix[96];
+    const char *at;
+    int n[2] = {0, 0}, was = -1;
+
+    EXPECT(q1_is(c,
+                 "INSERT INTO dlock_suspensions VALUES ($1, repeat('b', "
+                 "300), -5, E'\\x1b[31mred') RETURNING 1",
+                 nm("susp-long-by"), "1"));
+    EXPECT(q1_is(c,
+                 "INSERT INTO dlock_suspensions VALUES ($1, E'ops\\x07', "
+                 "-1, repeat('r', 1100)) RETURNING 1",
+                 nm("susp-long-reason"), "1"));
+    susp_all_unknown(s, nm("susp-long-by"));
+    susp_all_unknown(s, nm("susp-long-reason"));
+    snprintf(prefix, sizeof(prefix), "%s/susp-long-", run_id);
+    CHECK_RC(dlock_suspensions(s, prefix, susp_cb, n), DLOCK_OK);
+    EXPECT(n[0] == 2 && n[1] == 2);
+    /* A suspend leaves the planted row as it is and says so. */
+    CHECK_RC(dlock_suspend(&was, s, nm("susp-long-by"), NULL, "x"), DLOCK_OK);
+    EXPECT(was == 1);
+    CHECK_RC(dlock_resume(&x, s, nm("susp-long-by")), DLOCK_OK);
+    CHECK(x != NULL);
+    EXPECT(strcmp(x->by, "?") == 0 && x->since_ms == 0);
+    dlock_suspension_free(x);
+    CHECK_RC(dlock_resume(NULL, s, nm("susp-long-reason")), DLOCK_OK);
+    CHECK_RC(dlock_suspended(&x, s, nm("susp-long-by")), DLOCK_OK);
+    EXPECT(x == NULL);
+    dlock_store_close(s);
+
+    /* A table of other types, in a schema of its own. */
+    snprintf(schema, sizeof(schema), "susp_types_%d", (int)getpid());
+    {
+        static const char *const fmt[] = {"CREATE SCHEMA %s"};
+
+        exec_each(c, fmt, 1, schema);
+    }
+    at = strchr(url, '?');
+    snprintf(u, sizeof(u), "%s%coptions=-csearch_path%%3D%s", url,
+             at != NULL ? '&' : '?', schema);
+    dlock_store_close(open_url(u));
+    {
+        static const char *const fmt[] = {
+            "DROP TABLE %s.dlock_suspensions",
+            "CREATE TABLE %s.dlock_suspensions (name text COLLATE \"C\" "
+            "PRIMARY KEY, by_whom integer, since_ms text, reason bytea)",
+        };
+
+        exec_each(c, fmt, 2, schema);
+    }
+    {
+        char sql[512];
+
+        snprintf(sql, sizeof(sql),
+                 "INSERT INTO %s.dlock_suspensions VALUES ($1, 42, "
+                 "'yesterday', '\\xfffe') RETURNING 1",
+                 schema);
+        EXPECT(q1_is(c, sql, nm("susp-types"), "1"));
+    }
+    s = open_url(u);
+    susp_all_unknown(s, nm("susp-types"));
+    n[0] = n[1] = 0;
+    CHECK_RC(dlock_suspensions(s, "", susp_cb, n), DLOCK_OK);
+    EXPECT(n[0] == 1 && n[1] == 1);
+    /* A suspend cannot write into that table (its types are not
+     * dlock's): a clear error, never a crash or a silent success. */
+    was = -1;
+    {
+        int rc = dlock_suspend(&was, s, nm("susp-types"), NULL, "x");
+
+        EXPECT(rc == DLOCK_ESTORE && dlock_errmsg()[0] != '\0');
+    }
+    CHECK_RC(dlock_resume(&x, s, nm("susp-types")), DLOCK_OK);
+    CHECK(x != NULL);
+    EXPECT(strcmp(x->by, "?") == 0 && strcmp(x->reason, "?") == 0);
+    dlock_suspension_free(x);
+    {
+        dlock_run *last = NULL;
+
+        EXPECT(susp_begin(s, nm("susp-types"), &last) == 1);
+        dlock_run_free(last);
+    }
+    dlock_store_close(s);
+    free(q1(c, "SET client_min_messages = warning", NULL));
+    {
+        static const char *const fmt[] = {"DROP SCHEMA %s CASCADE"};
+
+        exec_each(c, fmt, 1, schema);
+    }
+    PQfinish(c);
+}
+
+/* A role that may only read dlock's tables (SELECT, in a schema of its
+ * own): suspend and resume are DLOCK_ESTORE with the server's "permission
+ * denied", nothing written; reading works.  And a store whose tables
+ * predate suspension: the readers say "not suspended" and create nothing,
+ * the first suspend (or run begin) creates dlock_suspensions. */
+static void susp_reader(void)
+{
+    PGconn *c = raw();
+    char schema[64], u[1024], ro[1024], sql[256];
+    const char *at;
+    dlock_store *s, *r;
+    dlock_suspension *x = NULL;
+    dlock_run *last = NULL;
+    int was = -1, rc;
+
+    snprintf(schema, sizeof(schema), "susp_ro_%d", (int)getpid());
+    {
+        static const char *const fmt[] = {"CREATE SCHEMA %s"};
+
+        exec_each(c, fmt, 1, schema);
+    }
+    snprintf(u, sizeof(u), "%s%coptions=-csearch_path%%3D%s", url,
+             strchr(url, '?') != NULL ? '&' : '?', schema);
+    s = open_url(u);
+    {
+        static const char *const fmt[] = {
+            "GRANT USAGE ON SCHEMA %s TO other",
+            "GRANT SELECT ON ALL TABLES IN SCHEMA %s TO other",
+        };
+
+        exec_each(c, fmt, 2, schema);
+    }
+    at = strchr(url, '@');
+    CHECK(at != NULL);
+    snprintf(ro, sizeof(ro),
+             "postgres://other:other-pw%s%coptions=-csearch_path%%3D%s", at,
+             strchr(url, '?') != NULL ? '&' : '?', schema);
+    r = open_url(ro);
+    rc = dlock_suspend(&was, r, nm("susp-ro"), NULL, "reader");
+    EXPECT(rc == DLOCK_ESTORE || rc == DLOCK_EUNAVAIL);
+    EXPECT(msg_has("permission denied"));
+    EXPECT(msg_has("suspend"));
+    CHECK_RC(dlock_suspended(&x, s, nm("susp-ro")), DLOCK_OK);
+    EXPECT(x == NULL);
+    CHECK_RC(dlock_suspend(&was, s, nm("susp-ro"), "ops@here", "owner"),
+             DLOCK_OK);
+    EXPECT(was == 0);
+    rc = dlock_resume(&x, r, nm("susp-ro"));
+    EXPECT(rc == DLOCK_ESTORE || rc == DLOCK_EUNAVAIL);
+    EXPECT(msg_has("permission denied"));
+    EXPECT(msg_has("resume"));
+    /* Read: it is still there, for the reader too. */
+    CHECK_RC(dlock_suspended(&x, r, nm("susp-ro")), DLOCK_OK);
+    CHECK(x != NULL);
+    EXPECT(strcmp(x->by, "ops@here") == 0 && strcmp(x->reason, "owner") == 0);
+    dlock_suspension_free(x);
+    CHECK_RC(dlock_resume(&x, s, nm("susp-ro")), DLOCK_OK);
+    CHECK(x != NULL);
+    dlock_suspension_free(x);
+    dlock_store_close(r);
+
+    /* Tables from before suspension. */
+    snprintf(sql, sizeof(sql), "DROP TABLE %s.dlock_suspensions", schema);
+    free(q1(c, sql, NULL));
+    snprintf(sql, sizeof(sql),
+             "SELECT to_regclass('%s.dlock_suspensions') "
+             "IS NULL",
+             schema);
+    CHECK_RC(dlock_suspended(&x, s, nm("susp-old")), DLOCK_OK);
+    EXPECT(x == NULL);
+    CHECK_RC(dlock_resume(&x, s, nm("susp-old")), DLOCK_OK);
+    EXPECT(x == NULL);
+    EXPECT(dlock_suspensions(s, "", susp_cb, (int[2]){0, 0}) == DLOCK_OK);
+    EXPECT(q1_is(c, sql, NULL, "t"));
+    CHECK_RC(dlock_suspend(&was, s, nm("susp-old"), NULL, NULL), DLOCK_OK);
+    EXPECT(was == 0);
+    EXPECT(q1_is(c, sql, NULL, "f"));
+    EXPECT(susp_begin(s, nm("susp-old"), &last) == 0);
+    dlock_run_free(last);
+    CHECK_RC(dlock_resume(NULL, s, nm("susp-old")), DLOCK_OK);
+    /* ... and the first run begin makes it too. */
+    snprintf(sql, sizeof(sql), "DROP TABLE %s.dlock_suspensions", schema);
+    free(q1(c, sql, NULL));
+    EXPECT(susp_begin(s, nm("susp-old"), &last) == 1);
+    dlock_run_free(last);
+    snprintf(sql, sizeof(sql),
+             "SELECT to_regclass('%s.dlock_suspensions') "
+             "IS NOT NULL",
+             schema);
+    EXPECT(q1_is(c, sql, NULL, "t"));
+    dlock_store_close(s);
+    free(q1(c, "SET client_min_messages = warning", NULL));
+    {
+        static const char *const fmt[] = {"DROP SCHEMA %s CASCADE"};
+
+        exec_each(c, fmt, 1, schema);
+    }
+    PQfinish(c);
+}
+
+static void t_suspend(void)
+{
+    susp_planted();
+    susp_reader();
+}
+
 static const struct {
     const char *name;
     void (*fn)(void);
@@ -1634,7 +1919,7 @@ static const struct {
     {"mux", t_mux},           {"semaphore", t_semaphore},
     {"max_keys", t_max_keys}, {"force_one", t_force_one},
     {"ceiling", t_ceiling},   {"runs", t_runs},
-    {"elect", t_elect},
+    {"elect", t_elect},       {"suspend", t_suspend},
 };
 
 int main(int argc, char **argv)

@@ -1,7 +1,7 @@
 -- dlock check (dlock_store_probe(), probe.c): the server's clock in ms
 -- since the epoch; the objects of ddl.sql that are missing ('' when
--- none); and the run tables not made yet (the first run or election
--- makes them).
+-- none); and the run tables not made yet (the first run, election or
+-- suspension makes them).
 SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint,
 concat_ws(', ',
 CASE WHEN to_regclass('dlock_locks') IS NULL THEN 'dlock_locks' END,
@@ -15,4 +15,6 @@ THEN 'dlock_sem_acquire_v2()' END),
 concat_ws(', ',
 CASE WHEN to_regclass('dlock_runs') IS NULL THEN 'dlock_runs' END,
 CASE WHEN to_regclass('dlock_run_names') IS NULL THEN 'dlock_run_names' END,
-CASE WHEN to_regclass('dlock_leaders') IS NULL THEN 'dlock_leaders' END)
+CASE WHEN to_regclass('dlock_leaders') IS NULL THEN 'dlock_leaders' END,
+CASE WHEN to_regclass('dlock_suspensions') IS NULL
+THEN 'dlock_suspensions' END)

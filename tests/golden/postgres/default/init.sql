@@ -232,4 +232,15 @@ CREATE TABLE IF NOT EXISTS dlock_leaders (
     fence bigint NOT NULL, -- the term (the leader's lock fence)
     value text              -- NULL: a leader without a value
 );
+
+-- Suspension (dlock suspend; dlock resume): a suspended job, one row per
+-- name: who suspended it, since when (ms since the epoch on the server's
+-- clock) and why ('' for no reason).  A run of a name with a row is
+-- skipped, whatever its rule; resuming deletes the row.
+CREATE TABLE IF NOT EXISTS dlock_suspensions (
+    name     text COLLATE "C" PRIMARY KEY,
+    by_whom  text   NOT NULL, -- USER@HOST unless told, UTF-8
+    since_ms bigint NOT NULL, -- server clock
+    reason   text   NOT NULL  -- UTF-8, at most DLOCK_REASON_MAX bytes
+);
 COMMIT;

@@ -11,4 +11,6 @@ THEN 'dlock_sem_acquire_v2()' END),
 concat_ws(', ',
 CASE WHEN to_regclass('dlock_runs') IS NULL THEN 'dlock_runs' END,
 CASE WHEN to_regclass('dlock_run_names') IS NULL THEN 'dlock_run_names' END,
-CASE WHEN to_regclass('dlock_leaders') IS NULL THEN 'dlock_leaders' END)
+CASE WHEN to_regclass('dlock_leaders') IS NULL THEN 'dlock_leaders' END,
+CASE WHEN to_regclass('dlock_suspensions') IS NULL
+THEN 'dlock_suspensions' END)

@@ -1,13 +1,21 @@
 INSERT INTO dlock_run_names AS x (name) SELECT $1 WHERE
 EXISTS (SELECT 1 FROM dlock_locks WHERE name = $1 AND owner = $2 AND
 expires_at > clock_timestamp())
-ON CONFLICT (name) DO UPDATE SET last_start_ms = x.last_start_ms;
+AND NOT EXISTS (SELECT 1 FROM dlock_suspensions WHERE name = $1 FOR KEY
+SHARE) ON CONFLICT (name) DO UPDATE SET last_start_ms = x.last_start_ms;
 WITH o AS (SELECT
 EXISTS (SELECT 1 FROM dlock_locks WHERE name = $1 AND owner = $2 AND
 expires_at > clock_timestamp())
 AS ours,
 floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint
 AS now_ms),
+z AS (SELECT
+CASE WHEN pg_typeof(by_whom) IN ('text'::regtype, 'varchar'::regtype) THEN
+by_whom::text END AS by_whom, CASE WHEN pg_typeof(since_ms) IN
+('bigint'::regtype, 'integer'::regtype, 'smallint'::regtype) THEN
+since_ms::text::bigint END AS since_ms, CASE WHEN pg_typeof(reason) IN
+('text'::regtype, 'varchar'::regtype) THEN reason::text END AS reason
+FROM dlock_suspensions WHERE name = $1),
 s AS (SELECT last_start_ms, succeeded_fence, succeeded_ms FROM
 dlock_run_names WHERE name = $1),
 m AS (SELECT EXISTS (SELECT 1 FROM dlock_runs WHERE name = $1 AND
@@ -17,8 +25,8 @@ s.succeeded_fence IS NOT NULL AND NOT m.again, false) AS by_once,
 coalesce($7::boolean AND o.now_ms - s.last_start_ms < $8::bigint AND
 NOT m.again, false) AS by_period FROM o CROSS JOIN m LEFT JOIN s ON
 true),
-d AS (SELECT g.*, g.ours AND NOT g.by_once AND NOT g.by_period AS go
-FROM g),
+d AS (SELECT g.*, g.ours AND NOT g.by_once AND NOT g.by_period AND NOT
+EXISTS (SELECT 1 FROM z) AS go FROM g),
 p AS (SELECT fence, host, pid, start_ms, end_ms, result, status FROM
 dlock_runs WHERE name = $1 AND fence <> $3::bigint ORDER BY fence DESC
 LIMIT 1),
@@ -35,8 +43,11 @@ excluded.host, pid = excluded.pid, start_ms = excluded.start_ms, end_ms
 = NULL, result = 0, status = -1),
 u AS (UPDATE dlock_run_names x SET last_start_ms = d.now_ms FROM d
 WHERE d.go AND x.name = $1),
-l AS (SELECT 1 AS rank, fence, host, pid, start_ms, end_ms, result,
-status FROM dlock_runs, d WHERE d.by_once AND name = $1 AND fence =
+l AS (SELECT 0 AS rank, 0::bigint AS fence, z.by_whom AS host, 0::bigint
+AS pid, coalesce(z.since_ms, 0) AS start_ms, 0::bigint AS end_ms,
+6::smallint AS result, -1 AS status FROM z UNION ALL SELECT 1, fence,
+host, pid, start_ms, end_ms, result, status FROM dlock_runs, d WHERE
+d.by_once AND name = $1 AND fence =
 (SELECT succeeded_fence FROM s) UNION ALL SELECT 2, s.succeeded_fence,
 '', 0, 0, s.succeeded_ms, 1, 0 FROM s, d WHERE d.by_once UNION ALL
 SELECT 3, p.fence, p.host, p.pid, p.start_ms, p.end_ms, CASE WHEN d.go
