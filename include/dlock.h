@@ -698,8 +698,11 @@ typedef struct dlock_run {
     int status;
 } dlock_run;
 
-/** How many runs the store keeps per name (older ones are dropped). */
+/** How many runs the store keeps per name by default (older ones are
+ * dropped); dlock_keep_runs() sets it per name. */
 #define DLOCK_RUNS_KEPT 20
+/** The most runs one name may keep (dlock_keep_runs()). */
+#define DLOCK_RUNS_KEPT_MAX 10000
 
 /**
  * Decide whether the holder of lock runs its job now, by rule, and if so
@@ -741,7 +744,8 @@ DLOCK_EXTERN dlock_rc dlock_run_end(dlock_lock *lock, int result, int status);
 typedef int (*dlock_run_cb)(const dlock_run *run, void *payload);
 
 /**
- * The kept runs of name, newest first, at most max (0: all kept).
+ * The kept runs of name, newest first, at most max (0: all kept, up to
+ * DLOCK_RUNS_KEPT_MAX).
  * @return DLOCK_OK (also when there are none), or the callback's nonzero
  *         value, or DLOCK_EINVAL, DLOCK_ENOTSUP, DLOCK_EUNAVAIL,
  *         DLOCK_ESTORE.
@@ -757,6 +761,29 @@ DLOCK_EXTERN int dlock_history(dlock_store *store, const char *name,
  */
 DLOCK_EXTERN int dlock_last_runs(dlock_store *store, const char *prefix,
                                  dlock_run_cb cb, void *payload);
+
+/**
+ * How many runs the store keeps of name, as Kubernetes CronJob's history
+ * limits: n of them (1..DLOCK_RUNS_KEPT_MAX), or DLOCK_RUNS_KEPT for 0.
+ * The setting is recorded with the name's run records, so every host's
+ * runs of it keep to it, and the runs beyond it are dropped in the same
+ * step, oldest (lowest fence) first.  Each run that goes ahead then
+ * drops what its own record puts over the limit: whatever the setting, a
+ * run's bookkeeping costs the same.  (A client older than this call
+ * keeps DLOCK_RUNS_KEPT whatever the setting says.)
+ * @return DLOCK_OK; DLOCK_EINVAL; DLOCK_ENOTSUP (a store without run
+ *         records); DLOCK_EUNAVAIL, DLOCK_ESTORE.
+ */
+DLOCK_EXTERN dlock_rc dlock_keep_runs(dlock_store *store, const char *name,
+                                      unsigned n);
+
+/**
+ * The number of runs name keeps: *out receives its setting
+ * (dlock_keep_runs()), DLOCK_RUNS_KEPT when none was recorded.
+ * @return as dlock_keep_runs().
+ */
+DLOCK_EXTERN dlock_rc dlock_kept_runs(unsigned *out, dlock_store *store,
+                                      const char *name);
 
 /** Free a dlock_run from dlock_run_begin().  Accepts NULL. */
 DLOCK_EXTERN void dlock_run_free(dlock_run *run);

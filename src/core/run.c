@@ -148,9 +148,68 @@ int dlock_history(dlock_store *s, const char *name, unsigned max,
         return rc;
     if (s->ops->runs == NULL)
         return no_runs(s);
-    if (max == 0 || max > DLOCK_RUNS_KEPT)
-        max = DLOCK_RUNS_KEPT;
+    if (max == 0 || max > DLOCK_RUNS_KEPT_MAX)
+        max = DLOCK_RUNS_KEPT_MAX;
     return s->ops->runs(s, name, max, cb, payload);
+}
+
+/* The checks dlock_keep_runs() and dlock_kept_runs() share. */
+static int keep_call_ok(dlock_store *s, const char *name)
+{
+    int rc = dlock__store_usable(s);
+
+    if (rc != DLOCK_OK)
+        return rc;
+    if (name == NULL)
+        return dlock__seterr(DLOCK_EINVAL, "lock name is NULL");
+    rc = dlock__check_name(name, strlen(name));
+    if (rc != DLOCK_OK)
+        return rc;
+    return DLOCK_OK;
+}
+
+dlock_rc dlock_keep_runs(dlock_store *s, const char *name, unsigned n)
+{
+    int rc;
+
+    dlock__clearerr();
+    rc = keep_call_ok(s, name);
+    if (rc != DLOCK_OK)
+        return rc;
+    if (n > DLOCK_RUNS_KEPT_MAX)
+        return dlock__seterr(DLOCK_EINVAL,
+                             "a name keeps 1..%d runs (0: the default, %d), "
+                             "not %u",
+                             DLOCK_RUNS_KEPT_MAX, DLOCK_RUNS_KEPT, n);
+    if (s->ops->keep_runs == NULL)
+        return no_runs(s);
+    rc = s->ops->keep_runs(s, name, n == 0 ? DLOCK_RUNS_KEPT : n);
+    if (rc == DLOCK_OK)
+        dlock__clearerr();
+    return rc;
+}
+
+dlock_rc dlock_kept_runs(unsigned *out, dlock_store *s, const char *name)
+{
+    unsigned n = DLOCK_RUNS_KEPT;
+    int rc;
+
+    dlock__clearerr();
+    if (out == NULL)
+        return dlock__seterr(DLOCK_EINVAL, "out is NULL");
+    *out = 0;
+    rc = keep_call_ok(s, name);
+    if (rc != DLOCK_OK)
+        return rc;
+    if (s->ops->kept_runs == NULL)
+        return no_runs(s);
+    rc = s->ops->kept_runs(s, name, &n);
+    if (rc != DLOCK_OK)
+        return rc;
+    /* A setting planted out of range is the default's bound (R9). */
+    *out = n >= 1 && n <= DLOCK_RUNS_KEPT_MAX ? n : DLOCK_RUNS_KEPT;
+    dlock__clearerr();
+    return DLOCK_OK;
 }
 
 int dlock_last_runs(dlock_store *s, const char *prefix, dlock_run_cb cb,

@@ -236,8 +236,14 @@ struct dlock_store_ops {
      *  - else (*go = 1): mark runs of the name still RUNNING as
      *    ABANDONED, record a new run {lk->fence, host, pid, start = now,
      *    RUNNING}, set the summary's last start to now, drop runs beyond
-     *    DLOCK_RUNS_KEPT (oldest first), and fill *last with the run
-     *    before it if any (last->fence = 0 when none).
+     *    the name's keep setting (keep_runs; DLOCK_RUNS_KEPT when none),
+     *    oldest first, and fill *last with the run before it if any
+     *    (last->fence = 0 when none).
+     *  - at a cost that does not grow with the runs kept (up to
+     *    DLOCK_RUNS_KEPT_MAX): no scan of the name's runs, no rewrite of
+     *    them all.  Only the newest run can still be RUNNING (each begin
+     *    marks the one before), and only the oldest go: a count kept in
+     *    the summary and an index by fence do it (sqlite/runs.c).
      * last is zeroed by the core before the call.
      *
      * run_end: record result/status and end = now on the run whose fence
@@ -245,7 +251,16 @@ struct dlock_store_ops {
      * status 0) also marks the name's summary as succeeded.  DLOCK_OK
      * when there is no such run any more (dropped as too old).
      *
-     * runs: the kept runs of name, newest first, at most max (max >= 1),
+     * keep_runs: in ONE atomic step, record n (1..DLOCK_RUNS_KEPT_MAX;
+     * the core maps 0 to DLOCK_RUNS_KEPT) as how many runs name keeps,
+     * and drop its runs beyond n, oldest first (this call may cost what
+     * it drops, and may recount).  Optional with kept_runs: NULL makes
+     * dlock_keep_runs() and dlock_kept_runs() DLOCK_ENOTSUP.
+     * kept_runs: name's setting into *n, DLOCK_RUNS_KEPT when none.
+     *
+     * runs: the kept runs of name, newest first, at most max (1 <= max
+     * <= DLOCK_RUNS_KEPT_MAX: read in pages where one answer would not
+     * hold them),
      * each passed to cb (stop and return its value when nonzero).
      * last_runs: the newest run of each name starting with prefix ("" for
      * all) that has runs, to cb likewise.
@@ -256,6 +271,8 @@ struct dlock_store_ops {
                      int *go, dlock_run *last);
     int (*run_end)(struct dlock_store *store, struct dlock_lock *lk, int result,
                    int status);
+    int (*keep_runs)(struct dlock_store *store, const char *name, unsigned n);
+    int (*kept_runs)(struct dlock_store *store, const char *name, unsigned *n);
     int (*runs)(struct dlock_store *store, const char *name, unsigned max,
                 dlock_run_cb cb, void *payload);
     int (*last_runs)(struct dlock_store *store, const char *prefix,

@@ -537,6 +537,96 @@ static void t_suspend(dlock_store *s)
     dlock_store_close(s2);
 }
 
+/* n plain runs of name, each ended exited 0; 0 or a failure counted. */
+static int run_n(dlock_store *s, const char *name, int n)
+{
+    dlock_run_rule r = DLOCK_RUN_RULE_INIT;
+
+    for (int i = 0; i < n; i++) {
+        dlock_run *last = NULL;
+        dlock_lock *l;
+
+        if (begin(s, name, &r, &l, &last) != 1)
+            return -1;
+        dlock_run_free(last);
+        EXPECT_RC(dlock_run_end(l, DLOCK_RUN_EXITED, 0), DLOCK_OK);
+        EXPECT_RC(dlock_release(l), DLOCK_OK);
+    }
+    return 0;
+}
+
+/* The runs kept, checked newest first and gapless against the fences
+ * seen: count, and that each is older than the one before. */
+static unsigned kept_now(dlock_store *s, const char *name, struct hist *h)
+{
+    if (history(s, name, h) != DLOCK_OK) {
+        failures++;
+        return 0;
+    }
+    for (unsigned i = 1; i < h->n && i < sizeof(h->v) / sizeof(h->v[0]); i++)
+        EXPECT(h->v[i].fence < h->v[i - 1].fence);
+    return h->n;
+}
+
+/* dlock_keep_runs(): a setting per name, kept by every handle's runs,
+ * applied at once when lowered, back to the default with 0. */
+static void t_keep(dlock_store *s)
+{
+    static struct hist h; /* DLOCK_RUNS_KEPT + 5 runs: not on the stack */
+    dlock_store *s2 = open_store();
+    const char *name = nm("keep"), *other = nm("keep-other");
+    unsigned n = 0;
+    uint64_t newest;
+
+    CHECK_RC(dlock_kept_runs(&n, s, name), DLOCK_OK);
+    EXPECT(n == DLOCK_RUNS_KEPT);
+    CHECK_RC(dlock_keep_runs(s, name, 3), DLOCK_OK);
+    CHECK_RC(dlock_kept_runs(&n, s2, name), DLOCK_OK);
+    EXPECT(n == 3);
+    CHECK(run_n(s, name, 5) == 0);
+    EXPECT(kept_now(s, name, &h) == 3);
+    /* Raised: the runs grow to it, by either handle, then stay. */
+    CHECK_RC(dlock_keep_runs(s2, name, DLOCK_RUNS_KEPT + 4), DLOCK_OK);
+    CHECK(run_n(s2, name, DLOCK_RUNS_KEPT) == 0);
+    EXPECT(kept_now(s, name, &h) == DLOCK_RUNS_KEPT + 3);
+    CHECK(run_n(s, name, 3) == 0);
+    EXPECT(kept_now(s, name, &h) == DLOCK_RUNS_KEPT + 4);
+    newest = h.v[0].fence;
+    /* Lowered: the oldest go at once, the newest stay. */
+    CHECK_RC(dlock_keep_runs(s, name, 2), DLOCK_OK);
+    EXPECT(kept_now(s2, name, &h) == 2);
+    EXPECT(h.v[0].fence == newest);
+    CHECK(run_n(s, name, 2) == 0);
+    EXPECT(kept_now(s, name, &h) == 2);
+    EXPECT(h.v[1].fence > newest);
+    /* 0: the default again. */
+    CHECK_RC(dlock_keep_runs(s, name, 0), DLOCK_OK);
+    CHECK_RC(dlock_kept_runs(&n, s, name), DLOCK_OK);
+    EXPECT(n == DLOCK_RUNS_KEPT);
+    CHECK(run_n(s, name, DLOCK_RUNS_KEPT + 1) == 0);
+    EXPECT(kept_now(s, name, &h) == DLOCK_RUNS_KEPT);
+    /* Another name is not touched by this one's setting. */
+    CHECK_RC(dlock_keep_runs(s, name, 1), DLOCK_OK);
+    CHECK_RC(dlock_kept_runs(&n, s, other), DLOCK_OK);
+    EXPECT(n == DLOCK_RUNS_KEPT);
+    CHECK(run_n(s, other, 2) == 0);
+    EXPECT(kept_now(s, other, &h) == 2);
+    EXPECT(kept_now(s, name, &h) == 1);
+    /* A name that never ran may keep a setting before its first run. */
+    CHECK_RC(dlock_keep_runs(s, nm("keep-fresh"), DLOCK_RUNS_KEPT_MAX),
+             DLOCK_OK);
+    CHECK_RC(dlock_kept_runs(&n, s2, nm("keep-fresh")), DLOCK_OK);
+    EXPECT(n == DLOCK_RUNS_KEPT_MAX);
+    /* Edges. */
+    EXPECT_RC(dlock_keep_runs(s, name, DLOCK_RUNS_KEPT_MAX + 1), DLOCK_EINVAL);
+    EXPECT_RC(dlock_keep_runs(s, "", 3), DLOCK_EINVAL);
+    EXPECT_RC(dlock_keep_runs(NULL, name, 3), DLOCK_EINVAL);
+    EXPECT_RC(dlock_kept_runs(NULL, s, name), DLOCK_EINVAL);
+    CHECK_RC(dlock_kept_runs(&n, s, name), DLOCK_OK);
+    EXPECT(n == 1);
+    dlock_store_close(s2);
+}
+
 static void t_bad(dlock_store *s)
 {
     dlock_run_rule r = DLOCK_RUN_RULE_INIT;
@@ -566,6 +656,7 @@ static const struct {
     {"record", t_record}, {"once", t_once}, {"period", t_period},
     {"kept", t_kept},     {"lost", t_lost}, {"last_runs", t_last_runs},
     {"race", t_race},     {"bad", t_bad},   {"suspend", t_suspend},
+    {"keep", t_keep},
 };
 
 int main(int argc, char **argv)

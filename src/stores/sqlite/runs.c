@@ -109,14 +109,90 @@ static int commit(struct sqlite_store *ss)
                : dlock__sq_error(ss, "commit");
 }
 
+static int count_runs(struct sqlite_store *ss, const char *name, size_t len,
+                      int64_t *kept);
+
+/* Name's keep setting and the runs it holds now (dlock_run_keep; no row:
+ * DLOCK_RUNS_KEPT, and the runs counted, once).  DLOCK_OK or SQLERR. */
+static int keep_get(struct sqlite_store *ss, const char *name, size_t len,
+                    int64_t *keep, int64_t *kept, int *have)
+{
+    sqlite3_stmt *s = dlock__sq_stmt(ss, Q_RUN_KEEP_GET);
+    int src;
+
+    *have = 0;
+    *keep = DLOCK_RUNS_KEPT;
+    *kept = 0;
+    if (s == NULL)
+        return SQLERR;
+    sqlite3_bind_text(s, 1, name, (int)len, SQLITE_STATIC);
+    src = sqlite3_step(s);
+    if (src == SQLITE_ROW) {
+        *have = 1;
+        *keep = col_i64(s, 0, 1, DLOCK_RUNS_KEPT_MAX, DLOCK_RUNS_KEPT);
+        *kept = col_i64(s, 1, 0, INT64_MAX, 0);
+    }
+    sqlite3_reset(s);
+    if (src != SQLITE_ROW && src != SQLITE_DONE)
+        return SQLERR;
+    if (*have)
+        return DLOCK_OK;
+    return count_runs(ss, name, len, kept);
+}
+
+/* How many runs of name are kept (run-count.sql): not per run. */
+static int count_runs(struct sqlite_store *ss, const char *name, size_t len,
+                      int64_t *kept)
+{
+    sqlite3_stmt *s = dlock__sq_stmt(ss, Q_RUN_COUNT);
+    int src;
+
+    if (s == NULL)
+        return SQLERR;
+    sqlite3_bind_text(s, 1, name, (int)len, SQLITE_STATIC);
+    src = sqlite3_step(s);
+    if (src == SQLITE_ROW)
+        *kept = col_i64(s, 0, 0, INT64_MAX, 0);
+    sqlite3_reset(s);
+    return src == SQLITE_ROW ? DLOCK_OK : SQLERR;
+}
+
+/* Drop the oldest runs of name over keep (kept: how many it holds), then
+ * record keep and what is left.  DLOCK_OK or SQLERR. */
+static int keep_trim(struct sqlite_store *ss, const char *name, size_t len,
+                     int64_t keep, int64_t kept)
+{
+    sqlite3_stmt *s;
+
+    if (kept > keep) {
+        s = dlock__sq_stmt(ss, Q_RUN_TRIM);
+        if (s == NULL)
+            return SQLERR;
+        sqlite3_bind_text(s, 1, name, (int)len, SQLITE_STATIC);
+        sqlite3_bind_int64(s, 2, kept - keep);
+        if (done(s) != DLOCK_OK)
+            return SQLERR;
+        kept -= sqlite3_changes(ss->db);
+        if (kept < 0)
+            kept = 0;
+    }
+    s = dlock__sq_stmt(ss, Q_RUN_KEEP_PUT);
+    if (s == NULL)
+        return SQLERR;
+    sqlite3_bind_text(s, 1, name, (int)len, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, keep);
+    sqlite3_bind_int64(s, 3, kept);
+    return done(s);
+}
+
 int dlock__sq_run_begin(struct dlock_store *st, struct dlock_lock *lk,
                         const dlock_run_rule *rule, const char *host,
                         int64_t pid, int *go, dlock_run *last)
 {
     struct sqlite_store *ss = (struct sqlite_store *)st;
     int64_t now = dlock__wall_ms(), last_start = 0, last_fence = 0,
-            ok_fence = 0;
-    int have = 0, own, rc, src;
+            ok_fence = 0, keep, kept;
+    int have = 0, have_keep, own, rc, src;
     sqlite3_stmt *s;
 
     *go = 0;
@@ -171,6 +247,7 @@ int dlock__sq_run_begin(struct dlock_store *st, struct dlock_lock *lk,
     if (s == NULL)
         goto sqlerr;
     dlock__sq_bind_name(s, 1, lk);
+    sqlite3_bind_int64(s, 2, last_fence);
     if (done(s) != DLOCK_OK)
         goto sqlerr;
     s = dlock__sq_stmt(ss, Q_RUN_NEWEST);
@@ -202,12 +279,11 @@ int dlock__sq_run_begin(struct dlock_store *st, struct dlock_lock *lk,
     sqlite3_bind_int64(s, 3, (sqlite3_int64)lk->fence);
     if (done(s) != DLOCK_OK)
         goto sqlerr;
-    s = dlock__sq_stmt(ss, Q_RUN_TRIM);
-    if (s == NULL)
-        goto sqlerr;
-    dlock__sq_bind_name(s, 1, lk);
-    sqlite3_bind_int(s, 2, DLOCK_RUNS_KEPT);
-    if (done(s) != DLOCK_OK)
+    /* The one just recorded may put the name over its setting. */
+    if (keep_get(ss, lk->name, lk->name_len, &keep, &kept, &have_keep) !=
+            DLOCK_OK ||
+        keep_trim(ss, lk->name, lk->name_len, keep, kept + have_keep) !=
+            DLOCK_OK)
         goto sqlerr;
     rc = commit(ss);
     if (rc != DLOCK_OK) {
@@ -358,4 +434,56 @@ int dlock__sq_last_runs(struct dlock_store *st, const char *prefix,
 {
     return query_runs(st, Q_RUN_LAST, NULL, 0, prefix, "last runs", cb,
                       payload);
+}
+
+int dlock__sq_keep_runs(struct dlock_store *st, const char *name, unsigned n)
+{
+    struct sqlite_store *ss = (struct sqlite_store *)st;
+    size_t len = strlen(name);
+    int64_t kept = 0;
+    int rc;
+
+    dlock__sq_lock(ss, dlock__sq_deadline(ss));
+    rc = begin(ss);
+    if (rc != DLOCK_OK)
+        goto out;
+    /* Counted afresh: the setting's change is where a count that an
+     * older client's own trimming put out of step comes right. */
+    if (count_runs(ss, name, len, &kept) != DLOCK_OK ||
+        keep_trim(ss, name, len, (int64_t)n, kept) != DLOCK_OK) {
+        rc = dlock__sq_error(ss, "keep runs");
+        dlock__sq_rollback(ss);
+        goto out;
+    }
+    rc = commit(ss);
+    if (rc != DLOCK_OK)
+        dlock__sq_rollback(ss);
+out:
+    dlock__sq_unlock(ss);
+    return rc;
+}
+
+int dlock__sq_kept_runs(struct dlock_store *st, const char *name, unsigned *n)
+{
+    struct sqlite_store *ss = (struct sqlite_store *)st;
+    sqlite3_stmt *s;
+    int rc = DLOCK_OK, src;
+
+    *n = DLOCK_RUNS_KEPT;
+    dlock__sq_lock(ss, dlock__sq_deadline(ss));
+    s = dlock__sq_stmt(ss, Q_RUN_KEEP_GET);
+    if (s == NULL) {
+        rc = dlock__sq_error(ss, "kept runs");
+        goto out;
+    }
+    sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+    src = sqlite3_step(s);
+    if (src == SQLITE_ROW)
+        *n = (unsigned)col_i64(s, 0, 1, DLOCK_RUNS_KEPT_MAX, DLOCK_RUNS_KEPT);
+    else if (src != SQLITE_DONE)
+        rc = dlock__sq_error(ss, "kept runs");
+    sqlite3_reset(s);
+out:
+    dlock__sq_unlock(ss);
+    return rc;
 }

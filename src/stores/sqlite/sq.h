@@ -72,6 +72,9 @@ enum {
     Q_RUN_LAST,
     Q_VALUE_SET,
     Q_VALUE_GET,
+    Q_RUN_KEEP_GET,
+    Q_RUN_KEEP_PUT,
+    Q_RUN_COUNT,
     Q_SUSPEND_GET,
     Q_SUSPEND_PUT,
     Q_SUSPEND_DELETE,
@@ -210,6 +213,9 @@ int dlock__sq_run_end(struct dlock_store *st, struct dlock_lock *lk, int result,
                       int status);
 int dlock__sq_runs(struct dlock_store *st, const char *name, unsigned max,
                    dlock_run_cb cb, void *payload);
+int dlock__sq_keep_runs(struct dlock_store *st, const char *name, unsigned n);
+int dlock__sq_kept_runs(struct dlock_store *st, const char *name,
+                        unsigned *n);
 int dlock__sq_last_runs(struct dlock_store *st, const char *prefix,
                         dlock_run_cb cb, void *payload);
 

@@ -331,7 +331,7 @@ static int sqlite_probe(struct dlock_store *s, dlock_probe *out)
     out->tables_ok = 1;
     snprintf(out->tables, sizeof(out->tables),
              "dlock_locks, dlock_fences, dlock_runs, dlock_run_names, "
-             "dlock_leaders, dlock_suspensions "
+             "dlock_leaders, dlock_suspensions, dlock_run_keep "
              "present (made or checked at open)");
     return DLOCK_OK;
 }
@@ -360,6 +360,8 @@ const struct dlock_store_ops dlock__sqlite_ops = {
     .run_end = dlock__sq_run_end,
     .runs = dlock__sq_runs,
     .last_runs = dlock__sq_last_runs,
+    .keep_runs = dlock__sq_keep_runs,
+    .kept_runs = dlock__sq_kept_runs,
     .value_set = dlock__sq_value_set,
     .value_get = dlock__sq_value_get,
     .suspend = dlock__sq_suspend,

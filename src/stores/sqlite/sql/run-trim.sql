@@ -1,2 +1,4 @@
--- run-trim.sql - name ?1's runs but the newest ?2 (DLOCK_RUNS_KEPT) go.
-DELETE FROM dlock_runs WHERE name = ?1 AND fence NOT IN (SELECT fence FROM dlock_runs WHERE name = ?1 ORDER BY fence DESC LIMIT ?2)
+-- run-trim.sql - name ?1's ?2 oldest runs go (those over its keep
+-- setting: usually one, the run that went ahead put it over).  By the
+-- primary key (name, fence): what it costs is what it drops.
+DELETE FROM dlock_runs WHERE name = ?1 AND fence IN (SELECT fence FROM dlock_runs WHERE name = ?1 ORDER BY fence LIMIT ?2)

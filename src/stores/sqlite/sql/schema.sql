@@ -16,6 +16,9 @@
 -- one row per name, written by the holder under its lock with its fence
 -- (the term); shown only while that fence is the holder's.  A file made
 -- before elections gains it on its first open by this version.
+-- dlock_run_keep: how many runs a name keeps (dlock_keep_runs(); no row:
+-- DLOCK_RUNS_KEPT) and how many it holds now, so that a run drops the
+-- oldest over the setting without counting them.
 -- dlock_suspensions: a suspended job (dlock_suspend(), `dlock suspend`),
 -- one row per name: who, since when (Unix ms) and why; run_begin skips a
 -- name with a row.  A file made before it gains it on its first open.
@@ -68,4 +71,9 @@ CREATE TABLE IF NOT EXISTS dlock_suspensions (
     by_whom  TEXT    NOT NULL,  -- USER@HOST, UTF-8
     since_ms INTEGER NOT NULL,  -- Unix ms (CLOCK_REALTIME)
     reason   TEXT    NOT NULL   -- UTF-8, at most DLOCK_REASON_MAX bytes
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS dlock_run_keep (
+    name  TEXT    PRIMARY KEY,
+    keep  INTEGER NOT NULL,  -- 1..DLOCK_RUNS_KEPT_MAX
+    kept  INTEGER NOT NULL   -- runs of the name in dlock_runs now
 ) WITHOUT ROWID;

@@ -1,0 +1,2 @@
+-- run-keep-put.sql - name ?1 keeps ?2 runs and holds ?3 now.
+INSERT INTO dlock_run_keep (name, keep, kept) VALUES (?1, ?2, ?3) ON CONFLICT (name) DO UPDATE SET keep = excluded.keep, kept = excluded.kept
