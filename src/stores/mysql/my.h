@@ -18,7 +18,8 @@
  *   held.c     extend, ttl_left, release, forget
  *   renew.c    the renew thread's batches (extend_many)
  *   runs.c     run records: run_begin, run_end, runs, last_runs; the
- *              leader value of elections: value_set, value_get
+ *              leader value of elections: value_set, value_get; a job's
+ *              suspension: suspend, resume, suspension, suspensions
  *   status.c   status, list, force-release
  *   golden.c   the golden copies' hook
  *   store.c    open, close and the ops table
@@ -135,6 +136,7 @@ struct my_sql {
     char *create_fseq, *create_boot;                 /* MariaDB 10.3+ */
     char *create_runs, *create_runsum;
     char *create_leader; /* elections' leader values (runs.c) */
+    char *create_susp;   /* suspended jobs (runs.c) */
     char *create_proc_acq, *create_proc_rel;
     /* The next fence of the key ? (dlock__my_sb_fence()): in NAME_seq,
      * in NAME_fences, and in NAME_fences above NAME_seq (? three times). */
@@ -195,6 +197,8 @@ struct my_sql {
     /* Elections (runs.c): the guarded write, the same on the lock's own
      * session (held_tx.sql), the read */
     char *value_set, *value_set_held, *value_get;
+    /* Suspension (runs.c): suspend, resume, one record, all of them */
+    char *susp_put, *susp_delete, *susp_get, *susp_all;
 };
 
 /* One connection (the pool's `void *`). */
@@ -234,6 +238,7 @@ struct my_store {
     char runs[TABLE_MAX + 10];   /* NAME_runs: the kept runs (runs.c) */
     char runsum[TABLE_MAX + 10]; /* NAME_runsum: each name's summary */
     char leader[TABLE_MAX + 10]; /* NAME_leader: leader values (runs.c) */
+    char susp[TABLE_MAX + 10];   /* NAME_susp: suspended jobs (runs.c) */
     char raw_table[TABLE_MAX + 1];
     char name_charset[65]; /* of the table's name column ("" unknown) */
     char engine[65];       /* the lock table's ENGINE ("" unknown) */
@@ -465,6 +470,8 @@ void dlock__my_ddl_runs(struct sb *b, const struct my_store *ms,
 int dlock__my_create_runs(struct my_store *ms, struct conn *c);
 /* The same for the leader value table (elections). */
 int dlock__my_create_leader(struct my_store *ms, struct conn *c);
+/* The same for the suspension table. */
+int dlock__my_create_susp(struct my_store *ms, struct conn *c);
 /* On open: use the tables if they are there, else create them. */
 int dlock__my_ensure_tables(struct my_store *ms, struct conn *c);
 int dlock__my_init(struct dlock_store *s);
@@ -588,6 +595,15 @@ int dlock__my_value_set(struct dlock_store *s, struct dlock_lock *lk,
                         const char *value, size_t len);
 int dlock__my_value_get(struct dlock_store *s, const char *name,
                         uint64_t *fence, char **value, size_t *len);
+/* A job's suspension (store.h: suspend, resume, suspension, suspensions). */
+int dlock__my_suspend(struct dlock_store *s, const char *name, const char *by,
+                      const char *reason, int *was, dlock_suspension *cur);
+int dlock__my_resume(struct dlock_store *s, const char *name, int *was,
+                     dlock_suspension *cur);
+int dlock__my_suspension(struct dlock_store *s, const char *name, int *was,
+                         dlock_suspension *cur);
+int dlock__my_suspensions(struct dlock_store *s, const char *prefix,
+                          dlock_suspension_cb cb, void *payload);
 
 /* --- status.c ---------------------------------------------------------- */
 

@@ -44,6 +44,18 @@
  * transaction on the lock's own connection, conditional on it: a lock no
  * longer ours writes nothing (DLOCK_LOST).  No notifications:
  * dlock_observe() re-reads every DLOCK_OBSERVE_POLL_MS.
+ *
+ * A job's suspension (suspend, resume, suspension, suspensions) is a
+ * fourth InnoDB table, NAME_susp: (name, the key as above) -> full_name,
+ * by_whom, since_ms (the server's clock, as run_begin's now), reason;
+ * created on first use (suspend, run_begin) or by `dlock init`.  suspend
+ * and resume are one transaction in one packet each (the record locked,
+ * then written or deleted); run_begin reads the record, share-locked,
+ * in its own packet before any rule, and a suspended name writes
+ * nothing.  A record is read as anyone who may write the table may have
+ * left it: a text that is NULL, not a text column, too long or with a
+ * NUL inside shows as "?", a since_ms not an integer as 0 (the core
+ * vets the rest); it still suspends.
  */
 #include <limits.h>
 #include <mysqld_error.h>
@@ -110,18 +122,26 @@ static int run_tx(struct my_store *ms, struct conn *c, const struct sb *b,
             if (st != 0)
                 return oom ? dlock__enomem() : dlock__my_db_err(ms, c, what);
         }
-        if ((e != ER_LOCK_DEADLOCK && e != ER_LOCK_WAIT_TIMEOUT) || tries >= 20)
+        /* ER_DUP_ENTRY: a suspend whose INSERT met another's row
+         * (READ COMMITTED takes no gap lock): again, it finds that row. */
+        if ((e != ER_LOCK_DEADLOCK && e != ER_LOCK_WAIT_TIMEOUT &&
+             e != ER_DUP_ENTRY) ||
+            tries >= 20)
             return rc;
         dlock__sleep_ms(tries < 3 ? 0 : 1);
     }
 }
 
+/* The tables a packet uses (tx_tables()). */
+enum { T_RUNS, T_LEADER, T_SUSP };
+
 /* run_tx(), creating the tables first if they are missing.  create:
  * make them (run_begin, run_end); else a missing table is DLOCK_OK with
- * *res NULL (nothing recorded yet).  leader: the leader value table
- * (elections), not the run records'. */
+ * *res NULL (nothing recorded yet).  tables: T_RUNS the run records and
+ * the suspension table (run_begin reads it), T_LEADER the leader value
+ * table (elections), T_SUSP the suspension table. */
 static int tx_tables(struct my_store *ms, struct conn *c, const struct sb *b,
-                     MYSQL_RES **res, int create, int leader, const char *what)
+                     MYSQL_RES **res, int create, int tables, const char *what)
 {
     int rc = run_tx(ms, c, b, res, what);
 
@@ -129,11 +149,21 @@ static int tx_tables(struct my_store *ms, struct conn *c, const struct sb *b,
         return rc;
     if (!create)
         return DLOCK_OK;
-    rc = leader ? dlock__my_create_leader(ms, c) : dlock__my_create_runs(ms, c);
+    if (tables == T_LEADER)
+        rc = dlock__my_create_leader(ms, c);
+    else if (tables == T_RUNS)
+        rc = dlock__my_create_runs(ms, c);
+    if (rc == DLOCK_OK && tables != T_LEADER)
+        rc = dlock__my_create_susp(ms, c);
     if (rc != DLOCK_OK)
         return rc;
     rc = run_tx(ms, c, b, res, what);
-    if (rc == NO_TABLE && leader)
+    if (rc == NO_TABLE && tables == T_SUSP)
+        rc = dlock__seterr(DLOCK_ESTORE,
+                           "%s on %s: the suspension table %s is missing "
+                           "after creating it",
+                           what, ms->base.url, ms->susp);
+    else if (rc == NO_TABLE && tables == T_LEADER)
         rc = dlock__seterr(DLOCK_ESTORE,
                            "%s on %s: the leader value table %s is missing "
                            "after creating it",
@@ -141,8 +171,9 @@ static int tx_tables(struct my_store *ms, struct conn *c, const struct sb *b,
     else if (rc == NO_TABLE)
         rc = dlock__seterr(DLOCK_ESTORE,
                            "%s on %s: the run record tables %s and %s "
-                           "are missing after creating them",
-                           what, ms->base.url, ms->runs, ms->runsum);
+                           "or the suspension table %s are missing after "
+                           "creating them",
+                           what, ms->base.url, ms->runs, ms->runsum, ms->susp);
     return rc;
 }
 
@@ -150,7 +181,7 @@ static int run_tx_tables(struct my_store *ms, struct conn *c,
                          const struct sb *b, MYSQL_RES **res, int create,
                          const char *what)
 {
-    return tx_tables(ms, c, b, res, create, 0, what);
+    return tx_tables(ms, c, b, res, create, T_RUNS, what);
 }
 
 /* A run from a row of (full_name, fence, host, pid, start_ms, end_ms,
@@ -175,6 +206,57 @@ static void read_run(MYSQL_ROW row, const unsigned long *lens, int i,
     r->status = row[i + 7] ? atoi(row[i + 7]) : -1;
     if (r->result == DLOCK_RUN_RUNNING || r->result == DLOCK_RUN_ABANDONED)
         r->end_ms = 0;
+}
+
+/* Column i of a suspension row into dst (size bytes): "?" for what
+ * dlock cannot have written there (NULL, not a text column, too long, a
+ * NUL inside); the core vets the rest (UTF-8, control characters). */
+static void susp_text(MYSQL_RES *res, MYSQL_ROW row, const unsigned long *lens,
+                      unsigned i, char *dst, size_t size)
+{
+    MYSQL_FIELD *f = mysql_fetch_field_direct(res, i);
+    int text = 0;
+
+    if (f != NULL)
+        switch (f->type) {
+        case MYSQL_TYPE_VARCHAR:
+        case MYSQL_TYPE_VAR_STRING:
+        case MYSQL_TYPE_STRING:
+        case MYSQL_TYPE_TINY_BLOB:
+        case MYSQL_TYPE_BLOB:
+        case MYSQL_TYPE_MEDIUM_BLOB:
+        case MYSQL_TYPE_LONG_BLOB:
+            text = 1;
+            break;
+        default:
+            break;
+        }
+    if (!text || row[i] == NULL || lens[i] >= size ||
+        memchr(row[i], '\0', lens[i]) != NULL) {
+        dlock__strlcpy(dst, "?", size);
+        return;
+    }
+    memcpy(dst, row[i], lens[i]);
+    dst[lens[i]] = '\0';
+}
+
+/* Column i of a suspension row as ms since the epoch: 0 when it is not
+ * an integer column or not a number >= 0. */
+static int64_t susp_ms(MYSQL_RES *res, MYSQL_ROW row, unsigned i)
+{
+    MYSQL_FIELD *f = mysql_fetch_field_direct(res, i);
+    char *end = NULL;
+    long long v;
+
+    if (f == NULL || row[i] == NULL ||
+        (f->type != MYSQL_TYPE_LONGLONG && f->type != MYSQL_TYPE_LONG &&
+         f->type != MYSQL_TYPE_INT24 && f->type != MYSQL_TYPE_SHORT &&
+         f->type != MYSQL_TYPE_TINY))
+        return 0;
+    v = strtoll(row[i], &end, 10);
+    if (end == row[i] || *end != '\0' || v < 0 || v == LLONG_MAX)
+        return 0;
+    return v;
 }
 
 /* --- calls on a lock ---------------------------------------------------- */
@@ -244,6 +326,8 @@ static int begin_op(struct rcall *k, struct conn *c)
                          MV_TOK(lk),
                          MV_KEY(k->ml),
                          key,
+                         name,
+                         key,
                          f,
                          once,
                          MV_I(period),
@@ -262,7 +346,9 @@ static int begin_op(struct rcall *k, struct conn *c)
                          name,
                          f,
                          f,
-                         key};
+                         key,
+                         key,
+                         name};
     struct sb b = {0};
     MYSQL_RES *res = NULL;
     MYSQL_ROW row;
@@ -287,6 +373,25 @@ static int begin_op(struct rcall *k, struct conn *c)
                              ms->base.url);
     }
     go = strtoll(row[0], NULL, 10);
+    if (go == 2) {
+        /* Suspended: no run, who suspended it and since when (row[11],
+         * row[12]: the record's by_whom and since_ms). */
+        unsigned long *lens = mysql_fetch_lengths(res);
+
+        *k->go = 0;
+        memset(k->last, 0, sizeof(*k->last));
+        k->last->result = DLOCK_RUN_SUSPENDED;
+        k->last->status = -1;
+        if (mysql_num_fields(res) >= 13) {
+            susp_text(res, row, lens, 11, k->last->host,
+                      sizeof(k->last->host));
+            k->last->start_ms = susp_ms(res, row, 12);
+        } else {
+            dlock__strlcpy(k->last->host, "?", sizeof(k->last->host));
+        }
+        mysql_free_result(res);
+        return DLOCK_OK;
+    }
     if (go == 1 || go == 0) {
         unsigned long long show = row[1] ? strtoull(row[1], NULL, 10) : 0;
         unsigned long long okf = row[2] ? strtoull(row[2], NULL, 10) : 0;
@@ -474,7 +579,7 @@ static int set_op(struct rcall *k, struct conn *c)
     }
     bind_held(&b, ms, c, lk, k->ml, ms->sql.value_set, ms->sql.value_set_held,
               v, n);
-    rc = tx_tables(ms, c, &b, &res, 1, 1, "proclaim");
+    rc = tx_tables(ms, c, &b, &res, 1, T_LEADER, "proclaim");
     dlock__my_sb_free(&b);
     if (rc != DLOCK_OK)
         return rc;
@@ -548,7 +653,7 @@ static int get_fn(void *conn, void *arg, int *dead)
     if (rc != DLOCK_OK)
         return rc;
     MY_BIND(&b, c, ms->sql.value_get, MV_S(key, klen), MV_S(g->name, len));
-    rc = tx_tables(ms, c, &b, &res, 0, 1, "leader value");
+    rc = tx_tables(ms, c, &b, &res, 0, T_LEADER, "leader value");
     dlock__my_sb_free(&b);
     row = rc == DLOCK_OK && res != NULL ? mysql_fetch_row(res) : NULL;
     if (row != NULL && row[0] != NULL && row[1] != NULL) {
@@ -589,6 +694,180 @@ int dlock__my_value_get(struct dlock_store *s, const char *name,
     *fence = g.fence;
     *value = g.value;
     *len = g.len;
+    return rc;
+}
+
+/* --- a job's suspension ------------------------------------------------- */
+
+struct scall {
+    struct my_store *ms;
+    const char *name, *by, *reason; /* by: suspend only (NULL: resume) */
+    int *was;
+    dlock_suspension *cur;
+};
+
+/* The by_whom, since_ms and reason of a suspension row at row[i..]. */
+static void susp_read(MYSQL_RES *res, MYSQL_ROW row, unsigned i,
+                      dlock_suspension *cur)
+{
+    unsigned long *lens = mysql_fetch_lengths(res);
+
+    susp_text(res, row, lens, i, cur->by, sizeof(cur->by));
+    cur->since_ms = susp_ms(res, row, i + 1);
+    susp_text(res, row, lens, i + 2, cur->reason, sizeof(cur->reason));
+}
+
+/* suspend (sql/susp_put.sql), resume (susp_delete.sql) or suspension
+ * (susp_get.sql): one packet each. */
+static int susp_fn(void *conn, void *arg, int *dead)
+{
+    struct scall *k = arg;
+    struct my_store *ms = k->ms;
+    struct conn *c = conn;
+    char key[KEY_MAX + 1];
+    size_t len = strlen(k->name), klen;
+    struct my_val kv, nv;
+    struct sb b = {0};
+    MYSQL_RES *res = NULL;
+    MYSQL_ROW row;
+    const char *what;
+    int rc, put = k->by != NULL;
+
+    *dead = 0;
+    *k->was = 0;
+    rc = dlock__mysql_key(k->name, len, ms->mariadb, key, &klen);
+    if (rc != DLOCK_OK)
+        return rc;
+    kv = MV_S(key, klen);
+    nv = MV_S(k->name, len);
+    if (put) {
+        what = "suspend";
+        MY_BIND(&b, c, ms->sql.susp_put, kv, nv, kv, nv, MV_Z(k->by),
+                MV_Z(k->reason), kv, nv);
+    } else if (k->reason != NULL) {
+        what = "resume";
+        MY_BIND(&b, c, ms->sql.susp_delete, kv, nv, kv, nv);
+    } else {
+        what = "suspension";
+        MY_BIND(&b, c, ms->sql.susp_get, kv, nv);
+    }
+    /* No table: nothing suspended (suspend makes it). */
+    rc = tx_tables(ms, c, &b, &res, put, T_SUSP, what);
+    dlock__my_sb_free(&b);
+    row = rc == DLOCK_OK && res != NULL ? mysql_fetch_row(res) : NULL;
+    if (put && rc == DLOCK_OK) {
+        if (row == NULL || row[0] == NULL || mysql_num_fields(res) < 4) {
+            rc = dlock__seterr(DLOCK_ESTORE, "suspend on %s: no answer",
+                               ms->base.url);
+        } else {
+            *k->was = strcmp(row[0], "0") != 0;
+            if (*k->was)
+                susp_read(res, row, 1, k->cur);
+        }
+    } else if (rc == DLOCK_OK && row != NULL && mysql_num_fields(res) >= 3) {
+        *k->was = 1;
+        susp_read(res, row, 0, k->cur);
+    }
+    mysql_free_result(res);
+    if (rc != DLOCK_OK)
+        *k->was = 0;
+    *dead = rc != DLOCK_OK && dlock__my_conn_error(mysql_errno(c->db));
+    return rc;
+}
+
+int dlock__my_suspend(struct dlock_store *s, const char *name, const char *by,
+                      const char *reason, int *was, dlock_suspension *cur)
+{
+    struct scall k = {(struct my_store *)s, name, by,
+                      reason != NULL ? reason : "", was, cur};
+
+    return dlock__pool_run(&k.ms->pool, susp_fn, &k);
+}
+
+int dlock__my_resume(struct dlock_store *s, const char *name, int *was,
+                     dlock_suspension *cur)
+{
+    /* reason set, by NULL: resume (susp_fn) */
+    struct scall k = {(struct my_store *)s, name, NULL, "", was, cur};
+
+    return dlock__pool_run(&k.ms->pool, susp_fn, &k);
+}
+
+int dlock__my_suspension(struct dlock_store *s, const char *name, int *was,
+                         dlock_suspension *cur)
+{
+    struct scall k = {(struct my_store *)s, name, NULL, NULL, was, cur};
+
+    return dlock__pool_run(&k.ms->pool, susp_fn, &k);
+}
+
+struct slist {
+    struct my_store *ms;
+    const char *prefix;
+    dlock_suspension *v;
+    size_t n, cap;
+};
+
+/* Every record whose full name starts with the prefix (its bytes, not a
+ * pattern). */
+static int susp_all_fn(void *conn, void *arg, int *dead)
+{
+    struct slist *l = arg;
+    struct my_store *ms = l->ms;
+    struct conn *c = conn;
+    size_t plen = strlen(l->prefix);
+    struct sb b = {0};
+    MYSQL_RES *res = NULL;
+    MYSQL_ROW row;
+    int rc;
+
+    l->n = 0;
+    *dead = 0;
+    dlock__my_sb_add(&b, "%s", ms->sql.susp_all);
+    rc = tx_tables(ms, c, &b, &res, 0, T_SUSP, "suspensions");
+    dlock__my_sb_free(&b);
+    if (rc == DLOCK_OK && res != NULL && mysql_num_fields(res) < 4)
+        rc = dlock__seterr(DLOCK_ESTORE, "suspensions on %s: no answer",
+                           ms->base.url);
+    while (rc == DLOCK_OK && res != NULL && (row = mysql_fetch_row(res))) {
+        unsigned long *lens = mysql_fetch_lengths(res);
+
+        if (row[0] == NULL || lens[0] < plen || lens[0] > DLOCK_NAME_MAX ||
+            memchr(row[0], '\0', lens[0]) != NULL ||
+            memcmp(row[0], l->prefix, plen) != 0)
+            continue;
+        if (l->n == l->cap) {
+            size_t cap = l->cap ? 2 * l->cap : 8;
+            dlock_suspension *nv = realloc(l->v, cap * sizeof(*nv));
+
+            if (nv == NULL) {
+                rc = dlock__enomem();
+                break;
+            }
+            l->v = nv;
+            l->cap = cap;
+        }
+        memset(&l->v[l->n], 0, sizeof(l->v[l->n]));
+        memcpy(l->v[l->n].name, row[0], lens[0]);
+        l->v[l->n].name[lens[0]] = '\0';
+        susp_read(res, row, 1, &l->v[l->n]);
+        l->n++;
+    }
+    mysql_free_result(res);
+    *dead = rc != DLOCK_OK && dlock__my_conn_error(mysql_errno(c->db));
+    return rc;
+}
+
+int dlock__my_suspensions(struct dlock_store *s, const char *prefix,
+                          dlock_suspension_cb cb, void *payload)
+{
+    struct slist l = {(struct my_store *)s, prefix, NULL, 0, 0};
+    int rc = dlock__pool_run(&l.ms->pool, susp_all_fn, &l);
+
+    /* Each to cb with no connection held (cb may call the library). */
+    for (size_t i = 0; rc == DLOCK_OK && i < l.n; i++)
+        rc = cb(&l.v[i], payload);
+    free(l.v);
     return rc;
 }
 

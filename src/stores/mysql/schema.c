@@ -464,6 +464,8 @@ static int init_fn(void *conn, void *arg, int *dead)
         rc = dlock__my_create_runs(ms, c);
     if (rc == DLOCK_OK)
         rc = dlock__my_create_leader(ms, c);
+    if (rc == DLOCK_OK)
+        rc = dlock__my_create_susp(ms, c);
     *dead = rc != DLOCK_OK && dlock__my_conn_error(mysql_errno(c->db));
     return rc;
 }
@@ -527,6 +529,7 @@ int dlock__my_parse_names(const struct dlock_url *u, struct my_store *ms)
     snprintf(ms->runs, sizeof(ms->runs), "%c%s_runs%c", q, table, q);
     snprintf(ms->runsum, sizeof(ms->runsum), "%c%s_runsum%c", q, table, q);
     snprintf(ms->leader, sizeof(ms->leader), "%c%s_leader%c", q, table, q);
+    snprintf(ms->susp, sizeof(ms->susp), "%c%s_susp%c", q, table, q);
     return DLOCK_OK;
 }
 
@@ -573,6 +576,10 @@ int dlock__my_ddl(char **out, const struct dlock_url *u)
                      ";\n-- Leader values (dlock_elect, dlock_proclaim, "
                      "dlock_leader)\n%s;\n",
                      ms->sql.create_leader);
+    dlock__my_sb_add(&b,
+                     "-- Suspended jobs (dlock suspend, dlock resume, "
+                     "dlock_suspensions)\n%s;\n",
+                     ms->sql.create_susp);
     if (!ms->lease_mode) {
         dlock__my_sb_add(&b, "-- Without the fence sequence (MySQL, "
                              "MariaDB < 10.3), session mode's two\n"
@@ -628,4 +635,12 @@ int dlock__my_create_leader(struct my_store *ms, struct conn *c)
                         strlen(ms->sql.create_leader)) == 0)
         return DLOCK_OK;
     return ddl_failed(ms, c, "leader value table", ms->leader, NULL);
+}
+
+int dlock__my_create_susp(struct my_store *ms, struct conn *c)
+{
+    if (dlock__my_query(c, ms->sql.create_susp,
+                        strlen(ms->sql.create_susp)) == 0)
+        return DLOCK_OK;
+    return ddl_failed(ms, c, "suspension table", ms->susp, NULL);
 }
