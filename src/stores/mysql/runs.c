@@ -149,6 +149,7 @@ static int tx_tables(struct my_store *ms, struct conn *c, const struct sb *b,
         return rc;
     if (!create)
         return DLOCK_OK;
+    rc = DLOCK_OK;
     if (tables == T_LEADER)
         rc = dlock__my_create_leader(ms, c);
     else if (tables == T_RUNS)
