@@ -577,7 +577,7 @@ int dlock__my_ddl(char **out, const struct dlock_url *u)
                      "dlock_leader)\n%s;\n",
                      ms->sql.create_leader);
     dlock__my_sb_add(&b,
-                     "-- Suspended jobs (dlock suspend, dlock resume, "
+                     "-- Suspended jobs (dlock_suspend, dlock_resume, "
                      "dlock_suspensions)\n%s;\n",
                      ms->sql.create_susp);
     if (!ms->lease_mode) {
