@@ -8,7 +8,8 @@
  *   row.c      one key's row and its lock: reading it, our own row's
  *              WHERE and deletion, taking over a dead holder, GET_LOCK
  *   schema.c   the tables (the run records' too): DDL, checking and
- *              creating them, the fences, init and ddl
+ *              creating them, the fences, init and ddl; the run
+ *              records', leader values' and suspensions' packets
  *   waiter.c   waiter rows (a wait's lease) and rowless GET_LOCK holders
  *   head.c     a semaphore's head row, its release tidying and status
  *   acquire.c  one attempt: the one-statement acquire, the procedure,
@@ -18,8 +19,9 @@
  *   held.c     extend, ttl_left, release, forget
  *   renew.c    the renew thread's batches (extend_many)
  *   runs.c     run records: run_begin, run_end, runs, last_runs; the
- *              leader value of elections: value_set, value_get; a job's
- *              suspension: suspend, resume, suspension, suspensions
+ *              leader value of elections: value_set, value_get
+ *   suspend.c  a job's suspension: suspend, resume, suspension,
+ *              suspensions (run_begin reads it)
  *   status.c   status, list, force-release
  *   golden.c   the golden copies' hook
  *   store.c    open, close and the ops table
@@ -477,6 +479,19 @@ int dlock__my_ensure_tables(struct my_store *ms, struct conn *c);
 int dlock__my_init(struct dlock_store *s);
 int dlock__my_ddl(char **out, const struct dlock_url *u);
 
+/* The tables a packet uses (dlock__my_tx_tables()). */
+enum { T_RUNS, T_LEADER, T_SUSP };
+/* Send b's packet (one transaction, or one statement) and read every
+ * result, the last result set to *res (NULL if none), creating the tables
+ * first if they are missing.  create: make them (run_begin, proclaim,
+ * suspend); else a missing table is DLOCK_OK with *res NULL (nothing
+ * recorded yet).  tables: T_RUNS the run records and the suspension
+ * table (run_begin reads it), T_LEADER the leader value table
+ * (elections), T_SUSP the suspension table. */
+int dlock__my_tx_tables(struct my_store *ms, struct conn *c, const struct sb *b,
+                        MYSQL_RES **res, int create, int tables,
+                        const char *what);
+
 /* --- waiter.c ---------------------------------------------------------- */
 
 /* The name of the waiter row of session conn_id waiting for key: the
@@ -595,6 +610,12 @@ int dlock__my_value_set(struct dlock_store *s, struct dlock_lock *lk,
                         const char *value, size_t len);
 int dlock__my_value_get(struct dlock_store *s, const char *name,
                         uint64_t *fence, char **value, size_t *len);
+/* --- suspend.c --------------------------------------------------------- */
+
+/* run_begin's answer for a suspended name (store.h): *r from the
+ * record's by_whom and since_ms at row[i], row[i + 1]. */
+void dlock__my_susp_run(MYSQL_RES *res, MYSQL_ROW row, unsigned i,
+                        dlock_run *r);
 /* A job's suspension (store.h: suspend, resume, suspension, suspensions). */
 int dlock__my_suspend(struct dlock_store *s, const char *name, const char *by,
                       const char *reason, int *was, dlock_suspension *cur);

@@ -21,16 +21,18 @@
  *   - counts lk's live row as extend() checks it (session mode: also that
  *     this session holds the GET_LOCK; lease mode: the row is locked FOR
  *     UPDATE, so no takeover can delete it until the transaction ends);
+ *   - reads the name's suspension record (NAME_susp, share-locked);
  *   - reads the name's summary FOR UPDATE;
- *   - decides (-1: not ours, 0: skip, 1: go) with the server's time;
+ *   - decides (-1: not ours, 2: suspended, before any rule, 0: skip,
+ *     1: go) with the server's time;
  *   - and only when going ahead: marks RUNNING runs ABANDONED, inserts
  *     the run, drops runs beyond DLOCK_RUNS_KEPT (oldest fences first),
  *     sets the summary's last start;
  *   - answers the decision and the run that decided it (or the one
  *     before the new one).
- * Every write is conditional on the decision, so "not ours" and "skip"
- * write nothing.  A session-mode takeover of our lock KILLs this session,
- * which rolls the transaction back.  A packet whose COMMIT got through
+ * Every write is conditional on the decision, so "not ours", "suspended"
+ * and "skip" write nothing.  A session-mode takeover of our lock KILLs this
+ * session, which rolls the transaction back.  A packet whose COMMIT got through
  * but whose answer was lost and that is sent again (the pool's retry)
  * finds its own fence as the last run and goes ahead again.
  *
@@ -45,144 +47,22 @@
  * longer ours writes nothing (DLOCK_LOST).  No notifications:
  * dlock_observe() re-reads every DLOCK_OBSERVE_POLL_MS.
  *
- * A job's suspension (suspend, resume, suspension, suspensions) is a
- * fourth InnoDB table, NAME_susp: (name, the key as above) -> full_name,
- * by_whom, since_ms (the server's clock, as run_begin's now), reason;
- * created on first use (suspend, run_begin) or by `dlock init`.  suspend
- * and resume are one transaction in one packet each (the record locked,
- * then written or deleted); run_begin reads the record, share-locked,
- * in its own packet before any rule, and a suspended name writes
- * nothing.  A record is read as anyone who may write the table may have
- * left it: a text that is NULL, not a text column, too long or with a
- * NUL inside shows as "?", a since_ms not an integer as 0 (the core
- * vets the rest); it still suspends.
+ * A job's suspension lives in a fourth table, NAME_susp (suspend.c);
+ * run_begin reads its record in its own packet, before any rule, and a
+ * suspended name writes nothing.
  */
 #include <limits.h>
-#include <mysqld_error.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "my.h"
 
-#define NO_TABLE (-1000) /* run_tx(): a table is missing */
-
-/* Send b's statements (one transaction, START TRANSACTION ... COMMIT,
- * or a single statement) and read every result: the last result set goes to
- * *res (NULL if none).  On a failure the transaction is rolled back (best
- * effort; an InnoDB deadlock or lock wait timeout: the whole packet goes again)
- * and the failure's code returned, NO_TABLE (no message) when a table is
- * missing. */
-static int run_tx(struct my_store *ms, struct conn *c, const struct sb *b,
-                  MYSQL_RES **res, const char *what)
-{
-    *res = NULL;
-    if (b->oom)
-        return dlock__enomem();
-    for (int tries = 0;; tries++) {
-        unsigned e;
-        int st, rc;
-
-        c->used_ms = dlock__now_ms();
-        st = mysql_real_query(c->db, b->p, (unsigned long)b->len);
-        while (st == 0) {
-            MYSQL_RES *r = mysql_store_result(c->db);
-
-            if (r != NULL) {
-                mysql_free_result(*res);
-                *res = r;
-            } else if (mysql_field_count(c->db) != 0) {
-                st = 1; /* the result did not arrive */
-                break;
-            }
-            st = mysql_next_result(c->db);
-        }
-        if (st == -1)
-            return DLOCK_OK;
-        mysql_free_result(*res);
-        *res = NULL;
-        e = mysql_errno(c->db);
-        if (dlock__my_conn_error(e))
-            return dlock__my_db_err(ms, c, what);
-        rc = e == ER_NO_SUCH_TABLE ? NO_TABLE : dlock__my_db_err(ms, c, what);
-        if (mysql_query(c->db, ms->sql.tx_rollback) != 0)
-            return dlock__my_db_err(ms, c, what);
-        if (!ms->lease_mode) {
-            /* The packet raised the idle bound first (bind_held) and
-             * stopped before setting it back: set it back here, or the
-             * connection keeps a lease-long bound, in the pool after
-             * this lock (R13). */
-            struct sb r = {0};
-            int oom, st;
-
-            MY_BIND(&r, c, ms->sql.set_idle, dlock__my_idle_val(ms, 0));
-            oom = r.oom;
-            st = oom ? -1 : mysql_real_query(c->db, r.p, (unsigned long)r.len);
-            dlock__my_sb_free(&r);
-            if (st != 0)
-                return oom ? dlock__enomem() : dlock__my_db_err(ms, c, what);
-        }
-        /* ER_DUP_ENTRY: a suspend whose INSERT met another's row
-         * (READ COMMITTED takes no gap lock): again, it finds that row. */
-        if ((e != ER_LOCK_DEADLOCK && e != ER_LOCK_WAIT_TIMEOUT &&
-             e != ER_DUP_ENTRY) ||
-            tries >= 20)
-            return rc;
-        dlock__sleep_ms(tries < 3 ? 0 : 1);
-    }
-}
-
-/* The tables a packet uses (tx_tables()). */
-enum { T_RUNS, T_LEADER, T_SUSP };
-
-/* run_tx(), creating the tables first if they are missing.  create:
- * make them (run_begin, run_end); else a missing table is DLOCK_OK with
- * *res NULL (nothing recorded yet).  tables: T_RUNS the run records and
- * the suspension table (run_begin reads it), T_LEADER the leader value
- * table (elections), T_SUSP the suspension table. */
-static int tx_tables(struct my_store *ms, struct conn *c, const struct sb *b,
-                     MYSQL_RES **res, int create, int tables, const char *what)
-{
-    int rc = run_tx(ms, c, b, res, what);
-
-    if (rc != NO_TABLE)
-        return rc;
-    if (!create)
-        return DLOCK_OK;
-    rc = DLOCK_OK;
-    if (tables == T_LEADER)
-        rc = dlock__my_create_leader(ms, c);
-    else if (tables == T_RUNS)
-        rc = dlock__my_create_runs(ms, c);
-    if (rc == DLOCK_OK && tables != T_LEADER)
-        rc = dlock__my_create_susp(ms, c);
-    if (rc != DLOCK_OK)
-        return rc;
-    rc = run_tx(ms, c, b, res, what);
-    if (rc == NO_TABLE && tables == T_SUSP)
-        rc = dlock__seterr(DLOCK_ESTORE,
-                           "%s on %s: the suspension table %s is missing "
-                           "after creating it",
-                           what, ms->base.url, ms->susp);
-    else if (rc == NO_TABLE && tables == T_LEADER)
-        rc = dlock__seterr(DLOCK_ESTORE,
-                           "%s on %s: the leader value table %s is missing "
-                           "after creating it",
-                           what, ms->base.url, ms->leader);
-    else if (rc == NO_TABLE)
-        rc = dlock__seterr(DLOCK_ESTORE,
-                           "%s on %s: the run record tables %s and %s "
-                           "or the suspension table %s are missing after "
-                           "creating them",
-                           what, ms->base.url, ms->runs, ms->runsum, ms->susp);
-    return rc;
-}
-
 static int run_tx_tables(struct my_store *ms, struct conn *c,
                          const struct sb *b, MYSQL_RES **res, int create,
                          const char *what)
 {
-    return tx_tables(ms, c, b, res, create, T_RUNS, what);
+    return dlock__my_tx_tables(ms, c, b, res, create, T_RUNS, what);
 }
 
 /* A run from a row of (full_name, fence, host, pid, start_ms, end_ms,
@@ -207,57 +87,6 @@ static void read_run(MYSQL_ROW row, const unsigned long *lens, int i,
     r->status = row[i + 7] ? atoi(row[i + 7]) : -1;
     if (r->result == DLOCK_RUN_RUNNING || r->result == DLOCK_RUN_ABANDONED)
         r->end_ms = 0;
-}
-
-/* Column i of a suspension row into dst (size bytes): "?" for what
- * dlock cannot have written there (NULL, not a text column, too long, a
- * NUL inside); the core vets the rest (UTF-8, control characters). */
-static void susp_text(MYSQL_RES *res, MYSQL_ROW row, const unsigned long *lens,
-                      unsigned i, char *dst, size_t size)
-{
-    MYSQL_FIELD *f = mysql_fetch_field_direct(res, i);
-    int text = 0;
-
-    if (f != NULL)
-        switch (f->type) {
-        case MYSQL_TYPE_VARCHAR:
-        case MYSQL_TYPE_VAR_STRING:
-        case MYSQL_TYPE_STRING:
-        case MYSQL_TYPE_TINY_BLOB:
-        case MYSQL_TYPE_BLOB:
-        case MYSQL_TYPE_MEDIUM_BLOB:
-        case MYSQL_TYPE_LONG_BLOB:
-            text = 1;
-            break;
-        default:
-            break;
-        }
-    if (!text || row[i] == NULL || lens[i] >= size ||
-        memchr(row[i], '\0', lens[i]) != NULL) {
-        dlock__strlcpy(dst, "?", size);
-        return;
-    }
-    memcpy(dst, row[i], lens[i]);
-    dst[lens[i]] = '\0';
-}
-
-/* Column i of a suspension row as ms since the epoch: 0 when it is not
- * an integer column or not a number >= 0. */
-static int64_t susp_ms(MYSQL_RES *res, MYSQL_ROW row, unsigned i)
-{
-    MYSQL_FIELD *f = mysql_fetch_field_direct(res, i);
-    char *end = NULL;
-    long long v;
-
-    if (f == NULL || row[i] == NULL ||
-        (f->type != MYSQL_TYPE_LONGLONG && f->type != MYSQL_TYPE_LONG &&
-         f->type != MYSQL_TYPE_INT24 && f->type != MYSQL_TYPE_SHORT &&
-         f->type != MYSQL_TYPE_TINY))
-        return 0;
-    v = strtoll(row[i], &end, 10);
-    if (end == row[i] || *end != '\0' || v < 0 || v == LLONG_MAX)
-        return 0;
-    return v;
 }
 
 /* --- calls on a lock ---------------------------------------------------- */
@@ -375,21 +204,10 @@ static int begin_op(struct rcall *k, struct conn *c)
     }
     go = strtoll(row[0], NULL, 10);
     if (go == 2) {
-        /* Suspended: no run, who suspended it and since when (row[11],
-         * row[12]: the record's by_whom and since_ms). */
-        unsigned long *lens = mysql_fetch_lengths(res);
-
+        /* Suspended: no run; who suspended it and since when (the
+         * record's by_whom and since_ms after the run's columns). */
         *k->go = 0;
-        memset(k->last, 0, sizeof(*k->last));
-        k->last->result = DLOCK_RUN_SUSPENDED;
-        k->last->status = -1;
-        if (mysql_num_fields(res) >= 13) {
-            susp_text(res, row, lens, 11, k->last->host,
-                      sizeof(k->last->host));
-            k->last->start_ms = susp_ms(res, row, 12);
-        } else {
-            dlock__strlcpy(k->last->host, "?", sizeof(k->last->host));
-        }
+        dlock__my_susp_run(res, row, 11, k->last);
         mysql_free_result(res);
         return DLOCK_OK;
     }
@@ -580,7 +398,7 @@ static int set_op(struct rcall *k, struct conn *c)
     }
     bind_held(&b, ms, c, lk, k->ml, ms->sql.value_set, ms->sql.value_set_held,
               v, n);
-    rc = tx_tables(ms, c, &b, &res, 1, T_LEADER, "proclaim");
+    rc = dlock__my_tx_tables(ms, c, &b, &res, 1, T_LEADER, "proclaim");
     dlock__my_sb_free(&b);
     if (rc != DLOCK_OK)
         return rc;
@@ -654,7 +472,7 @@ static int get_fn(void *conn, void *arg, int *dead)
     if (rc != DLOCK_OK)
         return rc;
     MY_BIND(&b, c, ms->sql.value_get, MV_S(key, klen), MV_S(g->name, len));
-    rc = tx_tables(ms, c, &b, &res, 0, T_LEADER, "leader value");
+    rc = dlock__my_tx_tables(ms, c, &b, &res, 0, T_LEADER, "leader value");
     dlock__my_sb_free(&b);
     row = rc == DLOCK_OK && res != NULL ? mysql_fetch_row(res) : NULL;
     if (row != NULL && row[0] != NULL && row[1] != NULL) {
@@ -695,180 +513,6 @@ int dlock__my_value_get(struct dlock_store *s, const char *name,
     *fence = g.fence;
     *value = g.value;
     *len = g.len;
-    return rc;
-}
-
-/* --- a job's suspension ------------------------------------------------- */
-
-struct scall {
-    struct my_store *ms;
-    const char *name, *by, *reason; /* by: suspend only (NULL: resume) */
-    int *was;
-    dlock_suspension *cur;
-};
-
-/* The by_whom, since_ms and reason of a suspension row at row[i..]. */
-static void susp_read(MYSQL_RES *res, MYSQL_ROW row, unsigned i,
-                      dlock_suspension *cur)
-{
-    unsigned long *lens = mysql_fetch_lengths(res);
-
-    susp_text(res, row, lens, i, cur->by, sizeof(cur->by));
-    cur->since_ms = susp_ms(res, row, i + 1);
-    susp_text(res, row, lens, i + 2, cur->reason, sizeof(cur->reason));
-}
-
-/* suspend (sql/susp_put.sql), resume (susp_delete.sql) or suspension
- * (susp_get.sql): one packet each. */
-static int susp_fn(void *conn, void *arg, int *dead)
-{
-    struct scall *k = arg;
-    struct my_store *ms = k->ms;
-    struct conn *c = conn;
-    char key[KEY_MAX + 1];
-    size_t len = strlen(k->name), klen;
-    struct my_val kv, nv;
-    struct sb b = {0};
-    MYSQL_RES *res = NULL;
-    MYSQL_ROW row;
-    const char *what;
-    int rc, put = k->by != NULL;
-
-    *dead = 0;
-    *k->was = 0;
-    rc = dlock__mysql_key(k->name, len, ms->mariadb, key, &klen);
-    if (rc != DLOCK_OK)
-        return rc;
-    kv = MV_S(key, klen);
-    nv = MV_S(k->name, len);
-    if (put) {
-        what = "suspend";
-        MY_BIND(&b, c, ms->sql.susp_put, kv, nv, kv, nv, MV_Z(k->by),
-                MV_Z(k->reason), kv, nv);
-    } else if (k->reason != NULL) {
-        what = "resume";
-        MY_BIND(&b, c, ms->sql.susp_delete, kv, nv, kv, nv);
-    } else {
-        what = "suspension";
-        MY_BIND(&b, c, ms->sql.susp_get, kv, nv);
-    }
-    /* No table: nothing suspended (suspend makes it). */
-    rc = tx_tables(ms, c, &b, &res, put, T_SUSP, what);
-    dlock__my_sb_free(&b);
-    row = rc == DLOCK_OK && res != NULL ? mysql_fetch_row(res) : NULL;
-    if (put && rc == DLOCK_OK) {
-        if (row == NULL || row[0] == NULL || mysql_num_fields(res) < 4) {
-            rc = dlock__seterr(DLOCK_ESTORE, "suspend on %s: no answer",
-                               ms->base.url);
-        } else {
-            *k->was = strcmp(row[0], "0") != 0;
-            if (*k->was)
-                susp_read(res, row, 1, k->cur);
-        }
-    } else if (rc == DLOCK_OK && row != NULL && mysql_num_fields(res) >= 3) {
-        *k->was = 1;
-        susp_read(res, row, 0, k->cur);
-    }
-    mysql_free_result(res);
-    if (rc != DLOCK_OK)
-        *k->was = 0;
-    *dead = rc != DLOCK_OK && dlock__my_conn_error(mysql_errno(c->db));
-    return rc;
-}
-
-int dlock__my_suspend(struct dlock_store *s, const char *name, const char *by,
-                      const char *reason, int *was, dlock_suspension *cur)
-{
-    struct scall k = {(struct my_store *)s, name, by,
-                      reason != NULL ? reason : "", was, cur};
-
-    return dlock__pool_run(&k.ms->pool, susp_fn, &k);
-}
-
-int dlock__my_resume(struct dlock_store *s, const char *name, int *was,
-                     dlock_suspension *cur)
-{
-    /* reason set, by NULL: resume (susp_fn) */
-    struct scall k = {(struct my_store *)s, name, NULL, "", was, cur};
-
-    return dlock__pool_run(&k.ms->pool, susp_fn, &k);
-}
-
-int dlock__my_suspension(struct dlock_store *s, const char *name, int *was,
-                         dlock_suspension *cur)
-{
-    struct scall k = {(struct my_store *)s, name, NULL, NULL, was, cur};
-
-    return dlock__pool_run(&k.ms->pool, susp_fn, &k);
-}
-
-struct slist {
-    struct my_store *ms;
-    const char *prefix;
-    dlock_suspension *v;
-    size_t n, cap;
-};
-
-/* Every record whose full name starts with the prefix (its bytes, not a
- * pattern). */
-static int susp_all_fn(void *conn, void *arg, int *dead)
-{
-    struct slist *l = arg;
-    struct my_store *ms = l->ms;
-    struct conn *c = conn;
-    size_t plen = strlen(l->prefix);
-    struct sb b = {0};
-    MYSQL_RES *res = NULL;
-    MYSQL_ROW row;
-    int rc;
-
-    l->n = 0;
-    *dead = 0;
-    dlock__my_sb_add(&b, "%s", ms->sql.susp_all);
-    rc = tx_tables(ms, c, &b, &res, 0, T_SUSP, "suspensions");
-    dlock__my_sb_free(&b);
-    if (rc == DLOCK_OK && res != NULL && mysql_num_fields(res) < 4)
-        rc = dlock__seterr(DLOCK_ESTORE, "suspensions on %s: no answer",
-                           ms->base.url);
-    while (rc == DLOCK_OK && res != NULL && (row = mysql_fetch_row(res))) {
-        unsigned long *lens = mysql_fetch_lengths(res);
-
-        if (row[0] == NULL || lens[0] < plen || lens[0] > DLOCK_NAME_MAX ||
-            memchr(row[0], '\0', lens[0]) != NULL ||
-            memcmp(row[0], l->prefix, plen) != 0)
-            continue;
-        if (l->n == l->cap) {
-            size_t cap = l->cap ? 2 * l->cap : 8;
-            dlock_suspension *nv = realloc(l->v, cap * sizeof(*nv));
-
-            if (nv == NULL) {
-                rc = dlock__enomem();
-                break;
-            }
-            l->v = nv;
-            l->cap = cap;
-        }
-        memset(&l->v[l->n], 0, sizeof(l->v[l->n]));
-        memcpy(l->v[l->n].name, row[0], lens[0]);
-        l->v[l->n].name[lens[0]] = '\0';
-        susp_read(res, row, 1, &l->v[l->n]);
-        l->n++;
-    }
-    mysql_free_result(res);
-    *dead = rc != DLOCK_OK && dlock__my_conn_error(mysql_errno(c->db));
-    return rc;
-}
-
-int dlock__my_suspensions(struct dlock_store *s, const char *prefix,
-                          dlock_suspension_cb cb, void *payload)
-{
-    struct slist l = {(struct my_store *)s, prefix, NULL, 0, 0};
-    int rc = dlock__pool_run(&l.ms->pool, susp_all_fn, &l);
-
-    /* Each to cb with no connection held (cb may call the library). */
-    for (size_t i = 0; rc == DLOCK_OK && i < l.n; i++)
-        rc = cb(&l.v[i], payload);
-    free(l.v);
     return rc;
 }
 

@@ -63,9 +63,10 @@ static unsigned secs_up(int64_t ms)
         __VA_ARGS__, "table", ms->table, "fences", ms->fences, "seq", ms->seq, \
             "fseq", ms->fseq, "boot", ms->boot, "index", ms->index,            \
             "proc_acq", ms->proc_acq, "proc_rel", ms->proc_rel, "runs",        \
-            ms->runs, "runsum", ms->runsum, "leader", ms->leader, "susp", ms->susp, "nowms",     \
-            frag[0], "nowus", frag[1], "expires", frag[2], "row_key", frag[3], \
-            "runnow", frag[4], "engine", ddl_engine(ms), NULL                  \
+            ms->runs, "runsum", ms->runsum, "leader", ms->leader, "susp",      \
+            ms->susp, "nowms", frag[0], "nowus", frag[1], "expires", frag[2],  \
+            "row_key", frag[3], "runnow", frag[4], "engine", ddl_engine(ms),   \
+            NULL                                                               \
     }
 #define X(dst, tmpl, vars)                                                     \
     do {                                                                       \

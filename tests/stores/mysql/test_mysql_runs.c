@@ -372,8 +372,8 @@ static void expect_susp(dlock_store *s, const char *name, const char *by,
     if (x != NULL) {
         if (strcmp(x->by, by) != 0 || strcmp(x->reason, reason) != 0 ||
             (since_ms < 0 ? x->since_ms <= 0 : x->since_ms != since_ms))
-            fprintf(stderr, "  %s: by '%s' since %lld reason '%.40s'\n",
-                    name, x->by, (long long)x->since_ms, x->reason);
+            fprintf(stderr, "  %s: by '%s' since %lld reason '%.40s'\n", name,
+                    x->by, (long long)x->since_ms, x->reason);
         EXPECT(strcmp(x->name, name) == 0);
         EXPECT(strcmp(x->by, by) == 0);
         EXPECT(strcmp(x->reason, reason) == 0);
@@ -414,8 +414,7 @@ static int sseen_cb(const dlock_suspension *x, void *p)
  * NAME_susp can plant them), in dlock's own table and in one a user made
  * beforehand with other column types: each still suspends, its texts
  * read back as "?", its time as 0, and resume lifts it. */
-static void t_planted_susp(const char *url, const struct target *t,
-                           MYSQL *raw)
+static void t_planted_susp(const char *url, const struct target *t, MYSQL *raw)
 {
     char table[64], purl[1024], prefix[256];
     const char *n1 = uniq("psusp-long"), *n2 = uniq("psusp-nul");
@@ -533,8 +532,7 @@ static void expect_refused(int rc, const char *what)
  * resume it tries is an error (never a success that wrote nothing),
  * on a name suspended and on one not, with the suspension table there
  * and missing; what it tried leaves the records as they were. */
-static void t_readonly_susp(const char *url, const struct target *t,
-                            MYSQL *raw)
+static void t_readonly_susp(const char *url, const struct target *t, MYSQL *raw)
 {
     MYSQL *root = root_connect();
     char table[64], user[32], murl[1024], rurl[1024];
@@ -555,8 +553,8 @@ static void t_readonly_susp(const char *url, const struct target *t,
     snprintf(user, sizeof(user), "dlro%x", (unsigned)getpid());
     drop_tables(raw, table);
     sqlf(root, NULL, "DROP USER IF EXISTS '%s'@'%s'", user, t->host);
-    CHECK(sqlf(root, NULL, "CREATE USER '%s'@'%s' IDENTIFIED BY 'ro-pw'",
-               user, t->host) >= 0);
+    CHECK(sqlf(root, NULL, "CREATE USER '%s'@'%s' IDENTIFIED BY 'ro-pw'", user,
+               t->host) >= 0);
     CHECK(sqlf(root, NULL, "GRANT SELECT ON `%s`.* TO '%s'@'%s'", t->db, user,
                t->host) >= 0);
     url_for(murl, sizeof(murl), url, t, t->user, t->password, table);
@@ -564,7 +562,8 @@ static void t_readonly_susp(const char *url, const struct target *t,
     mine = open_url(murl); /* the lock tables, not the suspension table */
     ro = open_url(rurl);
     /* No suspension table yet: the read-only user may not create it. */
-    expect_refused(dlock_suspend(&was, ro, off, NULL, "ro"), "suspend, no table");
+    expect_refused(dlock_suspend(&was, ro, off, NULL, "ro"),
+                   "suspend, no table");
     EXPECT(strstr(dlock_errmsg(), "may not create") != NULL);
     EXPECT_RC(dlock_resume(&x, ro, off), DLOCK_OK); /* nothing to lift */
     EXPECT(x == NULL);
