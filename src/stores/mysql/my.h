@@ -8,7 +8,8 @@
  *   row.c      one key's row and its lock: reading it, our own row's
  *              WHERE and deletion, taking over a dead holder, GET_LOCK
  *   schema.c   the tables (the run records' too): DDL, checking and
- *              creating them, the fences, init and ddl
+ *              creating them, the fences, init and ddl; the run
+ *              records', leader values' and suspensions' packets
  *   waiter.c   waiter rows (a wait's lease) and rowless GET_LOCK holders
  *   head.c     a semaphore's head row, its release tidying and status
  *   acquire.c  one attempt: the one-statement acquire, the procedure,
@@ -19,6 +20,8 @@
  *   renew.c    the renew thread's batches (extend_many)
  *   runs.c     run records: run_begin, run_end, runs, last_runs; the
  *              leader value of elections: value_set, value_get
+ *   suspend.c  a job's suspension: suspend, resume, suspension,
+ *              suspensions (run_begin reads it)
  *   status.c   status, list, force-release
  *   golden.c   the golden copies' hook
  *   store.c    open, close and the ops table
@@ -135,6 +138,7 @@ struct my_sql {
     char *create_fseq, *create_boot;                 /* MariaDB 10.3+ */
     char *create_runs, *create_runsum;
     char *create_leader; /* elections' leader values (runs.c) */
+    char *create_susp;   /* suspended jobs (runs.c) */
     char *create_proc_acq, *create_proc_rel;
     /* The next fence of the key ? (dlock__my_sb_fence()): in NAME_seq,
      * in NAME_fences, and in NAME_fences above NAME_seq (? three times). */
@@ -195,6 +199,8 @@ struct my_sql {
     /* Elections (runs.c): the guarded write, the same on the lock's own
      * session (held_tx.sql), the read */
     char *value_set, *value_set_held, *value_get;
+    /* Suspension (runs.c): suspend, resume, one record, all of them */
+    char *susp_put, *susp_delete, *susp_get, *susp_all;
 };
 
 /* One connection (the pool's `void *`). */
@@ -234,6 +240,7 @@ struct my_store {
     char runs[TABLE_MAX + 10];   /* NAME_runs: the kept runs (runs.c) */
     char runsum[TABLE_MAX + 10]; /* NAME_runsum: each name's summary */
     char leader[TABLE_MAX + 10]; /* NAME_leader: leader values (runs.c) */
+    char susp[TABLE_MAX + 10];   /* NAME_susp: suspended jobs (runs.c) */
     char raw_table[TABLE_MAX + 1];
     char name_charset[65]; /* of the table's name column ("" unknown) */
     char engine[65];       /* the lock table's ENGINE ("" unknown) */
@@ -465,10 +472,25 @@ void dlock__my_ddl_runs(struct sb *b, const struct my_store *ms,
 int dlock__my_create_runs(struct my_store *ms, struct conn *c);
 /* The same for the leader value table (elections). */
 int dlock__my_create_leader(struct my_store *ms, struct conn *c);
+/* The same for the suspension table. */
+int dlock__my_create_susp(struct my_store *ms, struct conn *c);
 /* On open: use the tables if they are there, else create them. */
 int dlock__my_ensure_tables(struct my_store *ms, struct conn *c);
 int dlock__my_init(struct dlock_store *s);
 int dlock__my_ddl(char **out, const struct dlock_url *u);
+
+/* The tables a packet uses (dlock__my_tx_tables()). */
+enum { T_RUNS, T_LEADER, T_SUSP };
+/* Send b's packet (one transaction, or one statement) and read every
+ * result, the last result set to *res (NULL if none), creating the tables
+ * first if they are missing.  create: make them (run_begin, proclaim,
+ * suspend); else a missing table is DLOCK_OK with *res NULL (nothing
+ * recorded yet).  tables: T_RUNS the run records and the suspension
+ * table (run_begin reads it), T_LEADER the leader value table
+ * (elections), T_SUSP the suspension table. */
+int dlock__my_tx_tables(struct my_store *ms, struct conn *c, const struct sb *b,
+                        MYSQL_RES **res, int create, int tables,
+                        const char *what);
 
 /* --- waiter.c ---------------------------------------------------------- */
 
@@ -588,6 +610,21 @@ int dlock__my_value_set(struct dlock_store *s, struct dlock_lock *lk,
                         const char *value, size_t len);
 int dlock__my_value_get(struct dlock_store *s, const char *name,
                         uint64_t *fence, char **value, size_t *len);
+/* --- suspend.c --------------------------------------------------------- */
+
+/* run_begin's answer for a suspended name (store.h): *r from the
+ * record's by_whom and since_ms at row[i], row[i + 1]. */
+void dlock__my_susp_run(MYSQL_RES *res, MYSQL_ROW row, unsigned i,
+                        dlock_run *r);
+/* A job's suspension (store.h: suspend, resume, suspension, suspensions). */
+int dlock__my_suspend(struct dlock_store *s, const char *name, const char *by,
+                      const char *reason, int *was, dlock_suspension *cur);
+int dlock__my_resume(struct dlock_store *s, const char *name, int *was,
+                     dlock_suspension *cur);
+int dlock__my_suspension(struct dlock_store *s, const char *name, int *was,
+                         dlock_suspension *cur);
+int dlock__my_suspensions(struct dlock_store *s, const char *prefix,
+                          dlock_suspension_cb cb, void *payload);
 
 /* --- status.c ---------------------------------------------------------- */
 

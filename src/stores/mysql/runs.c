@@ -21,16 +21,18 @@
  *   - counts lk's live row as extend() checks it (session mode: also that
  *     this session holds the GET_LOCK; lease mode: the row is locked FOR
  *     UPDATE, so no takeover can delete it until the transaction ends);
+ *   - reads the name's suspension record (NAME_susp, share-locked);
  *   - reads the name's summary FOR UPDATE;
- *   - decides (-1: not ours, 0: skip, 1: go) with the server's time;
+ *   - decides (-1: not ours, 2: suspended, before any rule, 0: skip,
+ *     1: go) with the server's time;
  *   - and only when going ahead: marks RUNNING runs ABANDONED, inserts
  *     the run, drops runs beyond DLOCK_RUNS_KEPT (oldest fences first),
  *     sets the summary's last start;
  *   - answers the decision and the run that decided it (or the one
  *     before the new one).
- * Every write is conditional on the decision, so "not ours" and "skip"
- * write nothing.  A session-mode takeover of our lock KILLs this session,
- * which rolls the transaction back.  A packet whose COMMIT got through
+ * Every write is conditional on the decision, so "not ours", "suspended"
+ * and "skip" write nothing.  A session-mode takeover of our lock KILLs this
+ * session, which rolls the transaction back.  A packet whose COMMIT got through
  * but whose answer was lost and that is sent again (the pool's retry)
  * finds its own fence as the last run and goes ahead again.
  *
@@ -44,113 +46,23 @@
  * transaction on the lock's own connection, conditional on it: a lock no
  * longer ours writes nothing (DLOCK_LOST).  No notifications:
  * dlock_observe() re-reads every DLOCK_OBSERVE_POLL_MS.
+ *
+ * A job's suspension lives in a fourth table, NAME_susp (suspend.c);
+ * run_begin reads its record in its own packet, before any rule, and a
+ * suspended name writes nothing.
  */
 #include <limits.h>
-#include <mysqld_error.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "my.h"
 
-#define NO_TABLE (-1000) /* run_tx(): a table is missing */
-
-/* Send b's statements (one transaction, START TRANSACTION ... COMMIT,
- * or a single statement) and read every result: the last result set goes to
- * *res (NULL if none).  On a failure the transaction is rolled back (best
- * effort; an InnoDB deadlock or lock wait timeout: the whole packet goes again)
- * and the failure's code returned, NO_TABLE (no message) when a table is
- * missing. */
-static int run_tx(struct my_store *ms, struct conn *c, const struct sb *b,
-                  MYSQL_RES **res, const char *what)
-{
-    *res = NULL;
-    if (b->oom)
-        return dlock__enomem();
-    for (int tries = 0;; tries++) {
-        unsigned e;
-        int st, rc;
-
-        c->used_ms = dlock__now_ms();
-        st = mysql_real_query(c->db, b->p, (unsigned long)b->len);
-        while (st == 0) {
-            MYSQL_RES *r = mysql_store_result(c->db);
-
-            if (r != NULL) {
-                mysql_free_result(*res);
-                *res = r;
-            } else if (mysql_field_count(c->db) != 0) {
-                st = 1; /* the result did not arrive */
-                break;
-            }
-            st = mysql_next_result(c->db);
-        }
-        if (st == -1)
-            return DLOCK_OK;
-        mysql_free_result(*res);
-        *res = NULL;
-        e = mysql_errno(c->db);
-        if (dlock__my_conn_error(e))
-            return dlock__my_db_err(ms, c, what);
-        rc = e == ER_NO_SUCH_TABLE ? NO_TABLE : dlock__my_db_err(ms, c, what);
-        if (mysql_query(c->db, ms->sql.tx_rollback) != 0)
-            return dlock__my_db_err(ms, c, what);
-        if (!ms->lease_mode) {
-            /* The packet raised the idle bound first (bind_held) and
-             * stopped before setting it back: set it back here, or the
-             * connection keeps a lease-long bound, in the pool after
-             * this lock (R13). */
-            struct sb r = {0};
-            int oom, st;
-
-            MY_BIND(&r, c, ms->sql.set_idle, dlock__my_idle_val(ms, 0));
-            oom = r.oom;
-            st = oom ? -1 : mysql_real_query(c->db, r.p, (unsigned long)r.len);
-            dlock__my_sb_free(&r);
-            if (st != 0)
-                return oom ? dlock__enomem() : dlock__my_db_err(ms, c, what);
-        }
-        if ((e != ER_LOCK_DEADLOCK && e != ER_LOCK_WAIT_TIMEOUT) || tries >= 20)
-            return rc;
-        dlock__sleep_ms(tries < 3 ? 0 : 1);
-    }
-}
-
-/* run_tx(), creating the tables first if they are missing.  create:
- * make them (run_begin, run_end); else a missing table is DLOCK_OK with
- * *res NULL (nothing recorded yet).  leader: the leader value table
- * (elections), not the run records'. */
-static int tx_tables(struct my_store *ms, struct conn *c, const struct sb *b,
-                     MYSQL_RES **res, int create, int leader, const char *what)
-{
-    int rc = run_tx(ms, c, b, res, what);
-
-    if (rc != NO_TABLE)
-        return rc;
-    if (!create)
-        return DLOCK_OK;
-    rc = leader ? dlock__my_create_leader(ms, c) : dlock__my_create_runs(ms, c);
-    if (rc != DLOCK_OK)
-        return rc;
-    rc = run_tx(ms, c, b, res, what);
-    if (rc == NO_TABLE && leader)
-        rc = dlock__seterr(DLOCK_ESTORE,
-                           "%s on %s: the leader value table %s is missing "
-                           "after creating it",
-                           what, ms->base.url, ms->leader);
-    else if (rc == NO_TABLE)
-        rc = dlock__seterr(DLOCK_ESTORE,
-                           "%s on %s: the run record tables %s and %s "
-                           "are missing after creating them",
-                           what, ms->base.url, ms->runs, ms->runsum);
-    return rc;
-}
-
 static int run_tx_tables(struct my_store *ms, struct conn *c,
                          const struct sb *b, MYSQL_RES **res, int create,
                          const char *what)
 {
-    return tx_tables(ms, c, b, res, create, 0, what);
+    return dlock__my_tx_tables(ms, c, b, res, create, T_RUNS, what);
 }
 
 /* A run from a row of (full_name, fence, host, pid, start_ms, end_ms,
@@ -244,6 +156,8 @@ static int begin_op(struct rcall *k, struct conn *c)
                          MV_TOK(lk),
                          MV_KEY(k->ml),
                          key,
+                         name,
+                         key,
                          f,
                          once,
                          MV_I(period),
@@ -262,7 +176,9 @@ static int begin_op(struct rcall *k, struct conn *c)
                          name,
                          f,
                          f,
-                         key};
+                         key,
+                         key,
+                         name};
     struct sb b = {0};
     MYSQL_RES *res = NULL;
     MYSQL_ROW row;
@@ -287,6 +203,14 @@ static int begin_op(struct rcall *k, struct conn *c)
                              ms->base.url);
     }
     go = strtoll(row[0], NULL, 10);
+    if (go == 2) {
+        /* Suspended: no run; who suspended it and since when (the
+         * record's by_whom and since_ms after the run's columns). */
+        *k->go = 0;
+        dlock__my_susp_run(res, row, 11, k->last);
+        mysql_free_result(res);
+        return DLOCK_OK;
+    }
     if (go == 1 || go == 0) {
         unsigned long long show = row[1] ? strtoull(row[1], NULL, 10) : 0;
         unsigned long long okf = row[2] ? strtoull(row[2], NULL, 10) : 0;
@@ -474,7 +398,7 @@ static int set_op(struct rcall *k, struct conn *c)
     }
     bind_held(&b, ms, c, lk, k->ml, ms->sql.value_set, ms->sql.value_set_held,
               v, n);
-    rc = tx_tables(ms, c, &b, &res, 1, 1, "proclaim");
+    rc = dlock__my_tx_tables(ms, c, &b, &res, 1, T_LEADER, "proclaim");
     dlock__my_sb_free(&b);
     if (rc != DLOCK_OK)
         return rc;
@@ -548,7 +472,7 @@ static int get_fn(void *conn, void *arg, int *dead)
     if (rc != DLOCK_OK)
         return rc;
     MY_BIND(&b, c, ms->sql.value_get, MV_S(key, klen), MV_S(g->name, len));
-    rc = tx_tables(ms, c, &b, &res, 0, 1, "leader value");
+    rc = dlock__my_tx_tables(ms, c, &b, &res, 0, T_LEADER, "leader value");
     dlock__my_sb_free(&b);
     row = rc == DLOCK_OK && res != NULL ? mysql_fetch_row(res) : NULL;
     if (row != NULL && row[0] != NULL && row[1] != NULL) {

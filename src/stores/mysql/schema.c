@@ -1,6 +1,8 @@
 /*
  * schema.c - the MySQL store's tables: their DDL, checking and creating
- * them, and the columns read from a row of the lock table.
+ * them, the columns read from a row of the lock table, and the packets of
+ * the run records, leader values and suspensions (dlock__my_tx_tables():
+ * one transaction, its tables created when missing).
  */
 #include <mysqld_error.h>
 #include <stdio.h>
@@ -464,6 +466,8 @@ static int init_fn(void *conn, void *arg, int *dead)
         rc = dlock__my_create_runs(ms, c);
     if (rc == DLOCK_OK)
         rc = dlock__my_create_leader(ms, c);
+    if (rc == DLOCK_OK)
+        rc = dlock__my_create_susp(ms, c);
     *dead = rc != DLOCK_OK && dlock__my_conn_error(mysql_errno(c->db));
     return rc;
 }
@@ -527,6 +531,7 @@ int dlock__my_parse_names(const struct dlock_url *u, struct my_store *ms)
     snprintf(ms->runs, sizeof(ms->runs), "%c%s_runs%c", q, table, q);
     snprintf(ms->runsum, sizeof(ms->runsum), "%c%s_runsum%c", q, table, q);
     snprintf(ms->leader, sizeof(ms->leader), "%c%s_leader%c", q, table, q);
+    snprintf(ms->susp, sizeof(ms->susp), "%c%s_susp%c", q, table, q);
     return DLOCK_OK;
 }
 
@@ -573,6 +578,10 @@ int dlock__my_ddl(char **out, const struct dlock_url *u)
                      ";\n-- Leader values (dlock_elect, dlock_proclaim, "
                      "dlock_leader)\n%s;\n",
                      ms->sql.create_leader);
+    dlock__my_sb_add(&b,
+                     "-- Suspended jobs (dlock_suspend, dlock_resume, "
+                     "dlock_suspensions)\n%s;\n",
+                     ms->sql.create_susp);
     if (!ms->lease_mode) {
         dlock__my_sb_add(&b, "-- Without the fence sequence (MySQL, "
                              "MariaDB < 10.3), session mode's two\n"
@@ -628,4 +637,120 @@ int dlock__my_create_leader(struct my_store *ms, struct conn *c)
                         strlen(ms->sql.create_leader)) == 0)
         return DLOCK_OK;
     return ddl_failed(ms, c, "leader value table", ms->leader, NULL);
+}
+
+int dlock__my_create_susp(struct my_store *ms, struct conn *c)
+{
+    if (dlock__my_query(c, ms->sql.create_susp, strlen(ms->sql.create_susp)) ==
+        0)
+        return DLOCK_OK;
+    return ddl_failed(ms, c, "suspension table", ms->susp, NULL);
+}
+
+/* --- the run records' and suspensions' packets (runs.c, suspend.c) --- */
+
+#define NO_TABLE (-1000) /* run_tx(): a table is missing */
+
+/* Send b's statements (one transaction, START TRANSACTION ... COMMIT,
+ * or a single statement) and read every result: the last result set goes to
+ * *res (NULL if none).  On a failure the transaction is rolled back (best
+ * effort; an InnoDB deadlock or lock wait timeout: the whole packet goes again)
+ * and the failure's code returned, NO_TABLE (no message) when a table is
+ * missing. */
+static int run_tx(struct my_store *ms, struct conn *c, const struct sb *b,
+                  MYSQL_RES **res, const char *what)
+{
+    *res = NULL;
+    if (b->oom)
+        return dlock__enomem();
+    for (int tries = 0;; tries++) {
+        unsigned e;
+        int st, rc;
+
+        c->used_ms = dlock__now_ms();
+        st = mysql_real_query(c->db, b->p, (unsigned long)b->len);
+        while (st == 0) {
+            MYSQL_RES *r = mysql_store_result(c->db);
+
+            if (r != NULL) {
+                mysql_free_result(*res);
+                *res = r;
+            } else if (mysql_field_count(c->db) != 0) {
+                st = 1; /* the result did not arrive */
+                break;
+            }
+            st = mysql_next_result(c->db);
+        }
+        if (st == -1)
+            return DLOCK_OK;
+        mysql_free_result(*res);
+        *res = NULL;
+        e = mysql_errno(c->db);
+        if (dlock__my_conn_error(e))
+            return dlock__my_db_err(ms, c, what);
+        rc = e == ER_NO_SUCH_TABLE ? NO_TABLE : dlock__my_db_err(ms, c, what);
+        if (mysql_query(c->db, ms->sql.tx_rollback) != 0)
+            return dlock__my_db_err(ms, c, what);
+        if (!ms->lease_mode) {
+            /* The packet raised the idle bound first (bind_held) and
+             * stopped before setting it back: set it back here, or the
+             * connection keeps a lease-long bound, in the pool after
+             * this lock (R13). */
+            struct sb r = {0};
+            int oom, st;
+
+            MY_BIND(&r, c, ms->sql.set_idle, dlock__my_idle_val(ms, 0));
+            oom = r.oom;
+            st = oom ? -1 : mysql_real_query(c->db, r.p, (unsigned long)r.len);
+            dlock__my_sb_free(&r);
+            if (st != 0)
+                return oom ? dlock__enomem() : dlock__my_db_err(ms, c, what);
+        }
+        /* ER_DUP_ENTRY: a suspend whose INSERT met another's row
+         * (READ COMMITTED takes no gap lock): again, it finds that row. */
+        if ((e != ER_LOCK_DEADLOCK && e != ER_LOCK_WAIT_TIMEOUT &&
+             e != ER_DUP_ENTRY) ||
+            tries >= 20)
+            return rc;
+        dlock__sleep_ms(tries < 3 ? 0 : 1);
+    }
+}
+
+int dlock__my_tx_tables(struct my_store *ms, struct conn *c, const struct sb *b,
+                        MYSQL_RES **res, int create, int tables,
+                        const char *what)
+{
+    int rc = run_tx(ms, c, b, res, what);
+
+    if (rc != NO_TABLE)
+        return rc;
+    if (!create)
+        return DLOCK_OK;
+    rc = DLOCK_OK;
+    if (tables == T_LEADER)
+        rc = dlock__my_create_leader(ms, c);
+    else if (tables == T_RUNS)
+        rc = dlock__my_create_runs(ms, c);
+    if (rc == DLOCK_OK && tables != T_LEADER)
+        rc = dlock__my_create_susp(ms, c);
+    if (rc != DLOCK_OK)
+        return rc;
+    rc = run_tx(ms, c, b, res, what);
+    if (rc == NO_TABLE && tables == T_SUSP)
+        rc = dlock__seterr(DLOCK_ESTORE,
+                           "%s on %s: the suspension table %s is missing "
+                           "after creating it",
+                           what, ms->base.url, ms->susp);
+    else if (rc == NO_TABLE && tables == T_LEADER)
+        rc = dlock__seterr(DLOCK_ESTORE,
+                           "%s on %s: the leader value table %s is missing "
+                           "after creating it",
+                           what, ms->base.url, ms->leader);
+    else if (rc == NO_TABLE)
+        rc = dlock__seterr(DLOCK_ESTORE,
+                           "%s on %s: the run record tables %s and %s "
+                           "or the suspension table %s are missing after "
+                           "creating them",
+                           what, ms->base.url, ms->runs, ms->runsum, ms->susp);
+    return rc;
 }

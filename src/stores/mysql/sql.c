@@ -63,9 +63,10 @@ static unsigned secs_up(int64_t ms)
         __VA_ARGS__, "table", ms->table, "fences", ms->fences, "seq", ms->seq, \
             "fseq", ms->fseq, "boot", ms->boot, "index", ms->index,            \
             "proc_acq", ms->proc_acq, "proc_rel", ms->proc_rel, "runs",        \
-            ms->runs, "runsum", ms->runsum, "leader", ms->leader, "nowms",     \
-            frag[0], "nowus", frag[1], "expires", frag[2], "row_key", frag[3], \
-            "runnow", frag[4], "engine", ddl_engine(ms), NULL                  \
+            ms->runs, "runsum", ms->runsum, "leader", ms->leader, "susp",      \
+            ms->susp, "nowms", frag[0], "nowus", frag[1], "expires", frag[2],  \
+            "row_key", frag[3], "runnow", frag[4], "engine", ddl_engine(ms),   \
+            NULL                                                               \
     }
 #define X(dst, tmpl, vars)                                                     \
     do {                                                                       \
@@ -104,6 +105,7 @@ int dlock__my_sql_build(struct my_store *ms)
     X(q->create_runs, dlock__text_mysql_create_runs, V("_", ""));
     X(q->create_runsum, dlock__text_mysql_create_runsum, V("_", ""));
     X(q->create_leader, dlock__text_mysql_create_leader, V("_", ""));
+    X(q->create_susp, dlock__text_mysql_create_susp, V("_", ""));
     /* The procedure's fence: session mode's counters, for p_key. */
     X(fence_p_key, dlock__text_mysql_fence_next,
       V("counter", ms->seq, "key", "p_key"));
@@ -276,6 +278,10 @@ int dlock__my_sql_build(struct my_store *ms)
     X(q->value_set_held, dlock__text_mysql_held_tx,
       V("set_idle", q->set_idle, "tx", q->value_set));
     X(q->value_get, dlock__text_mysql_value_get, V("_", ""));
+    X(q->susp_put, dlock__text_mysql_susp_put, V("_", ""));
+    X(q->susp_delete, dlock__text_mysql_susp_delete, V("_", ""));
+    X(q->susp_get, dlock__text_mysql_susp_get, V("_", ""));
+    X(q->susp_all, dlock__text_mysql_susp_all, V("_", ""));
     X(q->run_history, dlock__text_mysql_run_history,
       V("run_cols", run_cols[0]));
     X(run_like, dlock__text_mysql_run_last_like, V("_", ""));
@@ -341,6 +347,7 @@ static const struct {
     T(create_runs),
     T(create_runsum),
     T(create_leader),
+    T(create_susp),
     T(create_proc_acq),
     T(create_proc_rel),
     T(fence_seq),
@@ -418,6 +425,10 @@ static const struct {
     T(value_set),
     T(value_set_held),
     T(value_get),
+    T(susp_put),
+    T(susp_delete),
+    T(susp_get),
+    T(susp_all),
 #define T2(f, i, n)                                                            \
     {                                                                          \
 #f n ".sql", offsetof(struct my_sql, f[i])                             \

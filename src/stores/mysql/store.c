@@ -187,6 +187,10 @@ const struct dlock_store_ops dlock__mysql_ops = {
     .last_runs = dlock__my_last_runs,
     .value_set = dlock__my_value_set,
     .value_get = dlock__my_value_get,
+    .suspend = dlock__my_suspend,
+    .resume = dlock__my_resume,
+    .suspension = dlock__my_suspension,
+    .suspensions = dlock__my_suspensions,
     .watch = NULL, /* dlock_observe() polls (DLOCK_OBSERVE_POLL_MS) */
     .watch_end = NULL,
 };

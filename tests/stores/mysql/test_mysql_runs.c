@@ -3,9 +3,12 @@
  * contract (tests/runs): names SQL and keys make awkward (quotes,
  * backslashes, LIKE's wildcards, over 64 characters), a user who may not
  * create the tables, a lock whose session is KILLed before and during a
- * run, a semaphore's holders, both modes.
+ * run, a semaphore's holders, both modes.  With `suspend` after the
+ * URL, instead: job suspension records (NAME_susp) planted with garbage,
+ * and a login that may only SELECT (a user made as root over the test
+ * server's socket, DLOCK_TEST_MYSQL_DIR/mysql.sock).
  *
- *     test_mysql_runs URL     (or DLOCK_TEST_MYSQL_URL)
+ *     test_mysql_runs URL [suspend]    (or DLOCK_TEST_MYSQL_URL)
  */
 #include "raw.h"
 
@@ -287,8 +290,8 @@ static void t_no_create(const char *url, const struct target *t)
     raw = raw_connect(t);
     sqlf(raw, NULL,
          "DROP TABLE IF EXISTS `%s`, `%s_fences`, `%s_seq`, "
-         "`%s_runs`, `%s_runsum`, `%s_boot`, `%s_leader`",
-         table, table, table, table, table, table, table);
+         "`%s_runs`, `%s_runsum`, `%s_boot`, `%s_leader`, `%s_susp`",
+         table, table, table, table, table, table, table, table);
     sqlf(raw, NULL, "DROP SEQUENCE IF EXISTS `%s_fseq`", table);
     sqlf(raw, NULL, "DROP PROCEDURE IF EXISTS `%s_acq2`", table);
     sqlf(raw, NULL, "DROP PROCEDURE IF EXISTS `%s_rel1`", table);
@@ -329,6 +332,273 @@ static void t_planted_values(dlock_store *s, MYSQL *raw, const char *table)
     EXPECT_RC(dlock_release(l), DLOCK_OK);
 }
 
+/* --- suspension ---------------------------------------------------------- */
+
+/* A URL for table on t, in url's mode. */
+static void url_for(char *out, size_t size, const char *url,
+                    const struct target *t, const char *user,
+                    const char *password, const char *table)
+{
+    snprintf(out, size, "mysql://%s:%s@%s:%u/%s?table=%s%s", user, password,
+             t->host, t->port, t->db, table,
+             strstr(url, "mode=lease") ? "&mode=lease" : "");
+}
+
+static void drop_tables(MYSQL *raw, const char *table)
+{
+    sqlf(raw, NULL,
+         "DROP TABLE IF EXISTS `%s`, `%s_fences`, `%s_seq`, "
+         "`%s_runs`, `%s_runsum`, `%s_boot`, `%s_leader`, `%s_susp`",
+         table, table, table, table, table, table, table, table);
+    sqlf(raw, NULL, "DROP SEQUENCE IF EXISTS `%s_fseq`", table);
+    sqlf(raw, NULL, "DROP PROCEDURE IF EXISTS `%s_acq2`", table);
+    sqlf(raw, NULL, "DROP PROCEDURE IF EXISTS `%s_rel1`", table);
+}
+
+/* name is suspended as dlock shows it: by, since_ms and reason as
+ * expected (since_ms < 0: any > 0), and run_begin skips it with who
+ * suspended it; and dlock_suspensions() lists it so. */
+static void expect_susp(dlock_store *s, const char *name, const char *by,
+                        int64_t since_ms, const char *reason)
+{
+    dlock_run_rule r = DLOCK_RUN_RULE_INIT;
+    dlock_suspension *x = NULL;
+    dlock_run *last = NULL;
+    dlock_lock *l;
+    int go = 7;
+
+    EXPECT_RC(dlock_suspended(&x, s, name), DLOCK_OK);
+    EXPECT(x != NULL);
+    if (x != NULL) {
+        if (strcmp(x->by, by) != 0 || strcmp(x->reason, reason) != 0 ||
+            (since_ms < 0 ? x->since_ms <= 0 : x->since_ms != since_ms))
+            fprintf(stderr, "  %s: by '%s' since %lld reason '%.40s'\n", name,
+                    x->by, (long long)x->since_ms, x->reason);
+        EXPECT(strcmp(x->name, name) == 0);
+        EXPECT(strcmp(x->by, by) == 0);
+        EXPECT(strcmp(x->reason, reason) == 0);
+        EXPECT(since_ms < 0 ? x->since_ms > 0 : x->since_ms == since_ms);
+    }
+    dlock_suspension_free(x);
+    l = take(s, name, 1);
+    if (l == NULL)
+        return;
+    EXPECT_RC(dlock_run_begin(l, &r, &go, &last), DLOCK_OK);
+    EXPECT(go == 0);
+    EXPECT(last != NULL && last->result == DLOCK_RUN_SUSPENDED &&
+           last->fence == 0 && strcmp(last->host, by) == 0 &&
+           (since_ms < 0 ? last->start_ms > 0 : last->start_ms == since_ms));
+    dlock_run_free(last);
+    EXPECT_RC(dlock_release(l), DLOCK_OK);
+}
+
+struct sseen {
+    const char *name;
+    char by[256], reason[DLOCK_REASON_MAX + 1];
+    int n;
+};
+
+static int sseen_cb(const dlock_suspension *x, void *p)
+{
+    struct sseen *v = p;
+
+    if (strcmp(x->name, v->name) == 0) {
+        snprintf(v->by, sizeof(v->by), "%s", x->by);
+        snprintf(v->reason, sizeof(v->reason), "%s", x->reason);
+        v->n++;
+    }
+    return 0;
+}
+
+/* Suspension records dlock could not have written (anyone who may write
+ * NAME_susp can plant them), in dlock's own table and in one a user made
+ * beforehand with other column types: each still suspends, its texts
+ * read back as "?", its time as 0, and resume lifts it. */
+static void t_planted_susp(const char *url, const struct target *t, MYSQL *raw)
+{
+    char table[64], purl[1024], prefix[256];
+    const char *n1 = uniq("psusp-long"), *n2 = uniq("psusp-nul");
+    const char *n3 = uniq("psusp-types"), *n4 = uniq("psusp-big");
+    const char *n5 = uniq("psusp-badname");
+    struct sseen v = {0};
+    dlock_suspension *x = NULL;
+    dlock_store *s;
+    int was = 7;
+
+    snprintf(table, sizeof(table), "psusp%x", (unsigned)getpid());
+    url_for(purl, sizeof(purl), url, t, t->user, t->password, table);
+    drop_tables(raw, table);
+    /* dlock's own table, rows rewritten: a by over 255 bytes (255
+     * characters of two bytes each), a NUL in the reason, since < 0. */
+    s = open_url(purl);
+    CHECK_RC(dlock_suspend(&was, s, n1, "ops@a", "r1"), DLOCK_OK);
+    EXPECT(was == 0);
+    CHECK_RC(dlock_suspend(&was, s, n2, "ops@b", "r2"), DLOCK_OK);
+    sqlf(raw, NULL,
+         "UPDATE `%s_susp` SET by_whom = REPEAT(_utf8mb4 x'c3a9', 255), "
+         "since_ms = -5, reason = REPEAT('y', 1025) WHERE full_name = '%s'",
+         table, n1);
+    sqlf(raw, NULL,
+         "UPDATE `%s_susp` SET by_whom = CONCAT('a', CHAR(0), 'b'), "
+         "reason = CONCAT('x', CHAR(0)) WHERE full_name = '%s'",
+         table, n2);
+    expect_susp(s, n1, "?", 0, "?");
+    expect_susp(s, n2, "?", -1, "?");
+    v.name = n1;
+    /* the prefix of n1 and n2: "tRUN-psusp-" */
+    snprintf(prefix, sizeof(prefix), "%.*s", (int)(strlen(n1) - 4), n1);
+    EXPECT_RC(dlock_suspensions(s, prefix, sseen_cb, &v), DLOCK_OK);
+    EXPECT(v.n == 1 && strcmp(v.by, "?") == 0 && strcmp(v.reason, "?") == 0);
+    CHECK_RC(dlock_resume(&x, s, n1), DLOCK_OK);
+    EXPECT(x != NULL && strcmp(x->by, "?") == 0 && x->since_ms == 0);
+    dlock_suspension_free(x);
+    x = NULL;
+    CHECK_RC(dlock_suspended(&x, s, n1), DLOCK_OK);
+    EXPECT(x == NULL);
+    dlock_store_close(s);
+    /* A table made before dlock's, other types: by_whom INT, since_ms
+     * text, reason BLOB with bytes that are no UTF-8 or too many, a full
+     * name that is no UTF-8. */
+    drop_tables(raw, table);
+    sqlf(raw, NULL,
+         "CREATE TABLE `%s_susp` (name VARCHAR(64) CHARACTER SET utf8mb4 "
+         "COLLATE utf8mb4_bin NOT NULL PRIMARY KEY, full_name VARBINARY(1024) "
+         "NOT NULL, by_whom INT NULL, since_ms VARCHAR(32) NULL, reason "
+         "BLOB NULL) ENGINE=InnoDB",
+         table);
+    sqlf(raw, NULL,
+         "INSERT INTO `%s_susp` VALUES ('%s', '%s', 42, 'soon', x'fffe41'), "
+         "('%s', '%s', NULL, NULL, REPEAT('z', 5000)), "
+         "('%s', CONCAT('%s', x'ff'), 7, '12', NULL)",
+         table, n3, n3, n4, n4, n5, n5);
+    s = open_url(purl);
+    expect_susp(s, n3, "?", 0, "?");
+    expect_susp(s, n4, "?", 0, "?");
+    memset(&v, 0, sizeof(v));
+    v.name = n3;
+    EXPECT_RC(dlock_suspensions(s, "", sseen_cb, &v), DLOCK_OK);
+    EXPECT(v.n == 1 && strcmp(v.by, "?") == 0 && strcmp(v.reason, "?") == 0);
+    /* suspend of a planted name: it was, the record left as it was */
+    was = 7;
+    CHECK_RC(dlock_suspend(&was, s, n3, "ops@c", "again"), DLOCK_OK);
+    EXPECT(was == 1);
+    expect_susp(s, n3, "?", 0, "?");
+    CHECK_RC(dlock_resume(&x, s, n4), DLOCK_OK);
+    EXPECT(x != NULL && strcmp(x->reason, "?") == 0);
+    dlock_suspension_free(x);
+    x = NULL;
+    CHECK_RC(dlock_suspended(&x, s, n4), DLOCK_OK);
+    EXPECT(x == NULL);
+    dlock_store_close(s);
+    drop_tables(raw, table);
+}
+
+/* root on the test server's socket (DLOCK_TEST_MYSQL_DIR, as
+ * scripts/server-mysql.sh ctl DIR sql --root), or NULL. */
+static MYSQL *root_connect(void)
+{
+    const char *dir = getenv("DLOCK_TEST_MYSQL_DIR");
+    char sock[1024];
+    MYSQL *db;
+
+    if (dir == NULL || dir[0] == '\0')
+        return NULL;
+    snprintf(sock, sizeof(sock), "%s/mysql.sock", dir);
+    db = mysql_init(NULL);
+    if (mysql_real_connect(db, "localhost", "root", NULL, NULL, 0, sock, 0) ==
+        NULL) {
+        fprintf(stderr, "  root on %s: %s\n", sock, mysql_error(db));
+        mysql_close(db);
+        return NULL;
+    }
+    return db;
+}
+
+/* The error of a suspend or resume by the read-only user: clear, and
+ * without its password. */
+static void expect_refused(int rc, const char *what)
+{
+    const char *m = dlock_errmsg();
+
+    if (rc != DLOCK_ESTORE && rc != DLOCK_EUNAVAIL)
+        fprintf(stderr, "  read-only %s: %d (%s)\n", what, rc, m);
+    EXPECT(rc == DLOCK_ESTORE || rc == DLOCK_EUNAVAIL);
+    EXPECT(m != NULL && m[0] != '\0');
+    EXPECT(strstr(m, "ro-pw") == NULL);
+    printf("  read-only %s: %s\n", what, m);
+}
+
+/* A user with SELECT only: it reads suspensions, and each suspend and
+ * resume it tries is an error (never a success that wrote nothing),
+ * on a name suspended and on one not, with the suspension table there
+ * and missing; what it tried leaves the records as they were. */
+static void t_readonly_susp(const char *url, const struct target *t, MYSQL *raw)
+{
+    MYSQL *root = root_connect();
+    char table[64], user[32], murl[1024], rurl[1024];
+    const char *on = uniq("ro-on"), *off = uniq("ro-off");
+    dlock_suspension *x = NULL;
+    struct sseen v = {0};
+    dlock_store *mine, *ro;
+    int was = 7;
+
+    if (root == NULL) {
+        fprintf(stderr, "  no root login (DLOCK_TEST_MYSQL_DIR): the "
+                        "read-only case cannot run\n");
+        failures++;
+        return;
+    }
+    /* A user of its own: the session and lease mode entries run at once. */
+    snprintf(table, sizeof(table), "rosusp%x", (unsigned)getpid());
+    snprintf(user, sizeof(user), "dlro%x", (unsigned)getpid());
+    drop_tables(raw, table);
+    sqlf(root, NULL, "DROP USER IF EXISTS '%s'@'%s'", user, t->host);
+    CHECK(sqlf(root, NULL, "CREATE USER '%s'@'%s' IDENTIFIED BY 'ro-pw'", user,
+               t->host) >= 0);
+    CHECK(sqlf(root, NULL, "GRANT SELECT ON `%s`.* TO '%s'@'%s'", t->db, user,
+               t->host) >= 0);
+    url_for(murl, sizeof(murl), url, t, t->user, t->password, table);
+    url_for(rurl, sizeof(rurl), url, t, user, "ro-pw", table);
+    mine = open_url(murl); /* the lock tables, not the suspension table */
+    ro = open_url(rurl);
+    /* No suspension table yet: the read-only user may not create it. */
+    expect_refused(dlock_suspend(&was, ro, off, NULL, "ro"),
+                   "suspend, no table");
+    EXPECT(strstr(dlock_errmsg(), "may not create") != NULL);
+    EXPECT_RC(dlock_resume(&x, ro, off), DLOCK_OK); /* nothing to lift */
+    EXPECT(x == NULL);
+    EXPECT_RC(dlock_suspended(&x, ro, off), DLOCK_OK);
+    EXPECT(x == NULL);
+    /* The table there (dlock init), one name suspended. */
+    CHECK_RC(dlock_store_init(mine), DLOCK_OK);
+    CHECK_RC(dlock_suspend(&was, mine, on, "ops@main", "by the writer"),
+             DLOCK_OK);
+    expect_refused(dlock_suspend(&was, ro, off, NULL, "ro"), "suspend");
+    expect_refused(dlock_suspend(&was, ro, on, NULL, "ro"),
+                   "suspend of a suspended name");
+    expect_refused(dlock_resume(&x, ro, on), "resume");
+    EXPECT(x == NULL);
+    expect_refused(dlock_resume(&x, ro, off), "resume of a free name");
+    EXPECT(x == NULL);
+    /* It reads them, and nothing changed. */
+    EXPECT_RC(dlock_suspended(&x, ro, on), DLOCK_OK);
+    EXPECT(x != NULL && strcmp(x->by, "ops@main") == 0 &&
+           strcmp(x->reason, "by the writer") == 0);
+    dlock_suspension_free(x);
+    x = NULL;
+    EXPECT_RC(dlock_suspended(&x, ro, off), DLOCK_OK);
+    EXPECT(x == NULL);
+    v.name = on;
+    EXPECT_RC(dlock_suspensions(ro, "", sseen_cb, &v), DLOCK_OK);
+    EXPECT(v.n == 1);
+    EXPECT(sqlf(raw, NULL, "SELECT COUNT(*) FROM `%s_susp`", table) == 1);
+    dlock_store_close(ro);
+    dlock_store_close(mine);
+    sqlf(root, NULL, "DROP USER IF EXISTS '%s'@'%s'", user, t->host);
+    mysql_close(root);
+    drop_tables(raw, table);
+}
+
 int main(int argc, char **argv)
 {
     const char *url = test_url(argc, argv);
@@ -343,6 +613,17 @@ int main(int argc, char **argv)
     if (q != NULL)
         snprintf(table, sizeof(table), "%.*s", (int)strcspn(q + 6, "&"), q + 6);
     raw = raw_connect(&t);
+    if (argc > 2 && strcmp(argv[2], "suspend") == 0) {
+        printf("suspension records (%s mode)\n",
+               strstr(url, "mode=lease") != NULL ? "lease" : "session");
+        t_planted_susp(url, &t, raw);
+        printf("planted suspensions: %d failures so far\n", failures);
+        t_readonly_susp(url, &t, raw);
+        printf("read-only suspend: %d failures so far\n", failures);
+        mysql_close(raw);
+        printf("%d failures\n", failures);
+        return failures ? 1 : 0;
+    }
     s = open_url(url);
     printf("run records on %s\n", dlock_store_url(s));
     t_names(s);

@@ -58,6 +58,14 @@ CREATE TABLE IF NOT EXISTS `shared_locks_leader` (   -- leader values (elections
     fence     BIGINT UNSIGNED NOT NULL, -- the term
     value     TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL  -- at most 4096 bytes
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+-- Suspended jobs (dlock_suspend, dlock_resume, dlock_suspensions)
+CREATE TABLE IF NOT EXISTS `shared_locks_susp` (   -- suspended jobs
+    name      VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL PRIMARY KEY,  -- the lock's key
+    full_name VARBINARY(1024) NOT NULL,
+    by_whom   VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,  -- USER@HOST, at most 255 bytes
+    since_ms  BIGINT NOT NULL,          -- unix ms, server clock
+    reason    TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL  -- at most 1024 bytes, may be ''
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
 -- Without the fence sequence (MySQL, MariaDB < 10.3), session mode's two
 -- statements per lock (optional; needs CREATE ROUTINE once, then EXECUTE):
 DELIMITER //

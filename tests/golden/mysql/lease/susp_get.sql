@@ -1,0 +1,1 @@
+SELECT by_whom, since_ms, reason FROM `shared_locks_susp` WHERE name = ? AND full_name = ?
