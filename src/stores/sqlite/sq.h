@@ -214,8 +214,7 @@ int dlock__sq_run_end(struct dlock_store *st, struct dlock_lock *lk, int result,
 int dlock__sq_runs(struct dlock_store *st, const char *name, unsigned max,
                    dlock_run_cb cb, void *payload);
 int dlock__sq_keep_runs(struct dlock_store *st, const char *name, unsigned n);
-int dlock__sq_kept_runs(struct dlock_store *st, const char *name,
-                        unsigned *n);
+int dlock__sq_kept_runs(struct dlock_store *st, const char *name, unsigned *n);
 int dlock__sq_last_runs(struct dlock_store *st, const char *prefix,
                         dlock_run_cb cb, void *payload);
 

@@ -1,0 +1,1 @@
+SELECT count(*) FROM dlock_runs WHERE name = ?1
