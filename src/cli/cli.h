@@ -308,6 +308,7 @@ struct run_opts {
     int64_t period_ms;  /* --once-per DURATION; 0: none */
     const char *metrics_file; /* --metrics-file, else $DLOCK_METRICS_FILE */
     int64_t max_runtime_ms;   /* --max-runtime DURATION; 0: none */
+    unsigned keep_runs;       /* --keep-runs N; 0: not given */
     int replace;              /* --replace: take over a running run */
     int quiet;                /* -q: no busy, timeout or retry lines */
     int exclusive;            /* -x / -e / --exclusive (the default) */

@@ -14,13 +14,14 @@ static const char help[] =
     "(exited N, killed by signal N, lost the lock, timed out: stopped by\n"
     "--max-runtime, abandoned: its holder went away, or running), host,\n"
     "pid, start (UTC, the store's clock),\n"
-    "duration and fence.  The store keeps the last 20.\n"
+    "duration and fence.  The store keeps the last 20 (run --keep-runs N\n"
+    "sets it per name, up to 10000).\n"
     "Without NAME: the last run of every name that has runs, one line\n"
     "each (\"NAME: \" and the run), sorted by name.\n"
     "A suspended name (dlock suspend) comes first with a line \"suspended\n"
     "by USER@HOST at T: REASON\" (in JSON an object whose \"result\" is\n"
     "\"suspended\", with \"by\", \"since_ms\", \"since\" and \"reason\").\n"
-    "  -n N     the newest N only (1..20; with NAME only)\n"
+    "  -n N     the newest N only (1..10000; with NAME only)\n"
     "  --json   a JSON array of objects, as \"last_run\" in status --json\n";
 
 enum { OPT_JSON = 256 };
@@ -28,7 +29,7 @@ enum { OPT_JSON = 256 };
 /* `dlock history`'s options (its parser's, the completions'). */
 const struct cli_opt cli_history_opts[] = {
     {OPT_JSON, "json", NULL, "a JSON array of objects"},
-    {'n', NULL, "N", "the newest N only (1..20; with NAME)"},
+    {'n', NULL, "N", "the newest N only (1..10000; with NAME)"},
     {'h', "help", NULL, NULL},
     {0, NULL, NULL, NULL},
 };
@@ -52,8 +53,8 @@ static int take(void *ctx, int key, const char *a, const char *v)
     }
     n = strtol(v, &end, 10);
     if (strspn(v, "0123456789") != strlen(v) || *v == '\0' || *end != '\0' ||
-        n < 1 || n > DLOCK_RUNS_KEPT) {
-        cli_err("history: -n must be 1..%d, not '%s'", DLOCK_RUNS_KEPT,
+        n < 1 || n > DLOCK_RUNS_KEPT_MAX) {
+        cli_err("history: -n must be 1..%d, not '%s'", DLOCK_RUNS_KEPT_MAX,
                 cli_arg_shown(v));
         return EXIT_USAGE;
     }

@@ -26,6 +26,7 @@ enum {
     OPT_HEALTH_INTERVAL,
     OPT_HEALTH_FAILS,
     OPT_MAX_RUNTIME,
+    OPT_KEEP_RUNS,
     OPT_REPLACE,
     OPT_TIMEOUT,
     OPT_JSON
@@ -76,6 +77,9 @@ const struct cli_opt cli_run_opts[] = {
      "stop CMD once it has run DURATION (5m, 1h, or\n"
      "seconds): SIGTERM, SIGKILL after --grace; the\n"
      "run is recorded as timed out, exit 124"},
+    {OPT_KEEP_RUNS, "keep-runs", "N",
+     "keep the last N runs of NAME in the store\n"
+     "(1..10000; default 20), for every host's runs"},
     {OPT_REPLACE, "replace", NULL,
      "take NAME over from the run holding it: that\n"
      "run (given --replace too) stops its CMD and\n"
@@ -414,6 +418,18 @@ static int take_opt(struct run_opts *o, int key, const char *a, const char *val)
                     cli_arg_shown(val));
             return EXIT_USAGE;
         }
+        return 0;
+    case OPT_KEEP_RUNS:
+        v = strtol(val, &end, 10);
+        if (strspn(val, "0123456789") != strlen(val) || *val == '\0' ||
+            *end != '\0' || v < 1 || v > DLOCK_RUNS_KEPT_MAX) {
+            /* 0 is no history at all to CronJob; here it would be no
+             * record for --once to go by: refused. */
+            cli_err("run: --keep-runs must be 1..%d, not '%s'",
+                    DLOCK_RUNS_KEPT_MAX, cli_arg_shown(val));
+            return EXIT_USAGE;
+        }
+        o->keep_runs = (unsigned)v;
         return 0;
     case 'l':
         v = strtol(val, &end, 10);

@@ -117,6 +117,23 @@ static void say_suspended(dlock_store *store, const char *name,
     dlock_suspension_free(now);
 }
 
+/* --keep-runs N: the name's setting, written only when it differs (the
+ * write may count the runs kept; the read is one small round trip).  A
+ * failure is a warning: the run's record goes on with the old setting. */
+static void keep_runs(const struct run_opts *o, dlock_store *store)
+{
+    unsigned now = 0;
+    int rc = dlock_kept_runs(&now, store, o->name);
+
+    if (rc == DLOCK_OK && now == o->keep_runs)
+        return;
+    if (rc == DLOCK_OK)
+        rc = dlock_keep_runs(store, o->name, o->keep_runs);
+    if (rc != DLOCK_OK)
+        cli_warn("run: warning: cannot keep %u runs of '%s': %s",
+                 o->keep_runs, o->name, dlock_errmsg());
+}
+
 int run_suspended(const struct run_opts *o, dlock_store *store)
 {
     dlock_suspension *now = NULL;
@@ -152,6 +169,8 @@ int run_begin(const struct run_opts *o, dlock_store *store, dlock_lock *lock,
 
     rule.once = o->once;
     rule.period_ms = o->period_ms;
+    if (o->keep_runs != 0)
+        keep_runs(o, store);
     rc = dlock_run_begin(lock, &rule, &go, &last);
     if (rc == DLOCK_OK && go) {
         *recorded = 1;
