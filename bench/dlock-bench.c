@@ -40,6 +40,10 @@
  * 6. election (election.c; --only elect): takeover after a resignation
  *    and after kill -9 of a leader, and how soon an observer
  *    (dlock_observe) sees each change.
+ * 7. runs kept (runs_kept.c; --only runs): a run's bookkeeping
+ *    (dlock_run_begin + _end) on a name keeping 20 runs against one
+ *    keeping 10,000 (1,000 with --quick), both full: the ratio, and the
+ *    cycle over the fill by tenths.
  *
  * This file reads the command line and runs the parts; run.h is what they
  * share, bench.h the no-op clients (noop.c), contract.h the contract's
@@ -57,7 +61,7 @@
 
 static const char
     *only; /* --only uncontended|redis-cpu|contended|many|herd|dead|renew
-            * |etcd-own|elect */
+            * |etcd-own|elect|runs */
 
 static int want(const char *part)
 {
@@ -141,6 +145,9 @@ int main(int argc, char **argv)
     fflush(stdout);
     if (want("elect"))
         bench_elect();
+    fflush(stdout);
+    if (want("runs"))
+        bench_runs_kept();
     if (json != NULL) {
         fprintf(json, "  \"end\": true\n}\n");
         fclose(json);

@@ -48,5 +48,6 @@ void bench_herd(void);        /* herd.c */
 void bench_dead_holder(void); /* dead_holder.c */
 void bench_renew(void);       /* renewal.c */
 void bench_elect(void);       /* election.c */
+void bench_runs_kept(void);   /* runs_kept.c */
 
 #endif
