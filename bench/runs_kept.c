@@ -118,8 +118,7 @@ void bench_runs_kept(void)
     jnum("kept_many", many, 0);
     jnum("kept_after_fill", kept, 0);
     jnum("cycle_us_20", (double)pct(few_ns, (size_t)pairs, 0.5) / 1000.0, 0);
-    jnum("cycle_us_many", (double)pct(lots_ns, (size_t)pairs, 0.5) / 1000.0,
-         0);
+    jnum("cycle_us_many", (double)pct(lots_ns, (size_t)pairs, 0.5) / 1000.0, 0);
     jnum("ratio_median", ratio[pairs / 2], 0);
     jnum("ratio_min", ratio[0], 0);
     jnum("ratio_max", ratio[pairs - 1], 0);

@@ -130,8 +130,8 @@ static void keep_runs(const struct run_opts *o, dlock_store *store)
     if (rc == DLOCK_OK)
         rc = dlock_keep_runs(store, o->name, o->keep_runs);
     if (rc != DLOCK_OK)
-        cli_warn("run: warning: cannot keep %u runs of '%s': %s",
-                 o->keep_runs, o->name, dlock_errmsg());
+        cli_warn("run: warning: cannot keep %u runs of '%s': %s", o->keep_runs,
+                 o->name, dlock_errmsg());
 }
 
 int run_suspended(const struct run_opts *o, dlock_store *store)
