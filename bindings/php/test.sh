@@ -3,8 +3,9 @@
 #
 #   bindings/php/test.sh LIBDLOCK_PATH [DLOCK_CLI_PATH]
 #
-# Runs tests/test_store.php, tests/test_runs.php, tests/test_elect.php and
-# tests/test_suspend.php (which skips a store that cannot suspend yet)
+# Runs tests/test_store.php, tests/test_runs.php, tests/test_elect.php,
+# tests/test_suspend.php (which skips a store that cannot suspend yet) and
+# tests/test_keep_runs.php (likewise one that cannot keep a setting yet)
 # against SQLite (a temporary directory) and
 # against each network store named by DLOCK_TEST_REDIS_URL,
 # DLOCK_TEST_POSTGRES_URL, DLOCK_TEST_MYSQL_URL, DLOCK_TEST_REDIS_SENTINEL_URL,
@@ -94,6 +95,7 @@ run sqlite "$here/tests/test_store.php" "sqlite://$tmp/php-test.db" "${cliarg[@]
 run sqlite "$here/tests/test_runs.php" "sqlite://$tmp/php-test.db"
 run sqlite "$here/tests/test_elect.php" "sqlite://$tmp/php-test.db"
 run sqlite "$here/tests/test_suspend.php" "sqlite://$tmp/php-test.db"
+run sqlite "$here/tests/test_keep_runs.php" "sqlite://$tmp/php-test.db"
 fi
 
 for var in DLOCK_TEST_REDIS_URL DLOCK_TEST_POSTGRES_URL DLOCK_TEST_MYSQL_URL \
@@ -129,6 +131,7 @@ for var in DLOCK_TEST_REDIS_URL DLOCK_TEST_POSTGRES_URL DLOCK_TEST_MYSQL_URL \
         run "$tag" "$here/tests/test_runs.php" "$url"
         run "$tag" "$here/tests/test_elect.php" "$url"
         run "$tag" "$here/tests/test_suspend.php" "$url"
+        run "$tag" "$here/tests/test_keep_runs.php" "$url"
     fi
     if [ "$var" = DLOCK_TEST_MYSQL_URL ] && [ "$only" != mysql ]; then
         if command -v mysql >/dev/null; then

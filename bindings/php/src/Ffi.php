@@ -106,6 +106,8 @@ int dlock_run_end(dlock_lock *lock, int result, int status);
 int dlock_history(dlock_store *store, const char *name, unsigned max, dlock_run_cb cb, void *payload);
 int dlock_last_runs(dlock_store *store, const char *prefix, dlock_run_cb cb, void *payload);
 void dlock_run_free(dlock_run *run);
+int dlock_keep_runs(dlock_store *store, const char *name, unsigned n);
+int dlock_kept_runs(unsigned *out, dlock_store *store, const char *name);
 int dlock_suspend(int *out_was, dlock_store *store, const char *name, const char *by, const char *reason);
 int dlock_resume(dlock_suspension **out, dlock_store *store, const char *name);
 int dlock_suspended(dlock_suspension **out, dlock_store *store, const char *name);

@@ -29,8 +29,10 @@ final class Run
      * $start since when; $fence and $pid 0, $end null, $status -1.
      */
     public const SUSPENDED = 6;
-    /** How many runs the store keeps per name (DLOCK_RUNS_KEPT). */
+    /** How many runs the store keeps per name (DLOCK_RUNS_KEPT) unless Store::keepRuns() says otherwise. */
     public const KEPT = 20;
+    /** The most runs Store::keepRuns() lets a name keep (DLOCK_RUNS_KEPT_MAX). */
+    public const KEPT_MAX = 10000;
 
     private const NAMES = [
         self::RUNNING => 'running', self::EXITED => 'exited',

@@ -311,8 +311,8 @@ final class Store
     }
 
     /**
-     * The kept runs of $name (at most Run::KEPT), newest first; $max > 0
-     * keeps the newest $max.
+     * The kept runs of $name (all of them: Run::KEPT unless keepRuns()
+     * said otherwise), newest first; $max > 0 keeps the newest $max.
      * @return Run[]
      * @throws NotSupportedException a store without run records
      */
@@ -323,6 +323,49 @@ final class Store
             throw new InvalidArgumentException("bad max $max", Exception::EINVAL);
         }
         return $this->runs(fn ($ffi, $cb) => $ffi->dlock_history($this->h(), $name, $max, $cb, null));
+    }
+
+    /**
+     * Keep $n runs of $name (dlock_keep_runs()): 1 to Run::KEPT_MAX, or 0
+     * for the default, Run::KEPT.  The setting is recorded with the name's
+     * run records, so every host's runs of it keep to it; the runs over it
+     * are dropped now, oldest first (setting it higher again brings none
+     * back).
+     * @throws InvalidArgumentException a bad name, or $n out of range
+     * @throws NotSupportedException a store that cannot keep a setting yet
+     * @throws UnavailableException|StoreException
+     */
+    public function keepRuns(string $name, int $n = 0): void
+    {
+        self::noNul($name, 'name');
+        if ($n < 0 || $n > 0xFFFFFFFF) {
+            // FFI would wrap it to an unsigned; in range of one the library says so.
+            throw new InvalidArgumentException(
+                "keep runs \"$name\": a name keeps 1.." . Run::KEPT_MAX . ' runs (0: the default, ' . Run::KEPT . "), not $n",
+                Exception::EINVAL
+            );
+        }
+        $rc = Ffi::get()->dlock_keep_runs($this->h(), $name, $n);
+        if ($rc !== Exception::OK) {
+            throw Exception::fromRc($rc, "keep runs \"$name\"");
+        }
+    }
+
+    /**
+     * How many runs $name keeps (dlock_kept_runs()): its keepRuns()
+     * setting, Run::KEPT if none was recorded.
+     * @throws InvalidArgumentException|NotSupportedException|UnavailableException|StoreException
+     */
+    public function keptRuns(string $name): int
+    {
+        self::noNul($name, 'name');
+        $ffi = Ffi::get();
+        $out = $ffi->new('unsigned');
+        $rc = $ffi->dlock_kept_runs(\FFI::addr($out), $this->h(), $name);
+        if ($rc !== Exception::OK) {
+            throw Exception::fromRc($rc, "kept runs \"$name\"");
+        }
+        return $out->cdata;
     }
 
     /**

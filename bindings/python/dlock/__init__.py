@@ -98,7 +98,8 @@ from ._constants import (
     BUSY, DEFAULT_TTL, ECANCELED, EINVAL, ENOMEM, ENOTSUP, ESTORE, EUNAVAIL,
     EXPIRING, LIMIT_MAX, LOST, NAME_MAX, OK, RUN_ABANDONED, RUN_EXITED, RUN_TIMEDOUT,
     OBSERVE_POLL, REASON_MAX, RUN_LOST, RUN_RUNNING, RUN_SIGNALED,
-    RUN_SUSPENDED, RUNS_KEPT, SONAME, TTL_MIN, VALUE_MAX, WAIT_FOREVER)
+    RUN_SUSPENDED, RUNS_KEPT, RUNS_KEPT_MAX, SONAME, TTL_MIN, VALUE_MAX,
+    WAIT_FOREVER)
 from ._errors import (
     Busy, Cancelled, DlockError, Expiring, InvalidArgument, Lost,
     NotHeld, NotSupported, OutOfMemory, StoreError, Timeout, Unavailable)
@@ -121,7 +122,7 @@ __all__ = [
     "NAME_MAX", "LIMIT_MAX", "TTL_MIN", "DEFAULT_TTL",
     "Run", "RunOutcome", "RUN_RUNNING", "RUN_EXITED", "RUN_SIGNALED",
     "RUN_LOST", "RUN_ABANDONED", "RUN_TIMEDOUT", "RUN_SUSPENDED",
-    "RUNS_KEPT", "Suspension", "REASON_MAX",
+    "RUNS_KEPT", "RUNS_KEPT_MAX", "Suspension", "REASON_MAX",
     "Candidate", "Leader", "VALUE_MAX", "OBSERVE_POLL",
 ]
 

@@ -33,6 +33,8 @@ RUN_TIMEDOUT = 5        # stopped by its time limit (dlock run --max-runtime)
 RUN_SUSPENDED = 6       # never stored: run_begin()'s last when it skipped
                         # because the name is suspended (Store.suspend())
 RUNS_KEPT = 20          # DLOCK_RUNS_KEPT: runs the store keeps per name
+                        # unless Store.keep_runs() says otherwise
+RUNS_KEPT_MAX = 10000   # DLOCK_RUNS_KEPT_MAX: the most Store.keep_runs() sets
 _RUN_RESULTS = {
     RUN_RUNNING: "running", RUN_EXITED: "exited", RUN_SIGNALED: "signaled",
     RUN_LOST: "lost", RUN_ABANDONED: "abandoned", RUN_TIMEDOUT: "timedout",

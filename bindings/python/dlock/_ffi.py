@@ -166,6 +166,9 @@ _history = _fn("dlock_history", _c_int, _vp, _c_char_p, ctypes.c_uint,
                _RUN_CB, _vp)
 _last_runs = _fn("dlock_last_runs", _c_int, _vp, _c_char_p, _RUN_CB, _vp)
 _run_free = _fn("dlock_run_free", None, ctypes.POINTER(_Run))
+_keep_runs = _fn("dlock_keep_runs", _c_int, _vp, _c_char_p, ctypes.c_uint)
+_kept_runs = _fn("dlock_kept_runs", _c_int, ctypes.POINTER(ctypes.c_uint),
+                 _vp, _c_char_p)
 _suspend = _fn("dlock_suspend", _c_int, ctypes.POINTER(_c_int), _vp,
                _c_char_p, _c_char_p, _c_char_p)
 _SUSP_PP = ctypes.POINTER(ctypes.POINTER(_Suspension))

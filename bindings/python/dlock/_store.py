@@ -1,17 +1,20 @@
 """Store (dlock_store): open, close, init, status, list, force_release,
-the locks it makes, election (elect, leader, observe), its run records,
-run_once() and suspension (suspend, resume, suspended, suspensions)."""
+the locks it makes, election (elect, leader, observe), its run records
+(and how many a name keeps), run_once() and suspension (suspend, resume,
+suspended, suspensions)."""
 
 import ctypes
 import weakref
 
 from . import _elect, _lock
 from ._args import _cstr
-from ._constants import DEFAULT_TTL, EINVAL, LOST, OK, RUN_EXITED, RUN_LOST
+from ._constants import (DEFAULT_TTL, EINVAL, LOST, OK, RUN_EXITED, RUN_LOST,
+                         RUNS_KEPT, RUNS_KEPT_MAX)
 from ._errors import DlockError, InvalidArgument, Lost, _error
 from ._ffi import (_Info, _LIST_CB, _RUN_CB, _SUSPENSION_CB, _Suspension,
-                   _force_release, _history, _info_free, _last_runs,
-                   _leader, _list, _resume, _s, _status, _store_init,
+                   _force_release, _history, _info_free, _keep_runs,
+                   _kept_runs, _last_runs, _leader, _list, _resume, _s,
+                   _status, _store_init,
                    _store_open, _store_url, _suspend, _suspended,
                    _suspension_free, _suspensions, _vp)
 from ._info import Leader, LockInfo, Run, RunOutcome, Suspension
@@ -240,15 +243,48 @@ class Store:
         return found
 
     def history(self, name, max=0):
-        """The kept runs of ``name`` (at most :data:`RUNS_KEPT`), newest
-        first, as a list of :class:`Run`; ``max`` > 0 keeps the newest
-        ``max``.  Raises :class:`NotSupported` on a store without run
-        records."""
+        """The kept runs of ``name`` (all of them: :data:`RUNS_KEPT`
+        unless :meth:`keep_runs` said otherwise), newest first, as a list
+        of :class:`Run`; ``max`` > 0 keeps the newest ``max``.  Raises
+        :class:`NotSupported` on a store without run records."""
         if isinstance(max, bool) or not isinstance(max, int):
             raise TypeError("dlock: max must be an int, not %r" % (max,))
         if not 0 <= max < 2 ** 32:
             raise InvalidArgument("max %d is out of range" % max, EINVAL)
         return self._runs(_history, "history", _cstr(name), max)
+
+    def keep_runs(self, name, n=0):
+        """Keep ``n`` runs of ``name`` (dlock_keep_runs()): 1 to
+        :data:`RUNS_KEPT_MAX`, or 0 for the default, :data:`RUNS_KEPT`.
+        The setting is recorded with the name's run records, so every
+        host's runs of it keep to it; the runs over it are dropped now,
+        oldest first (setting it higher again brings none back).  Raises
+        :class:`InvalidArgument` (a bad name, or ``n`` out of range),
+        :class:`NotSupported` (a store that cannot keep a setting yet)."""
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise TypeError("dlock: n must be an int, not %r" % (n,))
+        b = _cstr(name)
+        if not 0 <= n < 2 ** 32:
+            # c_uint would wrap it; in range of it the library says so.
+            raise InvalidArgument(
+                "keep_runs: a name keeps 1..%d runs (0: the default, %d), "
+                "not %d" % (RUNS_KEPT_MAX, RUNS_KEPT, n), EINVAL)
+        with self._using() as h:
+            rc = _keep_runs(h, b, n)
+            if rc != OK:
+                raise _error(rc, "keep_runs")
+
+    def kept_runs(self, name):
+        """How many runs ``name`` keeps (dlock_kept_runs()): its
+        :meth:`keep_runs` setting, :data:`RUNS_KEPT` if none was
+        recorded.  Raises as :meth:`keep_runs`."""
+        out = ctypes.c_uint()
+        b = _cstr(name)
+        with self._using() as h:
+            rc = _kept_runs(ctypes.byref(out), h, b)
+            if rc != OK:
+                raise _error(rc, "kept_runs")
+        return out.value
 
     def last_runs(self, prefix=""):
         """The last :class:`Run` of every name starting with ``prefix``
