@@ -10,7 +10,7 @@ then run with `redis-cli --eval FILE KEYS , ARGV` through one lock's life
 on sample keys under a key prefix of this run's own: acquire, ttl,
 extend, status, a second acquire that finds it busy and queues, leave,
 release; the same for a shared lock with a run record (run_begin,
-run_end) and a suspension (suspend, suspension, resume) and a semaphore;
+run_end, kept_runs, keep_runs) and a suspension (suspend, suspension, resume) and a semaphore;
 force.  The cluster variant runs on the same
 standalone server: its scripts differ in {{heard}} only, and every key of
 one call here is in one slot's reach (a standalone server has one).
@@ -162,6 +162,11 @@ def variant(cli, vdir, prefix):
     ev("run_begin.lua", runs + susp, [c, "s", "0", "0", fence, pid, host],
        want=1)
     ev("run_end.lua", runs, [fence, "1", "0"])
+    # How many runs it keeps: the default, set (the list trimmed to it in
+    # the same script, which answers how many are left), read back.
+    ev("kept_runs.lua", [runs[4]], [], want=20)
+    ev("keep_runs.lua", runs[3:5], ["3"], want=1)
+    ev("kept_runs.lua", [runs[4]], [], want=3)
     # Its suspension: made, found made, read, skipping a run, lifted.
     ev("suspend.lua", susp, ["ops@golden", "a reason"], want=0)
     ev("suspend.lua", susp, ["ops@golden", "again"], want=1)

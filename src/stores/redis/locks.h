@@ -86,6 +86,9 @@ int dlock__redis_run_begin(struct dlock_store *s, struct dlock_lock *lk,
                            int64_t pid, int *go, dlock_run *last);
 int dlock__redis_run_end(struct dlock_store *s, struct dlock_lock *lk,
                          int result, int status);
+int dlock__redis_keep_runs(struct dlock_store *s, const char *name, unsigned n);
+int dlock__redis_kept_runs(struct dlock_store *s, const char *name,
+                           unsigned *n);
 int dlock__redis_runs(struct dlock_store *s, const char *name, unsigned max,
                       dlock_run_cb cb, void *payload);
 int dlock__redis_last_runs(struct dlock_store *s, const char *prefix,

@@ -125,6 +125,8 @@ enum {
      * and the first EVALSHA on a server that lacks them sends the text */
     S_RUN_BEGIN,
     S_RUN_END,
+    S_KEEP_RUNS,
+    S_KEPT_RUNS,
     /* elect.c's, likewise (only a candidate pays for it) */
     S_VALUE_SET,
     /* suspend.c's, likewise (run_begin reads the record itself) */

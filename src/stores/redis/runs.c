@@ -1,6 +1,7 @@
 /*
  * runs.c - the Redis store's run records (include/dlock.h, "Runs";
- * src/core/store.h: run_begin, run_end, runs, last_runs).
+ * src/core/store.h: run_begin, run_end, keep_runs, kept_runs, runs,
+ * last_runs).
  *
  * Two keys per name, derived as the fence key is (keys.c), so that with
  * Cluster they share the lock key's hash slot:
@@ -8,14 +9,21 @@
  *                      "fence start end result status pid host" (start
  *                      and end in ms on the server's clock, end 0 while
  *                      running or abandoned; result a dlock_run_result)
- *   P NAME \xff run    the summary: a hash, start (the last run's start)
- *                      and ok (the record of a run that succeeded, as it
- *                      ended; kept when the list drops it)
+ *   P NAME \xff run    the summary: a hash, start (the last run's start),
+ *                      ok (the record of a run that succeeded, as it
+ *                      ended; kept when the list drops it) and keep (how
+ *                      many runs the name keeps, dlock_keep_runs(); none:
+ *                      DLOCK_RUNS_KEPT; lua/fn_keep.lua reads it)
  * Neither expires.  Beginning a run is one script (ownership, the name's
- * suspension (suspend.c), decision, record); so is ending one.  Reading them is
- * one LRANGE per name; the names under a prefix come from SCAN over the summary
- * keys (every master of a cluster).  Nothing here runs in a plain acquire or
- * release. The two scripts are lua/run_begin.lua and lua/run_end.lua.
+ * suspension (suspend.c), decision, record, trim to the setting); so is
+ * ending one, and setting keep (the trim in the same script).  Neither
+ * run script walks the list: begin looks at its head only (only the
+ * newest can be running), LTRIM drops the tail it put over the setting,
+ * and end finds its run from the head (docs/stores/redis.md, "Runs kept").
+ * Reading them is LRANGE in pages (RUNS_PAGE); the names under a prefix
+ * come from SCAN over the summary keys (every master of a cluster).
+ * Nothing here runs in a plain acquire or release.  The scripts are
+ * lua/run_begin.lua, run_end.lua, keep_runs.lua and kept_runs.lua.
  */
 #include <errno.h>
 #include <limits.h>
@@ -248,60 +256,201 @@ int dlock__redis_run_end(struct dlock_store *s, struct dlock_lock *lk,
     return DLOCK_OK;
 }
 
-/* --- runs, last_runs ------------------------------------------------- */
+/* --- keep_runs, kept_runs ------------------------------------------ */
 
-int dlock__redis_runs(struct dlock_store *s, const char *name, unsigned max,
-                      dlock_run_cb cb, void *payload)
+int dlock__redis_keep_runs(struct dlock_store *s, const char *name, unsigned n)
 {
     struct redis_store *rs = (struct redis_store *)s;
-    char stop[16];
-    const char *argv[4] = {"LRANGE", NULL, "0", stop};
-    size_t lens[4] = {6, 0, 1, 0};
-    unsigned told = 0;
+    char nb[16];
+    const char *a[1] = {nb};
+    size_t al[1];
     struct run_keys rk;
     redisReply *r;
-    dlock_run *run;
     int rc;
 
     rc = run_keys_of(rs, name, strlen(name), &rk);
     if (rc != DLOCK_OK)
         return rc;
-    /* All kept (the list holds DLOCK_RUNS_KEPT), and the first max that
-     * are records: an entry someone else pushed takes no run's place. */
-    snprintf(stop, sizeof(stop), "%d", DLOCK_RUNS_KEPT - 1);
-    argv[1] = rk.key[3];
-    lens[1] = rk.klen[3];
-    lens[3] = strlen(stop);
+    snprintf(nb, sizeof(nb), "%u", n);
+    al[0] = strlen(nb);
+    /* Retried: a second try records the same n and drops nothing more. */
     pthread_mutex_lock(&rs->mu);
-    rc = dlock__redis_cmd(
-        rs, rs->cluster ? (int)dlock__redis_slot(rk.key[0], rk.klen[0]) : -1, 1,
-        &r, 4, argv, lens);
+    r = dlock__redis_run_keys(rs, S_KEEP_RUNS, 2, &rk.key[3], &rk.klen[3], 1, a,
+                              al, 1, &rc);
     pthread_mutex_unlock(&rs->mu);
     run_keys_free(&rk);
+    if (r == NULL)
+        return rc;
+    if (r->type != REDIS_REPLY_INTEGER)
+        return dlock__redis_bad_reply(rs, r);
+    rc = r->integer >= 0
+             ? DLOCK_OK
+             : dlock__seterr(DLOCK_ESTORE,
+                             "the run keys of '%s' hold something other "
+                             "than dlock's list and hash (another client's "
+                             "key?): nothing recorded",
+                             name);
+    freeReplyObject(r);
+    return rc;
+}
+
+int dlock__redis_kept_runs(struct dlock_store *s, const char *name, unsigned *n)
+{
+    struct redis_store *rs = (struct redis_store *)s;
+    struct run_keys rk;
+    redisReply *r;
+    int rc;
+
+    *n = DLOCK_RUNS_KEPT;
+    rc = run_keys_of(rs, name, strlen(name), &rk);
     if (rc != DLOCK_OK)
         return rc;
-    if (r->type == REDIS_REPLY_ERROR) {
-        rc = dlock__redis_reply_error(rs, r, "LRANGE");
-        freeReplyObject(r);
+    pthread_mutex_lock(&rs->mu);
+    r = dlock__redis_run_keys(rs, S_KEPT_RUNS, 1, &rk.key[4], &rk.klen[4], 0,
+                              NULL, NULL, 1, &rc);
+    pthread_mutex_unlock(&rs->mu);
+    run_keys_free(&rk);
+    if (r == NULL)
         return rc;
-    }
-    if (r->type != REDIS_REPLY_ARRAY)
+    if (r->type != REDIS_REPLY_INTEGER)
         return dlock__redis_bad_reply(rs, r);
+    /* The script answers only what fn_keep.lua lets through; checked
+     * again all the same, as anything a server says. */
+    if (r->integer >= 1 && r->integer <= DLOCK_RUNS_KEPT_MAX)
+        *n = (unsigned)r->integer;
+    freeReplyObject(r);
+    return DLOCK_OK;
+}
+
+/* --- runs, last_runs ------------------------------------------------- */
+
+/* Entries read per LRANGE: a name may keep DLOCK_RUNS_KEPT_MAX runs, and
+ * one answer of them all (up to some 3 MB) would hold the server that
+ * long; pages of this many keep each call short. */
+#define RUNS_PAGE 1000
+/* Room for an entry's identity: a run's is at most 20 + 1 + 20 bytes. */
+#define IDENT_MAX 64
+
+/* An entry's identity across pages: its first two words (fence and
+ * start), which run_end and the abandoned mark leave as they are. */
+static size_t ident_len(const redisReply *e)
+{
+    const char *sp;
+
+    if (e->type != REDIS_REPLY_STRING)
+        return 0;
+    sp = memchr(e->str, ' ', e->len);
+    if (sp != NULL)
+        sp = memchr(sp + 1, ' ', e->len - (size_t)(sp + 1 - e->str));
+    return sp != NULL ? (size_t)(sp - e->str) : e->len;
+}
+
+/* The first entry of page r to tell: the one after ident (the last
+ * entry of the page before, which this page starts with unless runs
+ * went in front since: then it is further down), 0 on the first page
+ * (len 0), or r->elements when it is not on the page (dropped since,
+ * or pushed past it by as many new runs): nothing more is told then,
+ * rather than a run twice or out of order. */
+static size_t page_from(const redisReply *r, const char *ident, size_t len)
+{
+    if (len == 0)
+        return 0;
+    if (len > IDENT_MAX)
+        return r->elements;
+    for (size_t i = 0; i < r->elements; i++)
+        if (ident_len(r->element[i]) == len &&
+            memcmp(r->element[i]->str, ident, len) == 0)
+            return i + 1;
+    return r->elements;
+}
+
+int dlock__redis_runs(struct dlock_store *s, const char *name, unsigned max,
+                      dlock_run_cb cb, void *payload)
+{
+    struct redis_store *rs = (struct redis_store *)s;
+    char from[24], to[24], ident[IDENT_MAX];
+    const char *argv[4] = {"LRANGE", NULL, from, to};
+    size_t lens[4] = {6, 0, 0, 0}, ilen = 0, i;
+    unsigned told = 0, read = 0;
+    long long at = 0, want;
+    struct run_keys rk;
+    redisReply *r = NULL;
+    dlock_run *run;
+    int rc, slot, more = 1;
+
+    rc = run_keys_of(rs, name, strlen(name), &rk);
+    if (rc != DLOCK_OK)
+        return rc;
     run = calloc(1, sizeof(*run));
     if (run == NULL) {
-        freeReplyObject(r);
+        run_keys_free(&rk);
         return dlock__enomem();
     }
     dlock__strlcpy(run->name, name, sizeof(run->name));
-    for (size_t i = 0; i < r->elements && told < max && rc == DLOCK_OK; i++) {
-        if (r->element[i]->type != REDIS_REPLY_STRING ||
-            parse_run(r->element[i]->str, run) != 0)
-            continue;
-        told++;
-        rc = cb(run, payload);
+    slot = rs->cluster ? (int)dlock__redis_slot(rk.key[0], rk.klen[0]) : -1;
+    argv[1] = rk.key[3];
+    lens[1] = rk.klen[3];
+    /* The first max that are records, newest first, a page at a time:
+     * an entry someone else pushed takes no run's place.  Each page
+     * after the first starts with the last entry of the one before, to
+     * find where it left off should runs have gone in front between the
+     * two; at most twice the most a name keeps is read, however much
+     * someone else pushed. */
+    while (more && told < max && rc == DLOCK_OK &&
+           read < 2u * DLOCK_RUNS_KEPT_MAX) {
+        /* The first page what is asked (last_runs asks 1); the next
+         * ones a little more, for entries that are no runs. */
+        want = ilen == 0 ? max - told : max - told + 16;
+        if (want > RUNS_PAGE)
+            want = RUNS_PAGE;
+        if (ilen > 0)
+            want++;
+        snprintf(from, sizeof(from), "%lld", at);
+        snprintf(to, sizeof(to), "%lld", at + want - 1);
+        lens[2] = strlen(from);
+        lens[3] = strlen(to);
+        pthread_mutex_lock(&rs->mu);
+        rc = dlock__redis_cmd(rs, slot, 1, &r, 4, argv, lens);
+        pthread_mutex_unlock(&rs->mu);
+        if (rc != DLOCK_OK)
+            break;
+        if (r->type == REDIS_REPLY_ERROR) {
+            rc = dlock__redis_reply_error(rs, r, "LRANGE");
+            freeReplyObject(r);
+            break;
+        }
+        if (r->type != REDIS_REPLY_ARRAY) {
+            rc = dlock__redis_bad_reply(rs, r);
+            break;
+        }
+        more = r->elements == (size_t)want && r->elements > 0;
+        read += (unsigned)r->elements;
+        i = page_from(r, ident, ilen);
+        if (ilen > 0 && i == r->elements)
+            more = 0;
+        for (; i < r->elements && told < max && rc == DLOCK_OK; i++) {
+            if (r->element[i]->type != REDIS_REPLY_STRING ||
+                parse_run(r->element[i]->str, run) != 0)
+                continue;
+            told++;
+            rc = cb(run, payload);
+        }
+        if (more) {
+            const redisReply *e = r->element[r->elements - 1];
+
+            /* A run's two words fit; anything else (no string, or
+             * longer) cannot be found again: the next page ends it. */
+            ilen = ident_len(e);
+            if (ilen == 0 || ilen > IDENT_MAX)
+                ilen = IDENT_MAX + 1;
+            else
+                memcpy(ident, e->str, ilen);
+            at += (long long)r->elements - 1;
+        }
+        freeReplyObject(r);
     }
     free(run);
-    freeReplyObject(r);
+    run_keys_free(&rk);
     return rc;
 }
 

@@ -44,6 +44,8 @@ static const struct {
     [S_LEAVE] = {"leave.lua", dlock__text_redis_leave},
     [S_RUN_BEGIN] = {"run_begin.lua", dlock__text_redis_run_begin},
     [S_RUN_END] = {"run_end.lua", dlock__text_redis_run_end},
+    [S_KEEP_RUNS] = {"keep_runs.lua", dlock__text_redis_keep_runs},
+    [S_KEPT_RUNS] = {"kept_runs.lua", dlock__text_redis_kept_runs},
     [S_VALUE_SET] = {"value_set.lua", dlock__text_redis_value_set},
     [S_SUSPEND] = {"suspend.lua", dlock__text_redis_suspend},
     [S_RESUME] = {"resume.lua", dlock__text_redis_resume},
@@ -78,7 +80,11 @@ static char *script_text(int s, int cluster)
         fragment(cluster ? dlock__text_redis_frag_heard_cluster
                          : dlock__text_redis_frag_heard,
                  heard, sizeof(heard)),
-        "runs_kept", STR(DLOCK_RUNS_KEPT), NULL};
+        "runs_kept",
+        STR(DLOCK_RUNS_KEPT),
+        "runs_kept_max",
+        STR(DLOCK_RUNS_KEPT_MAX),
+        NULL};
 
     return dlock__text_expand(script[s].tmpl, vars);
 }

@@ -536,6 +536,12 @@ static void t_runs_slots(void)
         dlock_lock *l;
         int go = 0, slot, port, k, runkeys = 0;
 
+        unsigned kept = 0;
+
+        /* The keep setting's script goes to the name's slot too. */
+        CHECK_RC(dlock_keep_runs(s, names[i], 5), DLOCK_OK);
+        CHECK_RC(dlock_kept_runs(&kept, s, names[i]), DLOCK_OK);
+        CHECK(kept == 5);
         CHECK_RC(dlock_acquire(&l, s, names[i], &o), DLOCK_OK);
         CHECK_RC(dlock_run_begin(l, &rule, &go, NULL), DLOCK_OK);
         CHECK(go == 1);

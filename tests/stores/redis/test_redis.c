@@ -1292,6 +1292,207 @@ static void t_runs_keys(void)
     dlock_store_close(s);
 }
 
+/* Runs kept per name (dlock_keep_runs(); docs/stores/redis.md, "Runs
+ * kept"): a name keeping DLOCK_RUNS_KEPT_MAX, its list filled to that
+ * (planted in dlock's own format, older fences than any real one) and
+ * run over it, keeps exactly that many, the newest, and history reads
+ * them all in order across its pages; a run costs the server about what
+ * it does with 20 kept (INFO commandstats, not a wall clock).  A keep
+ * field planted out of range or of another form reads as the default
+ * and trims to it; a summary of another type reads as the default and
+ * refuses a setting, nothing written.  On a server of its own. */
+struct keep_seen {
+    unsigned n, bad;
+    uint64_t first, prev, last;
+    /* runs to make by another handle once told is at: into a page */
+    dlock_store *s2;
+    redisContext *c;
+    const char *name;
+    unsigned at;
+    int extra;
+};
+
+static long long keep_cycles(dlock_store *s, redisContext *c, const char *name,
+                             int n);
+
+static int keep_cb(const dlock_run *r, void *p)
+{
+    struct keep_seen *k = p;
+
+    if (k->n == 0)
+        k->first = r->fence;
+    else if (r->fence >= k->prev)
+        k->bad++;
+    k->prev = k->last = r->fence;
+    k->n++;
+    if (k->s2 != NULL && k->n == k->at)
+        keep_cycles(k->s2, k->c, k->name, k->extra);
+    return 0;
+}
+
+/* Planted records of fences from down to to (> 0), at the list's tail
+ * (the oldest end), pipelined. */
+static void plant_runs(redisContext *c, const char *runs, long long from,
+                       long long to)
+{
+    long long n = 0;
+
+    for (long long f = from; f >= to; f--, n++) {
+        char rec[64];
+
+        snprintf(rec, sizeof(rec), "%lld 1000 2000 1 0 42 planted", f);
+        redisAppendCommand(c, "RPUSH %b %s", runs, strlen(runs), rec);
+    }
+    for (; n > 0; n--) {
+        redisReply *r = NULL;
+
+        if (redisGetReply(c, (void **)&r) != REDIS_OK)
+            failures++;
+        freeReplyObject(r);
+    }
+}
+
+/* usec the server spent in EVALSHA so far. */
+static long long evalsha_usec(redisContext *c)
+{
+    redisReply *r = redisCommand(c, "INFO commandstats");
+    const char *p = r != NULL && r->type == REDIS_REPLY_STRING
+                        ? strstr(r->str, "cmdstat_evalsha:")
+                        : NULL;
+    const char *u = p != NULL ? strstr(p, "usec=") : NULL;
+    long long n = u != NULL ? atoll(u + strlen("usec=")) : 0;
+
+    freeReplyObject(r);
+    return n;
+}
+
+/* n runs of name, each begun and ended; the server's EVALSHA usec they
+ * took. */
+static long long keep_cycles(dlock_store *s, redisContext *c, const char *name,
+                             int n)
+{
+    dlock_options o = opts(0, 5000, 0);
+    dlock_run_rule rule = DLOCK_RUN_RULE_INIT;
+    long long t0 = evalsha_usec(c);
+
+    for (int i = 0; i < n; i++) {
+        dlock_lock *l;
+        int go = 0;
+
+        EXPECT_RC(dlock_acquire(&l, s, name, &o), DLOCK_OK);
+        if (failures > 0)
+            break;
+        EXPECT_RC(dlock_run_begin(l, &rule, &go, NULL), DLOCK_OK);
+        EXPECT(go == 1);
+        EXPECT_RC(dlock_run_end(l, DLOCK_RUN_EXITED, 0), DLOCK_OK);
+        EXPECT_RC(dlock_release(l), DLOCK_OK);
+    }
+    return evalsha_usec(c) - t0;
+}
+
+static void t_runs_keep(void)
+{
+    static const char *const planted[] = {
+        "0",     "-5",  "99999999999999999999",
+        "10001", "abc", "1e3",
+        "nan",   "inf", "0x10",
+        "007",   " 30", ""};
+    char u[256], key[600], runs[620], sum[620], other[620], osum[620];
+    const char *name = nm("keep-max"), *small = nm("keep-20");
+    struct keep_seen ks;
+    long long big_us, small_us;
+    unsigned n = 0;
+    dlock_store *s;
+    redisContext *c;
+
+    own_server(u, sizeof(u));
+    s = must_open(u);
+    c = raw_open(u);
+    snprintf(key, sizeof(key), "dlock:%s", name);
+    snprintf(runs, sizeof(runs), "%s\xffruns", key);
+    snprintf(sum, sizeof(sum), "%s\xffrun", key);
+    /* The most a name keeps, recorded where the docs say. */
+    CHECK_RC(dlock_keep_runs(s, name, DLOCK_RUNS_KEPT_MAX), DLOCK_OK);
+    CHECK(raw_int(c, "HGET %b keep", sum, strlen(sum)) == DLOCK_RUNS_KEPT_MAX);
+    /* Full with older runs, then run over it: exactly the most kept,
+     * the newest (the real runs first, then planted fences downwards),
+     * all told by history across its pages, newest first. */
+    plant_runs(c, runs, DLOCK_RUNS_KEPT_MAX, 1);
+    CHECK(raw_int(c, "LLEN %b", runs, strlen(runs)) == DLOCK_RUNS_KEPT_MAX);
+    big_us = keep_cycles(s, c, name, 50);
+    CHECK(raw_int(c, "LLEN %b", runs, strlen(runs)) == DLOCK_RUNS_KEPT_MAX);
+    memset(&ks, 0, sizeof(ks));
+    CHECK_RC(dlock_history(s, name, 0, keep_cb, &ks), DLOCK_OK);
+    CHECK(ks.n == DLOCK_RUNS_KEPT_MAX && ks.bad == 0);
+    CHECK(ks.first > DLOCK_RUNS_KEPT_MAX); /* a real run's fence */
+    CHECK(ks.last == 51);                  /* planted 1..50 dropped */
+    memset(&ks, 0, sizeof(ks));
+    CHECK_RC(dlock_history(s, name, 1234, keep_cb, &ks), DLOCK_OK);
+    CHECK(ks.n == 1234 && ks.bad == 0);
+    /* Runs that go in front while history reads (in its second page):
+     * none told twice or out of order, only the oldest they pushed out
+     * missing. */
+    memset(&ks, 0, sizeof(ks));
+    ks.s2 = must_open(u);
+    ks.c = c;
+    ks.name = name;
+    ks.at = 1500;
+    ks.extra = 3;
+    CHECK_RC(dlock_history(s, name, 0, keep_cb, &ks), DLOCK_OK);
+    dlock_store_close(ks.s2);
+    if (ks.n != DLOCK_RUNS_KEPT_MAX - 3 || ks.bad != 0)
+        printf("  history with runs in between: %u told, %u out of order\n",
+               ks.n, ks.bad);
+    CHECK(ks.n == DLOCK_RUNS_KEPT_MAX - 3 && ks.bad == 0);
+    CHECK(raw_int(c, "LLEN %b", runs, strlen(runs)) == DLOCK_RUNS_KEPT_MAX);
+    /* The same runs with the default kept: a run costs the server about
+     * the same (the old whole-list walk cost some 100 times more). */
+    snprintf(other, sizeof(other), "dlock:%s\xffruns", small);
+    snprintf(osum, sizeof(osum), "dlock:%s\xffrun", small);
+    plant_runs(c, other, DLOCK_RUNS_KEPT, 1);
+    small_us = keep_cycles(s, c, small, 50);
+    CHECK(raw_int(c, "LLEN %b", other, strlen(other)) == DLOCK_RUNS_KEPT);
+    printf("  50 runs: %lld us kept %d, %lld us kept %d\n", big_us,
+           DLOCK_RUNS_KEPT_MAX, small_us, DLOCK_RUNS_KEPT);
+    CHECK(big_us < 4 * small_us + 20000);
+    /* Planted settings: the default, and the next run trims to it. */
+    for (size_t i = 0; i < sizeof(planted) / sizeof(planted[0]); i++) {
+        long long len = raw_int(c, "LLEN %b", runs, strlen(runs));
+
+        if (len <= DLOCK_RUNS_KEPT + 5)
+            plant_runs(c, runs, 30, 1);
+        CHECK(raw_int(c, "HSET %b keep %s", sum, strlen(sum), planted[i]) == 0);
+        CHECK_RC(dlock_kept_runs(&n, s, name), DLOCK_OK);
+        if (n != DLOCK_RUNS_KEPT)
+            printf("  keep '%s' read as %u\n", planted[i], n);
+        CHECK(n == DLOCK_RUNS_KEPT);
+        keep_cycles(s, c, name, 1);
+        CHECK(raw_int(c, "LLEN %b", runs, strlen(runs)) == DLOCK_RUNS_KEPT);
+    }
+    /* In range it is trusted; the largest too. */
+    CHECK(raw_int(c, "HSET %b keep 10000", sum, strlen(sum)) == 0);
+    CHECK_RC(dlock_kept_runs(&n, s, name), DLOCK_OK);
+    CHECK(n == DLOCK_RUNS_KEPT_MAX);
+    /* A summary of another type: the default read, a setting refused
+     * with nothing written (the list as it was). */
+    CHECK(raw_int(c, "DEL %b", sum, strlen(sum)) == 1);
+    CHECK(strcmp(raw_str(c, "SET %b planted", sum, strlen(sum)), "OK") == 0);
+    CHECK_RC(dlock_kept_runs(&n, s, name), DLOCK_OK);
+    CHECK(n == DLOCK_RUNS_KEPT);
+    CHECK_RC(dlock_keep_runs(s, name, 3), DLOCK_ESTORE);
+    CHECK(raw_int(c, "LLEN %b", runs, strlen(runs)) == DLOCK_RUNS_KEPT);
+    CHECK(strcmp(raw_str(c, "GET %b", sum, strlen(sum)), "planted") == 0);
+    /* A list of another type likewise. */
+    CHECK(raw_int(c, "DEL %b", osum, strlen(osum)) == 1);
+    CHECK(raw_int(c, "DEL %b", other, strlen(other)) == 1);
+    CHECK(strcmp(raw_str(c, "SET %b planted", other, strlen(other)), "OK") ==
+          0);
+    CHECK_RC(dlock_keep_runs(s, small, 3), DLOCK_ESTORE);
+    CHECK(raw_int(c, "EXISTS %b", osum, strlen(osum)) == 0);
+    redisFree(c);
+    dlock_store_close(s);
+}
+
 /* --- election ------------------------------------------------------- */
 
 /* An observer on a thread of its own: each change it reports, and how
@@ -1694,6 +1895,7 @@ static const struct rt_test tests[] = {
     {"elect_watch", t_elect_watch, 1},
     {"suspend_planted", t_suspend_planted, 1},
     {"suspend_readonly", t_suspend_readonly, 1},
+    {"runs_keep", t_runs_keep, 1},
 };
 
 int main(int argc, char **argv)

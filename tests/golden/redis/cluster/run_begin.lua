@@ -6,6 +6,14 @@ local function susp(k)
   if ty ~= 'hash' then return {0, 0, 0} end
   return redis.call('HMGET', k, 'by', 'since', 'reason')
 end
+local function keep_of(v)
+  if type(v) ~= 'string' or not string.match(v, '^[1-9]%d?%d?%d?%d?$') then
+    return 20
+  end
+  local n = tonumber(v)
+  if n > 10000 then return 20 end
+  return n
+end
 local mine
 if ARGV[2] == 'x' then
   mine = redis.call('GET', KEYS[1]) == 'dlock1:' .. ARGV[1]
@@ -19,23 +27,23 @@ end
 if not mine then return {-1} end
 local sus = susp(KEYS[6])
 if sus then return {2, sus[1], sus[2]} end
-local sum = redis.call('HMGET', KEYS[5], 'start', 'ok')
+local sum = redis.call('HMGET', KEYS[5], 'start', 'ok', 'keep')
 if ARGV[3] == '1' and sum[2] then return {0, sum[2]} end
 local p, st = tonumber(ARGV[4]), tonumber(sum[1] or '')
 if p > 0 and st and (now - st) * 2 < p then
   return {0, redis.call('LINDEX', KEYS[4], 0) or ''}
 end
-local all = redis.call('LRANGE', KEYS[4], 0, -1)
-for i, v in ipairs(all) do
-  local a, rest = string.match(v, '^(%d+ %d+ %d+) 0 (.*)$')
+local head = redis.call('LINDEX', KEYS[4], 0)
+if head then
+  local a, rest = string.match(head, '^(%d+ %d+ %d+) 0 (.*)$')
   if a then
-    all[i] = a .. ' 4 ' .. rest
-    redis.call('LSET', KEYS[4], i - 1, all[i])
+    head = a .. ' 4 ' .. rest
+    redis.call('LSET', KEYS[4], 0, head)
   end
 end
 local ms = string.format('%d', now)
 redis.call('LPUSH', KEYS[4],
   ARGV[5] .. ' ' .. ms .. ' 0 0 -1 ' .. ARGV[6] .. ' ' .. ARGV[7])
-redis.call('LTRIM', KEYS[4], 0, 20 - 1)
+redis.call('LTRIM', KEYS[4], 0, keep_of(sum[3]) - 1)
 redis.call('HSET', KEYS[5], 'start', ms)
-return {1, all[1] or ''}
+return {1, head or ''}
