@@ -75,6 +75,14 @@ struct dlock_url;
 /* The most keys one scan (list, the last runs) reads under the prefix,
  * a page at a time, all within one ?timeout=. */
 #define ETCD_SCAN_KEYS 100000
+/* The most runs one name keeps on etcd (dlock_keep_runs() refuses more,
+ * a setting read over it is the default): a name's runs are one value,
+ * rewritten whole by each run, and with the worst record (a host of 255
+ * bytes that JSON escapes six-fold, some 1,700 bytes) 500 of them and
+ * the success come to 0.85 MB, 1.14 MB in base64: under etcd's default
+ * --max-request-bytes (1.5 MiB) with the rest of the txn
+ * (docs/stores/etcd.md, Run records). */
+#define ETCD_RUNS_KEPT_MAX 500
 /* The most keys one queue read returns before dlock reads the rest. */
 #define ETCD_QUEUE_PAGE 64
 /* A lock's etcd lease: its TTL in whole seconds, rounded up (etcd
@@ -395,6 +403,8 @@ int dlock__etcd_run_begin(struct dlock_store *s, struct dlock_lock *lk,
                           int64_t pid, int *go, dlock_run *last);
 int dlock__etcd_run_end(struct dlock_store *s, struct dlock_lock *lk,
                         int result, int status);
+int dlock__etcd_keep_runs(struct dlock_store *s, const char *name, unsigned n);
+int dlock__etcd_kept_runs(struct dlock_store *s, const char *name, unsigned *n);
 int dlock__etcd_runs(struct dlock_store *s, const char *name, unsigned max,
                      dlock_run_cb cb, void *payload);
 int dlock__etcd_last_runs(struct dlock_store *s, const char *prefix,

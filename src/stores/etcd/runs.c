@@ -9,11 +9,27 @@
  * concurrency.Mutex) finds them in its range, while a role granted on a
  * prefix of FIRST still covers them:
  *   P FIRST \xff runs [/REST]   JSON {"runs": [newest first,
- *                               DLOCK_RUNS_KEPT at most], "ok": the run
+ *                               the setting at most], "ok": the run
  *                               that succeeded, if any}
  *   P FIRST \xff start [/REST]  the last start, JSON {"fence", "at"}
+ *   P FIRST \xff keep [/REST]   the setting (dlock_keep_runs), JSON
+ *                               {"keep": N}; none: DLOCK_RUNS_KEPT
  * and beside them the name's suspension (suspend.c), P FIRST \xff
  * suspend [/REST].
+ *
+ * THE SETTING (dlock_keep_runs) is its own key, which no older dlock
+ * writes: an older client's run trims the runs to DLOCK_RUNS_KEPT and
+ * rewrites the runs key without the setting in it, and the setting
+ * survives that; this version's next run keeps to it again (the runs
+ * then grow back to it, run by run).  It is read with the records in
+ * every decision's read and compared in its txn, so a run and a
+ * keep_runs() are ordered; keep_runs() is that read and one txn that
+ * puts the setting and, if the runs are over it, the document cut to
+ * it (newest first: the oldest go).  A name's runs stay ONE value that
+ * every run rewrites whole (read, then put, twice a run: run_begin and
+ * run_end), so a run costs what the runs kept weigh: at most
+ * ETCD_RUNS_KEPT_MAX (etcd.h), which dlock_keep_runs() refuses to pass
+ * (DLOCK_EINVAL) and a planted setting over it is read as the default.
  *
  * THE CLOCK.  etcd keeps no time a client can read (a revision is not
  * time; a lease's countdown restarts at every leader change, and anyone
@@ -67,7 +83,11 @@
 
 /* A name's record keys: this layout's and, for a name with a '/', the
  * earlier one's (NULL for a name without: they are the same keys). */
-enum { K_RUNS, K_START, K_OLD_RUNS, K_OLD_START, NKEYS };
+enum { K_RUNS, K_START, K_KEEP, K_OLD_RUNS, K_OLD_START, NKEYS };
+
+/* What a name's keep key says (ETCD_RUNS_KEPT_MAX at most: the runs are
+ * one value, see the header). */
+static int64_t keep_of(json_object *kv);
 
 struct recs {
     char *key[NKEYS];
@@ -109,9 +129,11 @@ static int recs_keys(const struct etcd_store *es, const char *name,
 
     memset(r, 0, sizeof(*r));
     for (int i = 0; i < n; i++) {
-        r->key[i] =
-            rec_key(es, name, i == K_RUNS || i == K_OLD_RUNS ? "runs" : "start",
-                    i >= K_OLD_RUNS, &r->len[i]);
+        r->key[i] = rec_key(es, name,
+                            i == K_KEEP                      ? "keep"
+                            : i == K_RUNS || i == K_OLD_RUNS ? "runs"
+                                                             : "start",
+                            i >= K_OLD_RUNS, &r->len[i]);
         if (r->key[i] == NULL) {
             recs_free(r);
             return dlock__enomem();
@@ -144,6 +166,22 @@ static int ok_readable(json_object *ok)
     return rec_int(ok, "fence", 0) > 0 &&
            rec_int(ok, "result", -1) == DLOCK_RUN_EXITED &&
            rec_int(ok, "status", -1) == 0;
+}
+
+/* A keep key's kv (NULL: none): its setting, if dlock could have
+ * written it (a JSON object whose "keep" is an integer in
+ * 1..ETCD_RUNS_KEPT_MAX), else DLOCK_RUNS_KEPT: a planted 0, -1, 10^18,
+ * "5" or 5.5 sizes nothing. */
+static int64_t keep_of(json_object *kv)
+{
+    size_t n = 0;
+    char *v = kv != NULL ? dlock__etcd_unb64(kv, "value", &n) : NULL;
+    json_object *o = v != NULL ? dlock__etcd_parse(v, n, NULL, NULL) : NULL;
+    int64_t k = rec_int(o, "keep", DLOCK_RUNS_KEPT);
+
+    free(v);
+    json_object_put(o);
+    return k >= 1 && k <= ETCD_RUNS_KEPT_MAX ? k : DLOCK_RUNS_KEPT;
 }
 
 /* A reply's Date (http.c), seconds; 0: none. */
@@ -231,9 +269,10 @@ static int merge_docs(json_object *doc, json_object *old)
     size_t n = dlock__etcd_alen(runs), on = dlock__etcd_alen(oruns);
     int added = 0;
 
-    /* The kept runs of each only: a document of thousands (not dlock's)
-     * costs no more. */
-    n = n < DLOCK_RUNS_KEPT ? n : DLOCK_RUNS_KEPT;
+    /* The kept runs of each only (the earlier layout kept
+     * DLOCK_RUNS_KEPT): a document of thousands (not dlock's) costs no
+     * more. */
+    n = n < ETCD_RUNS_KEPT_MAX ? n : ETCD_RUNS_KEPT_MAX;
     on = on < DLOCK_RUNS_KEPT ? on : DLOCK_RUNS_KEPT;
     for (size_t i = 0; i < on; i++) {
         json_object *r = dlock__etcd_aget(oruns, i);
@@ -254,9 +293,9 @@ static int merge_docs(json_object *doc, json_object *old)
     if (added) {
         json_object_array_sort(runs, by_fence_desc);
         n = dlock__etcd_alen(runs);
-        if (n > DLOCK_RUNS_KEPT)
-            json_object_array_del_idx(runs, DLOCK_RUNS_KEPT,
-                                      n - DLOCK_RUNS_KEPT);
+        if (n > ETCD_RUNS_KEPT_MAX)
+            json_object_array_del_idx(runs, ETCD_RUNS_KEPT_MAX,
+                                      n - ETCD_RUNS_KEPT_MAX);
     }
     if (ok_readable(ook) && (!ok_readable(ok) || rec_int(ook, "fence", 0) >
                                                      rec_int(ok, "fence", 0)))
@@ -275,6 +314,7 @@ struct state {
     int64_t old_lease;
     int old_here;  /* ... in the start key (a name without '/') */
     int64_t date;  /* the read's Date, s (0: none) */
+    int64_t keep;  /* the name's setting (DLOCK_RUNS_KEPT: none) */
     int suspended; /* a suspension record (read with the lock key) */
     dlock_suspension susp;
 };
@@ -366,10 +406,10 @@ static int read_state(struct etcd_store *es, const char *name, const char *lkey,
         dlock__strlcpy(said, dlock_errmsg(), sizeof(said));
         rc = dlock__seterr(rc,
                            "%s; the run records of '%s' (%s%.*s, a byte 0xff, "
-                           "runs%s and start%s) lie outside a role on "
+                           "runs%s, start%s and keep%s) lie outside a role on "
                            "'%s%.*s/' (grant it on '%s%.*s')",
                            said, name, es->prefix, f, name, name + f, name + f,
-                           es->prefix, f, name, es->prefix, f, name);
+                           name + f, es->prefix, f, name, es->prefix, f, name);
     }
     if (rc != DLOCK_OK)
         return rc;
@@ -394,6 +434,7 @@ static int read_state(struct etcd_store *es, const char *name, const char *lkey,
             st->mod[i] = dlock__etcd_int(kv[i], "mod_revision");
         }
     }
+    st->keep = keep_of(kv[K_KEEP]);
     st->doc = runs_doc(kv[K_RUNS]);
     if (st->doc != NULL && kv[K_OLD_RUNS] != NULL) {
         old = runs_doc(kv[K_OLD_RUNS]);
@@ -439,8 +480,10 @@ static int old_start_at(struct etcd_store *es, const struct state *st,
     return DLOCK_OK;
 }
 
-/* The new runs document: RUNNING ones abandoned, ours first, kept N. */
-static json_object *with_new_run(json_object *doc, json_object *run)
+/* The new runs document: RUNNING ones abandoned, ours first, keep in
+ * all (1..ETCD_RUNS_KEPT_MAX). */
+static json_object *with_new_run(json_object *doc, json_object *run,
+                                 int64_t keep)
 {
     json_object *old = json_object_object_get(doc, "runs"),
                 *runs = json_object_new_array(), *out;
@@ -452,7 +495,7 @@ static json_object *with_new_run(json_object *doc, json_object *run)
         return NULL;
     }
     json_object_array_add(runs, run);
-    for (size_t i = 0; i < n && i + 1 < DLOCK_RUNS_KEPT; i++) {
+    for (size_t i = 0; i < n && (int64_t)i + 1 < keep; i++) {
         json_object *r = dlock__etcd_aget(old, i), *c = NULL;
 
         if (!json_object_is_type(r, json_type_object) ||
@@ -495,8 +538,10 @@ static char *start_value(int64_t fence, int64_t at)
  * layout's keys that were read are deleted (what they held is in these). */
 struct rec_write {
     const char *runs;
+    int64_t keep; /* the setting to put (0: left as it is) */
     int64_t start_fence, start_at;
     int move;
+    int move_runs;   /* the earlier layout's runs key only (keep_runs) */
     int unsuspended; /* only if the name is still not suspended */
 };
 
@@ -540,8 +585,15 @@ static int write_recs(struct etcd_store *es, const char *lkey, size_t llen,
         json_object_array_add(
             ops, dlock__etcd_put_op(r->key[K_START], r->len[K_START], sv, 0));
     free(sv);
-    for (int i = K_OLD_RUNS; i <= K_OLD_START && w->move; i++)
-        if (st->mod[i] != 0)
+    if (w->keep > 0) {
+        char kv[48];
+
+        snprintf(kv, sizeof(kv), "{\"keep\":%lld}", (long long)w->keep);
+        json_object_array_add(
+            ops, dlock__etcd_put_op(r->key[K_KEEP], r->len[K_KEEP], kv, 0));
+    }
+    for (int i = K_OLD_RUNS; i <= K_OLD_START; i++)
+        if (st->mod[i] != 0 && (w->move || (w->move_runs && i == K_OLD_RUNS)))
             json_object_array_add(ops,
                                   dlock__etcd_delete_op(r->key[i], r->len[i]));
     body = dlock__etcd_txn(cmp, ops, NULL);
@@ -687,7 +739,8 @@ int dlock__etcd_run_begin(struct dlock_store *s, struct dlock_lock *lk,
         }
         if (*go) {
             newdoc = with_new_run(
-                st.doc, run_json(lk->fence, host, pid, st.date * 1000));
+                st.doc, run_json(lk->fence, host, pid, st.date * 1000),
+                st.keep);
             w.runs = newdoc != NULL ? json_object_to_json_string_ext(
                                           newdoc, JSON_C_TO_STRING_PLAIN)
                                     : NULL;
@@ -834,64 +887,77 @@ int dlock__etcd_runs(struct dlock_store *s, const char *name, unsigned max,
     return rc;
 }
 
-/* The names under a prefix that have runs: the keys P FIRST \xff runs
- * [/REST] (P NAME \xff runs, the earlier layout's, is that for a name
- * without '/', and P FIRST/REST \xff runs for one with). */
-struct runs_scan {
-    struct etcd_store *es;
-    const char *prefix;
-    struct dlock__names names;
-};
-
-static int runs_key(const char *key, size_t klen, void *arg)
+/* In one txn: the setting n, and the runs over it dropped (oldest
+ * first: the document is newest first), if nobody wrote the records
+ * since they were read. */
+int dlock__etcd_keep_runs(struct dlock_store *s, const char *name, unsigned n)
 {
-    struct runs_scan *rs = arg;
-    size_t off = rs->es->prefix_len, plen = strlen(rs->prefix), f, rest;
-    const char *k = key + off, *ff;
-    char *name;
+    struct etcd_store *es = (struct etcd_store *)s;
+    struct recs r;
     int rc;
 
-    if (klen <= off || (ff = memchr(k, '\xff', klen - off)) == NULL)
-        return DLOCK_OK;
-    f = (size_t)(ff - k);
-    rest = klen - off - f - 1;
-    if (rest < 4 || memcmp(ff + 1, "runs", 4) != 0 ||
-        (rest > 4 && (ff[5] != '/' || memchr(k, '/', f) != NULL)))
-        return DLOCK_OK; /* a start, or not dlock's */
-    name = malloc(f + rest - 4 + 1);
-    if (name == NULL)
-        return dlock__enomem();
-    memcpy(name, k, f);
-    memcpy(name + f, ff + 5, rest - 4);
-    name[f + rest - 4] = '\0';
-    if (dlock__check_name(name, f + rest - 4) != DLOCK_OK ||
-        strncmp(name, rs->prefix, plen) != 0) {
-        dlock__clearerr();
-        free(name);
-        return DLOCK_OK;
+    if (n > ETCD_RUNS_KEPT_MAX)
+        return dlock__seterr(DLOCK_EINVAL,
+                             "the etcd store keeps 1..%d runs of a name, not "
+                             "%u: its runs are one value that each run "
+                             "rewrites whole, and more would near etcd's "
+                             "request limit (docs/stores/etcd.md, Run records)",
+                             ETCD_RUNS_KEPT_MAX, n);
+    rc = recs_keys(es, name, &r);
+    if (rc != DLOCK_OK)
+        return rc;
+    for (int t = 0; t < TRIES; t++) {
+        struct state st;
+        struct rec_write w = {.keep = n};
+        json_object *runs;
+        size_t have;
+        int won = 0;
+
+        rc = read_state(es, name, NULL, 0, &r, &st);
+        if (rc != DLOCK_OK)
+            break;
+        runs = json_object_object_get(st.doc, "runs");
+        have = dlock__etcd_alen(runs);
+        if (have > n) {
+            /* The earlier layout's runs are in st.doc: they go too, or
+             * the next read would merge the dropped ones back. */
+            json_object_array_del_idx(runs, n, have - n);
+            w.move_runs = 1;
+            w.runs =
+                json_object_to_json_string_ext(st.doc, JSON_C_TO_STRING_PLAIN);
+            if (w.runs == NULL) {
+                json_object_put(st.doc);
+                rc = dlock__enomem();
+                break;
+            }
+        }
+        rc = write_recs(es, NULL, 0, 0, &r, &st, &w, &won, NULL, NULL);
+        json_object_put(st.doc);
+        if (rc != DLOCK_OK || won)
+            break;
+        rc = dlock__seterr(DLOCK_EUNAVAIL,
+                           "the run records of '%s' kept changing (%s)", name,
+                           es->url);
     }
-    rc = dlock__names_add(&rs->names, name, f + rest - 4);
-    free(name);
+    recs_free(&r);
     return rc;
 }
 
-int dlock__etcd_last_runs(struct dlock_store *s, const char *prefix,
-                          dlock_run_cb cb, void *payload)
+int dlock__etcd_kept_runs(struct dlock_store *s, const char *name, unsigned *n)
 {
     struct etcd_store *es = (struct etcd_store *)s;
-    struct runs_scan rs = {.es = es, .prefix = prefix};
-    /* Every key of a name under prefix starts with P and prefix up to its
-     * first '/' (FIRST, or a longer FIRST for a prefix without one). */
-    char *first = dlock__strndup(prefix, strcspn(prefix, "/"));
+    json_object *reply = NULL, *kv = NULL;
+    size_t len;
+    char *key = rec_key(es, name, "keep", 0, &len);
     int rc;
 
-    if (first == NULL)
+    *n = DLOCK_RUNS_KEPT;
+    if (key == NULL)
         return dlock__enomem();
-    rc = dlock__etcd_scan_keys(es, first, runs_key, &rs);
-    free(first);
-    /* In no set order (dlock.h). */
-    for (size_t i = 0; rc == DLOCK_OK && i < rs.names.n; i++)
-        rc = dlock__etcd_runs(s, rs.names.v[i], 1, cb, payload);
-    dlock__names_free(&rs.names);
+    rc = dlock__etcd_get(es, key, len, &reply, &kv);
+    free(key);
+    if (rc == DLOCK_OK)
+        *n = (unsigned)keep_of(kv);
+    json_object_put(reply);
     return rc;
 }
