@@ -770,7 +770,9 @@ DLOCK_EXTERN int dlock_last_runs(dlock_store *store, const char *prefix,
  * step, oldest (lowest fence) first.  Each run that goes ahead then
  * drops what its own record puts over the limit: whatever the setting, a
  * run's bookkeeping costs the same.  (A client older than this call
- * keeps DLOCK_RUNS_KEPT whatever the setting says.)
+ * keeps DLOCK_RUNS_KEPT whatever the setting says.)  etcd keeps at most
+ * 500 (its runs share one key: docs/stores/etcd.md); more is
+ * DLOCK_EINVAL there, the bound in the message.
  * @return DLOCK_OK; DLOCK_EINVAL; DLOCK_ENOTSUP (a store without run
  *         records); DLOCK_EUNAVAIL, DLOCK_ESTORE.
  */
