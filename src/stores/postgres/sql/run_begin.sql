@@ -13,8 +13,10 @@
 -- The runs over the name's keep_runs go by a count kept in its summary
 -- row (kept_runs, valid while its newest run is still kept_fence: a
 -- client older than keep_runs adds and trims runs without counting, and
--- the runs are then counted once again), oldest first, by a range of
--- the primary key (name, fence): the bookkeeping touches the newest run
+-- the runs are then counted once again), oldest first, found from the
+-- low end of the primary key (name, fence) and deleted by their row ids
+-- (a TID scan, whatever the planner thinks of a range of fences): the
+-- bookkeeping touches the newest run
 -- (only it can still be RUNNING: each begin marks the one before) and
 -- the ones it drops, whatever the runs kept.  Answers one
 -- row: ours, go, then the run that decided a skip, or the run before
@@ -65,14 +67,15 @@ BETWEEN 0 AND $10::integer AND s.kept_fence = n.fence THEN s.kept_runs
 ELSE (SELECT count(*) FROM dlock_runs WHERE name = $1) END + CASE WHEN
 n.have THEN 0 ELSE 1 END AS kept FROM n LEFT JOIN s ON
 true),
-w AS (SELECT max(fence) AS upto FROM (SELECT fence FROM dlock_runs WHERE
-name = $1 AND fence <> $3::bigint ORDER BY fence LIMIT (SELECT CASE
-WHEN d.go THEN greatest(c.kept - c.keep, 0) ELSE 0 END FROM d, c)) w1),
+w AS (SELECT max(fence) AS upto, array_agg(ctid) AS tids FROM (SELECT
+ctid, fence FROM dlock_runs WHERE name = $1 AND fence <> $3::bigint
+ORDER BY fence LIMIT (SELECT CASE WHEN d.go THEN greatest(c.kept -
+c.keep, 0) ELSE 0 END FROM d, c)) w1),
 a AS (UPDATE dlock_runs r SET result = 4 FROM d, p, w WHERE d.go AND
 r.name = $1 AND r.fence = p.fence AND r.result = 0 AND (w.upto IS NULL
 OR r.fence > w.upto)),
-t AS (DELETE FROM dlock_runs r USING w WHERE r.name = $1 AND r.fence <=
-w.upto AND r.fence <> $3::bigint RETURNING 1),
+t AS (DELETE FROM dlock_runs r WHERE r.ctid = ANY ((SELECT tids FROM
+w)::tid[]) AND r.name = $1 AND r.fence <> $3::bigint RETURNING 1),
 i AS (INSERT INTO dlock_runs (name, fence, host, pid, start_ms, end_ms,
 result, status) SELECT $1, $3::bigint, $4, $5::bigint, d.now_ms, NULL,
 0, -1 FROM d WHERE d.go ON CONFLICT (name, fence) DO UPDATE SET host =

@@ -45,14 +45,15 @@ BETWEEN 0 AND $10::integer AND s.kept_fence = n.fence THEN s.kept_runs
 ELSE (SELECT count(*) FROM dlock_runs WHERE name = $1) END + CASE WHEN
 n.have THEN 0 ELSE 1 END AS kept FROM n LEFT JOIN s ON
 true),
-w AS (SELECT max(fence) AS upto FROM (SELECT fence FROM dlock_runs WHERE
-name = $1 AND fence <> $3::bigint ORDER BY fence LIMIT (SELECT CASE
-WHEN d.go THEN greatest(c.kept - c.keep, 0) ELSE 0 END FROM d, c)) w1),
+w AS (SELECT max(fence) AS upto, array_agg(ctid) AS tids FROM (SELECT
+ctid, fence FROM dlock_runs WHERE name = $1 AND fence <> $3::bigint
+ORDER BY fence LIMIT (SELECT CASE WHEN d.go THEN greatest(c.kept -
+c.keep, 0) ELSE 0 END FROM d, c)) w1),
 a AS (UPDATE dlock_runs r SET result = 4 FROM d, p, w WHERE d.go AND
 r.name = $1 AND r.fence = p.fence AND r.result = 0 AND (w.upto IS NULL
 OR r.fence > w.upto)),
-t AS (DELETE FROM dlock_runs r USING w WHERE r.name = $1 AND r.fence <=
-w.upto AND r.fence <> $3::bigint RETURNING 1),
+t AS (DELETE FROM dlock_runs r WHERE r.ctid = ANY ((SELECT tids FROM
+w)::tid[]) AND r.name = $1 AND r.fence <> $3::bigint RETURNING 1),
 i AS (INSERT INTO dlock_runs (name, fence, host, pid, start_ms, end_ms,
 result, status) SELECT $1, $3::bigint, $4, $5::bigint, d.now_ms, NULL,
 0, -1 FROM d WHERE d.go ON CONFLICT (name, fence) DO UPDATE SET host =
