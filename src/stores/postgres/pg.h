@@ -128,7 +128,7 @@ struct dlock__pg_sql {
         *status2_l, *lease_acq, *lease_sem, *have_tables, *init, *ddl,
         *init_runs, *run_end, *runs, *last_runs, *gone, *session_setup,
         *value_get, *notify, *listen_name, *listen, *probe, *suspend, *resume,
-        *suspension, *suspensions;
+        *suspension, *suspensions, *keep_runs, *kept_runs;
 };
 /* Fill q for a handle using hashtext() keys (else hashtextextended()):
  * DLOCK_OK, or an error with q all NULL. */
@@ -316,6 +316,8 @@ int dlock__pg_runs(struct dlock_store *s, const char *name, unsigned max,
                    dlock_run_cb cb, void *payload);
 int dlock__pg_last_runs(struct dlock_store *s, const char *prefix,
                         dlock_run_cb cb, void *payload);
+int dlock__pg_keep_runs(struct dlock_store *s, const char *name, unsigned n);
+int dlock__pg_kept_runs(struct dlock_store *s, const char *name, unsigned *n);
 
 /* --- suspend.c: a job's suspension (store.h, "Suspension") -------- */
 

@@ -74,7 +74,8 @@ static int probe_fn(void *conn, void *arg, int *dead)
         if (runs != NULL && runs[0] != '\0')
             snprintf(out->tables, sizeof(out->tables),
                      CORE " present; %s not made yet (the first run, "
-                          "election or suspension makes them)",
+                          "election, suspension or keep setting makes "
+                          "them)",
                      runs);
         else
             snprintf(out->tables, sizeof(out->tables),

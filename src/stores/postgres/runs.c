@@ -1,7 +1,7 @@
 /*
  * runs.c - the PostgreSQL store's run records (store.h: run_begin,
- * run_end, runs, last_runs), in both modes, in the tables dlock_runs and
- * dlock_run_names (sql/part-runs-ddl.sql).
+ * run_end, runs, last_runs, keep_runs, kept_runs), in both modes, in the
+ * tables dlock_runs and dlock_run_names (sql/part-runs-ddl.sql).
  *
  * run_begin is one round trip: a query of two statements in one
  * implicit transaction, on the lock's own session (session mode) or a
@@ -26,6 +26,16 @@
  *
  * A suspended name (a row in dlock_suspensions, suspend.c) is skipped in
  * the same round trip, before any rule, with nothing written.
+ *
+ * How many runs a name keeps (dlock_keep_runs()) is its summary row's
+ * keep_runs, with a count of its runs (kept_runs, valid while the newest
+ * run is kept_fence), so that run_begin drops what its run puts over the
+ * setting without counting or scanning the runs: its cost is the same
+ * with 20 kept or 10,000 (docs/stores/postgres.md).  keep_runs is one
+ * round trip of two statements, as run_begin (sql/keep_runs.sql).
+ * Columns missing on a server whose run tables predate them (SQLSTATE
+ * undefined_column) are added as missing tables are made, by
+ * sql/init_runs.sql, then the op is sent again.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +45,27 @@
 
 /* SQLSTATE undefined_table: the run tables are not there (yet). */
 #define UNDEFINED_TABLE "42P01"
+/* SQLSTATE undefined_column: run tables of a dlock before keep_runs. */
+#define UNDEFINED_COLUMN "42703"
+
+/* An answer of state means tables or columns this dlock has and the
+ * server's run tables do not (yet). */
+static int older_tables(int rc, const char *state)
+{
+    return rc == DLOCK_ESTORE && (strcmp(state, UNDEFINED_TABLE) == 0 ||
+                                  strcmp(state, UNDEFINED_COLUMN) == 0);
+}
+
+/* Make the run tables, or their missing columns (sql/init_runs.sql). */
+static int make_tables(struct pg_store *ps)
+{
+    PGresult *res = NULL;
+    int rc = dlock__pg_pooled(ps, "creating the run tables", ps->text.init_runs,
+                              0, NULL, &res, NULL);
+
+    PQclear(res);
+    return rc;
+}
 
 /* --- statements on a pooled connection ------------------------------- */
 
@@ -67,16 +98,17 @@ int dlock__pg_run_begin(struct dlock_store *s, struct dlock_lock *lk,
                         int64_t pid, int *go, dlock_run *last)
 {
     struct pg_store *ps = (struct pg_store *)s;
-    char fence[24], spid[24], half[24], kept[16], state[6] = "";
-    const char *v[9] = {lk->name,
-                        lk->token,
-                        fence,
-                        host,
-                        spid,
-                        rule->once ? "true" : "false",
-                        rule->period_ms > 0 ? "true" : "false",
-                        half,
-                        kept};
+    char fence[24], spid[24], half[24], dflt[16], max[16], state[6] = "";
+    const char *v[10] = {lk->name,
+                         lk->token,
+                         fence,
+                         host,
+                         spid,
+                         rule->once ? "true" : "false",
+                         rule->period_ms > 0 ? "true" : "false",
+                         half,
+                         dflt,
+                         max};
     char *sql = NULL;
     PGresult *res = NULL;
     int rc, ours;
@@ -85,20 +117,21 @@ int dlock__pg_run_begin(struct dlock_store *s, struct dlock_lock *lk,
     snprintf(fence, sizeof(fence), "%lld", (long long)lk->fence);
     snprintf(spid, sizeof(spid), "%lld", (long long)pid);
     snprintf(half, sizeof(half), "%lld", (long long)(rule->period_ms / 2));
-    snprintf(kept, sizeof(kept), "%d", DLOCK_RUNS_KEPT - 1);
-    sql = dlock__pg_inline(ps->text.run_begin[ps->lease_mode], 9, v);
+    snprintf(dflt, sizeof(dflt), "%d", DLOCK_RUNS_KEPT);
+    snprintf(max, sizeof(max), "%d", DLOCK_RUNS_KEPT_MAX);
+    sql = dlock__pg_inline(ps->text.run_begin[ps->lease_mode], 10, v);
     if (sql == NULL) {
         rc = DLOCK_ENOMEM;
         goto out;
     }
     rc = begin_once(ps, lk, sql, &res, state);
-    if (rc == DLOCK_ESTORE && strcmp(state, UNDEFINED_TABLE) == 0) {
-        /* A server whose lock tables predate run records: create them
-         * (the transaction above rolled back), then again. */
-        rc = dlock__pg_pooled(ps, "creating the run tables", ps->text.init_runs,
-                              0, NULL, &res, NULL);
+    if (older_tables(rc, state)) {
+        /* A server whose lock tables predate run records, or whose run
+         * tables predate keep_runs: create them (the transaction above
+         * rolled back), then again. */
         PQclear(res);
         res = NULL;
+        rc = make_tables(ps);
         if (rc == DLOCK_OK)
             rc = begin_once(ps, lk, sql, &res, state);
     }
@@ -211,6 +244,9 @@ int dlock__pg_runs(struct dlock_store *s, const char *name, unsigned max,
     char n[16];
     const char *v[2] = {name, n};
 
+    /* One answer holds them: DLOCK_RUNS_KEPT_MAX rows of at most a name
+     * and a host each are a few MB at most, read by libpq as one result
+     * before any reaches cb. */
     snprintf(n, sizeof(n), "%u", max);
     return read_runs(ps, "history", ps->text.runs, 2, v, cb, payload);
 }
@@ -236,4 +272,77 @@ int dlock__pg_last_runs(struct dlock_store *s, const char *prefix,
     rc = read_runs(ps, "list of runs", ps->text.last_runs, 1, v, cb, payload);
     free(pat);
     return rc;
+}
+
+/* --- keep_runs, kept_runs ---------------------------------------------- */
+
+int dlock__pg_keep_runs(struct dlock_store *s, const char *name, unsigned n)
+{
+    struct pg_store *ps = (struct pg_store *)s;
+    char keep[16], state[6] = "";
+    const char *v[2] = {name, keep};
+    char *sql;
+    PGresult *res = NULL;
+    int rc;
+
+    snprintf(keep, sizeof(keep), "%u", n);
+    sql = dlock__pg_inline(ps->text.keep_runs, 2, v);
+    if (sql == NULL)
+        return DLOCK_ENOMEM;
+    rc = dlock__pg_pooled(ps, "keep runs", sql, 0, NULL, &res, state);
+    if (older_tables(rc, state)) {
+        /* Tables or columns from before keep_runs: made, then again
+         * (the transaction above rolled back). */
+        PQclear(res);
+        res = NULL;
+        rc = make_tables(ps);
+        if (rc == DLOCK_OK)
+            rc = dlock__pg_pooled(ps, "keep runs", sql, 0, NULL, &res, state);
+    }
+    if (rc == DLOCK_OK && (PQntuples(res) != 1 || PQnfields(res) != 1))
+        rc = dlock__seterr(DLOCK_ESTORE,
+                           "postgres keep runs: unexpected answer (%s)",
+                           ps->base.url);
+    PQclear(res);
+    free(sql);
+    if (rc == DLOCK_OK)
+        dlock__clearerr();
+    return rc;
+}
+
+int dlock__pg_kept_runs(struct dlock_store *s, const char *name, unsigned *n)
+{
+    struct pg_store *ps = (struct pg_store *)s;
+    const char *v[1] = {name};
+    char state[6] = "";
+    PGresult *res = NULL;
+    int64_t k;
+    int rc;
+
+    *n = DLOCK_RUNS_KEPT;
+    rc = dlock__pg_pooled(ps, "kept runs", ps->text.kept_runs, 1, v, &res,
+                          state);
+    if (older_tables(rc, state)) {
+        /* Nothing made by a reader: no setting can be there. */
+        PQclear(res);
+        dlock__clearerr();
+        return DLOCK_OK;
+    }
+    if (rc != DLOCK_OK) {
+        PQclear(res);
+        return rc;
+    }
+    if (PQntuples(res) > 1 || PQnfields(res) != 1) {
+        PQclear(res);
+        return dlock__seterr(DLOCK_ESTORE,
+                             "postgres kept runs: unexpected answer (%s)",
+                             ps->base.url);
+    }
+    /* No row, NULL, or a planted value out of range: the default. */
+    k = dlock__pg_col_i64(res, 0, 0, 0);
+    if (k >= 1 && k <= DLOCK_RUNS_KEPT_MAX)
+        *n = (unsigned)k;
+    PQclear(res);
+    dlock__clearerr();
+    return DLOCK_OK;
 }

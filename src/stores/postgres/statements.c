@@ -222,6 +222,12 @@ static const struct {
     {offsetof(struct dlock__pg_sql, suspensions),
      0,
      {"suspensions.sql", dlock__text_postgres_suspensions, {NULL}}},
+    {offsetof(struct dlock__pg_sql, keep_runs),
+     0,
+     {"keep_runs.sql", dlock__text_postgres_keep_runs, {NULL}}},
+    {offsetof(struct dlock__pg_sql, kept_runs),
+     0,
+     {"kept_runs.sql", dlock__text_postgres_kept_runs, {NULL}}},
 };
 
 /* A value from a sql/frag-*.sql file is one line: its final newline

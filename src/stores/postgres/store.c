@@ -493,4 +493,6 @@ const struct dlock_store_ops dlock__postgres_ops = {
     .resume = dlock__pg_resume,
     .suspension = dlock__pg_suspension,
     .suspensions = dlock__pg_suspensions,
+    .keep_runs = dlock__pg_keep_runs,
+    .kept_runs = dlock__pg_kept_runs,
 };

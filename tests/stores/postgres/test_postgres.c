@@ -49,6 +49,12 @@
  *               a role with only SELECT gets "permission denied" from
  *               suspend and resume; tables from before suspension: the
  *               readers create nothing, the first suspend or run does
+ *   keep        runs kept per name, in both modes: a name keeping 10,000
+ *               filled with more keeps exactly 10,000, the newest; the
+ *               count in the summary row is what a run goes by (no
+ *               count per run), counted again after an older client's
+ *               run; settings planted out of range or of another type
+ *               read as the default; run tables from before keep_runs
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -1464,6 +1470,245 @@ static void t_runs(void)
     runs_lazy();
 }
 
+/* --- runs kept per name ------------------------------------------------- */
+
+/* A name's runs as dlock_history() gives them: how many, the newest and
+ * the oldest fence, and whether each was older than the one before. */
+struct kept_seen {
+    int n, ordered;
+    uint64_t newest, oldest;
+};
+
+static int kept_cb(const dlock_run *run, void *p)
+{
+    struct kept_seen *k = p;
+
+    if (k->n == 0)
+        k->newest = run->fence;
+    else if (run->fence >= k->oldest)
+        k->ordered = 0;
+    k->oldest = run->fence;
+    k->n++;
+    return 0;
+}
+
+static struct kept_seen kept_look(dlock_store *s, const char *name)
+{
+    struct kept_seen k = {0, 1, 0, 0};
+
+    EXPECT(dlock_history(s, name, 0, kept_cb, &k) == DLOCK_OK);
+    EXPECT(k.ordered);
+    return k;
+}
+
+/* One run of name, begun and ended exited 0: its fence (0: it failed). */
+static uint64_t kept_run(dlock_store *s, const char *name)
+{
+    dlock_options o = opts(0, 5000, 1);
+    dlock_run_rule rule = DLOCK_RUN_RULE_INIT;
+    dlock_lock *l = NULL;
+    uint64_t f = 0;
+    int go = 0;
+
+    if (dlock_acquire(&l, s, name, &o) != DLOCK_OK) {
+        fprintf(stderr, "  acquire %s: %s\n", name, dlock_errmsg());
+        failures++;
+        return 0;
+    }
+    if (dlock_run_begin(l, &rule, &go, NULL) == DLOCK_OK && go &&
+        dlock_run_end(l, DLOCK_RUN_EXITED, 0) == DLOCK_OK)
+        f = dlock_fence(l);
+    else
+        fprintf(stderr, "  run %s: %s\n", name, dlock_errmsg());
+    EXPECT(f != 0);
+    EXPECT(dlock_release(l) == DLOCK_OK);
+    return f;
+}
+
+/* Plant n runs of name with fences 1..n (below any dlock gives: lease
+ * mode's fences of the name are raised past them), as an older dlock or
+ * an import would leave them. */
+static void kept_plant(PGconn *c, const char *name, int n)
+{
+    char sql[512];
+    char *o;
+
+    o = q1(c,
+           "INSERT INTO dlock_fences AS x (name, fence) VALUES ($1, 1000000) "
+           "ON CONFLICT (name) DO UPDATE SET fence = greatest(x.fence, "
+           "excluded.fence)",
+           name);
+    EXPECT(o != NULL);
+    free(o);
+
+    snprintf(sql, sizeof(sql),
+             "INSERT INTO dlock_runs SELECT $1, g, 'planted', 1, g, g, 1, 0 "
+             "FROM generate_series(1, %d) g",
+             n);
+    o = q1(c, sql, name);
+    if (o == NULL)
+        fprintf(stderr, "  plant: %s", PQerrorMessage(c));
+    EXPECT(o != NULL);
+    free(o);
+}
+
+/* A statement on the summary row of name (its one parameter). */
+static void kept_set(PGconn *c, const char *sql, const char *name)
+{
+    char *o = q1(c, sql, name);
+
+    if (o == NULL)
+        fprintf(stderr, "  %s: %s", sql, PQerrorMessage(c));
+    EXPECT(o != NULL);
+    free(o);
+}
+
+/* A name keeping DLOCK_RUNS_KEPT_MAX runs, filled with more: exactly
+ * that many stay, the newest; run_begin trusts the count in the summary
+ * row while its newest run is the one it was taken at (no count per
+ * run: a count planted low lets the runs grow past the setting until
+ * keep_runs counts them again), and counts again after runs it did not
+ * count (an older client's); settings planted out of range or of
+ * another type are the default.  In a schema of its own (a column's
+ * type is changed), in mode extra ("" or "mode=lease"). */
+static void keep_mode(const char *extra)
+{
+    PGconn *c = raw();
+    char schema[64], sql[512], u[1024], *o;
+    const char *name = nm("keep-big"), *small = nm("keep-planted");
+    struct kept_seen k;
+    dlock_store *s;
+    uint64_t f = 0;
+    unsigned n = 0;
+
+    snprintf(schema, sizeof(schema), "keep_%s_%d", extra[0] ? "lease" : "s",
+             (int)getpid());
+    snprintf(sql, sizeof(sql), "CREATE SCHEMA %s", schema);
+    free(q1(c, sql, NULL));
+    snprintf(sql, sizeof(sql), "SET search_path = %s", schema);
+    free(q1(c, sql, NULL));
+    snprintf(u, sizeof(u), "%s%coptions=-csearch_path%%3D%s%s%s", url,
+             strchr(url, '?') != NULL ? '&' : '?', schema, extra[0] ? "&" : "",
+             extra);
+    s = open_url(u);
+    /* Filled: 10,000 + 5 planted runs, then three of dlock's. */
+    CHECK(dlock_keep_runs(s, name, DLOCK_RUNS_KEPT_MAX) == DLOCK_OK);
+    kept_plant(c, name, DLOCK_RUNS_KEPT_MAX + 5);
+    for (int i = 0; i < 3; i++)
+        f = kept_run(s, name);
+    k = kept_look(s, name);
+    EXPECT(k.n == DLOCK_RUNS_KEPT_MAX);
+    EXPECT(k.newest == f);
+    EXPECT(k.oldest == 9); /* 10,008 runs: the 8 oldest went */
+    EXPECT(q1_is(c,
+                 "SELECT kept_runs FROM dlock_run_names WHERE name = $1 "
+                 "AND kept_fence = (SELECT max(fence) FROM dlock_runs "
+                 "WHERE name = $1)",
+                 name, "10000"));
+    /* The count is what run_begin goes by: planted 10 low, the runs
+     * grow 10 past the setting without anything being counted... */
+    kept_set(c,
+             "UPDATE dlock_run_names SET kept_runs = kept_runs - 10 "
+             "WHERE name = $1",
+             name);
+    for (int i = 0; i < 10; i++)
+        f = kept_run(s, name);
+    EXPECT(q1_is(c, "SELECT count(*) FROM dlock_runs WHERE name = $1", name,
+                 "10010"));
+    /* ...then one more stays at that, and keep_runs counts afresh. */
+    kept_run(s, name);
+    EXPECT(q1_is(c, "SELECT count(*) FROM dlock_runs WHERE name = $1", name,
+                 "10010"));
+    CHECK(dlock_keep_runs(s, name, DLOCK_RUNS_KEPT_MAX) == DLOCK_OK);
+    k = kept_look(s, name);
+    EXPECT(k.n == DLOCK_RUNS_KEPT_MAX);
+    /* An older client's run (not counted, newer than the count's): the
+     * next begin counts again and drops just what is over. */
+    kept_set(c,
+             "INSERT INTO dlock_runs SELECT $1, max(fence) + 1, 'old', 1, 0, "
+             "0, 1, 0 FROM dlock_runs WHERE name = $1",
+             name);
+    f = kept_run(s, name);
+    k = kept_look(s, name);
+    EXPECT(k.n == DLOCK_RUNS_KEPT_MAX);
+    EXPECT(k.newest == f);
+    /* Lowered: the oldest go at once, in one step. */
+    CHECK(dlock_keep_runs(s, name, 3) == DLOCK_OK);
+    k = kept_look(s, name);
+    EXPECT(k.n == 3 && k.newest == f);
+
+    /* Planted settings: 0, negative, huge, a count out of range, then
+     * a column of another type: the default, and the runs trim to it. */
+    {
+        static const char *const plant[] = {
+            "UPDATE dlock_run_names SET keep_runs = 0 WHERE name = $1",
+            "UPDATE dlock_run_names SET keep_runs = -5, kept_runs = -7 "
+            "WHERE name = $1",
+            "UPDATE dlock_run_names SET keep_runs = 2147483647, kept_runs = "
+            "2147483647 WHERE name = $1",
+            "UPDATE dlock_run_names SET keep_runs = 10001 WHERE name = $1",
+        };
+
+        for (size_t i = 0; i < sizeof(plant) / sizeof(plant[0]); i++) {
+            CHECK(dlock_keep_runs(s, small, 1) == DLOCK_OK);
+            kept_plant(c, small, DLOCK_RUNS_KEPT + 10);
+            kept_set(c, plant[i], small);
+            CHECK(dlock_kept_runs(&n, s, small) == DLOCK_OK);
+            EXPECT(n == DLOCK_RUNS_KEPT);
+            f = kept_run(s, small);
+            k = kept_look(s, small);
+            if (k.n != DLOCK_RUNS_KEPT)
+                fprintf(stderr, "  planted %s: %d runs kept\n", plant[i], k.n);
+            EXPECT(k.n == DLOCK_RUNS_KEPT && k.newest == f);
+            kept_set(c, "DELETE FROM dlock_runs WHERE name = $1", small);
+        }
+    }
+    kept_set(c,
+             "ALTER TABLE dlock_run_names ALTER COLUMN keep_runs TYPE text, "
+             "ALTER COLUMN kept_runs TYPE text, ALTER COLUMN kept_fence TYPE "
+             "text",
+             NULL);
+    kept_set(c,
+             "UPDATE dlock_run_names SET keep_runs = 'lots', kept_runs = "
+             "'-1e99', kept_fence = 'x' WHERE name = $1",
+             small);
+    kept_plant(c, small, DLOCK_RUNS_KEPT + 10);
+    CHECK(dlock_kept_runs(&n, s, small) == DLOCK_OK);
+    EXPECT(n == DLOCK_RUNS_KEPT);
+    f = kept_run(s, small);
+    k = kept_look(s, small);
+    EXPECT(k.n == DLOCK_RUNS_KEPT && k.newest == f);
+    /* Run tables from before keep_runs: the reader creates nothing and
+     * says the default; a keep setting adds the columns. */
+    kept_set(c,
+             "ALTER TABLE dlock_run_names DROP COLUMN keep_runs, DROP COLUMN "
+             "kept_runs, DROP COLUMN kept_fence",
+             NULL);
+    CHECK(dlock_kept_runs(&n, s, name) == DLOCK_OK);
+    EXPECT(n == DLOCK_RUNS_KEPT);
+    EXPECT(q1_is(c,
+                 "SELECT count(*) FROM pg_attribute WHERE attrelid = "
+                 "'dlock_run_names'::regclass AND attname = 'keep_runs'",
+                 NULL, "0"));
+    CHECK(dlock_keep_runs(s, name, 2) == DLOCK_OK);
+    CHECK(dlock_kept_runs(&n, s, name) == DLOCK_OK);
+    EXPECT(n == 2);
+    EXPECT(kept_look(s, name).n == 2);
+    dlock_store_close(s);
+    free(q1(c, "SET client_min_messages = warning", NULL));
+    snprintf(sql, sizeof(sql), "DROP SCHEMA %s CASCADE", schema);
+    o = q1(c, sql, NULL);
+    EXPECT(o != NULL);
+    free(o);
+    PQfinish(c);
+}
+
+static void t_keep(void)
+{
+    keep_mode("");
+    keep_mode("mode=lease");
+}
+
 /* --- election ------------------------------------------------------------ */
 
 /* An observer on a thread of its own: each change it reports, and how
@@ -1920,6 +2165,7 @@ static const struct {
     {"max_keys", t_max_keys}, {"force_one", t_force_one},
     {"ceiling", t_ceiling},   {"runs", t_runs},
     {"elect", t_elect},       {"suspend", t_suspend},
+    {"keep", t_keep},
 };
 
 int main(int argc, char **argv)

@@ -1,7 +1,11 @@
--- The last run of each name under a prefix (runs.c).  $1 a LIKE
--- pattern: the prefix with ! % _ escaped by !, then %.  The name column
--- is in the "C" collation: the pattern's fixed start is a range of the
--- primary key.
-SELECT DISTINCT ON (name) name, fence, host, pid, start_ms,
-coalesce(end_ms, 0), result, status FROM dlock_runs WHERE name LIKE $1
-ESCAPE '!' ORDER BY name, fence DESC
+-- The last run of each name under a prefix (runs.c), through the names'
+-- summary rows: the newest run of each by the primary key (name, fence),
+-- one row read per name whatever the runs kept.  $1 a LIKE pattern: the
+-- prefix with ! % _ escaped by !, then %.  The name columns are in the
+-- "C" collation: the pattern's fixed start is a range of the summary
+-- rows' primary key.
+SELECT n.name, r.fence, r.host, r.pid, r.start_ms, coalesce(r.end_ms, 0),
+r.result, r.status FROM dlock_run_names n CROSS JOIN LATERAL (SELECT
+fence, host, pid, start_ms, end_ms, result, status FROM dlock_runs WHERE
+name = n.name ORDER BY fence DESC LIMIT 1) r WHERE n.name LIKE $1 ESCAPE
+'!' ORDER BY n.name

@@ -5,9 +5,11 @@
 -- @keep-comments: these comments are sent and printed (dlock ddl).
 
 -- Run records (dlock run --once, --once-per; dlock history): the
--- last runs of each name (20 kept), and per name the start of its
--- last run and its last success.  Times: ms since the epoch on the
--- server's clock.
+-- last runs of each name (20 kept, or the name's keep_runs), and per
+-- name the start of its last run, its last success, and how many runs
+-- it keeps (dlock_keep_runs(); NULL: 20) with how many it holds, so a
+-- run drops the oldest over the setting without counting them.  Times:
+-- ms since the epoch on the server's clock.
 CREATE TABLE IF NOT EXISTS dlock_runs (
     name     text COLLATE "C" NOT NULL,
     fence    bigint   NOT NULL, -- the fence of the run's lock
@@ -23,8 +25,22 @@ CREATE TABLE IF NOT EXISTS dlock_run_names (
     name            text COLLATE "C" PRIMARY KEY,
     last_start_ms   bigint, -- start of its last run
     succeeded_fence bigint, -- its last run that exited 0 (NULL: none)
-    succeeded_ms    bigint
+    succeeded_ms    bigint,
+    keep_runs       integer, -- runs kept, 1..10000 (NULL: 20)
+    kept_runs       integer, -- runs of the name in dlock_runs, as counted
+    kept_fence      bigint   -- its newest run then (another: recount)
 );
+-- Tables made before keep_runs gain its columns; only when they lack
+-- them, so that a login owning none of the tables may still run this.
+DO $$ BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid =
+        'dlock_run_names'::regclass AND attname = 'kept_fence' AND
+        NOT attisdropped) THEN
+        ALTER TABLE dlock_run_names ADD COLUMN IF NOT EXISTS keep_runs
+            integer, ADD COLUMN IF NOT EXISTS kept_runs integer,
+            ADD COLUMN IF NOT EXISTS kept_fence bigint;
+    END IF;
+END $$;
 
 -- Leader election (dlock elect; dlock leader): each name's leader value,
 -- with the term (the lock's fence) it was written under; shown only

@@ -8,7 +8,17 @@
 -- decides by the rule on the server's clock and, going ahead, writes
 -- everything in one statement.  $1 the name, $2 the owner token, $3 the
 -- fence, $4 the host, $5 the pid, $6 once, $7 a period given, $8 half
--- the period (ms), $9 the runs kept besides the new one.  Answers one
+-- the period (ms), $9 the runs a name keeps without a setting
+-- (DLOCK_RUNS_KEPT), $10 the most it may keep (DLOCK_RUNS_KEPT_MAX).
+-- The runs over the name's keep_runs go by a count kept in its summary
+-- row (kept_runs, valid while its newest run is still kept_fence: a
+-- client older than keep_runs adds and trims runs without counting, and
+-- the runs are then counted once again), oldest first, found from the
+-- low end of the primary key (name, fence) and deleted by their row ids
+-- (a TID scan, whatever the planner thinks of a range of fences): the
+-- bookkeeping touches the newest run
+-- (only it can still be RUNNING: each begin marks the one before) and
+-- the ones it drops, whatever the runs kept.  Answers one
 -- row: ours, go, then the run that decided a skip, or the run before
 -- this one (as it is now: ABANDONED if it was RUNNING), or NULLs.  m: a
 -- RUNNING run of our own fence is there already: this text was sent
@@ -33,8 +43,9 @@ AS now_ms),
 z AS (SELECT
 -- @include part-susp-cols.sql
 FROM dlock_suspensions WHERE name = $1),
-s AS (SELECT last_start_ms, succeeded_fence, succeeded_ms FROM
-dlock_run_names WHERE name = $1),
+s AS (SELECT last_start_ms, succeeded_fence, succeeded_ms,
+-- @include part-keep-cols.sql
+FROM dlock_run_names WHERE name = $1),
 m AS (SELECT EXISTS (SELECT 1 FROM dlock_runs WHERE name = $1 AND
 fence = $3::bigint AND result = 0) AS again),
 g AS (SELECT o.ours, o.now_ms, coalesce($6::boolean AND
@@ -47,19 +58,32 @@ EXISTS (SELECT 1 FROM z) AS go FROM g),
 p AS (SELECT fence, host, pid, start_ms, end_ms, result, status FROM
 dlock_runs WHERE name = $1 AND fence <> $3::bigint ORDER BY fence DESC
 LIMIT 1),
-k AS (SELECT fence FROM dlock_runs WHERE name = $1 AND fence <>
-$3::bigint ORDER BY fence DESC LIMIT $9::integer),
-a AS (UPDATE dlock_runs r SET result = 4 FROM d WHERE d.go AND r.name =
-$1 AND r.result = 0 AND r.fence IN (SELECT fence FROM k)),
-t AS (DELETE FROM dlock_runs r USING d WHERE d.go AND r.name = $1 AND
-r.fence <> $3::bigint AND r.fence NOT IN (SELECT fence FROM k)),
+n AS (SELECT (SELECT fence FROM dlock_runs WHERE name = $1 ORDER BY
+fence DESC LIMIT 1) AS fence, EXISTS (SELECT 1 FROM dlock_runs WHERE
+name = $1 AND fence = $3::bigint) AS have),
+c AS (SELECT coalesce(CASE WHEN s.keep_runs BETWEEN 1 AND $10::integer
+THEN s.keep_runs END, $9::integer) AS keep, CASE WHEN s.kept_runs
+BETWEEN 0 AND $10::integer AND s.kept_fence = n.fence THEN s.kept_runs
+ELSE (SELECT count(*) FROM dlock_runs WHERE name = $1) END + CASE WHEN
+n.have THEN 0 ELSE 1 END AS kept FROM n LEFT JOIN s ON
+true),
+w AS (SELECT max(fence) AS upto, array_agg(ctid) AS tids FROM (SELECT
+ctid, fence FROM dlock_runs WHERE name = $1 AND fence <> $3::bigint
+ORDER BY fence LIMIT (SELECT CASE WHEN d.go THEN greatest(c.kept -
+c.keep, 0) ELSE 0 END FROM d, c)) w1),
+a AS (UPDATE dlock_runs r SET result = 4 FROM d, p, w WHERE d.go AND
+r.name = $1 AND r.fence = p.fence AND r.result = 0 AND (w.upto IS NULL
+OR r.fence > w.upto)),
+t AS (DELETE FROM dlock_runs r WHERE r.ctid = ANY ((SELECT tids FROM
+w)::tid[]) AND r.name = $1 AND r.fence <> $3::bigint RETURNING 1),
 i AS (INSERT INTO dlock_runs (name, fence, host, pid, start_ms, end_ms,
 result, status) SELECT $1, $3::bigint, $4, $5::bigint, d.now_ms, NULL,
 0, -1 FROM d WHERE d.go ON CONFLICT (name, fence) DO UPDATE SET host =
 excluded.host, pid = excluded.pid, start_ms = excluded.start_ms, end_ms
 = NULL, result = 0, status = -1),
-u AS (UPDATE dlock_run_names x SET last_start_ms = d.now_ms FROM d
-WHERE d.go AND x.name = $1),
+u AS (UPDATE dlock_run_names x SET last_start_ms = d.now_ms, kept_runs
+= c.kept - (SELECT count(*) FROM t), kept_fence = greatest(n.fence,
+$3::bigint) FROM d, c, n WHERE d.go AND x.name = $1),
 l AS (SELECT 0 AS rank, 0::bigint AS fence, z.by_whom AS host, 0::bigint
 AS pid, coalesce(z.since_ms, 0) AS start_ms, 0::bigint AS end_ms,
 6::smallint AS result, -1 AS status FROM z UNION ALL SELECT 1, fence,

@@ -13,4 +13,8 @@ CASE WHEN to_regclass('dlock_runs') IS NULL THEN 'dlock_runs' END,
 CASE WHEN to_regclass('dlock_run_names') IS NULL THEN 'dlock_run_names' END,
 CASE WHEN to_regclass('dlock_leaders') IS NULL THEN 'dlock_leaders' END,
 CASE WHEN to_regclass('dlock_suspensions') IS NULL
-THEN 'dlock_suspensions' END)
+THEN 'dlock_suspensions' END,
+CASE WHEN to_regclass('dlock_run_names') IS NOT NULL AND NOT EXISTS
+(SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('dlock_run_names')
+AND attname = 'kept_fence' AND NOT attisdropped)
+THEN 'dlock_run_names.keep_runs' END)

@@ -16,8 +16,14 @@ by_whom::text END AS by_whom, CASE WHEN pg_typeof(since_ms) IN
 since_ms::text::bigint END AS since_ms, CASE WHEN pg_typeof(reason) IN
 ('text'::regtype, 'varchar'::regtype) THEN reason::text END AS reason
 FROM dlock_suspensions WHERE name = $1),
-s AS (SELECT last_start_ms, succeeded_fence, succeeded_ms FROM
-dlock_run_names WHERE name = $1),
+s AS (SELECT last_start_ms, succeeded_fence, succeeded_ms,
+CASE WHEN pg_typeof(keep_runs) IN ('integer'::regtype, 'bigint'::regtype,
+'smallint'::regtype) THEN keep_runs::text::bigint END AS keep_runs, CASE
+WHEN pg_typeof(kept_runs) IN ('integer'::regtype, 'bigint'::regtype,
+'smallint'::regtype) THEN kept_runs::text::bigint END AS kept_runs, CASE
+WHEN pg_typeof(kept_fence) IN ('integer'::regtype, 'bigint'::regtype,
+'smallint'::regtype) THEN kept_fence::text::bigint END AS kept_fence
+FROM dlock_run_names WHERE name = $1),
 m AS (SELECT EXISTS (SELECT 1 FROM dlock_runs WHERE name = $1 AND
 fence = $3::bigint AND result = 0) AS again),
 g AS (SELECT o.ours, o.now_ms, coalesce($6::boolean AND
@@ -30,19 +36,32 @@ EXISTS (SELECT 1 FROM z) AS go FROM g),
 p AS (SELECT fence, host, pid, start_ms, end_ms, result, status FROM
 dlock_runs WHERE name = $1 AND fence <> $3::bigint ORDER BY fence DESC
 LIMIT 1),
-k AS (SELECT fence FROM dlock_runs WHERE name = $1 AND fence <>
-$3::bigint ORDER BY fence DESC LIMIT $9::integer),
-a AS (UPDATE dlock_runs r SET result = 4 FROM d WHERE d.go AND r.name =
-$1 AND r.result = 0 AND r.fence IN (SELECT fence FROM k)),
-t AS (DELETE FROM dlock_runs r USING d WHERE d.go AND r.name = $1 AND
-r.fence <> $3::bigint AND r.fence NOT IN (SELECT fence FROM k)),
+n AS (SELECT (SELECT fence FROM dlock_runs WHERE name = $1 ORDER BY
+fence DESC LIMIT 1) AS fence, EXISTS (SELECT 1 FROM dlock_runs WHERE
+name = $1 AND fence = $3::bigint) AS have),
+c AS (SELECT coalesce(CASE WHEN s.keep_runs BETWEEN 1 AND $10::integer
+THEN s.keep_runs END, $9::integer) AS keep, CASE WHEN s.kept_runs
+BETWEEN 0 AND $10::integer AND s.kept_fence = n.fence THEN s.kept_runs
+ELSE (SELECT count(*) FROM dlock_runs WHERE name = $1) END + CASE WHEN
+n.have THEN 0 ELSE 1 END AS kept FROM n LEFT JOIN s ON
+true),
+w AS (SELECT max(fence) AS upto, array_agg(ctid) AS tids FROM (SELECT
+ctid, fence FROM dlock_runs WHERE name = $1 AND fence <> $3::bigint
+ORDER BY fence LIMIT (SELECT CASE WHEN d.go THEN greatest(c.kept -
+c.keep, 0) ELSE 0 END FROM d, c)) w1),
+a AS (UPDATE dlock_runs r SET result = 4 FROM d, p, w WHERE d.go AND
+r.name = $1 AND r.fence = p.fence AND r.result = 0 AND (w.upto IS NULL
+OR r.fence > w.upto)),
+t AS (DELETE FROM dlock_runs r WHERE r.ctid = ANY ((SELECT tids FROM
+w)::tid[]) AND r.name = $1 AND r.fence <> $3::bigint RETURNING 1),
 i AS (INSERT INTO dlock_runs (name, fence, host, pid, start_ms, end_ms,
 result, status) SELECT $1, $3::bigint, $4, $5::bigint, d.now_ms, NULL,
 0, -1 FROM d WHERE d.go ON CONFLICT (name, fence) DO UPDATE SET host =
 excluded.host, pid = excluded.pid, start_ms = excluded.start_ms, end_ms
 = NULL, result = 0, status = -1),
-u AS (UPDATE dlock_run_names x SET last_start_ms = d.now_ms FROM d
-WHERE d.go AND x.name = $1),
+u AS (UPDATE dlock_run_names x SET last_start_ms = d.now_ms, kept_runs
+= c.kept - (SELECT count(*) FROM t), kept_fence = greatest(n.fence,
+$3::bigint) FROM d, c, n WHERE d.go AND x.name = $1),
 l AS (SELECT 0 AS rank, 0::bigint AS fence, z.by_whom AS host, 0::bigint
 AS pid, coalesce(z.since_ms, 0) AS start_ms, 0::bigint AS end_ms,
 6::smallint AS result, -1 AS status FROM z UNION ALL SELECT 1, fence,
