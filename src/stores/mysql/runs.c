@@ -744,7 +744,9 @@ static int kept_fn(void *conn, void *arg, int *dead)
         char *end = NULL;
         long long v = strtoll(row[0], &end, 10);
 
-        if (end != row[0] && *end == '\0' && v >= 1 && v <= DLOCK_RUNS_KEPT_MAX)
+        /* As run_begin.sql reads it: digits only, no sign or space. */
+        if (row[0][0] >= '1' && row[0][0] <= '9' && *end == '\0' && v >= 1 &&
+            v <= DLOCK_RUNS_KEPT_MAX)
             k->n = (unsigned)v;
     }
     mysql_free_result(res);
