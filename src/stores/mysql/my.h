@@ -139,6 +139,7 @@ struct my_sql {
     char *create_runs, *create_runsum;
     char *create_leader; /* elections' leader values (runs.c) */
     char *create_susp;   /* suspended jobs (runs.c) */
+    char *create_rkeep;  /* how many runs each name keeps (runs.c) */
     char *create_proc_acq, *create_proc_rel;
     /* The next fence of the key ? (dlock__my_sb_fence()): in NAME_seq,
      * in NAME_fences, and in NAME_fences above NAME_seq (? three times). */
@@ -196,6 +197,7 @@ struct my_sql {
     char *run_begin, *run_end[2];           /* [a success: the summary too] */
     char *run_begin_held, *run_end_held[2]; /* the same, held_tx.sql */
     char *run_history, *run_last[2];        /* [a prefix] */
+    char *run_keep_put, *run_keep_get;      /* dlock_keep_runs(), kept */
     /* Elections (runs.c): the guarded write, the same on the lock's own
      * session (held_tx.sql), the read */
     char *value_set, *value_set_held, *value_get;
@@ -241,6 +243,7 @@ struct my_store {
     char runsum[TABLE_MAX + 10]; /* NAME_runsum: each name's summary */
     char leader[TABLE_MAX + 10]; /* NAME_leader: leader values (runs.c) */
     char susp[TABLE_MAX + 10];   /* NAME_susp: suspended jobs (runs.c) */
+    char rkeep[TABLE_MAX + 10];  /* NAME_rkeep: runs kept per name */
     char raw_table[TABLE_MAX + 1];
     char name_charset[65]; /* of the table's name column ("" unknown) */
     char engine[65];       /* the lock table's ENGINE ("" unknown) */
@@ -603,6 +606,8 @@ int dlock__my_run_end(struct dlock_store *s, struct dlock_lock *lk, int result,
                       int status);
 int dlock__my_runs(struct dlock_store *s, const char *name, unsigned max,
                    dlock_run_cb cb, void *payload);
+int dlock__my_keep_runs(struct dlock_store *s, const char *name, unsigned n);
+int dlock__my_kept_runs(struct dlock_store *s, const char *name, unsigned *n);
 int dlock__my_last_runs(struct dlock_store *s, const char *prefix,
                         dlock_run_cb cb, void *payload);
 /* Elections: the leader value (store.h: value_set, value_get). */

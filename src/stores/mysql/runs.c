@@ -9,6 +9,9 @@
  *                pid, start_ms, end_ms, result, status
  *   NAME_runsum  one row per name: its last run's start and fence, and
  *                the fence of its last run that succeeded (NULL: none)
+ *   NAME_rkeep   one row per name: how many runs it keeps (dlock_keep_runs;
+ *                no row: DLOCK_RUNS_KEPT), how many it holds, and the
+ *                summary's last fence when that count was right
  * `name` is the lock's key, as in the lock table (the name itself up to
  * 64 characters, see keys.h): the unit this store excludes by; the whole
  * name is in full_name (binary).  Times are milliseconds on the server's
@@ -22,12 +25,18 @@
  *     this session holds the GET_LOCK; lease mode: the row is locked FOR
  *     UPDATE, so no takeover can delete it until the transaction ends);
  *   - reads the name's suspension record (NAME_susp, share-locked);
- *   - reads the name's summary FOR UPDATE;
+ *   - reads the name's summary FOR UPDATE, then its keep row FOR UPDATE
+ *     (keep_runs locks them in the same order);
  *   - decides (-1: not ours, 2: suspended, before any rule, 0: skip,
  *     1: go) with the server's time;
- *   - and only when going ahead: marks RUNNING runs ABANDONED, inserts
- *     the run, drops runs beyond DLOCK_RUNS_KEPT (oldest fences first),
- *     sets the summary's last start;
+ *   - and only when going ahead: marks the newest run (the summary's
+ *     last fence: each begin marks the one before, so no other can be
+ *     RUNNING) ABANDONED if it still runs, inserts the run, drops the
+ *     oldest over the name's setting by the key (name, fence) with a
+ *     LIMIT of how many (the count in the keep row: recounted only when
+ *     that row is missing, planted out of range, or behind the summary
+ *     because an older dlock ran meanwhile), records the count, sets the
+ *     summary's last start; nothing in it grows with the runs kept;
  *   - answers the decision and the run that decided it (or the one
  *     before the new one).
  * Every write is conditional on the decision, so "not ours", "suspended"
@@ -158,6 +167,7 @@ static int begin_op(struct rcall *k, struct conn *c)
                          key,
                          name,
                          key,
+                         key,
                          f,
                          once,
                          MV_I(period),
@@ -171,7 +181,11 @@ static int begin_op(struct rcall *k, struct conn *c)
                          MV_Z(k->host),
                          MV_I(k->pid),
                          key,
+                         f,
                          key,
+                         key,
+                         name,
+                         f,
                          key,
                          name,
                          f,
@@ -653,4 +667,98 @@ int dlock__my_last_runs(struct dlock_store *s, const char *prefix,
     struct rlist l = {(struct my_store *)s, prefix, 0, NULL, 0, 0};
 
     return report(&l, dlock__pool_run(&l.ms->pool, last_fn, &l), cb, payload);
+}
+
+/* --- how many runs a name keeps ----------------------------------------- */
+
+struct keep {
+    struct my_store *ms;
+    const char *name;
+    unsigned n; /* keep_runs: the setting; kept_runs: the answer */
+};
+
+/* sql/run_keep_put.sql: the setting, and the runs over it dropped, in one
+ * transaction (its tables made when missing: a database of an older
+ * dlock). */
+static int keep_fn(void *conn, void *arg, int *dead)
+{
+    struct keep *k = arg;
+    struct my_store *ms = k->ms;
+    struct conn *c = conn;
+    char key[KEY_MAX + 1];
+    size_t len = strlen(k->name), klen;
+    struct sb b = {0};
+    MYSQL_RES *res = NULL;
+    int rc;
+
+    *dead = 0;
+    rc = dlock__mysql_key(k->name, len, ms->mariadb, key, &klen);
+    if (rc != DLOCK_OK)
+        return rc;
+    {
+        struct my_val kv = MV_S(key, klen);
+
+        MY_BIND(&b, c, ms->sql.run_keep_put, kv, kv, kv, MV_U(k->n), kv, kv, kv,
+                MV_S(k->name, len), MV_U(k->n));
+    }
+    rc = run_tx_tables(ms, c, &b, &res, 1, "keep runs");
+    mysql_free_result(res);
+    dlock__my_sb_free(&b);
+    *dead = rc != DLOCK_OK && dlock__my_conn_error(mysql_errno(c->db));
+    return rc;
+}
+
+int dlock__my_keep_runs(struct dlock_store *s, const char *name, unsigned n)
+{
+    struct keep k = {(struct my_store *)s, name, n};
+
+    return dlock__pool_run(&k.ms->pool, keep_fn, &k);
+}
+
+/* sql/run_keep_get.sql.  A value dlock could not have written (not a
+ * number, out of 1..DLOCK_RUNS_KEPT_MAX: anyone who may write the table
+ * can plant one) is the default, never a size. */
+static int kept_fn(void *conn, void *arg, int *dead)
+{
+    struct keep *k = arg;
+    struct my_store *ms = k->ms;
+    struct conn *c = conn;
+    char key[KEY_MAX + 1];
+    size_t len = strlen(k->name), klen;
+    struct sb b = {0};
+    MYSQL_RES *res = NULL;
+    MYSQL_ROW row;
+    int rc;
+
+    *dead = 0;
+    k->n = DLOCK_RUNS_KEPT;
+    rc = dlock__mysql_key(k->name, len, ms->mariadb, key, &klen);
+    if (rc != DLOCK_OK)
+        return rc;
+    MY_BIND(&b, c, ms->sql.run_keep_get, MV_S(key, klen));
+    /* No table: nothing recorded yet, the default. */
+    rc = run_tx_tables(ms, c, &b, &res, 0, "kept runs");
+    dlock__my_sb_free(&b);
+    row = rc == DLOCK_OK && res != NULL ? mysql_fetch_row(res) : NULL;
+    if (row != NULL && row[0] != NULL) {
+        char *end = NULL;
+        long long v = strtoll(row[0], &end, 10);
+
+        /* As run_begin.sql reads it: digits only, no sign or space. */
+        if (row[0][0] >= '1' && row[0][0] <= '9' && *end == '\0' && v >= 1 &&
+            v <= DLOCK_RUNS_KEPT_MAX)
+            k->n = (unsigned)v;
+    }
+    mysql_free_result(res);
+    *dead = rc != DLOCK_OK && dlock__my_conn_error(mysql_errno(c->db));
+    return rc;
+}
+
+int dlock__my_kept_runs(struct dlock_store *s, const char *name, unsigned *n)
+{
+    struct keep k = {(struct my_store *)s, name, DLOCK_RUNS_KEPT};
+    int rc = dlock__pool_run(&k.ms->pool, kept_fn, &k);
+
+    *n = rc == DLOCK_OK ? k.n : DLOCK_RUNS_KEPT;
+    return rc;
 }

@@ -532,6 +532,7 @@ int dlock__my_parse_names(const struct dlock_url *u, struct my_store *ms)
     snprintf(ms->runsum, sizeof(ms->runsum), "%c%s_runsum%c", q, table, q);
     snprintf(ms->leader, sizeof(ms->leader), "%c%s_leader%c", q, table, q);
     snprintf(ms->susp, sizeof(ms->susp), "%c%s_susp%c", q, table, q);
+    snprintf(ms->rkeep, sizeof(ms->rkeep), "%c%s_rkeep%c", q, table, q);
     return DLOCK_OK;
 }
 
@@ -605,8 +606,8 @@ int dlock__my_ddl(char **out, const struct dlock_url *u)
 void dlock__my_ddl_runs(struct sb *b, const struct my_store *ms,
                         const char *sep)
 {
-    dlock__my_sb_add(b, "%s%s%s", ms->sql.create_runs, sep,
-                     ms->sql.create_runsum);
+    dlock__my_sb_add(b, "%s%s%s%s%s", ms->sql.create_runs, sep,
+                     ms->sql.create_runsum, sep, ms->sql.create_rkeep);
 }
 
 int dlock__my_create_runs(struct my_store *ms, struct conn *c)
@@ -625,7 +626,12 @@ int dlock__my_create_runs(struct my_store *ms, struct conn *c)
         p = end != NULL ? end + 4 : NULL;
         if (dlock__my_query(c, stmt, n) == 0)
             continue;
-        rc = ddl_failed(ms, c, "run record tables", ms->runs, ms->runsum);
+        {
+            char two[2 * (TABLE_MAX + 10) + 3];
+
+            snprintf(two, sizeof(two), "%s, %s", ms->runs, ms->runsum);
+            rc = ddl_failed(ms, c, "run record tables", two, ms->rkeep);
+        }
     }
     dlock__my_sb_free(&b);
     return rc;
@@ -748,9 +754,10 @@ int dlock__my_tx_tables(struct my_store *ms, struct conn *c, const struct sb *b,
                            what, ms->base.url, ms->leader);
     else if (rc == NO_TABLE)
         rc = dlock__seterr(DLOCK_ESTORE,
-                           "%s on %s: the run record tables %s and %s "
+                           "%s on %s: the run record tables %s, %s and %s "
                            "or the suspension table %s are missing after "
                            "creating them",
-                           what, ms->base.url, ms->runs, ms->runsum, ms->susp);
+                           what, ms->base.url, ms->runs, ms->runsum, ms->rkeep,
+                           ms->susp);
     return rc;
 }

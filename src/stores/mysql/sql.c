@@ -64,9 +64,9 @@ static unsigned secs_up(int64_t ms)
             "fseq", ms->fseq, "boot", ms->boot, "index", ms->index,            \
             "proc_acq", ms->proc_acq, "proc_rel", ms->proc_rel, "runs",        \
             ms->runs, "runsum", ms->runsum, "leader", ms->leader, "susp",      \
-            ms->susp, "nowms", frag[0], "nowus", frag[1], "expires", frag[2],  \
-            "row_key", frag[3], "runnow", frag[4], "engine", ddl_engine(ms),   \
-            NULL                                                               \
+            ms->susp, "rkeep", ms->rkeep, "nowms", frag[0], "nowus", frag[1],  \
+            "expires", frag[2], "row_key", frag[3], "runnow", frag[4],         \
+            "engine", ddl_engine(ms), NULL                                     \
     }
 #define X(dst, tmpl, vars)                                                     \
     do {                                                                       \
@@ -87,7 +87,7 @@ int dlock__my_sql_build(struct my_store *ms)
         dlock__text_mysql_frag_expires, dlock__text_mysql_frag_row_key,
         dlock__text_mysql_frag_run_now};
     char *frag[5] = {NULL, NULL, NULL, NULL, NULL};
-    char running[12], abandoned[12], kept[12], kept_1[12];
+    char running[12], abandoned[12], kept[12], kept_max[12];
     char *run_cols[2] = {NULL, NULL}, *run_ok = NULL, *run_like = NULL;
     const char *const lim[2] = {"NULL", "lim"};
     int rc = DLOCK_OK;
@@ -106,6 +106,7 @@ int dlock__my_sql_build(struct my_store *ms)
     X(q->create_runsum, dlock__text_mysql_create_runsum, V("_", ""));
     X(q->create_leader, dlock__text_mysql_create_leader, V("_", ""));
     X(q->create_susp, dlock__text_mysql_create_susp, V("_", ""));
+    X(q->create_rkeep, dlock__text_mysql_create_rkeep, V("_", ""));
     /* The procedure's fence: session mode's counters, for p_key. */
     X(fence_p_key, dlock__text_mysql_fence_next,
       V("counter", ms->seq, "key", "p_key"));
@@ -257,12 +258,12 @@ int dlock__my_sql_build(struct my_store *ms)
     snprintf(running, sizeof(running), "%d", DLOCK_RUN_RUNNING);
     snprintf(abandoned, sizeof(abandoned), "%d", DLOCK_RUN_ABANDONED);
     snprintf(kept, sizeof(kept), "%d", DLOCK_RUNS_KEPT);
-    snprintf(kept_1, sizeof(kept_1), "%d", DLOCK_RUNS_KEPT - 1);
+    snprintf(kept_max, sizeof(kept_max), "%d", DLOCK_RUNS_KEPT_MAX);
     X(run_cols[0], dlock__text_mysql_run_cols, V("p", ""));
     X(run_cols[1], dlock__text_mysql_run_cols, V("p", "r."));
     X(q->run_begin, dlock__text_mysql_run_begin,
       V("run_cols", run_cols[1], "running", running, "abandoned", abandoned,
-        "kept", kept, "kept_1", kept_1, "own", q->own, "for_update",
+        "kept", kept, "kept_max", kept_max, "own", q->own, "for_update",
         ms->lease_mode ? " FOR UPDATE" : ""));
     X(run_ok, dlock__text_mysql_run_end_ok, V("_", ""));
     X(q->run_end[0], dlock__text_mysql_run_end, V("ok", ""));
@@ -282,6 +283,8 @@ int dlock__my_sql_build(struct my_store *ms)
     X(q->susp_delete, dlock__text_mysql_susp_delete, V("_", ""));
     X(q->susp_get, dlock__text_mysql_susp_get, V("_", ""));
     X(q->susp_all, dlock__text_mysql_susp_all, V("_", ""));
+    X(q->run_keep_put, dlock__text_mysql_run_keep_put, V("_", ""));
+    X(q->run_keep_get, dlock__text_mysql_run_keep_get, V("_", ""));
     X(q->run_history, dlock__text_mysql_run_history,
       V("run_cols", run_cols[0]));
     X(run_like, dlock__text_mysql_run_last_like, V("_", ""));
@@ -348,6 +351,7 @@ static const struct {
     T(create_runsum),
     T(create_leader),
     T(create_susp),
+    T(create_rkeep),
     T(create_proc_acq),
     T(create_proc_rel),
     T(fence_seq),
@@ -422,6 +426,8 @@ static const struct {
     T(run_begin),
     T(run_begin_held),
     T(run_history),
+    T(run_keep_put),
+    T(run_keep_get),
     T(value_set),
     T(value_set_held),
     T(value_get),

@@ -6,9 +6,12 @@
  * run, a semaphore's holders, both modes.  With `suspend` after the
  * URL, instead: job suspension records (NAME_susp) planted with garbage,
  * and a login that may only SELECT (a user made as root over the test
- * server's socket, DLOCK_TEST_MYSQL_DIR/mysql.sock).
+ * server's socket, DLOCK_TEST_MYSQL_DIR/mysql.sock).  With `keep`: runs
+ * kept per name (NAME_rkeep): a name keeping DLOCK_RUNS_KEPT_MAX filled
+ * past it, an older client's run, keep rows planted with garbage, a
+ * database without the keep table.
  *
- *     test_mysql_runs URL [suspend]    (or DLOCK_TEST_MYSQL_URL)
+ *     test_mysql_runs URL [suspend|keep]    (or DLOCK_TEST_MYSQL_URL)
  */
 #include "raw.h"
 
@@ -290,8 +293,9 @@ static void t_no_create(const char *url, const struct target *t)
     raw = raw_connect(t);
     sqlf(raw, NULL,
          "DROP TABLE IF EXISTS `%s`, `%s_fences`, `%s_seq`, "
-         "`%s_runs`, `%s_runsum`, `%s_boot`, `%s_leader`, `%s_susp`",
-         table, table, table, table, table, table, table, table);
+         "`%s_runs`, `%s_runsum`, `%s_boot`, `%s_leader`, `%s_susp`, "
+         "`%s_rkeep`",
+         table, table, table, table, table, table, table, table, table);
     sqlf(raw, NULL, "DROP SEQUENCE IF EXISTS `%s_fseq`", table);
     sqlf(raw, NULL, "DROP PROCEDURE IF EXISTS `%s_acq2`", table);
     sqlf(raw, NULL, "DROP PROCEDURE IF EXISTS `%s_rel1`", table);
@@ -348,8 +352,9 @@ static void drop_tables(MYSQL *raw, const char *table)
 {
     sqlf(raw, NULL,
          "DROP TABLE IF EXISTS `%s`, `%s_fences`, `%s_seq`, "
-         "`%s_runs`, `%s_runsum`, `%s_boot`, `%s_leader`, `%s_susp`",
-         table, table, table, table, table, table, table, table);
+         "`%s_runs`, `%s_runsum`, `%s_boot`, `%s_leader`, `%s_susp`, "
+         "`%s_rkeep`",
+         table, table, table, table, table, table, table, table, table);
     sqlf(raw, NULL, "DROP SEQUENCE IF EXISTS `%s_fseq`", table);
     sqlf(raw, NULL, "DROP PROCEDURE IF EXISTS `%s_acq2`", table);
     sqlf(raw, NULL, "DROP PROCEDURE IF EXISTS `%s_rel1`", table);
@@ -599,6 +604,278 @@ static void t_readonly_susp(const char *url, const struct target *t, MYSQL *raw)
     drop_tables(raw, table);
 }
 
+/* --- runs kept per name (NAME_rkeep) ------------------------------------- */
+
+/* How many runs of name the run table holds, and its lowest fence. */
+static long long raw_runs(MYSQL *raw, const char *table, const char *name,
+                          long long *lowest)
+{
+    if (lowest != NULL)
+        *lowest = sqlf(raw, NULL,
+                       "SELECT MIN(fence) FROM `%s_runs` WHERE "
+                       "full_name = %s",
+                       table, lit(raw, name));
+    return sqlf(raw, NULL,
+                "SELECT COUNT(*) FROM `%s_runs` WHERE full_name = %s", table,
+                lit(raw, name));
+}
+
+/* n old runs of name planted with fences 1..n (below any real one: the
+ * fences are on the server's clock in microseconds). */
+static void plant_runs(MYSQL *raw, const char *table, const char *name, long n)
+{
+    sqlf(raw, NULL,
+         "INSERT INTO `%s_runs` (name, fence, full_name, host, pid, "
+         "start_ms, end_ms, result, status) SELECT %s, x.n, %s, 'planted', "
+         "1, 1, 2, 1, 0 FROM (SELECT a.d + 10 * b.d + 100 * c.d + 1000 * "
+         "e.d + 10000 * f.d AS n FROM (SELECT 0 d UNION ALL SELECT 1 UNION "
+         "ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL "
+         "SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 "
+         "UNION ALL SELECT 9) a, (SELECT 0 d UNION ALL SELECT 1 UNION ALL "
+         "SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 "
+         "UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION "
+         "ALL SELECT 9) b, (SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT "
+         "2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION "
+         "ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL "
+         "SELECT 9) c, (SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 "
+         "UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION "
+         "ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL "
+         "SELECT 9) e, (SELECT 0 d UNION ALL SELECT 1) f) x WHERE x.n "
+         "BETWEEN 1 AND %ld",
+         table, lit(raw, name), lit(raw, name), n);
+}
+
+struct hcount {
+    unsigned n, planted;
+    uint64_t first, prev;
+    int ordered;
+};
+
+static int hcount_cb(const dlock_run *r, void *p)
+{
+    struct hcount *h = p;
+
+    if (h->n == 0)
+        h->first = r->fence;
+    else if (r->fence >= h->prev)
+        h->ordered = 0;
+    h->prev = r->fence;
+    h->planted += strcmp(r->host, "planted") == 0;
+    h->n++;
+    return 0;
+}
+
+/* The rows a run_begin reads, from the server's Handler_read_* counters
+ * (global: the least of three tries, as other clients add to them). */
+static long long reads_of_a_run(dlock_store *s, MYSQL *raw, const char *name)
+{
+    static const char *const q =
+        "SELECT SUM(VARIABLE_VALUE) FROM information_schema.GLOBAL_STATUS "
+        "WHERE VARIABLE_NAME IN ('HANDLER_READ_NEXT', 'HANDLER_READ_PREV', "
+        "'HANDLER_READ_RND_NEXT', 'HANDLER_READ_FIRST', 'HANDLER_READ_KEY')";
+    long long least = -1;
+
+    for (int i = 0; i < 3; i++) {
+        long long a = sqlf(raw, NULL, "%s", q), b;
+
+        if (one_run(s, name, 0) != 1)
+            failures++;
+        b = sqlf(raw, NULL, "%s", q);
+        if (a >= 0 && b >= a && (least < 0 || b - a < least))
+            least = b - a;
+    }
+    return least;
+}
+
+/* A name that keeps DLOCK_RUNS_KEPT_MAX, filled past it (planted old
+ * runs, then real ones): dlock_keep_runs() drops what is over at once,
+ * each run after drops one, the newest stay, and a run reads about as
+ * many rows as one of a name that keeps the default. */
+static void t_keep_max(dlock_store *s, MYSQL *raw, const char *table)
+{
+    const char *name = uniq("keep-max"), *small = uniq("keep-small");
+    struct hcount h = {0, 0, 0, 0, 1};
+    long long lowest = 0, big, little;
+    unsigned n = 0;
+
+    CHECK_RC(dlock_keep_runs(s, name, DLOCK_RUNS_KEPT_MAX), DLOCK_OK);
+    CHECK(one_run(s, name, 0) == 1);
+    plant_runs(raw, table, name, DLOCK_RUNS_KEPT_MAX + 50);
+    EXPECT(raw_runs(raw, table, name, NULL) == DLOCK_RUNS_KEPT_MAX + 51);
+    CHECK_RC(dlock_keep_runs(s, name, DLOCK_RUNS_KEPT_MAX), DLOCK_OK);
+    EXPECT(raw_runs(raw, table, name, &lowest) == DLOCK_RUNS_KEPT_MAX);
+    EXPECT(lowest == 52);
+    for (int i = 0; i < 5; i++)
+        EXPECT(one_run(s, name, 0) == 1);
+    EXPECT(raw_runs(raw, table, name, &lowest) == DLOCK_RUNS_KEPT_MAX);
+    EXPECT(lowest == 57);
+    EXPECT(sqlf(raw, NULL, "SELECT kept_runs FROM `%s_rkeep` WHERE name = %s",
+                table, lit(raw, name)) == DLOCK_RUNS_KEPT_MAX);
+    /* All of them, newest first, the six real ones on top. */
+    EXPECT_RC(dlock_history(s, name, 0, hcount_cb, &h), DLOCK_OK);
+    EXPECT(h.n == DLOCK_RUNS_KEPT_MAX);
+    EXPECT(h.ordered);
+    EXPECT(h.planted == DLOCK_RUNS_KEPT_MAX - 6);
+    EXPECT(h.first == (uint64_t)sqlf(raw, NULL,
+                                     "SELECT MAX(fence) FROM `%s_runs` "
+                                     "WHERE name = %s",
+                                     table, lit(raw, name)));
+    CHECK_RC(dlock_kept_runs(&n, s, name), DLOCK_OK);
+    EXPECT(n == DLOCK_RUNS_KEPT_MAX);
+    /* What a run reads does not grow with the runs kept. */
+    for (int i = 0; i < DLOCK_RUNS_KEPT + 2; i++)
+        EXPECT(one_run(s, small, 0) == 1);
+    little = reads_of_a_run(s, raw, small);
+    big = reads_of_a_run(s, raw, name);
+    printf("  rows read by a run: %lld keeping %d, %lld keeping %d\n", little,
+           DLOCK_RUNS_KEPT, big, DLOCK_RUNS_KEPT_MAX);
+    EXPECT(big >= 0 && big < 1000);
+    EXPECT(raw_runs(raw, table, name, NULL) == DLOCK_RUNS_KEPT_MAX);
+    EXPECT(raw_runs(raw, table, small, NULL) == DLOCK_RUNS_KEPT);
+}
+
+/* A run of an older dlock (it writes the run and the summary, never the
+ * keep row, and trims to DLOCK_RUNS_KEPT by itself): the next run counts
+ * again, so the name still keeps its setting exactly. */
+static void t_keep_older(dlock_store *s, MYSQL *raw, const char *table)
+{
+    const char *name = uniq("keep-older");
+    dlock_lock *l;
+    long long lowest = 0;
+
+    CHECK_RC(dlock_keep_runs(s, name, 5), DLOCK_OK);
+    for (int i = 0; i < 6; i++)
+        EXPECT(one_run(s, name, 0) == 1);
+    EXPECT(raw_runs(raw, table, name, NULL) == 5);
+    l = take(s, name, 1);
+    CHECK(l != NULL);
+    sqlf(raw, NULL,
+         "INSERT INTO `%s_runs` (name, fence, full_name, host, pid, "
+         "start_ms, end_ms, result, status) VALUES (%s, %llu, %s, 'older', "
+         "1, 1, 2, 1, 0)",
+         table, lit(raw, name), (unsigned long long)dlock_fence(l),
+         lit(raw, name));
+    sqlf(raw, NULL, "UPDATE `%s_runsum` SET last_fence = %llu WHERE name = %s",
+         table, (unsigned long long)dlock_fence(l), lit(raw, name));
+    EXPECT_RC(dlock_release(l), DLOCK_OK);
+    EXPECT(raw_runs(raw, table, name, &lowest) == 6);
+    EXPECT(one_run(s, name, 0) == 1);
+    EXPECT(raw_runs(raw, table, name, NULL) == 5);
+    EXPECT(one_run(s, name, 0) == 1);
+    EXPECT(raw_runs(raw, table, name, NULL) == 5);
+}
+
+/* Keep rows planted with what dlock never writes: a setting out of
+ * 1..DLOCK_RUNS_KEPT_MAX or not a number reads as DLOCK_RUNS_KEPT and
+ * runs keep that many; a count out of range or not a number is counted
+ * again, never taken as how many to drop. */
+static void t_keep_planted(dlock_store *s, MYSQL *raw, const char *table)
+{
+    static const char *const keeps[] = {"0",
+                                        "-5",
+                                        "2147483647",
+                                        "'abc'",
+                                        "'5x'",
+                                        "' 7'",
+                                        "'99999999999999999999'",
+                                        "'3.5'"};
+    static const char *const counts[] = {
+        "-3", "2147483647", "'abc'", "'-1'", "'1e9'", "'99999999999999999999'"};
+    const char *name = uniq("keep-planted");
+    unsigned n = 0;
+    long long had;
+
+    CHECK_RC(dlock_keep_runs(s, name, 3), DLOCK_OK);
+    for (int i = 0; i < 4; i++)
+        EXPECT(one_run(s, name, 0) == 1);
+    EXPECT(raw_runs(raw, table, name, NULL) == 3);
+    /* Any text, as a DBA who changed the columns could plant it. */
+    sqlf(raw, NULL,
+         "ALTER TABLE `%s_rkeep` MODIFY keep_runs VARCHAR(40) NOT NULL, "
+         "MODIFY kept_runs VARCHAR(40) NOT NULL",
+         table);
+    for (size_t i = 0; i < sizeof(keeps) / sizeof(keeps[0]); i++) {
+        sqlf(raw, NULL, "UPDATE `%s_rkeep` SET keep_runs = %s WHERE name = %s",
+             table, keeps[i], lit(raw, name));
+        CHECK_RC(dlock_kept_runs(&n, s, name), DLOCK_OK);
+        if (n != DLOCK_RUNS_KEPT)
+            fprintf(stderr, "  planted keep %s read as %u\n", keeps[i], n);
+        EXPECT(n == DLOCK_RUNS_KEPT);
+        had = raw_runs(raw, table, name, NULL);
+        EXPECT(one_run(s, name, 0) == 1);
+        /* The default's bound: one more, up to DLOCK_RUNS_KEPT. */
+        if (raw_runs(raw, table, name, NULL) !=
+            (had < DLOCK_RUNS_KEPT ? had + 1 : DLOCK_RUNS_KEPT)) {
+            fprintf(stderr, "  planted keep %s: %lld runs, then %lld\n",
+                    keeps[i], had, raw_runs(raw, table, name, NULL));
+            failures++;
+        }
+    }
+    CHECK_RC(dlock_keep_runs(s, name, 3), DLOCK_OK);
+    EXPECT(raw_runs(raw, table, name, NULL) == 3);
+    for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+        sqlf(raw, NULL, "UPDATE `%s_rkeep` SET kept_runs = %s WHERE name = %s",
+             table, counts[i], lit(raw, name));
+        EXPECT(one_run(s, name, 0) == 1);
+        if (raw_runs(raw, table, name, NULL) != 3) {
+            fprintf(stderr, "  planted count %s: %lld runs kept, not 3\n",
+                    counts[i], raw_runs(raw, table, name, NULL));
+            failures++;
+        }
+    }
+    /* No row: the default, and the first run writes one. */
+    sqlf(raw, NULL, "DELETE FROM `%s_rkeep` WHERE name = %s", table,
+         lit(raw, name));
+    CHECK_RC(dlock_kept_runs(&n, s, name), DLOCK_OK);
+    EXPECT(n == DLOCK_RUNS_KEPT);
+    EXPECT(one_run(s, name, 0) == 1);
+    EXPECT(raw_runs(raw, table, name, NULL) == 4);
+    EXPECT(sqlf(raw, NULL, "SELECT kept_runs FROM `%s_rkeep` WHERE name = %s",
+                table, lit(raw, name)) == 4);
+}
+
+/* A database of a dlock before keep settings: the keep table is made by
+ * the first run (or dlock_keep_runs()), and kept_runs reads the default
+ * without one. */
+static void t_keep_no_table(dlock_store *s, MYSQL *raw, const char *table)
+{
+    const char *name = uniq("keep-new-table");
+    unsigned n = 0;
+
+    sqlf(raw, NULL, "DROP TABLE IF EXISTS `%s_rkeep`", table);
+    CHECK_RC(dlock_kept_runs(&n, s, name), DLOCK_OK);
+    EXPECT(n == DLOCK_RUNS_KEPT);
+    EXPECT(one_run(s, name, 0) == 1);
+    EXPECT(sqlf(raw, NULL, "SELECT kept_runs FROM `%s_rkeep` WHERE name = %s",
+                table, lit(raw, name)) == 1);
+    sqlf(raw, NULL, "DROP TABLE IF EXISTS `%s_rkeep`", table);
+    CHECK_RC(dlock_keep_runs(s, name, 7), DLOCK_OK);
+    CHECK_RC(dlock_kept_runs(&n, s, name), DLOCK_OK);
+    EXPECT(n == 7);
+}
+
+static void t_keep(const char *url, const struct target *t, MYSQL *raw)
+{
+    char u[1024];
+    const char *table =
+        strstr(url, "mode=lease") != NULL ? "keep_lease" : "keep_session";
+    dlock_store *s;
+
+    drop_tables(raw, table);
+    url_for(u, sizeof(u), url, t, t->user, t->password, table);
+    s = open_url(u);
+    t_keep_no_table(s, raw, table);
+    printf("no keep table: %d failures so far\n", failures);
+    t_keep_max(s, raw, table);
+    printf("keep %d: %d failures so far\n", DLOCK_RUNS_KEPT_MAX, failures);
+    t_keep_older(s, raw, table);
+    printf("an older client's run: %d failures so far\n", failures);
+    t_keep_planted(s, raw, table);
+    printf("planted keep rows: %d failures so far\n", failures);
+    dlock_store_close(s);
+    drop_tables(raw, table);
+}
+
 int main(int argc, char **argv)
 {
     const char *url = test_url(argc, argv);
@@ -613,6 +890,14 @@ int main(int argc, char **argv)
     if (q != NULL)
         snprintf(table, sizeof(table), "%.*s", (int)strcspn(q + 6, "&"), q + 6);
     raw = raw_connect(&t);
+    if (argc > 2 && strcmp(argv[2], "keep") == 0) {
+        printf("runs kept per name (%s mode)\n",
+               strstr(url, "mode=lease") != NULL ? "lease" : "session");
+        t_keep(url, &t, raw);
+        mysql_close(raw);
+        printf("%d failures\n", failures);
+        return failures ? 1 : 0;
+    }
     if (argc > 2 && strcmp(argv[2], "suspend") == 0) {
         printf("suspension records (%s mode)\n",
                strstr(url, "mode=lease") != NULL ? "lease" : "session");

@@ -2,14 +2,25 @@
 -- that we still hold the lock ({{own}}: our row's WHERE, own.sql),
 -- whether the name is suspended (key ?, full name ?: its record in
 -- {{susp}}, read locked, so no resume lifts it before we commit; @dl_go
--- 2, before any rule, and nothing written), decides whether the run
--- goes ahead (@dl_go: fence ?, once ?, period
--- ? ms and its half ?, fence ?, once ?), marks a running record
--- abandoned, inserts ours (name key ? x2, fence ?, full name ?, host
--- ?, pid ?), keeps the last {{kept}} (key ? x2), updates the name's
--- summary (key ?, full name ?, fence ? x2) and answers the decision
--- and the run shown (key ?) with the suspension's by and since (key ?,
--- full name ?).  {{for_update}}: lease mode locks our row
--- (no takeover deletes it before we commit).  Run results: running
--- {{running}}, abandoned {{abandoned}}.
-START TRANSACTION; SET @dl_own = 0, @dl_last = NULL, @dl_lastf = 0, @dl_okf = NULL, @dl_cut = 0, @dl_sus = 0, @dl_now = {{runnow}}; SELECT COUNT(*) INTO @dl_own FROM {{table}} {{own}}{{for_update}}; SELECT COUNT(*) INTO @dl_sus FROM {{susp}} WHERE name = ? AND full_name = ? LOCK IN SHARE MODE; SELECT last_start_ms, last_fence, ok_fence INTO @dl_last, @dl_lastf, @dl_okf FROM {{runsum}} WHERE name = ? FOR UPDATE; SET @dl_go = IF(@dl_own <> 1, -1, IF(@dl_sus > 0, 2, IF(@dl_lastf = ?, 1, IF((? AND @dl_okf IS NOT NULL) OR (? > 0 AND @dl_last IS NOT NULL AND @dl_now - @dl_last < ?), 0, 1)))); SET @dl_show = IF(@dl_go = 1, IF(@dl_lastf = ?, 0, @dl_lastf), IF(? AND @dl_okf IS NOT NULL, @dl_okf, @dl_lastf)); UPDATE {{runs}} SET result = {{abandoned}} WHERE name = ? AND result = {{running}} AND @dl_go = 1; INSERT INTO {{runs}} (name, fence, full_name, host, pid, start_ms, end_ms, result, status) SELECT ?, ?, ?, ?, ?, @dl_now, NULL, {{running}}, -1 FROM DUAL WHERE @dl_go = 1 ON DUPLICATE KEY UPDATE host = VALUES(host), pid = VALUES(pid), start_ms = @dl_now, end_ms = NULL, result = {{running}}, status = -1; SELECT fence INTO @dl_cut FROM {{runs}} WHERE name = ? ORDER BY fence DESC LIMIT 1 OFFSET {{kept_1}}; DELETE FROM {{runs}} WHERE name = ? AND fence < @dl_cut AND @dl_go = 1; INSERT INTO {{runsum}} (name, full_name, last_start_ms, last_fence) SELECT ?, ?, @dl_now, ? FROM DUAL WHERE @dl_go = 1 ON DUPLICATE KEY UPDATE full_name = VALUES(full_name), last_start_ms = @dl_now, last_fence = ?; SELECT @dl_go, @dl_show, @dl_okf, {{run_cols}}, p.by_whom, p.since_ms FROM (SELECT 1) AS one LEFT JOIN {{runs}} AS r ON r.name = ? AND r.fence = @dl_show LEFT JOIN {{susp}} AS p ON p.name = ? AND p.full_name = ?; COMMIT
+-- 2, before any rule, and nothing written), reads the name's summary
+-- (key ?) and keep row (key ?; {{rkeep}}: the setting, anything but a
+-- number in 1..{{kept_max}} read as {{kept}}, and the runs it holds), decides
+-- whether the run goes ahead (@dl_go: fence ?, once ?, period ? ms and
+-- its half ?, fence ?, once ?), marks the newest run (the summary's last
+-- fence: only it can be running, each begin marks the one before)
+-- abandoned if running (key ?), inserts ours (name key ?, fence ?, full
+-- name ?, host ?, pid ?), counts the name's runs only when the keep row
+-- is missing, out of range or out of step with the summary (an older
+-- dlock ran: key ?), adds ours to the count unless it is the same run
+-- again (fence ?), drops the oldest over the setting by the key (name,
+-- fence) with a LIMIT (a PREPAREd DELETE: LIMIT takes no variable
+-- otherwise; key ?, in the column's collation: a parameter in the
+-- connection's would sort all the name's runs), records the count (key ?, full name ?, fence ?),
+-- updates the name's summary (key ?, full name ?, fence ? x2) and
+-- answers the decision and the run shown (key ?) with the suspension's
+-- by and since (key ?, full name ?).  Nothing reads or writes the other
+-- runs: what a run costs does not grow with the runs kept.
+-- {{for_update}}: lease mode locks our row (no takeover deletes it
+-- before we commit).  Run results: running {{running}}, abandoned
+-- {{abandoned}}.
+START TRANSACTION; SET @dl_own = 0, @dl_last = NULL, @dl_lastf = 0, @dl_okf = NULL, @dl_cut = 0, @dl_sus = 0, @dl_keep = NULL, @dl_kept = NULL, @dl_kat = NULL, @dl_now = {{runnow}}; SELECT COUNT(*) INTO @dl_own FROM {{table}} {{own}}{{for_update}}; SELECT COUNT(*) INTO @dl_sus FROM {{susp}} WHERE name = ? AND full_name = ? LOCK IN SHARE MODE; SELECT last_start_ms, last_fence, ok_fence INTO @dl_last, @dl_lastf, @dl_okf FROM {{runsum}} WHERE name = ? FOR UPDATE; SELECT keep_runs, kept_runs, kept_at INTO @dl_keep, @dl_kept, @dl_kat FROM {{rkeep}} WHERE name = ? FOR UPDATE; SET @dl_keep = IF(@dl_keep REGEXP '^[1-9][0-9]{0,4}$' AND @dl_keep BETWEEN 1 AND {{kept_max}}, CAST(@dl_keep AS SIGNED), {{kept}}); SET @dl_go = IF(@dl_own <> 1, -1, IF(@dl_sus > 0, 2, IF(@dl_lastf = ?, 1, IF((? AND @dl_okf IS NOT NULL) OR (? > 0 AND @dl_last IS NOT NULL AND @dl_now - @dl_last < ?), 0, 1)))); SET @dl_show = IF(@dl_go = 1, IF(@dl_lastf = ?, 0, @dl_lastf), IF(? AND @dl_okf IS NOT NULL, @dl_okf, @dl_lastf)); UPDATE {{runs}} SET result = {{abandoned}} WHERE name = ? AND fence = @dl_lastf AND result = {{running}} AND @dl_go = 1; INSERT INTO {{runs}} (name, fence, full_name, host, pid, start_ms, end_ms, result, status) SELECT ?, ?, ?, ?, ?, @dl_now, NULL, {{running}}, -1 FROM DUAL WHERE @dl_go = 1 ON DUPLICATE KEY UPDATE host = VALUES(host), pid = VALUES(pid), start_ms = @dl_now, end_ms = NULL, result = {{running}}, status = -1; SET @dl_rc = IF(@dl_go = 1 AND (@dl_kat IS NULL OR NOT (@dl_kat <=> @dl_lastf) OR @dl_kept IS NULL OR NOT (@dl_kept REGEXP '^[0-9]{1,5}$' AND @dl_kept BETWEEN 0 AND @dl_keep)), 1, 0); SELECT COUNT(*) INTO @dl_n FROM {{runs}} WHERE name = ? AND @dl_rc = 1; SET @dl_kept = IF(@dl_go <> 1, 0, IF(@dl_rc = 1, @dl_n, @dl_kept + IF(@dl_lastf = ?, 0, 1))); SET @dl_n = IF(@dl_go = 1, GREATEST(@dl_kept - @dl_keep, 0), 0), @dl_k = ?; PREPARE dl_trim FROM 'DELETE FROM {{runs}} WHERE name = CAST(? AS CHAR CHARACTER SET utf8mb4) COLLATE utf8mb4_bin ORDER BY fence LIMIT ?'; EXECUTE dl_trim USING @dl_k, @dl_n; SET @dl_kept = GREATEST(@dl_kept - ROW_COUNT(), 0); DEALLOCATE PREPARE dl_trim; INSERT INTO {{rkeep}} (name, full_name, keep_runs, kept_runs, kept_at) SELECT ?, ?, @dl_keep, @dl_kept, ? FROM DUAL WHERE @dl_go = 1 ON DUPLICATE KEY UPDATE full_name = VALUES(full_name), kept_runs = VALUES(kept_runs), kept_at = VALUES(kept_at); INSERT INTO {{runsum}} (name, full_name, last_start_ms, last_fence) SELECT ?, ?, @dl_now, ? FROM DUAL WHERE @dl_go = 1 ON DUPLICATE KEY UPDATE full_name = VALUES(full_name), last_start_ms = @dl_now, last_fence = ?; SELECT @dl_go, @dl_show, @dl_okf, {{run_cols}}, p.by_whom, p.since_ms FROM (SELECT 1) AS one LEFT JOIN {{runs}} AS r ON r.name = ? AND r.fence = @dl_show LEFT JOIN {{susp}} AS p ON p.name = ? AND p.full_name = ?; COMMIT

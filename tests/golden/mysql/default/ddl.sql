@@ -51,6 +51,13 @@ CREATE TABLE IF NOT EXISTS `shared_locks_runsum` (   -- run records: per name
     last_fence    BIGINT UNSIGNED NOT NULL,
     ok_fence      BIGINT UNSIGNED NULL      -- a run that succeeded
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+CREATE TABLE IF NOT EXISTS `shared_locks_rkeep` (   -- run records: how many a name keeps
+    name       VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL PRIMARY KEY,  -- the lock's key
+    full_name  VARBINARY(1024) NOT NULL,
+    keep_runs  INT NOT NULL,             -- 1..DLOCK_RUNS_KEPT_MAX
+    kept_runs  INT NOT NULL,             -- its runs in the run table now
+    kept_at    BIGINT UNSIGNED NOT NULL  -- the summary's last_fence then
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
 -- Leader values (dlock_elect, dlock_proclaim, dlock_leader)
 CREATE TABLE IF NOT EXISTS `shared_locks_leader` (   -- leader values (elections)
     name      VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL PRIMARY KEY,  -- the lock's key

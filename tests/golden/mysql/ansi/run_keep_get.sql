@@ -1,0 +1,1 @@
+SELECT keep_runs FROM "app_locks_rkeep" WHERE name = ?

@@ -1,0 +1,1 @@
+SELECT keep_runs FROM `shared_locks_rkeep` WHERE name = ?
