@@ -717,8 +717,9 @@ typedef struct dlock_run {
  *              last run before this one when going ahead; NULL if none);
  *              free it with dlock_run_free().
  * @return DLOCK_OK; DLOCK_LOST (not held any more: nothing recorded);
- *         DLOCK_EINVAL; DLOCK_ENOTSUP (a store without run records);
- *         DLOCK_EUNAVAIL, DLOCK_ESTORE.
+ *         DLOCK_EINVAL (also for a second call on a lock that went
+ *         ahead: one run per acquisition); DLOCK_ENOTSUP (a store without
+ *         run records); DLOCK_EUNAVAIL, DLOCK_ESTORE.
  */
 DLOCK_EXTERN dlock_rc dlock_run_begin(dlock_lock *lock,
                                       const dlock_run_rule *rule, int *go,

@@ -410,7 +410,17 @@ again:
                   (unsigned long long)dlock_fence(lock),
                   (long long)dlock_lease_left(lock));
     /* Shared holders and a semaphore's run side by side: a record of
-     * each would mark the others' as abandoned.  Locks only. */
+     * each would mark the others' as abandoned.  Locks only.  The others
+     * read the suspension again now that they hold: one made while they
+     * waited counts (the check before the wait only spared the wait). */
+    if ((o.shared || o.limit > 1) && !o.elect) {
+        rc = run_suspended(&o, store);
+        if (rc >= 0) {
+            rep.skipped =
+                rc == 0 || (o.conflict_given && rc == o.conflict_code);
+            goto out;
+        }
+    }
     if (!o.shared && o.limit == 1) {
         rc = run_begin(&o, store, lock, &recorded, &rep);
         if (rc >= 0) {

@@ -204,11 +204,17 @@ int run_begin(const struct run_opts *o, dlock_store *store, dlock_lock *lock,
         return rc == DLOCK_ENOTSUP ? EXIT_UNAVAILABLE : cli_exit_code(rc);
     }
     /* A plain run goes ahead unrecorded: quietly on a store without
-     * records, with a warning when the store failed to write one. */
-    if (rc != DLOCK_ENOTSUP)
-        cli_warn("run: warning: the run of '%s' is not recorded: %s", o->name,
-                 dlock_errmsg());
-    return -1;
+     * records, with a warning when the store failed to write one, and
+     * only once the store says the name is not suspended (the begin that
+     * failed would have said so): cannot tell is not "not suspended". */
+    if (rc == DLOCK_ENOTSUP)
+        return -1;
+    cli_warn("run: warning: the run of '%s' is not recorded: %s", o->name,
+             dlock_errmsg());
+    rc = run_suspended(o, store);
+    if (rc >= 0 && rc != EXIT_UNAVAILABLE && rc != EXIT_INTERNAL)
+        rep->skipped = 1;
+    return rc;
 }
 
 /* Wait up to ms on the self-pipe: 1 if SIGHUP, SIGINT, SIGQUIT or SIGTERM

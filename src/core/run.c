@@ -24,8 +24,18 @@ struct begin_args {
 static int begin_call(struct dlock_store *s, struct dlock_lock *lk, void *arg)
 {
     struct begin_args *a = arg;
-    int rc = s->ops->run_begin(s, lk, a->rule, dlock__hostname(),
-                               (int64_t)dlock__pid(), a->go, a->last);
+    int rc;
+
+    /* One run per holding: a run is named by its lock's fence, so a
+     * second would be the first again (and a store's count of the runs
+     * it keeps would take it for one more). */
+    if (dlock__held_of(lk)->run_begun)
+        return dlock__seterr(DLOCK_EINVAL,
+                             "a run was begun on lock '%s' already (one "
+                             "run per acquisition)",
+                             lk->name);
+    rc = s->ops->run_begin(s, lk, a->rule, dlock__hostname(),
+                           (int64_t)dlock__pid(), a->go, a->last);
 
     if (rc == DLOCK_OK && *a->go)
         dlock__held_of(lk)->run_begun = 1;

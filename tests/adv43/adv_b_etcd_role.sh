@@ -35,7 +35,7 @@ ra user grant-role ub appx
 # The role on app/: the refusal names the records and the grant.
 out=$("$DLOCK" -s "etcd://ua:ua-pw@$hp?prefix=t43/" run --once app/once -- echo ran 2>&1)
 case $out in
-*"permission denied"*"(t43/app, a byte 0xff, runs/once and start/once) lie outside a role on 't43/app/' (grant it on 't43/app')"*)
+*"permission denied"*"(t43/app, a byte 0xff, runs/once, start/once, keep/once and suspend/once) lie outside a role on 't43/app/' (grant it on 't43/app')"*)
     ok "a role on app/: --once says where the records are: $out" ;;
 *) fail "a role on app/: --once: $out" ;;
 esac

@@ -47,5 +47,41 @@ for bad in 0 10001 -1 3x ""; do
     check "--keep-runs '$bad' is 64" 64 $?
 done
 check "no bad option ran" "12 11 10 9 8 7 6" "$(runs)"
+# SQLite: a count put wrong by hand (the adversary's F3, F4) never costs
+# a run its own record (a --once success must stay one), comes right,
+# and a planted extreme is no setting and no overflow.
+case $DLOCK_STORE in
+sqlite://*)
+    db=${DLOCK_STORE#sqlite://}
+    db=${db%%\?*}
+    M="$N-mig"
+    for i in 1 2 3; do "$DLOCK" run --once --keep-runs 3 "$M" -- false; done
+    "$py" - "$db" "$M" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.execute("DELETE FROM dlock_runs WHERE name = ?", (sys.argv[2],))
+c.commit()
+PY
+    "$DLOCK" run --once --keep-runs 3 "$M" -- true
+    out=$("$DLOCK" run --once --keep-runs 3 "$M" -- echo RAN-AGAIN 2>&1)
+    case $out in
+    *RAN-AGAIN*) fail "--once ran again after the runs were deleted by hand" ;;
+    *) ok "--once holds after the runs were deleted by hand ($out)" ;;
+    esac
+    check "the success is kept" "0" "$("$DLOCK" history "$M" --json |
+        "$py" -c 'import json,sys; print(" ".join(str(r["status"]) for r in json.load(sys.stdin)))')"
+    for i in 1 2 3 4; do "$DLOCK" run --keep-runs 3 "$M-b" -- true; done
+    "$py" - "$db" "$M-b" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.execute("UPDATE dlock_run_keep SET keep = -3, kept = 9223372036854775807 WHERE name = ?", (sys.argv[2],))
+c.commit()
+PY
+    "$DLOCK" run "$M-b" -- true
+    check "a planted kept of INT64_MAX and keep of -3: the run still ends 0" 0 $?
+    n=$("$DLOCK" history "$M-b" --json | "$py" -c 'import json,sys; print(len(json.load(sys.stdin)))')
+    check "and keep -3 is the default (20), not 1: the 3 kept and the new one" 4 "$n"
+    ;;
+esac
 echo "$fails failed"
 [ "$fails" = 0 ]

@@ -406,10 +406,11 @@ static int read_state(struct etcd_store *es, const char *name, const char *lkey,
         dlock__strlcpy(said, dlock_errmsg(), sizeof(said));
         rc = dlock__seterr(rc,
                            "%s; the run records of '%s' (%s%.*s, a byte 0xff, "
-                           "runs%s, start%s and keep%s) lie outside a role on "
-                           "'%s%.*s/' (grant it on '%s%.*s')",
+                           "runs%s, start%s, keep%s and suspend%s) lie outside "
+                           "a role on '%s%.*s/' (grant it on '%s%.*s')",
                            said, name, es->prefix, f, name, name + f, name + f,
-                           name + f, es->prefix, f, name, es->prefix, f, name);
+                           name + f, name + f, es->prefix, f, name, es->prefix,
+                           f, name);
     }
     if (rc != DLOCK_OK)
         return rc;

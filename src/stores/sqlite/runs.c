@@ -109,38 +109,15 @@ static int commit(struct sqlite_store *ss)
                : dlock__sq_error(ss, "commit");
 }
 
-static int count_runs(struct sqlite_store *ss, const char *name, size_t len,
-                      int64_t *kept);
+/* A name's keep row (dlock_run_keep) as run_begin and keep_runs use it. */
+struct keep_row {
+    int64_t keep;      /* the setting; DLOCK_RUNS_KEPT without a row */
+    int64_t kept;      /* runs of the name now, -1: not known (count) */
+    int64_t uncounted; /* runs begun since the last count */
+};
 
-/* Name's keep setting and the runs it holds now (dlock_run_keep; no row:
- * DLOCK_RUNS_KEPT, and the runs counted, once).  DLOCK_OK or SQLERR. */
-static int keep_get(struct sqlite_store *ss, const char *name, size_t len,
-                    int64_t *keep, int64_t *kept, int *have)
-{
-    sqlite3_stmt *s = dlock__sq_stmt(ss, Q_RUN_KEEP_GET);
-    int src;
-
-    *have = 0;
-    *keep = DLOCK_RUNS_KEPT;
-    *kept = 0;
-    if (s == NULL)
-        return SQLERR;
-    sqlite3_bind_text(s, 1, name, (int)len, SQLITE_STATIC);
-    src = sqlite3_step(s);
-    if (src == SQLITE_ROW) {
-        *have = 1;
-        *keep = col_i64(s, 0, 1, DLOCK_RUNS_KEPT_MAX, DLOCK_RUNS_KEPT);
-        *kept = col_i64(s, 1, 0, INT64_MAX, 0);
-    }
-    sqlite3_reset(s);
-    if (src != SQLITE_ROW && src != SQLITE_DONE)
-        return SQLERR;
-    if (*have)
-        return DLOCK_OK;
-    return count_runs(ss, name, len, kept);
-}
-
-/* How many runs of name are kept (run-count.sql): not per run. */
+/* How many runs of name are kept (run-count.sql): see run-count.sql for
+ * when. */
 static int count_runs(struct sqlite_store *ss, const char *name, size_t len,
                       int64_t *kept)
 {
@@ -157,32 +134,95 @@ static int count_runs(struct sqlite_store *ss, const char *name, size_t len,
     return src == SQLITE_ROW ? DLOCK_OK : SQLERR;
 }
 
-/* Drop the oldest runs of name over keep (kept: how many it holds), then
- * record keep and what is left.  DLOCK_OK or SQLERR. */
+/* A column read as dlock writes it: an integer in lo..hi, else dflt
+ * (never clamped: a planted -3 is no setting of 1). */
+static int64_t col_in(sqlite3_stmt *s, int i, int64_t lo, int64_t hi,
+                      int64_t dflt)
+{
+    sqlite3_int64 v;
+
+    if (sqlite3_column_type(s, i) != SQLITE_INTEGER)
+        return dflt;
+    v = sqlite3_column_int64(s, i);
+    return v < lo || v > hi ? dflt : v;
+}
+
+/* Name's keep row into *k (no row: the default, the count unknown).
+ * DLOCK_OK or SQLERR. */
+static int keep_get(struct sqlite_store *ss, const char *name, size_t len,
+                    struct keep_row *k)
+{
+    sqlite3_stmt *s = dlock__sq_stmt(ss, Q_RUN_KEEP_GET);
+    int src;
+
+    k->keep = DLOCK_RUNS_KEPT;
+    k->kept = -1;
+    k->uncounted = 0;
+    if (s == NULL)
+        return SQLERR;
+    sqlite3_bind_text(s, 1, name, (int)len, SQLITE_STATIC);
+    src = sqlite3_step(s);
+    if (src == SQLITE_ROW) {
+        k->keep = col_in(s, 0, 1, DLOCK_RUNS_KEPT_MAX, DLOCK_RUNS_KEPT);
+        /* A name holds at most its setting and one; more is no count. */
+        k->kept = col_in(s, 1, 0, DLOCK_RUNS_KEPT_MAX + 1, -1);
+        k->uncounted =
+            col_in(s, 2, 0, DLOCK_RUNS_KEPT_MAX, DLOCK_RUNS_KEPT_MAX);
+    }
+    sqlite3_reset(s);
+    return src == SQLITE_ROW || src == SQLITE_DONE ? DLOCK_OK : SQLERR;
+}
+
+/* Drop name's oldest runs below fence `below` over k->keep (k->kept: how
+ * many it holds), then record the row.  Fewer dropped than asked means
+ * none older is left: the count is then exact (what is at or above
+ * `below`).  DLOCK_OK or SQLERR. */
 static int keep_trim(struct sqlite_store *ss, const char *name, size_t len,
-                     int64_t keep, int64_t kept)
+                     struct keep_row *k, int64_t below, int64_t at_or_above)
 {
     sqlite3_stmt *s;
 
-    if (kept > keep) {
+    if (k->kept > k->keep) {
+        int64_t want = k->kept - k->keep, got;
+
         s = dlock__sq_stmt(ss, Q_RUN_TRIM);
         if (s == NULL)
             return SQLERR;
         sqlite3_bind_text(s, 1, name, (int)len, SQLITE_STATIC);
-        sqlite3_bind_int64(s, 2, kept - keep);
+        sqlite3_bind_int64(s, 2, want);
+        sqlite3_bind_int64(s, 3, below);
         if (done(s) != DLOCK_OK)
             return SQLERR;
-        kept -= sqlite3_changes(ss->db);
-        if (kept < 0)
-            kept = 0;
+        got = sqlite3_changes(ss->db);
+        k->kept = got < want ? at_or_above : k->kept - got;
     }
     s = dlock__sq_stmt(ss, Q_RUN_KEEP_PUT);
     if (s == NULL)
         return SQLERR;
     sqlite3_bind_text(s, 1, name, (int)len, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 2, keep);
-    sqlite3_bind_int64(s, 3, kept);
+    sqlite3_bind_int64(s, 2, k->keep);
+    sqlite3_bind_int64(s, 3, k->kept);
+    sqlite3_bind_int64(s, 4, k->uncounted);
     return done(s);
+}
+
+/* After run_begin recorded lk's run: the count with it (counted afresh
+ * when unknown or once every keep runs, else one more), then the trim. */
+static int keep_after_insert(struct sqlite_store *ss,
+                             const struct dlock_lock *lk)
+{
+    struct keep_row k;
+
+    if (keep_get(ss, lk->name, lk->name_len, &k) != DLOCK_OK)
+        return SQLERR;
+    if (k.kept < 0 || ++k.uncounted >= k.keep) {
+        if (count_runs(ss, lk->name, lk->name_len, &k.kept) != DLOCK_OK)
+            return SQLERR;
+        k.uncounted = 0;
+    } else {
+        k.kept++;
+    }
+    return keep_trim(ss, lk->name, lk->name_len, &k, (int64_t)lk->fence, 1);
 }
 
 int dlock__sq_run_begin(struct dlock_store *st, struct dlock_lock *lk,
@@ -191,8 +231,8 @@ int dlock__sq_run_begin(struct dlock_store *st, struct dlock_lock *lk,
 {
     struct sqlite_store *ss = (struct sqlite_store *)st;
     int64_t now = dlock__wall_ms(), last_start = 0, last_fence = 0,
-            ok_fence = 0, keep, kept;
-    int have = 0, have_keep, own, rc, src;
+            ok_fence = 0;
+    int have = 0, own, rc, src;
     sqlite3_stmt *s;
 
     *go = 0;
@@ -280,10 +320,7 @@ int dlock__sq_run_begin(struct dlock_store *st, struct dlock_lock *lk,
     if (done(s) != DLOCK_OK)
         goto sqlerr;
     /* The one just recorded may put the name over its setting. */
-    if (keep_get(ss, lk->name, lk->name_len, &keep, &kept, &have_keep) !=
-            DLOCK_OK ||
-        keep_trim(ss, lk->name, lk->name_len, keep, kept + have_keep) !=
-            DLOCK_OK)
+    if (keep_after_insert(ss, lk) != DLOCK_OK)
         goto sqlerr;
     rc = commit(ss);
     if (rc != DLOCK_OK) {
@@ -440,17 +477,16 @@ int dlock__sq_keep_runs(struct dlock_store *st, const char *name, unsigned n)
 {
     struct sqlite_store *ss = (struct sqlite_store *)st;
     size_t len = strlen(name);
-    int64_t kept = 0;
+    struct keep_row k = {(int64_t)n, 0, 0};
     int rc;
 
     dlock__sq_lock(ss, dlock__sq_deadline(ss));
     rc = begin(ss);
     if (rc != DLOCK_OK)
         goto out;
-    /* Counted afresh: the setting's change is where a count that an
-     * older client's own trimming put out of step comes right. */
-    if (count_runs(ss, name, len, &kept) != DLOCK_OK ||
-        keep_trim(ss, name, len, (int64_t)n, kept) != DLOCK_OK) {
+    /* Counted afresh; no run is being recorded, so any may go. */
+    if (count_runs(ss, name, len, &k.kept) != DLOCK_OK ||
+        keep_trim(ss, name, len, &k, INT64_MAX, 0) != DLOCK_OK) {
         rc = dlock__sq_error(ss, "keep runs");
         dlock__sq_rollback(ss);
         goto out;
@@ -479,7 +515,7 @@ int dlock__sq_kept_runs(struct dlock_store *st, const char *name, unsigned *n)
     sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
     src = sqlite3_step(s);
     if (src == SQLITE_ROW)
-        *n = (unsigned)col_i64(s, 0, 1, DLOCK_RUNS_KEPT_MAX, DLOCK_RUNS_KEPT);
+        *n = (unsigned)col_in(s, 0, 1, DLOCK_RUNS_KEPT_MAX, DLOCK_RUNS_KEPT);
     else if (src != SQLITE_DONE)
         rc = dlock__sq_error(ss, "kept runs");
     sqlite3_reset(s);

@@ -18,7 +18,8 @@
 -- before elections gains it on its first open by this version.
 -- dlock_run_keep: how many runs a name keeps (dlock_keep_runs(); no row:
 -- DLOCK_RUNS_KEPT) and how many it holds now, so that a run drops the
--- oldest over the setting without counting them.
+-- oldest over the setting without counting them (counted again once
+-- every KEEP runs: a count put wrong by hand comes right).
 -- dlock_suspensions: a suspended job (dlock_suspend(), `dlock suspend`),
 -- one row per name: who, since when (Unix ms) and why; run_begin skips a
 -- name with a row.  A file made before it gains it on its first open.
@@ -73,7 +74,8 @@ CREATE TABLE IF NOT EXISTS dlock_suspensions (
     reason   TEXT    NOT NULL   -- UTF-8, at most DLOCK_REASON_MAX bytes
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS dlock_run_keep (
-    name  TEXT    PRIMARY KEY,
-    keep  INTEGER NOT NULL,  -- 1..DLOCK_RUNS_KEPT_MAX
-    kept  INTEGER NOT NULL   -- runs of the name in dlock_runs now
+    name      TEXT    PRIMARY KEY,
+    keep      INTEGER NOT NULL,  -- 1..DLOCK_RUNS_KEPT_MAX
+    kept      INTEGER NOT NULL,  -- runs of the name in dlock_runs now
+    uncounted INTEGER NOT NULL   -- runs begun since they were counted
 ) WITHOUT ROWID;

@@ -1,1 +1,1 @@
-SELECT keep, kept FROM dlock_run_keep WHERE name = ?1
+SELECT keep, kept, uncounted FROM dlock_run_keep WHERE name = ?1

@@ -46,7 +46,8 @@ CREATE TABLE IF NOT EXISTS dlock_suspensions (
     reason   TEXT    NOT NULL   -- UTF-8, at most DLOCK_REASON_MAX bytes
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS dlock_run_keep (
-    name  TEXT    PRIMARY KEY,
-    keep  INTEGER NOT NULL,  -- 1..DLOCK_RUNS_KEPT_MAX
-    kept  INTEGER NOT NULL   -- runs of the name in dlock_runs now
+    name      TEXT    PRIMARY KEY,
+    keep      INTEGER NOT NULL,  -- 1..DLOCK_RUNS_KEPT_MAX
+    kept      INTEGER NOT NULL,  -- runs of the name in dlock_runs now
+    uncounted INTEGER NOT NULL   -- runs begun since they were counted
 ) WITHOUT ROWID;
