@@ -18,8 +18,10 @@ py=/usr/bin/python3
 T=$(mktemp -d /tmp/dlock-suspend.XXXXXX)
 chmod 755 "$T"
 holder=""
+waiter=""
 cleanup() {
     [ -n "$holder" ] && kill "$holder" 2>/dev/null
+    [ -n "$waiter" ] && kill "$waiter" 2>/dev/null
     wait 2>/dev/null
     rm -rf "$T"
 }
@@ -105,6 +107,35 @@ import json, sys
 print(len([r for r in json.load(sys.stdin) if r["result"] != "suspended"]))')
 check "the skips recorded no run (hB's only)" 1 "$n_runs"
 
+# --- a shared run already waiting when the suspension comes -------------
+# (the adversary's F1: it read the suspension only before its wait).
+W="$P/shared"
+mkfifo "$T/wready" "$T/wgate" "$T/wlog"
+"$DLOCK" run "$W" -- sh -c "echo up >'$T/wready'; read x <'$T/wgate'" &
+holder=$!
+exec 3<>"$T/wready"
+read -t 30 -r up <&3
+exec 3<&-
+"$DLOCK" -v run -S -w 30 "$W" -- touch "$T/shared-ran" 2>"$T/wlog" &
+waiter=$!
+# Its -v line says it is waiting (after its first look at the suspension).
+exec 4<>"$T/wlog"
+seen=""
+while read -t 30 -r line <&4; do
+    case $line in *"waiting for '$W'"*) seen=yes; break ;; esac
+done
+check "the shared run waits" yes "$seen"
+"$DLOCK" suspend "$W" --reason "while it waited" >/dev/null
+echo go >"$T/wgate"
+wait "$holder"
+holder=""
+wait "$waiter"
+check "the shared run that waited exits 0 (skipped)" 0 $?
+exec 4<&-
+[ -e "$T/shared-ran" ] && fail "the shared run's command ran though suspended while it waited" ||
+    ok "the shared run's command did not run"
+"$DLOCK" resume "$W" >/dev/null
+
 # --- a second suspension keeps the first ----------------------------------
 on_host hB suspend "$N" --reason "another" >"$T/s2" 2>&1
 check "a second suspend exits 0" 0 $?
@@ -162,6 +193,18 @@ sqlite://*)
         setpriv --reuid=nobody --regid=nogroup --clear-groups true 2>/dev/null; then
         chmod o+r "$db" 2>/dev/null
         as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$DLOCK" "$@"; }
+        # A planted row whose name is a BLOB is no suspension of that name
+        # (F5): not listed as one, and the name runs.
+        "$py" - "$db" "$P/blob" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.execute("INSERT INTO dlock_suspensions VALUES (CAST(? AS BLOB), 'mallory', 1, 'blob name')", (sys.argv[2],))
+c.commit()
+PY
+        "$DLOCK" list "$P/" | grep -q mallory && fail "a BLOB-named row is listed as a suspension" ||
+            ok "a BLOB-named row is not listed as a suspension"
+        "$DLOCK" run "$P/blob" -- true
+        check "and its name runs" 0 $?
         as_nobody resume "$N" >"$T/ro" 2>&1
         rc=$?
         [ "$rc" != 0 ] && ok "a reader's resume fails (exit $rc: $(head -c 200 "$T/ro"))" ||

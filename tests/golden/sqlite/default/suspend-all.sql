@@ -1,1 +1,1 @@
-SELECT name, by_whom, since_ms, reason FROM dlock_suspensions ORDER BY name
+SELECT name, by_whom, since_ms, reason FROM dlock_suspensions WHERE typeof(name) = 'text' ORDER BY name
