@@ -138,7 +138,7 @@ static void bind_held(struct sb *b, struct my_store *ms, struct conn *c,
                       const char *text, const char *held,
                       const struct my_val *v, size_t n)
 {
-    struct my_val all[32];
+    struct my_val all[40];
 
     if (!lock_session(ms, c, ml) || n + 2 > sizeof(all) / sizeof(all[0])) {
         dlock__my_bind(b, c, text, v, n);
@@ -180,9 +180,11 @@ static int begin_op(struct rcall *k, struct conn *c)
                          name,
                          MV_Z(k->host),
                          MV_I(k->pid),
+                         f,
                          key,
                          f,
                          key,
+                         f,
                          key,
                          name,
                          f,

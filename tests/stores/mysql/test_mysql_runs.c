@@ -8,8 +8,9 @@
  * and a login that may only SELECT (a user made as root over the test
  * server's socket, DLOCK_TEST_MYSQL_DIR/mysql.sock).  With `keep`: runs
  * kept per name (NAME_rkeep): a name keeping DLOCK_RUNS_KEPT_MAX filled
- * past it, an older client's run, keep rows planted with garbage, a
- * database without the keep table.
+ * past it, an older client's run, a count that drifted from the runs
+ * (too high, the biggest the column holds), keep rows planted with
+ * garbage, a database without the keep table.
  *
  *     test_mysql_runs URL [suspend|keep]    (or DLOCK_TEST_MYSQL_URL)
  */
@@ -765,6 +766,112 @@ static void t_keep_older(dlock_store *s, MYSQL *raw, const char *table)
     EXPECT(raw_runs(raw, table, name, NULL) == 5);
 }
 
+/* One whole run of name under --once (rule.once); returns go. */
+static int once_run(dlock_store *s, const char *name, int status)
+{
+    dlock_run_rule r = DLOCK_RUN_RULE_INIT;
+    dlock_lock *l = take(s, name, 1);
+    int go = -1;
+
+    if (l == NULL)
+        return -1;
+    r.once = 1;
+    EXPECT_RC(dlock_run_begin(l, &r, &go, NULL), DLOCK_OK);
+    if (go == 1)
+        EXPECT_RC(dlock_run_end(l, DLOCK_RUN_EXITED, status), DLOCK_OK);
+    EXPECT_RC(dlock_release(l), DLOCK_OK);
+    return go;
+}
+
+static long long keep_col(MYSQL *raw, const char *table, const char *name,
+                          const char *col)
+{
+    return sqlf(raw, NULL, "SELECT %s FROM `%s_rkeep` WHERE name = %s", col,
+                table, lit(raw, name));
+}
+
+/* A count that drifted from the runs there are (runs deleted by hand, a
+ * value planted in range, the biggest the column holds): the trim never
+ * drops the run just recorded (so --once keeps its success), and the
+ * count comes right within the setting's runs (the amortized recount). */
+static void t_keep_drift(dlock_store *s, MYSQL *raw, const char *table)
+{
+    const char *name = uniq("keep-drift"), *five = uniq("keep-drift5"),
+               *big = uniq("keep-drift-big");
+    long long real;
+    int i;
+
+    /* The reproduction: three failures, every row deleted by hand, the
+     * count (3) left above the runs (0). */
+    CHECK_RC(dlock_keep_runs(s, name, 3), DLOCK_OK);
+    for (i = 0; i < 3; i++)
+        EXPECT(once_run(s, name, 1) == 1);
+    sqlf(raw, NULL, "DELETE FROM `%s_runs` WHERE full_name = %s", table,
+         lit(raw, name));
+    sqlf(raw, NULL,
+         "UPDATE `%s_rkeep` SET kept_runs = 3, uncounted = 0 WHERE name = %s",
+         table, lit(raw, name));
+    EXPECT(once_run(s, name, 0) == 1);
+    EXPECT(raw_runs(raw, table, name, NULL) == 1);
+    EXPECT(keep_col(raw, table, name, "kept_runs") == 1);
+    /* Its success is kept: --once does not run it again. */
+    EXPECT(once_run(s, name, 0) == 0);
+    EXPECT(once_run(s, name, 0) == 0);
+    EXPECT(raw_runs(raw, table, name, NULL) == 1);
+
+    /* Two too high with older rows left: right within 5 runs, then the
+     * name fills to its setting again. */
+    CHECK_RC(dlock_keep_runs(s, five, 5), DLOCK_OK);
+    for (i = 0; i < 5; i++)
+        EXPECT(one_run(s, five, 0) == 1);
+    EXPECT(raw_runs(raw, table, five, NULL) == 5);
+    sqlf(raw, NULL,
+         "DELETE FROM `%s_runs` WHERE full_name = %s ORDER BY fence LIMIT 2",
+         table, lit(raw, five));
+    sqlf(raw, NULL,
+         "UPDATE `%s_rkeep` SET kept_runs = 5, uncounted = 0 WHERE name = %s",
+         table, lit(raw, five));
+    for (i = 0; i < 5; i++) {
+        EXPECT(one_run(s, five, 0) == 1);
+        if (keep_col(raw, table, five, "kept_runs") ==
+            raw_runs(raw, table, five, NULL))
+            break;
+    }
+    printf("  a count 2 too high came right after %d runs\n", i + 1);
+    EXPECT(i < 5);
+    for (i = 0; i < 5; i++)
+        EXPECT(one_run(s, five, 0) == 1);
+    EXPECT(raw_runs(raw, table, five, NULL) == 5);
+    EXPECT(keep_col(raw, table, five, "kept_runs") == 5);
+
+    /* The biggest values the columns hold: no setting (the default),
+     * no count (counted again), no overflow; the run and its success
+     * stay. */
+    for (i = 0; i < 2; i++)
+        EXPECT(once_run(s, big, 1) == 1);
+    sqlf(raw, NULL,
+         "UPDATE `%s_rkeep` SET keep_runs = 2147483647, kept_runs = "
+         "2147483647, uncounted = 2147483647, kept_at = "
+         "18446744073709551615 WHERE name = %s",
+         table, lit(raw, big));
+    EXPECT(once_run(s, big, 0) == 1);
+    EXPECT(raw_runs(raw, table, big, NULL) == 3);
+    EXPECT(keep_col(raw, table, big, "kept_runs") == 3);
+    EXPECT(keep_col(raw, table, big, "uncounted") == 0);
+    EXPECT(once_run(s, big, 0) == 0);
+    /* A count in range with the biggest uncounted: counted again. */
+    sqlf(raw, NULL,
+         "UPDATE `%s_rkeep` SET kept_runs = 19, uncounted = 2147483647, "
+         "kept_at = (SELECT last_fence FROM `%s_runsum` WHERE name = %s) "
+         "WHERE name = %s",
+         table, table, lit(raw, big), lit(raw, big));
+    EXPECT(one_run(s, big, 0) == 1);
+    real = raw_runs(raw, table, big, NULL);
+    EXPECT(real == 4);
+    EXPECT(keep_col(raw, table, big, "kept_runs") == real);
+    EXPECT(keep_col(raw, table, big, "uncounted") == 0);
+}
+
 /* Keep rows planted with what dlock never writes: a setting out of
  * 1..DLOCK_RUNS_KEPT_MAX or not a number reads as DLOCK_RUNS_KEPT and
  * runs keep that many; a count out of range or not a number is counted
@@ -792,7 +899,8 @@ static void t_keep_planted(dlock_store *s, MYSQL *raw, const char *table)
     /* Any text, as a DBA who changed the columns could plant it. */
     sqlf(raw, NULL,
          "ALTER TABLE `%s_rkeep` MODIFY keep_runs VARCHAR(40) NOT NULL, "
-         "MODIFY kept_runs VARCHAR(40) NOT NULL",
+         "MODIFY kept_runs VARCHAR(40) NOT NULL, "
+         "MODIFY uncounted VARCHAR(40) NOT NULL",
          table);
     for (size_t i = 0; i < sizeof(keeps) / sizeof(keeps[0]); i++) {
         sqlf(raw, NULL, "UPDATE `%s_rkeep` SET keep_runs = %s WHERE name = %s",
@@ -814,8 +922,10 @@ static void t_keep_planted(dlock_store *s, MYSQL *raw, const char *table)
     CHECK_RC(dlock_keep_runs(s, name, 3), DLOCK_OK);
     EXPECT(raw_runs(raw, table, name, NULL) == 3);
     for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
-        sqlf(raw, NULL, "UPDATE `%s_rkeep` SET kept_runs = %s WHERE name = %s",
-             table, counts[i], lit(raw, name));
+        sqlf(raw, NULL,
+             "UPDATE `%s_rkeep` SET kept_runs = %s, uncounted = %s WHERE "
+             "name = %s",
+             table, counts[i], counts[i], lit(raw, name));
         EXPECT(one_run(s, name, 0) == 1);
         if (raw_runs(raw, table, name, NULL) != 3) {
             fprintf(stderr, "  planted count %s: %lld runs kept, not 3\n",
@@ -870,6 +980,8 @@ static void t_keep(const char *url, const struct target *t, MYSQL *raw)
     printf("keep %d: %d failures so far\n", DLOCK_RUNS_KEPT_MAX, failures);
     t_keep_older(s, raw, table);
     printf("an older client's run: %d failures so far\n", failures);
+    t_keep_drift(s, raw, table);
+    printf("a count that drifted: %d failures so far\n", failures);
     t_keep_planted(s, raw, table);
     printf("planted keep rows: %d failures so far\n", failures);
     dlock_store_close(s);
