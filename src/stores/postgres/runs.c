@@ -31,7 +31,13 @@
  * keep_runs, with a count of its runs (kept_runs, valid while the newest
  * run is kept_fence), so that run_begin drops what its run puts over the
  * setting without counting or scanning the runs: its cost is the same
- * with 20 kept or 10,000 (docs/stores/postgres.md).  keep_runs is one
+ * with 20 kept or 10,000 (docs/stores/postgres.md).  The count may drift
+ * (runs deleted by hand, a value planted in range): the trim drops only
+ * runs below the new run's fence, never the run just recorded (its
+ * --once success holds); a trim that finds fewer than it asked counts
+ * what is left; and uncounted (begins since the last real count) makes
+ * every keep_runs-th begin count afresh, so drift is gone within
+ * keep_runs runs at a flat cost per run, amortized.  keep_runs is one
  * round trip of two statements, as run_begin (sql/keep_runs.sql).
  * Columns missing on a server whose run tables predate them (SQLSTATE
  * undefined_column) are added as missing tables are made, by

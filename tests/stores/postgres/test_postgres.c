@@ -1563,6 +1563,106 @@ static void kept_set(PGconn *c, const char *sql, const char *name)
     free(o);
 }
 
+/* A run of name by rule --once (ended exited status): whether it went
+ * (-1: the begin failed). */
+static int kept_once(dlock_store *s, const char *name, int status)
+{
+    dlock_options o = opts(0, 5000, 1);
+    dlock_run_rule rule = DLOCK_RUN_RULE_INIT;
+    dlock_lock *l = NULL;
+    int go = -1;
+
+    rule.once = 1;
+    if (dlock_acquire(&l, s, name, &o) != DLOCK_OK) {
+        fprintf(stderr, "  acquire %s: %s\n", name, dlock_errmsg());
+        failures++;
+        return -1;
+    }
+    if (dlock_run_begin(l, &rule, &go, NULL) != DLOCK_OK) {
+        fprintf(stderr, "  once %s: %s\n", name, dlock_errmsg());
+        go = -1;
+    } else if (go) {
+        EXPECT(dlock_run_end(l, DLOCK_RUN_EXITED, status) == DLOCK_OK);
+    }
+    EXPECT(dlock_release(l) == DLOCK_OK);
+    return go;
+}
+
+/* The count drifting from the runs (deleted or planted by hand, a value
+ * planted in range): the run just begun is never what the trim drops,
+ * so --once's success holds; a count above the runs with older runs
+ * left comes right within keep runs (uncounted: a count afresh every
+ * keep runs), and the runs grow back to the setting. */
+static void kept_drift(PGconn *c, dlock_store *s, const char *name)
+{
+    const char *exact = "SELECT kept_runs = (SELECT count(*) FROM dlock_runs "
+                        "WHERE name = $1) FROM dlock_run_names WHERE name = $1";
+
+    CHECK(dlock_keep_runs(s, name, 3) == DLOCK_OK);
+    for (int i = 0; i < 3; i++)
+        EXPECT(kept_once(s, name, 1) == 1);
+    /* All but the newest deleted by hand (the count is 3 and still
+     * current by kept_fence), then planted far above, in range. */
+    kept_set(c,
+             "DELETE FROM dlock_runs WHERE name = $1 AND fence < (SELECT "
+             "max(fence) FROM dlock_runs WHERE name = $1)",
+             name);
+    kept_set(c,
+             "UPDATE dlock_run_names SET kept_runs = 9000, uncounted = 0 "
+             "WHERE name = $1",
+             name);
+    EXPECT(kept_once(s, name, 0) == 1);
+    EXPECT(q1_is(c,
+                 "SELECT count(*) FROM dlock_runs WHERE name = $1 AND fence = "
+                 "(SELECT succeeded_fence FROM dlock_run_names WHERE name = "
+                 "$1) AND result = 1 AND status = 0",
+                 name, "1"));
+    EXPECT(q1_is(c, exact, name, "t")); /* fewer dropped than asked */
+    EXPECT(kept_once(s, name, 0) == 0);
+    /* Everything deleted by hand, the count kept: the same. */
+    kept_set(c, "DELETE FROM dlock_runs WHERE name = $1", name);
+    kept_set(c,
+             "UPDATE dlock_run_names SET succeeded_fence = NULL, kept_runs = "
+             "3 WHERE name = $1",
+             name);
+    EXPECT(kept_once(s, name, 0) == 1);
+    EXPECT(kept_once(s, name, 0) == 0);
+    EXPECT(kept_look(s, name).n == 1);
+    /* 2 too high with older runs left: right within 3 runs, and the runs
+     * back at 3 after 3 more. */
+    kept_set(c,
+             "UPDATE dlock_run_names SET succeeded_fence = NULL WHERE "
+             "name = $1",
+             name);
+    for (int i = 0; i < 4; i++)
+        kept_run(s, name);
+    EXPECT(kept_look(s, name).n == 3);
+    EXPECT(q1_is(c, exact, name, "t"));
+    kept_set(c,
+             "UPDATE dlock_run_names SET kept_runs = kept_runs + 2 WHERE "
+             "name = $1",
+             name);
+    for (int i = 0; i < 3; i++)
+        kept_run(s, name);
+    EXPECT(q1_is(c, exact, name, "t"));
+    for (int i = 0; i < 3; i++)
+        kept_run(s, name);
+    EXPECT(kept_look(s, name).n == 3);
+    EXPECT(q1_is(c, exact, name, "t"));
+    /* 2 too low: 2 over the setting at most, for at most 3 runs. */
+    kept_set(c,
+             "UPDATE dlock_run_names SET kept_runs = kept_runs - 2 WHERE "
+             "name = $1",
+             name);
+    for (int i = 0; i < 3; i++) {
+        kept_run(s, name);
+        EXPECT(kept_look(s, name).n <= 5);
+    }
+    EXPECT(q1_is(c, exact, name, "t"));
+    kept_run(s, name);
+    EXPECT(kept_look(s, name).n == 3);
+}
+
 /* A name keeping DLOCK_RUNS_KEPT_MAX runs, filled with more: exactly
  * that many stay, the newest; run_begin trusts the count in the summary
  * row while its newest run is the one it was taken at (no count per
@@ -1636,6 +1736,7 @@ static void keep_mode(const char *extra)
     CHECK(dlock_keep_runs(s, name, 3) == DLOCK_OK);
     k = kept_look(s, name);
     EXPECT(k.n == 3 && k.newest == f);
+    kept_drift(c, s, nm("keep-drift"));
 
     /* Planted settings: 0, negative, huge, a count out of range, then
      * a column of another type: the default, and the runs trim to it. */
@@ -1645,7 +1746,9 @@ static void keep_mode(const char *extra)
             "UPDATE dlock_run_names SET keep_runs = -5, kept_runs = -7 "
             "WHERE name = $1",
             "UPDATE dlock_run_names SET keep_runs = 2147483647, kept_runs = "
-            "2147483647 WHERE name = $1",
+            "2147483647, uncounted = 2147483647 WHERE name = $1",
+            "UPDATE dlock_run_names SET keep_runs = 0, uncounted = -1 WHERE "
+            "name = $1",
             "UPDATE dlock_run_names SET keep_runs = 10001 WHERE name = $1",
         };
 
@@ -1663,14 +1766,38 @@ static void keep_mode(const char *extra)
             kept_set(c, "DELETE FROM dlock_runs WHERE name = $1", small);
         }
     }
+    /* The biggest values a bigint holds: no overflow, the default. */
+    kept_set(c,
+             "ALTER TABLE dlock_run_names ALTER COLUMN keep_runs TYPE bigint, "
+             "ALTER COLUMN kept_runs TYPE bigint, ALTER COLUMN uncounted TYPE "
+             "bigint",
+             NULL);
+    kept_plant(c, small, DLOCK_RUNS_KEPT + 10);
+    kept_set(c,
+             "UPDATE dlock_run_names SET keep_runs = 9223372036854775807, "
+             "kept_runs = 9223372036854775807, kept_fence = "
+             "9223372036854775807, uncounted = 9223372036854775807 WHERE "
+             "name = $1",
+             small);
+    f = kept_run(s, small);
+    k = kept_look(s, small);
+    EXPECT(k.n == DLOCK_RUNS_KEPT && k.newest == f);
+    kept_set(c,
+             "UPDATE dlock_run_names SET kept_runs = 9223372036854775807, "
+             "uncounted = 9223372036854775806 WHERE name = $1",
+             small);
+    f = kept_run(s, small);
+    k = kept_look(s, small);
+    EXPECT(k.n == DLOCK_RUNS_KEPT && k.newest == f);
+    kept_set(c, "DELETE FROM dlock_runs WHERE name = $1", small);
     kept_set(c,
              "ALTER TABLE dlock_run_names ALTER COLUMN keep_runs TYPE text, "
              "ALTER COLUMN kept_runs TYPE text, ALTER COLUMN kept_fence TYPE "
-             "text",
+             "text, ALTER COLUMN uncounted TYPE text",
              NULL);
     kept_set(c,
              "UPDATE dlock_run_names SET keep_runs = 'lots', kept_runs = "
-             "'-1e99', kept_fence = 'x' WHERE name = $1",
+             "'-1e99', kept_fence = 'x', uncounted = 'y' WHERE name = $1",
              small);
     kept_plant(c, small, DLOCK_RUNS_KEPT + 10);
     CHECK(dlock_kept_runs(&n, s, small) == DLOCK_OK);
@@ -1678,11 +1805,20 @@ static void keep_mode(const char *extra)
     f = kept_run(s, small);
     k = kept_look(s, small);
     EXPECT(k.n == DLOCK_RUNS_KEPT && k.newest == f);
+    /* Run tables from before uncounted: the first run adds it. */
+    kept_set(c, "ALTER TABLE dlock_run_names DROP COLUMN uncounted", NULL);
+    f = kept_run(s, small);
+    EXPECT(kept_look(s, small).newest == f);
+    EXPECT(q1_is(c,
+                 "SELECT count(*) FROM pg_attribute WHERE attrelid = "
+                 "'dlock_run_names'::regclass AND attname = 'uncounted' AND "
+                 "NOT attisdropped",
+                 NULL, "1"));
     /* Run tables from before keep_runs: the reader creates nothing and
      * says the default; a keep setting adds the columns. */
     kept_set(c,
              "ALTER TABLE dlock_run_names DROP COLUMN keep_runs, DROP COLUMN "
-             "kept_runs, DROP COLUMN kept_fence",
+             "kept_runs, DROP COLUMN kept_fence, DROP COLUMN uncounted",
              NULL);
     CHECK(dlock_kept_runs(&n, s, name) == DLOCK_OK);
     EXPECT(n == DLOCK_RUNS_KEPT);

@@ -6,8 +6,8 @@
 -- before, counts the name's runs afresh (a count an older client put
 -- out of step comes right here), drops those over the setting, oldest
 -- first (from the low end of the primary key (name, fence), deleted by
--- their row ids), and records what
--- is left as the row's count.  $1 the name, $2 the runs to keep
+-- their row ids), and records what is left as the row's count
+-- (uncounted 0: counted just now).  $1 the name, $2 the runs to keep
 -- (1..DLOCK_RUNS_KEPT_MAX, checked by the core).  Answers one row: the
 -- runs kept.
 INSERT INTO dlock_run_names AS x (name, keep_runs) VALUES ($1,
@@ -22,5 +22,6 @@ w)::tid[]) AND r.name = $1 RETURNING 1),
 n AS (SELECT fence FROM dlock_runs WHERE name = $1 ORDER BY fence DESC
 LIMIT 1)
 UPDATE dlock_run_names x SET kept_runs = c.kept - (SELECT count(*) FROM
-t), kept_fence = (SELECT fence FROM n) FROM c WHERE x.name = $1
+t), kept_fence = (SELECT fence FROM n), uncounted = 0 FROM c WHERE
+x.name = $1
 RETURNING x.kept_runs

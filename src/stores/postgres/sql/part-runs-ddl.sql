@@ -28,17 +28,20 @@ CREATE TABLE IF NOT EXISTS dlock_run_names (
     succeeded_ms    bigint,
     keep_runs       integer, -- runs kept, 1..10000 (NULL: 20)
     kept_runs       integer, -- runs of the name in dlock_runs, as counted
-    kept_fence      bigint   -- its newest run then (another: recount)
+    kept_fence      bigint,  -- its newest run then (another: recount)
+    uncounted       integer  -- runs begun since (keep_runs of them: recount)
 );
--- Tables made before keep_runs gain its columns; only when they lack
--- them, so that a login owning none of the tables may still run this.
+-- Tables made before keep_runs (or before uncounted) gain its columns;
+-- only when they lack them, so that a login owning none of the tables
+-- may still run this.
 DO $$ BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid =
-        'dlock_run_names'::regclass AND attname = 'kept_fence' AND
+        'dlock_run_names'::regclass AND attname = 'uncounted' AND
         NOT attisdropped) THEN
         ALTER TABLE dlock_run_names ADD COLUMN IF NOT EXISTS keep_runs
             integer, ADD COLUMN IF NOT EXISTS kept_runs integer,
-            ADD COLUMN IF NOT EXISTS kept_fence bigint;
+            ADD COLUMN IF NOT EXISTS kept_fence bigint,
+            ADD COLUMN IF NOT EXISTS uncounted integer;
     END IF;
 END $$;
 

@@ -10,5 +10,6 @@ w)::tid[]) AND r.name = $1 RETURNING 1),
 n AS (SELECT fence FROM dlock_runs WHERE name = $1 ORDER BY fence DESC
 LIMIT 1)
 UPDATE dlock_run_names x SET kept_runs = c.kept - (SELECT count(*) FROM
-t), kept_fence = (SELECT fence FROM n) FROM c WHERE x.name = $1
+t), kept_fence = (SELECT fence FROM n), uncounted = 0 FROM c WHERE
+x.name = $1
 RETURNING x.kept_runs

@@ -17,4 +17,7 @@ THEN 'dlock_suspensions' END,
 CASE WHEN to_regclass('dlock_run_names') IS NOT NULL AND NOT EXISTS
 (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('dlock_run_names')
 AND attname = 'kept_fence' AND NOT attisdropped)
-THEN 'dlock_run_names.keep_runs' END)
+THEN 'dlock_run_names.keep_runs' WHEN to_regclass('dlock_run_names') IS NOT
+NULL AND NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid =
+to_regclass('dlock_run_names') AND attname = 'uncounted' AND NOT
+attisdropped) THEN 'dlock_run_names.uncounted' END)
