@@ -1258,19 +1258,23 @@ static void t_runs_keys(void)
     for (int kind = 0; kind < 2; kind++) {
         const char *name = nm(kind ? "rk-sem" : "rk-shared");
         dlock_options ko = opts(0, 5000, 0);
-        dlock_lock *l2;
+        dlock_lock *l2, *l3;
 
         ko.shared = kind == 0;
         ko.limit = kind ? 3 : 1;
         CHECK_RC(dlock_acquire(&l, s, name, &ko), DLOCK_OK);
         CHECK_RC(dlock_acquire(&l2, s, name, &ko), DLOCK_OK);
+        CHECK_RC(dlock_acquire(&l3, s, name, &ko), DLOCK_OK);
         CHECK_RC(dlock_run_begin(l, &rule, &go, NULL), DLOCK_OK);
         CHECK(go == 1);
         CHECK_RC(dlock_run_end(l, DLOCK_RUN_EXITED, 0), DLOCK_OK);
         CHECK_RC(dlock_release(l2), DLOCK_OK);
         CHECK_RC(dlock_force_release(NULL, s, name), DLOCK_OK);
-        CHECK_RC(dlock_run_begin(l, &rule, &go, NULL), DLOCK_LOST);
+        /* A holder whose place is gone (one that has begun no run: one
+         * run per acquisition) records nothing. */
+        CHECK_RC(dlock_run_begin(l3, &rule, &go, NULL), DLOCK_LOST);
         CHECK(go == 0);
+        dlock_release(l3);
         dlock_release(l);
         memset(&sr, 0, sizeof(sr));
         CHECK_RC(dlock_history(s, name, 0, seen_cb, &sr), DLOCK_OK);
