@@ -254,6 +254,12 @@ db.execute(ins, ((P + "/planted").encode(), 5, b'h\xff"\\\x01x',
                  -9000000000000000000, 9000000000000000000))
 # A name that is not UTF-8: no lock name.
 db.execute(ins, ((P + "/bad").encode() + b"\xff", 6, b"h", 1, 2))
+# Each with its summary row, as every run's begin writes one: the last
+# runs are read through them.
+sm = ("INSERT INTO dlock_run_names (name, last_start, last_fence) "
+      "VALUES (CAST(? AS TEXT), 0, ?)")
+db.execute(sm, ((P + "/planted").encode(), 5))
+db.execute(sm, ((P + "/bad").encode() + b"\xff", 6))
 db.commit()
 EOF
     "$DLOCK" metrics "$P/" >"$T/mp" 2>"$T/errp"

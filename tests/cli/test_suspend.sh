@@ -22,6 +22,7 @@ waiter=""
 cleanup() {
     [ -n "$holder" ] && kill "$holder" 2>/dev/null
     [ -n "$waiter" ] && kill "$waiter" 2>/dev/null
+    for h in ${holders:-}; do kill "$h" 2>/dev/null; done
     wait 2>/dev/null
     rm -rf "$T"
 }
@@ -107,16 +108,21 @@ import json, sys
 print(len([r for r in json.load(sys.stdin) if r["result"] != "suspended"]))')
 check "the skips recorded no run (hB's only)" 1 "$n_runs"
 
-# --- a shared run already waiting when the suspension comes -------------
-# (the adversary's F1: it read the suspension only before its wait).
-W="$P/shared"
+# --- a semaphore run already waiting when the suspension comes ----------
+# (the adversary's F1: a shared or semaphore run read the suspension only
+# before its wait).  A semaphore, which every store has (MariaDB has no
+# shared locks): two holders fill its 2 places, a third waits.
+W="$P/sem"
 mkfifo "$T/wready" "$T/wgate" "$T/wlog"
-"$DLOCK" run "$W" -- sh -c "echo up >'$T/wready'; read x <'$T/wgate'" &
-holder=$!
+for i in 1 2; do
+    "$DLOCK" run --limit 2 "$W" -- sh -c "echo up >'$T/wready'; read x <'$T/wgate'" &
+    holders="${holders:-} $!"
+done
 exec 3<>"$T/wready"
-read -t 30 -r up <&3
+read -t 30 -r up <&3 && read -t 30 -r up2 <&3
 exec 3<&-
-"$DLOCK" -v run -S -w 30 "$W" -- touch "$T/shared-ran" 2>"$T/wlog" &
+check "both places are taken" "up up" "$up ${up2:-}"
+"$DLOCK" -v run --limit 2 -w 30 "$W" -- touch "$T/sem-ran" 2>"$T/wlog" &
 waiter=$!
 # Its -v line says it is waiting (after its first look at the suspension).
 exec 4<>"$T/wlog"
@@ -124,16 +130,21 @@ seen=""
 while read -t 30 -r line <&4; do
     case $line in *"waiting for '$W'"*) seen=yes; break ;; esac
 done
-check "the shared run waits" yes "$seen"
+check "the semaphore run waits" yes "$seen"
 "$DLOCK" suspend "$W" --reason "while it waited" >/dev/null
-echo go >"$T/wgate"
-wait "$holder"
-holder=""
+# Both holders let go: a line each, through the gate held open for
+# writing until both have read (one may open it only after the other).
+exec 5<>"$T/wgate"
+printf 'go\ngo\n' >&5
+for h in $holders; do wait "$h"; done
+exec 5>&-
+holders=""
 wait "$waiter"
-check "the shared run that waited exits 0 (skipped)" 0 $?
+check "the semaphore run that waited exits 0 (skipped)" 0 $?
+waiter=""
 exec 4<&-
-[ -e "$T/shared-ran" ] && fail "the shared run's command ran though suspended while it waited" ||
-    ok "the shared run's command did not run"
+[ -e "$T/sem-ran" ] && fail "the semaphore run's command ran though suspended while it waited" ||
+    ok "the semaphore run's command did not run"
 "$DLOCK" resume "$W" >/dev/null
 
 # --- a second suspension keeps the first ----------------------------------

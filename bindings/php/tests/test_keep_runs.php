@@ -99,8 +99,16 @@ T::block('keep 3, history, another handle, fewer, 0', function () use ($store, $
     array_unshift($newest, oneRun($store, $n));
     T::ok(fences($store->history($n)) === array_slice($newest, 0, 3),
         'the runs dropped do not come back; a new one is kept beside the two');
-    $store->keepRuns($n, Run::KEPT_MAX);
-    T::ok($store->keptRuns($n) === Run::KEPT_MAX, 'Run::KEPT_MAX (' . Run::KEPT_MAX . ') is taken');
+    try {
+        $store->keepRuns($n, Run::KEPT_MAX);
+        T::ok($store->keptRuns($n) === Run::KEPT_MAX, 'Run::KEPT_MAX (' . Run::KEPT_MAX . ') is taken');
+    } catch (Dlock\InvalidArgumentException $e) {
+        // A store that keeps fewer at most says so (etcd: 500, its runs
+        // share one key); its most is taken.
+        T::ok(str_contains($e->getMessage(), '1..500'), 'a store that keeps fewer says its most', $e->getMessage());
+        $store->keepRuns($n, 500);
+        T::ok($store->keptRuns($n) === 500, 'and 500 is taken');
+    }
     $other->close();
 });
 

@@ -57,8 +57,16 @@ def test_keep_three(store, kind, url, name):
         assert other.kept_runs(name) == dlock.RUNS_KEPT
     made.append(one_run(store, name))
     assert fences(store.history(name)) == made[::-1][:3]
-    store.keep_runs(name, dlock.RUNS_KEPT_MAX)
-    assert store.kept_runs(name) == dlock.RUNS_KEPT_MAX
+    try:
+        store.keep_runs(name, dlock.RUNS_KEPT_MAX)
+    except dlock.InvalidArgument as e:
+        # A store that keeps fewer at most says so (etcd: 500, its runs
+        # share one key); its most is taken.
+        assert kind == "etcd" and "1..500" in str(e), e
+        store.keep_runs(name, 500)
+        assert store.kept_runs(name) == 500
+    else:
+        assert store.kept_runs(name) == dlock.RUNS_KEPT_MAX
 
 
 def test_history_zero_is_all_kept(store, kind, name):
