@@ -86,16 +86,30 @@ static void say_ran(const char *name, const dlock_run *last)
     cli_msg_say(&m, CLI_LOG_NOTICE);
 }
 
-/* The skip line of a suspended name: "suspended by WHO at T: REASON",
- * the reason read now (dlock_run_begin() said who and since when; a
- * suspension lifted meanwhile is said without one).  A notice, as the
- * other skips. */
+/* The skip line of a suspended name: "suspended by WHO at T: REASON".
+ * A notice, as the other skips. */
+static void say_suspension(const char *name, const dlock_suspension *sus)
+{
+    struct cli_msg m;
+    FILE *f;
+
+    if (cli_quiet || run_quiet || (f = cli_msg_open(&m)) == NULL)
+        return;
+    fputs("run: '", f);
+    cli_print_safe(f, name);
+    fputs("' is ", f);
+    cli_print_suspension(f, sus);
+    fputs("; not running the command (dlock resume lifts it)", f);
+    cli_msg_say(&m, CLI_LOG_NOTICE);
+}
+
+/* The same after dlock_run_begin() skipped: it said who and since when;
+ * the reason is read now (a suspension lifted meanwhile is said without
+ * one). */
 static void say_suspended(dlock_store *store, const char *name,
                           const dlock_run *last)
 {
     dlock_suspension *now = NULL, said;
-    struct cli_msg m;
-    FILE *f;
 
     if (cli_quiet || run_quiet)
         return;
@@ -104,16 +118,7 @@ static void say_suspended(dlock_store *store, const char *name,
         snprintf(said.by, sizeof(said.by), "%s", last->host);
         said.since_ms = last->start_ms;
     }
-    if ((f = cli_msg_open(&m)) == NULL) {
-        dlock_suspension_free(now);
-        return;
-    }
-    fputs("run: '", f);
-    cli_print_safe(f, name);
-    fputs("' is ", f);
-    cli_print_suspension(f, now != NULL ? now : &said);
-    fputs("; not running the command (dlock resume lifts it)", f);
-    cli_msg_say(&m, CLI_LOG_NOTICE);
+    say_suspension(name, now != NULL ? now : &said);
     dlock_suspension_free(now);
 }
 
@@ -137,7 +142,6 @@ static void keep_runs(const struct run_opts *o, dlock_store *store)
 int run_suspended(const struct run_opts *o, dlock_store *store)
 {
     dlock_suspension *now = NULL;
-    dlock_run said;
     int rc = dlock_suspended(&now, store, o->name);
 
     if (rc == DLOCK_ENOTSUP || (rc == DLOCK_OK && now == NULL))
@@ -149,11 +153,9 @@ int run_suspended(const struct run_opts *o, dlock_store *store)
                 o->name, dlock_errmsg());
         return cli_exit_code(rc);
     }
-    memset(&said, 0, sizeof(said));
-    snprintf(said.host, sizeof(said.host), "%s", now->by);
-    said.start_ms = now->since_ms;
+    /* Said from the record just read: no second read of it. */
+    say_suspension(o->name, now);
     dlock_suspension_free(now);
-    say_suspended(store, o->name, &said);
     return o->conflict_given ? o->conflict_code : 0;
 }
 
