@@ -7,8 +7,20 @@
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "dlock.h"
+
+/* The monotonic clock in ms (waits, deadlines, a scrape's age).
+ * clock_gettime() is async-signal-safe (POSIX.1-2008): signal handlers
+ * may call it. */
+static inline int64_t cli_mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /* Exit codes (sysexits.h values, as docs/cli.md's "Exit codes" lists). */
 #define EXIT_BUSY 1

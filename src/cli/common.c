@@ -373,14 +373,6 @@ int cli_fail(int rc, const char *what)
     return cli_exit_code(rc);
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* A store call of a finite wait gives up this long after its deadline
  * (as the library's acquire does, WAIT_IO_SLACK_MS in acquire.c). */
 #define OPEN_SLACK_MS 1000
@@ -396,7 +388,7 @@ static int64_t mono_ms(void)
  * run. */
 int cli_open_waiting(const struct cli *c, dlock_store **out, int64_t *wait_ms)
 {
-    int64_t t0 = mono_ms(), pause = 100, spent;
+    int64_t t0 = cli_mono_ms(), pause = 100, spent;
     int finite = *wait_ms > 0 && *wait_ms != DLOCK_WAIT_FOREVER;
     int rc, tries = 0;
 
@@ -405,13 +397,13 @@ int cli_open_waiting(const struct cli *c, dlock_store **out, int64_t *wait_ms)
         int64_t nap = pause;
 
         if (finite) {
-            int64_t left = *wait_ms + OPEN_SLACK_MS - (mono_ms() - t0);
+            int64_t left = *wait_ms + OPEN_SLACK_MS - (cli_mono_ms() - t0);
 
             rc = dlock_store_open_within(out, c->url, left > 1 ? left : 1);
         } else {
             rc = dlock_store_open(out, c->url);
         }
-        spent = mono_ms() - t0;
+        spent = cli_mono_ms() - t0;
         /* Only a server can be "not up yet": a SQLite file (the default
          * store) that does not open will not later.  And only within a
          * deadline: an endless wait on a store that never answers (a

@@ -46,20 +46,12 @@ struct scrape {
     int overrun;      /* the deadline passed before the reads were done */
 };
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Before each read after the first: has the whole scrape's deadline
  * passed?  (Each read is bounded by the store's ?timeout=; a fleet of
  * many names read one by one is bounded here.) */
 static int overrun(struct scrape *s)
 {
-    if (s->deadline != 0 && mono_ms() > s->deadline)
+    if (s->deadline != 0 && cli_mono_ms() > s->deadline)
         s->overrun = 1;
     return s->overrun;
 }
@@ -509,7 +501,7 @@ int cli_fleet_metrics(dlock_store *store, const char *prefix, int64_t budget_ms,
     *len = 0;
     *err = NULL;
     if (budget_ms > 0)
-        s.deadline = mono_ms() + budget_ms;
+        s.deadline = cli_mono_ms() + budget_ms;
     rc = gather(store, prefix, &s, &what);
     if (rc != DLOCK_OK) {
         int code = rc == DLOCK_ENOMEM ? EXIT_INTERNAL : cli_exit_code(rc);

@@ -83,14 +83,6 @@ struct server {
     int64_t last_at; /* CLOCK_MONOTONIC ms; 0: none */
 };
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* spec "ADDR:PORT" as a socket address: 0, or -1 (nothing said). */
 static int parse_listen(const char *spec, struct sockaddr_storage *ss,
                         socklen_t *sslen)
@@ -240,7 +232,7 @@ static enum MHD_Result answer_kept(struct server *s,
         copy[len] = '\0';
         s->last_len = len;
         s->last_status = status;
-        s->last_at = mono_ms();
+        s->last_at = cli_mono_ms();
     }
     return answer(conn, status, text, len, PROM_TYPE);
 }
@@ -251,7 +243,7 @@ static enum MHD_Result answer_kept(struct server *s,
 static enum MHD_Result scrape(struct server *s, struct MHD_Connection *conn)
 {
     if (s->last != NULL && s->last_at != 0 &&
-        mono_ms() - s->last_at < CACHE_MS) {
+        cli_mono_ms() - s->last_at < CACHE_MS) {
         char *copy = malloc(s->last_len + 1);
 
         if (copy == NULL)

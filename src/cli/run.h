@@ -27,10 +27,7 @@ void cli_elect_usage(FILE *f);
 /* The monotonic clock in ms: waits, the lease's deadlines. */
 static inline int64_t run_now_ms(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return cli_mono_ms();
 }
 
 /* --- run_signals.c: the self-pipe ----------------------------------- */

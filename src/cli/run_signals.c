@@ -98,15 +98,6 @@ static void catch_unignored(int sig, void *arg)
         (void)sigaction(sig, arg, NULL);
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    /* clock_gettime() is async-signal-safe (POSIX.1-2008). */
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* A signal before CMD starts: async-signal-safe only (atomics, _exit,
  * dlock_cancel_fire), and on whichever thread the kernel chose. */
 static void on_early_signal(int sig, siginfo_t *si, void *ctx)
@@ -121,11 +112,11 @@ static void on_early_signal(int sig, siginfo_t *si, void *ctx)
         _exit(128 + sig); /* nothing of ours in the store yet */
     if (__atomic_compare_exchange_n(&early_sig, &first, sig, 0,
                                     __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
-        __atomic_store_n(&early_at, mono_ms(), __ATOMIC_SEQ_CST);
+        __atomic_store_n(&early_at, cli_mono_ms(), __ATOMIC_SEQ_CST);
         dlock_cancel_fire(early_cancel);
     } else if (!own &&
                (sig != first ||
-                mono_ms() - __atomic_load_n(&early_at, __ATOMIC_SEQ_CST) >=
+                cli_mono_ms() - __atomic_load_n(&early_at, __ATOMIC_SEQ_CST) >=
                     1000)) {
         /* A second one: the store hangs in letting go, and the caller
          * will not wait for it. */
