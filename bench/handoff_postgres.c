@@ -1,12 +1,16 @@
 /*
  * handoff_postgres.c - PostgreSQL's hand-off floor (handoff.h): the
- * waiter blocks in the server on the session advisory lock and takes its
- * fence (a sequence) in the same statement; the releaser's one statement
- * unlocks it, and the server wakes the blocked backend itself: no NOTIFY,
- * no second request.  Two requests per cycle.
+ * contract floor's cycle (contract.h: the lock, a fence and the holder
+ * row in one statement; the row deleted and the lock let go in one) with
+ * its try made a wait: the waiter blocks in the server on the session
+ * advisory lock, and the same statement goes on to the fence and the row
+ * once granted.  The releaser's one statement unlocks it, and the server
+ * wakes the blocked backend itself: no NOTIFY, no second request.  Two
+ * requests per cycle.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <libpq-fe.h>
 
@@ -17,6 +21,8 @@ struct pg_floor {
     struct bench_noop *n;
     PGconn *c;
     char name[128];
+    char owner[40];
+    unsigned long long gen; /* the owner tokens' generator */
 };
 
 static int pg_ok(PGconn *c, PGresult *r, const char *what)
@@ -47,12 +53,19 @@ static int pg_once(const char *url, const char *sql)
 static int pg_setup(const char *url)
 {
     return pg_once(url,
-                   "CREATE SEQUENCE IF NOT EXISTS dlock_bench_handoff_seq");
+                   "CREATE UNLOGGED SEQUENCE IF NOT EXISTS "
+                   "dlock_bench_handoff_seq; CREATE UNLOGGED TABLE IF NOT "
+                   "EXISTS dlock_bench_handoff_held (name text NOT NULL, "
+                   "owner text NOT NULL, fence bigint NOT NULL, backend_pid "
+                   "integer NOT NULL, host text NOT NULL, pid bigint NOT "
+                   "NULL, expires_at timestamptz NOT NULL, PRIMARY KEY "
+                   "(name, owner))");
 }
 
 static void pg_teardown(const char *url)
 {
-    pg_once(url, "DROP SEQUENCE IF EXISTS dlock_bench_handoff_seq");
+    pg_once(url, "DROP TABLE IF EXISTS dlock_bench_handoff_held; DROP "
+                 "SEQUENCE IF EXISTS dlock_bench_handoff_seq");
 }
 
 static void *pg_open(const char *url, const char *name)
@@ -65,16 +78,29 @@ static void *pg_open(const char *url, const char *name)
     }
     f->c = bench_noop_conn(f->n);
     snprintf(f->name, sizeof(f->name), "%s", name);
+    f->gen = ((unsigned long long)getpid() << 32) ^ 0x9e3779b97f4a7c15ULL;
+    /* As dlock's own sessions and the contract floor: generic plans. */
     if (pg_ok(f->c, PQexec(f->c, "SET lock_timeout = 0"), "set") != 0 ||
+        pg_ok(f->c, PQexec(f->c, "SET plan_cache_mode = force_generic_plan"),
+              "set") != 0 ||
         pg_ok(f->c,
               PQprepare(f->c, "acq",
-                        "SELECT pg_advisory_lock(hashtext($1)), "
-                        "nextval('dlock_bench_handoff_seq')",
-                        1, NULL),
+                        "WITH l AS (SELECT pg_advisory_lock(hashtextextended("
+                        "$1, 0)) IS NOT NULL AS got), i AS (INSERT INTO "
+                        "dlock_bench_handoff_held SELECT $1, $2, "
+                        "nextval('dlock_bench_handoff_seq'), "
+                        "pg_backend_pid(), 'benchhost', 4242, "
+                        "clock_timestamp() + interval '30 s' FROM l WHERE "
+                        "got RETURNING fence) SELECT (SELECT fence FROM i)",
+                        2, NULL),
               "prepare") != 0 ||
         pg_ok(f->c,
-              PQprepare(f->c, "rel", "SELECT pg_advisory_unlock(hashtext($1))",
-                        1, NULL),
+              PQprepare(f->c, "rel",
+                        "WITH d AS (DELETE FROM dlock_bench_handoff_held "
+                        "WHERE name = $1 AND owner = $2 RETURNING 1) SELECT "
+                        "(SELECT count(*) FROM d) = 1 AND "
+                        "pg_advisory_unlock(hashtextextended($1, 0))",
+                        2, NULL),
               "prepare") != 0) {
         bench_noop_close(f->n);
         free(f);
@@ -83,16 +109,32 @@ static void *pg_open(const char *url, const char *name)
     return f;
 }
 
+/* stmt on the name and the holder's owner token; its one value must be
+ * there (a fence; the release's true). */
 static int pg_stmt(void *p, const char *stmt)
 {
     struct pg_floor *f = p;
-    const char *v[1] = {f->name};
+    const char *v[2] = {f->name, f->owner};
+    PGresult *r = PQexecPrepared(f->c, stmt, 2, v, NULL, NULL, 0);
+    int ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
+             !PQgetisnull(r, 0, 0) &&
+             (stmt[0] == 'a' || PQgetvalue(r, 0, 0)[0] == 't');
 
-    return pg_ok(f->c, PQexecPrepared(f->c, stmt, 1, v, NULL, NULL, 0), stmt);
+    if (!ok)
+        fprintf(stderr, "dlock-bench: hand-off floor: %s: %s", stmt,
+                PQerrorMessage(f->c));
+    PQclear(r);
+    return ok ? 0 : -1;
 }
 
 static int pg_acquire(void *p)
 {
+    struct pg_floor *f = p;
+
+    /* A new owner token per acquire, as dlock's (128 bits, hex). */
+    f->gen = f->gen * 6364136223846793005ULL + 1442695040888963407ULL;
+    snprintf(f->owner, sizeof(f->owner), "%016llx%016llx", f->gen,
+             f->gen * 0xff51afd7ed558ccdULL);
     return pg_stmt(p, "acq");
 }
 
@@ -110,8 +152,8 @@ static void pg_close(void *p)
 }
 
 const struct handoff_ops handoff_floor_postgres = {
-    "a blocked pg_advisory_lock() + nextval() in one statement; "
-    "pg_advisory_unlock()",
+    "the contract floor with a blocked pg_advisory_lock(): lock, fence and "
+    "holder row in one statement; row deleted and unlock in one",
     pg_setup,
     pg_open,
     pg_acquire,

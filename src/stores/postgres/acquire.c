@@ -139,8 +139,9 @@ static void session_holders(struct pg_store *ps, struct sess *s,
     memset(h, 0, sizeof(*h));
     h->left_ms = -1;
     if (s->c == NULL ||
-        dlock__pg_run(s->c, ps->base.url, "acquire", ps->sql[Q_HOLDERS], 2, v,
-                      ps->op_timeout_ms, &res, NULL) != DLOCK_OK)
+        dlock__pg_runp(s->c, ps->base.url, "acquire", Q_HOLDERS,
+                       ps->sql[Q_HOLDERS], 2, v, ps->op_timeout_ms, &res,
+                       NULL) != DLOCK_OK)
         return;
     h->n = dlock__pg_col_i64(res, 0, 0, 0);
     h->left_ms = dlock__pg_col_i64(res, 0, 1, -1);
