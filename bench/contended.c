@@ -261,7 +261,6 @@ void bench_contended(void)
     jshape(&d);
     if (floor != NULL && json != NULL) {
         jnum("p50_to_floor", f.p50 > 0 ? (double)d.p50 / (double)f.p50 : 0, 0);
-        jnum("p99_to_p50", d.p50 > 0 ? (double)d.p99 / (double)d.p50 : 0, 0);
         fprintf(json, "    \"floor\": {\n      \"what\": \"%s\",\n",
                 floor->what);
         jshape(&f);

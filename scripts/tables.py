@@ -23,7 +23,7 @@ A table in a page sits between two markers, KIND saying how it is made:
 
 KIND: partition (docs/results/partition.txt, tests/partition/table.sh
 --save writes it), torture (docs/results/torture.txt), bench-uncontended,
-bench-floors, bench-redis (docs/results/bench/: the JSON files of
+bench-floors, bench-redis, bench-contended (docs/results/bench/: the JSON files of
 `DLOCK_BENCH_RESULTS=docs/results/bench make bench`, and run.txt).
 Every table ends with the line saying which run made it, and when.
 
@@ -257,12 +257,40 @@ def render_bench_redis(path, src):
     return out + ['', provenance(src, head)]
 
 
+def render_bench_contended(path, src):
+    """dlock's contended hand-off against the store's hand-off floor
+    (bench/handoff.h), both measured in the same run."""
+    head, files = bench_dir(path)
+    out = ['| store | hand-off p50 / p99 (us) | **p50 / floor\'s p50** | p99 / p50 '
+           '| requests per cycle (server-counted) | floor: hand-off p50 / p99 (us), '
+           'requests per cycle | floor: the exchange | cycles/s, Jain |',
+           '|---|---|---|---|---|---|---|---|']
+    for s in stems(files):
+        c = files.get(s, {}).get('contended')
+        if not c:
+            continue
+        f = c.get('floor')
+        req = c.get('requests_per_cycle')
+        out.append('| %s | %s / %s | %s | %s | %s | %s | %s | %s, %s |' % (
+            s, num(c['handoff_p50_us'], '%.0f'), num(c['handoff_p99_us'], '%.0f'),
+            num(c.get('p50_to_floor'), '%.2f') if f else '-',
+            num(c.get('p99_over_p50'), '%.2f'),
+            '(no count)' if req is None or req < 0 else num(req, '%.2f'),
+            '%s / %s, %s' % (num(f['handoff_p50_us'], '%.0f'), num(f['handoff_p99_us'], '%.0f'),
+                             '(no count)' if f['requests_per_cycle'] < 0
+                             else num(f['requests_per_cycle'], '%.2f')) if f else '-',
+            f['what'] if f else '-',
+            num(c['cycles_per_s'], 'int'), num(c['jain_fairness'], '%.3f')))
+    return out + ['', provenance(src, head)]
+
+
 KINDS = {
     'partition': render_partition,
     'torture': render_torture,
     'bench-uncontended': render_bench_uncontended,
     'bench-floors': render_bench_floors,
     'bench-redis': render_bench_redis,
+    'bench-contended': render_bench_contended,
 }
 
 
