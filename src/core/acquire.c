@@ -340,6 +340,7 @@ int dlock__acquire(dlock_lock **out, dlock_store *s, const char *name,
     lk->pid = dlock__pid();
     lk->gen = dlock__generation();
     lk->view.auto_renew = opts->auto_renew != 0;
+    lk->view.waits = opts->wait_ms != 0;
     lk->on_lost = opts->on_lost;
     lk->payload = opts->payload;
 

@@ -110,6 +110,10 @@ struct dlock_lock {
     unsigned limit;
     int auto_renew; /* read-only: the renew thread will renew it (a store
                      * may keep such locks on a shared session) */
+    int waits;      /* read-only: the acquire waits after a busy try (its
+                     * wait_ms is not 0): a store may leave out of that
+                     * try what only a final answer needs (the holder's
+                     * name for the message) */
     uint64_t fence; /* set by the store on acquire */
     void *priv;     /* the store's per-lock state (a pinned connection...) */
     /* Monotonic ms: the lease end as this process knows it.  The core

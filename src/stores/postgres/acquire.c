@@ -38,12 +38,21 @@ void dlock__pg_acq_params(struct dlock__pg_acq_params *p,
     p->v[7] = sess;
 }
 
+/* What an exclusive try's rows said of the holder's lease, when the key
+ * was not got (sql/frag-lease-left.sql): LEFT_UNKNOWN when the statement
+ * does not say (a shared try, a wait) or there is no row, LEFT_PAST when a
+ * row is past its lease, else the most ms left. */
+#define LEFT_UNKNOWN (-2)
+#define LEFT_PAST (-1)
+
 /* One statement that takes the advisory lock and writes the row, on s
  * (caller holds s->mu).  lock_timeout_ms 0: try;
  * else wait up to that long (server side; only on a session of the
- * attempt's own). */
+ * attempt's own).  left (may be NULL): what an exclusive try that did not
+ * get the key read of the holder's lease. */
 static int session_attempt(struct pg_store *ps, struct sess *s,
-                           struct dlock_lock *lk, int64_t lock_timeout_ms)
+                           struct dlock_lock *lk, int64_t lock_timeout_ms,
+                           int64_t *left)
 {
     struct dlock__pg_acq_params p;
     PGresult *res;
@@ -97,6 +106,9 @@ static int session_attempt(struct pg_store *ps, struct sess *s,
         return timed_out ? DLOCK_BUSY : rc;
     }
     if (!dlock__pg_col_bool(res, 0, 0)) {
+        if (left != NULL && lock_timeout_ms == 0 && !lk->shared &&
+            PQnfields(res) > 2)
+            *left = dlock__pg_col_i64(res, 0, 2, LEFT_UNKNOWN);
         PQclear(res);
         return DLOCK_BUSY;
     }
@@ -338,8 +350,9 @@ static int mux_attempt(struct pg_store *ps, struct dlock_lock *lk,
         if (!lk->auto_renew)
             reused = s->reused; /* ours alone */
         pthread_mutex_lock(&s->mu);
+        o->left_ms = LEFT_UNKNOWN;
         rc = lk->limit > 1 ? sem_attempt(ps, s, lk, -1, o)
-                           : session_attempt(ps, s, lk, 0);
+                           : session_attempt(ps, s, lk, 0, &o->left_ms);
         s->reused = 1;
         pthread_mutex_unlock(&s->mu);
         if (rc == DLOCK_EUNAVAIL && reused && !fresh) {
@@ -396,7 +409,16 @@ static int session_try(struct pg_store *ps, struct dlock_lock *lk,
     rc = mux_attempt(ps, lk, &s, &o);
     if (rc != DLOCK_OK && rc != DLOCK_BUSY)
         return rc;
-    if (rc == DLOCK_BUSY) {
+    if (rc == DLOCK_BUSY && o.left_ms > 0 && lk->waits) {
+        /* A waiter behind a holder within its lease, by the try's own
+         * read of the rows: it waits (a slice ends with the lease, when
+         * the look below runs) without the holders look, which reads
+         * pg_locks (every lock partition of the server, on each
+         * contended cycle).  A try that ends here, a row past its lease
+         * or a key held with no row: the look, as before. */
+        *retry_ms = o.left_ms;
+        dlock__seterr(DLOCK_BUSY, "lock '%s' is held", lk->name);
+    } else if (rc == DLOCK_BUSY) {
         int64_t until = dlock__now_ms() + TERMINATE_GRACE_MS, sent;
 
         pthread_mutex_lock(&s->mu);
@@ -414,7 +436,7 @@ static int session_try(struct pg_store *ps, struct dlock_lock *lk,
             dlock__sleep_ms(nap);
             pthread_mutex_lock(&s->mu);
             sent = dlock__now_ms();
-            rc = session_attempt(ps, s, lk, 0);
+            rc = session_attempt(ps, s, lk, 0, NULL);
             pthread_mutex_unlock(&s->mu);
             /* Its row's lease started with this statement, after the
              * naps: counted from there, not from the first try. */
@@ -585,6 +607,8 @@ int dlock__pg_wait_slice(struct dlock_store *st, struct dlock_lock *lk,
     int rc;
 
     if (h == NULL) {
+        int64_t t0 = dlock__now_ms();
+
         /* The wait counts its keys from its first slice to its end. */
         rc = dlock__pg_keys_take(ps, lk);
         if (rc != DLOCK_OK)
@@ -601,6 +625,12 @@ int dlock__pg_wait_slice(struct dlock_store *st, struct dlock_lock *lk,
         }
         h = lk->priv;
         h->nkeys = dlock__pg_keys_of(lk);
+        /* A new session may have had to connect (tens of ms, more on a
+         * loaded machine): the slice ends when it was asked to, not that
+         * much later.  lock_timeout 0 would be forever: 1 ms at least. */
+        slice_ms -= dlock__now_ms() - t0;
+        if (slice_ms < 1)
+            slice_ms = 1;
     }
     s = h->s;
     pthread_mutex_lock(&s->mu);
@@ -610,7 +640,7 @@ int dlock__pg_wait_slice(struct dlock_store *st, struct dlock_lock *lk,
         return rc;
     }
     sent = dlock__now_ms();
-    rc = session_attempt(ps, s, lk, slice_ms);
+    rc = session_attempt(ps, s, lk, slice_ms, NULL);
     if (rc == DLOCK_OK) {
         h->keyed = 1;
         /* The lease started when the winning statement was sent, at the

@@ -56,7 +56,14 @@
     "lock_fn", FN, "got", "m", "shared",                                       \
         dlock__text_postgres_frag_shared_param, "extra",                       \
         dlock__text_postgres_frag_sem_count
-#define ACQ_FAST(FN) "lock_fn", FN, "got", "l", "shared", "false"
+/* The exclusive tries add what the rows say of the holder's lease. */
+#define ACQ_XT(FN)                                                             \
+    "lock_fn", FN, "got", "l", "shared",                                       \
+        dlock__text_postgres_frag_shared_param, "extra",                       \
+        dlock__text_postgres_frag_lease_left
+#define ACQ_FAST(FN)                                                           \
+    "lock_fn", FN, "got", "l", "shared", "false", "extra",                     \
+        dlock__text_postgres_frag_lease_left
 
 struct tmpl {
     const char *name; /* golden file name */
@@ -69,7 +76,7 @@ struct tmpl {
 static const struct tmpl keyed[Q_KEYED] = {
     [Q_TRY_X] = {"try_x.sql",
                  dlock__text_postgres_try_x,
-                 {ACQ_X("pg_try_advisory_lock"), NULL}},
+                 {ACQ_XT("pg_try_advisory_lock"), NULL}},
     [Q_TRY_S] = {"try_s.sql",
                  dlock__text_postgres_try_s,
                  {ACQ_S("pg_try_advisory_lock_shared"), NULL}},

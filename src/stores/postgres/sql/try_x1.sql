@@ -13,4 +13,4 @@
 WITH l AS (SELECT pg_try_advisory_lock({{key}}) AS got WHERE
 $7::bigint = 0 AND NOT $3::boolean)
 -- @include part-fence-row.sql
-SELECT l.got, (SELECT fence FROM i) FROM l
+SELECT l.got, (SELECT fence FROM i){{extra}} FROM l

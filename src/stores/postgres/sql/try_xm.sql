@@ -3,4 +3,4 @@
 -- name (part-acq-try.sql).  Parameters as try_x.sql.
 -- @include part-acq-try.sql
 -- @include part-fence-row.sql
-SELECT l.got, (SELECT fence FROM i) FROM l
+SELECT l.got, (SELECT fence FROM i){{extra}} FROM l

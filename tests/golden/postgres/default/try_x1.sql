@@ -10,4 +10,8 @@ backend_pid, sess, host, pid, expires_at, acquired_at) SELECT $1, $2,
 false, f.fence, pg_backend_pid(), $8::bigint, $5, $6::bigint,
 clock_timestamp() + $4::bigint * interval '1 millisecond',
 clock_timestamp() FROM f RETURNING fence)
-SELECT l.got, (SELECT fence FROM i) FROM l
+SELECT l.got, (SELECT fence FROM i), CASE WHEN l.got THEN NULL ELSE (SELECT CASE WHEN
+bool_or(t.expires_at <= clock_timestamp()) THEN -1 ELSE
+max(ceil(extract(epoch FROM t.expires_at - clock_timestamp()) *
+1000))::bigint END FROM dlock_held t WHERE t.name = $1) END
+ FROM l
