@@ -24,7 +24,8 @@
  *    Jain's fairness index, share of acquisitions that went back to the
  *    releaser.
  * 3. many locks (many.c): one process holding N names with auto-renew:
- *    RSS per held lock and renewals per second; and (herd.c) 100 waiters
+ *    RSS per held lock and renewals per second, and the cycle with 1, 100
+ *    and 10,000 others held; and (herd.c) 1, 20 and 100 waiters
  *    on one name: what one release costs (client requests the server
  *    counted, per hand-off) and how long the hand-off takes with that
  *    many waiting.
@@ -44,6 +45,10 @@
  *    (dlock_run_begin + _end) on a name keeping 20 runs against one
  *    keeping 10,000 (1,000 with --quick), both full: the ratio, and the
  *    cycle over the fill by tenths.
+ * 8. names in the store (names.c; --only names): status, list PREFIX and
+ *    an uncontended acquire with 10, 10,000 and 1,000,000 names held
+ *    (planted in bulk in the store's own layout; etcd: as many as fit in
+ *    a time budget).
  *
  * This file reads the command line and runs the parts; run.h is what they
  * share, bench.h the no-op clients (noop.c), contract.h the contract's
@@ -61,7 +66,7 @@
 
 static const char
     *only; /* --only uncontended|redis-cpu|contended|many|herd|dead|renew
-            * |etcd-own|elect|runs */
+            * |etcd-own|elect|runs|names */
 
 static int want(const char *part)
 {
@@ -148,6 +153,9 @@ int main(int argc, char **argv)
     fflush(stdout);
     if (want("runs"))
         bench_runs_kept();
+    fflush(stdout);
+    if (want("names"))
+        bench_names();
     if (json != NULL) {
         fprintf(json, "  \"end\": true\n}\n");
         fclose(json);

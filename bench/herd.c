@@ -1,7 +1,10 @@
 /*
- * herd.c - dlock-bench part 3b: 100 (--waiters) waiters on one name:
- * what one release costs (the client requests the server counted per
- * hand-off) and how long a hand-off takes with that many waiting.
+ * herd.c - dlock-bench part 3b: 1, 20 and 100 waiters on one name (or
+ * --waiters N alone): what one release costs (the client requests the
+ * server counted per hand-off) and how long a hand-off takes with that
+ * many waiting (waiter_scaling).  With FIFO kept and no herd, the
+ * requests per hand-off stay flat as the waiters grow.  N + 1 processes
+ * take turns, so that N wait while one holds.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -48,9 +51,9 @@ static void herd_waiter(struct herd *h, const char *name, int k)
     }
 }
 
-void bench_herd(void)
+/* W waiters; *first: no point written yet to waiter_scaling. */
+static void herd_one(int W, int *first)
 {
-    const int W = herd_w;
     const int k = quick ? 100 : 300;
     size_t size = sizeof(struct herd) + sizeof(int64_t) * (2 * k + 2);
     struct herd *h = mmap(NULL, size, PROT_READ | PROT_WRITE,
@@ -62,13 +65,13 @@ void bench_herd(void)
     int64_t *hand = malloc(sizeof(int64_t) * (size_t)k), t0, t1;
     long long r0 = -1, r1 = -1;
     double base = -1;
-    pid_t *pids = calloc((size_t)W, sizeof(*pids));
+    pid_t *pids = calloc((size_t)W + 1, sizeof(*pids));
     char name[128];
     int nh = 0;
 
     if (h == MAP_FAILED || hand == NULL || pids == NULL)
         exit(1);
-    snprintf(name, sizeof(name), "%s/herd", run_id);
+    snprintf(name, sizeof(name), "%s/herd/%d", run_id, W);
     o.auto_renew = 0;
     o.ttl_ms = 60000;
     /* What one uncontended acquire + release costs, for comparison. */
@@ -84,13 +87,13 @@ void bench_herd(void)
     }
     if (dlock_acquire(&l, s, name, &o) != DLOCK_OK)
         die("herd first acquire");
-    for (int w = 0; w < W; w++) {
+    for (int w = 0; w <= W; w++) {
         pids[w] = fork();
         if (pids[w] == 0)
             herd_waiter(h, name, k);
     }
     /* Everyone connected and (after a moment) blocked in the wait. */
-    while (h->ready < W)
+    while (h->ready < W + 1)
         sleep_us(1000);
     sleep_us(1000000);
     r0 = r1 = -1;
@@ -105,9 +108,9 @@ void bench_herd(void)
     t1 = now_ns();
     if (noop != NULL)
         r1 = bench_server_requests(noop);
-    for (int w = 0; w < W; w++)
+    for (int w = 0; w <= W; w++)
         kill(pids[w], SIGKILL);
-    for (int w = 0; w < W; w++)
+    for (int w = 0; w <= W; w++)
         waitpid(pids[w], NULL, 0);
     for (int i = 1; i <= k; i++)
         hand[nh++] = h->released[i + k + 1] - h->released[i - 1];
@@ -129,19 +132,36 @@ void bench_herd(void)
                    url[0] == 's' ? "waiters poll the file"
                                  : "the server counts none at once");
         if (json != NULL)
-            fprintf(json, "  \"herd\": {\n");
-        jnum("waiters", W, 0);
-        jnum("handoffs", k, 0);
-        jnum("handoff_p50_us", p50 / 1e3, 0);
-        jnum("handoff_p99_us", p99 / 1e3, 0);
-        jnum("requests_per_handoff", per, 0);
-        jnum("requests_per_uncontended_cycle", base, 1);
-        if (json != NULL)
-            fprintf(json, "  },\n");
+            fprintf(json,
+                    "%s    {\"waiters\": %d, \"handoffs\": %d, "
+                    "\"handoff_p50_us\": %.6g, \"handoff_p99_us\": %.6g, "
+                    "\"requests_per_handoff\": %.6g, "
+                    "\"requests_per_uncontended_cycle\": %.6g}",
+                    *first ? "" : ",\n", W, k, p50 / 1e3, p99 / 1e3, per, base);
+        *first = 0;
     }
     bench_noop_close(noop);
     dlock_store_close(s);
     free(hand);
     free(pids);
     munmap(h, size);
+}
+
+void bench_herd(void)
+{
+    static const int counts[] = {1, 20, 100};
+    int first = 1;
+
+    if (json != NULL)
+        fprintf(json, "  \"waiter_scaling\": [\n");
+    if (herd_w > 0) {
+        herd_one(herd_w, &first);
+    } else {
+        for (size_t i = 0; i < sizeof(counts) / sizeof(*counts); i++) {
+            herd_one(counts[i], &first);
+            fflush(stdout);
+        }
+    }
+    if (json != NULL)
+        fprintf(json, "\n  ],\n");
 }

@@ -18,7 +18,7 @@ int etcd_own;
 int no_floor;
 int renew_n = 10000;
 int renew_s;
-int herd_w = 100;
+int herd_w; /* 0: 1, 20 and 100 in turn */
 
 int64_t now_ns(void)
 {

@@ -23,7 +23,7 @@ extern int etcd_own;    /* --only etcd-own: etcd locks not auto-renewed */
 extern int no_floor;    /* --no-floor */
 extern int renew_n;     /* --renew N */
 extern int renew_s;     /* --renew-seconds S (0: the default) */
-extern int herd_w;      /* --waiters N */
+extern int herd_w;      /* --waiters N (0: 1, 20 and 100) */
 
 /* CLOCK_MONOTONIC in ns; a sleep that EINTR does not cut short. */
 int64_t now_ns(void);
@@ -49,5 +49,6 @@ void bench_dead_holder(void); /* dead_holder.c */
 void bench_renew(void);       /* renewal.c */
 void bench_elect(void);       /* election.c */
 void bench_runs_kept(void);   /* runs_kept.c */
+void bench_names(void);       /* names.c */
 
 #endif

@@ -5,7 +5,8 @@
 #   DLOCK_BENCH_RESULTS=docs/results/bench scripts/bench.sh BUILD_DIR ...
 #       also copy this run's JSON into that directory (its old *.json
 #       removed first), with run.txt saying which run and when, and remake
-#       the docs' tables from them (scripts/tables.py); commit the lot.
+#       the docs' tables from them (scripts/tables.py) and the scaling
+#       plots (scripts/plots.py: *.svg beside the JSON); commit the lot.
 set -euo pipefail
 build=${1:?usage: scripts/bench.sh BUILD_DIR}
 shift
@@ -178,5 +179,8 @@ if [ -n "${DLOCK_BENCH_RESULTS:-}" ]; then
         echo "# date: $(date -u '+%Y-%m-%d %H:%M UTC')"
     } >"$DLOCK_BENCH_RESULTS/run.txt"
     python3 "$here/tables.py"
-    echo "copied to $DLOCK_BENCH_RESULTS (with run.txt); the docs' tables remade"
+    # The scaling plots (docs/performance.md embeds them), from the same
+    # JSON, beside it.
+    python3 "$here/plots.py" "$DLOCK_BENCH_RESULTS"
+    echo "copied to $DLOCK_BENCH_RESULTS (with run.txt); the docs' tables and plots remade"
 fi

@@ -23,8 +23,9 @@ A table in a page sits between two markers, KIND saying how it is made:
 
 KIND: partition (docs/results/partition.txt, tests/partition/table.sh
 --save writes it), torture (docs/results/torture.txt), bench-uncontended,
-bench-floors, bench-redis, bench-contended (docs/results/bench/: the JSON files of
-`DLOCK_BENCH_RESULTS=docs/results/bench make bench`, and run.txt).
+bench-floors, bench-redis, bench-contended, bench-scaling
+(docs/results/bench/: the JSON files of `DLOCK_BENCH_RESULTS=docs/results/bench
+make bench`, and run.txt).
 Every table ends with the line saying which run made it, and when.
 
 Standard library only.
@@ -281,6 +282,46 @@ def render_bench_contended(path, src):
                              else num(f['requests_per_cycle'], '%.2f')) if f else '-',
             f['what'] if f else '-',
             num(c['cycles_per_s'], 'int'), num(c['jain_fairness'], '%.3f')))
+def render_bench_scaling(path, src):
+    """Cost as the work grows (bench/many.c, herd.c, names.c): the figures
+    scripts/plots.py draws, per store and count."""
+    head, files = bench_dir(path)
+    st = [k for k in stems(files) if k in files and any(
+        p in files[k] for p in ('held_scaling', 'waiter_scaling', 'name_scaling'))]
+    if not st:
+        return ['*No scaling parts in this run (dlock-bench\'s many, herd and '
+                'names parts: a full `make bench` runs them).*', '',
+                provenance(src, head)]
+    out = ['| store | others held | uncontended cycle p50 (us) |', '|---|---|---|']
+    for k in st:
+        d = files[k]
+        for p in d.get('held_scaling', []):
+            out.append('| %s | %s | %s |' % (k, num(p['held'], 'int'),
+                                              num(p['cycle_us'], '%.1f')))
+        if 'held_scaling_capped' in d:
+            out.append('| %s | (capped at %s: a session per held lock) | |' % (
+                k, num(d['held_scaling_capped'], 'int')))
+    out += ['', '| store | waiters | hand-off p50 / p99 (us) | client requests per '
+            'hand-off (server count) |', '|---|---|---|---|']
+    for k in st:
+        for p in files[k].get('waiter_scaling', []):
+            r = p.get('requests_per_handoff')
+            out.append('| %s | %s | %s / %s | %s |' % (
+                k, num(p['waiters'], 'int'), num(p['handoff_p50_us'], '%.0f'),
+                num(p['handoff_p99_us'], '%.0f'),
+                '(not counted)' if r is None or r < 0 else num(r)))
+    out += ['', '| store | names held | status NAME p50 (us) | list PREFIX, 10 names, '
+            'p50 (us) | acquire p50 (us) |', '|---|---|---|---|---|']
+    for k in st:
+        d = files[k]
+        for p in d.get('name_scaling', []):
+            li = p.get('list_us')
+            out.append('| %s | %s | %s | %s | %s |' % (
+                k, num(p['names'], 'int'), num(p['status_us'], '%.1f'),
+                '(failed)' if li is None or li < 0 else num(li, '%.1f'),
+                num(p['acquire_us'], '%.1f')))
+        if 'name_scaling_capped' in d:
+            out.append('| %s | (capped: %s) | | | |' % (k, d['name_scaling_capped']))
     return out + ['', provenance(src, head)]
 
 
@@ -291,6 +332,7 @@ KINDS = {
     'bench-floors': render_bench_floors,
     'bench-redis': render_bench_redis,
     'bench-contended': render_bench_contended,
+    'bench-scaling': render_bench_scaling,
 }
 
 
