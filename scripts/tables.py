@@ -282,6 +282,9 @@ def render_bench_contended(path, src):
                              else num(f['requests_per_cycle'], '%.2f')) if f else '-',
             f['what'] if f else '-',
             num(c['cycles_per_s'], 'int'), num(c['jain_fairness'], '%.3f')))
+    return out + ['', provenance(src, head)]
+
+
 def render_bench_scaling(path, src):
     """Cost as the work grows (bench/many.c, herd.c, names.c): the figures
     scripts/plots.py draws, per store and count."""
