@@ -7,7 +7,9 @@
 -- needs the name free, a semaphore waiter of limit L one of L slots; the
 -- first that does not fit stops the hand-off: first come, first served).
 -- An entry past its deadline is dropped unasked; the others are told on
--- their own channel, and PUBLISH counts who listens: none means the
+-- their own channel (their handle's for this name, "g" + their token; an
+-- older dlock's: its token's, "g" + the fence), and PUBLISH counts who
+-- listens: none means the
 -- waiter died or gave up (its process closed the connection, or it
 -- unsubscribed), and it is dropped too.  Each loop drops one entry or
 -- stops, so it ends.  Returns whether anyone got it, and the fence of
@@ -50,6 +52,7 @@ local function handoff(now, me)
     end
     local v = redis.call('HGET', KEYS[6], w)
     local lim = tonumber(redis.call('HGET', KEYS[6], 'l:' .. w) or '1')
+    local hid = redis.call('HGET', KEYS[6], 'c:' .. w)
     local ttl, dl, pid, host =
       string.match(v or '', '^(%d+) (%d+) (%d+) (.*)$')
     local live = ttl and tonumber(dl) > now
@@ -57,13 +60,18 @@ local function handoff(now, me)
       return told(gave, mine, short)
     end
     redis.call('ZREM', KEYS[5], w)
-    redis.call('HDEL', KEYS[6], w, 'l:' .. w)
+    redis.call('HDEL', KEYS[6], w, 'l:' .. w, 'c:' .. w)
     if live then
       local f = fence(now, t)
       local ok = w == me
       if not ok then
-        local n = redis.pcall('PUBLISH', KEYS[1] .. '\255w' .. w,
-          'g' .. string.format('%d', f))
+        local n
+        if hid then
+          n = redis.pcall('PUBLISH', KEYS[1] .. '\255w' .. hid, 'g' .. w)
+        else
+          n = redis.pcall('PUBLISH', KEYS[1] .. '\255w' .. w,
+            'g' .. string.format('%d', f))
+        end
         ok = {{heard}}
       end
       if ok then

@@ -76,6 +76,7 @@ local function handoff(now, me)
     end
     local v = redis.call('HGET', KEYS[6], w)
     local lim = tonumber(redis.call('HGET', KEYS[6], 'l:' .. w) or '1')
+    local hid = redis.call('HGET', KEYS[6], 'c:' .. w)
     local ttl, dl, pid, host =
       string.match(v or '', '^(%d+) (%d+) (%d+) (.*)$')
     local live = ttl and tonumber(dl) > now
@@ -83,13 +84,18 @@ local function handoff(now, me)
       return told(gave, mine, short)
     end
     redis.call('ZREM', KEYS[5], w)
-    redis.call('HDEL', KEYS[6], w, 'l:' .. w)
+    redis.call('HDEL', KEYS[6], w, 'l:' .. w, 'c:' .. w)
     if live then
       local f = fence(now, t)
       local ok = w == me
       if not ok then
-        local n = redis.pcall('PUBLISH', KEYS[1] .. '\255w' .. w,
-          'g' .. string.format('%d', f))
+        local n
+        if hid then
+          n = redis.pcall('PUBLISH', KEYS[1] .. '\255w' .. hid, 'g' .. w)
+        else
+          n = redis.pcall('PUBLISH', KEYS[1] .. '\255w' .. w,
+            'g' .. string.format('%d', f))
+        end
         ok = true
       end
       if ok then
@@ -115,7 +121,7 @@ local function pass_on(now, slots)
   end
 end
 local function enqueue(now, left)
-  if ARGV[5] ~= 'q' then return 0 end
+  if string.sub(ARGV[5], 1, 1) ~= 'q' then return 0 end
   local dl = now + math.max(left, 1000) + 10000
   if not redis.call('ZSCORE', KEYS[5], ARGV[1]) then
     redis.call('ZADD', KEYS[5], redis.call('HINCRBY', KEYS[6], '#', 1),
@@ -124,6 +130,10 @@ local function enqueue(now, left)
   redis.call('HSET', KEYS[6], ARGV[1], ARGV[2] .. ' ' ..
     string.format('%d', dl) .. ' ' .. ARGV[4] .. ' ' .. ARGV[3])
   if ARGV[6] then redis.call('HSET', KEYS[6], 'l:' .. ARGV[1], ARGV[6]) end
+  local hid = string.match(ARGV[5], '^q(%x+)$')
+  if hid and #hid == 16 then
+    redis.call('HSET', KEYS[6], 'c:' .. ARGV[1], hid)
+  end
   if redis.call('PTTL', KEYS[5]) < dl - now then
     redis.call('PEXPIREAT', KEYS[5], dl)
     redis.call('PEXPIREAT', KEYS[6], dl)

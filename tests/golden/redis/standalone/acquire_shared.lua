@@ -65,6 +65,7 @@ local function handoff(now, me)
     end
     local v = redis.call('HGET', KEYS[6], w)
     local lim = tonumber(redis.call('HGET', KEYS[6], 'l:' .. w) or '1')
+    local hid = redis.call('HGET', KEYS[6], 'c:' .. w)
     local ttl, dl, pid, host =
       string.match(v or '', '^(%d+) (%d+) (%d+) (.*)$')
     local live = ttl and tonumber(dl) > now
@@ -72,13 +73,18 @@ local function handoff(now, me)
       return told(gave, mine, short)
     end
     redis.call('ZREM', KEYS[5], w)
-    redis.call('HDEL', KEYS[6], w, 'l:' .. w)
+    redis.call('HDEL', KEYS[6], w, 'l:' .. w, 'c:' .. w)
     if live then
       local f = fence(now, t)
       local ok = w == me
       if not ok then
-        local n = redis.pcall('PUBLISH', KEYS[1] .. '\255w' .. w,
-          'g' .. string.format('%d', f))
+        local n
+        if hid then
+          n = redis.pcall('PUBLISH', KEYS[1] .. '\255w' .. hid, 'g' .. w)
+        else
+          n = redis.pcall('PUBLISH', KEYS[1] .. '\255w' .. w,
+            'g' .. string.format('%d', f))
+        end
         ok = (type(n) ~= 'number' or n > 0)
       end
       if ok then
