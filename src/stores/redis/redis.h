@@ -154,10 +154,11 @@ _Static_assert(DLOCK__RKEYS == 7, "RKEYS_STR must match DLOCK__RKEYS");
 struct waiter {
     struct waiter *next;
     pthread_cond_t *cv;
-    int woken;        /* a message (only ever a wake-up) came */
-    int64_t lease_at; /* a hand-off to another (an "h" message on the
-                       * name's channel): monotonic ms by which the new
-                       * holder's lease ends; 0 none */
+    int woken;         /* a message (only ever a wake-up) came */
+    const char *token; /* on an own channel: the waiter's owner token */
+    int64_t lease_at;  /* a hand-off to another (an "h" message on the
+                        * name's channel): monotonic ms by which the new
+                        * holder's lease ends; 0 none */
 };
 
 /* A channel this handle is (or is getting) subscribed to: the release
@@ -174,9 +175,15 @@ struct chan {
     char *ks;       /* keyspace channel, once SUBSCRIBE was sent, or NULL */
     size_t ks_len;
     int ks_subscribed;
-    int own; /* a waiter's own channel: "g" wakes it for a hand-off */
+    int own;  /* a handle's own channel: "g" + token wakes that waiter */
+    int keep; /* 0: unsubscribe when its last waiter leaves */
     struct waiter *head, *tail;
 };
+
+/* Channels with no waiter left stay subscribed (the next wait on the name
+ * needs no SUBSCRIBE, nor its confirmation), this many per handle at
+ * most: beyond, the one idle longest is let go. */
+#define IDLE_CHANS_MAX 64
 
 /* What an (UN)SUBSCRIBE sent on the pub/sub connection was for: the
  * server answers each in order, and an error answer (an ACL without the
@@ -260,6 +267,11 @@ struct redis_store {
     int ks_denied;  /* ... refused only the keyspace channels: poll */
     int stop;
     struct chan *chans;
+    int idle; /* channels in chans with no waiter (refs 0) */
+    /* This handle's id, 16 hex digits: its own channel for a name is
+     * the lock key, 0xff, "w" and this (wait.c), kept from one wait to
+     * the next. */
+    char hid[17];
     unsigned char *pend; /* P_* of commands sent and not yet answered */
     size_t pend_head, pend_len, pend_cap;
 

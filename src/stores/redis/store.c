@@ -144,6 +144,16 @@ static int redis_open(struct dlock_store **out, const struct dlock_url *u)
                            u->redacted);
         goto fail;
     }
+    {
+        /* The handle's id (rs->hid): half of a fresh owner token. */
+        char t[DLOCK_TOKEN_HEX + 1];
+
+        rc = dlock__token(t);
+        if (rc != DLOCK_OK)
+            goto fail;
+        memcpy(rs->hid, t, 16);
+        rs->hid[16] = '\0';
+    }
     v = dlock__url_param(u, "fair");
     rs->fair = 1;
     if (v != NULL && parse_int(v, 0, 1, &rs->fair) != 0) {

@@ -186,12 +186,25 @@ static void on_push(struct redis_store *rs, redisReply *r)
         for (struct waiter *w = c->head; w != NULL; w = w->next)
             pthread_cond_signal(w->cv);
     } else if (strcmp(kind, "message") == 0 && c->own) {
-        /* "g" + fence: the lock may have been handed to this waiter.
-         * Only a wake-up: its attempt finds out (and ignores the
-         * fence: the script's reply has the real one).  Anything else
-         * on a waiter's own channel is nobody's business. */
-        if (m->type == REDIS_REPLY_STRING && m->len > 0 && m->str[0] == 'g')
-            wake_one(c);
+        /* "g" + token: the lock may have been handed to that waiter of
+         * this handle.  Only a wake-up: its attempt finds out (the
+         * script's reply has the fence).  A "g" naming none of them (or
+         * an older dlock's "g" + fence) wakes one, as a release does.
+         * Anything else on an own channel is nobody's business. */
+        if (m->type == REDIS_REPLY_STRING && m->len > 0 && m->str[0] == 'g') {
+            struct waiter *w = c->head;
+
+            while (w != NULL && (w->woken || w->token == NULL ||
+                                 strlen(w->token) != m->len - 1 ||
+                                 memcmp(w->token, m->str + 1, m->len - 1)))
+                w = w->next;
+            if (w != NULL) {
+                w->woken = 1;
+                pthread_cond_signal(w->cv);
+            } else {
+                wake_one(c);
+            }
+        }
     } else if (strcmp(kind, "message") == 0 && !ks &&
                m->type == REDIS_REPLY_STRING && m->len > 0 &&
                m->str[0] == 'h' &&
@@ -358,8 +371,11 @@ struct chan *dlock__redis_chan_join(struct redis_store *rs, const char *name,
         }
         c->len = len;
         c->own = own;
+        c->keep = 1;
         c->next = rs->chans;
         rs->chans = c;
+    } else if (c->refs == 0) {
+        rs->idle--; /* kept from an earlier wait */
     }
     if (c->refs++ == 0 && !c->subscribed)
         (void)dlock__redis_sub_cmd(rs, "SUBSCRIBE", c->name, c->len, P_SUB);
@@ -370,6 +386,24 @@ struct chan *dlock__redis_chan_join(struct redis_store *rs, const char *name,
         c->head = w;
     c->tail = w;
     return c;
+}
+
+/* Unsubscribe c (no waiter is left on it) and free it. */
+static void chan_drop(struct redis_store *rs, struct chan *c)
+{
+    struct chan **cp = &rs->chans;
+
+    if (c->subscribed)
+        (void)dlock__redis_sub_cmd(rs, "UNSUBSCRIBE", c->name, c->len, P_UNSUB);
+    if (c->ks != NULL)
+        (void)dlock__redis_sub_cmd(rs, "UNSUBSCRIBE", c->ks, c->ks_len,
+                                   P_UNSUB);
+    while (*cp != c)
+        cp = &(*cp)->next;
+    *cp = c->next;
+    free(c->name);
+    free(c->ks);
+    free(c);
 }
 
 void dlock__redis_chan_leave(struct redis_store *rs, struct chan *c,
@@ -390,20 +424,27 @@ void dlock__redis_chan_leave(struct redis_store *rs, struct chan *c,
     if (w->woken)
         wake_one(c);
     if (--c->refs == 0) {
-        struct chan **cp = &rs->chans;
-
-        if (c->subscribed)
-            (void)dlock__redis_sub_cmd(rs, "UNSUBSCRIBE", c->name, c->len,
-                                       P_UNSUB);
-        if (c->ks != NULL)
-            (void)dlock__redis_sub_cmd(rs, "UNSUBSCRIBE", c->ks, c->ks_len,
-                                       P_UNSUB);
-        while (*cp != c)
-            cp = &(*cp)->next;
-        *cp = c->next;
-        free(c->name);
-        free(c->ks);
-        free(c);
+        if (c->keep && c->subscribed && !rs->sub_broken) {
+            /* Kept for the next wait on the name; its keyspace channel
+             * (a foreign holder's) is not. */
+            if (c->ks != NULL) {
+                (void)dlock__redis_sub_cmd(rs, "UNSUBSCRIBE", c->ks, c->ks_len,
+                                           P_UNSUB);
+                free(c->ks);
+                c->ks = NULL;
+                c->ks_subscribed = 0;
+            }
+            c->head = c->tail = NULL;
+            if (++rs->idle <= IDLE_CHANS_MAX)
+                return;
+            /* Too many kept: let go of the oldest idle one (the list
+             * is newest first). */
+            for (struct chan *o = rs->chans; o != NULL; o = o->next)
+                if (o->refs == 0)
+                    c = o;
+            rs->idle--;
+        }
+        chan_drop(rs, c);
     }
 }
 

@@ -20,6 +20,7 @@
  * of the slice) and then at most one attempt: none when the slice ran out
  * before anything was due, so long leases cost no attempts.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -152,13 +153,14 @@ static void wait_free(struct redis_store *rs, struct dlock_lock *lk)
     lk->priv = NULL;
 }
 
-/* The waiter's own channel: the lock key, 0xff, "w" and its token (the
- * scripts' hand-off publishes there).  NULL: out of memory. */
-static char *own_channel(const struct wait *wt, const struct dlock_lock *lk,
+/* The handle's own channel for the name: the lock key, 0xff, "w" and the
+ * handle's id (the scripts' hand-off publishes "g" + the waiter's token
+ * there).  NULL: out of memory. */
+static char *own_channel(const struct redis_store *rs, const struct wait *wt,
                          size_t *len)
 {
-    size_t tl = strlen(lk->token);
-    char *ch = malloc(wt->k.klen[0] + 2 + tl + 1);
+    size_t hl = strlen(rs->hid);
+    char *ch = malloc(wt->k.klen[0] + 2 + hl + 1);
 
     if (ch == NULL)
         return NULL;
@@ -167,8 +169,8 @@ static char *own_channel(const struct wait *wt, const struct dlock_lock *lk,
            "\xff"
            "w",
            2);
-    memcpy(ch + wt->k.klen[0] + 2, lk->token, tl + 1);
-    *len = wt->k.klen[0] + 2 + tl;
+    memcpy(ch + wt->k.klen[0] + 2, rs->hid, hl + 1);
+    *len = wt->k.klen[0] + 2 + hl;
     return ch;
 }
 
@@ -192,7 +194,7 @@ static int wait_start(struct redis_store *rs, struct dlock_lock *lk,
         return rc;
     }
     if (rs->fair && !lk->shared &&
-        (own = own_channel(wt, lk, &own_len)) == NULL) {
+        (own = own_channel(rs, wt, &own_len)) == NULL) {
         free(wt->k.buf);
         free(wt);
         return dlock__enomem();
@@ -202,6 +204,7 @@ static int wait_start(struct redis_store *rs, struct dlock_lock *lk,
     pthread_cond_init(&wt->cv, &ca);
     pthread_condattr_destroy(&ca);
     wt->w.cv = wt->ow.cv = &wt->cv;
+    wt->ow.token = lk->token;
     lk->priv = wt;
 
     struct wake_arg wa = {rs, &wt->cv};
@@ -345,10 +348,11 @@ static void plan(struct redis_store *rs, struct wait *wt, int64_t retry,
     wt->look_at = look;
 }
 
-/* Queue (Q_WAIT) only where a hand-off can reach us: our own channel is
- * subscribed.  Else the name's channel and the timers do, as without
- * ?fair. */
-static const char *queue_mode(struct redis_store *rs, struct wait *wt)
+/* Queue (Q_WAIT + the handle's id, into buf) only where a hand-off can
+ * reach us: our own channel is subscribed.  Else the name's channel and
+ * the timers do, as without ?fair. */
+static const char *queue_mode(struct redis_store *rs, struct wait *wt,
+                              char buf[24])
 {
     int ok;
 
@@ -357,7 +361,10 @@ static const char *queue_mode(struct redis_store *rs, struct wait *wt)
     pthread_mutex_lock(&rs->smu);
     ok = wt->oc->subscribed && !rs->sub_broken && !rs->sub_denied;
     pthread_mutex_unlock(&rs->smu);
-    return ok ? Q_WAIT : Q_TRY;
+    if (!ok)
+        return Q_TRY;
+    snprintf(buf, 24, "%s%s", Q_WAIT, rs->hid);
+    return buf;
 }
 
 int dlock__redis_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
@@ -367,6 +374,7 @@ int dlock__redis_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
     int64_t end = dlock__now_ms() + slice_ms, sent, retry = -1;
     struct wait *wt;
     const char *q;
+    char qbuf[24];
     uint64_t epoch = 0;
     int rc, foreign = 1;
 
@@ -387,7 +395,7 @@ int dlock__redis_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
      * proves nothing (sub.c), and a lock handed to us is ours in this one
      * script (it sees our token, restarts the lease and answers the
      * fence the hand-off drew). */
-    q = queue_mode(rs, wt);
+    q = queue_mode(rs, wt, qbuf);
     sent = dlock__now_ms();
     rc = dlock__redis_attempt(rs, lk, q, &retry, &foreign, &wt->place, &epoch);
     if (rc == DLOCK_OK) {
@@ -401,7 +409,7 @@ int dlock__redis_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
     }
     if (rc != DLOCK_BUSY)
         return rc; /* the core forgets the wait */
-    wt->queued |= strcmp(q, Q_WAIT) == 0;
+    wt->queued |= q[0] == Q_WAIT[0];
     plan(rs, wt, retry, foreign);
     *retry_ms = wt->look_at - dlock__now_ms();
     if (*retry_ms < 0)
@@ -423,6 +431,13 @@ int dlock__redis_forget(struct dlock_store *s, struct dlock_lock *lk)
     }
     if (wt->queued)
         rc = dlock__redis_leave(rs, lk);
+    if (rc != DLOCK_OK && wt->oc != NULL) {
+        /* Still queued, maybe: a hand-off must not find our channel
+         * listening once we are gone (the entry then runs out). */
+        pthread_mutex_lock(&rs->smu);
+        wt->oc->keep = 0;
+        pthread_mutex_unlock(&rs->smu);
+    }
     wait_free(rs, lk);
     return rc;
 }

@@ -7,7 +7,7 @@
 -- @include fn_handoff.lua
 -- @include fn_unjoin.lua
 redis.call('ZREM', KEYS[5], ARGV[1])
-redis.call('HDEL', KEYS[6], ARGV[1], 'l:' .. ARGV[1])
+redis.call('HDEL', KEYS[6], ARGV[1], 'l:' .. ARGV[1], 'c:' .. ARGV[1])
 if redis.call('ZCARD', KEYS[5]) == 0 then redis.call('DEL', KEYS[6]) end
 if redis.call('ZSCORE', KEYS[7], ARGV[1]) then
   unjoin(KEYS[7], '\255sem', ARGV[1], now)

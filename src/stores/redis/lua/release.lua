@@ -5,14 +5,17 @@
 -- EXISTS): handoff() would find nobody, so the name's channel hears of
 -- it, as pass_on() does, without TIME or the functions of a hand-off.
 if redis.call('GET', KEYS[1]) ~= ('dlock1:' .. ARGV[1]) then return 0 end
-redis.call('DEL', KEYS[1], KEYS[4])
 if redis.call('EXISTS', KEYS[5], KEYS[6]) == 0 then
+  redis.call('DEL', KEYS[1], KEYS[4])
   redis.pcall('PUBLISH', KEYS[1] .. '\255release', 'r')
   return 1
 end
--- Ours, with a queue: the lock is let go and handed on.
+-- Ours, with a queue: the lock is let go and handed on, with the latest
+-- lease end a waiter was told (fn_busy.lua), read before the info goes.
+local seen = tonumber(redis.call('HGET', KEYS[4], 'seen') or '')
+redis.call('DEL', KEYS[1], KEYS[4])
 -- @include now.lua
 -- @include fn_fence.lua
 -- @include fn_handoff.lua
-pass_on(now, false)
+pass_on(now, false, seen)
 return 1

@@ -48,37 +48,43 @@ local function room(now, lim)
   local n, l = holders(now, lim)
   return n == 0 or (lim > 1 and l == lim and n < lim)
 end
-local function told(gave, mine, short)
-  if short then
+local function told(gave, mine, short, now, seen)
+  if short and not (seen and now + short >= seen) then
     redis.pcall('PUBLISH', KEYS[1] .. '\255release',
       'h' .. string.format('%d', short))
   end
   return gave, mine
 end
-local function handoff(now, me)
+local function handoff(now, me, seen)
   local gave, mine, short = false, nil, nil
   while true do
     local w = redis.call('ZRANGE', KEYS[5], 0, 0)[1]
     if not w then
       redis.call('DEL', KEYS[5], KEYS[6])
-      return told(gave, mine, short)
+      return told(gave, mine, short, now, seen)
     end
     local v = redis.call('HGET', KEYS[6], w)
     local lim = tonumber(redis.call('HGET', KEYS[6], 'l:' .. w) or '1')
+    local hid = redis.call('HGET', KEYS[6], 'c:' .. w)
     local ttl, dl, pid, host =
       string.match(v or '', '^(%d+) (%d+) (%d+) (.*)$')
     local live = ttl and tonumber(dl) > now
     if live and not room(now, lim) then
-      return told(gave, mine, short)
+      return told(gave, mine, short, now, seen)
     end
     redis.call('ZREM', KEYS[5], w)
-    redis.call('HDEL', KEYS[6], w, 'l:' .. w)
+    redis.call('HDEL', KEYS[6], w, 'l:' .. w, 'c:' .. w)
     if live then
       local f = fence(now, t)
       local ok = w == me
       if not ok then
-        local n = redis.pcall('PUBLISH', KEYS[1] .. '\255w' .. w,
-          'g' .. string.format('%d', f))
+        local n
+        if hid then
+          n = redis.pcall('PUBLISH', KEYS[1] .. '\255w' .. hid, 'g' .. w)
+        else
+          n = redis.pcall('PUBLISH', KEYS[1] .. '\255w' .. w,
+            'g' .. string.format('%d', f))
+        end
         ok = true
       end
       if ok then
@@ -92,13 +98,16 @@ local function handoff(now, me)
           join(KEYS[7], '\255sem', w, ttl, host, pid, f, now, lim)
         else
           hold(w, ttl, host, pid, f, now)
+          if seen then
+            redis.call('HSET', KEYS[4], 'seen', string.format('%d', seen))
+          end
         end
       end
     end
   end
 end
-local function pass_on(now, slots)
-  local gave = handoff(now, '')
+local function pass_on(now, slots, seen)
+  local gave = handoff(now, '', seen)
   if not gave or (slots and redis.call('EXISTS', KEYS[5]) == 0) then
     redis.pcall('PUBLISH', KEYS[1] .. '\255release', 'r')
   end

@@ -48,37 +48,43 @@ local function room(now, lim)
   local n, l = holders(now, lim)
   return n == 0 or (lim > 1 and l == lim and n < lim)
 end
-local function told(gave, mine, short)
-  if short then
+local function told(gave, mine, short, now, seen)
+  if short and not (seen and now + short >= seen) then
     redis.pcall('PUBLISH', KEYS[1] .. '\255release',
       'h' .. string.format('%d', short))
   end
   return gave, mine
 end
-local function handoff(now, me)
+local function handoff(now, me, seen)
   local gave, mine, short = false, nil, nil
   while true do
     local w = redis.call('ZRANGE', KEYS[5], 0, 0)[1]
     if not w then
       redis.call('DEL', KEYS[5], KEYS[6])
-      return told(gave, mine, short)
+      return told(gave, mine, short, now, seen)
     end
     local v = redis.call('HGET', KEYS[6], w)
     local lim = tonumber(redis.call('HGET', KEYS[6], 'l:' .. w) or '1')
+    local hid = redis.call('HGET', KEYS[6], 'c:' .. w)
     local ttl, dl, pid, host =
       string.match(v or '', '^(%d+) (%d+) (%d+) (.*)$')
     local live = ttl and tonumber(dl) > now
     if live and not room(now, lim) then
-      return told(gave, mine, short)
+      return told(gave, mine, short, now, seen)
     end
     redis.call('ZREM', KEYS[5], w)
-    redis.call('HDEL', KEYS[6], w, 'l:' .. w)
+    redis.call('HDEL', KEYS[6], w, 'l:' .. w, 'c:' .. w)
     if live then
       local f = fence(now, t)
       local ok = w == me
       if not ok then
-        local n = redis.pcall('PUBLISH', KEYS[1] .. '\255w' .. w,
-          'g' .. string.format('%d', f))
+        local n
+        if hid then
+          n = redis.pcall('PUBLISH', KEYS[1] .. '\255w' .. hid, 'g' .. w)
+        else
+          n = redis.pcall('PUBLISH', KEYS[1] .. '\255w' .. w,
+            'g' .. string.format('%d', f))
+        end
         ok = (type(n) ~= 'number' or n > 0)
       end
       if ok then
@@ -92,19 +98,22 @@ local function handoff(now, me)
           join(KEYS[7], '\255sem', w, ttl, host, pid, f, now, lim)
         else
           hold(w, ttl, host, pid, f, now)
+          if seen then
+            redis.call('HSET', KEYS[4], 'seen', string.format('%d', seen))
+          end
         end
       end
     end
   end
 end
-local function pass_on(now, slots)
-  local gave = handoff(now, '')
+local function pass_on(now, slots, seen)
+  local gave = handoff(now, '', seen)
   if not gave or (slots and redis.call('EXISTS', KEYS[5]) == 0) then
     redis.pcall('PUBLISH', KEYS[1] .. '\255release', 'r')
   end
 end
 local function enqueue(now, left)
-  if ARGV[5] ~= 'q' then return 0 end
+  if string.sub(ARGV[5], 1, 1) ~= 'q' then return 0 end
   local dl = now + math.max(left, 1000) + 10000
   if not redis.call('ZSCORE', KEYS[5], ARGV[1]) then
     redis.call('ZADD', KEYS[5], redis.call('HINCRBY', KEYS[6], '#', 1),
@@ -113,6 +122,10 @@ local function enqueue(now, left)
   redis.call('HSET', KEYS[6], ARGV[1], ARGV[2] .. ' ' ..
     string.format('%d', dl) .. ' ' .. ARGV[4] .. ' ' .. ARGV[3])
   if ARGV[6] then redis.call('HSET', KEYS[6], 'l:' .. ARGV[1], ARGV[6]) end
+  local hid = string.match(ARGV[5], '^q(%x+)$')
+  if hid and #hid == 16 then
+    redis.call('HSET', KEYS[6], 'c:' .. ARGV[1], hid)
+  end
   if redis.call('PTTL', KEYS[5]) < dl - now then
     redis.call('PEXPIREAT', KEYS[5], dl)
     redis.call('PEXPIREAT', KEYS[6], dl)
@@ -120,6 +133,14 @@ local function enqueue(now, left)
   return redis.call('ZRANK', KEYS[5], ARGV[1]) + 1
 end
 local function busy(now, left, dlock)
+  if dlock and left >= 0 then
+    local e = now + left
+    local s = redis.call('HGET', KEYS[4], 'seen')
+    if (s and tonumber(s) < e) or
+        (not s and redis.call('EXISTS', KEYS[4]) == 1) then
+      redis.call('HSET', KEYS[4], 'seen', string.format('%d', e))
+    end
+  end
   return {0, left, dlock and 1 or 0, enqueue(now, left)}
 end
 local function edge(z, i, now)
