@@ -384,10 +384,9 @@ static int one_statement(struct my_store *ms, struct dlock_lock *lk,
 
     *got = -1;
     if (ms->fast) {
-        rc = fast_acquire(ms, lk, ml, got);
-        if (rc == DLOCK_OK && *got == 0)
-            *got = -1; /* taken: the plain GET_LOCK says by whom */
-        return rc;
+        /* *got 0, the GET_LOCK is taken: contended() reads by whom (its
+         * row, and IS_USED_LOCK), with no second GET_LOCK before it. */
+        return fast_acquire(ms, lk, ml, got);
     }
     if (!__atomic_load_n(&ms->have_proc, __ATOMIC_RELAXED))
         return DLOCK_OK;
@@ -408,15 +407,20 @@ static int contended(struct my_store *ms, struct dlock_lock *lk,
                      struct my_lock *ml, int64_t deadline, int64_t *retry_ms)
 {
     struct conn *c = ml->c;
-    struct holder h;
-    int found, killed = 0, got, rc;
+    struct holder h, w;
+    long long used;
+    int found, wfound, killed = 0, got, rc;
     int64_t wait;
 
-    rc = read_row(ms, c, ml, &h, &found);
+    /* The row, and for a key held without one (a hand-off's moment
+     * between the last holder's release and the next one's claim, say)
+     * who holds the GET_LOCK and its waiter row: one statement. */
+    rc = dlock__my_read_contended(ms, c, ml, &h, &found, &used, &w, &wfound);
     if (rc != DLOCK_OK)
         return rc;
     if (!found) {
-        rc = dlock__my_rowless(ms, c, ml, retry_ms, &killed);
+        rc = dlock__my_rowless_read(ms, c, ml, used, &w, wfound, retry_ms,
+                                    &killed);
     } else if (lk->limit == 1 && h.lim > 1 && !h.has_owner) {
         int gone;
 

@@ -168,10 +168,11 @@ struct my_sql {
     char *own, *extend, *ttl_left, *release, *release_fast, *release_call;
     char *release_getlock, *release_getlock_if_ours, *delete_own_row;
     /* An attempt (acquire.c) */
-    char *read_row[2][2]; /* [mariadb][have_lim], ? the key */
-    char *take_over[2];   /* [has_owner] */
-    char *used_by, *kill; /* ? a key; ? a session */
-    char *get_lock[2];    /* [frac]: ? seconds, fractional or whole */
+    char *read_row[2][2];       /* [mariadb][have_lim], ? the key */
+    char *read_contended[2][2]; /* [mariadb][have_lim] */
+    char *take_over[2];         /* [has_owner] */
+    char *used_by, *kill;       /* ? a key; ? a session */
+    char *get_lock[2];          /* [frac]: ? seconds, fractional or whole */
     char *call_acquire;
     char *fast_acquire[2]; /* [full name column] */
     char *insert_row[2];   /* [semaphore slot] */
@@ -183,6 +184,7 @@ struct my_sql {
     /* A wait's lease and GET_LOCK (try_wait.c) */
     char *waiter_drop, *waiter_tidy, *waiter_renew, *waiter_insert;
     char *waiter_confirm, *kill_query;
+    char *waiter_claim[2];   /* [full name column] */
     char *lease_get_lock[2]; /* [frac] */
     /* status, list, release --force (store.c) */
     char *status[2][2][2]; /* [have_seq][mariadb][have_lim], ? the key */
@@ -254,6 +256,8 @@ struct my_store {
     int fast;              /* session mode's one-statement acquire and
                               release (have_fseq, utf8mb4 name column) */
     int have_lim;          /* the lim and slot columns are there */
+    unsigned waits;        /* waits begun (atomic): every TIDY_EVERY-th
+                              tidies its key's stale waiter rows */
     int have_proc;         /* the procedures are there and usable
                               (atomic: cleared by any thread that finds
                               them gone or not executable) */
@@ -513,6 +517,18 @@ int dlock__my_read_waiter(struct my_store *ms, struct conn *c, const char *key,
  * and KILL, the session that holds it (*retry_ms, *killed). */
 int dlock__my_rowless(struct my_store *ms, struct conn *c, struct my_lock *ml,
                       int64_t *retry_ms, int *killed);
+/* ml's key is taken: its row (*found, h) and, in the same statement, the
+ * session holding its GET_LOCK (*used, 0: none) and that session's
+ * waiter row (*wfound, w). */
+int dlock__my_read_contended(struct my_store *ms, struct conn *c,
+                             const struct my_lock *ml, struct holder *h,
+                             int *found, long long *used, struct holder *w,
+                             int *wfound);
+/* dlock__my_rowless() on what dlock__my_read_contended() read. */
+int dlock__my_rowless_read(struct my_store *ms, struct conn *c,
+                           struct my_lock *ml, long long used,
+                           const struct holder *w, int wfound,
+                           int64_t *retry_ms, int *killed);
 
 /* --- head.c ------------------------------------------------------------ */
 

@@ -196,6 +196,10 @@ int dlock__my_sql_build(struct my_store *ms)
         for (int l = 0; l < 2; l++)
             X(q->read_row[m][l], dlock__text_mysql_read_row,
               V("columns", q->columns[m][l]));
+    for (int m = 0; m < 2; m++)
+        for (int l = 0; l < 2; l++)
+            X(q->read_contended[m][l], dlock__text_mysql_read_contended,
+              V("columns", q->columns[m][l]));
     X(q->take_over[0], dlock__text_mysql_take_over,
       V("owner_is", "owner IS NULL"));
     X(q->take_over[1], dlock__text_mysql_take_over, V("owner_is", "owner = ?"));
@@ -236,6 +240,9 @@ int dlock__my_sql_build(struct my_store *ms)
     X(q->waiter_renew, dlock__text_mysql_waiter_renew, V("_", ""));
     X(q->waiter_insert, dlock__text_mysql_waiter_insert, V("_", ""));
     X(q->waiter_confirm, dlock__text_mysql_waiter_confirm, V("_", ""));
+    X(q->waiter_claim[0], dlock__text_mysql_waiter_claim, V("full_set", ""));
+    X(q->waiter_claim[1], dlock__text_mysql_waiter_claim,
+      V("full_set", ", full_name = ?"));
     X(q->kill_query, dlock__text_mysql_kill_query, V("_", ""));
     X(q->lease_get_lock[0], dlock__text_mysql_lease_get_lock_mysql, V("_", ""));
     X(q->lease_get_lock[1], dlock__text_mysql_lease_get_lock_mariadb,
@@ -445,6 +452,8 @@ static const struct {
     T2(get_lock, 1, "_mariadb"),
     T2(fast_acquire, 0, ""),
     T2(fast_acquire, 1, "_full_name"),
+    T2(waiter_claim, 0, ""),
+    T2(waiter_claim, 1, "_full_name"),
     T2(insert_row, 0, ""),
     T2(insert_row, 1, "_slot"),
     T2(lease_get_lock, 0, "_mysql"),
@@ -472,6 +481,7 @@ static const struct {
     T4(status[1], "status_seq"),
     T4(sem_rows, "sem_rows"),
     T4(read_row, "read_row"),
+    T4(read_contended, "read_contended"),
     T4(columns, "columns"),
 #undef T4
     {"fseq_seed_value.sql", offsetof(struct my_sql, fseq_seed_value[0])},

@@ -260,6 +260,9 @@ static void tidy_leases(struct my_store *ms, struct my_lock *ml)
     dlock__clearerr();
 }
 
+/* One wait in this many tidies its key's stale waiter rows at once. */
+#define TIDY_EVERY 256
+
 /* Before a GET_LOCK wait of wait_ms on ml->key: write (or renew) this
  * session's waiter row, with a lease until wait_ms and half the ttl after
  * it (at least the ttl) on the server's clock, so that a grant at the
@@ -289,9 +292,35 @@ static int wait_lease(struct my_store *ms, struct dlock_lock *lk,
         return rc;
     if (ml->wleased && strcmp(wname, ml->wname) != 0)
         drop_lease(ms, lk, ml); /* another slot's */
-    if (!ml->wtidied)
+    /* On a MEMORY table (ms->fast) stale waiter rows are litter: no
+     * reader counts a waiter row whose lease is over, and no session id
+     * comes back while the server lives, whose restart empties the table.
+     * There they are tidied by a wait that outlasts its first slice and
+     * by one wait in TIDY_EVERY of this handle, not by every hand-off; a
+     * MyISAM table keeps its rows across a restart, where a reused
+     * session id could meet one: there every wait tidies. */
+    if (!ml->wtidied &&
+        (!ms->fast || ml->wleased ||
+         __atomic_add_fetch(&ms->waits, 1, __ATOMIC_RELAXED) % TIDY_EVERY == 0))
         tidy_leases(ms, ml);
     memcpy(ml->wname, wname, sizeof(wname));
+    if (!ml->wleased) {
+        /* A wait's first lease: a new row, as a claim (waiter_claim.sql)
+         * or a drop deleted the last one; one there already goes to the
+         * renew below. */
+        MY_BIND(&b, c, ms->sql.waiter_insert, MV_Z(wname),
+                MV_I((lease + 999) / 1000), MV_TOK(lk), MV_I(lease),
+                MV_Z(dlock__hostname()), MV_I(dlock__pid()));
+        if (b.oom)
+            rc = dlock__enomem();
+        else if (mysql_real_query(c->db, b.p, (unsigned long)b.len) == 0)
+            *ok = ml->wleased = 1;
+        else if (mysql_errno(c->db) != ER_DUP_ENTRY)
+            rc = dlock__my_db_err(ms, c, "writing a waiter's lease");
+        dlock__my_sb_free(&b);
+        if (rc != DLOCK_OK || *ok)
+            return rc;
+    }
     /* Ours, or one whose lease is over (the same session's, left by an
      * earlier wait): renewed or taken.  acquired_ms before owner: SET
      * assigns left to right. */
@@ -299,23 +328,72 @@ static int wait_lease(struct my_store *ms, struct dlock_lock *lk,
             MV_TOK(lk), MV_I(lease), MV_I(dlock__pid()),
             MV_Z(dlock__hostname()), MV_Z(wname), MV_TOK(lk));
     rc = dlock__my_run(ms, c, &b, NULL, "writing a waiter's lease");
-    if (rc != DLOCK_OK || mysql_affected_rows(c->db) == 1) {
-        *ok = ml->wleased = rc == DLOCK_OK;
-        dlock__my_sb_free(&b);
-        return rc;
-    }
-    dlock__my_sb_reset(&b);
-    MY_BIND(&b, c, ms->sql.waiter_insert, MV_Z(wname),
-            MV_I((lease + 999) / 1000), MV_TOK(lk), MV_I(lease),
-            MV_Z(dlock__hostname()), MV_I(dlock__pid()));
-    if (b.oom)
-        rc = dlock__enomem();
-    else if (mysql_real_query(c->db, b.p, (unsigned long)b.len) == 0)
-        *ok = ml->wleased = 1;
-    else if (mysql_errno(c->db) != ER_DUP_ENTRY)
-        rc = dlock__my_db_err(ms, c, "writing a waiter's lease");
+    *ok = ml->wleased = rc == DLOCK_OK && mysql_affected_rows(c->db) == 1;
     dlock__my_sb_free(&b);
     return rc;
+}
+
+/* Granted (this session holds the key's GET_LOCK) and the wait's lease
+ * written: claim in one statement where the store can (ms->fast, a
+ * lock), the waiter row becoming the holder row, with its fence, on
+ * condition that the lease is current (waiter_claim.sql).  *claimed 0:
+ * nothing changed (a row of the key is there, the lease is over, or not
+ * this store's kind): the caller's attempt and confirm_lease() follow. */
+static int claim_waiter(struct my_store *ms, struct dlock_lock *lk,
+                        struct my_lock *ml, int *claimed)
+{
+    struct conn *c = ml->c;
+    struct sb b = {0};
+    int64_t sent;
+    int full, rc;
+
+    *claimed = 0;
+    if (!ms->fast || lk->limit > 1 || !ml->wleased)
+        return DLOCK_OK;
+    if (!c->seeded && (rc = dlock__my_fseq_seed(ms, c)) != DLOCK_OK)
+        return rc;
+    full = ml->key_len != lk->name_len ||
+           memcmp(ml->key, lk->name, lk->name_len) != 0;
+    if (full)
+        MY_BIND(&b, c, ms->sql.waiter_claim[1], MV_KEY(ml),
+                MV_I((lk->ttl_ms + 999) / 1000), MV_I(lk->ttl_ms),
+                MV_Z(dlock__hostname()), MV_I(dlock__pid()),
+                MV_S(lk->name, lk->name_len), MV_Z(ml->wname), MV_TOK(lk),
+                MV_KEY(ml));
+    else
+        MY_BIND(&b, c, ms->sql.waiter_claim[0], MV_KEY(ml),
+                MV_I((lk->ttl_ms + 999) / 1000), MV_I(lk->ttl_ms),
+                MV_Z(dlock__hostname()), MV_I(dlock__pid()), MV_Z(ml->wname),
+                MV_TOK(lk), MV_KEY(ml));
+    if (b.oom) {
+        dlock__my_sb_free(&b);
+        return dlock__enomem();
+    }
+    c->used_ms = sent = dlock__now_ms();
+    if (mysql_real_query(c->db, b.p, (unsigned long)b.len) != 0) {
+        dlock__my_sb_free(&b);
+        if (mysql_errno(c->db) == ER_DUP_ENTRY)
+            return DLOCK_OK; /* a row of the key: claim_row() judges it */
+        return dlock__my_db_err(ms, c, "claiming after a wait");
+    }
+    dlock__my_sb_free(&b);
+    if (mysql_affected_rows(c->db) != 1)
+        return DLOCK_OK;
+    /* The waiter row is the holder row now: no waiter row is left. */
+    ml->wleased = 0;
+    lk->fence = (uint64_t)mysql_insert_id(c->db);
+    if (lk->fence == 0) {
+        (void)dlock__my_delete_own_row(ms, c, lk, ml);
+        dlock__my_release_getlock(ms, c, ml);
+        return dlock__seterr(DLOCK_ESTORE,
+                             "taking a fence on %s: the server returned no "
+                             "value",
+                             ms->base.url);
+    }
+    if (sent + lk->ttl_ms > lk->lease_end)
+        lk->lease_end = sent + lk->ttl_ms;
+    *claimed = 1;
+    return DLOCK_OK;
 }
 
 /* Granted and claimed (our row is in): keep it only if this wait's lease
@@ -501,7 +579,7 @@ static int sem_slice(struct my_store *ms, struct dlock_lock *lk,
 
 /* The body of one slice on ml->c (see dlock__my_wait_slice). */
 static int slice(struct my_store *ms, struct dlock_lock *lk, struct my_lock *ml,
-                 int first, int64_t slice_ms, int64_t *retry_ms)
+                 int first, int tried, int64_t slice_ms, int64_t *retry_ms)
 {
     int64_t end = dlock__now_ms() + slice_ms, left, sent;
     int rc, got = 0;
@@ -509,10 +587,10 @@ static int slice(struct my_store *ms, struct dlock_lock *lk, struct my_lock *ml,
     if (lk->limit > 1)
         return sem_slice(ms, lk, ml, first, slice_ms, retry_ms);
 
-    /* The try before the wait looked at the holder on a connection it
-     * has given back: look again on this one, so that a holder whose row
-     * goes while we wait is known to have had one (see dlock__my_rowless()). */
-    if (first) {
+    /* What the try before the wait saw of the holder (a moment ago) is
+     * in ml (see dlock__my_rowless()): the wait starts from it, with its
+     * waiter row.  A first slice with no try before it looks first. */
+    if (first && !tried) {
         rc = dlock__my_attempt(ms, lk, ml, 0, end, retry_ms);
         if (rc != DLOCK_BUSY)
             return rc;
@@ -541,6 +619,9 @@ static int slice(struct my_store *ms, struct dlock_lock *lk, struct my_lock *ml,
          * left for the next slice). */
         return dlock__my_attempt(ms, lk, ml, 0, end, retry_ms);
     }
+    rc = claim_waiter(ms, lk, ml, &got);
+    if (rc != DLOCK_OK || got)
+        return rc;
     sent = dlock__now_ms();
     rc = dlock__my_attempt(ms, lk, ml, 1, end, retry_ms);
     if (rc == DLOCK_OK)
@@ -569,7 +650,7 @@ int dlock__my_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
     struct my_store *ms = (struct my_store *)s;
     struct my_lock *ml = lk->priv;
     /* The first slice: nothing yet, or only what the try saw. */
-    int first = ml == NULL || ml->c == NULL, rc;
+    int first = ml == NULL || ml->c == NULL, tried = ml != NULL, rc;
 
     if (first) {
         int pooled;
@@ -590,7 +671,7 @@ int dlock__my_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
     }
     if (slice_ms > dlock__my_max_slice(ms->timeout_ms))
         slice_ms = dlock__my_max_slice(ms->timeout_ms);
-    rc = slice(ms, lk, ml, first, slice_ms, retry_ms);
+    rc = slice(ms, lk, ml, first, tried, slice_ms, retry_ms);
     if (rc == DLOCK_OK) {
         ml->held = 1;
         drop_lease(ms, lk, ml); /* if an attempt of its own took it */

@@ -124,9 +124,8 @@ int dlock__my_rowless(struct my_store *ms, struct conn *c, struct my_lock *ml,
                       int64_t *retry_ms, int *killed)
 {
     struct sb b = {0};
-    struct holder h;
+    struct holder w;
     long long used = 0;
-    int64_t now, bound;
     int found, rc;
 
     MY_BIND(&b, c, ms->sql.used_by, MV_KEY(ml));
@@ -134,29 +133,107 @@ int dlock__my_rowless(struct my_store *ms, struct conn *c, struct my_lock *ml,
     dlock__my_sb_free(&b);
     if (rc != DLOCK_OK)
         return rc;
+    memset(&w, 0, sizeof(w));
+    found = 0;
+    if (used != 0)
+        rc = dlock__my_read_waiter(ms, c, ml->key, ml->key_len,
+                                   (unsigned long long)used, &w, &found);
+    if (rc != DLOCK_OK)
+        return rc;
+    return dlock__my_rowless_read(ms, c, ml, used, &w, found, retry_ms, killed);
+}
+
+int dlock__my_read_contended(struct my_store *ms, struct conn *c,
+                             const struct my_lock *ml, struct holder *h,
+                             int *found, long long *used, struct holder *w,
+                             int *wfound)
+{
+    char wname[WNAME_MAX + 1];
+    struct sb b = {0};
+    MYSQL_RES *res;
+    MYSQL_ROW row;
+    int rc;
+
+    *found = *wfound = 0;
+    *used = 0;
+    memset(h, 0, sizeof(*h));
+    memset(w, 0, sizeof(*w));
+    rc = dlock__my_wait_name(ml->key, ml->key_len, 0, wname);
+    if (rc != DLOCK_OK)
+        return rc;
+    wname[41] = '\0'; /* the prefix: 40 hex digits and '~' */
+    MY_BIND(&b, c, ms->sql.read_contended[ms->mariadb != 0][ms->have_lim != 0],
+            MV_KEY(ml), MV_Z(wname), MV_KEY(ml), MV_KEY(ml));
+    rc = dlock__my_run(ms, c, &b, &res, "acquire");
+    dlock__my_sb_free(&b);
+    if (rc != DLOCK_OK)
+        return rc;
+    while (res != NULL && (row = mysql_fetch_row(res)) != NULL) {
+        unsigned long *lens = mysql_fetch_lengths(res);
+        const char *tag = mysql_num_fields(res) == 13 ? row[12] : NULL;
+
+        if (tag == NULL || lens == NULL) {
+            rc = dlock__seterr(DLOCK_ESTORE,
+                               "%s answered a row of another shape",
+                               ms->base.url);
+            break;
+        }
+        if (tag[0] == '0' && !*found) {
+            dlock__my_read_holder(row, lens, h, 0);
+            *found = 1;
+        } else if (tag[0] == '1' && !*wfound) {
+            dlock__my_read_holder(row, lens, w, 1);
+            *wfound = 1;
+            if (w->name == NULL) {
+                rc = dlock__enomem();
+                break;
+            }
+        } else if (tag[0] == '2' && row[4] != NULL) {
+            *used = strtoll(row[4], NULL, 10);
+        }
+    }
+    mysql_free_result(res);
+    /* Not a waiter row of that very session: not one (as
+     * dlock__my_read_waiter() judges). */
+    if (rc == DLOCK_OK && *wfound &&
+        (!dlock__my_is_waiter(w) || *used <= 0 ||
+         w->conn_id != (unsigned long long)*used))
+        *wfound = 0;
+    free(w->name);
+    w->name = NULL;
+    if (rc != DLOCK_OK)
+        *found = *wfound = 0;
+    return rc;
+}
+
+int dlock__my_rowless_read(struct my_store *ms, struct conn *c,
+                           struct my_lock *ml, long long used,
+                           const struct holder *w, int wfound,
+                           int64_t *retry_ms, int *killed)
+{
+    struct holder h;
+    int64_t now, bound;
+    int found, rc;
+
     if (used == 0) {
         *retry_ms = 0; /* let go meanwhile */
         return DLOCK_BUSY;
     }
     /* A waiter granted the GET_LOCK that has not claimed it (yet): its
      * waiter row's lease bounds the wait for it. */
-    rc = dlock__my_read_waiter(ms, c, ml->key, ml->key_len,
-                               (unsigned long long)used, &h, &found);
-    if (rc != DLOCK_OK)
-        return rc;
-    if (found) {
+    if (wfound) {
         ml->rowless_since = 0;
-        if (h.left > 0) {
-            *retry_ms = h.left;
+        if (w->left > 0) {
+            *retry_ms = w->left;
             return dlock__seterr(DLOCK_BUSY,
                                  "lock '%s' was granted to a waiting "
                                  "client (MySQL session %lld, pid %lld on "
                                  "%s) that has not claimed it yet; its "
                                  "wait's lease has %lld ms left",
-                                 c->name ? c->name : ml->key, used, h.pid,
-                                 h.host, h.left);
+                                 c->name ? c->name : ml->key, used, w->pid,
+                                 w->host, w->left);
         }
-        return fence_waiter(ms, c, ml, (unsigned long long)used, &h, retry_ms,
+        return fence_waiter(ms, c, ml, (unsigned long long)used, w, retry_ms,
                             killed);
     }
     if ((unsigned long long)used != ml->seen_conn) {
