@@ -116,7 +116,11 @@ static int decide(struct etcd_store *es, struct dlock_lock *lk,
 
     dlock__etcd_keys_clear(&el->wait);
     el->rev = q->rev;
+    el->wait_holder = 0;
     if (rc == DLOCK_BUSY) {
+        int sh;
+
+        el->wait_holder = from < dlock__etcd_holders(q, &sh);
         /* A window (a semaphore's: a range watch) wakes for our own key's
          * DELETE too (its lease revoked, a release --force): we queue
          * again at once.  Our key is the one after the window. */
@@ -369,6 +373,79 @@ static int grant(struct etcd_store *es, struct dlock_lock *lk,
     return rc;
 }
 
+/* A copy of ks in *to (cleared first). */
+static int keys_copy(struct etcd_keys *to, const struct etcd_keys *ks)
+{
+    dlock__etcd_keys_clear(to);
+    if (ks->n == 0)
+        return DLOCK_OK;
+    to->k = calloc(ks->n, sizeof(*to->k));
+    to->len = calloc(ks->n, sizeof(*to->len));
+    if (to->k == NULL || to->len == NULL)
+        return dlock__enomem();
+    for (size_t i = 0; i < ks->n; i++) {
+        if ((to->k[i] = malloc(ks->len[i] + 1)) == NULL)
+            return dlock__enomem();
+        memcpy(to->k[i], ks->k[i], ks->len[i] + 1);
+        to->len[i] = ks->len[i];
+        to->n = i + 1;
+    }
+    return DLOCK_OK;
+}
+
+static int keys_same(const struct etcd_keys *a, const struct etcd_keys *b)
+{
+    if (a->n != b->n)
+        return 0;
+    for (size_t i = 0; i < a->n; i++)
+        if (a->len[i] != b->len[i] || memcmp(a->k[i], b->k[i], a->len[i]) != 0)
+            return 0;
+    return 1;
+}
+
+/* A wait's watch, made (dlock__etcd_watch_fresh()): see, from when it
+ * sees changes, whether our last read misses any. */
+struct made_ctx {
+    struct etcd_store *es;
+    struct dlock_lock *lk;
+    struct etcd_lock *el;
+    int rc;      /* recheck()'s, when decided */
+    int decided; /* made() read the queue, and the wait goes on from rc */
+};
+
+/* The watch sees every change after from at once.  Nothing changed since
+ * our last read (el->rev): wait on it.  Else something changed in
+ * between, which the watch from our read learns of late (the server's
+ * next catch-up, up to 100 ms).  Behind waiters only (a key in our way
+ * goes at once only if it holds: a waiter's goes after its own hand-off,
+ * or when it gives up), wait on.  Behind a holder, which may have let go
+ * in between, look now.  Still behind the same keys: the watch wakes us
+ * for what comes after our read (which is at least from); else the wait
+ * goes on from what we read. */
+static int made(void *arg, int64_t from)
+{
+    struct made_ctx *g = arg;
+    struct etcd_keys was = {0};
+    int same;
+
+    if (from <= g->el->rev || !g->el->wait_holder)
+        return 0;
+    if (keys_copy(&was, &g->el->wait) != DLOCK_OK) {
+        dlock__etcd_keys_clear(&was);
+        g->rc = dlock__enomem();
+        g->decided = 1;
+        return 1;
+    }
+    g->rc = recheck(g->es, g->lk, g->el);
+    same = g->rc == DLOCK_BUSY && g->el->create_rev != 0 &&
+           keys_same(&was, &g->el->wait);
+    dlock__etcd_keys_clear(&was);
+    if (same)
+        return 0;
+    g->decided = 1;
+    return 1;
+}
+
 int dlock__etcd_try_acquire(struct dlock_store *s, struct dlock_lock *lk,
                             int64_t deadline, int64_t *retry_ms)
 {
@@ -394,6 +471,7 @@ int dlock__etcd_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
     struct etcd_store *es = (struct etcd_store *)s;
     struct etcd_lock *el = lock_state(lk);
     int64_t end = dlock__now_ms() + slice_ms;
+    struct made_ctx g = {es, lk, el, DLOCK_OK, 0};
     int rc = DLOCK_BUSY;
 
     (void)retry_ms;
@@ -440,13 +518,15 @@ int dlock__etcd_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
                 return dlock__enomem();
             }
         }
+        g.decided = 0;
         rc = el->wait.n == 1
-                 ? dlock__etcd_watch(es, el->wait.k[0], el->wait.len[0], NULL,
-                                     0, dlock__etcd_after(el->rev), NULL,
-                                     watch_end, &woken)
-                 : dlock__etcd_watch(
-                       es, pfx, plen, pend, elen, dlock__etcd_after(el->rev),
-                       el->wait.n > 0 ? &el->wait : NULL, watch_end, &woken);
+                 ? dlock__etcd_watch_fresh(es, el->wait.k[0], el->wait.len[0],
+                                           NULL, 0, dlock__etcd_after(el->rev),
+                                           NULL, watch_end, made, &g, &woken)
+                 : dlock__etcd_watch_fresh(es, pfx, plen, pend, elen,
+                                           dlock__etcd_after(el->rev),
+                                           el->wait.n > 0 ? &el->wait : NULL,
+                                           watch_end, made, &g, &woken);
         free(pfx);
         free(pend);
         if (rc == DLOCK_EUNAVAIL) {
@@ -460,6 +540,13 @@ int dlock__etcd_wait_slice(struct dlock_store *s, struct dlock_lock *lk,
         }
         if (dlock__cancelled())
             break;
+        if (g.decided) { /* made() looked already */
+            if (g.rc == DLOCK_OK)
+                return grant(es, lk, el, 1);
+            if (g.rc != DLOCK_BUSY)
+                return g.rc;
+            continue;
+        }
         if (!woken && dlock__remaining_ms(end) > 0)
             continue; /* time to refresh the lease, then watch on */
         /* Woken or at the slice's end, look: a watch says "look", never

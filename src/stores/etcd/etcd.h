@@ -158,6 +158,7 @@ struct etcd_lock {
     int64_t create_rev;    /* 0: no key (yet, or any more) */
     int64_t rev;           /* the header revision of the last queue read */
     struct etcd_keys wait; /* the keys before ours that stand in its way */
+    int wait_holder;       /* one of them held at that read */
     /* A candidate's key holds lk->value as written at the grant: the
      * core's first value_set (with that value) sends nothing. */
     int value_fresh;
@@ -213,6 +214,19 @@ int dlock__etcd_watch_ex(struct etcd_store *es, const char *key, size_t len,
                          const char *end, size_t end_len, int64_t rev,
                          const struct etcd_keys *only, int puts,
                          int64_t deadline, int *woken, int64_t *event_rev);
+/* A waiter's watch (DELETEs of the range, or of key alone when end is
+ * NULL) that does not start behind the store, in one request: one watch
+ * from rev (late if the store moved since: the server's next catch-up,
+ * within 100 ms) and two from the store's revision now.  Once those two
+ * are made, made(arg, from) is called: the watch sees every change after
+ * revision from at once (unless two writes raced the two watches' making:
+ * then by the catch-up); made's non-zero return ends the watch (*woken =
+ * 1).  Otherwise as dlock__etcd_watch(). */
+int dlock__etcd_watch_fresh(struct etcd_store *es, const char *key, size_t len,
+                            const char *end, size_t end_len, int64_t rev,
+                            const struct etcd_keys *only, int64_t deadline,
+                            int (*made)(void *arg, int64_t from), void *arg,
+                            int *woken);
 
 /* --- json.c ----------------------------------------------------------- */
 json_object *dlock__etcd_b64(const char *s, size_t n);

@@ -623,7 +623,8 @@ struct watch_state {
     const struct etcd_keys *only; /* the keys whose DELETE wakes; NULL: any */
     int woken;         /* an event, a cancel by the server, a compaction */
     int64_t event_rev; /* the greatest mod revision of the events read */
-    int created;       /* the server confirmed the watch */
+    int created;       /* the server confirmed the watch (how many) */
+    int64_t made[3];   /* the first three created headers' revisions */
     int bad;           /* not a watch stream: garbage */
     size_t partial;    /* bytes of the message being read (ETCD_REPLY_MAX) */
     size_t containers; /* its '{' and '[' so far (ETCD_JSON_CONTAINERS) */
@@ -722,7 +723,10 @@ static size_t on_watch(char *d, size_t sz, size_t nm, void *arg)
             w->woken = 1;
         } else if (json_object_get_boolean(
                        json_object_object_get(res, "created"))) {
-            w->created = 1;
+            if (w->created < 3)
+                w->made[w->created] = dlock__etcd_int(
+                    json_object_object_get(res, "header"), "revision");
+            w->created++;
         }
         json_object_put(o);
         if (w->woken)
@@ -740,13 +744,13 @@ int dlock__etcd_watch(struct etcd_store *es, const char *key, size_t len,
                                 deadline, woken, NULL);
 }
 
-int dlock__etcd_watch_ex(struct etcd_store *es, const char *key, size_t len,
-                         const char *end, size_t end_len, int64_t rev,
-                         const struct etcd_keys *only, int puts,
-                         int64_t deadline, int *woken, int64_t *event_rev)
+/* The watch whose request is body (a JSON text: one create_request, or
+ * three), as dlock__etcd_watch_ex() and dlock__etcd_watch_fresh() say. */
+static int watch_body(struct etcd_store *es, const char *body,
+                      const struct etcd_keys *only, int64_t deadline,
+                      int *woken, int64_t *event_rev,
+                      int (*made)(void *arg, int64_t from), void *arg)
 {
-    json_object *body =
-        dlock__etcd_body_watch(key, len, end, end_len, rev, puts);
     struct watch_state w = {.only = only};
     struct reply_buf unused = {0};
     char url[512], errbuf[CURL_ERROR_SIZE] = "";
@@ -756,8 +760,6 @@ int dlock__etcd_watch_ex(struct etcd_store *es, const char *key, size_t len,
     int rc = DLOCK_OK, ep, running = 1;
 
     *woken = 0;
-    if (body == NULL)
-        return dlock__enomem();
     pthread_mutex_lock(&es->mu);
     ep = es->next_ep;
     pthread_mutex_unlock(&es->mu);
@@ -787,9 +789,7 @@ int dlock__etcd_watch_ex(struct etcd_store *es, const char *key, size_t len,
           errbuf);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_watch);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &w);
-    curl_easy_setopt(
-        h, CURLOPT_POSTFIELDS,
-        json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
     /* A connection of its own, closed when the watch ends: that is how
      * a gateway watch is cancelled. */
     curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
@@ -812,6 +812,18 @@ int dlock__etcd_watch_ex(struct etcd_store *es, const char *key, size_t len,
         }
         if (w.woken || w.bad)
             break;
+        if (made != NULL && w.created >= 3) {
+            /* The watches from now are made: the first is in step from
+             * made[1] when made[2] is the same (below); else the second
+             * most likely is, from made[2]. */
+            int r = made(arg, w.made[2] > w.made[1] ? w.made[2] : w.made[1]);
+
+            made = NULL;
+            if (r != 0) {
+                w.woken = 1;
+                break;
+            }
+        }
         while ((msg = curl_multi_info_read(m, &q)) != NULL)
             if (msg->msg == CURLMSG_DONE && !w.woken) {
                 char s[256];
@@ -859,6 +871,75 @@ out:
     curl_slist_free_all(hdrs);
     if (w.tok != NULL)
         json_tokener_free(w.tok);
+    return rc;
+}
+
+int dlock__etcd_watch_ex(struct etcd_store *es, const char *key, size_t len,
+                         const char *end, size_t end_len, int64_t rev,
+                         const struct etcd_keys *only, int puts,
+                         int64_t deadline, int *woken, int64_t *event_rev)
+{
+    json_object *body =
+        dlock__etcd_body_watch(key, len, end, end_len, rev, puts);
+    int rc;
+
+    *woken = 0;
+    if (body == NULL)
+        return dlock__enomem();
+    rc = watch_body(
+        es, json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN), only,
+        deadline, woken, event_rev, NULL, NULL);
     json_object_put(body);
+    return rc;
+}
+
+/*
+ * Why watches from "now" and not only one from the read's revision + 1:
+ * etcd (3.4, mvcc/watchable_store.go watch()) puts a watch whose start
+ * revision is not past the store's into its "unsynced" group, which
+ * syncWatchersLoop() catches up once every 100 ms: a delete that lands
+ * between the waiter's read and its watch's creation woke it up to 100
+ * ms late (the p99 of 78 ms).  The first create is that watch, from rev
+ * (the waiter's read + 1): it misses nothing, late when the store moved
+ * (and all a gateway that read only one request would make).  A start of
+ * 0 is the store's revision + 1 as the server reads it (the created
+ * header's revision) just before it makes the watch; a write between
+ * that read and the watch (a commit holds the watch store's lock while
+ * it notifies) makes the watch unsynced all the same.  The next create,
+ * handled after the second is made, reads the revision again: the same,
+ * and no write came between: the second is in step, and sees every
+ * change after made[1] at once.  Else a write raced it, and the third,
+ * made after it, is in step from made[2] unless another write raced it
+ * too (and then the first still brings it, by the catch-up).
+ */
+int dlock__etcd_watch_fresh(struct etcd_store *es, const char *key, size_t len,
+                            const char *end, size_t end_len, int64_t rev,
+                            const struct etcd_keys *only, int64_t deadline,
+                            int (*made)(void *arg, int64_t from), void *arg,
+                            int *woken)
+{
+    json_object *now = dlock__etcd_body_watch(key, len, end, end_len, 0, 0),
+                *old = dlock__etcd_body_watch(key, len, end, end_len, rev, 0);
+    const char *a, *b;
+    char *three = NULL;
+    size_t n, m;
+    int rc;
+
+    *woken = 0;
+    if (now != NULL && old != NULL) {
+        a = json_object_to_json_string_ext(now, JSON_C_TO_STRING_PLAIN);
+        b = json_object_to_json_string_ext(old, JSON_C_TO_STRING_PLAIN);
+        n = strlen(a);
+        m = strlen(b);
+        /* The gateway reads the body as a stream of requests. */
+        if ((three = malloc(2 * n + m + 3)) != NULL)
+            snprintf(three, 2 * n + m + 3, "%s\n%s\n%s", b, a, a);
+    }
+    json_object_put(now);
+    json_object_put(old);
+    if (three == NULL)
+        return dlock__enomem();
+    rc = watch_body(es, three, only, deadline, woken, NULL, made, arg);
+    free(three);
     return rc;
 }

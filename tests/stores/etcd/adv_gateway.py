@@ -174,6 +174,18 @@ def bomb(field, wrap=None):
     return (b'{"result": ' + body + b"}" if wrap else body) + b"\n"
 
 
+def requests(raw):
+    """The JSON objects of a body, one after another."""
+    dec, out, text, i = json.JSONDecoder(), [], raw.decode(), 0
+    while True:
+        while i < len(text) and text[i] in " \r\n\t":
+            i += 1
+        if i >= len(text):
+            return out
+        o, i = dec.raw_decode(text, i)
+        out.append(o)
+
+
 class H(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -196,12 +208,17 @@ class H(BaseHTTPRequestHandler):
 
     def do_POST(self):
         n = int(self.headers.get("Content-Length", 0))
-        body = json.loads(self.rfile.read(n) or b"{}")
+        raw = self.rfile.read(n) or b"{}"
         p = self.path
         if LOG:
             sys.stderr.write(p + "\n")
         if p == "/v3/watch":
-            return self.watch(body)
+            # etcd's gateway reads a watch's body as a stream of requests
+            # (a waiter sends three creates: src/stores/etcd/http.c).
+            reqs = requests(raw)
+            self.creates = max(1, len(reqs))
+            return self.watch(reqs[0] if reqs else {})
+        body = json.loads(raw)
         if MODE in ("hang-txn", "hang-revoke") and p == "/v3/kv/txn" and \
                 any("request_put" in op for op in body.get("success", [])):
             time.sleep(3600)
@@ -285,8 +302,10 @@ class H(BaseHTTPRequestHandler):
         try:
             with mu:
                 h = header()
-            chunk((json.dumps({"result": {"header": h, "created": True}})
-                   + "\n").encode())
+            for i in range(getattr(self, "creates", 1)):
+                chunk((json.dumps({"result": {"header": h, "watch_id": str(i),
+                                              "created": True}})
+                       + "\n").encode())
             if MODE == "watch-flood":
                 chunk((json.dumps({"result": {"header": h,
                                               "canceled": True}})
