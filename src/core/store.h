@@ -173,7 +173,7 @@ struct dlock_store_ops {
      * nothing there).  The core sets lk->lease_end to (call
      * time + ttl) before each slice; a store may move it later, to (time
      * its successful statement was sent + ttl), never later than that.
-     * NULL: the core polls try_acquire with jittered backoff (SQLite). */
+     * NULL: the core polls try_acquire with jittered backoff. */
     int (*wait_slice)(struct dlock_store *store, struct dlock_lock *lk,
                       int64_t slice_ms, int64_t *retry_ms);
     /* Renew the lease to ttl_ms from now, only if lk still owns it:

@@ -65,6 +65,10 @@ int dlock__sq_extend(struct dlock_store *st, struct dlock_lock *lk,
         (void)run_on_row(ss, Q_DELETE_ROW, lk, 0, &changed, "extend");
         return dlock__lost(lk, LOST_WHY);
     }
+    /* Committed: the oldest waiter on this host looks again (wake.c). */
+    dlock__sq_lock(ss, dlock__sq_deadline(ss));
+    dlock__sq_wake(ss, lk->name, lk->name_len);
+    dlock__sq_unlock(ss);
     return DLOCK_OK;
 }
 
@@ -113,6 +117,10 @@ int dlock__sq_release(struct dlock_store *st, struct dlock_lock *lk)
         (void)run_on_row(ss, Q_DELETE_ROW, lk, 0, &changed, "release");
         return dlock__lost(lk, LOST_WHY);
     }
+    /* Committed: the oldest waiter on this host looks again (wake.c). */
+    dlock__sq_lock(ss, dlock__sq_deadline(ss));
+    dlock__sq_wake(ss, lk->name, lk->name_len);
+    dlock__sq_unlock(ss);
     return DLOCK_OK;
 }
 

@@ -15,6 +15,8 @@
  *   values.c   election: the leader value (value_set, value_get)
  *   suspend.c  a job's suspension (suspend, resume, suspension,
  *              suspensions; run_begin reads it)
+ *   wake.c     wait_slice: a FIFO per waiter beside the database, woken
+ *              by the release (a wake-up only), polling as a fallback
  *   texts.c    the statements (sql/ *.sql), expanded once per open
  *
  * What the files share is named dlock__sq_*; dlock__sqlite_ops (store.c)
@@ -108,6 +110,7 @@ struct sqlite_store {
     char *path;
     int64_t op_timeout_ms;
     int64_t busy_deadline; /* monotonic ms, for the busy handler */
+    int wake_dir;          /* PATH-wake (wake.c): -2 not opened yet, -1 none */
     struct ident id;
 };
 
@@ -204,6 +207,17 @@ int dlock__sq_default_file(const char *path);
 int dlock__sq_refuse_links(const char *path);
 /* path with its directory resolved, malloc'd into *out. */
 int dlock__sq_real_path(const char *path, char **out);
+
+/* wake.c: wait_slice, forget and forget_inherited of dlock__sqlite_ops;
+ * wake the oldest waiter for a name (connection held: after a release
+ * commits); the longest poll between attempts (0: the core's backoff, a
+ * test's knob). */
+int dlock__sq_wait_slice(struct dlock_store *st, struct dlock_lock *lk,
+                         int64_t slice_ms, int64_t *retry_ms);
+int dlock__sq_forget(struct dlock_store *st, struct dlock_lock *lk);
+void dlock__sq_forget_inherited(struct dlock_store *st, struct dlock_lock *lk);
+void dlock__sq_wake(struct sqlite_store *ss, const char *name, size_t len);
+extern int64_t dlock__sq_poll_max_ms;
 
 /* runs.c: the four run ops of dlock__sqlite_ops. */
 int dlock__sq_run_begin(struct dlock_store *st, struct dlock_lock *lk,

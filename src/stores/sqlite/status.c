@@ -118,6 +118,8 @@ int dlock__sq_force_release(struct dlock_store *st, const char *name,
         *removed = (unsigned)sqlite3_changes(ss->db);
     if (s != NULL)
         sqlite3_reset(s);
+    if (rc == DLOCK_OK && *removed > 0)
+        dlock__sq_wake(ss, name, strlen(name));
     dlock__sq_unlock(ss);
     return rc;
 }

@@ -76,6 +76,8 @@ static void sqlite_close(struct dlock_store *s)
     for (int i = 0; i < Q_COUNT; i++)
         sqlite3_finalize(ss->st[i]);
     sqlite3_close(ss->db);
+    if (ss->wake_dir >= 0)
+        close(ss->wake_dir);
     dlock__sq_texts_free(ss->sql);
     pthread_mutex_destroy(&ss->mu);
     free(ss->path);
@@ -216,6 +218,7 @@ static int sqlite_open(struct dlock_store **out, const struct dlock_url *u)
     ss = calloc(1, sizeof(*ss));
     if (ss == NULL)
         return dlock__enomem();
+    ss->wake_dir = -2;
     if (dlock__sq_ident_read(&ss->id) != 0) {
         free(ss);
         return dlock__seterr(DLOCK_EUNAVAIL,
@@ -344,12 +347,13 @@ const struct dlock_store_ops dlock__sqlite_ops = {
     .open = sqlite_open,
     .close = sqlite_close,
     .try_acquire = dlock__sq_try_acquire,
-    .wait_slice = NULL, /* the core polls with jittered backoff */
+    .wait_slice = dlock__sq_wait_slice, /* a FIFO wake-up, polling too */
     .extend = dlock__sq_extend,
     .extend_many = dlock__sq_extend_many,
     .ttl_left = dlock__sq_ttl_left,
     .release = dlock__sq_release,
-    .forget = NULL,
+    .forget = dlock__sq_forget,
+    .forget_inherited = dlock__sq_forget_inherited,
     .status = dlock__sq_status,
     .list = dlock__sq_list,
     .force_release = dlock__sq_force_release,
