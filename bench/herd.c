@@ -129,7 +129,7 @@ static void herd_one(int W, int *first)
                    per, base);
         else
             printf("requests per hand-off: n/a (%s)\n",
-                   url[0] == 's' ? "waiters poll the file"
+                   url[0] == 's' ? "no server to count them"
                                  : "the server counts none at once");
         if (json != NULL)
             fprintf(json,
