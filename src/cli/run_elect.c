@@ -239,8 +239,10 @@ int run_campaign(dlock_store *store, const struct run_opts *o,
     next_check = -1;
     if (o->priority == 0) {
         /* A member that never leads: it holds nothing, so a signal ends
-         * it at once (run_signals_early()); -w still bounds it. */
-        while (end < 0 || run_now_ms() < end)
+         * it at once; -w still bounds it.  nap() returns at once once a
+         * signal came: the loop must look too, or it spins (it did: a
+         * priority 0 member went on at full CPU after SIGTERM). */
+        while ((end < 0 || run_now_ms() < end) && run_signals_got() == 0)
             nap(end < 0 ? 60000 : end - run_now_ms());
         return run_signals_got() != 0 ? DLOCK_ECANCELED : DLOCK_BUSY;
     }
