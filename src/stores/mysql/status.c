@@ -200,6 +200,15 @@ static int names_fn(void *conn, void *arg, int *dead)
     rc = dlock__my_run(ms, c, &b, &res, "list");
     dlock__my_sb_free(&b);
     *dead = rc != DLOCK_OK && dlock__my_conn_error(mysql_errno(c->db));
+    if (rc != DLOCK_OK &&
+        (mysql_errno(c->db) == ER_CANT_AGGREGATE_2COLLATIONS ||
+         mysql_errno(c->db) == ER_CANT_AGGREGATE_3COLLATIONS ||
+         mysql_errno(c->db) == ER_CANT_AGGREGATE_NCOLLATIONS)) {
+        /* A prefix the name column cannot store (its-mieger's latin1
+         * table: Greek, CJK): no key in it starts so, no name to list. */
+        dlock__clearerr();
+        return DLOCK_OK;
+    }
     while (rc == DLOCK_OK && res != NULL && (row = mysql_fetch_row(res))) {
         struct holder h;
 
