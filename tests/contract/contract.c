@@ -576,6 +576,71 @@ static void t_many_and_list(dlock_store *s)
     CHECK(!info.held && info.holders == 0);
 }
 
+/* list PREFIX returns exactly the names that start with the prefix's
+ * bytes (issue 48: the stores ask an index for a range or a LIKE): LIKE's
+ * '%', '_' and an escape character are plain bytes in a prefix, a prefix
+ * may end inside a character or in 0xFF (no name holds that byte), and a
+ * prefix longer than the 24 characters a hashed MySQL key keeps. */
+static void t_list_prefix_bytes(dlock_store *s)
+{
+    static const char *names[] = {
+        "lp/a%b",
+        "lp/axb",
+        "lp/a_c",
+        "lp/abc",
+        "lp/a!d",
+        "lp/a\\e",
+        "lp/\xc3\xa9",
+        "lp/\xc3\xbf",
+        "lp/sp x",
+        "lp/spx",
+        "lp/long-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+        "xxxxxxxxxxxxxxxxxx",
+        "lp/long-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy"
+        "yyyyyyyyyyyyyyyyyy"};
+    static const struct {
+        const char *prefix;
+        unsigned n;
+    } lists[] = {
+        {"lp/a", 6},
+        {"lp/a%", 1},
+        {"lp/a_", 1},
+        {"lp/a!", 1},
+        {"lp/a\\", 1},
+        {"lp/\xc3", 2},
+        {"lp/\xc3\xbf", 1},
+        {"lp/\xc3\xbf\xff", 0},
+        {"lp/\xff", 0},
+        {"lp/sp ", 1},
+        {"lp/long-", 2},
+        {"lp/long-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 1},
+    };
+    enum { N = sizeof(names) / sizeof(names[0]) };
+    dlock_options o = opts(0, 10000, 1);
+    dlock_lock *l[N];
+    char prefix[DLOCK_NAME_MAX + 1];
+    struct count c = {prefix, 0};
+
+    for (int i = 0; i < N; i++)
+        CHECK_RC(dlock_acquire(&l[i], s, nm(names[i]), &o), DLOCK_OK);
+    for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+        snprintf(prefix, sizeof(prefix), "%s", nm(lists[i].prefix));
+        c.n = 0;
+        CHECK_RC(dlock_list(s, prefix, count_cb, &c), DLOCK_OK);
+        if (c.n != lists[i].n)
+            fprintf(stderr, "list '%s': %u names, not %u\n", lists[i].prefix,
+                    c.n, lists[i].n);
+        CHECK(c.n == lists[i].n);
+    }
+    /* All 0xFF: no upper end to the range. */
+    snprintf(prefix, sizeof(prefix), "\xff\xff");
+    c.n = 0;
+    CHECK_RC(dlock_list(s, prefix, count_cb, &c), DLOCK_OK);
+    CHECK(c.n == 0);
+    for (int i = 0; i < N; i++)
+        CHECK_RC(dlock_release(l[i]), DLOCK_OK);
+}
+
 /* Renewal at scale (issue 19): a process holding thousands of
  * auto-renewed locks on a short lease keeps every one of them.  With one
  * round trip per renewal, and the thread scanning every lock for each,
@@ -1899,6 +1964,7 @@ static const struct {
     {"auto_renew", t_auto_renew, 1},
     {"names", t_names, 0},
     {"many_and_list", t_many_and_list, 1},
+    {"list_prefix_bytes", t_list_prefix_bytes, 1},
     {"renew_many", t_renew_many, 1},
     {"threads_shared_handle", t_threads_shared_handle, 1},
     {"threads_own_handles", t_threads_own_handles, 1},

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "my.h"
+#include "strutil.h"
 
 /* --- status, list, force_release ---------------------------------------- */
 
@@ -150,6 +151,33 @@ int dlock__my_status(struct dlock_store *s, const char *name, dlock_info *out)
     return dlock__pool_run(&k.ms->pool, status_fn, &k);
 }
 
+/* sql/list.sql's LIKE pattern for prefix, into p (room for 2 * 24 * 4 +
+ * 2 bytes): the prefix up to its first byte that does not begin a
+ * complete valid UTF-8 character (no name holds one, and the server would
+ * not take it as utf8mb4), at most 24 characters (dlock__mysql_key(): a
+ * hashed key keeps the name's first 24), '!', '%' and '_' escaped by
+ * '!', then '%'.  Every row whose key or name starts with the prefix
+ * matches it; the caller checks the whole name.  Returns its length. */
+static size_t list_pattern(const char *prefix, char *p)
+{
+    const unsigned char *u = (const unsigned char *)prefix;
+    size_t plen = strlen(prefix), i = 0, j = 0;
+
+    for (int chars = 0; i < plen && chars < 24; chars++) {
+        size_t n = u[i] < 0x80 ? 1 : u[i] < 0xe0 ? 2 : u[i] < 0xf0 ? 3 : 4;
+
+        if (n > plen - i || !dlock__utf8_valid(u + i, n))
+            break;
+        for (size_t e = 0; e < n; e++) {
+            if (prefix[i] == '!' || prefix[i] == '%' || prefix[i] == '_')
+                p[j++] = '!';
+            p[j++] = prefix[i++];
+        }
+    }
+    p[j++] = '%';
+    return j;
+}
+
 /* The names of the live rows under the prefix. */
 static int names_fn(void *conn, void *arg, int *dead)
 {
@@ -160,13 +188,27 @@ static int names_fn(void *conn, void *arg, int *dead)
     struct sb b = {0};
     MYSQL_RES *res = NULL;
     MYSQL_ROW row;
+    char pat[2 * 24 * 4 + 2];
     int rc;
 
-    dlock__my_sb_add(&b, "%s",
-                     ms->sql.list[ms->mariadb != 0][ms->have_lim != 0]);
+    MY_BIND(&b, c, ms->sql.list[ms->mariadb != 0][ms->have_lim != 0],
+            MV_S(pat, list_pattern(k->name, pat)));
+    if (b.oom) {
+        dlock__my_sb_free(&b);
+        return dlock__enomem();
+    }
     rc = dlock__my_run(ms, c, &b, &res, "list");
     dlock__my_sb_free(&b);
     *dead = rc != DLOCK_OK && dlock__my_conn_error(mysql_errno(c->db));
+    if (rc != DLOCK_OK &&
+        (mysql_errno(c->db) == ER_CANT_AGGREGATE_2COLLATIONS ||
+         mysql_errno(c->db) == ER_CANT_AGGREGATE_3COLLATIONS ||
+         mysql_errno(c->db) == ER_CANT_AGGREGATE_NCOLLATIONS)) {
+        /* A prefix the name column cannot store (its-mieger's latin1
+         * table: Greek, CJK): no key in it starts so, no name to list. */
+        dlock__clearerr();
+        return DLOCK_OK;
+    }
     while (rc == DLOCK_OK && res != NULL && (row = mysql_fetch_row(res))) {
         struct holder h;
 

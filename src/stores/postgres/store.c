@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "pg.h"
+#include "strutil.h"
 
 #define DEFAULT_OP_TIMEOUT_MS 5000
 
@@ -336,11 +337,25 @@ struct names_call {
 static int names_fn(void *conn, void *arg, int *dead)
 {
     struct names_call *k = arg;
-    const char *v[1] = {k->prefix};
-    size_t plen = strlen(k->prefix);
+    const unsigned char *u = (const unsigned char *)k->prefix;
+    char cut[DLOCK_NAME_MAX + 1];
+    const char *v[1] = {cut};
+    size_t plen = strlen(k->prefix), i = 0;
     PGresult *res;
     int rc;
 
+    /* The server takes only valid UTF-8 text: the prefix up to its first
+     * byte that does not begin a complete valid character (no name holds
+     * one; the whole prefix is checked below). */
+    while (i < plen) {
+        size_t n = u[i] < 0x80 ? 1 : u[i] < 0xe0 ? 2 : u[i] < 0xf0 ? 3 : 4;
+
+        if (n > plen - i || !dlock__utf8_valid(u + i, n))
+            break;
+        i += n;
+    }
+    memcpy(cut, k->prefix, i);
+    cut[i] = '\0';
     rc = dlock__pg_run(conn, k->ps->base.url, "list",
                        k->ps->text.names[k->ps->lease_mode], 1, v,
                        k->ps->op_timeout_ms, &res, NULL);

@@ -73,7 +73,8 @@ int dlock__sq_list(struct dlock_store *st, const char *prefix,
 {
     struct sqlite_store *ss = (struct sqlite_store *)st;
     struct dlock__names names = {0};
-    size_t plen = strlen(prefix);
+    size_t plen = strlen(prefix), ulen;
+    char upper[DLOCK_NAME_MAX + 1];
     sqlite3_stmt *s;
     int rc = DLOCK_OK, src;
 
@@ -83,6 +84,20 @@ int dlock__sq_list(struct dlock_store *st, const char *prefix,
         rc = dlock__sq_error(ss, "list");
         dlock__sq_unlock(ss);
         return rc;
+    }
+    /* sql/names.sql: the range [prefix, upper).  upper: the prefix
+     * without its trailing 0xFF bytes, its last byte raised; none (a
+     * BLOB, above every TEXT) when nothing is left. */
+    memcpy(upper, prefix, plen);
+    ulen = plen;
+    while (ulen > 0 && (unsigned char)upper[ulen - 1] == 0xff)
+        ulen--;
+    sqlite3_bind_text(s, 1, prefix, (int)plen, SQLITE_STATIC);
+    if (ulen > 0) {
+        upper[ulen - 1] = (char)((unsigned char)upper[ulen - 1] + 1);
+        sqlite3_bind_text(s, 2, upper, (int)ulen, SQLITE_STATIC);
+    } else {
+        sqlite3_bind_zeroblob(s, 2, 0);
     }
     while (rc == DLOCK_OK && (src = sqlite3_step(s)) == SQLITE_ROW) {
         const char *name = (const char *)sqlite3_column_text(s, 0);
