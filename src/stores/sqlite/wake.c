@@ -22,7 +22,8 @@
  * (/proc/self/fd/N) O_WRONLY|O_NONBLOCK to write one byte: never a
  * regular file, a device or a link's target, and never blocked by a
  * reader that does not read.  ENXIO (no reader: the waiter died) unlinks
- * the entry and wakes the next one.
+ * the entry and wakes the next one; so does a FIFO that holds an unread
+ * byte (its reader has a wake-up, or never reads: it is skipped).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -34,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -141,7 +143,7 @@ static int wake_entry(int dir, const char *name)
 {
     char self[64];
     struct stat st;
-    int pfd, fd, rc;
+    int pfd, fd, rc, pending = 0;
 
     pfd = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
     if (pfd < 0)
@@ -156,6 +158,14 @@ static int wake_entry(int dir, const char *name)
     close(pfd);
     if (fd < 0)
         return errno == ENXIO ? -1 : 0;
+    /* A wake-up still unread: its reader has one to act on already, or
+     * never reads (a dead waiter's FIFO that a fork child holds open, a
+     * pipe that garbage filled).  Either way one more byte tells no one
+     * anything: wake the next waiter instead. */
+    if (ioctl(fd, FIONREAD, &pending) == 0 && pending > 0) {
+        close(fd);
+        return 0;
+    }
     rc = write_nopipe(fd);
     close(fd);
     return rc;

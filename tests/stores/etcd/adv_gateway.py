@@ -31,6 +31,13 @@ waits), and then misbehaves in the way MODE says:
                 (5 million arrays: json-c would spend some 800 MiB on them)
   watch-bomb    a watch sends one message of 15 MiB of "events":
                 [[],[],...], then stays quiet
+  made-none     a watch's created headers have no revision (made-max:
+                INT64_MAX, made-neg: INT64_MIN, made-junk: "12abc" and a
+                watch id -1, made-up: each 1000 past the store's)
+  made-hang     as made-up, and every kv request after a watch's is
+                never answered
+  made-one      a watch answers only one created for three creates
+  made-compact  ... three created, then the first canceled, compacted
   rev-max       every header's revision is "9223372036854775807" (a
                 watch from the revision after it overflows int64)
 
@@ -216,9 +223,13 @@ class H(BaseHTTPRequestHandler):
             # etcd's gateway reads a watch's body as a stream of requests
             # (a waiter sends three creates: src/stores/etcd/http.c).
             reqs = requests(raw)
+            if MODE == "made-hang":
+                state["hang"] = True
             self.creates = max(1, len(reqs))
             return self.watch(reqs[0] if reqs else {})
         body = json.loads(raw)
+        if state.get("hang") and p.startswith("/v3/kv/"):
+            time.sleep(3600)
         if MODE in ("hang-txn", "hang-revoke") and p == "/v3/kv/txn" and \
                 any("request_put" in op for op in body.get("success", [])):
             time.sleep(3600)
@@ -302,9 +313,30 @@ class H(BaseHTTPRequestHandler):
         try:
             with mu:
                 h = header()
-            for i in range(getattr(self, "creates", 1)):
-                chunk((json.dumps({"result": {"header": h, "watch_id": str(i),
+            creates = getattr(self, "creates", 1)
+            if MODE == "made-one":
+                creates = 1
+            for i in range(creates):
+                hh = dict(h)
+                wid = str(i)
+                if MODE == "made-none":
+                    del hh["revision"]
+                elif MODE == "made-max":
+                    hh["revision"] = "9223372036854775807"
+                elif MODE == "made-neg":
+                    hh["revision"] = "-9223372036854775808"
+                elif MODE == "made-junk":
+                    hh["revision"] = "12abc"
+                    wid = "-1"
+                elif MODE in ("made-up", "made-hang"):
+                    hh["revision"] = str(int(h["revision"]) + 1000 * (i + 1))
+                chunk((json.dumps({"result": {"header": hh, "watch_id": wid,
                                               "created": True}})
+                       + "\n").encode())
+            if MODE == "made-compact":
+                chunk((json.dumps({"result": {"header": h, "watch_id": "0",
+                                              "canceled": True,
+                                              "compact_revision": "1"}})
                        + "\n").encode())
             if MODE == "watch-flood":
                 chunk((json.dumps({"result": {"header": h,

@@ -4,7 +4,9 @@
 #   lease's time-to-live, a TTL that is not a number, -1, an error inside
 #   a keepalive's "result";
 # - the shapes of its replies: a range's "kvs" that is not an array in a
-#   read-only txn, a watch's "events" that is not an array.
+#   read-only txn, a watch's "events" that is not an array;
+# - a waiter's created headers (revisions missing, huge, negative, junk,
+#   one created for three, a compaction, a re-read never answered).
 # Each `dlock` call must end within its bound with a store error (69), a
 # loss (75), not acquired (1, a waiter only) or the command's own exit
 # (0): never a sanitizer's "runtime error" (signed overflow is undefined
@@ -85,4 +87,22 @@ sleep 0.5 # the holder has it (not a synchronisation: a late holder only
 # makes the waiter's case an acquire)
 checkw watch-bad "a waiter's watch" "$dlock" -s "$url" run -w 2 "$n" -- true
 wait "$holder"
+# A waiter's three-watch request (issue 48) answered with created headers
+# that lie (no revision, INT64_MAX, INT64_MIN, "12abc" and a watch id -1,
+# 1000 past the store's), one created for three, a compacted first watch,
+# or a re-read that is never answered once the watch is made: each wait
+# ends by its bound, no runtime error, never a second holder (1 or 69).
+for mode in made-none made-max made-neg made-junk made-up made-one \
+    made-compact made-hang; do
+    start "$mode"
+    n="adv-made-$mode-$$"
+    "$dlock" -s "$url" run -n "$n" -- sleep 3 >/dev/null 2>&1 &
+    holder=$!
+    sleep 0.5 # as above: not a synchronisation
+    ok_codes="1 69"
+    check "$mode" "a waiter's three watches" \
+        "$dlock" -s "$url" run -w 2 "$n" -- true
+    ok_codes="0 69 75"
+    wait "$holder"
+done
 exit $fail

@@ -15,6 +15,10 @@
  *   and the regular file are not written; the dead FIFO is removed.
  * - A wake directory that is a regular file: acquire still works (by
  *   polling) and the file is left as it was.
+ * - The oldest entry a FIFO with a reader that never reads and a wake-up
+ *   already in it (a dead waiter's FIFO that its fork child still holds
+ *   open, or one that garbage filled): the release wakes the next one,
+ *   the real waiter, instead of adding a byte nobody reads (adv48b).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -105,13 +109,15 @@ static void waiter(const char *url, const char *name, int fd, int64_t poll)
 
 static void test_woken(int plant)
 {
-    const char *name = plant ? "woken-junk" : "woken";
+    const char *name = plant == 2 ? "woken-stuck"
+                       : plant    ? "woken-junk"
+                                  : "woken";
     char db[4200], url[4300], wake[4300], p[4600], hash[17], victim[4300];
     char buf[4096] __attribute__((aligned(8)));
     dlock_options o = DLOCK_OPTIONS_INIT;
     dlock_store *s;
     dlock_lock *l;
-    int pfd[2], in, st = 0, seen = 0;
+    int pfd[2], in, st = 0, seen = 0, stuck = -1;
     pid_t pid;
 
     snprintf(db, sizeof(db), "%s/%s.db", base, name);
@@ -123,7 +129,14 @@ static void test_woken(int plant)
     o.ttl_ms = 3600 * 1000;
     CHECK_RC(dlock_acquire(&l, s, name, &o), DLOCK_OK);
     CHECK(mkdir(wake, 0700) == 0);
-    if (plant) {
+    if (plant == 2) {
+        /* Held open, never read, a wake-up pending in it. */
+        snprintf(p, sizeof(p), "%s/%s.%020d.1.1", wake, hash, 0);
+        CHECK(mkfifo(p, 0600) == 0);
+        stuck = open(p, O_RDWR | O_NONBLOCK);
+        CHECK(stuck >= 0);
+        CHECK(write(stuck, "w", 1) == 1);
+    } else if (plant) {
         write_file(victim, junk);
         snprintf(p, sizeof(p), "%s/%s.%020d.1.1", wake, hash, 0);
         write_file(p, junk);
@@ -155,7 +168,7 @@ static void test_woken(int plant)
 
             if (e->len > 0 && strncmp(e->name, hash, 16) == 0) {
                 seen = 1;
-                if (plant) {
+                if (plant == 1) {
                     /* Garbage into its own FIFO: a wake-up for nothing. */
                     int fd;
 
@@ -179,7 +192,9 @@ static void test_woken(int plant)
     close(pfd[0]);
     EXPECT(waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
            WEXITSTATUS(st) == 0);
-    if (plant) {
+    if (stuck >= 0)
+        close(stuck);
+    if (plant == 1) {
         EXPECT(same_bytes(victim, junk));
         snprintf(p, sizeof(p), "%s/%s.%020d.1.1", wake, hash, 0);
         EXPECT(same_bytes(p, junk));
@@ -243,6 +258,7 @@ int main(int argc, char **argv)
     }
     test_woken(0);
     test_woken(1);
+    test_woken(2);
     test_wrong_type();
     nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     if (failures == 0)
