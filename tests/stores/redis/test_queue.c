@@ -16,11 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "rtest.h"
+#include "url.h"
 
 static const char *url;
 
@@ -629,6 +631,99 @@ static void t_garbage_messages(void)
     redisFree(c);
 }
 
+/* --- a queueing attempt whose answer was lost (issue 48) ------------- */
+
+#ifndef LOSE_REPLY
+#define LOSE_REPLY "tests/stores/redis/lose_reply.py"
+#endif
+
+/* url with its port replaced by port (the proxy's), into out. */
+static int proxied(char *out, size_t len, int port)
+{
+    struct dlock_url *u;
+    const char *at;
+    char old[16];
+    size_t pre;
+    int n;
+
+    if (dlock__url_parse(&u, url) != DLOCK_OK)
+        return 0;
+    n = snprintf(old, sizeof(old), ":%d", u->port);
+    dlock__url_free(u);
+    at = strstr(url, "://");
+    at = at != NULL ? strstr(at, old) : NULL;
+    if (at == NULL || n <= 1)
+        return 0;
+    pre = (size_t)(at - url);
+    return snprintf(out, len, "%.*s:%d%s", (int)pre, url, port, at + n) <
+           (int)len;
+}
+
+/* A waiter W (its own handle, through lose_reply.py) queues behind A,
+ * but the answers of its first two queueing attempts are lost (the first
+ * try and the pool's retry on a fresh connection), the scripts run: W is
+ * queued while its client does not know it.  Its wait ends (BUSY), and
+ * its handle, still open, keeps its own channel for the name subscribed
+ * (issue 48).  A then lets go: the hand-off must not count W as alive
+ * (nobody waits there) and keep the name from everyone for W's lease: a
+ * try right after the release gets the lock. */
+static void t_lost_enqueue(void)
+{
+    dlock_store *s = must_open(url), *s3 = must_open(url), *ws = NULL;
+    redisContext *c = raw_open(url);
+    dlock_options o = opts(0, 30000, 0), wo = opts(2000, 30000, 0);
+    dlock_lock *a, *l = NULL, *b = NULL;
+    char key[600], purl[1024], line[64], port[16];
+    int p[2], pport = 0, rc;
+    struct dlock_url *u;
+    pid_t proxy;
+    FILE *f;
+
+    snprintf(key, sizeof(key), "dlock:%s", nm("lost"));
+    CHECK(dlock__url_parse(&u, url) == DLOCK_OK);
+    snprintf(port, sizeof(port), "%d", u->port);
+    dlock__url_free(u);
+    CHECK(pipe(p) == 0);
+    proxy = fork();
+    if (proxy == 0) {
+        /* Gone with the test, whatever ends it: it would hold ctest's
+         * output pipe open. */
+        (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+        dup2(p[1], 1);
+        close(p[0]);
+        close(p[1]);
+        execlp("python3", "python3", LOSE_REPLY, port, "2", (char *)NULL);
+        _exit(127);
+    }
+    close(p[1]);
+    f = fdopen(p[0], "r");
+    CHECK(f != NULL && fgets(line, sizeof(line), f) != NULL &&
+          sscanf(line, "LISTEN %d", &pport) == 1);
+    CHECK(proxied(purl, sizeof(purl), pport));
+    CHECK_RC(dlock_store_open(&ws, purl), DLOCK_OK);
+    CHECK_RC(dlock_acquire(&a, s, nm("lost"), &o), DLOCK_OK);
+    rc = dlock_acquire(&l, ws, nm("lost"), &wo);
+    printf("  the waiter whose queueing answer was lost: rc %d (%s)\n", rc,
+           dlock_errmsg());
+    CHECK(rc != DLOCK_OK);
+    CHECK(fgets(line, sizeof(line), f) != NULL &&
+          strncmp(line, "LOST", 4) == 0);
+    CHECK_RC(dlock_release(a), DLOCK_OK);
+    rc = dlock_acquire(&b, s3, nm("lost"), &o);
+    printf("  a try right after the release: rc %d, holder ttl %s ms\n", rc,
+           raw_str(c, "PTTL %s", key));
+    CHECK_RC(rc, DLOCK_OK);
+    if (rc == DLOCK_OK)
+        CHECK_RC(dlock_release(b), DLOCK_OK);
+    kill(proxy, SIGKILL);
+    waitpid(proxy, NULL, 0);
+    fclose(f);
+    dlock_store_close(ws);
+    dlock_store_close(s);
+    dlock_store_close(s3);
+    redisFree(c);
+}
+
 static const struct rt_test tests[] = {
     {"herd20", t_herd20, 0},
     {"herd100", t_herd100, 0},
@@ -640,6 +735,7 @@ static const struct rt_test tests[] = {
     {"flushed", t_flushed, 0},
     {"forged_grant", t_forged_grant, 0},
     {"garbage_messages", t_garbage_messages, 0},
+    {"lost_enqueue", t_lost_enqueue, 0},
 };
 
 int main(int argc, char **argv)
