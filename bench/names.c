@@ -52,10 +52,12 @@ static char plant[96]; /* the planted names' prefix: plant + %07d */
 
 /* --- bulk planting with the bare client -------------------------------- */
 
+#ifdef DLOCK_HAVE_POSTGRES
 static const char *pg_table(void)
 {
     return strstr(url, "mode=lease") != NULL ? "dlock_locks" : "dlock_held";
 }
+#endif
 
 #ifdef DLOCK_HAVE_REDIS
 /* Redis: the template's lock key and the keys derived from it (rkeys.h),
@@ -261,6 +263,8 @@ static void unplant_bulk(struct bench_noop *nc, long n)
 {
     char sql[512];
     void *conn = bench_noop_conn(nc);
+
+    (void)n; /* Redis's chunks only */
 
     switch (bench_noop_kind(nc)) {
     case 's':
