@@ -20,14 +20,18 @@
 #if defined(DLOCK_HAVE_POSTGRES) || defined(DLOCK_HAVE_MYSQL) ||               \
     defined(DLOCK_HAVE_ETCD)
 /* A new owner token per cycle, as dlock's (random 128 bits, hex): the
- * index sees the same spread of keys. */
-static const char *cfloor_owner(void)
+ * index sees the same spread of keys.  Seeded again in a fork child (the
+ * hand-off floors' contenders), so no two processes draw the same ones. */
+const char *cfloor_owner(void)
 {
     static char o[40];
     static unsigned long long n;
+    static pid_t seeded;
 
-    if (n == 0)
-        n = ((unsigned long long)getpid() << 32) ^ 0x9e3779b97f4a7c15ULL;
+    if (seeded != getpid()) {
+        seeded = getpid();
+        n = ((unsigned long long)seeded << 32) ^ 0x9e3779b97f4a7c15ULL;
+    }
     n = n * 6364136223846793005ULL + 1442695040888963407ULL;
     snprintf(o, sizeof(o), "%016llx%016llx", n, n * 0xff51afd7ed558ccdULL);
     return o;

@@ -47,6 +47,13 @@
 #include <curl/curl.h>
 #endif
 
+#if defined(DLOCK_HAVE_POSTGRES) || defined(DLOCK_HAVE_MYSQL) ||               \
+    defined(DLOCK_HAVE_ETCD)
+/* A new owner token (32 hex digits, as dlock's) in a static buffer, each
+ * call another; the hand-off floors (handoff_*.c) draw theirs here too. */
+const char *cfloor_owner(void);
+#endif
+
 #ifdef DLOCK_HAVE_POSTGRES
 /* The sequence, the table and the two prepared statements on c. */
 int cfloor_pg_setup(PGconn *c);

@@ -16,11 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <mysql.h>
 
 #include "bench.h"
+#include "contract.h"
 #include "handoff.h"
 
 #define MY_SEQ "dlock_bench_handoff_seq"
@@ -32,7 +32,6 @@ struct my_floor {
     MYSQL *c;
     char acq[256], name[72];
     char owner[40];
-    unsigned long long gen; /* the owner tokens' generator */
 };
 
 /* Run sql on c, reading whatever it answers; *v (if not NULL) the first
@@ -123,7 +122,6 @@ static void *my_open(const char *url, const char *name)
              "SELECT IF(GET_LOCK('%s', 31536000), NEXTVAL(" MY_SEQ "), 0)",
              name);
     snprintf(f->name, sizeof(f->name), "%s", name);
-    f->gen = ((unsigned long long)getpid() << 32) ^ 0x9e3779b97f4a7c15ULL;
     return f;
 }
 
@@ -153,10 +151,8 @@ static int my_acquire(void *p)
                         "lock, or NEXTVAL no fence\n");
         return -1;
     }
-    /* A new owner token per acquire, as dlock's (128 bits, hex). */
-    f->gen = f->gen * 6364136223846793005ULL + 1442695040888963407ULL;
-    snprintf(f->owner, sizeof(f->owner), "%016llx%016llx", f->gen,
-             f->gen * 0xff51afd7ed558ccdULL);
+    /* A new owner token per acquire, as dlock's (contract.c). */
+    snprintf(f->owner, sizeof(f->owner), "%s", cfloor_owner());
     snprintf(sql, sizeof(sql),
              "INSERT INTO " MY_TABLE " (name, connection_id, created, ttl, "
              "lock_acquired, owner, fence, expires_ms, acquired_ms, host, "

@@ -10,11 +10,11 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include <libpq-fe.h>
 
 #include "bench.h"
+#include "contract.h"
 #include "handoff.h"
 
 struct pg_floor {
@@ -22,7 +22,6 @@ struct pg_floor {
     PGconn *c;
     char name[128];
     char owner[40];
-    unsigned long long gen; /* the owner tokens' generator */
 };
 
 static int pg_ok(PGconn *c, PGresult *r, const char *what)
@@ -78,7 +77,6 @@ static void *pg_open(const char *url, const char *name)
     }
     f->c = bench_noop_conn(f->n);
     snprintf(f->name, sizeof(f->name), "%s", name);
-    f->gen = ((unsigned long long)getpid() << 32) ^ 0x9e3779b97f4a7c15ULL;
     /* As dlock's own sessions and the contract floor: generic plans. */
     if (pg_ok(f->c, PQexec(f->c, "SET lock_timeout = 0"), "set") != 0 ||
         pg_ok(f->c, PQexec(f->c, "SET plan_cache_mode = force_generic_plan"),
@@ -131,10 +129,8 @@ static int pg_acquire(void *p)
 {
     struct pg_floor *f = p;
 
-    /* A new owner token per acquire, as dlock's (128 bits, hex). */
-    f->gen = f->gen * 6364136223846793005ULL + 1442695040888963407ULL;
-    snprintf(f->owner, sizeof(f->owner), "%016llx%016llx", f->gen,
-             f->gen * 0xff51afd7ed558ccdULL);
+    /* A new owner token per acquire, as dlock's (contract.c). */
+    snprintf(f->owner, sizeof(f->owner), "%s", cfloor_owner());
     return pg_stmt(p, "acq");
 }
 
