@@ -5,7 +5,11 @@
 # closed instead, the command never reaching the server.  Prints LISTEN
 # once it listens; DROPPED to stdout when it drops.  With "plain" it drops
 # nothing (a forwarder to SIGSTOP: a frozen server, connections open).
-import hashlib, socket, sys, threading
+import hashlib, os, socket, sys, threading
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "common"))
+from resp import parse  # noqa: E402
 
 lport, rport = int(sys.argv[1]), int(sys.argv[2])
 plain = sys.argv[3:4] == ['plain']
@@ -16,26 +20,6 @@ REL = (b"if redis.call('GET', KEYS[1]) ~= ('dlock1:' .. ARGV[1]) then "
 shas = set()
 done = []
 mu = threading.Lock()
-
-
-def parse(buf):
-    if not buf.startswith(b'*'):
-        i = buf.find(b'\r\n')
-        return (None, buf) if i < 0 else ([buf[:i]], buf[i + 2:])
-    i = buf.find(b'\r\n')
-    if i < 0:
-        return None, buf
-    n, p, args = int(buf[1:i]), i + 2, []
-    for _ in range(n):
-        j = buf.find(b'\r\n', p)
-        if j < 0:
-            return None, buf
-        ln, s = int(buf[p + 1:j]), j + 2
-        if len(buf) < s + ln + 2:
-            return None, buf
-        args.append(buf[s:s + ln])
-        p = s + ln + 2
-    return args, buf[p:]
 
 
 def is_release(a):

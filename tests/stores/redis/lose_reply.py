@@ -8,34 +8,19 @@
 # what the server answers, and closes the client's connection only once
 # the server has closed its own (so the script has run by then).  Prints
 # "LOST" to stdout for each.
+import os
 import re
 import socket
 import sys
 import threading
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "common"))
+from resp import parse  # noqa: E402
+
 rport, left = int(sys.argv[1]), int(sys.argv[2])
 mu = threading.Lock()
 QHID = re.compile(rb'^q[0-9a-fA-F]{16}$')
-
-
-def parse(buf):
-    if not buf.startswith(b'*'):
-        i = buf.find(b'\r\n')
-        return (None, buf) if i < 0 else ([buf[:i]], buf[i + 2:])
-    i = buf.find(b'\r\n')
-    if i < 0:
-        return None, buf
-    n, p, args = int(buf[1:i]), i + 2, []
-    for _ in range(n):
-        j = buf.find(b'\r\n', p)
-        if j < 0:
-            return None, buf
-        ln, s = int(buf[p + 1:j]), j + 2
-        if len(buf) < s + ln + 2:
-            return None, buf
-        args.append(buf[s:s + ln])
-        p = s + ln + 2
-    return args, buf[p:]
 
 
 def queueing(a):
