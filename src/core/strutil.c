@@ -73,3 +73,18 @@ void dlock__strlcpy(char *dst, const char *src, size_t dstlen)
     memcpy(dst, src, n);
     dst[n] = '\0';
 }
+
+size_t dlock__utf8_head(const char *s, size_t len, size_t max_chars)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0;
+
+    for (size_t chars = 0; i < len && chars < max_chars; chars++) {
+        size_t n = u[i] < 0x80 ? 1 : u[i] < 0xe0 ? 2 : u[i] < 0xf0 ? 3 : 4;
+
+        if (n > len - i || !dlock__utf8_valid(u + i, n))
+            break;
+        i += n;
+    }
+    return i;
+}

@@ -160,19 +160,12 @@ int dlock__my_status(struct dlock_store *s, const char *name, dlock_info *out)
  * matches it; the caller checks the whole name.  Returns its length. */
 static size_t list_pattern(const char *prefix, char *p)
 {
-    const unsigned char *u = (const unsigned char *)prefix;
-    size_t plen = strlen(prefix), i = 0, j = 0;
+    size_t head = dlock__utf8_head(prefix, strlen(prefix), 24), j = 0;
 
-    for (int chars = 0; i < plen && chars < 24; chars++) {
-        size_t n = u[i] < 0x80 ? 1 : u[i] < 0xe0 ? 2 : u[i] < 0xf0 ? 3 : 4;
-
-        if (n > plen - i || !dlock__utf8_valid(u + i, n))
-            break;
-        for (size_t e = 0; e < n; e++) {
-            if (prefix[i] == '!' || prefix[i] == '%' || prefix[i] == '_')
-                p[j++] = '!';
-            p[j++] = prefix[i++];
-        }
+    for (size_t i = 0; i < head; i++) {
+        if (prefix[i] == '!' || prefix[i] == '%' || prefix[i] == '_')
+            p[j++] = '!';
+        p[j++] = prefix[i];
     }
     p[j++] = '%';
     return j;

@@ -337,23 +337,16 @@ struct names_call {
 static int names_fn(void *conn, void *arg, int *dead)
 {
     struct names_call *k = arg;
-    const unsigned char *u = (const unsigned char *)k->prefix;
     char cut[DLOCK_NAME_MAX + 1];
     const char *v[1] = {cut};
-    size_t plen = strlen(k->prefix), i = 0;
+    size_t plen = strlen(k->prefix), i;
     PGresult *res;
     int rc;
 
     /* The server takes only valid UTF-8 text: the prefix up to its first
      * byte that does not begin a complete valid character (no name holds
      * one; the whole prefix is checked below). */
-    while (i < plen) {
-        size_t n = u[i] < 0x80 ? 1 : u[i] < 0xe0 ? 2 : u[i] < 0xf0 ? 3 : 4;
-
-        if (n > plen - i || !dlock__utf8_valid(u + i, n))
-            break;
-        i += n;
-    }
+    i = dlock__utf8_head(k->prefix, plen, SIZE_MAX);
     memcpy(cut, k->prefix, i);
     cut[i] = '\0';
     rc = dlock__pg_run(conn, k->ps->base.url, "list",
